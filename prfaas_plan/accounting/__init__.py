@@ -1,0 +1,1 @@
+"""Per-layer accounting: KVCache bytes, parameter counts, and FLOP/byte work of a pass."""

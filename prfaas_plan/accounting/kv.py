@@ -1,0 +1,124 @@
+"""S_kv(l): bytes of KVCache and recurrent state produced by prefilling l uncached tokens.
+
+Per layer (element bytes from the model's dtypes; bf16 KV = 2 B, fp32 state = 4 B):
+- GQA:    2-part K and V per token: kv_heads x (qk_head_dim + v_head_dim)     [grows with l]
+- MLA:    kv_lora_rank + qk_rope_head_dim per token (the cached latent)         [grows with l]
+- sparse: MLA latent + the indexer's key (index_head_dim) per token             [grows with l]
+- SWA:    as GQA, but for min(l, window_tokens) tokens                          [bounded]
+- linear: heads x key_head_dim x value_head_dim state + conv_channels x
+          (conv_kernel - 1) conv state, once per request                       [fixed]
+S_kv(l) = growing_bytes_per_token * l + sum_swa(bytes_per_token * min(l, w)) + fixed_bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..profiles.model import (
+    GqaAttention,
+    Layer,
+    LinearAttention,
+    MlaAttention,
+    ModelProfile,
+    SparseAttention,
+    SwaAttention,
+    expand_layers,
+)
+from ..units import dtype_bytes
+
+
+@dataclass(frozen=True)
+class LayerKv:
+    """KV footprint of one layer."""
+
+    growing_bytes_per_token: float = 0.0
+    window_bytes_per_token: float = 0.0
+    window_tokens: int = 0
+    fixed_bytes: float = 0.0
+
+    def at(self, length_tokens: float) -> float:
+        return (
+            self.growing_bytes_per_token * length_tokens
+            + self.window_bytes_per_token * min(length_tokens, self.window_tokens)
+            + self.fixed_bytes
+        )
+
+
+def layer_kv(layer: Layer, model: ModelProfile) -> LayerKv:
+    """KV footprint of one resolved layer of ``model``."""
+    mixer = layer.mixer
+    kv_b = dtype_bytes(model.dtypes.kv)
+    if mixer is None:
+        return LayerKv()
+    if isinstance(mixer, SwaAttention):  # before GqaAttention: SWA is a subclass
+        per_token = mixer.num_kv_heads * (mixer.qk_head_dim + mixer.v_dim) * kv_b
+        return LayerKv(window_bytes_per_token=per_token, window_tokens=mixer.window_tokens)
+    if isinstance(mixer, GqaAttention):
+        return LayerKv(growing_bytes_per_token=mixer.num_kv_heads * (mixer.qk_head_dim + mixer.v_dim) * kv_b)
+    if isinstance(mixer, SparseAttention):
+        index_b = dtype_bytes(mixer.index_key_dtype or model.dtypes.kv)
+        per_token = (mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_b + mixer.index_head_dim * index_b
+        return LayerKv(growing_bytes_per_token=per_token)
+    if isinstance(mixer, MlaAttention):
+        return LayerKv(growing_bytes_per_token=(mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_b)
+    if isinstance(mixer, LinearAttention):
+        state_b = dtype_bytes(mixer.state_dtype or model.dtypes.state)
+        state = mixer.num_heads * mixer.key_head_dim * mixer.value_head_dim * state_b
+        conv = mixer.conv_channels * max(mixer.conv_kernel - 1, 0) * dtype_bytes(model.dtypes.activations)
+        return LayerKv(fixed_bytes=state + conv)
+    raise TypeError(f"unhandled mixer {type(mixer).__name__}")
+
+
+@dataclass(frozen=True)
+class KvBreakdown:
+    """S_kv at one length, split into its growing, window-bounded and fixed parts (bytes)."""
+
+    length_tokens: int
+    growing_bytes: float
+    window_bytes: float
+    fixed_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.growing_bytes + self.window_bytes + self.fixed_bytes
+
+
+@dataclass(frozen=True)
+class KvModel:
+    """S_kv(l) for a whole model: aggregated per-layer footprints."""
+
+    growing_bytes_per_token: float
+    windows: tuple[tuple[int, float], ...]  # (window_tokens, bytes per token) per SWA group
+    fixed_bytes: float
+
+    @classmethod
+    def of(cls, model: ModelProfile) -> "KvModel":
+        growing = 0.0
+        fixed = 0.0
+        windows: dict[int, float] = {}
+        for layer in expand_layers(model):
+            kv = layer_kv(layer, model)
+            growing += kv.growing_bytes_per_token
+            fixed += kv.fixed_bytes
+            if kv.window_tokens:
+                windows[kv.window_tokens] = windows.get(kv.window_tokens, 0.0) + kv.window_bytes_per_token
+        return cls(growing, tuple(sorted(windows.items())), fixed)
+
+    def breakdown(self, length_tokens: int) -> KvBreakdown:
+        window = sum(b * min(length_tokens, w) for w, b in self.windows)
+        return KvBreakdown(length_tokens, self.growing_bytes_per_token * length_tokens, window, self.fixed_bytes)
+
+    def bytes_at(self, lengths_tokens) -> np.ndarray:
+        """Vectorised S_kv(l) in bytes for an array of lengths."""
+        lengths = np.asarray(lengths_tokens, dtype=float)
+        total = self.growing_bytes_per_token * lengths + self.fixed_bytes
+        for window, per_token in self.windows:
+            total = total + per_token * np.minimum(lengths, window)
+        return total
+
+    @property
+    def window_cap_bytes(self) -> float:
+        """Largest size the window-bounded part reaches (bytes)."""
+        return sum(b * w for w, b in self.windows)

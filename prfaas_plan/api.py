@@ -1,0 +1,58 @@
+"""Typed library API (what the CLI calls; usable from a notebook).
+
+>>> from prfaas_plan import api
+>>> rows = api.kv_rows("minimax-m2.5", "h200", gpus=8, lengths_tokens=[32768])
+>>> round(rows[0].phi_kv_gbps)  # doctest: +SKIP
+71
+Model and hardware arguments accept a shipped name, a YAML path, or a loaded profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .accounting.kv import KvModel
+from .profiles.hardware import HardwareProfile
+from .profiles.model import ModelProfile
+from .profiles.registry import resolve_hardware, resolve_model
+from .timing.decode import DecodeCapacity, decode_capacity
+from .timing.instance import Instance
+from .timing.memory import require_fit
+from .timing.prefill import KvRow, kv_table, prefill_curve
+
+
+def model_of(ref: str | ModelProfile) -> ModelProfile:
+    return ref if isinstance(ref, ModelProfile) else resolve_model(ref)
+
+
+def hardware_of(ref: str | HardwareProfile) -> HardwareProfile:
+    return ref if isinstance(ref, HardwareProfile) else resolve_hardware(ref)
+
+
+@dataclass(frozen=True)
+class KvReport:
+    model: ModelProfile
+    instance: Instance
+    source: str  # 'roofline' or 'measured'
+    kv_model: KvModel
+    rows: list[KvRow]
+
+
+def kv_rows(model, hardware, gpus: int = 8, lengths_tokens: list[int] | None = None, source: str = "auto") -> list[KvRow]:
+    """S_kv, T_prefill and Phi_kv per length (see ``timing.prefill``)."""
+    return kv_report(model, hardware, gpus, lengths_tokens, source).rows
+
+
+def kv_report(model, hardware, gpus: int = 8, lengths_tokens: list[int] | None = None, source: str = "auto") -> KvReport:
+    m, inst = model_of(model), Instance(hardware_of(hardware), gpus)
+    lengths = lengths_tokens or [1024, 8192, 32768, 131072]
+    require_fit(m, inst, max(lengths))
+    curve = prefill_curve(m, inst, source)
+    return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths))
+
+
+def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms: float | None = None,
+           max_batch: int | None = None, source: str = "auto") -> DecodeCapacity:
+    """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
+    return decode_capacity(model_of(model), Instance(hardware_of(hardware), gpus), context_tokens,
+                           tpot_ms=tpot_ms, max_batch=max_batch, source=source)

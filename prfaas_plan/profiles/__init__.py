@@ -1,0 +1,1 @@
+"""Profiles: the typed, validated form of model, hardware (and later scenario) YAML."""

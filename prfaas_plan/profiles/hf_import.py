@@ -1,0 +1,616 @@
+"""Import a Hugging Face ``config.json`` as a model profile.
+
+Each supported family (keyed by ``model_type``; ``architectures`` is checked as a hint)
+has a small handler that reads the family's keys into named mixer and FFN blocks and a
+per-layer list of (mixer, ffn) names; shared code then writes the compact layer stack
+(the shortest repeating pattern plus overrides) and the rest of the profile mapping.
+Every key a handler needs is read through :class:`_Reader`, so a missing or malformed
+key fails with a :class:`PlanInputError` naming that key and the model_type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable
+
+from ..errors import PlanInputError
+from ..yamlio import load_json_file
+from .model import NONE_BLOCK, ModelProfile, load_model_profile
+
+_MISSING = object()
+
+# HF dtype names -> profile dtypes.
+_TORCH_DTYPES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float32": "fp32",
+    "float": "fp32",
+}
+# quantization_config.quant_method -> (weights, routed experts or None = same as weights).
+_QUANT_METHODS = {
+    "fp8": ("fp8", None),
+    "mxfp4": ("bf16", "fp4"),  # gpt-oss: MoE experts in MXFP4, everything else bf16
+}
+_KV_ASSUMPTION = "KV cached in bf16 (2 B/element), as the PrfaaS paper sizes it"
+
+
+class _Reader:
+    """Typed access to the keys of one config mapping; errors name the key."""
+
+    def __init__(self, data: dict, model_type: str, source: str | None, prefix: str = ""):
+        self.data = data
+        self.model_type = model_type
+        self.source = source
+        self.prefix = prefix
+
+    def error(self, key: str, reason: str) -> PlanInputError:
+        return PlanInputError(reason, source=self.source, field=self.prefix + key)
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def raw(self, key: str, default: Any = _MISSING) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise self.error(key, f"required by model_type '{self.model_type}' but missing")
+            return default
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
+        """An integer >= ``minimum`` (``default`` when absent or null, if given)."""
+        value = self.raw(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.error(key, f"expected an integer >= {minimum}, got {value!r}")
+        return value
+
+    def flag(self, key: str, default: Any = _MISSING) -> bool:
+        value = self.raw(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {value!r}")
+        return value
+
+    def per_layer(self, key: str, length: int, allowed: tuple) -> list:
+        """A list (or string, one item per character) of ``length`` items from ``allowed``."""
+        value = self.raw(key)
+        if not isinstance(value, (list, str)):
+            raise self.error(key, f"expected a list with one entry per layer, got {value!r}")
+        if len(value) != length:
+            raise self.error(key, f"has {len(value)} entries but num_hidden_layers is {length}")
+        for i, item in enumerate(value):
+            if item not in allowed:
+                known = ", ".join(repr(a) for a in allowed)
+                raise self.error(key, f"entry {i} is {item!r}, which is not understood (known: {known})")
+        return list(value)
+
+    def dtype(self, key: str) -> str:
+        name = self.raw(key)
+        if not isinstance(name, str) or name not in _TORCH_DTYPES:
+            raise self.error(key, f"dtype {name!r} is not understood (known: {', '.join(_TORCH_DTYPES)})")
+        return _TORCH_DTYPES[name]
+
+
+@dataclass
+class _Model:
+    """What a family handler extracts: blocks, per-layer names, and its assumptions."""
+
+    mixers: dict[str, dict] = field(default_factory=dict)
+    ffns: dict[str, dict] = field(default_factory=dict)
+    layers: list[tuple[str, str]] = field(default_factory=list)  # (mixer, ffn) per layer
+    assumptions: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------
+# Shared block readers
+
+
+def _head_dim(r: _Reader, key: str = "head_dim") -> tuple[int, str | None]:
+    """``key`` if given, else hidden_size / num_attention_heads (with the assumption made)."""
+    if r.has(key):
+        return r.integer(key), None
+    hidden, heads = r.integer("hidden_size"), r.integer("num_attention_heads")
+    if hidden % heads:
+        raise r.error(key, f"missing, and hidden_size {hidden} is not a multiple of num_attention_heads {heads}")
+    return hidden // heads, f"{key} = hidden_size / num_attention_heads = {hidden // heads} (not given)"
+
+
+def _gqa(
+    r: _Reader,
+    *,
+    heads: str = "num_attention_heads",
+    kv_heads: str = "num_key_value_heads",
+    head_dim: int,
+    v_head_dim: int | None = None,
+    window: int | None = None,
+    output_gate: bool = False,
+) -> dict:
+    """GQA block (SWA when ``window`` is given); dims in elements, window in tokens."""
+    block: dict[str, Any] = {"type": "swa" if window else "gqa"}
+    block["num_query_heads"] = r.integer(heads)
+    block["num_kv_heads"] = r.integer(kv_heads)
+    if block["num_query_heads"] % block["num_kv_heads"]:
+        raise r.error(kv_heads, f"{block['num_kv_heads']} does not divide {heads} {block['num_query_heads']}")
+    block["qk_head_dim"] = head_dim
+    block["v_head_dim"] = v_head_dim or head_dim
+    if output_gate:
+        block["output_gate"] = True
+    if window:
+        block["window_tokens"] = window
+    return block
+
+
+def _dense(r: _Reader, key: str = "intermediate_size", *, gated: bool = True) -> dict:
+    block: dict[str, Any] = {"type": "dense", "intermediate_size": r.integer(key)}
+    if not gated:
+        block["gated"] = False
+    return block
+
+
+def _moe(
+    r: _Reader,
+    *,
+    experts: str,
+    top_k: str,
+    size: str,
+    shared_count: str | None = None,
+    shared_size: str | None = None,
+) -> dict:
+    """MoE block. Shared experts: ``shared_count`` of them at the expert size (DeepSeek),
+    or one of ``shared_size`` when that key is above 0 (Qwen3.5; MiniMax's 0 = none)."""
+    block: dict[str, Any] = {"type": "moe", "num_experts": r.integer(experts), "top_k": r.integer(top_k)}
+    if block["top_k"] > block["num_experts"]:
+        raise r.error(top_k, f"{block['top_k']} exceeds {experts} {block['num_experts']}")
+    block["expert_intermediate_size"] = r.integer(size)
+    block["shared_experts"] = r.integer(shared_count, 0, minimum=0) if shared_count else 0
+    one_size = r.integer(shared_size, 0, minimum=0) if shared_size else 0
+    if one_size:
+        block["shared_experts"] = 1
+        if one_size != block["expert_intermediate_size"]:
+            block["shared_intermediate_size"] = one_size
+    return block
+
+
+def _attention_layers(r: _Reader) -> list[str]:
+    """Per-layer attention block names from ``layer_types``, or Qwen's
+    use_sliding_window / max_window_layers rule (sliding from layer max_window_layers on)."""
+    n = r.integer("num_hidden_layers")
+    if r.has("layer_types"):
+        types = r.per_layer("layer_types", n, ("full_attention", "sliding_attention"))
+        return ["full" if t == "full_attention" else "swa" for t in types]
+    if r.flag("use_sliding_window", False) and r.has("sliding_window"):
+        first = r.integer("max_window_layers", minimum=0)
+        return ["swa" if i >= first else "full" for i in range(n)]
+    return ["full"] * n
+
+
+def _attention_mixers(r: _Reader, names: list[str], **gqa: Any) -> dict[str, dict]:
+    """The full (and, if used, sliding-window) GQA blocks for ``names`` from _attention_layers."""
+    mixers = {}
+    if "full" in names:
+        mixers["full"] = _gqa(r, **gqa)
+    if "swa" in names:
+        mixers["swa"] = _gqa(r, window=r.integer("sliding_window"), **gqa)
+    return mixers
+
+
+# ---------------------------------------------------------------------------------------
+# Family handlers: (reader of the text-model keys) -> _Model
+
+
+def _dense_gqa(r: _Reader) -> _Model:
+    """Qwen3, Llama: GQA (optionally sliding on some layers) + dense SwiGLU FFN."""
+    head_dim, note = _head_dim(r)
+    names = _attention_layers(r)
+    m = _Model(_attention_mixers(r, names, head_dim=head_dim), {"dense": _dense(r)})
+    m.layers = [(name, "dense") for name in names]
+    m.assumptions += [note] if note else []
+    return m
+
+
+def _qwen_moe_ffns(r: _Reader, m: _Model, **moe: Any) -> list[str]:
+    """Qwen MoE rule: a layer is dense (intermediate_size) if listed in mlp_only_layers or
+    (index+1) is not a multiple of decoder_sparse_step; otherwise MoE."""
+    n = r.integer("num_hidden_layers")
+    dense_only = r.raw("mlp_only_layers", [])
+    if not isinstance(dense_only, list) or not all(type(i) is int for i in dense_only):
+        raise r.error("mlp_only_layers", f"expected a list of layer indices, got {dense_only!r}")
+    step = r.integer("decoder_sparse_step", 1)
+    names = ["dense" if i in dense_only or (i + 1) % step else "moe" for i in range(n)]
+    if "moe" in names:
+        m.ffns["moe"] = _moe(
+            r, experts="num_experts", top_k="num_experts_per_tok", size="moe_intermediate_size", **moe
+        )
+    if "dense" in names:
+        m.ffns["dense"] = _dense(r)
+    return names
+
+
+def _qwen3_moe(r: _Reader) -> _Model:
+    """Qwen3-MoE: GQA on every layer, MoE FFN except mlp_only_layers / sparse-step layers."""
+    head_dim, note = _head_dim(r)
+    names = _attention_layers(r)
+    m = _Model(_attention_mixers(r, names, head_dim=head_dim))
+    m.layers = list(zip(names, _qwen_moe_ffns(r, m)))
+    m.assumptions += [note] if note else []
+    return m
+
+
+def _qwen3_5_moe(r: _Reader) -> _Model:
+    """Qwen3.5 MoE: layer_types of Gated DeltaNet (linear) and gated full attention."""
+    n = r.integer("num_hidden_layers")
+    types = r.per_layer("layer_types", n, ("linear_attention", "full_attention"))
+    gate = r.flag("attn_output_gate", True)
+    m = _Model()
+    if not r.has("attn_output_gate"):
+        m.assumptions.append("full-attention output gate assumed (attn_output_gate not given)")
+    if "full_attention" in types:
+        m.mixers["full"] = _gqa(r, head_dim=r.integer("head_dim"), output_gate=gate)
+    if "linear_attention" in types:
+        heads, key_heads = r.integer("linear_num_value_heads"), r.integer("linear_num_key_heads")
+        key_dim, value_dim = r.integer("linear_key_head_dim"), r.integer("linear_value_head_dim")
+        m.mixers["gdn"] = {
+            "type": "linear",
+            "kind": "gdn",
+            "num_heads": heads,
+            "num_key_heads": key_heads,
+            "key_head_dim": key_dim,
+            "value_head_dim": value_dim,
+            "conv_channels": 2 * key_heads * key_dim + heads * value_dim,  # q, k and v
+            "conv_kernel": r.integer("linear_conv_kernel_dim"),
+            "output_gate": True,
+        }
+    ffns = _qwen_moe_ffns(r, m, shared_size="shared_expert_intermediate_size")
+    m.layers = [("full" if t == "full_attention" else "gdn", f) for t, f in zip(types, ffns)]
+    return m
+
+
+def _minimax_m2(r: _Reader) -> _Model:
+    """MiniMax-M2: full GQA + MoE on every layer; intermediate_size is the expert size."""
+    m = _Model({"full": _gqa(r, head_dim=r.integer("head_dim"))})
+    m.ffns["moe"] = _moe(
+        r,
+        experts="num_local_experts",
+        top_k="num_experts_per_tok",
+        size="intermediate_size",
+        shared_size="shared_intermediate_size",
+    )
+    m.layers = [("full", "moe")] * r.integer("num_hidden_layers")
+    return m
+
+
+def _mimo_v2_flash(r: _Reader) -> _Model:
+    """MiMo-V2-Flash: hybrid_layer_pattern (0 full, 1 SWA) and moe_layer_freq (0 dense, 1 MoE)."""
+    n = r.integer("num_hidden_layers")
+    kinds = r.per_layer("hybrid_layer_pattern", n, (0, 1))
+    moe_flags = r.per_layer("moe_layer_freq", n, (0, 1))
+    m = _Model()
+    if 0 in kinds:
+        m.mixers["full"] = _gqa(r, head_dim=r.integer("head_dim"), v_head_dim=r.integer("v_head_dim"))
+    if 1 in kinds:
+        swa_heads = "swa_num_attention_heads" if r.has("swa_num_attention_heads") else "num_attention_heads"
+        m.mixers["swa"] = _gqa(
+            r,
+            heads=swa_heads,
+            kv_heads="swa_num_key_value_heads",
+            head_dim=r.integer("swa_head_dim"),
+            v_head_dim=r.integer("swa_v_head_dim"),
+            window=r.integer("sliding_window"),
+        )
+        m.assumptions.append("the SWA layers' attention-sink bias is ignored (no KV, negligible FLOPs)")
+    if 1 in moe_flags:
+        m.ffns["moe"] = _moe(
+            r,
+            experts="n_routed_experts",
+            top_k="num_experts_per_tok",
+            size="moe_intermediate_size",
+            shared_count="n_shared_experts",
+        )
+    if 0 in moe_flags:
+        m.ffns["dense"] = _dense(r)
+    m.layers = [("swa" if k else "full", "moe" if f else "dense") for k, f in zip(kinds, moe_flags)]
+    return m
+
+
+def _deepseek(r: _Reader, *, sparse: bool = False) -> _Model:
+    """DeepSeek-V3 / Kimi K2 (MLA) and, with ``sparse``, DeepSeek-V3.2 (MLA + indexer);
+    layers before first_k_dense_replace (and off the moe_layer_freq grid) are dense."""
+    mla: dict[str, Any] = {
+        "type": "mla",
+        "num_heads": r.integer("num_attention_heads"),
+        "kv_lora_rank": r.integer("kv_lora_rank"),
+        "qk_rope_head_dim": r.integer("qk_rope_head_dim"),
+        "qk_nope_head_dim": r.integer("qk_nope_head_dim"),
+        "v_head_dim": r.integer("v_head_dim"),
+    }
+    if r.has("q_lora_rank"):
+        mla["q_lora_rank"] = r.integer("q_lora_rank")
+    m = _Model()
+    if sparse:
+        mla["type"] = "sparse"
+        mla["index_num_heads"] = r.integer("index_n_heads")
+        mla["index_head_dim"] = r.integer("index_head_dim")
+        mla["index_topk_tokens"] = r.integer("index_topk")
+        m.assumptions.append("indexer keys cached in the KV dtype (bf16); engines may store them in fp8")
+    m.mixers[mla["type"]] = mla
+    n, freq = r.integer("num_hidden_layers"), r.integer("moe_layer_freq", 1)
+    first_moe = r.integer("first_k_dense_replace", 0, minimum=0)
+    ffns = ["moe" if i >= first_moe and i % freq == 0 else "dense" for i in range(n)]
+    if "moe" in ffns:
+        m.ffns["moe"] = _moe(
+            r,
+            experts="n_routed_experts",
+            top_k="num_experts_per_tok",
+            size="moe_intermediate_size",
+            shared_count="n_shared_experts",
+        )
+    if "dense" in ffns:
+        m.ffns["dense"] = _dense(r)
+    m.layers = [(mla["type"], f) for f in ffns]
+    return m
+
+
+def _nemotron_h(r: _Reader) -> _Model:
+    """Nemotron-H: hybrid_override_pattern, one character per layer: 'M' Mamba2 (no FFN),
+    '*' GQA attention (no FFN), '-' no mixer + dense relu^2 FFN (2 matrices)."""
+    chars = r.per_layer("hybrid_override_pattern", r.integer("num_hidden_layers"), ("M", "*", "-"))
+    m = _Model()
+    if "M" in chars:
+        heads, head_dim = r.integer("mamba_num_heads"), r.integer("mamba_head_dim")
+        groups, state = r.integer("n_groups"), r.integer("ssm_state_size")
+        m.mixers["mamba2"] = {
+            "type": "linear",
+            "kind": "mamba2",
+            "num_heads": heads,
+            "num_key_heads": groups,
+            "key_head_dim": state,
+            "value_head_dim": head_dim,
+            "conv_channels": heads * head_dim + 2 * groups * state,  # x, B and C
+            "conv_kernel": r.integer("conv_kernel"),
+            "output_gate": True,
+        }
+    if "*" in chars:
+        head_dim, note = _head_dim(r, "attention_head_dim" if r.has("attention_head_dim") else "head_dim")
+        m.mixers["full"] = _gqa(r, head_dim=head_dim)
+        m.assumptions += [note] if note else []
+    if "-" in chars:
+        m.ffns["dense"] = _dense(r, gated=False)
+    by_char = {"M": ("mamba2", NONE_BLOCK), "*": ("full", NONE_BLOCK), "-": (NONE_BLOCK, "dense")}
+    m.layers = [by_char[c] for c in chars]
+    return m
+
+
+def _gpt_oss(r: _Reader) -> _Model:
+    """gpt-oss: alternating sliding/full GQA (layer_types) + MoE (intermediate_size = expert)."""
+    names = _attention_layers(r)
+    m = _Model(_attention_mixers(r, names, head_dim=r.integer("head_dim")))
+    top_k = "experts_per_token" if r.has("experts_per_token") else "num_experts_per_tok"
+    m.ffns["moe"] = _moe(r, experts="num_local_experts", top_k=top_k, size="intermediate_size")
+    m.layers = [(name, "moe") for name in names]
+    m.assumptions.append("attention sinks and biases are ignored (no KV, negligible parameters)")
+    return m
+
+
+_HANDLERS: dict[str, Callable[[_Reader], _Model]] = {
+    "qwen3": _dense_gqa,
+    "llama": _dense_gqa,
+    "qwen3_moe": _qwen3_moe,
+    "qwen3_5_moe": _qwen3_5_moe,
+    "minimax_m2": _minimax_m2,
+    "mimo_v2_flash": _mimo_v2_flash,
+    "deepseek_v3": _deepseek,
+    "kimi_k2": _deepseek,
+    "deepseek_v32": partial(_deepseek, sparse=True),
+    "nemotron_h": _nemotron_h,
+    "gpt_oss": _gpt_oss,
+}
+# architectures[] class -> the model_types it runs: the fallback when model_type is
+# absent (the first), and a cross-check when it is given.
+_ARCHITECTURES: dict[str, tuple[str, ...]] = {
+    "Qwen3ForCausalLM": ("qwen3",),
+    "LlamaForCausalLM": ("llama",),
+    "Qwen3MoeForCausalLM": ("qwen3_moe",),
+    "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe",),
+    "MiniMaxM2ForCausalLM": ("minimax_m2",),
+    "MiMoV2FlashForCausalLM": ("mimo_v2_flash",),
+    "DeepseekV3ForCausalLM": ("deepseek_v3", "kimi_k2"),
+    "DeepseekV32ForCausalLM": ("deepseek_v32",),
+    "NemotronHForCausalLM": ("nemotron_h",),
+    "GptOssForCausalLM": ("gpt_oss",),
+}
+# Keys counting multi-token-prediction modules, which the profile does not model.
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+
+
+def _model_type(config: dict, source: str | None) -> str:
+    """The supported model_type of ``config``; architectures is a fallback and a cross-check."""
+    archs = config.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        reason = f"expected a list of class names, got {archs!r}"
+        raise PlanInputError(reason, source=source, field="architectures")
+    known = ", ".join(sorted(_HANDLERS))
+    model_type = config.get("model_type")
+    if model_type is None:
+        hinted = [_ARCHITECTURES[a][0] for a in archs if a in _ARCHITECTURES]
+        if not hinted:
+            raise PlanInputError(
+                f"missing, and architectures {archs} names no supported model (supported model_type: {known})",
+                source=source,
+                field="model_type",
+            )
+        return hinted[0]
+    if not isinstance(model_type, str) or model_type not in _HANDLERS:
+        raise PlanInputError(
+            f"model_type {model_type!r} (architectures {archs}) is not supported (supported: {known})",
+            source=source,
+            field="model_type",
+        )
+    for arch in archs:
+        runs = _ARCHITECTURES.get(arch, (model_type,))
+        if model_type not in runs:
+            raise PlanInputError(
+                f"model_type {model_type!r} contradicts architecture {arch!r} (a {runs[0]!r} model)",
+                source=source,
+                field="architectures",
+            )
+    return model_type
+
+
+# ---------------------------------------------------------------------------------------
+# Compact layer stack
+
+
+def _ranges(indices: list[int]) -> tuple[str, int]:
+    """[0, 1, 2, 5] -> ('0-2,5', 2 runs)."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs), len(runs)
+
+
+def _stack(layers: list[tuple[str, str]]) -> dict:
+    """The ``layers`` mapping for a per-layer (mixer, ffn) list: the default ffn is the most
+    common one; the pattern period minimises pattern items + override index runs (ties go to
+    the shorter pattern); each residue class takes its most common (mixer, ffn)."""
+    n = len(layers)
+    default_ffn = Counter(f for _, f in layers).most_common(1)[0][0]
+    best: tuple[int, list, list] | None = None
+    for period in range(1, n + 1):
+        pattern = [Counter(layers[j::period]).most_common(1)[0][0] for j in range(period)]
+        changes: dict[tuple[str | None, str | None], list[int]] = {}
+        for i, (mixer, ffn) in enumerate(layers):
+            p_mixer, p_ffn = pattern[i % period]
+            if (mixer, ffn) != (p_mixer, p_ffn):
+                key = (mixer if mixer != p_mixer else None, ffn if ffn != p_ffn else None)
+                changes.setdefault(key, []).append(i)
+        overrides = []
+        cost = period
+        for (mixer, ffn), indices in changes.items():
+            spec, runs = _ranges(indices)
+            cost += runs
+            entry: dict[str, Any] = {"layers": spec}
+            if mixer is not None:
+                entry["mixer"] = mixer
+            if ffn is not None:
+                entry["ffn"] = ffn
+            overrides.append(entry)
+        if best is None or cost < best[0]:
+            best = (cost, pattern, overrides)
+        if best[0] <= period + 1:  # a longer pattern costs at least period + 1
+            break
+    _, pattern, overrides = best
+    stack: dict[str, Any] = {
+        "count": n,
+        "pattern": [mixer if ffn == default_ffn else f"{mixer}:{ffn}" for mixer, ffn in pattern],
+        "ffn": default_ffn,
+    }
+    if overrides:
+        stack["overrides"] = overrides
+    return stack
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+
+
+def _slug(text: str) -> str:
+    """'Qwen/Qwen3-8B' -> 'qwen3-8b'."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.rsplit("/", 1)[-1].lower()).strip("-.")
+
+
+def _first(readers: tuple[_Reader, ...], keys: tuple[str, ...]) -> tuple[_Reader, str] | None:
+    """The first (reader, key) whose key is present, text model before top level."""
+    return next(((rd, key) for rd in readers for key in keys if rd.has(key)), None)
+
+
+def _dtypes(readers: tuple[_Reader, ...], has_linear: bool) -> tuple[dict, list[str]]:
+    """Weights from quantization_config, else torch_dtype/dtype; KV bf16; state from
+    mamba_ssm_dtype (else fp32); activations in the checkpoint dtype (else bf16)."""
+    assumptions = [_KV_ASSUMPTION]
+    found = _first(readers, ("torch_dtype", "dtype"))
+    checkpoint = found[0].dtype(found[1]) if found else None
+    dtypes: dict[str, str] = {"weights": checkpoint or "bf16"}
+    found = _first(readers, ("quantization_config",))
+    if found:
+        rd, key = found
+        quant = rd.raw(key)
+        if not isinstance(quant, dict):
+            raise rd.error(key, f"expected a mapping, got {quant!r}")
+        qr = _Reader(quant, rd.model_type, rd.source, f"{rd.prefix}{key}.")
+        method = qr.raw("quant_method")
+        if not isinstance(method, str) or method not in _QUANT_METHODS:
+            raise qr.error("quant_method", f"{method!r} is not understood (known: {', '.join(_QUANT_METHODS)})")
+        dtypes["weights"], experts = _QUANT_METHODS[method]
+        if experts:
+            dtypes["experts"] = experts
+    elif not checkpoint:
+        assumptions.append("weights in bf16 (the config names no dtype)")
+    dtypes["kv"] = "bf16"
+    found = _first(readers, ("mamba_ssm_dtype",))
+    dtypes["state"] = found[0].dtype(found[1]) if found else "fp32"
+    if has_linear and not found:
+        assumptions.append("recurrent state kept in fp32 (the config gives no mamba_ssm_dtype)")
+    dtypes["activations"] = checkpoint or "bf16"
+    return dtypes, assumptions
+
+
+def profile_from_hf_config(config: dict, *, name: str | None = None, source: str | None = None) -> dict:
+    """Return a model-profile mapping (plain dict, YAML-dumpable, keys in the schema's order).
+
+    ``config`` is a parsed Hugging Face config.json (multimodal configs: its text_config);
+    ``source`` (a path) is named in errors. The name defaults to a slug of
+    ``_name_or_path``, else of ``model_type``. Parameter counts are left out (optional).
+    Raises PlanInputError naming the HF key that is missing or not understood.
+    """
+    if not isinstance(config, dict):
+        raise PlanInputError(f"expected a JSON object, got {type(config).__name__}", source=source)
+    model_type = _model_type(config, source)
+    top = _Reader(config, model_type, source)
+    nested = config.get("text_config")
+    text = _Reader(nested, model_type, source, "text_config.") if isinstance(nested, dict) else top
+    readers = (text, top) if text is not top else (top,)
+
+    m = _HANDLERS[model_type](text)
+    dtypes, assumptions = _dtypes(readers, any(b["type"] == "linear" for b in m.mixers.values()))
+    others = [k for k, v in config.items() if k.endswith("_config") and k != "text_config" and isinstance(v, dict)]
+    if text is not top and others:
+        assumptions.append(f"text model only: {', '.join(others)} not modelled")
+    mtp = sum(text.integer(k, 0, minimum=0) for k in _MTP_KEYS)
+    if mtp:
+        assumptions.append(f"the {mtp} multi-token-prediction module(s) are not modelled")
+    tie = _first(readers, ("tie_word_embeddings",))
+    if not tie:
+        assumptions.append("word embeddings not tied (tie_word_embeddings not given)")
+
+    n, hidden = text.integer("num_hidden_layers"), text.integer("hidden_size")
+    if name is None:
+        path_name = config.get("_name_or_path")
+        name = (_slug(path_name) if isinstance(path_name, str) else "") or _slug(model_type)
+    archs = ", ".join(config.get("architectures") or []) or model_type
+    return {
+        "name": name,
+        "description": f"{archs} ({model_type}): {n} layers, hidden {hidden}; from a Hugging Face config.json",
+        "sources": [f"imported from Hugging Face config.json ({model_type})"],
+        "assumptions": assumptions + m.assumptions,
+        "hidden_size": hidden,
+        "vocab_size": text.integer("vocab_size"),
+        "tie_word_embeddings": tie[0].flag(tie[1]) if tie else False,
+        "max_context_tokens": text.integer("max_position_embeddings"),
+        "dtypes": dtypes,
+        "mixers": m.mixers,
+        "ffns": m.ffns,
+        "layers": _stack(m.layers),
+    }
+
+
+def import_hf_config_file(path: str, *, name: str | None = None) -> tuple[dict, ModelProfile]:
+    """Load a config.json (load_json_file), convert it and validate it; errors name ``path``."""
+    source = str(path)
+    data = profile_from_hf_config(load_json_file(path), name=name, source=source)
+    return data, load_model_profile(data, source=source)

@@ -1,0 +1,308 @@
+"""Model profile schema: architecture facts needed for KV, FLOP and byte accounting.
+
+A profile names its mixer blocks (attention of one kind with its parameters) and FFN
+blocks once, then lays out the layer stack compactly: a pattern of block names that
+repeats to fill ``layers.count``, plus overrides for exceptional layers (0-indexed).
+Pattern items are ``MIXER`` or ``MIXER:FFN``; ``none`` means the layer has no mixer
+(an MLP-only layer) or no FFN (a mixer-only layer, as in Nemotron-H).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal, Union
+
+from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+
+from ._base import StrictModel, validate_or_raise
+
+Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
+NONE_BLOCK = "none"
+
+
+class GqaAttention(StrictModel):
+    """Grouped-query attention (MHA: kv heads = query heads; MQA: 1 kv head)."""
+
+    type: Literal["gqa"]
+    num_query_heads: PositiveInt
+    num_kv_heads: PositiveInt
+    qk_head_dim: PositiveInt
+    v_head_dim: PositiveInt | None = None  # defaults to qk_head_dim
+    output_gate: bool = False  # a sigmoid gate projection h -> heads*v_dim (Qwen3.5)
+
+    @property
+    def v_dim(self) -> int:
+        return self.v_head_dim or self.qk_head_dim
+
+    @model_validator(mode="after")
+    def _heads_divide(self):
+        if self.num_query_heads % self.num_kv_heads:
+            raise ValueError("num_query_heads must be a multiple of num_kv_heads")
+        return self
+
+
+class SwaAttention(GqaAttention):
+    """Sliding-window attention: GQA over the last ``window_tokens`` tokens only."""
+
+    type: Literal["swa"]  # type: ignore[assignment]
+    window_tokens: PositiveInt
+
+
+class MlaAttention(StrictModel):
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): cached latent + rope key."""
+
+    type: Literal["mla"]
+    num_heads: PositiveInt
+    kv_lora_rank: PositiveInt
+    qk_rope_head_dim: PositiveInt
+    qk_nope_head_dim: PositiveInt
+    v_head_dim: PositiveInt
+    q_lora_rank: PositiveInt | None = None  # None: direct query projection
+
+
+class SparseAttention(MlaAttention):
+    """DeepSeek-V3.2 sparse attention: MLA over the top-k keys chosen by an indexer."""
+
+    type: Literal["sparse"]  # type: ignore[assignment]
+    index_num_heads: PositiveInt
+    index_head_dim: PositiveInt
+    index_topk_tokens: PositiveInt
+    index_key_dtype: Dtype | None = None  # defaults to the model's KV dtype
+
+
+class LinearAttention(StrictModel):
+    """Linear attention / state-space mixer with a fixed recurrent state per request.
+
+    State per request and layer: ``num_heads x key_head_dim x value_head_dim`` elements
+    (Mamba2: heads x state_size x head_dim, with key_head_dim = state size and
+    num_key_heads = groups), plus a short-convolution state of
+    ``conv_channels x (conv_kernel - 1)`` elements.
+    """
+
+    type: Literal["linear"]
+    kind: Literal["kda", "gdn", "lightning", "mamba2"]
+    num_heads: PositiveInt  # value heads
+    num_key_heads: PositiveInt | None = None  # defaults to num_heads
+    key_head_dim: PositiveInt
+    value_head_dim: PositiveInt
+    conv_channels: int = Field(default=0, ge=0)
+    conv_kernel: int = Field(default=0, ge=0)
+    output_gate: bool = False
+    chunk_tokens: PositiveInt = 64  # chunk size of the chunked-parallel prefill kernel
+    state_dtype: Dtype | None = None  # defaults to the model's state dtype
+
+    @property
+    def key_heads(self) -> int:
+        return self.num_key_heads or self.num_heads
+
+
+Mixer = Annotated[
+    Union[GqaAttention, SwaAttention, MlaAttention, SparseAttention, LinearAttention],
+    Field(discriminator="type"),
+]
+
+
+class DenseFfn(StrictModel):
+    type: Literal["dense"]
+    intermediate_size: PositiveInt
+    gated: bool = True  # SwiGLU: 3 matrices; False: 2 (e.g. relu^2 in Nemotron-H)
+
+
+class MoeFfn(StrictModel):
+    type: Literal["moe"]
+    num_experts: PositiveInt
+    top_k: PositiveInt
+    expert_intermediate_size: PositiveInt
+    shared_experts: int = Field(default=0, ge=0)
+    shared_intermediate_size: PositiveInt | None = None  # defaults to expert size
+    gated: bool = True
+
+    @model_validator(mode="after")
+    def _topk(self):
+        if self.top_k > self.num_experts:
+            raise ValueError("top_k cannot exceed num_experts")
+        return self
+
+
+Ffn = Annotated[Union[DenseFfn, MoeFfn], Field(discriminator="type")]
+
+
+class Dtypes(StrictModel):
+    weights: Dtype = "bf16"
+    experts: Dtype | None = None  # routed-expert weights, if stored differently (gpt-oss: fp4)
+    kv: Dtype = "bf16"
+    state: Dtype = "fp32"
+    activations: Dtype = "bf16"
+
+
+class LayerOverride(StrictModel):
+    layers: list[int] | str  # 0-indexed list, or ranges "0-2,5"
+    mixer: str | None = None
+    ffn: str | None = None
+
+
+class LayerStack(StrictModel):
+    count: PositiveInt
+    pattern: list[str] = Field(min_length=1)
+    ffn: str = NONE_BLOCK
+    overrides: list[LayerOverride] = Field(default_factory=list)
+
+
+class MeasuredPrefillPoint(StrictModel):
+    length_tokens: PositiveInt
+    prefill_s: PositiveFloat
+    kv_bytes: PositiveInt | None = None
+    kv_mib: PositiveFloat | None = None
+
+    @property
+    def kv(self) -> float | None:
+        if self.kv_bytes is not None:
+            return float(self.kv_bytes)
+        if self.kv_mib is not None:
+            return self.kv_mib * 2**20
+        return None
+
+
+class MeasuredProfile(StrictModel):
+    """Measurements of this model on one instance (hardware name x gpus)."""
+
+    hardware: str
+    gpus: PositiveInt
+    source: str
+    prefill: list[MeasuredPrefillPoint] = Field(default_factory=list)
+    decode_tokens_per_s: PositiveFloat | None = None
+    decode_context_tokens: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _points(self):
+        lengths = [p.length_tokens for p in self.prefill]
+        if len(set(lengths)) != len(lengths):
+            raise ValueError("prefill points repeat a length")
+        pts = sorted(self.prefill, key=lambda p: p.length_tokens)
+        if any(b.prefill_s < a.prefill_s for a, b in zip(pts, pts[1:])):
+            raise ValueError("prefill_s must not fall as length grows")
+        kvs = [p.kv for p in pts]
+        if any(k is not None for k in kvs) and any(k is None for k in kvs):
+            raise ValueError("give kv_bytes (or kv_mib) for every prefill point or for none")
+        return self
+
+
+class ModelProfile(StrictModel):
+    name: str = Field(min_length=1)
+    description: str = ""
+    sources: list[str] = Field(default_factory=list)
+    assumptions: list[str] = Field(default_factory=list)
+    total_params_b: PositiveFloat | None = None  # declared, billions (incl. embeddings, MTP)
+    active_params_b: PositiveFloat | None = None
+    hidden_size: PositiveInt
+    vocab_size: PositiveInt
+    tie_word_embeddings: bool = False
+    max_context_tokens: PositiveInt
+    dtypes: Dtypes = Field(default_factory=Dtypes)
+    mixers: dict[str, Mixer]
+    ffns: dict[str, Ffn] = Field(default_factory=dict)
+    layers: LayerStack
+    measured: list[MeasuredProfile] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self):
+        # Resolving the stack checks every name and index; errors carry the field path.
+        expand_layers(self)
+        return self
+
+    def measured_for(self, hardware: str, gpus: int) -> MeasuredProfile | None:
+        for entry in self.measured:
+            if entry.hardware == hardware and entry.gpus == gpus:
+                return entry
+        return None
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One resolved layer of the stack."""
+
+    index: int
+    mixer_name: str
+    mixer: GqaAttention | SwaAttention | MlaAttention | SparseAttention | LinearAttention | None
+    ffn_name: str
+    ffn: DenseFfn | MoeFfn | None
+
+
+def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:
+    """'0-2,5' or [0, 1, 2, 5] -> [0, 1, 2, 5]; negative ints count from the end."""
+    out: list[int] = []
+    if isinstance(spec, str):
+        for part in spec.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
+                try:
+                    out.extend(range(int(lo), int(hi) + 1))
+                except ValueError:
+                    raise ValueError(f"'{part}' is not a layer index or range") from None
+            else:
+                try:
+                    out.append(int(part))
+                except ValueError:
+                    raise ValueError(f"'{part}' is not a layer index") from None
+    else:
+        out = list(spec)
+    resolved = []
+    for idx in out:
+        real = idx + count if idx < 0 else idx
+        if not 0 <= real < count:
+            raise ValueError(f"layer index {idx} is outside 0..{count - 1}")
+        resolved.append(real)
+    return resolved
+
+
+def _split_item(item: str) -> tuple[str, str | None]:
+    mixer, _, ffn = item.partition(":")
+    return mixer.strip(), (ffn.strip() or None) if ffn else None
+
+
+def expand_layers(model: ModelProfile) -> list[Layer]:
+    """Resolve ``model.layers`` into one :class:`Layer` per layer (raises ValueError)."""
+    stack = model.layers
+
+    def mixer_of(name: str, where: str):
+        if name == NONE_BLOCK:
+            return None
+        if name not in model.mixers:
+            raise ValueError(f"{where}: unknown mixer '{name}' (defined: {', '.join(model.mixers) or 'none'})")
+        return model.mixers[name]
+
+    def ffn_of(name: str, where: str):
+        if name == NONE_BLOCK:
+            return None
+        if name not in model.ffns:
+            raise ValueError(f"{where}: unknown ffn '{name}' (defined: {', '.join(model.ffns) or 'none'})")
+        return model.ffns[name]
+
+    names: list[list[str]] = []
+    for i in range(stack.count):
+        item = stack.pattern[i % len(stack.pattern)]
+        mixer, ffn = _split_item(item)
+        names.append([mixer, ffn or stack.ffn])
+    for k, override in enumerate(stack.overrides):
+        try:
+            indices = parse_layer_indices(override.layers, stack.count)
+        except ValueError as exc:
+            raise ValueError(f"layers.overrides[{k}].layers: {exc}") from None
+        for idx in indices:
+            if override.mixer is not None:
+                names[idx][0] = override.mixer
+            if override.ffn is not None:
+                names[idx][1] = override.ffn
+    layers = []
+    for i, (mixer_name, ffn_name) in enumerate(names):
+        where = f"layers (layer {i})"
+        layers.append(Layer(i, mixer_name, mixer_of(mixer_name, where), ffn_name, ffn_of(ffn_name, where)))
+    return layers
+
+
+def load_model_profile(data: object, source: str | None = None) -> ModelProfile:
+    """Validate a parsed YAML mapping into a :class:`ModelProfile` (PlanInputError on failure)."""
+    return validate_or_raise(ModelProfile, data, source)

@@ -1,0 +1,89 @@
+"""Presentation-neutral reports: a title, metadata, typed columns, rows and notes.
+
+Library results are turned into a :class:`Report`; ``render`` writes it as a rich table,
+JSON or CSV. The three formats carry the same row values (the table only formats them).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+FORMATS = ("table", "json", "csv")
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    fmt: Callable[[Any], str] = str
+
+
+@dataclass
+class Report:
+    title: str
+    columns: list[Column]
+    rows: list[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)  # top-level JSON fields, shown above the table
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # further JSON-only detail
+
+
+def fmt_float(digits: int) -> Callable[[Any], str]:
+    return lambda v: f"{v:,.{digits}f}"
+
+
+def fmt_int(v: Any) -> str:
+    return f"{int(v):,}"
+
+
+def to_json(report: Report) -> str:
+    doc = dict(report.meta)
+    doc["rows"] = report.rows
+    doc.update(report.extra)
+    if report.notes:
+        doc["notes"] = report.notes
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def to_csv(report: Report) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([c.key for c in report.columns])
+    for row in report.rows:
+        writer.writerow([_csv_value(row[c.key]) for c in report.columns])
+    return buf.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    return repr(value) if isinstance(value, float) else value
+
+
+def to_table(report: Report, width: int | None = None, color: bool = False) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=report.title, title_justify="left")
+    for col in report.columns:
+        table.add_column(col.header, justify="right" if col.fmt is not str else "left")
+    for row in report.rows:
+        table.add_row(*[col.fmt(row[col.key]) for col in report.columns])
+    buf = io.StringIO()
+    console = Console(file=buf, width=width or 120, force_terminal=color, color_system="auto" if color else None)
+    if report.meta:
+        console.print("  ".join(f"[bold]{k}[/bold]: {v}" for k, v in report.meta.items()), highlight=False)
+    console.print(table)
+    for note in report.notes:
+        console.print(f"- {note}", highlight=False, soft_wrap=False)
+    return buf.getvalue()
+
+
+def render(report: Report, fmt: str, width: int | None = None, color: bool = False) -> str:
+    if fmt == "json":
+        return to_json(report)
+    if fmt == "csv":
+        return to_csv(report)
+    return to_table(report, width=width, color=color)

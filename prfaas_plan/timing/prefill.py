@@ -1,0 +1,145 @@
+"""T_prefill(l), S_kv(l) and Phi_kv(l) of one instance.
+
+Two sources:
+- ``RooflinePrefill``: T_prefill(l) = overhead + sum over layers of the roofline time of
+  the layer's prefill work (``accounting.work``); S_kv(l) exact from ``accounting.kv``.
+- ``MeasuredPrefill``: a profile's measured points (length -> latency, and optionally KV
+  bytes) interpolated with a monotone cubic (PCHIP, which keeps monotone data monotone)
+  and, outside the measured range, extrapolated with the roofline's shape:
+  T(l) = T(l_edge) * T_roof(l) / T_roof(l_edge) (likewise for S_kv).
+Phi_kv(l) = S_kv(l) / T_prefill(l)  (paper eq. 1), reported in decimal Gbps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..accounting.kv import KvModel
+from ..accounting.work import prefill_work
+from ..errors import PlanInputError
+from ..profiles.model import MeasuredProfile, ModelProfile
+from ..units import bytes_per_s_to_gbps
+from .instance import Instance
+
+
+class PrefillCurve(Protocol):
+    source: str
+
+    def prefill_s(self, lengths_tokens) -> np.ndarray: ...
+
+    def kv_bytes(self, lengths_tokens) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class RooflinePrefill:
+    model: ModelProfile
+    instance: Instance
+    source: str = "roofline"
+
+    def prefill_s(self, lengths_tokens) -> np.ndarray:
+        groups = prefill_work(self.model, lengths_tokens)
+        seconds = self.instance.pass_seconds(groups, self.model.dtypes.weights)
+        return seconds + self.instance.hardware.efficiency.prefill_overhead_s
+
+    def kv_bytes(self, lengths_tokens) -> np.ndarray:
+        return KvModel.of(self.model).bytes_at(lengths_tokens)
+
+
+@dataclass(frozen=True)
+class MeasuredPrefill:
+    measured: MeasuredProfile
+    roofline: RooflinePrefill
+    source: str = "measured"
+
+    def _points(self):
+        pts = sorted(self.measured.prefill, key=lambda p: p.length_tokens)
+        return np.array([p.length_tokens for p in pts], float), pts
+
+    def _interp(self, lengths, xs: np.ndarray, ys: np.ndarray, shape) -> np.ndarray:
+        l = np.atleast_1d(np.asarray(lengths, dtype=float))
+        out = np.empty_like(l)
+        lo, hi = l < xs[0], l > xs[-1]
+        mid = ~(lo | hi)
+        if len(xs) == 1:
+            out[mid] = ys[0]
+        elif mid.any():
+            from scipy.interpolate import PchipInterpolator
+
+            out[mid] = PchipInterpolator(xs, ys, extrapolate=False)(l[mid])
+        if lo.any():
+            out[lo] = ys[0] * shape(l[lo]) / shape(xs[:1])[0]
+        if hi.any():
+            out[hi] = ys[-1] * shape(l[hi]) / shape(xs[-1:])[0]
+        return out.reshape(np.shape(lengths)) if np.ndim(lengths) else out
+
+    def prefill_s(self, lengths_tokens) -> np.ndarray:
+        xs, pts = self._points()
+        ys = np.array([p.prefill_s for p in pts])
+        return self._interp(lengths_tokens, xs, ys, self.roofline.prefill_s)
+
+    def kv_bytes(self, lengths_tokens) -> np.ndarray:
+        xs, pts = self._points()
+        if pts[0].kv is None:
+            return self.roofline.kv_bytes(lengths_tokens)
+        ys = np.array([p.kv for p in pts])
+        return self._interp(lengths_tokens, xs, ys, self.roofline.kv_bytes)
+
+
+SOURCES = ("auto", "roofline", "measured")
+
+
+def prefill_curve(model: ModelProfile, instance: Instance, source: str = "auto") -> PrefillCurve:
+    """The prefill curve for a model on an instance.
+
+    ``auto`` uses the model's measured points for this hardware name and GPU count when it
+    has them, else the roofline; ``measured`` insists on measured points.
+    """
+    if source not in SOURCES:
+        raise PlanInputError(f"unknown source '{source}' (use {', '.join(SOURCES)})", field="source")
+    roofline = RooflinePrefill(model, instance)
+    if source == "roofline":
+        return roofline
+    measured = model.measured_for(instance.hardware.name, instance.gpus)
+    if measured is not None and measured.prefill:
+        return MeasuredPrefill(measured, roofline)
+    if source == "measured":
+        have = ", ".join(f"{m.gpus}x{m.hardware}" for m in model.measured if m.prefill) or "none"
+        raise PlanInputError(
+            f"model '{model.name}' has no measured prefill points for {instance.label} (has: {have})",
+            field="source",
+        )
+    return roofline
+
+
+@dataclass(frozen=True)
+class KvRow:
+    length_tokens: int
+    kv_bytes: int
+    prefill_s: float
+    phi_kv_gbps: float
+
+
+def check_lengths(model: ModelProfile, lengths_tokens: list[int]) -> None:
+    for length in lengths_tokens:
+        if length < 1:
+            raise PlanInputError(f"length {length} is below 1 token", field="lengths")
+        if length > model.max_context_tokens:
+            raise PlanInputError(
+                f"length {length} exceeds {model.name}'s context of {model.max_context_tokens} tokens",
+                field="lengths",
+            )
+
+
+def kv_table(curve: PrefillCurve, model: ModelProfile, lengths_tokens: list[int]) -> list[KvRow]:
+    """S_kv, T_prefill and Phi_kv = S_kv / T_prefill (Gbps) at each length."""
+    check_lengths(model, lengths_tokens)
+    lengths = np.asarray(lengths_tokens, dtype=float)
+    kv = curve.kv_bytes(lengths)
+    t = curve.prefill_s(lengths)
+    return [
+        KvRow(int(l), int(round(k)), float(s), float(bytes_per_s_to_gbps(k / s)))
+        for l, k, s in zip(lengths_tokens, kv, t)
+    ]

@@ -1,0 +1,125 @@
+"""T_prefill(l) and Phi_kv(l): Table 5 reproduction, roofline shape, measured interpolation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prfaas_plan import api
+from prfaas_plan.timing.instance import Instance
+from prfaas_plan.timing.prefill import MeasuredPrefill, RooflinePrefill, prefill_curve
+
+# PRFAAS.md Table 5: the 1T hybrid on one 8 x H200 instance (length, KV MiB, latency s, Phi_kv Gbps)
+TABLE5 = [(1024, 190.8, 0.44, 3.61), (8192, 308.9, 0.72, 3.59), (32768, 701.3, 1.84, 3.19), (131072, 2316.3, 7.40, 2.62)]
+FULL_ATTENTION = ["minimax-m2.5", "qwen3-235b", "qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t",
+                  "kimi-k2", "deepseek-v3", "qwen3-8b", "qwen3-32b", "prfaas-1t-hybrid"]
+HYBRIDS = ["qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t", "prfaas-1t-hybrid"]
+
+
+def roofline(model: str, hardware: str = "h200", gpus: int = 8) -> RooflinePrefill:
+    return RooflinePrefill(api.model_of(model), Instance(api.hardware_of(hardware), gpus))
+
+
+def test_table5_reproduced_within_1pct():
+    report = api.kv_report("prfaas-1t-hybrid", "h200", 8, [r[0] for r in TABLE5])
+    assert report.source == "measured"
+    for row, (length, kv_mib, latency, phi) in zip(report.rows, TABLE5):
+        assert row.length_tokens == length
+        assert row.kv_bytes / 2**20 == pytest.approx(kv_mib, rel=1e-4)
+        assert row.prefill_s == pytest.approx(latency, rel=1e-9)
+        assert row.phi_kv_gbps == pytest.approx(phi, rel=0.01)
+
+
+def test_table5_roofline_with_default_h200_is_close():
+    """The h200 defaults were calibrated on Table 5: the pure roofline lands within 5%."""
+    rows = api.kv_rows("prfaas-1t-hybrid", "h200", 8, [r[0] for r in TABLE5], source="roofline")
+    for row, (_, _, latency, _) in zip(rows, TABLE5):
+        assert row.prefill_s == pytest.approx(latency, rel=0.05)
+
+
+def test_minimax_32k_near_paper_60gbps():
+    """Cross-model check: the paper reports about 60 Gbps for MiniMax-M2.5 at 32K on 8xH200."""
+    phi = api.kv_rows("minimax-m2.5", "h200", 8, [32768])[0].phi_kv_gbps
+    assert 50 <= phi <= 80
+
+
+@pytest.mark.parametrize("model", FULL_ATTENTION)
+def test_prefill_rises_and_is_convex(model):
+    m = api.model_of(model)
+    lengths = np.linspace(1024, min(m.max_context_tokens, 131072), 400)
+    t = roofline(model).prefill_s(lengths)
+    assert np.all(np.diff(t) > 0)
+    assert np.all(np.diff(t, 2) >= -1e-9 * t.max())  # tolerance: expert-saturation tail, 1e-9 relative
+    # the quadratic attention term makes the slope grow: per-token cost at 128K > at 8K
+    slope = lambda a, b: (roofline(model).prefill_s([b])[0] - roofline(model).prefill_s([a])[0]) / (b - a)
+    assert slope(65536, 131072) > slope(4096, 8192)
+
+
+@pytest.mark.parametrize("hybrid", HYBRIDS)
+def test_hybrid_phi_at_least_4x_below_minimax_at_32k(hybrid):
+    for hw in ("h200", "b200", "b300"):
+        base = api.kv_rows("minimax-m2.5", hw, 8, [32768], source="roofline")[0].phi_kv_gbps
+        phi = api.kv_rows(hybrid, hw, 8, [32768], source="roofline")[0].phi_kv_gbps
+        assert base / phi >= 4, (hybrid, hw, base / phi)
+
+
+@pytest.mark.parametrize("dense", ["minimax-m2.5", "qwen3-235b", "qwen3-8b", "qwen3-32b"])
+def test_dense_phi_rises_at_short_lengths(dense):
+    rows = api.kv_rows(dense, "h200", 8, [256, 1024, 4096, 8192], source="roofline")
+    phis = [r.phi_kv_gbps for r in rows]
+    assert phis == sorted(phis) and phis[-1] > 2 * phis[0]
+
+
+def test_faster_hardware_is_faster():
+    for model in ("minimax-m2.5", "prfaas-1t-hybrid"):
+        t_h20 = roofline(model, "h20").prefill_s([32768])[0]
+        t_h200 = roofline(model, "h200").prefill_s([32768])[0]
+        t_b200 = roofline(model, "b200").prefill_s([32768])[0]
+        assert t_h20 > t_h200 > t_b200
+
+
+def test_measured_curve_interpolates_monotonically_and_extrapolates_with_roofline_shape():
+    m = api.model_of("prfaas-1t-hybrid")
+    inst = Instance(api.hardware_of("h200"), 8)
+    curve = prefill_curve(m, inst)
+    assert isinstance(curve, MeasuredPrefill)
+    l = np.linspace(1024, 131072, 2000)
+    t = curve.prefill_s(l)
+    assert np.all(np.diff(t) > 0)
+    roof = RooflinePrefill(m, inst)
+    # beyond the last point: T(l) = T(128K) * T_roof(l) / T_roof(128K)
+    assert curve.prefill_s([150_000])[0] == pytest.approx(7.40 * roof.prefill_s([150_000])[0] / roof.prefill_s([131072])[0])
+    # below the first point: scaled the same way, and still positive and increasing
+    low = curve.prefill_s([1, 100, 512])
+    assert np.all(low > 0) and np.all(np.diff(low) > 0) and low[-1] < 0.44
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 131072), st.integers(1, 131072))
+def test_measured_curve_monotone_everywhere(a, b):
+    curve = prefill_curve(api.model_of("prfaas-1t-hybrid"), Instance(api.hardware_of("h200"), 8))
+    lo, hi = sorted((a, b))
+    assert curve.prefill_s([lo])[0] <= curve.prefill_s([hi])[0]
+    assert curve.kv_bytes([lo])[0] <= curve.kv_bytes([hi])[0]
+
+
+def test_source_selection():
+    m = api.model_of("prfaas-1t-hybrid")
+    assert prefill_curve(m, Instance(api.hardware_of("h200"), 8), "roofline").source == "roofline"
+    assert prefill_curve(m, Instance(api.hardware_of("h200"), 4)).source == "roofline"  # no points for 4 GPUs
+    with pytest.raises(Exception, match="no measured prefill points"):
+        prefill_curve(m, Instance(api.hardware_of("h20"), 8), "measured")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["minimax-m2.5", "qwen3.5-397b", "mimo-v2-flash"]), st.integers(1024, 131072),
+       st.floats(1.1, 4.0))
+def test_more_compute_never_slower(model, length, speedup):
+    """Scaling every peak up can only shorten the prefill."""
+    hw = api.hardware_of("h200")
+    fast = hw.model_copy(update={"peak_tflops": hw.peak_tflops.model_copy(
+        update={"bf16": hw.peak_tflops.bf16 * speedup, "fp8": hw.peak_tflops.fp8 * speedup})})
+    m = api.model_of(model)
+    slow_t = RooflinePrefill(m, Instance(hw, 8)).prefill_s([length])[0]
+    fast_t = RooflinePrefill(m, Instance(fast, 8)).prefill_s([length])[0]
+    assert fast_t <= slow_t

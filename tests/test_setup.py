@@ -1,0 +1,61 @@
+"""Set-up: the README's two commands, CI running exactly the test command, and a fresh venv."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    """The commands of the README's first bash block."""
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def test_readme_opens_with_two_commands():
+    install_run, tests = readme_commands()
+    assert "pip install" in install_run and "prfaas-plan" in install_run
+    assert "pip install" in tests and "pytest" in tests
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text()
+    assert readme_commands()[1] in ci.splitlines()
+
+
+def test_shipped_profiles_found_from_any_directory(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-m", "prfaas_plan", "kv", "qwen3-8b", "--hardware", "h100", "-f", "csv"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0].startswith("length,kv_bytes")
+
+
+@pytest.mark.skipif(bool(os.environ.get("PRFAAS_PLAN_SKIP_VENV_TEST") or os.environ.get("PRFAAS_PLAN_IN_VENV_TEST")),
+                    reason="skipped on request, or already inside the fresh-venv test")
+def test_fresh_venv_follows_readme(tmp_path):
+    """Copy the tracked tree, make a fresh venv, and run the README's two commands there."""
+    src = tmp_path / "src"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for name in files:
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}"
+    env["PRFAAS_PLAN_IN_VENV_TEST"] = "1"
+    for command in readme_commands():
+        run = subprocess.run(["bash", "-c", command], cwd=src, env=env, capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, f"{command}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+        if "pytest" not in command:
+            assert "Phi_kv" in run.stdout
