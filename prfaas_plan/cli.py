@@ -219,6 +219,26 @@ def calibrate(
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
 
 
+class Mode(str, Enum):
+    exact = "exact"
+    paper = "paper"
+
+
+@app.command()
+def plan(
+    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    mode: Mode = typer.Option(Mode.exact, "--mode", help="exact: class means of T(L); paper: T at class mean lengths."),
+    fmt: Format = FORMAT_OPT,
+    output: Optional[str] = OUTPUT_OPT,
+) -> None:
+    """Optimise threshold t and N_prfaas / N_p / N_d; compare with homogeneous and naive baselines."""
+    from .planner.inputs import load_inputs
+    from .planner.plan import plan as run_plan
+    from .views import plan_view
+
+    _emit(plan_view(run_plan(load_inputs(scenario), mode.value)), fmt, output)
+
+
 def main() -> None:
     """Console-script entry point: one-line errors with exit code 2, never a traceback."""
     try:

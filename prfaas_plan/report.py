@@ -30,6 +30,8 @@ class Report:
     meta: dict[str, Any] = field(default_factory=dict)  # top-level JSON fields, shown above the table
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # further JSON-only detail
+    json_doc: dict[str, Any] | None = None  # replaces the default JSON layout when set
+    sections: list["Report"] = field(default_factory=list)  # further tables (table format only)
 
 
 def fmt_float(digits: int) -> Callable[[Any], str]:
@@ -41,6 +43,8 @@ def fmt_int(v: Any) -> str:
 
 
 def to_json(report: Report) -> str:
+    if report.json_doc is not None:
+        return json.dumps(report.json_doc, indent=2) + "\n"
     doc = dict(report.meta)
     doc["rows"] = report.rows
     doc.update(report.extra)
@@ -78,7 +82,10 @@ def to_table(report: Report, width: int | None = None, color: bool = False) -> s
     console.print(table)
     for note in report.notes:
         console.print(f"- {note}", highlight=False, soft_wrap=False)
-    return buf.getvalue()
+    text = buf.getvalue()
+    for section in report.sections:
+        text += "\n" + to_table(section, width=width, color=color)
+    return text
 
 
 def render(report: Report, fmt: str, width: int | None = None, color: bool = False) -> str:

@@ -217,3 +217,127 @@ def calibration_view(result: CalibrationResult) -> Report:
                f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%"],
         extra={"fitted": result.fitted, "before": result.before},
     )
+
+
+def _tokens(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _opt(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def plan_json(result) -> dict:
+    """The plan as JSON: operating point, baselines, ratios, marginal values, Jensen gap."""
+    pt, st = result.point, result.point.stages
+    inputs = result.inputs
+    doc = {
+        "scenario": inputs.scenario.name,
+        "model": inputs.model.name,
+        "mode": result.mode,
+        "prfaas_pd": {
+            "threshold_tokens": pt.threshold_tokens,
+            "p": round(pt.p, 6),
+            "l_long_tokens": _opt(pt.l_long_tokens, 1),
+            "l_short_tokens": _opt(pt.l_short_tokens, 1),
+            "n_prfaas": pt.n_prfaas,
+            "n_p": pt.n_p,
+            "n_d": pt.n_d,
+            "gpus": pt.gpus,
+            "theta_prfaas": round(st.theta_prfaas, 6),
+            "theta_pdp": round(st.theta_pdp, 6),
+            "theta_pdd": round(st.theta_pdd, 6),
+            "lambda_max": round(st.lambda_max, 6),
+            "binding": st.binding,
+            "tight": pt.tight,
+            "egress_gbps": round(st.egress_gbps, 4),
+            "link_utilisation": round(pt.link_utilisation, 6),
+            "usd_per_hour": _opt(pt.usd_per_hour, 2),
+            "usd_per_million_output_tokens": _opt(pt.usd_per_million_output_tokens, 4),
+        },
+        "baselines": {
+            name: {"n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max": round(b.lambda_max, 6),
+                   "binding": b.binding, "usd_per_hour": _opt(b.usd_per_hour, 2),
+                   "ratio_prfaas_pd_over": round(pt.lambda_max / b.lambda_max, 6) if b.lambda_max > 0 else None}
+            for name, b in result.baselines.items()
+        },
+        "ratios_vs_homogeneous": {
+            "prfaas_pd": round(result.ratio("prfaas_pd"), 6),
+            "naive_heterogeneous": round(result.ratio("naive_heterogeneous"), 6),
+        },
+        "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
+        "jensen": {
+            "lambda_exact": round(result.point.lambda_max if result.mode == "exact" else result.other_mode_lambda, 6),
+            "lambda_paper": round(result.point.lambda_max if result.mode == "paper" else result.other_mode_lambda, 6),
+            "gap": round(result.jensen_gap, 6),
+            "exact_lambda_at_paper_point": _opt(result.exact_lambda_at_paper_point, 6),
+        },
+        "decode": {"tokens_per_s_per_instance": round(inputs.decode_tokens_per_s_per_instance, 3),
+                   "source": inputs.decode_source, "output_mean_tokens": inputs.output_mean_tokens},
+        "notes": result.notes,
+    }
+    return doc
+
+
+def plan_view(result) -> Report:
+    """Deployments as rows (table and CSV), the operating point and diagnostics as sections."""
+    pt, st = result.point, result.point.stages
+    inputs = result.inputs
+    rows = [{
+        "deployment": "prfaas_pd", "threshold_tokens": pt.threshold_tokens, "p": round(pt.p, 6),
+        "n_prfaas": pt.n_prfaas, "n_p": pt.n_p, "n_d": pt.n_d, "theta_prfaas": round(st.theta_prfaas, 6),
+        "theta_pdp": round(st.theta_pdp, 6), "theta_pdd": round(st.theta_pdd, 6),
+        "lambda_max": round(st.lambda_max, 6), "binding": st.binding, "egress_gbps": round(st.egress_gbps, 4),
+        "usd_per_hour": _opt(pt.usd_per_hour, 2), "ratio_vs_homogeneous": round(result.ratio("prfaas_pd"), 6),
+    }]
+    home = result.baselines["homogeneous"].lambda_max
+    for name, b in result.baselines.items():
+        rows.append({
+            "deployment": name, "threshold_tokens": None, "p": 1.0 if name == "naive_heterogeneous" else 0.0,
+            "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "theta_prfaas": None, "theta_pdp": None,
+            "theta_pdd": None, "lambda_max": round(b.lambda_max, 6), "binding": b.binding, "egress_gbps": None,
+            "usd_per_hour": _opt(b.usd_per_hour, 2),
+            "ratio_vs_homogeneous": round(b.lambda_max / home, 6) if home > 0 else None,
+        })
+    num = lambda d: (lambda v: "-" if v is None else f"{v:,.{d}f}")
+    columns = [
+        Column("deployment", "deployment"), Column("threshold_tokens", "t (tokens)", num(0)),
+        Column("p", "p", num(3)), Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)),
+        Column("n_d", "N_d", num(0)), Column("theta_prfaas", "Θ_prfaas", num(2)),
+        Column("theta_pdp", "Θ_pdp", num(2)), Column("theta_pdd", "Θ_pdd", num(2)),
+        Column("lambda_max", "Λ_max (req/s)", num(2)), Column("binding", "binding"),
+        Column("egress_gbps", "egress Gbps", num(1)), Column("usd_per_hour", "$/hour", num(0)),
+        Column("ratio_vs_homogeneous", "vs homog.", lambda v: "-" if v is None else f"{v:.2f}x"),
+    ]
+    link = inputs.scenario.link
+    details = [
+        ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)})"),
+        ("offloaded share p", f"{pt.p:.3f}"),
+        ("l_long / l_short", f"{_tokens(pt.l_long_tokens)} / {_tokens(pt.l_short_tokens)} tokens"),
+        ("instances", f"N_prfaas {pt.n_prfaas} x {inputs.prfaas.instance.label}, N_p {pt.n_p} + N_d {pt.n_d} "
+                      f"x {inputs.pd.instance.label}"),
+        ("GPUs", ", ".join(f"{n} {k}" for k, n in pt.gpus.items()) or "-"),
+        ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
+        ("egress", f"{st.egress_gbps:.2f} Gbps = {100 * pt.link_utilisation:.1f}% of {link.bandwidth_gbps:g} Gbps "
+                   f"(usable {link.usable_gbps:g})"),
+        ("cost", "-" if pt.usd_per_hour is None else
+         f"${pt.usd_per_hour:,.0f}/hour, ${pt.usd_per_million_output_tokens:,.3f} per million output tokens"),
+        ("decode", f"{inputs.decode_tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
+                   f"({inputs.decode_source}); mean output {inputs.output_mean_tokens:,.0f} tokens"),
+    ]
+    if result.marginal:
+        m = result.marginal
+        details.append(("marginal Λ", f"+1 Gbps: {m['per_gbps']:+.4f}, +1 PrfaaS instance: "
+                                      f"{m['per_prfaas_instance']:+.3f}, +1 PD instance: {m['per_pd_instance']:+.3f} req/s"))
+    exact = result.point.lambda_max if result.mode == "exact" else result.other_mode_lambda
+    paper = result.point.lambda_max if result.mode == "paper" else result.other_mode_lambda
+    details.append(("Jensen gap", f"exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
+                                  f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is convex)"))
+    section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
+                     rows=[{"item": k, "value": v} for k, v in details])
+    return Report(
+        title=f"PrfaaS plan: {inputs.scenario.name} ({result.mode} mode)",
+        columns=columns, rows=rows,
+        meta={"scenario": inputs.scenario.name, "model": inputs.model.name, "mode": result.mode},
+        notes=list(result.notes), json_doc=plan_json(result), sections=[section],
+    )

@@ -17,6 +17,7 @@ from ..errors import PlanInputError
 from ..yamlio import load_yaml_file
 from .hardware import HardwareProfile, load_hardware_profile
 from .model import ModelProfile, load_model_profile
+from .scenario import Scenario, load_scenario
 
 T = TypeVar("T")
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -66,6 +67,15 @@ def resolve_model(ref: str) -> ModelProfile:
 def resolve_hardware(ref: str) -> HardwareProfile:
     """A shipped hardware name (``h200``) or a path to a hardware profile YAML."""
     return _resolve(ref, "hardware_profiles", "hardware", load_hardware_profile)
+
+
+def resolve_scenario_file(ref: str) -> tuple[Scenario, str]:
+    """A shipped scenario name (``paper-case-study``) or a scenario YAML path -> (scenario, path)."""
+    path = Path(ref) if looks_like_path(ref) else _shipped_dir("scenarios") / f"{ref}.yaml"
+    if not looks_like_path(ref) and not path.is_file():
+        names = ", ".join(shipped_names("scenarios"))
+        raise PlanInputError(f"unknown scenario '{ref}' (shipped: {names}; or give a YAML file path)")
+    return _load_cached(str(path), load_scenario), str(path)
 
 
 def detect_profile_kind(data: object) -> str:

@@ -5,7 +5,7 @@ Two sources:
   the layer's prefill work (``accounting.work``); S_kv(l) exact from ``accounting.kv``.
 - ``MeasuredPrefill``: a profile's measured points (length -> latency, and optionally KV
   bytes) interpolated with a monotone cubic (PCHIP, which keeps monotone data monotone)
-  and, outside the measured range, extrapolated with the roofline's shape:
+  in log-log space (prefill curves are close to power laws l^a between points) and, outside the measured range, extrapolated with the roofline's shape:
   T(l) = T(l_edge) * T_roof(l) / T_roof(l_edge) (likewise for S_kv).
 Phi_kv(l) = S_kv(l) / T_prefill(l)  (paper eq. 1), reported in decimal Gbps.
 """
@@ -59,20 +59,29 @@ class MeasuredPrefill:
         return np.array([p.length_tokens for p in pts], float), pts
 
     def _interp(self, lengths, xs: np.ndarray, ys: np.ndarray, shape) -> np.ndarray:
+        """Measured values ys at xs, carried to ``lengths`` along the roofline's shape.
+
+        value(l) = shape(l) * r(l), where r = ys / shape(xs) is interpolated by a monotone
+        cubic (PCHIP) in log l and held constant outside the points; should that product
+        ever fall between two points (noisy data), the values themselves are interpolated
+        by PCHIP in log-log space instead, which keeps them monotone.
+        """
         l = np.atleast_1d(np.asarray(lengths, dtype=float))
-        out = np.empty_like(l)
-        lo, hi = l < xs[0], l > xs[-1]
-        mid = ~(lo | hi)
+        ratio = ys / shape(xs)
         if len(xs) == 1:
-            out[mid] = ys[0]
-        elif mid.any():
+            out = shape(l) * ratio[0]
+        else:
             from scipy.interpolate import PchipInterpolator
 
-            out[mid] = PchipInterpolator(xs, ys, extrapolate=False)(l[mid])
-        if lo.any():
-            out[lo] = ys[0] * shape(l[lo]) / shape(xs[:1])[0]
-        if hi.any():
-            out[hi] = ys[-1] * shape(l[hi]) / shape(xs[-1:])[0]
+            log_x = np.log(xs)
+            r = PchipInterpolator(log_x, ratio, extrapolate=False)
+            grid = np.exp(np.linspace(log_x[0], log_x[-1], 512))
+            if np.all(np.diff(shape(grid) * r(np.log(grid))) >= 0):
+                out = shape(l) * r(np.log(np.clip(l, xs[0], xs[-1])))
+            else:
+                loglog = PchipInterpolator(log_x, np.log(ys), extrapolate=False)
+                out = np.exp(loglog(np.log(np.clip(l, xs[0], xs[-1]))))
+                out = out * shape(l) / shape(np.clip(l, xs[0], xs[-1]))
         return out.reshape(np.shape(lengths)) if np.ndim(lengths) else out
 
     def prefill_s(self, lengths_tokens) -> np.ndarray:

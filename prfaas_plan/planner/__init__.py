@@ -1,0 +1,1 @@
+"""The PrfaaS planner: scenario inputs -> threshold tables -> throughput model -> optimiser."""

@@ -1,0 +1,232 @@
+"""Choose the threshold t and the instance counts (N_prfaas, N_p, N_d).
+
+A mixed-integer program (pulp, with its bundled CBC solver), in the per-request work
+form of the throughput model: one binary z_k per candidate threshold k, a rate
+lambda_k >= 0 that may be non-zero only for the chosen k, and integer instance counts:
+
+    sum_k z_k = 1,        lambda_k <= U z_k
+    sum_k lambda_k * p_k T_long_k      <= N_prfaas      (PrfaaS compute)
+    sum_k lambda_k * p_k S_long_k      <= B_out         (link egress, bytes/s)
+    sum_k lambda_k * (1-p_k) T_short_k <= N_p           (PD prefill)
+    sum_k lambda_k                     <= r_d N_d       (PD decode)
+    instance ranges, GPU budgets per hardware, $/hour budget
+
+maximising sum_k lambda_k (= Lambda_max), or minimising $/hour subject to
+sum_k lambda_k >= a target rate. It is solved first over a coarse grid of thresholds
+(quantiles of L), then over every distinct threshold between the neighbours of the coarse
+choice; finally, for the chosen counts, t is moved along the fine grid to the balance
+point of eq. 7 (Theta_prfaas / p = Theta_pdp / (1 - p)) among thresholds with the same
+Lambda_max. ``brute_force`` enumerates every combination, for tests and small cases.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import PlanInputError
+from .inputs import PlanInputs
+from .throughput import ThresholdTable, bounds, threshold_table
+
+OBJECTIVES = ("max_throughput", "min_cost")
+_TIE = 1e-7  # relative tolerance when comparing Lambda values
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Integer decision ranges and budgets."""
+
+    prfaas_min: int
+    prfaas_max: int
+    pd_min: int  # N_p + N_d
+    pd_max: int
+    gpu_budget: dict[str, int]
+    usd_per_hour: float | None
+
+    @classmethod
+    def of(cls, inputs: PlanInputs) -> "Limits":
+        b = inputs.scenario.budgets
+        return cls(inputs.prfaas.count_min, inputs.prfaas.count_max, inputs.pd.count_min, inputs.pd.count_max,
+                   dict(b.gpus), b.usd_per_hour)
+
+
+@dataclass(frozen=True)
+class Solution:
+    threshold_index: int
+    threshold_tokens: float
+    n_prfaas: int
+    n_p: int
+    n_d: int
+    lambda_max: float
+    usd_per_hour: float | None
+
+
+def _cost_terms(inputs: PlanInputs) -> tuple[float | None, float | None]:
+    return inputs.prfaas.usd_per_hour_per_instance, inputs.pd.usd_per_hour_per_instance
+
+
+def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_pd: int) -> float | None:
+    c_f, c_pd = _cost_terms(inputs)
+    if (n_prfaas and c_f is None) or (n_pd and c_pd is None):
+        return None
+    return (c_f or 0.0) * n_prfaas + (c_pd or 0.0) * n_pd
+
+
+def _check(inputs: PlanInputs, limits: Limits, objective: str) -> None:
+    if objective not in OBJECTIVES:
+        raise PlanInputError(f"unknown objective '{objective}'", field="objective.type")
+    if limits.pd_max == 0 or inputs.decode_rps_per_instance <= 0:
+        raise PlanInputError("zero decode capacity: the PD cluster has no instances to decode", field="pd.instances")
+    needs_price = objective == "min_cost" or limits.usd_per_hour is not None
+    if needs_price:
+        for cluster in (inputs.prfaas, inputs.pd):
+            if cluster.count_max > 0 and cluster.usd_per_hour_per_instance is None:
+                raise PlanInputError(f"hardware '{cluster.hardware_name}' has no price_usd_per_gpu_hour, "
+                                     "needed for a cost objective or budget", field=f"{cluster.role}.hardware")
+
+
+def _gpu_rows(inputs: PlanInputs, limits: Limits):
+    """(budget, gpus per PrfaaS instance, gpus per PD instance) for each budgeted hardware."""
+    rows = []
+    for name, budget in limits.gpu_budget.items():
+        g_f = inputs.prfaas.gpus_per_instance if inputs.prfaas.hardware_name == name else 0
+        g_pd = inputs.pd.gpus_per_instance if inputs.pd.hardware_name == name else 0
+        rows.append((budget, g_f, g_pd))
+    return rows
+
+
+def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, limits: Limits, objective: str,
+                target_rps: float | None) -> Solution | None:
+    import pulp
+
+    r_d = inputs.decode_rps_per_instance
+    upper = r_d * limits.pd_max
+    prob = pulp.LpProblem("prfaas", pulp.LpMaximize if objective == "max_throughput" else pulp.LpMinimize)
+    nf = pulp.LpVariable("n_prfaas", limits.prfaas_min, limits.prfaas_max, cat="Integer")
+    np_ = pulp.LpVariable("n_p", 0, limits.pd_max, cat="Integer")
+    nd = pulp.LpVariable("n_d", 0, limits.pd_max, cat="Integer")
+    z = [pulp.LpVariable(f"z{i}", cat="Binary") for i in range(len(cand))]
+    lam = [pulp.LpVariable(f"lam{i}", 0, upper) for i in range(len(cand))]
+    total = pulp.lpSum(lam)
+    c_f, c_pd = _cost_terms(inputs)
+    cost = (c_f or 0.0) * nf + (c_pd or 0.0) * (np_ + nd)
+    if objective == "max_throughput":
+        prob += total - _TIE * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max)
+    else:
+        prob += cost
+        prob += total >= target_rps
+    prob += pulp.lpSum(z) == 1
+    for i in range(len(cand)):
+        prob += lam[i] <= upper * z[i]
+    w_f, w_l, w_p = (getattr(table, f)[cand] for f in ("prfaas_work_s", "link_work_bytes", "pd_work_s"))
+    prob += pulp.lpSum(float(w) * l for w, l in zip(w_f, lam) if w > 0) <= nf
+    link_terms = [(float(w), l) for w, l in zip(w_l, lam) if w > 0]
+    if link_terms:
+        scale = max(w for w, _ in link_terms)  # keep coefficients near 1 for the solver
+        prob += pulp.lpSum((w / scale) * l for w, l in link_terms) <= inputs.link_bytes_per_s / scale
+    prob += pulp.lpSum(float(w) * l for w, l in zip(w_p, lam) if w > 0) <= np_
+    prob += total <= r_d * nd
+    prob += np_ + nd >= limits.pd_min
+    prob += np_ + nd <= limits.pd_max
+    for budget, g_f, g_pd in _gpu_rows(inputs, limits):
+        prob += g_f * nf + g_pd * (np_ + nd) <= budget
+    if limits.usd_per_hour is not None:
+        prob += cost <= limits.usd_per_hour
+    status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    if pulp.LpStatus[status] != "Optimal":
+        return None
+    chosen = int(np.argmax([v.value() or 0.0 for v in z]))
+    n_f, n_p, n_d = (int(round(v.value())) for v in (nf, np_, nd))
+    idx = int(cand[chosen])
+    lam_value = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
+    return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam_value,
+                    usd_per_hour(inputs, n_f, n_p + n_d))
+
+
+def _coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
+    """About ``count`` thresholds evenly spaced in p, always including 'all' and 'none' offloaded."""
+    targets = np.linspace(0.0, 1.0, count)
+    # p falls from 1 to 0 along the table; search on -p (ascending)
+    idx = np.searchsorted(-table.p, -targets, side="left").clip(0, len(table) - 1)
+    return np.unique(np.concatenate(([0, len(table) - 1], idx)))
+
+
+def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Solution:
+    """For the chosen counts, the best threshold on the fine grid; among ties, the balance
+    point of eq. 7 (the largest min(PrfaaS bound, PD-P bound))."""
+    b = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, inputs)
+    lam = b.lambda_max
+    best = lam.max()
+    if best < sol.lambda_max * (1 - _TIE):
+        return sol
+    prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
+    tied = lam >= best * (1 - _TIE)
+    idx = int(np.argmax(np.where(tied, prefill, -np.inf)))
+    return replace(sol, threshold_index=idx, threshold_tokens=float(table.thresholds_tokens[idx]),
+                   lambda_max=float(lam[idx]))
+
+
+def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
+             target_rps: float | None = None, limits: Limits | None = None) -> Solution:
+    """The operating point: coarse MILP, fine MILP around its threshold, then the balance point."""
+    obj = inputs.scenario.objective
+    objective = objective or obj.type
+    target_rps = target_rps if target_rps is not None else obj.target_rate_rps
+    limits = limits or Limits.of(inputs)
+    table = table or threshold_table(inputs, "exact")
+    _check(inputs, limits, objective)
+    coarse = _coarse_indices(table, inputs.scenario.optimiser.coarse_thresholds)
+    sol = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
+    if sol is None:
+        raise _infeasible(objective, target_rps)
+    pos = int(np.searchsorted(coarse, sol.threshold_index))
+    lo = coarse[max(pos - 1, 0)]
+    hi = coarse[min(pos + 1, len(coarse) - 1)]
+    fine = np.arange(lo, hi + 1)
+    refined = _solve_milp(table, fine, inputs, limits, objective, target_rps)
+    if refined is not None and _better(refined, sol, objective):
+        sol = refined
+    return _balance(table, sol, inputs) if objective == "max_throughput" else sol
+
+
+def _better(a: Solution, b: Solution, objective: str) -> bool:
+    if objective == "max_throughput":
+        return a.lambda_max > b.lambda_max * (1 + _TIE)
+    return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
+
+
+def _infeasible(objective: str, target_rps: float | None) -> PlanInputError:
+    if objective == "min_cost":
+        return PlanInputError(f"no plan within the ranges and budgets reaches {target_rps:g} req/s",
+                              field="objective.target_rate_rps")
+    return PlanInputError("no plan fits the instance ranges and budgets (GPU or $/hour)", field="budgets")
+
+
+def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:
+    """Best (t, N_prfaas, N_p, N_d) by enumeration over every threshold and count (small cases)."""
+    limits = limits or Limits.of(inputs)
+    _check(inputs, limits, "max_throughput")
+    best: Solution | None = None
+    idx = np.arange(len(table))
+    rows = _gpu_rows(inputs, limits)
+    for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
+        for n_pd in range(limits.pd_min, limits.pd_max + 1):
+            if any(g_f * n_f + g_pd * n_pd > budget for budget, g_f, g_pd in rows):
+                continue
+            cost = usd_per_hour(inputs, n_f, n_pd)
+            if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
+                continue
+            for n_p in range(0, n_pd + 1):
+                lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
+                k = int(np.argmax(lam))
+                if best is None or lam[k] > best.lambda_max * (1 + _TIE):
+                    best = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
+    if best is None:
+        raise _infeasible("max_throughput", None)
+    return best
+
+
+def lambda_upper_bound(inputs: PlanInputs, limits: Limits) -> float:
+    return inputs.decode_rps_per_instance * limits.pd_max if limits.pd_max else math.inf

@@ -1,0 +1,199 @@
+"""A full plan: the PrfaaS-PD operating point, the baselines, marginal values and the
+Jensen gap between the ``exact`` and ``paper`` modes.
+
+Baselines on the same workload (PRFAAS.md section 4):
+- homogeneous PD: local hardware only, the same number of instances as the PrfaaS-PD
+  plan (and, where prices are known, as many as the same $/hour buys), the best
+  N_p / N_d split, no offload;
+- naive heterogeneous: every prefill on the PrfaaS instances (t = 0), every PD instance
+  decodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .inputs import PlanInputs
+from .optimizer import Limits, Solution, optimise, usd_per_hour
+from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    threshold_tokens: float
+    p: float
+    l_long_tokens: float | None
+    l_short_tokens: float | None
+    n_prfaas: int
+    n_p: int
+    n_d: int
+    stages: StageThroughputs
+    gpus: dict[str, int]
+    link_utilisation: float  # egress / link bandwidth
+    usd_per_hour: float | None
+    usd_per_million_output_tokens: float | None
+    tight: list[str]  # bounds within 1% of lambda_max, plus saturated limits
+
+    @property
+    def lambda_max(self) -> float:
+        return self.stages.lambda_max
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    n_prfaas: int
+    n_p: int
+    n_d: int
+    lambda_max: float
+    binding: str
+    usd_per_hour: float | None
+
+
+@dataclass
+class PlanResult:
+    mode: str
+    inputs: PlanInputs
+    point: OperatingPoint
+    baselines: dict[str, Baseline]
+    marginal: dict[str, float]  # d Lambda_max for +1 Gbps, +1 PrfaaS instance, +1 PD instance
+    other_mode_lambda: float  # Lambda_max optimised in the other mode
+    exact_lambda_at_paper_point: float | None  # exact-mode Lambda at the paper-mode operating point
+    notes: list[str] = field(default_factory=list)
+
+    def ratio(self, name: str) -> float:
+        base = self.baselines["homogeneous"].lambda_max
+        value = self.point.lambda_max if name == "prfaas_pd" else self.baselines[name].lambda_max
+        return value / base if base > 0 else float("inf")
+
+    @property
+    def jensen_gap(self) -> float:
+        """1 - Lambda_exact / Lambda_paper, each at its own optimum."""
+        exact, paper = (self.point.lambda_max, self.other_mode_lambda) if self.mode == "exact" else (
+            self.other_mode_lambda, self.point.lambda_max)
+        return 1.0 - exact / paper if paper > 0 else 0.0
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, limits: Limits) -> OperatingPoint:
+    idx = sol.threshold_index
+    stages = stage_throughputs(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
+    b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
+    lam = stages.lambda_max
+    tight = [name for name in BOUNDS if float(getattr(b, name)) <= lam * 1.01]
+    if sol.n_prfaas == limits.prfaas_max and limits.prfaas_max > limits.prfaas_min:
+        tight.append("prfaas_instances_max")
+    if sol.n_p + sol.n_d == limits.pd_max and limits.pd_max > limits.pd_min:
+        tight.append("pd_instances_max")
+    gpus: dict[str, int] = {}
+    for cluster, count in ((inputs.prfaas, sol.n_prfaas), (inputs.pd, sol.n_p + sol.n_d)):
+        if count:
+            gpus[cluster.hardware_name] = gpus.get(cluster.hardware_name, 0) + count * cluster.gpus_per_instance
+    for name, budget in limits.gpu_budget.items():
+        if gpus.get(name, 0) >= budget:
+            tight.append(f"gpu_budget_{name}")
+    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
+    if limits.usd_per_hour is not None and cost is not None and cost >= limits.usd_per_hour * (1 - 1e-9):
+        tight.append("usd_per_hour_budget")
+    per_m = cost / (lam * inputs.output_mean_tokens * SECONDS_PER_HOUR) * 1e6 if cost is not None and lam > 0 else None
+    link_gbps = inputs.scenario.link.bandwidth_gbps
+    return OperatingPoint(
+        threshold_tokens=sol.threshold_tokens,
+        p=float(table.p[idx]),
+        l_long_tokens=_finite(table.l_long_tokens[idx]),
+        l_short_tokens=_finite(table.l_short_tokens[idx]),
+        n_prfaas=sol.n_prfaas,
+        n_p=sol.n_p,
+        n_d=sol.n_d,
+        stages=stages,
+        gpus=gpus,
+        link_utilisation=stages.egress_gbps / link_gbps,
+        usd_per_hour=cost,
+        usd_per_million_output_tokens=per_m,
+        tight=tight,
+    )
+
+
+def _homogeneous(inputs: PlanInputs, table: ThresholdTable, total: int, name: str) -> Baseline:
+    """Best N_p / N_d split of ``total`` local instances, no offload (t at the largest length)."""
+    last = len(table) - 1
+    n_p = np.arange(0, total + 1)
+    lam = bounds(table, last, 0, n_p, total - n_p, inputs).lambda_max
+    k = int(np.argmax(lam))
+    b = bounds(table, last, 0, int(n_p[k]), int(total - n_p[k]), inputs)
+    return Baseline(name, 0, int(n_p[k]), int(total - n_p[k]), float(lam[k]), b.binding(),
+                    usd_per_hour(inputs, 0, total))
+
+
+def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_pd: int) -> Baseline:
+    b = bounds(table, 0, n_prfaas, 0, n_pd, inputs)
+    return Baseline("naive_heterogeneous", n_prfaas, 0, n_pd, float(b.lambda_max), b.binding(),
+                    usd_per_hour(inputs, n_prfaas, n_pd))
+
+
+def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> dict[str, Baseline]:
+    total = sol.n_prfaas + sol.n_p + sol.n_d
+    out = {"homogeneous": _homogeneous(inputs, table, total, "homogeneous")}
+    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
+    per_pd = inputs.pd.usd_per_hour_per_instance
+    if cost is not None and per_pd:
+        out["homogeneous_equal_cost"] = _homogeneous(inputs, table, int(cost // per_pd + 1e-9),
+                                                     "homogeneous_equal_cost")
+    n_naive_prfaas = sol.n_prfaas or inputs.prfaas.count_max
+    out["naive_heterogeneous"] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
+    return out
+
+
+def _bumped(limits: Limits, which: str) -> Limits:
+    if which == "prfaas":
+        fixed = limits.prfaas_min == limits.prfaas_max
+        return replace(limits, prfaas_max=limits.prfaas_max + 1, prfaas_min=limits.prfaas_min + int(fixed))
+    fixed = limits.pd_min == limits.pd_max
+    return replace(limits, pd_max=limits.pd_max + 1, pd_min=limits.pd_min + int(fixed))
+
+
+def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: str, limits: Limits) -> dict[str, float]:
+    """Finite differences of Lambda_max: +1 Gbps of usable link, +1 PrfaaS instance, +1 PD instance."""
+    base = sol.lambda_max
+    more_link = inputs.with_link_gbps(inputs.scenario.link.usable_gbps + 1.0)
+    return {
+        "per_gbps": optimise(more_link, threshold_table(more_link, mode), objective="max_throughput",
+                             limits=limits).lambda_max - base,
+        "per_prfaas_instance": optimise(inputs, table, objective="max_throughput",
+                                        limits=_bumped(limits, "prfaas")).lambda_max - base,
+        "per_pd_instance": optimise(inputs, table, objective="max_throughput",
+                                    limits=_bumped(limits, "pd")).lambda_max - base,
+    }
+
+
+def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -> PlanResult:
+    """Optimise the PrfaaS-PD deployment and compare it with the baselines."""
+    limits = Limits.of(inputs)
+    table = threshold_table(inputs, mode)
+    sol = optimise(inputs, table, limits=limits)
+    point = operating_point(inputs, table, sol, limits)
+    other = "paper" if mode == "exact" else "exact"
+    other_table = threshold_table(inputs, other)
+    other_sol = optimise(inputs, other_table, objective="max_throughput", limits=limits)
+    if mode == "exact":
+        other_lambda = other_sol.lambda_max
+        paper_sol, exact_table = other_sol, table
+    else:
+        other_lambda = other_sol.lambda_max
+        paper_sol, exact_table = sol, other_table
+    exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
+                                  paper_sol.n_d, inputs).lambda_max)
+    notes = []
+    if point.p == 0.0:
+        notes.append("no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
+                     "profitably, so this is a local-only plan")
+    marginal = marginal_values(inputs, table, sol, mode, limits) if with_marginals else {}
+    return PlanResult(mode, inputs, point, baselines(inputs, table, sol), marginal, other_lambda, exact_at_paper,
+                      notes)

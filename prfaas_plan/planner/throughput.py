@@ -1,0 +1,160 @@
+"""The throughput model of the PrfaaS paper (section 3.4), in two modes.
+
+For a routing threshold t (a request goes to PrfaaS iff its uncached length L > t):
+
+    Theta_prfaas = min(N_prfaas / T_prfaas(l_long), B_out / S_kv(l_long))
+    Theta_pdp    = N_p / T_pd(l_short)
+    Theta_pdd    = N_d * BS_max / (T_decode * L_out)
+    Lambda_max   = min(Theta_prfaas / p, Theta_pdp / (1 - p), Theta_pdd)
+
+Written per request, each bound is a capacity over a *work* per request:
+Lambda <= N_prfaas / (p T_long), B_out / (p S_long), N_p / ((1 - p) T_short), N_d r_d.
+
+Modes:
+- ``paper``: T and S at each class's mean length, as the paper evaluates them;
+- ``exact`` (default): the class mean of T(L) and S(L) over the distribution,
+  p T_long = E[T(L); L > t]. Since T is convex (quadratic attention), the exact work is
+  larger than the paper's (Jensen), so the exact Lambda_max is lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import PlanInputError
+from ..workload.distributions import class_stats_table
+from .inputs import PlanInputs
+
+MODES = ("exact", "paper")
+BOUNDS = ("prfaas_compute", "link", "pd_prefill", "pd_decode")
+
+
+@dataclass(frozen=True)
+class ThresholdTable:
+    """Per candidate threshold: the split and the per-request work of each stage."""
+
+    mode: str
+    thresholds_tokens: np.ndarray
+    p: np.ndarray
+    l_long_tokens: np.ndarray  # NaN where no request is long
+    l_short_tokens: np.ndarray  # NaN where no request is short
+    prfaas_work_s: np.ndarray  # p * T_prfaas(long class): PrfaaS instance-seconds per request
+    link_work_bytes: np.ndarray  # p * S_kv(long class): link bytes per request
+    pd_work_s: np.ndarray  # (1 - p) * T_pd(short class): PD-P instance-seconds per request
+
+    def __len__(self) -> int:
+        return len(self.thresholds_tokens)
+
+    def subset(self, idx) -> "ThresholdTable":
+        idx = np.asarray(idx)
+        return ThresholdTable(self.mode, *(getattr(self, f)[idx] for f in (
+            "thresholds_tokens", "p", "l_long_tokens", "l_short_tokens", "prfaas_work_s", "link_work_bytes",
+            "pd_work_s")))
+
+
+def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
+    """Every distinct threshold: 0 (all offloaded) and each support point (L <= t stays local)."""
+    return np.concatenate(([0.0], inputs.input_dist.lengths_tokens))
+
+
+def threshold_table(inputs: PlanInputs, mode: str = "exact", thresholds_tokens=None) -> ThresholdTable:
+    """Split statistics and per-request stage work at each threshold (vectorised)."""
+    if mode not in MODES:
+        raise PlanInputError(f"unknown mode '{mode}' (use exact or paper)", field="mode")
+    t = candidate_thresholds(inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
+    dist = inputs.input_dist
+    stats = class_stats_table(dist)
+    p, l_long, l_short = stats.split(t)
+    prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
+    if mode == "exact":
+        support = dist.lengths_tokens
+        t_long, _ = stats.class_means(prfaas.prefill_s(support), t)
+        s_long, _ = stats.class_means(prfaas.kv_bytes(support), t)
+        _, t_short = stats.class_means(pd.prefill_s(support), t)
+    else:
+        t_long = _at(prfaas.prefill_s, l_long)
+        s_long = _at(prfaas.kv_bytes, l_long)
+        t_short = _at(pd.prefill_s, l_short)
+    q = 1.0 - p
+    return ThresholdTable(
+        mode=mode,
+        thresholds_tokens=t,
+        p=p,
+        l_long_tokens=l_long,
+        l_short_tokens=l_short,
+        prfaas_work_s=np.where(p > 0, p * np.nan_to_num(t_long), 0.0),
+        link_work_bytes=np.where(p > 0, p * np.nan_to_num(s_long), 0.0),
+        pd_work_s=np.where(q > 0, q * np.nan_to_num(t_short), 0.0),
+    )
+
+
+def _at(curve, lengths: np.ndarray) -> np.ndarray:
+    """curve(l) where l is defined, NaN elsewhere."""
+    out = np.full_like(lengths, np.nan, dtype=float)
+    ok = np.isfinite(lengths)
+    if ok.any():
+        out[ok] = curve(lengths[ok])
+    return out
+
+
+def _over(capacity, work):
+    """capacity / work, +inf where the stage has no work."""
+    capacity = np.asarray(capacity, dtype=float)
+    work = np.asarray(work, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(work > 0, capacity / np.where(work > 0, work, 1.0), np.inf)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Lambda bounds (req/s) of each stage; arrays broadcast over thresholds and counts."""
+
+    prfaas_compute: np.ndarray
+    link: np.ndarray
+    pd_prefill: np.ndarray
+    pd_decode: np.ndarray
+
+    @property
+    def lambda_max(self) -> np.ndarray:
+        return np.minimum(np.minimum(self.prfaas_compute, self.link), np.minimum(self.pd_prefill, self.pd_decode))
+
+    def binding(self) -> str:
+        """Name of the smallest bound (scalar use)."""
+        values = [float(np.asarray(getattr(self, b))) for b in BOUNDS]
+        return BOUNDS[int(np.argmin(values))]
+
+
+def bounds(table: ThresholdTable, idx, n_prfaas, n_p, n_d, inputs: PlanInputs) -> Bounds:
+    """Lambda bounds at threshold index ``idx`` for the given instance counts."""
+    n_d = np.asarray(n_d, dtype=float)
+    return Bounds(
+        prfaas_compute=_over(n_prfaas, table.prfaas_work_s[idx]),
+        link=_over(inputs.link_bytes_per_s, table.link_work_bytes[idx]),
+        pd_prefill=_over(n_p, table.pd_work_s[idx]),
+        pd_decode=n_d * inputs.decode_rps_per_instance,
+    )
+
+
+@dataclass(frozen=True)
+class StageThroughputs:
+    """The paper's Theta terms (req/s) at one operating point."""
+
+    theta_prfaas: float
+    theta_pdp: float
+    theta_pdd: float
+    lambda_max: float
+    binding: str
+    egress_gbps: float  # KV egress at lambda_max: lambda * p * S_long, decimal Gbps
+
+
+def stage_throughputs(table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int,
+                      inputs: PlanInputs) -> StageThroughputs:
+    b = bounds(table, idx, n_prfaas, n_p, n_d, inputs)
+    lam = float(b.lambda_max)
+    p = float(table.p[idx])
+    theta_prfaas = float(min(b.prfaas_compute, b.link) * p) if p > 0 else 0.0
+    theta_pdp = float(b.pd_prefill * (1 - p)) if p < 1 else 0.0
+    egress = lam * float(table.link_work_bytes[idx]) * 8 / 1e9
+    return StageThroughputs(theta_prfaas, theta_pdp, float(b.pd_decode), lam, b.binding(), egress)
