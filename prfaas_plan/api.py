@@ -9,7 +9,10 @@ Model and hardware arguments accept a shipped name, a YAML path, or a loaded pro
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from .errors import PlanInputError
 
 from .accounting.kv import KvModel
 from .profiles.hardware import HardwareProfile
@@ -56,3 +59,25 @@ def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
     return decode_capacity(model_of(model), Instance(hardware_of(hardware), gpus), context_tokens,
                            tpot_ms=tpot_ms, max_batch=max_batch, source=source)
+
+
+def plan(scenario: str, mode: str = "exact", with_marginals: bool = True):
+    """Optimise a scenario (shipped name or YAML path); errors name the scenario file.
+
+    Returns a :class:`prfaas_plan.planner.plan.PlanResult`."""
+    from .planner.inputs import load_inputs
+    from .planner.plan import plan as run_plan
+
+    with scenario_errors(scenario):
+        return run_plan(load_inputs(scenario), mode, with_marginals=with_marginals)
+
+
+@contextmanager
+def scenario_errors(scenario: str):
+    """Attach the scenario's file to planning errors that name no file."""
+    from .profiles.registry import looks_like_path
+
+    try:
+        yield
+    except PlanInputError as exc:
+        raise exc.with_source(scenario) if looks_like_path(scenario) else exc from None

@@ -118,6 +118,41 @@ def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: 
     return hardware.model_copy(update=update)
 
 
+def _bisect(fn, lo: float, hi: float, iterations: int = 80) -> float | None:
+    """Root of a monotone ``fn`` on [lo, hi] by bisection in log space; None without a sign change."""
+    f_lo, f_hi = fn(lo), fn(hi)
+    if f_lo == 0:
+        return lo
+    if f_lo * f_hi > 0:
+        return None
+    for _ in range(iterations):
+        mid = math.sqrt(lo * hi)
+        f_mid = fn(mid)
+        if (f_mid > 0) == (f_lo > 0):
+            lo, f_lo = mid, f_mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def _exact_fit(predict, lengths: np.ndarray, measured: np.ndarray) -> list[float] | None:
+    """One or two points: the shared efficiency (and overhead) that reproduce them exactly."""
+    if len(lengths) == 1:
+        eff = _bisect(lambda e: float(predict(np.array([e]))[0]) - measured[0], 1e-3, 1.0)
+        return None if eff is None else [eff]
+    gap = measured[1] - measured[0]
+
+    def diff(e: float) -> float:
+        t = predict(np.array([e, 0.0]))
+        return float(t[1] - t[0]) - gap
+
+    eff = _bisect(diff, 1e-3, 1.0)
+    if eff is None:
+        return None
+    overhead = float(measured[0] - predict(np.array([eff, 0.0]))[0])
+    return [eff, overhead] if 0.0 <= overhead <= measured.min() else None
+
+
 def calibrate(
     model: ModelProfile,
     hardware: HardwareProfile,
@@ -125,9 +160,7 @@ def calibrate(
     points: list[CalibrationPoint],
     name: str | None = None,
 ) -> CalibrationResult:
-    """Least-squares fit of efficiency factors and prefill overhead to measured points."""
-    from scipy.optimize import least_squares
-
+    """Fit efficiency factors and prefill overhead to measured points (see module doc)."""
     check_lengths(model, [p.length_tokens for p in points])
     lengths = np.array([p.length_tokens for p in points], dtype=float)
     measured = np.array([p.prefill_s for p in points])
@@ -148,19 +181,13 @@ def calibrate(
     def residuals(x: np.ndarray) -> np.ndarray:
         return np.log(predict(x)) - np.log(measured)
 
-    lower = [1e-3 if p != "prefill_overhead_s" else 0.0 for p in free]
-    upper = [1.0 if p != "prefill_overhead_s" else float(measured.min()) for p in free]
-    best = None
-    for eff0 in (0.05, 0.2, 0.6):
-        for over0 in (0.0, 0.5):
-            x0 = [eff0 if p != "prefill_overhead_s" else over0 * float(measured.min()) for p in free]
-            x0 = np.clip(x0, lower, np.array(upper) - 1e-9 * (np.array(upper) > 0))
-            res = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", diff_step=1e-4)
-            if best is None or res.cost < best.cost:
-                best = res
-    fitted = values_of(best.x)
+    x = _exact_fit(predict, lengths, measured) if n < 3 else None
+    if x is None:
+        x = _least_squares(residuals, free, measured)
+    x = np.asarray(x, dtype=float)
+    fitted = values_of(x)
     calibrated = _with_efficiency(hardware, fitted, name or f"{hardware.name}-calibrated")
-    predicted = predict(best.x)
+    predicted = predict(x)
     model_kv = RooflinePrefill(model, Instance(calibrated, gpus)).kv_bytes(lengths)
     point_fits = [
         PointFit(p.length_tokens, p.prefill_s, float(t), p.kv_bytes, float(k))
@@ -181,6 +208,22 @@ def calibrate(
     }
     calibrated = calibrated.model_copy(update={"calibration": record})
     return CalibrationResult(model.name, f"{gpus}x{hardware.name}", fitted, before, point_fits, calibrated)
+
+
+def _least_squares(residuals, free: list[str], measured: np.ndarray) -> np.ndarray:
+    from scipy.optimize import least_squares
+
+    lower = [1e-3 if p != "prefill_overhead_s" else 0.0 for p in free]
+    upper = [1.0 if p != "prefill_overhead_s" else float(measured.min()) for p in free]
+    best = None
+    for eff0 in (0.05, 0.2, 0.6):
+        for over0 in (0.0, 0.5):
+            x0 = [eff0 if p != "prefill_overhead_s" else over0 * float(measured.min()) for p in free]
+            x0 = np.clip(x0, lower, np.array(upper) - 1e-9 * (np.array(upper) > 0))
+            res = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", diff_step=1e-4)
+            if best is None or res.cost < best.cost:
+                best = res
+    return best.x
 
 
 def hardware_to_yaml_dict(hardware: HardwareProfile) -> dict:

@@ -232,11 +232,10 @@ def plan(
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
     """Optimise threshold t and N_prfaas / N_p / N_d; compare with homogeneous and naive baselines."""
-    from .planner.inputs import load_inputs
-    from .planner.plan import plan as run_plan
+    from . import api
     from .views import plan_view
 
-    _emit(plan_view(run_plan(load_inputs(scenario), mode.value)), fmt, output)
+    _emit(plan_view(api.plan(scenario, mode.value)), fmt, output)
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ Lambda_max. ``brute_force`` enumerates every combination, for tests and small ca
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -104,11 +105,12 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     r_d = inputs.decode_rps_per_instance
     upper = r_d * limits.pd_max
     prob = pulp.LpProblem("prfaas", pulp.LpMaximize if objective == "max_throughput" else pulp.LpMinimize)
-    nf = pulp.LpVariable("n_prfaas", limits.prfaas_min, limits.prfaas_max, cat="Integer")
-    np_ = pulp.LpVariable("n_p", 0, limits.pd_max, cat="Integer")
-    nd = pulp.LpVariable("n_d", 0, limits.pd_max, cat="Integer")
-    z = [pulp.LpVariable(f"z{i}", cat="Binary") for i in range(len(cand))]
-    lam = [pulp.LpVariable(f"lam{i}", 0, upper) for i in range(len(cand))]
+    var = prob.add_variable
+    nf = var("n_prfaas", limits.prfaas_min, limits.prfaas_max, cat="Integer")
+    np_ = var("n_p", 0, limits.pd_max, cat="Integer")
+    nd = var("n_d", 0, limits.pd_max, cat="Integer")
+    z = [var(f"z{i}", 0, 1, cat="Binary") for i in range(len(cand))]
+    lam = [var(f"lam{i}", 0, upper) for i in range(len(cand))]
     total = pulp.lpSum(lam)
     c_f, c_pd = _cost_terms(inputs)
     cost = (c_f or 0.0) * nf + (c_pd or 0.0) * (np_ + nd)
@@ -134,7 +136,10 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
         prob += g_f * nf + g_pd * (np_ + nd) <= budget
     if limits.usd_per_hour is not None:
         prob += cost <= limits.usd_per_hour
-    status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    with warnings.catch_warnings():
+        # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
     if pulp.LpStatus[status] != "Optimal":
         return None
     chosen = int(np.argmax([v.value() or 0.0 for v in z]))
@@ -168,15 +173,25 @@ def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Soluti
                    lambda_max=float(lam[idx]))
 
 
+METHODS = ("milp", "enumerate", "auto")
+ENUMERATE_MAX_COMBINATIONS = 2000
+
+
 def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
-             target_rps: float | None = None, limits: Limits | None = None) -> Solution:
-    """The operating point: coarse MILP, fine MILP around its threshold, then the balance point."""
+             target_rps: float | None = None, limits: Limits | None = None, method: str = "milp") -> Solution:
+    """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, then the
+    balance point; ``enumerate``: exhaustive; ``auto``: enumerate when the count space has at
+    most ENUMERATE_MAX_COMBINATIONS combinations, else the MILP."""
     obj = inputs.scenario.objective
     objective = objective or obj.type
     target_rps = target_rps if target_rps is not None else obj.target_rate_rps
     limits = limits or Limits.of(inputs)
     table = table or threshold_table(inputs, "exact")
     _check(inputs, limits, objective)
+    if method not in METHODS:
+        raise PlanInputError(f"unknown method '{method}' (use {', '.join(METHODS)})", field="optimiser.method")
+    if method == "enumerate" or (method == "auto" and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS):
+        return enumerate_best(inputs, table, limits, objective, target_rps)
     coarse = _coarse_indices(table, inputs.scenario.optimiser.coarse_thresholds)
     sol = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
     if sol is None:
@@ -204,12 +219,8 @@ def _infeasible(objective: str, target_rps: float | None) -> PlanInputError:
     return PlanInputError("no plan fits the instance ranges and budgets (GPU or $/hour)", field="budgets")
 
 
-def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:
-    """Best (t, N_prfaas, N_p, N_d) by enumeration over every threshold and count (small cases)."""
-    limits = limits or Limits.of(inputs)
-    _check(inputs, limits, "max_throughput")
-    best: Solution | None = None
-    idx = np.arange(len(table))
+def _combos(inputs: PlanInputs, limits: Limits):
+    """Every feasible (N_prfaas, N_pd, cost) within ranges and budgets."""
     rows = _gpu_rows(inputs, limits)
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         for n_pd in range(limits.pd_min, limits.pd_max + 1):
@@ -218,14 +229,43 @@ def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None
             cost = usd_per_hour(inputs, n_f, n_pd)
             if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
                 continue
-            for n_p in range(0, n_pd + 1):
-                lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
-                k = int(np.argmax(lam))
-                if best is None or lam[k] > best.lambda_max * (1 + _TIE):
+            yield n_f, n_pd, cost
+
+
+def combination_count(limits: Limits) -> int:
+    """Number of (N_prfaas, N_p, N_d) combinations an enumeration visits."""
+    pd = sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
+    return (limits.prfaas_max - limits.prfaas_min + 1) * pd
+
+
+def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None,
+                   objective: str = "max_throughput", target_rps: float | None = None) -> Solution:
+    """Exact optimum by enumerating every count combination, each over every threshold
+    (vectorised). The reference the MILP is tested against; fast when the space is small."""
+    limits = limits or Limits.of(inputs)
+    _check(inputs, limits, objective)
+    best: Solution | None = None
+    idx = np.arange(len(table))
+    for n_f, n_pd, cost in _combos(inputs, limits):
+        if objective == "min_cost" and best is not None and (cost or 0.0) >= (best.usd_per_hour or 0.0) - 1e-9:
+            continue
+        for n_p in range(0, n_pd + 1):
+            lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
+            k = int(np.argmax(lam))
+            if objective == "min_cost":
+                if lam[k] >= target_rps * (1 - 1e-12):
                     best = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
+                    break
+            elif best is None or lam[k] > best.lambda_max * (1 + _TIE):
+                best = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
     if best is None:
-        raise _infeasible("max_throughput", None)
-    return best
+        raise _infeasible(objective, target_rps)
+    return _balance(table, best, inputs) if objective == "max_throughput" else best
+
+
+def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:
+    """Best (t, N_prfaas, N_p, N_d) for maximum throughput, by exhaustive enumeration."""
+    return enumerate_best(inputs, table, limits)
 
 
 def lambda_upper_bound(inputs: PlanInputs, limits: Limits) -> float:

@@ -114,7 +114,7 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
         n_d=sol.n_d,
         stages=stages,
         gpus=gpus,
-        link_utilisation=stages.egress_gbps / link_gbps,
+        link_utilisation=stages.egress_gbps / link_gbps if link_gbps > 0 else 0.0,
         usd_per_hour=cost,
         usd_per_million_output_tokens=per_m,
         tight=tight,
@@ -163,13 +163,11 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     """Finite differences of Lambda_max: +1 Gbps of usable link, +1 PrfaaS instance, +1 PD instance."""
     base = sol.lambda_max
     more_link = inputs.with_link_gbps(inputs.scenario.link.usable_gbps + 1.0)
+    what_if = dict(objective="max_throughput", method="auto")
     return {
-        "per_gbps": optimise(more_link, threshold_table(more_link, mode), objective="max_throughput",
-                             limits=limits).lambda_max - base,
-        "per_prfaas_instance": optimise(inputs, table, objective="max_throughput",
-                                        limits=_bumped(limits, "prfaas")).lambda_max - base,
-        "per_pd_instance": optimise(inputs, table, objective="max_throughput",
-                                    limits=_bumped(limits, "pd")).lambda_max - base,
+        "per_gbps": optimise(more_link, threshold_table(more_link, mode), limits=limits, **what_if).lambda_max - base,
+        "per_prfaas_instance": optimise(inputs, table, limits=_bumped(limits, "prfaas"), **what_if).lambda_max - base,
+        "per_pd_instance": optimise(inputs, table, limits=_bumped(limits, "pd"), **what_if).lambda_max - base,
     }
 
 
@@ -177,11 +175,11 @@ def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -
     """Optimise the PrfaaS-PD deployment and compare it with the baselines."""
     limits = Limits.of(inputs)
     table = threshold_table(inputs, mode)
-    sol = optimise(inputs, table, limits=limits)
+    sol = optimise(inputs, table, limits=limits, method=inputs.scenario.optimiser.method)
     point = operating_point(inputs, table, sol, limits)
     other = "paper" if mode == "exact" else "exact"
     other_table = threshold_table(inputs, other)
-    other_sol = optimise(inputs, other_table, objective="max_throughput", limits=limits)
+    other_sol = optimise(inputs, other_table, objective="max_throughput", limits=limits, method="auto")
     if mode == "exact":
         other_lambda = other_sol.lambda_max
         paper_sol, exact_table = other_sol, table

@@ -26,10 +26,25 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return text
 
 
+# Union members pydantic names in error locations (``instances: int | CountRange``).
+_UNION_TAGS = {"int", "float", "str", "CountRange"}
+_TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "string_type", "model_type", "dict_type"}
+
+
+def _most_relevant(errors: list[dict]) -> dict:
+    """The first error, skipping a union branch whose type did not match the input at all."""
+    for err in errors:
+        mismatch = err.get("type") in _TYPE_MISMATCH and any(part in _UNION_TAGS for part in err.get("loc", ()))
+        if not mismatch:
+            return err
+    return errors[0]
+
+
 def first_error(exc: ValidationError, source: str | None) -> PlanInputError:
-    """Turn the first pydantic error into a one-line PlanInputError naming field and reason."""
-    err = exc.errors(include_url=False)[0]
-    loc = tuple(err.get("loc", ()))
+    """Turn the most relevant pydantic error into a one-line PlanInputError naming field and reason."""
+    errors = exc.errors(include_url=False)
+    err = _most_relevant(errors)
+    loc = tuple(part for part in err.get("loc", ()) if part not in _UNION_TAGS)
     reason = err.get("msg", "invalid value").removeprefix("Value error, ")
     if err.get("type") == "missing":
         reason = "required field is missing"
@@ -37,7 +52,7 @@ def first_error(exc: ValidationError, source: str | None) -> PlanInputError:
         reason = "unknown field (check the spelling)"
     elif "input" in err and err.get("type") not in ("model_type", "dict_type") and not isinstance(err["input"], (dict, list)):
         reason = f"{reason} (got {err['input']!r})"
-    more = len(exc.errors()) - 1
+    more = len({tuple(p for p in e.get("loc", ()) if p not in _UNION_TAGS) for e in errors}) - 1
     if more > 0:
         reason += f" (and {more} more error{'s' if more > 1 else ''})"
     return PlanInputError(reason, source=source, field=format_loc(loc) or None)

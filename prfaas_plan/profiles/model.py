@@ -264,7 +264,18 @@ def _split_item(item: str) -> tuple[str, str | None]:
 
 
 def expand_layers(model: ModelProfile) -> list[Layer]:
-    """Resolve ``model.layers`` into one :class:`Layer` per layer (raises ValueError)."""
+    """Resolve ``model.layers`` into one :class:`Layer` per layer (raises ValueError).
+
+    Profiles are frozen, so the result is cached on the instance."""
+    cached = model.__dict__.get("_expanded_layers")
+    if cached is not None:
+        return cached
+    layers = _expand(model)
+    model.__dict__["_expanded_layers"] = layers
+    return layers
+
+
+def _expand(model: ModelProfile) -> list[Layer]:
     stack = model.layers
 
     def mixer_of(name: str, where: str):

@@ -54,8 +54,18 @@ def _resolve(ref: str, kind: str, label: str, loader: Callable[[object, str], T]
     return _load_cached(str(path), loader)
 
 
-@functools.lru_cache(maxsize=64)
 def _load_cached(path: str, loader):
+    """Load and validate once per file version (keyed on path, size and mtime)."""
+    try:
+        stat = Path(path).stat()
+        version = (stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        version = None  # let the loader report the missing file
+    return _load_version(path, version, loader)
+
+
+@functools.lru_cache(maxsize=64)
+def _load_version(path: str, version, loader):
     return loader(load_yaml_file(path), path)
 
 

@@ -54,7 +54,7 @@ class ClusterSpec(StrictModel):
 
 
 class LinkSpec(StrictModel):
-    bandwidth_gbps: PositiveFloat  # decimal Gbps, PrfaaS egress to the PD cluster
+    bandwidth_gbps: NonNegativeFloat  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
     usable_fraction: float = Field(default=1.0, gt=0, le=1)  # share of the link KV transfers may use
     rtt_ms: NonNegativeFloat = 0.0
 
@@ -99,7 +99,8 @@ class ObjectiveSpec(StrictModel):
 
 
 class OptimiserSpec(StrictModel):
-    coarse_thresholds: int = Field(default=96, ge=4, le=2048)  # MILP candidates (quantiles of L)
+    method: Literal["milp", "enumerate", "auto"] = "milp"  # see prfaas_plan.planner.optimizer
+    coarse_thresholds: int = Field(default=48, ge=4, le=2048)  # MILP candidates (quantiles of L)
 
 
 class Scenario(StrictModel):

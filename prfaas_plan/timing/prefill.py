@@ -20,6 +20,7 @@ import numpy as np
 from ..accounting.kv import KvModel
 from ..accounting.work import prefill_work
 from ..errors import PlanInputError
+from ..pchip import pchip
 from ..profiles.model import MeasuredProfile, ModelProfile
 from ..units import bytes_per_s_to_gbps
 from .instance import Instance
@@ -71,17 +72,13 @@ class MeasuredPrefill:
         if len(xs) == 1:
             out = shape(l) * ratio[0]
         else:
-            from scipy.interpolate import PchipInterpolator
-
             log_x = np.log(xs)
-            r = PchipInterpolator(log_x, ratio, extrapolate=False)
             grid = np.exp(np.linspace(log_x[0], log_x[-1], 512))
-            if np.all(np.diff(shape(grid) * r(np.log(grid))) >= 0):
-                out = shape(l) * r(np.log(np.clip(l, xs[0], xs[-1])))
+            if np.all(np.diff(shape(grid) * pchip(log_x, ratio, np.log(grid))) >= 0):
+                out = shape(l) * pchip(log_x, ratio, np.log(l))
             else:
-                loglog = PchipInterpolator(log_x, np.log(ys), extrapolate=False)
-                out = np.exp(loglog(np.log(np.clip(l, xs[0], xs[-1]))))
-                out = out * shape(l) / shape(np.clip(l, xs[0], xs[-1]))
+                inside = np.clip(l, xs[0], xs[-1])
+                out = np.exp(pchip(log_x, np.log(ys), np.log(inside))) * shape(l) / shape(inside)
         return out.reshape(np.shape(lengths)) if np.ndim(lengths) else out
 
     def prefill_s(self, lengths_tokens) -> np.ndarray:

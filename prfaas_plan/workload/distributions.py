@@ -389,9 +389,16 @@ def _positive_int(value: Any, name: str) -> int:
 
 def _normal_mass(z_a: np.ndarray, z_b: np.ndarray) -> np.ndarray:
     """Phi(z_b) - Phi(z_a), via the upper tail where z_a > 0 to keep tail masses accurate."""
-    from scipy.special import ndtr  # local import: keeps CLI start-up fast
+    return np.where(z_a > 0, _ndtr(-z_a) - _ndtr(-z_b), _ndtr(z_b) - _ndtr(z_a))
 
-    return np.where(z_a > 0, ndtr(-z_a) - ndtr(-z_b), ndtr(z_b) - ndtr(z_a))
+
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _ndtr(z: np.ndarray) -> np.ndarray:
+    """Standard normal CDF, Phi(z) = erfc(-z / sqrt 2) / 2 (math.erfc: full relative accuracy
+    in the tails; avoids importing scipy.special on the CLI's start-up path)."""
+    return 0.5 * _ERFC(-np.asarray(z, dtype=float) / math.sqrt(2.0)).astype(float)
 
 
 def _merged(lengths_tokens: np.ndarray, weights: np.ndarray) -> LengthDistribution:

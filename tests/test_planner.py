@@ -1,0 +1,177 @@
+"""The planner: the paper's case study, optimiser properties, and degenerate scenarios."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prfaas_plan.planner.inputs import load_inputs
+from prfaas_plan.planner.optimizer import Limits, brute_force, optimise
+from prfaas_plan.planner.plan import plan
+from prfaas_plan.planner.throughput import bounds, stage_throughputs, threshold_table
+
+SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def case():
+    return load_inputs("paper-case-study")
+
+
+@pytest.fixture(scope="module")
+def paper_plan(case):
+    return plan(case, "paper")
+
+
+def test_case_study_paper_mode_reproduces_table6(paper_plan):
+    pt = paper_plan.point
+    # t = 19.4K +- 1.5K (the paper's K here is 1,000 tokens: p = 0.496 at 19,400)
+    assert 19_400 - 1_500 <= pt.threshold_tokens <= 19_400 + 1_500
+    assert (pt.n_prfaas, pt.n_p, pt.n_d) == (4, 3, 5)
+    assert pt.lambda_max == pytest.approx(3.24, rel=0.03)
+    home = paper_plan.baselines["homogeneous"]
+    assert (home.n_p, home.n_d) == (9, 3) and home.lambda_max == pytest.approx(2.11, rel=0.03)
+    naive = paper_plan.baselines["naive_heterogeneous"]
+    assert (naive.n_prfaas, naive.n_d) == (4, 8) and naive.lambda_max == pytest.approx(2.45, rel=0.03)
+    assert paper_plan.ratio("prfaas_pd") == pytest.approx(1.54, abs=0.05)
+    assert paper_plan.ratio("naive_heterogeneous") == pytest.approx(1.16, abs=0.05)
+    assert 11 <= pt.stages.egress_gbps <= 14
+    assert pt.p == pytest.approx(0.496, abs=0.02)
+    assert pt.stages.theta_pdd == pytest.approx(3.91, rel=0.01)  # 5 x 800 tokens/s / 1024 tokens
+    # at the optimum the two prefill paths balance (eq. 7)
+    p = pt.p
+    assert pt.stages.theta_prfaas / p == pytest.approx(pt.stages.theta_pdp / (1 - p), rel=0.02)
+
+
+def test_equal_cost_gain_near_paper(paper_plan):
+    """The paper reports about 15% more throughput than homogeneous PD at equal cost."""
+    equal = paper_plan.baselines["homogeneous_equal_cost"]
+    assert paper_plan.point.lambda_max / equal.lambda_max == pytest.approx(1.15, abs=0.05)
+
+
+def test_exact_mode_states_jensen_gap(case, run_cli):
+    result = plan(case, "exact", with_marginals=False)
+    assert result.point.lambda_max < result.other_mode_lambda  # convex T: class means cost more
+    assert 0 < result.jensen_gap < 0.1
+    res = run_cli("plan", "--mode", "exact")
+    assert res.code == 0, res.err
+    assert "Jensen gap" in res.out and f"{100 * result.jensen_gap:.1f}%" in res.out
+
+
+def test_plan_json_schema(run_cli):
+    import json
+
+    res = run_cli("plan", "paper-case-study", "--mode", "paper", "-f", "json")
+    doc = json.loads(res.out)
+    assert doc["mode"] == "paper"
+    for key in ("threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas", "theta_pdp", "theta_pdd",
+                "lambda_max", "egress_gbps", "binding"):
+        assert key in doc["prfaas_pd"]
+    assert {"n_p", "n_d", "lambda_max"} <= set(doc["baselines"]["homogeneous"])
+    assert {"n_prfaas", "n_d", "lambda_max"} <= set(doc["baselines"]["naive_heterogeneous"])
+    csv_out = run_cli("plan", "--mode", "paper", "-f", "csv").out.splitlines()
+    assert csv_out[0].startswith("deployment,") and csv_out[1].startswith("prfaas_pd,")
+    lam = float(csv_out[1].split(",")[csv_out[0].split(",").index("lambda_max")])
+    assert lam == pytest.approx(doc["prfaas_pd"]["lambda_max"])
+
+
+def test_lambda_never_exceeds_a_stage_bound(case):
+    table = threshold_table(case, "exact")
+    sol = optimise(case, table)
+    st_ = stage_throughputs(table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, case)
+    p = float(table.p[sol.threshold_index])
+    assert st_.lambda_max <= st_.theta_prfaas / p + 1e-12
+    assert st_.lambda_max <= st_.theta_pdp / (1 - p) + 1e-12
+    assert st_.lambda_max <= st_.theta_pdd + 1e-12
+
+
+def small(case, prfaas=(0, 3), pd=(1, 5), gbps=None, decode_tps=None):
+    """The case study with small ranges (for brute force), optionally changed."""
+    inputs = replace(case, prfaas=replace(case.prfaas, count_min=prfaas[0], count_max=prfaas[1]),
+                     pd=replace(case.pd, count_min=pd[0], count_max=pd[1]))
+    if gbps is not None:
+        inputs = inputs.with_link_gbps(gbps)
+    if decode_tps is not None:
+        inputs = replace(inputs, decode_tokens_per_s_per_instance=decode_tps)
+    return inputs
+
+
+@SLOW
+@given(st.integers(0, 3), st.integers(0, 3), st.integers(1, 4), st.integers(0, 4),
+       st.sampled_from([0.5, 3.0, 10.0, 100.0]), st.sampled_from(["exact", "paper"]))
+def test_milp_equals_brute_force(case, f_lo, f_span, pd_lo, pd_span, gbps, mode):
+    inputs = small(case, (f_lo, f_lo + f_span), (pd_lo, pd_lo + pd_span), gbps)
+    table = threshold_table(inputs, mode)
+    milp = optimise(inputs, table, method="milp")
+    brute = brute_force(inputs, table)
+    assert milp.lambda_max == pytest.approx(brute.lambda_max, rel=1e-6)
+    # and no grid point does better: every threshold x every count combination
+    idx = np.arange(len(table))
+    for n_f in range(f_lo, f_lo + f_span + 1):
+        for n_pd in range(pd_lo, pd_lo + pd_span + 1):
+            for n_p in range(n_pd + 1):
+                assert bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max.max() <= milp.lambda_max * (1 + 1e-9)
+
+
+@SLOW
+@given(st.floats(0.1, 200.0), st.floats(1.0, 50.0))
+def test_more_bandwidth_never_hurts(case, gbps, extra):
+    a = optimise(small(case, gbps=gbps), method="enumerate")
+    b = optimise(small(case, gbps=gbps + extra), method="enumerate")
+    assert b.lambda_max >= a.lambda_max * (1 - 1e-12)
+
+
+@SLOW
+@given(st.integers(0, 4), st.integers(1, 6), st.sampled_from(["prfaas", "pd"]))
+def test_more_instances_never_hurt(case, n_f, n_pd, which):
+    a = optimise(small(case, (n_f, n_f), (n_pd, n_pd)), method="enumerate")
+    grown = (n_f + 1, n_f + 1) if which == "prfaas" else (n_f, n_f)
+    grown_pd = (n_pd + 1, n_pd + 1) if which == "pd" else (n_pd, n_pd)
+    b = optimise(small(case, grown, grown_pd), method="enumerate")
+    assert b.lambda_max >= a.lambda_max * (1 - 1e-12)
+
+
+@SLOW
+@given(st.floats(1.05, 3.0), st.sampled_from(["prfaas", "pd", "decode"]))
+def test_faster_hardware_never_hurts(case, factor, which):
+    from prfaas_plan.timing.instance import Instance
+    from prfaas_plan.timing.prefill import prefill_curve
+
+    base = small(case, (4, 4), (8, 8))
+    if which == "decode":
+        faster = replace(base, decode_tokens_per_s_per_instance=base.decode_tokens_per_s_per_instance * factor)
+    else:
+        cluster = getattr(base, which)
+        hw = cluster.instance.hardware
+        peaks = hw.peak_tflops.model_copy(update={k: v * factor for k, v in hw.peak_tflops.model_dump().items() if v})
+        inst = Instance(hw.model_copy(update={"peak_tflops": peaks, "name": hw.name + "-fast"}), cluster.instance.gpus)
+        faster = replace(base, **{which: replace(cluster, instance=inst, curve=prefill_curve(base.model, inst, "roofline"))})
+        base = replace(base, **{which: replace(cluster, curve=prefill_curve(base.model, cluster.instance, "roofline"))})
+    a = optimise(base, method="enumerate").lambda_max
+    b = optimise(faster, method="enumerate").lambda_max
+    assert b >= a * (1 - 1e-12)
+
+
+def test_optimiser_beats_every_threshold_for_its_counts(case):
+    table = threshold_table(case, "paper")
+    sol = optimise(case, table)
+    lam = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, case).lambda_max
+    assert sol.lambda_max >= lam.max() * (1 - 1e-12)
+
+
+def test_min_cost_objective(case):
+    inputs = small(case, (0, 6), (1, 12))
+    table = threshold_table(inputs, "exact")
+    target = 2.5
+    sol = optimise(inputs, table, objective="min_cost", target_rps=target)
+    assert sol.lambda_max >= target
+    brute = optimise(inputs, table, objective="min_cost", target_rps=target, method="enumerate")
+    assert sol.usd_per_hour == pytest.approx(brute.usd_per_hour)
+
+
+def test_marginal_values_match_re_solves(paper_plan, case):
+    m = paper_plan.marginal
+    assert m["per_gbps"] == pytest.approx(0.0, abs=1e-9)  # the link is far from binding (12% used)
+    assert m["per_prfaas_instance"] > 0 and m["per_pd_instance"] > 0
