@@ -81,3 +81,47 @@ def scenario_errors(scenario: str):
         yield
     except PlanInputError as exc:
         raise exc.with_source(scenario) if looks_like_path(scenario) else exc from None
+
+
+def sweep(scenario: str, over: str, mode: str = "exact", start: float = 1.0, stop: float | None = None,
+          points: int | None = None, progress=None) -> list[dict]:
+    """Curves around the scenario's plan (see ``planner.sweep``); rows of dicts with units in the keys."""
+    import numpy as np
+
+    from .planner import sweep as sw
+    from .planner.inputs import load_inputs
+    from .planner.optimizer import optimise
+    from .planner.throughput import threshold_table
+
+    if over not in sw.SWEEPS:
+        raise PlanInputError(f"unknown sweep '{over}' (use {', '.join(sw.SWEEPS)})", field="--over")
+    progress = progress or (lambda done, total: None)
+    with scenario_errors(scenario):
+        inputs = load_inputs(scenario)
+        table = threshold_table(inputs, mode)
+        if over == "instances":
+            upto = int(stop) if stop is not None else max(inputs.prfaas.count_max, 1) * 2
+            return sw.sweep_instances(inputs, table, upto, progress)
+        sol = optimise(inputs, table, objective="max_throughput", method=inputs.scenario.optimiser.method)
+        if over == "threshold":
+            return sw.sweep_threshold(inputs, table, sol, points)
+        if over == "np":
+            return sw.sweep_np(inputs, table, sol)
+        last = stop if stop is not None else inputs.scenario.link.usable_gbps
+        if not (np.isfinite(start) and np.isfinite(last)) or last < start or start < 0:
+            raise PlanInputError(f"need 0 <= --from <= --to, got {start:g} and {last:g}", field="--from/--to")
+        return sw.sweep_bandwidth(inputs, table, sol, np.linspace(start, last, points or 200), progress)
+
+
+def plot(scenario: str, path: str, mode: str = "exact") -> None:
+    """Write the paper's figure 5 for a scenario to ``path`` (.png, .svg or .pdf)."""
+    from .plot import figure5
+    from .planner.inputs import load_inputs
+    from .planner.optimizer import optimise
+    from .planner.throughput import threshold_table
+
+    with scenario_errors(scenario):
+        inputs = load_inputs(scenario)
+        table = threshold_table(inputs, mode)
+        sol = optimise(inputs, table, objective="max_throughput", method=inputs.scenario.optimiser.method)
+        figure5(inputs, table, sol, path)

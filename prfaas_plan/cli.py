@@ -238,6 +238,76 @@ def plan(
     _emit(plan_view(api.plan(scenario, mode.value)), fmt, output)
 
 
+class Over(str, Enum):
+    threshold = "threshold"
+    np = "np"
+    bandwidth = "bandwidth"
+    instances = "instances"
+
+
+@app.command()
+def sweep(
+    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    over: Over = typer.Option(..., "--over", help="What to vary (see the README)."),
+    mode: Mode = typer.Option(Mode.exact, "--mode"),
+    start: float = typer.Option(1.0, "--from", help="bandwidth: first usable Gbps."),
+    stop: Optional[float] = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
+    points: Optional[int] = typer.Option(None, "--points", help="Number of points (bandwidth: default 200; threshold: default every distinct t)."),
+    fmt: Format = typer.Option(Format.csv, "--format", "-f", help="Output format."),
+    output: Optional[str] = OUTPUT_OPT,
+) -> None:
+    """Curves around the plan as CSV: over threshold, N_p, link bandwidth or PrfaaS instances."""
+    from . import api
+    from .report import Column, Report
+
+    if points is not None and points < 2:
+        raise PlanInputError(f"must be at least 2, got {points}", field="--points")
+    with _progress() as progress:
+        rows = api.sweep(scenario, over.value, mode.value, start, stop, points, progress)
+    columns = [Column(k, k, str) for k in rows[0]] if rows else []
+    _emit(Report(title=f"Sweep over {over.value}: {scenario}", columns=columns, rows=rows), fmt, output)
+
+
+@app.command()
+def plot(
+    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    output: str = typer.Option(..., "--output", "-o", help="Figure file: .png, .svg or .pdf."),
+    mode: Mode = typer.Option(Mode.exact, "--mode"),
+) -> None:
+    """Draw the paper's figure 5 for a scenario, with the optimum marked."""
+    from . import api
+
+    api.plot(scenario, output, mode.value)
+    typer.echo(f"wrote {output}", err=True)
+
+
+class _progress:
+    """A rich progress bar on stderr for long sweeps, when stderr is a terminal."""
+
+    def __enter__(self):
+        from rich.console import Console
+
+        self._console = Console(stderr=True)
+        self._bar = None
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        if not self._console.is_terminal or total < 1000:
+            return
+        if self._bar is None:
+            from rich.progress import Progress
+
+            self._bar = Progress(console=self._console, transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task("sweeping", total=total)
+        self._bar.update(self._task, completed=done)
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.stop()
+        return False
+
+
 def main() -> None:
     """Console-script entry point: one-line errors with exit code 2, never a traceback."""
     try:

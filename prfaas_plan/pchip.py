@@ -31,7 +31,7 @@ def pchip_slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     w1 = 2 * h[1:] + h[:-1]
     w2 = h[1:] + 2 * h[:-1]
     flat = (np.sign(m[1:]) != np.sign(m[:-1])) | (m[1:] == 0) | (m[:-1] == 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         harmonic = (w1 / m[:-1] + w2 / m[1:]) / (w1 + w2)
         d[1:-1] = np.where(flat, 0.0, 1.0 / harmonic)
     d[0] = _edge(h[0], h[1], m[0], m[1])

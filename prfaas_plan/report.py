@@ -20,6 +20,7 @@ class Column:
     key: str
     header: str
     fmt: Callable[[Any], str] = str
+    justify: str | None = None  # 'left' or 'right'; default: left for plain text, right for numbers
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)  # further JSON-only detail
     json_doc: dict[str, Any] | None = None  # replaces the default JSON layout when set
     sections: list["Report"] = field(default_factory=list)  # further tables (table format only)
+    csv_columns: list[Column] | None = None  # CSV columns when they differ from the table's
 
 
 def fmt_float(digits: int) -> Callable[[Any], str]:
@@ -56,9 +58,10 @@ def to_json(report: Report) -> str:
 def to_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([c.key for c in report.columns])
+    columns = report.csv_columns or report.columns
+    writer.writerow([c.key for c in columns])
     for row in report.rows:
-        writer.writerow([_csv_value(row[c.key]) for c in report.columns])
+        writer.writerow([_csv_value(row[c.key]) for c in columns])
     return buf.getvalue()
 
 
@@ -72,7 +75,7 @@ def to_table(report: Report, width: int | None = None, color: bool = False) -> s
 
     table = Table(title=report.title, title_justify="left")
     for col in report.columns:
-        table.add_column(col.header, justify="right" if col.fmt is not str else "left")
+        table.add_column(col.header, justify=col.justify or ("right" if col.fmt is not str else "left"))
     for row in report.rows:
         table.add_row(*[col.fmt(row[col.key]) for col in report.columns])
     buf = io.StringIO()

@@ -300,15 +300,18 @@ def plan_view(result) -> Report:
             "ratio_vs_homogeneous": round(b.lambda_max / home, 6) if home > 0 else None,
         })
     num = lambda d: (lambda v: "-" if v is None else f"{v:,.{d}f}")
+    labels = {"prfaas_pd": "PrfaaS-PD", "homogeneous": "homogeneous", "homogeneous_equal_cost": "homog. equal-$",
+              "naive_heterogeneous": "naive heterog."}
     columns = [
-        Column("deployment", "deployment"), Column("threshold_tokens", "t (tokens)", num(0)),
-        Column("p", "p", num(3)), Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)),
-        Column("n_d", "N_d", num(0)), Column("theta_prfaas", "Θ_prfaas", num(2)),
-        Column("theta_pdp", "Θ_pdp", num(2)), Column("theta_pdd", "Θ_pdd", num(2)),
-        Column("lambda_max", "Λ_max (req/s)", num(2)), Column("binding", "binding"),
-        Column("egress_gbps", "egress Gbps", num(1)), Column("usd_per_hour", "$/hour", num(0)),
+        Column("deployment", "deployment", lambda v: labels.get(v, v), justify="left"),
+        Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
+        Column("theta_prfaas", "Θ_prfaas", num(2)), Column("theta_pdp", "Θ_pdp", num(2)),
+        Column("theta_pdd", "Θ_pdd", num(2)), Column("lambda_max", "Λ_max req/s", num(2)),
+        Column("binding", "bound by"), Column("usd_per_hour", "$/hour", num(0)),
         Column("ratio_vs_homogeneous", "vs homog.", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
+    csv_columns = columns[:1] + [Column("threshold_tokens", "t"), Column("p", "p")] + columns[1:8] + [
+        Column("binding", "binding"), Column("egress_gbps", "egress"), *columns[9:]]
     link = inputs.scenario.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)})"),
@@ -325,6 +328,12 @@ def plan_view(result) -> Report:
         ("decode", f"{inputs.decode_tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
                    f"({inputs.decode_source}); mean output {inputs.output_mean_tokens:,.0f} tokens"),
     ]
+    for cluster in (inputs.prfaas, inputs.pd):
+        cal = cluster.calibration
+        if cal is not None:
+            fitted = ", ".join(f"{k} {v:.3g}" for k, v in cal.fitted.items())
+            details.append((f"{cluster.role} calibration", f"{cluster.hardware_name} fitted on {len(cal.points)} points "
+                                                            f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
     if result.marginal:
         m = result.marginal
         details.append(("marginal Λ", f"+1 Gbps: {m['per_gbps']:+.4f}, +1 PrfaaS instance: "
@@ -337,7 +346,7 @@ def plan_view(result) -> Report:
                      rows=[{"item": k, "value": v} for k, v in details])
     return Report(
         title=f"PrfaaS plan: {inputs.scenario.name} ({result.mode} mode)",
-        columns=columns, rows=rows,
+        columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.scenario.name, "model": inputs.model.name, "mode": result.mode},
         notes=list(result.notes), json_doc=plan_json(result), sections=[section],
     )

@@ -22,7 +22,7 @@ def readme_commands() -> list[str]:
 
 def test_readme_opens_with_two_commands():
     install_run, tests = readme_commands()
-    assert "pip install" in install_run and "prfaas-plan" in install_run
+    assert "pip install" in install_run and "prfaas-plan plan" in install_run
     assert "pip install" in tests and "pytest" in tests
 
 
@@ -58,4 +58,20 @@ def test_fresh_venv_follows_readme(tmp_path):
         run = subprocess.run(["bash", "-c", command], cwd=src, env=env, capture_output=True, text=True, timeout=900)
         assert run.returncode == 0, f"{command}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
         if "pytest" not in command:
-            assert "Phi_kv" in run.stdout
+            assert "PrfaaS-PD" in run.stdout and "Jensen gap" in run.stdout
+
+
+def test_readme_scenario_example_plans(tmp_path):
+    """The scenario YAML shown in the README validates and plans."""
+    import yaml
+
+    from prfaas_plan.planner.inputs import build_inputs
+    from prfaas_plan.planner.plan import plan
+    from prfaas_plan.profiles.scenario import load_scenario
+
+    text = (REPO / "README.md").read_text()
+    block = text.split("### Scenario YAML", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    scenario = load_scenario(yaml.safe_load(block), "README.md")
+    result = plan(build_inputs(scenario), "exact", with_marginals=False)
+    assert result.point.lambda_max > 0 and result.point.n_prfaas <= 8
+    assert result.point.gpus.get("h200", 0) <= 64 and (result.point.usd_per_hour or 0) <= 600

@@ -1,0 +1,108 @@
+"""Sweeps of the throughput model around a plan (vectorised; no solver in the loop).
+
+- ``threshold``: the stage bounds and Lambda_max against t, at the plan's instance counts;
+- ``np``: the prefill and decode bounds against N_p (N_d = PD total - N_p), at the plan's t;
+- ``bandwidth``: per usable link bandwidth, the best t, p and Lambda_max for the plan's
+  deployment: the threshold table a bandwidth-aware router needs;
+- ``instances``: Lambda_max against N_prfaas, re-optimising t and the PD split each time.
+Each returns a list of row dicts (units in the keys). ``progress(done, total)`` is called
+as chunks finish, for long sweeps.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..errors import PlanInputError
+from ..units import gbps_to_bytes_per_s
+from .inputs import PlanInputs
+from .optimizer import Limits, Solution, enumerate_best
+from .throughput import ThresholdTable, bounds
+
+SWEEPS = ("threshold", "np", "bandwidth", "instances")
+Progress = Callable[[int, int], None]
+_CHUNK = 256
+
+
+def _none(_done: int, _total: int) -> None:
+    return None
+
+
+def _round(x: float, digits: int = 6) -> float | None:
+    return round(float(x), digits) if np.isfinite(x) else None
+
+
+def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, points: int | None = None) -> list[dict]:
+    """Bounds against t at the plan's counts; every distinct threshold, or ``points`` of them."""
+    idx = np.arange(len(table))
+    if points is not None:
+        idx = np.unique(np.linspace(0, len(table) - 1, points).round().astype(int))
+    b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
+    p = table.p[idx]
+    prfaas = np.minimum(b.prfaas_compute, b.link)
+    return [
+        {"threshold_tokens": float(table.thresholds_tokens[i]), "p": _round(p[k]),
+         "l_long_tokens": _round(table.l_long_tokens[i], 1), "l_short_tokens": _round(table.l_short_tokens[i], 1),
+         "prfaas_bound": _round(prfaas[k]), "link_bound": _round(b.link[k]), "pd_prefill_bound": _round(b.pd_prefill[k]),
+         "pd_decode_bound": _round(b.pd_decode), "lambda_max": _round(b.lambda_max[k])}
+        for k, i in enumerate(idx)
+    ]
+
+
+def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[dict]:
+    """Prefill and decode bounds against N_p at the plan's threshold and PD total."""
+    total = sol.n_p + sol.n_d
+    n_p = np.arange(0, total + 1)
+    b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, total - n_p, inputs)
+    prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
+    return [
+        {"n_p": int(n), "n_d": int(total - n), "prefill_bound": _round(prefill[k]),
+         "decode_bound": _round(b.pd_decode[k]), "lambda_max": _round(b.lambda_max[k])}
+        for k, n in enumerate(n_p)
+    ]
+
+
+def sweep_bandwidth(inputs: PlanInputs, table: ThresholdTable, sol: Solution, gbps: np.ndarray,
+                    progress: Progress = _none) -> list[dict]:
+    """Per usable bandwidth (decimal Gbps): the best threshold, its p and Lambda_max for the
+    plan's deployment. Only the link bound depends on bandwidth, so the other bounds are
+    computed once and the link bound is swept in chunks."""
+    gbps = np.asarray(gbps, dtype=float)
+    if gbps.size == 0 or np.any(~np.isfinite(gbps)) or np.any(gbps < 0):
+        raise PlanInputError("bandwidths must be finite and >= 0", field="--from/--to")
+    idx = np.arange(len(table))
+    fixed = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
+    other = np.minimum(np.minimum(fixed.prfaas_compute, fixed.pd_prefill), fixed.pd_decode)
+    work = table.link_work_bytes
+    rows: list[dict] = []
+    for start in range(0, len(gbps), _CHUNK):
+        chunk = gbps[start:start + _CHUNK]
+        capacity = gbps_to_bytes_per_s(chunk)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            link = np.where(work > 0, capacity / np.where(work > 0, work, 1.0), np.inf)
+        lam = np.minimum(link, other[None, :])
+        best = np.argmax(lam, axis=1)
+        for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
+            rows.append({"usable_gbps": float(g), "threshold_tokens": float(table.thresholds_tokens[k]),
+                         "p": _round(table.p[k]), "lambda_max": _round(value),
+                         "egress_gbps": _round(value * work[k] * 8 / 1e9, 4)})
+        progress(min(start + _CHUNK, len(gbps)), len(gbps))
+    return rows
+
+
+def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, progress: Progress = _none) -> list[dict]:
+    """Lambda_max against N_prfaas = 0..upto, re-optimising t and the PD split each time."""
+    if upto < 0:
+        raise PlanInputError("must be >= 0", field="--to")
+    base = Limits.of(inputs)
+    rows = []
+    for n in range(upto + 1):
+        limits = Limits(n, n, base.pd_min, base.pd_max, {}, None)
+        sol = enumerate_best(inputs, table, limits)
+        rows.append({"n_prfaas": n, "threshold_tokens": sol.threshold_tokens, "p": _round(table.p[sol.threshold_index]),
+                     "n_p": sol.n_p, "n_d": sol.n_d, "lambda_max": _round(sol.lambda_max),
+                     "usd_per_hour": sol.usd_per_hour})
+        progress(n + 1, upto + 1)
+    return rows

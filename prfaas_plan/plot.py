@@ -1,0 +1,74 @@
+"""The paper's figure 5 for any scenario (matplotlib, imported only here).
+
+Left: the prefill bound (min of the PrfaaS, link and PD-P bounds) and the decode bound
+against N_p at the plan's threshold. Right: the PrfaaS bound (min of compute and link)
+and the PD-P bound against t. The optimum is marked on both.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .errors import PlanInputError
+from .planner.inputs import PlanInputs
+from .planner.optimizer import Solution
+from .planner.sweep import sweep_np, sweep_threshold
+from .planner.throughput import ThresholdTable
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def _values(rows: list[dict], key: str) -> np.ndarray:
+    return np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
+
+
+def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str, t_max_tokens: float | None = None) -> None:
+    """Write figure 5 to ``path`` (.png, .svg or .pdf), atomically."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise PlanInputError(f"unsupported plot format '{suffix or path}' (use {', '.join(FORMATS)})", field="--output")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    rows = sweep_np(inputs, table, sol)
+    n_p = _values(rows, "n_p")
+    left.plot(n_p, _values(rows, "prefill_bound"), marker="o", label="prefill bound")
+    left.plot(n_p, _values(rows, "decode_bound"), marker="s", label="decode bound")
+    left.axvline(sol.n_p, color="grey", ls=":", lw=1)
+    left.plot([sol.n_p], [sol.lambda_max], "k*", ms=12, label=f"optimum N_p={sol.n_p}, Λ={sol.lambda_max:.2f}")
+    left.set(xlabel=f"N_p (N_d = {sol.n_p + sol.n_d} - N_p)", ylabel="throughput bound (req/s)",
+             title=f"(a) bounds vs N_p at t = {sol.threshold_tokens:,.0f} tokens")
+    left.legend(fontsize=8)
+
+    t_rows = sweep_threshold(inputs, table, sol)
+    t = _values(t_rows, "threshold_tokens")
+    keep = t <= (t_max_tokens or max(60_000.0, 2 * sol.threshold_tokens))
+    right.plot(t[keep] / 1000, _values(t_rows, "prfaas_bound")[keep], label="PrfaaS bound Θ_prfaas/p")
+    right.plot(t[keep] / 1000, _values(t_rows, "pd_prefill_bound")[keep], label="PD-P bound Θ_pdp/(1-p)")
+    right.axhline(float(t_rows[0]["pd_decode_bound"]), color="grey", ls="--", lw=1, label="decode bound")
+    right.plot([sol.threshold_tokens / 1000], [sol.lambda_max], "k*", ms=12,
+               label=f"optimum t={sol.threshold_tokens / 1000:.1f}K, Λ={sol.lambda_max:.2f}")
+    top = 3 * max(sol.lambda_max, 1e-9)
+    right.set(xlabel="threshold t (thousand tokens)", ylabel="throughput bound (req/s)", ylim=(0, top),
+              title=f"(b) bounds vs t at N_prfaas={sol.n_prfaas}, N_p={sol.n_p}, N_d={sol.n_d}")
+    right.legend(fontsize=8)
+    fig.suptitle(f"{inputs.scenario.name}: {inputs.model.name}")
+
+    directory = Path(path).parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=suffix, dir=directory if str(directory) else ".")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=130)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    finally:
+        plt.close(fig)

@@ -1,0 +1,99 @@
+"""Sweeps, the figure-5 plot, and the benchmark script."""
+
+import csv
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rows(text: str) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_sweep_bandwidth_is_a_router_table(run_cli):
+    res = run_cli("sweep", "--over", "bandwidth", "--from", "1", "--to", "40", "--points", "40")
+    assert res.code == 0, res.err
+    table = rows(res.out)
+    assert len(table) == 40
+    lam = [float(r["lambda_max"]) for r in table]
+    t = [float(r["threshold_tokens"]) for r in table]
+    assert lam == sorted(lam)  # more bandwidth never hurts
+    assert t == sorted(t, reverse=True)  # and lets the router lower its threshold
+    for r in table:
+        assert float(r["egress_gbps"]) <= float(r["usable_gbps"]) * (1 + 1e-6)
+    assert t[-1] == pytest.approx(19_349, rel=0.05)  # past ~13 Gbps the compute-balanced t
+
+
+def test_sweep_threshold_and_np(run_cli):
+    thr = rows(run_cli("sweep", "--over", "threshold").out)
+    best = max(float(r["lambda_max"]) for r in thr)
+    assert best == pytest.approx(3.236, rel=0.01)  # the plan's optimum is on the curve
+    coarse = rows(run_cli("sweep", "--over", "threshold", "--points", "50").out)
+    assert len(coarse) == 50 and max(float(r["lambda_max"]) for r in coarse) <= best
+    npr = rows(run_cli("sweep", "--over", "np").out)
+    assert [int(r["n_p"]) + int(r["n_d"]) for r in npr] == [8] * 9
+    assert max(float(r["lambda_max"]) for r in npr) == pytest.approx(best, rel=1e-3)
+
+
+def test_sweep_instances(run_cli):
+    table = rows(run_cli("sweep", "--over", "instances", "--to", "6").out)
+    lam = [float(r["lambda_max"]) for r in table]
+    assert lam == sorted(lam) and int(table[0]["n_prfaas"]) == 0 and float(table[0]["p"]) == 0
+
+
+def test_bad_sweep_arguments(run_cli):
+    res = run_cli("sweep", "--over", "bandwidth", "--from", "10", "--to", "1")
+    assert res.code == 2 and "--from" in res.err
+    res = run_cli("sweep", "--over", "bandwidth", "--points", "1")
+    assert res.code == 2 and "--points" in res.err
+
+
+@pytest.mark.parametrize("suffix,magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_plot_writes_figure(tmp_path, run_cli, suffix, magic):
+    out = tmp_path / f"fig5{suffix}"
+    res = run_cli("plot", "paper-case-study", "-o", out)
+    assert res.code == 0, res.err
+    assert out.read_bytes().startswith(magic) and out.stat().st_size > 10_000
+
+
+def test_plot_rejects_unknown_format(tmp_path, run_cli):
+    res = run_cli("plot", "-o", tmp_path / "fig.bmp")
+    assert res.code == 2 and "unsupported plot format" in res.err and not (tmp_path / "fig.bmp").exists()
+
+
+def test_matplotlib_not_imported_by_plan():
+    code = "import sys; from prfaas_plan.cli import main; sys.argv=['p','plan','-o','/dev/null']\n" \
+           "try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in ('matplotlib','simpy','scipy.optimize','scipy.interpolate') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_help_imports_nothing_heavy():
+    code = "import sys; from prfaas_plan.cli import main; sys.argv=['p','--help']\n" \
+           "try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in ('numpy','scipy','pulp','pydantic','matplotlib') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_benchmark_results_are_current():
+    text = (REPO / "benchmarks" / "RESULTS.md").read_text()
+    for name in ("plan (case study)", "sweep, 10,000 points", "--help", "read 1M-row trace"):
+        line = next(l for l in text.splitlines() if l.startswith(f"| {name} |"))
+        assert line.rstrip().endswith("| yes |"), line
+    # the README links the results
+    assert "benchmarks/RESULTS.md" in (REPO / "README.md").read_text()
+
+
+def test_benchmark_script_runs(tmp_path):
+    env = dict(os.environ, BENCH_REPEATS="1", BENCH_RESULTS=str(tmp_path / "r.md"), PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py")], env=env, cwd=REPO, check=False,
+                   capture_output=True, timeout=300)
+    text = (tmp_path / "r.md").read_text()
+    assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 4
