@@ -97,6 +97,10 @@ def sweep(scenario: str, over: str, mode: str = "exact", start: float = 1.0, sto
         raise PlanInputError(f"unknown sweep '{over}' (use {', '.join(sw.SWEEPS)})", field="--over")
     progress = progress or (lambda done, total: None)
     with scenario_errors(scenario):
+        if over == "rate":
+            from .planner.plan import plan as run_plan
+
+            return sw.sweep_rate(run_plan(load_inputs(scenario), mode, with_marginals=False), points or 40, progress)
         inputs = load_inputs(scenario)
         table = threshold_table(inputs, mode)
         if over == "instances":

@@ -243,6 +243,7 @@ class Over(str, Enum):
     np = "np"
     bandwidth = "bandwidth"
     instances = "instances"
+    rate = "rate"
 
 
 @app.command()
@@ -256,7 +257,7 @@ def sweep(
     fmt: Format = typer.Option(Format.csv, "--format", "-f", help="Output format."),
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
-    """Curves around the plan as CSV: over threshold, N_p, link bandwidth or PrfaaS instances."""
+    """Curves around the plan as CSV: over threshold, N_p, link bandwidth, PrfaaS instances or arrival rate."""
     from . import api
     from .report import Column, Report
 

@@ -59,6 +59,7 @@ class PlanInputs:
     pd: Cluster
     link_bytes_per_s: float
     input_dist: LengthDistribution  # uncached input tokens per request
+    output_dist: LengthDistribution  # output tokens per request
     output_mean_tokens: float
     decode_tokens_per_s_per_instance: float
     decode_source: str  # 'scenario' (measured/implied) or 'roofline'
@@ -135,6 +136,7 @@ def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
         pd=pd,
         link_bytes_per_s=gbps_to_bytes_per_s(scenario.link.usable_gbps),
         input_dist=dist,
+        output_dist=output,
         output_mean_tokens=out_mean,
         decode_tokens_per_s_per_instance=tokens_per_s,
         decode_source=decode_source,

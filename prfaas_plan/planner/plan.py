@@ -15,8 +15,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .decode_model import decode_model
+from .deployment import Deployment, deployments_of
 from .inputs import PlanInputs
+from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Limits, Solution, optimise, usd_per_hour
+from .slo import slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 
 SECONDS_PER_HOUR = 3600.0
@@ -64,6 +68,11 @@ class PlanResult:
     other_mode_lambda: float  # Lambda_max optimised in the other mode
     exact_lambda_at_paper_point: float | None  # exact-mode Lambda at the paper-mode operating point
     notes: list[str] = field(default_factory=list)
+    operating_rate_rps: float = 0.0  # SLO goodput, or operating_load x Lambda_max
+    operating_latency: LatencyResult | None = None
+    goodput_rps: float | None = None  # with an SLO
+    common_rate_rps: float = 0.0  # one rate for comparing the deployments' latency
+    common_latency: dict[str, LatencyResult] = field(default_factory=dict)
 
     def ratio(self, name: str) -> float:
         base = self.baselines["homogeneous"].lambda_max
@@ -175,7 +184,18 @@ def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -
     """Optimise the PrfaaS-PD deployment and compare it with the baselines."""
     limits = Limits.of(inputs)
     table = threshold_table(inputs, mode)
-    sol = optimise(inputs, table, limits=limits, method=inputs.scenario.optimiser.method)
+    scenario = inputs.scenario
+    decode = decode_model(inputs)
+    good = None
+    if scenario.slo is not None:
+        chosen = slo_optimise(inputs, table, decode, scenario.slo, objective=scenario.objective.type,
+                              target_rps=scenario.objective.target_rate_rps, limits=limits)
+        dep = chosen.deployment
+        sol = Solution(chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d,
+                       chosen.lambda_max, chosen.usd_per_hour)
+        good = chosen.goodput_rps
+    else:
+        sol = optimise(inputs, table, limits=limits, method=scenario.optimiser.method)
     point = operating_point(inputs, table, sol, limits)
     other = "paper" if mode == "exact" else "exact"
     other_table = threshold_table(inputs, other)
@@ -193,5 +213,24 @@ def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -
         notes.append("no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
                      "profitably, so this is a local-only plan")
     marginal = marginal_values(inputs, table, sol, mode, limits) if with_marginals else {}
-    return PlanResult(mode, inputs, point, baselines(inputs, table, sol), marginal, other_lambda, exact_at_paper,
-                      notes)
+    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol), marginal, other_lambda, exact_at_paper,
+                        notes)
+    _add_latency(result, decode, good)
+    return result
+
+
+def _add_latency(result: PlanResult, decode, good: float | None) -> None:
+    """Latency at the operating rate, and of every deployment at one common rate."""
+    inputs = result.inputs
+    spec = inputs.scenario.latency
+    scv = spec.arrival_cv**2
+    support = SupportArrays.of(inputs)
+    deps = deployments_of(result)
+    models = {name: LatencyModel(inputs, dep, decode, support) for name, dep in deps.items()}
+    result.goodput_rps = good
+    result.operating_rate_rps = good if good is not None else spec.operating_load * result.point.lambda_max
+    result.operating_latency = models["prfaas_pd"].at(result.operating_rate_rps, scv)
+    compared = ("prfaas_pd", "homogeneous", "naive_heterogeneous")
+    lams = [result.point.lambda_max] + [result.baselines[n].lambda_max for n in compared[1:]]
+    result.common_rate_rps = spec.operating_load * min(lams)
+    result.common_latency = {name: models[name].at(result.common_rate_rps, scv) for name in deps}

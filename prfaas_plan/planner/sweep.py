@@ -4,7 +4,9 @@
 - ``np``: the prefill and decode bounds against N_p (N_d = PD total - N_p), at the plan's t;
 - ``bandwidth``: per usable link bandwidth, the best t, p and Lambda_max for the plan's
   deployment: the threshold table a bandwidth-aware router needs;
-- ``instances``: Lambda_max against N_prfaas, re-optimising t and the PD split each time.
+- ``instances``: Lambda_max against N_prfaas, re-optimising t and the PD split each time;
+- ``rate``: throughput-latency curves (closed-form TTFT and TPOT against the arrival rate)
+  for PrfaaS-PD and its baselines.
 Each returns a list of row dicts (units in the keys). ``progress(done, total)`` is called
 as chunks finish, for long sweeps.
 """
@@ -21,7 +23,7 @@ from .inputs import PlanInputs
 from .optimizer import Limits, Solution, enumerate_best
 from .throughput import ThresholdTable, bounds
 
-SWEEPS = ("threshold", "np", "bandwidth", "instances")
+SWEEPS = ("threshold", "np", "bandwidth", "instances", "rate")
 Progress = Callable[[int, int], None]
 _CHUNK = 256
 
@@ -105,4 +107,35 @@ def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, progre
                      "n_p": sol.n_p, "n_d": sol.n_d, "lambda_max": _round(sol.lambda_max),
                      "usd_per_hour": sol.usd_per_hour})
         progress(n + 1, upto + 1)
+    return rows
+
+
+def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dict]:
+    """TTFT (mean, P90, P99) and TPOT against the arrival rate for every deployment of a plan,
+    on a common grid from 2% to 100% of the largest Lambda_max; an overloaded point is blank."""
+    from .decode_model import decode_model
+    from .deployment import deployments_of
+    from .latency import LatencyModel, SupportArrays
+
+    inputs = result.inputs
+    decode = decode_model(inputs)
+    support = SupportArrays.of(inputs)
+    scv = inputs.scenario.latency.arrival_cv ** 2
+    lams = {"prfaas_pd": result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
+    top = max(lams.values())
+    rates = np.linspace(0.02 * top, top, points)
+    rows = []
+    deps = deployments_of(result)
+    for k, (name, dep) in enumerate(deps.items()):
+        model = LatencyModel(inputs, dep, decode, support)
+        for rate in rates:
+            lat = model.at(float(rate), scv) if rate < lams[name] else None
+            ok = lat is not None and lat.stable
+            rows.append({"deployment": name, "rate_rps": round(float(rate), 5),
+                         "load": round(float(rate) / lams[name], 5) if lams[name] > 0 else None,
+                         "ttft_mean_s": _round(lat.overall_mean_s, 4) if ok else None,
+                         "ttft_p90_s": _round(lat.overall_p90_s, 4) if ok else None,
+                         "ttft_p99_s": _round(lat.overall_p99_s, 4) if ok else None,
+                         "tpot_ms": _round(lat.tpot_ms, 3) if ok else None})
+        progress(k + 1, len(deps))
     return rows

@@ -98,6 +98,25 @@ class ObjectiveSpec(StrictModel):
         return self
 
 
+class SloSpec(StrictModel):
+    """Latency targets; any may be omitted. TTFT percentiles are over all requests."""
+
+    ttft_p90_s: PositiveFloat | None = None
+    ttft_p99_s: PositiveFloat | None = None
+    tpot_ms: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _some(self):
+        if self.ttft_p90_s is None and self.ttft_p99_s is None and self.tpot_ms is None:
+            raise ValueError("give at least one of ttft_p90_s, ttft_p99_s, tpot_ms")
+        return self
+
+
+class LatencySpec(StrictModel):
+    operating_load: float = Field(default=0.8, gt=0, lt=1)  # reported rate = load x Lambda_max (without an SLO)
+    arrival_cv: float = Field(default=1.0, gt=0)  # coefficient of variation of inter-arrival times (1: Poisson)
+
+
 class OptimiserSpec(StrictModel):
     method: Literal["milp", "enumerate", "auto"] = "milp"  # see prfaas_plan.planner.optimizer
     coarse_thresholds: int = Field(default=48, ge=4, le=2048)  # MILP candidates (quantiles of L)
@@ -115,6 +134,8 @@ class Scenario(StrictModel):
     decode: DecodeSpec = Field(default_factory=DecodeSpec)
     budgets: BudgetSpec = Field(default_factory=BudgetSpec)
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    slo: SloSpec | None = None
+    latency: LatencySpec = Field(default_factory=LatencySpec)
     optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)
 
 

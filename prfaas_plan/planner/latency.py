@@ -1,0 +1,249 @@
+"""Closed-form latency of a deployment at an arrival rate: TTFT per path, and TPOT.
+
+TTFT = queue wait + prefill time (+ KV transfer on the remote path).
+
+- Each prefill path is a multi-server queue (M/G/c, or G/G/c with arrival SCV c_a^2):
+  c instances, arrival rate lambda_path, service time T_prefill(L) over the class's
+  lengths (mean m, squared coefficient of variation c_s^2). Erlang C gives
+  P(wait) = C(c, a) with a = lambda_path m; the Allen-Cunneen correction scales the mean
+  wait: W_q = C / (c/m - lambda_path) * (c_a^2 + c_s^2) / 2. The wait is taken as 0 with
+  probability 1 - C and exponential with mean W_q / C otherwise (exact for M/M/c).
+- The remote path adds the KV transfer. The link is shared (processor sharing): at link
+  utilisation rho_L = lambda p E[S_kv | long] / B a transfer sees B_eff = B (1 - rho_L).
+  With layer-wise pipelining only the part of S/B_eff that outlasts the prefill adds to
+  TTFT, plus the last layer's share S / (layers B_eff) and the RTT:
+  X(L) = max(0, S(L)/B_eff - T(L)) + S(L) / (layers * B_eff) + RTT.
+- TTFT per request = W + s(L), s = T (+ X); its CDF is a mixture over the class's lengths,
+  F(x) = sum_i w_i [(1 - C) 1{x >= s_i} + C (1 - exp(-(x - s_i) / theta)) 1{x >= s_i}],
+  inverted numerically for P90 and P99. Overall TTFT mixes the two paths by 1 - p and p.
+- TPOT: each PD-D instance produces r = lambda L_out / N_d tokens/s; its mean batch b solves
+  b = r T_step(b) (Little's law) and TPOT = T_step(b) (``decode_model``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..profiles.model import expand_layers
+from .decode_model import DecodeModel
+from .deployment import Deployment
+from .inputs import PlanInputs
+
+QUANTILES = (0.9, 0.99)
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability that an arrival waits in M/M/c with c servers and offered load a (Erlangs),
+    via the Erlang B recursion (numerically stable). 1.0 when a >= c."""
+    if servers <= 0 or offered >= servers:
+        return 1.0
+    if offered <= 0:
+        return 0.0
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    rho = offered / servers
+    return b / (1 - rho * (1 - b))
+
+
+@dataclass(frozen=True)
+class PathLatency:
+    """TTFT of one path (seconds); infinite when the path is overloaded."""
+
+    name: str
+    arrival_rps: float
+    servers: int
+    utilisation: float
+    wait_probability: float
+    mean_wait_s: float
+    mean_service_s: float  # prefill (+ transfer extra) without queueing
+    mean_s: float
+    p90_s: float
+    p99_s: float
+
+    @property
+    def stable(self) -> bool:
+        return math.isfinite(self.mean_s)
+
+
+@dataclass(frozen=True)
+class _Mixture:
+    """TTFT = W + s_i with probability w_i; W = 0 w.p. 1 - C, else Exp(theta)."""
+
+    weights: np.ndarray
+    service_s: np.ndarray
+    wait_probability: float
+    theta_s: float
+
+    def cdf(self, x: float) -> float:
+        if not self.weights.size:
+            return 1.0
+        ok = self.service_s <= x
+        tail = np.zeros_like(self.service_s)
+        if self.theta_s > 0:
+            tail[ok] = 1.0 - np.exp(-(x - self.service_s[ok]) / self.theta_s)
+        else:
+            tail[ok] = 1.0
+        return float(np.sum(self.weights * ok * (1 - self.wait_probability) + self.weights * tail * self.wait_probability))
+
+
+def _quantile(parts: list[tuple[float, _Mixture]], q: float) -> float:
+    """The q-quantile of a weighted mixture of TTFT mixtures (bisection on the CDF)."""
+    parts = [(share, m) for share, m in parts if share > 0 and m.weights.size]
+    if not parts:
+        return float("nan")
+    if any(not math.isfinite(m.theta_s) for _, m in parts):
+        return math.inf
+    hi = max(float(m.service_s.max()) + m.theta_s * 50 + 1e-9 for _, m in parts)
+    lo = 0.0
+    cdf = lambda x: sum(share * m.cdf(x) for share, m in parts)
+    for _ in range(48):  # resolution: range / 2^48
+        mid = 0.5 * (lo + hi)
+        if cdf(mid) >= q:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _queue(lam: float, servers: int, service: np.ndarray, weights: np.ndarray, arrival_scv: float):
+    """(utilisation, P(wait), mean wait, theta) of a G/G/c queue by Erlang C + Allen-Cunneen."""
+    if lam <= 0 or not weights.size:
+        return 0.0, 0.0, 0.0, 0.0
+    mean = float(np.sum(weights * service))
+    scv = float(np.sum(weights * (service - mean) ** 2)) / mean**2 if mean > 0 else 0.0
+    offered = lam * mean
+    if servers <= 0 or offered >= servers:
+        return (math.inf if servers <= 0 else offered / servers), 1.0, math.inf, math.inf
+    c = erlang_c(servers, offered)
+    wait = c / (servers / mean - lam) * (arrival_scv + scv) / 2
+    return offered / servers, c, wait, (wait / c if c > 0 else 0.0)
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    deployment: Deployment
+    rate_rps: float
+    p: float
+    local: PathLatency
+    remote: PathLatency
+    overall_mean_s: float
+    overall_p90_s: float
+    overall_p99_s: float
+    link_utilisation: float
+    decode_batch: float | None  # None: decode saturated
+    tpot_ms: float
+
+    @property
+    def stable(self) -> bool:
+        return all(path.stable or path.arrival_rps == 0 for path in (self.local, self.remote)) and (
+            self.decode_batch is not None)
+
+
+@dataclass(frozen=True)
+class SupportArrays:
+    """Per support point of the input distribution: both clusters' prefill times and S_kv.
+    Computed once per scenario and shared by every deployment and rate."""
+
+    lengths_tokens: np.ndarray
+    weights: np.ndarray
+    prfaas_s: np.ndarray
+    pd_s: np.ndarray
+    kv_bytes: np.ndarray
+    layers: int
+
+    @classmethod
+    def of(cls, inputs: PlanInputs) -> "SupportArrays":
+        x = inputs.input_dist.lengths_tokens
+        return cls(x, inputs.input_dist.probs, inputs.prfaas.curve.prefill_s(x), inputs.pd.curve.prefill_s(x),
+                   inputs.prfaas.curve.kv_bytes(x), len(expand_layers(inputs.model)))
+
+
+class LatencyModel:
+    """Closed-form latency of one deployment, evaluated at any rate (see module doc)."""
+
+    def __init__(self, inputs: PlanInputs, deployment: Deployment, decode: DecodeModel,
+                 support: SupportArrays | None = None):
+        self.inputs, self.deployment, self.decode = inputs, deployment, decode
+        sup = support or SupportArrays.of(inputs)
+        remote = sup.lengths_tokens > deployment.threshold_tokens
+        self.p = float(sup.weights[remote].sum())
+        self._paths = {}
+        for name, mask, service, servers in (("local", ~remote, sup.pd_s, deployment.n_p),
+                                             ("remote", remote, sup.prfaas_s, deployment.n_prfaas)):
+            share = float(sup.weights[mask].sum())
+            w = sup.weights[mask] / share if share > 0 else sup.weights[mask]
+            self._paths[name] = (share, w, service[mask], sup.kv_bytes[mask], servers)
+        self._layers = sup.layers
+        kv_remote = self._paths["remote"]
+        self._mean_kv = float(np.sum(kv_remote[1] * kv_remote[3])) if kv_remote[1].size else 0.0
+
+    def _mixtures(self, rate_rps: float, arrival_scv: float):
+        """Per path: (share, mixture, PathLatency without quantiles); and the link utilisation."""
+        inputs = self.inputs
+        bandwidth = inputs.link_bytes_per_s
+        lam_remote = rate_rps * self._paths["remote"][0]
+        link_util = (lam_remote * self._mean_kv / bandwidth if bandwidth > 0 else math.inf) if lam_remote > 0 else 0.0
+        out = {}
+        for name, (share, w, service, kv, servers) in self._paths.items():
+            lam = rate_rps * share
+            total = service
+            if name == "remote" and service.size:
+                if bandwidth > 0 and link_util < 1:
+                    b_eff = bandwidth * (1 - link_util)
+                    extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)
+                    total = service + extra + inputs.scenario.link.rtt_ms / 1000
+                else:
+                    total = np.full_like(service, math.inf)
+            util, c, wait, theta = _queue(lam, servers, service, w, arrival_scv)
+            if service.size and not np.all(np.isfinite(total)):
+                wait, c, theta = math.inf, 1.0, math.inf
+            mean_service = float(np.sum(w * total)) if service.size else float("nan")
+            mix = _Mixture(w, total, c, theta)
+            out[name] = (share, mix, PathLatency(name, lam, servers, util, c, wait, mean_service,
+                                                 wait + mean_service, float("nan"), float("nan")))
+        return out, link_util
+
+    def _tpot(self, rate_rps: float) -> tuple[float | None, float]:
+        n_d = self.deployment.n_d
+        r = rate_rps * self.inputs.output_mean_tokens / n_d if n_d > 0 else math.inf
+        batch = self.decode.batch_at(r) if math.isfinite(r) else None
+        return batch, (float(self.decode.step_s(batch)) * 1e3 if batch is not None else math.inf)
+
+    def at(self, rate_rps: float, arrival_scv: float = 1.0) -> LatencyResult:
+        """TTFT mean, P90 and P99 per path and overall, and TPOT, at ``rate_rps``."""
+        paths, link_util = self._mixtures(rate_rps, arrival_scv)
+        done = {}
+        for name, (share, mix, path) in paths.items():
+            q90, q99 = (_quantile([(1.0, mix)], q) for q in QUANTILES) if mix.weights.size else (float("nan"),) * 2
+            done[name] = PathLatency(**{**path.__dict__, "p90_s": q90, "p99_s": q99})
+        parts = [(share, mix) for share, mix, _ in paths.values()]
+        overall_mean = sum(share * done[n].mean_s for n, (share, _, _) in paths.items() if share > 0)
+        batch, tpot = self._tpot(rate_rps)
+        return LatencyResult(self.deployment, rate_rps, self.p, done["local"], done["remote"], overall_mean,
+                             _quantile(parts, 0.9), _quantile(parts, 0.99), link_util, batch, tpot)
+
+    def meets(self, rate_rps: float, slo, arrival_scv: float = 1.0) -> bool:
+        """Whether the SLO (ttft_p90_s, ttft_p99_s, tpot_ms; None = no limit) holds at the rate:
+        checked on the CDF at each limit, F(limit) >= quantile, without inverting it."""
+        paths, _ = self._mixtures(rate_rps, arrival_scv)
+        parts = [(share, mix) for share, mix, _ in paths.values() if share > 0]
+        for limit, q in ((slo.ttft_p90_s, 0.9), (slo.ttft_p99_s, 0.99)):
+            if limit is not None:
+                if any(not math.isfinite(m.theta_s) for _, m in parts):
+                    return False
+                if sum(share * m.cdf(limit) for share, m in parts) < q:
+                    return False
+        batch, tpot = self._tpot(rate_rps)
+        if batch is None:
+            return False
+        return slo.tpot_ms is None or tpot <= slo.tpot_ms
+
+
+def latency(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, rate_rps: float,
+            arrival_scv: float = 1.0) -> LatencyResult:
+    """Closed-form TTFT per path and overall, and TPOT, at ``rate_rps`` (see module doc)."""
+    return LatencyModel(inputs, deployment, decode).at(rate_rps, arrival_scv)

@@ -1,0 +1,108 @@
+"""SLO-aware planning: the largest rate that meets TTFT/TPOT targets (goodput), and the
+deployment that maximises it, or the cheapest one that reaches a target rate under them.
+
+Goodput of a deployment = the largest rate <= its Lambda_max at which the closed-form
+latency (``planner.latency``) meets every target; latency grows with the rate, so it is
+found by bisection. The search enumerates instance-count combinations (largest
+throughput bound first, pruning any whose Lambda_max cannot beat the best goodput found)
+and, for each, candidate thresholds at quantiles of L, then refines t between the
+neighbours of the best one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import PlanInputError
+from .decode_model import DecodeModel
+from .deployment import Deployment
+from .inputs import PlanInputs
+from .latency import LatencyModel, SupportArrays
+from .optimizer import Limits, _combos, _coarse_indices, usd_per_hour
+from .throughput import ThresholdTable, bounds
+
+MAX_COMBINATIONS = 5000
+_BISECTIONS = 30
+
+
+@dataclass(frozen=True)
+class SloPlan:
+    deployment: Deployment
+    threshold_index: int
+    goodput_rps: float
+    lambda_max: float
+    usd_per_hour: float | None
+
+
+def goodput(model: LatencyModel, slo, upper_rps: float, arrival_scv: float = 1.0) -> float:
+    """Largest rate in (0, upper_rps] meeting the SLO (0 if none does), by bisection."""
+    if upper_rps <= 0 or not np.isfinite(upper_rps):
+        return 0.0
+    if model.meets(upper_rps * (1 - 1e-9), slo, arrival_scv):
+        return upper_rps * (1 - 1e-9)
+    lo, hi = 0.0, upper_rps
+    for _ in range(_BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        if model.meets(mid, slo, arrival_scv):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel, slo, *,
+                 objective: str = "max_throughput", target_rps: float | None = None,
+                 limits: Limits | None = None) -> SloPlan:
+    """Maximise goodput under the SLO, or minimise $/hour with goodput >= target."""
+    limits = limits or Limits.of(inputs)
+    combos = [(n_f, n_pd, cost) for n_f, n_pd, cost in _combos(inputs, limits)]
+    splits = sum(n_pd + 1 for _, n_pd, _ in combos)
+    if splits > MAX_COMBINATIONS:
+        raise PlanInputError(f"{splits} instance-count combinations are too many for SLO planning "
+                             f"(at most {MAX_COMBINATIONS}); narrow the instance ranges", field="slo")
+    scv = inputs.scenario.latency.arrival_cv ** 2
+    support = SupportArrays.of(inputs)
+    coarse = _coarse_indices(table, inputs.scenario.optimiser.coarse_thresholds)
+    all_idx = np.arange(len(table))
+    candidates = []
+    for n_f, n_pd, cost in combos:
+        for n_p in range(n_pd + 1):
+            lam = bounds(table, all_idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
+            candidates.append((float(lam.max()), n_f, n_p, n_pd - n_p, cost, lam))
+    if objective == "min_cost":
+        candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]))
+    else:
+        candidates.sort(key=lambda c: -c[0])
+    best: SloPlan | None = None
+
+    def evaluate(k: int, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost) -> SloPlan:
+        dep = Deployment("prfaas_pd", float(table.thresholds_tokens[k]), n_f, n_p, n_d)
+        good = goodput(LatencyModel(inputs, dep, decode, support), slo, float(lam[k]), scv)
+        return SloPlan(dep, k, good, float(lam[k]), cost)
+
+    for top, n_f, n_p, n_d, cost, lam in candidates:
+        if objective == "min_cost":
+            if top < target_rps or (best is not None and (cost or 0.0) > (best.usd_per_hour or 0.0)):
+                continue
+        elif best is not None and top <= best.goodput_rps:
+            break  # sorted by Lambda_max: nobody left can beat the best goodput
+        scored = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in coarse if lam[k] > 0]
+        if not scored:
+            continue
+        pick = max(scored, key=lambda s: s.goodput_rps)
+        pos = int(np.searchsorted(coarse, pick.threshold_index))
+        lo, hi = coarse[max(pos - 1, 0)], coarse[min(pos + 1, len(coarse) - 1)]
+        fine = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in np.unique(np.linspace(lo, hi, 24).round())
+                if lam[int(k)] > 0]
+        pick = max([pick, *fine], key=lambda s: s.goodput_rps)
+        if objective == "min_cost":
+            if pick.goodput_rps >= target_rps and (best is None or (cost or 0.0) < (best.usd_per_hour or 0.0)):
+                best = pick
+        elif best is None or pick.goodput_rps > best.goodput_rps:
+            best = pick
+    if best is None or best.goodput_rps <= 0:
+        what = f"reaches {target_rps:g} req/s" if objective == "min_cost" else "meets it at any rate"
+        raise PlanInputError(f"no deployment within the ranges and budgets {what}", field="slo")
+    return best

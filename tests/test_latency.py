@@ -1,0 +1,153 @@
+"""Closed-form latency (Erlang C + Allen-Cunneen, pipelined transfer), SLO planning, rate sweep."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prfaas_plan.planner.decode_model import decode_model
+from prfaas_plan.planner.deployment import Deployment
+from prfaas_plan.planner.inputs import load_inputs
+from prfaas_plan.planner.latency import LatencyModel, _queue, erlang_c
+from prfaas_plan.planner.slo import goodput, slo_optimise
+from prfaas_plan.planner.throughput import bounds, threshold_table
+from prfaas_plan.profiles.scenario import SloSpec
+
+FIXTURE = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(scope="module")
+def case():
+    inputs = load_inputs("paper-case-study")
+    return inputs, decode_model(inputs), Deployment("prfaas_pd", 19349.0, 4, 3, 5)
+
+
+def test_erlang_c_by_hand():
+    assert erlang_c(1, 0.7) == pytest.approx(0.7)  # M/M/1: P(wait) = rho
+    assert erlang_c(2, 1.0) == pytest.approx(1 / 3)  # (1/2 * 2) / (1 + 1 + 1)
+    assert erlang_c(3, 0.0) == 0.0 and erlang_c(3, 3.0) == 1.0
+
+
+def test_queue_matches_mm1_and_md1():
+    lam, m = 0.5, 1.0  # rho 0.5
+    point_mass = np.array([m])  # scv 0: M/D/1
+    util, c, wait, _ = _queue(lam, 1, point_mass, np.array([1.0]), arrival_scv=1.0)
+    assert util == 0.5 and c == pytest.approx(0.5)
+    assert wait == pytest.approx(0.5 * m / (2 * (1 - 0.5)))  # Pollaczek-Khinchine for M/D/1
+    # service 0 or 2 with equal odds: mean 1, variance 1 (scv 1), as M/M/1: rho / (mu - lambda)
+    util, c, wait, _ = _queue(lam, 1, np.array([0.0, 2.0]), np.array([0.5, 0.5]), arrival_scv=1.0)
+    assert wait == pytest.approx(0.5 / (1 - 0.5))
+
+
+def test_low_load_ttft_is_the_service_time(case):
+    inputs, dec, dep = case
+    lat = LatencyModel(inputs, dep, dec).at(1e-6)
+    assert lat.local.mean_wait_s == pytest.approx(0, abs=1e-6)
+    assert lat.overall_mean_s == pytest.approx((1 - lat.p) * lat.local.mean_service_s + lat.p * lat.remote.mean_service_s)
+    assert lat.overall_p99_s >= lat.overall_p90_s >= 0
+
+
+def test_overload_is_unstable(case):
+    inputs, dec, dep = case
+    assert not LatencyModel(inputs, dep, dec).at(3.3).stable  # above Lambda_max = 3.236
+    assert LatencyModel(inputs, dep, dec).at(3.0).stable
+
+
+@FIXTURE
+@given(st.floats(0.05, 3.0), st.floats(0.05, 3.0))
+def test_latency_grows_with_rate(case, a, b):
+    inputs, dec, dep = case
+    model = LatencyModel(inputs, dep, dec)
+    lo, hi = model.at(min(a, b)), model.at(max(a, b))
+    assert lo.overall_mean_s <= hi.overall_mean_s + 1e-12
+    assert lo.overall_p90_s <= hi.overall_p90_s + 1e-9
+    assert lo.tpot_ms <= hi.tpot_ms + 1e-9
+
+
+def test_burstier_arrivals_wait_longer(case):
+    inputs, dec, dep = case
+    model = LatencyModel(inputs, dep, dec)
+    assert model.at(2.5, arrival_scv=4.0).overall_mean_s > model.at(2.5, arrival_scv=1.0).overall_mean_s
+
+
+def test_thin_link_adds_transfer_time(case):
+    inputs, dec, dep = case
+    wide = LatencyModel(inputs, dep, dec).at(1.5)
+    thin = LatencyModel(inputs.with_link_gbps(13), dep, dec).at(1.5)
+    assert thin.remote.mean_s > wide.remote.mean_s and thin.local.mean_s == pytest.approx(wide.local.mean_s)
+    assert thin.link_utilisation > wide.link_utilisation
+
+
+def test_goodput_is_the_largest_rate_meeting_the_slo(case):
+    inputs, dec, dep = case
+    model = LatencyModel(inputs, dep, dec)
+    slo = SloSpec(ttft_p90_s=5.0, tpot_ms=60)
+    good = goodput(model, slo, 3.236)
+    assert 0 < good < 3.236
+    assert model.meets(good, slo) and not model.meets(good * 1.02, slo)
+    lat = model.at(good)
+    assert lat.overall_p90_s <= 5.0 + 1e-6 and lat.tpot_ms <= 60
+
+
+def test_slo_plan_beats_the_throughput_plan_under_the_slo(case):
+    inputs, dec, dep = case
+    table = threshold_table(inputs, "exact")
+    slo = SloSpec(ttft_p90_s=4.0)
+    best = slo_optimise(inputs, table, dec, slo)
+    idx = int(np.argmin(np.abs(table.thresholds_tokens - dep.threshold_tokens)))
+    lam = float(bounds(table, idx, 4, 3, 5, inputs).lambda_max)
+    plain = goodput(LatencyModel(inputs, dep, dec), slo, lam)
+    assert best.goodput_rps >= plain * (1 - 1e-6)
+    assert LatencyModel(inputs, best.deployment, dec).at(best.goodput_rps).overall_p90_s <= 4.0 + 1e-6
+
+
+def test_plan_with_slo_reports_goodput(tmp_path, run_cli):
+    import json
+
+    import yaml
+
+    from pathlib import Path
+
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "prfaas_plan/scenarios/paper-case-study.yaml").read_text())
+    doc["slo"] = {"ttft_p90_s": 4.0, "tpot_ms": 60}
+    path = tmp_path / "slo.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path, "-f", "json")
+    assert res.code == 0, res.err
+    lat = json.loads(res.out)["latency"]
+    assert lat["goodput_rps"] > 0 and lat["operating"]["ttft_p90_s"] <= 4.0 + 1e-3
+    assert lat["operating"]["tpot_ms"] <= 60
+    doc["slo"] = {"ttft_p90_s": 0.5}
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path)
+    assert res.code == 2 and "slo" in res.err and "meets it" in res.err
+
+
+def test_case_study_latency_comparison(run_cli):
+    """At one common rate the report gives mean and P90 TTFT of the three deployments and
+    compares the PrfaaS-PD reduction with the paper's (mean -50%, P90 -64%)."""
+    import json
+
+    doc = json.loads(run_cli("plan", "-f", "json").out)["latency"]
+    at = doc["at_common_rate"]
+    for name in ("prfaas_pd", "homogeneous", "naive_heterogeneous"):
+        assert at[name]["ttft_mean_s"] > 0 and at[name]["ttft_p90_s"] >= at[name]["ttft_mean_s"]
+        assert at[name]["rate_rps"] == doc["common_rate_rps"]
+    red = doc["ttft_reduction_vs_homogeneous"]
+    assert doc["paper_ttft_reduction_vs_homogeneous"] == {"mean": 0.5, "p90": 0.64}
+    # the model reproduces the direction and rough size of the paper's reduction
+    assert 0.3 < red["mean"] < 0.75 and 0.4 < red["p90"] < 0.85
+    table = run_cli("plan").out
+    assert "paper: mean -50%, P90 -64%" in table
+
+
+def test_sweep_rate(run_cli):
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(run_cli("sweep", "--over", "rate", "--points", "12").out)))
+    names = {r["deployment"] for r in rows}
+    assert {"prfaas_pd", "homogeneous", "naive_heterogeneous"} <= names
+    pd_rows = [r for r in rows if r["deployment"] == "prfaas_pd" and r["ttft_mean_s"]]
+    means = [float(r["ttft_mean_s"]) for r in pd_rows]
+    assert len(pd_rows) >= 8 and means == sorted(means)
