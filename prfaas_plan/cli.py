@@ -165,8 +165,8 @@ def hardware_show(name: str = typer.Argument(..., help="Shipped name or YAML fil
 
 
 @app.command()
-def validate(path: str = typer.Argument(..., help="A model or hardware profile YAML file.")) -> None:
-    """Check a model or hardware profile; exit 0 if valid, 2 with the first problem if not."""
+def validate(path: str = typer.Argument(..., help="A model, hardware or scenario YAML file.")) -> None:
+    """Check a model, hardware or scenario file; exit 0 if valid, 2 with the first problem if not."""
     from .profiles.registry import validate_file
 
     kind, profile = validate_file(path)

@@ -115,3 +115,11 @@ def test_trace_workload_plans(tmp_path, run_cli):
     # a sampled trace of the same distribution lands near the analytic plan
     assert (doc["n_prfaas"], doc["n_p"], doc["n_d"]) == (4, 3, 5)
     assert doc["lambda_max"] == pytest.approx(3.24, rel=0.05)
+
+
+def test_validate_scenario_files(tmp_path, run_cli):
+    good = scenario(tmp_path)
+    res = run_cli("validate", good)
+    assert res.code == 0 and "valid scenario" in res.out
+    assert_fails(run_cli("validate", scenario(tmp_path, prfaas__hardware="h999")), "h999")
+    assert_fails(run_cli("validate", scenario(tmp_path, link__usable_fraction=2)), "link.usable_fraction")

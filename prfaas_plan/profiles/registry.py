@@ -94,18 +94,31 @@ def detect_profile_kind(data: object) -> str:
         kind = "empty" if data is None else type(data).__name__
         raise PlanInputError(f"expected a mapping of fields at the top level, got {kind}")
     if isinstance(data, dict):
+        if "prfaas" in data or "workload" in data:
+            return "scenario"
         if "mixers" in data or "layers" in data:
             return "model"
         if "peak_tflops" in data or "efficiency" in data:
             return "hardware"
-    raise PlanInputError("cannot tell whether this is a model or a hardware profile (no 'layers' or 'peak_tflops')")
+    raise PlanInputError("cannot tell whether this is a model, hardware or scenario file "
+                         "(no 'layers', 'peak_tflops' or 'prfaas')")
 
 
-def validate_file(path: str) -> tuple[str, ModelProfile | HardwareProfile]:
+def validate_file(path: str) -> tuple[str, ModelProfile | HardwareProfile | Scenario]:
+    """Check a model, hardware or scenario file (a scenario's references and workload too)."""
     data = load_yaml_file(path)
     try:
         kind = detect_profile_kind(data)
     except PlanInputError as exc:
         raise exc.with_source(path) from None
+    if kind == "scenario":
+        from ..planner.inputs import build_inputs
+
+        scenario = load_scenario(data, path)
+        try:
+            build_inputs(scenario, path)
+        except PlanInputError as exc:
+            raise exc.with_source(path) from None
+        return kind, scenario
     loader = load_model_profile if kind == "model" else load_hardware_profile
     return kind, loader(data, path)

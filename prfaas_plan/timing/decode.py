@@ -23,6 +23,7 @@ from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from .instance import Instance
 from .memory import require_fit, usable_memory_bytes
+from .prefill import check_lengths
 
 
 def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float) -> np.ndarray:
@@ -60,13 +61,7 @@ def decode_capacity(
     source: str = "auto",
 ) -> DecodeCapacity:
     """Largest sustainable decode batch of one instance and its throughput."""
-    if context_tokens < 1:
-        raise PlanInputError(f"context {context_tokens} is below 1 token", field="context")
-    if context_tokens > model.max_context_tokens:
-        raise PlanInputError(
-            f"context {context_tokens} exceeds {model.name}'s context of {model.max_context_tokens} tokens",
-            field="context",
-        )
+    check_lengths(model, [context_tokens], field="context")
     if tpot_ms is not None and not (math.isfinite(tpot_ms) and tpot_ms > 0):
         raise PlanInputError(f"TPOT limit must be a positive number of ms, got {tpot_ms}", field="tpot_ms")
     require_fit(model, instance, context_tokens)

@@ -128,15 +128,15 @@ class KvRow:
     phi_kv_gbps: float
 
 
-def check_lengths(model: ModelProfile, lengths_tokens: list[int]) -> None:
+def check_lengths(model: ModelProfile, lengths_tokens: list[int], field: str = "lengths") -> None:
+    """Every length is at least 1 token and within the model's context."""
+    what = field.lstrip("-").rstrip("s")
     for length in lengths_tokens:
         if length < 1:
-            raise PlanInputError(f"length {length} is below 1 token", field="lengths")
+            raise PlanInputError(f"{what} {length} is below 1 token", field=field)
         if length > model.max_context_tokens:
             raise PlanInputError(
-                f"length {length} exceeds {model.name}'s context of {model.max_context_tokens} tokens",
-                field="lengths",
-            )
+                f"{what} {length} exceeds {model.name}'s context of {model.max_context_tokens} tokens", field=field)
 
 
 def kv_table(curve: PrefillCurve, model: ModelProfile, lengths_tokens: list[int]) -> list[KvRow]:
