@@ -5,9 +5,10 @@ Run from the repository root after installing the package:
     python benchmarks/run.py            # writes benchmarks/RESULTS.md
 
 Measured: `prfaas-plan plan` on the built-in case study, a 10,000-point bandwidth sweep,
-`prfaas-plan --help` (each as a whole process, interpreter start included), and reading a
-1,000,000-row length trace in-process. Targets on a 2-core machine: plan < 1 s,
-sweep < 2 s, help < 0.3 s, trace < 2 s.
+`prfaas-plan --help`, simulating 100,000 requests of the case study (each as a whole
+process, interpreter start included), and reading a 1,000,000-row length trace
+in-process. Targets on a 2-core machine: plan < 1 s, sweep < 2 s, help < 0.3 s,
+simulation < 20 s, trace < 2 s.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def main() -> int:
              time_process(base + ["sweep", "--over", "bandwidth", "--from", "0.5", "--to", "100", "--points", "10000",
                                   "-o", str(work / "sweep.csv")])),
             ("--help", "prfaas-plan --help", 0.3, time_process(base + ["--help"])),
+            ("simulate 100,000 requests", "prfaas-plan simulate -n 100000 -o FILE", 20.0,
+             time_process(base + ["simulate", "-n", "100000", "-o", str(work / "sim.txt")], min(REPEATS, 3))),
             ("read 1M-row trace", "read_length_trace + empirical (in-process)", 2.0,
              time_call(lambda: empirical(read_length_trace(str(trace))))),
         ]

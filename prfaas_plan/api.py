@@ -129,3 +129,82 @@ def plot(scenario: str, path: str, mode: str = "exact") -> None:
         table = threshold_table(inputs, mode)
         sol = optimise(inputs, table, objective="max_throughput", method=inputs.scenario.optimiser.method)
         figure5(inputs, table, sol, path)
+
+
+DEFAULT_SIM_REQUESTS = 20_000
+
+
+@dataclass
+class SimulationRun:
+    """A simulation of one deployment of a scenario's plan, with the closed form beside it."""
+
+    plan: object  # planner.plan.PlanResult
+    deployment: object  # planner.deployment.Deployment
+    lambda_max: float
+    result: object  # simulate.SimResult
+    closed_form: object  # planner.latency.LatencyResult at the same rate
+
+
+def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None = None, requests: int | None = None,
+             deployment: str = "prfaas_pd", mode: str = "exact", progress=None, **config) -> SimulationRun:
+    """Simulate a scenario's planned deployment (or a baseline) with SimPy.
+
+    Give ``rate_rps`` or ``load`` (a fraction of the deployment's closed-form Lambda_max;
+    default 0.8). At or above Lambda_max the number of requests must be given: an overloaded
+    queue grows without bound. Other keywords go to :class:`prfaas_plan.simulate.SimConfig`."""
+    from .planner.decode_model import decode_model
+    from .planner.deployment import deployments_of
+    from .planner.inputs import load_inputs
+    from .planner.latency import LatencyModel
+    from .planner.plan import plan as run_plan
+    from .simulate import SimConfig
+    from .simulate import simulate as run_sim
+
+    with scenario_errors(scenario):
+        inputs = load_inputs(scenario)
+        result = run_plan(inputs, mode, with_marginals=False)
+        deps = deployments_of(result)
+        if deployment not in deps:
+            raise PlanInputError(f"unknown deployment '{deployment}' (use {', '.join(deps)})", field="--deployment")
+        dep = deps[deployment]
+        lam = result.point.lambda_max if deployment == "prfaas_pd" else result.baselines[deployment].lambda_max
+        rate = _sim_rate(rate_rps, load, lam)
+        if requests is None:
+            if rate >= lam:
+                raise PlanInputError(
+                    f"rate {rate:.3g} req/s is at or above Lambda_max {lam:.3g}: the queues grow without bound, "
+                    "so give --requests explicitly", field="--requests")
+            requests = DEFAULT_SIM_REQUESTS
+        sim_config = SimConfig(rate_rps=rate, requests=requests, **config)
+        decode = decode_model(inputs)
+        sim = run_sim(inputs, dep, decode, sim_config, progress)
+        closed = LatencyModel(inputs, dep, decode).at(rate, sim_config.cv**2 if sim_config.arrivals == "gamma" else 1.0)
+        return SimulationRun(result, dep, lam, sim, closed)
+
+
+def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> float:
+    if rate_rps is not None and load is not None:
+        raise PlanInputError("give --rate or --load, not both", field="--rate")
+    if rate_rps is not None:
+        if not (rate_rps > 0 and rate_rps < float("inf")):
+            raise PlanInputError(f"must be a positive number of requests/s, got {rate_rps:g}", field="--rate")
+        return rate_rps
+    load = 0.8 if load is None else load
+    if not (load > 0 and load < float("inf")):
+        raise PlanInputError(f"must be a positive fraction of Lambda_max, got {load:g}", field="--load")
+    return load * lambda_max
+
+
+VALIDATION_LOADS = (0.5, 0.8, 0.95, 1.1)
+
+
+def validate_model(scenario: str, *, requests: int = DEFAULT_SIM_REQUESTS, loads=VALIDATION_LOADS, mode: str = "exact",
+                   progress=None, **config) -> list[SimulationRun]:
+    """Simulate the plan at fractions of its closed-form Lambda_max (default 50%, 80%, 95%
+    and 110%) so that the closed forms can be read beside the simulation."""
+    runs = []
+    for k, load in enumerate(loads):
+        runs.append(simulate(scenario, load=load, requests=requests, mode=mode, **config))
+        if progress is not None:
+            progress(k + 1, len(loads))
+    return runs

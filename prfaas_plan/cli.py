@@ -282,8 +282,99 @@ def plot(
     typer.echo(f"wrote {output}", err=True)
 
 
+class Arrivals(str, Enum):
+    poisson = "poisson"
+    gamma = "gamma"
+    onoff = "onoff"
+
+
+class Policy(str, Enum):
+    static = "static"
+    adaptive = "adaptive"
+
+
+def _sim_options(seed: int, arrivals: Arrivals, cv: float, burst_factor: float, policy: Policy,
+                 bandwidth_trace: Optional[str], drop_at: Optional[float], drop_for: float, drop_to: float) -> dict:
+    from .simulate import read_bandwidth_trace
+
+    options = dict(seed=seed, arrivals=arrivals.value, cv=cv, burst_factor=burst_factor, policy=policy.value,
+                   drop_at_s=drop_at, drop_for_s=drop_for, drop_to_fraction=drop_to)
+    if bandwidth_trace:
+        options["bandwidth_trace"] = read_bandwidth_trace(bandwidth_trace)
+    return options
+
+
+SEED_OPT = typer.Option(0, "--seed", help="Random seed (runs are reproducible).")
+ARRIVALS_OPT = typer.Option(Arrivals.poisson, "--arrivals", help="poisson, gamma (--cv) or onoff (--burst-factor).")
+CV_OPT = typer.Option(1.0, "--cv", help="Coefficient of variation of gamma inter-arrival times.")
+BURST_OPT = typer.Option(2.0, "--burst-factor", help="onoff: rate during bursts / mean rate.")
+POLICY_OPT = typer.Option(Policy.static, "--policy", help="static threshold, or adaptive (raises t under link pressure).")
+TRACE_OPT = typer.Option(None, "--bandwidth-trace", help="CSV time_s,gbps: the link's usable bandwidth over time.")
+DROP_AT_OPT = typer.Option(None, "--drop-at", help="Time (s) when the link drops.")
+DROP_FOR_OPT = typer.Option(0.0, "--drop-for", help="Length of the drop (s).")
+DROP_TO_OPT = typer.Option(0.5, "--drop-to", help="Link bandwidth during the drop, as a fraction.")
+
+
+@app.command()
+def simulate(
+    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
+    load: Optional[float] = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
+    requests: Optional[int] = typer.Option(None, "--requests", "-n", help="Requests to simulate (default 20,000; required at or above Λ_max)."),
+    deployment: str = typer.Option("prfaas_pd", "--deployment", help="prfaas_pd, homogeneous, homogeneous_equal_cost or naive_heterogeneous."),
+    seed: int = SEED_OPT, arrivals: Arrivals = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
+    policy: Policy = POLICY_OPT, bandwidth_trace: Optional[str] = TRACE_OPT, drop_at: Optional[float] = DROP_AT_OPT,
+    drop_for: float = DROP_FOR_OPT, drop_to: float = DROP_TO_OPT,
+    mode: Mode = typer.Option(Mode.exact, "--mode"),
+    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or json: the summary; csv: the time series."),
+    output: Optional[str] = OUTPUT_OPT,
+    plot_file: Optional[str] = typer.Option(None, "--plot", help="Also draw the time series (.png, .svg, .pdf)."),
+) -> None:
+    """Discrete-event simulation (SimPy) of the planned deployment: TTFT/TPOT per path, queues, egress."""
+    from . import api
+    from .views import simulation_view, timeseries_report
+
+    if plot_file:
+        from .plot import _check_format
+
+        _check_format(plot_file, "--plot")
+    options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
+    with _progress() as progress:
+        run = api.simulate(scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment,
+                           mode=mode.value, progress=progress, **options)
+    report = timeseries_report(run) if fmt == Format.csv else simulation_view(run)
+    _emit(report, fmt, output)
+    if plot_file:
+        from .plot import timeseries_figure
+
+        timeseries_figure(run.result, plot_file)
+        typer.echo(f"wrote {plot_file}", err=True)
+
+
+@app.command("validate-model")
+def validate_model(
+    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load."),
+    seed: int = SEED_OPT, arrivals: Arrivals = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
+    mode: Mode = typer.Option(Mode.exact, "--mode"),
+    fmt: Format = FORMAT_OPT,
+    output: Optional[str] = OUTPUT_OPT,
+) -> None:
+    """Closed form beside simulation at 50%, 80%, 95% and 110% of the closed-form Λ_max."""
+    from . import api
+    from .views import validation_view
+
+    options = _sim_options(seed, arrivals, cv, burst_factor, Policy.static, None, None, 0.0, 0.5)
+    with _progress(minimum=1) as progress:
+        runs = api.validate_model(scenario, requests=requests, mode=mode.value, progress=progress, **options)
+    _emit(validation_view(runs), fmt, output)
+
+
 class _progress:
-    """A rich progress bar on stderr for long sweeps, when stderr is a terminal."""
+    """A rich progress bar on stderr for long runs, when stderr is a terminal."""
+
+    def __init__(self, minimum: int = 1000):
+        self.minimum = minimum  # totals below this show no bar
 
     def __enter__(self):
         from rich.console import Console
@@ -293,7 +384,7 @@ class _progress:
         return self.update
 
     def update(self, done: int, total: int) -> None:
-        if not self._console.is_terminal or total < 1000:
+        if not self._console.is_terminal or total < self.minimum:
             return
         if self._bar is None:
             from rich.progress import Progress

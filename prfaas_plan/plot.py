@@ -28,9 +28,7 @@ def _values(rows: list[dict], key: str) -> np.ndarray:
 
 def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str, t_max_tokens: float | None = None) -> None:
     """Write figure 5 to ``path`` (.png, .svg or .pdf), atomically."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise PlanInputError(f"unsupported plot format '{suffix or path}' (use {', '.join(FORMATS)})", field="--output")
+    _check_format(path, "--output")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,6 +59,14 @@ def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str,
     right.legend(fontsize=8)
     fig.suptitle(f"{inputs.scenario.name}: {inputs.model.name}")
 
+    _save(fig, path)
+
+
+def _save(fig, path: str) -> None:
+    """Save a figure atomically (temporary file in the same folder, then rename)."""
+    import matplotlib.pyplot as plt
+
+    suffix = Path(path).suffix.lower()
     directory = Path(path).parent
     fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=suffix, dir=directory if str(directory) else ".")
     os.close(fd)
@@ -72,3 +78,36 @@ def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str,
         raise
     finally:
         plt.close(fig)
+
+
+def _check_format(path: str, field: str) -> None:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise PlanInputError(f"unsupported plot format '{suffix or path}' (use {', '.join(FORMATS)})", field=field)
+
+
+def timeseries_figure(result, path: str) -> None:
+    """Queues, egress against link capacity, and the routing threshold over simulated time."""
+    _check_format(path, "--plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ts = result.timeseries
+    t = ts["time_s"]
+    fig, (q, e, th) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True, constrained_layout=True)
+    for key, label in (("prfaas_queue", "PrfaaS queue"), ("pdp_queue", "PD-P queue"), ("decode_queue", "decode queue")):
+        q.plot(t, ts[key], lw=1, label=label)
+    q.set(ylabel="waiting requests")
+    q.legend(fontsize=8)
+    e.plot(t, ts["egress_gbps"], lw=1, label="egress")
+    e.plot(t, ts["offered_egress_gbps"], lw=0.8, alpha=0.6, label="offered egress")
+    e.plot(t, ts["link_capacity_gbps"], "k--", lw=1, label="link capacity")
+    e.set(ylabel="Gbps")
+    e.legend(fontsize=8)
+    th.plot(t, ts["threshold_tokens"] / 1000, lw=1)
+    th.set(ylabel="threshold (K tokens)", xlabel="simulated time (s)")
+    cfg = result.config
+    fig.suptitle(f"{result.deployment.name}: {cfg.rate_rps:.2f} req/s, {cfg.arrivals} arrivals, {cfg.policy} policy")
+    _save(fig, path)

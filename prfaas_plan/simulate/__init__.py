@@ -1,0 +1,42 @@
+"""Discrete-event simulation (SimPy) of a PrfaaS-PD deployment: queues, the shared KV link,
+layer-wise pipelining, static or adaptive routing, decode batching.
+
+    from prfaas_plan.simulate import SimConfig, simulate
+    result = simulate(inputs, deployment, decode_model(inputs), SimConfig(rate_rps=2.6, requests=10_000))
+
+The model is described in ``engine.py`` (requests), ``link.py`` (the link),
+``policies.py`` (routing), ``decode_pool.py`` (decode), ``arrivals.py`` and
+``results.py`` (what is measured). Importing this package loads neither numpy nor simpy;
+``simulate`` and ``SimResult`` load them on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from .bandwidth import read_bandwidth_trace
+from .config import SimConfig
+
+if TYPE_CHECKING:
+    from ..planner.decode_model import DecodeModel
+    from ..planner.deployment import Deployment
+    from ..planner.inputs import PlanInputs
+    from .results import SimResult
+
+__all__ = ["SimConfig", "SimResult", "read_bandwidth_trace", "simulate"]
+
+
+def simulate(inputs: "PlanInputs", deployment: "Deployment", decode: "DecodeModel", config: SimConfig,
+             progress: Callable[[int, int], None] | None = None) -> "SimResult":
+    """Simulate ``config.requests`` requests through ``deployment`` (see ``engine.simulate``)."""
+    from .engine import simulate as run
+
+    return run(inputs, deployment, decode, config, progress)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SimResult":
+        from .results import SimResult
+
+        return SimResult
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

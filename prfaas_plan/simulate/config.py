@@ -1,0 +1,131 @@
+"""What to simulate: the arrival process, the routing policy, the link's bandwidth over time.
+
+``SimConfig`` is validated on construction; a bad value raises ``PlanInputError`` whose
+field is the ``prfaas-plan simulate`` option that sets it (``--rate``, ``--cv``, ...).
+This module imports nothing heavy (no numpy, no simpy).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from ..errors import PlanInputError
+from .bandwidth import check_trace
+
+ARRIVALS = ("poisson", "gamma", "onoff")
+POLICIES = ("static", "adaptive")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """One simulation run. Times in seconds, rates in requests/s, bandwidths in decimal Gbps.
+
+    Arrivals (``arrivals``): ``poisson`` (exponential inter-arrival times, mean 1 / rate_rps);
+    ``gamma`` (gamma inter-arrival times with mean 1 / rate_rps and coefficient of variation
+    ``cv``); ``onoff`` (a Markov-modulated Poisson process: rate_rps * burst_factor during
+    'on' periods, a lower rate during 'off' periods chosen so that the long-run mean is
+    rate_rps; exponential on/off durations with means on_s and off_s).
+
+    Routing (``policy``): ``static`` keeps the deployment's threshold; ``adaptive`` raises it
+    when the link or the PrfaaS queue saturates and lowers it back (``policies.py``).
+
+    The link's usable bandwidth is the scenario's, replaced from each ``bandwidth_trace``
+    step (time_s, usable_gbps) on, and multiplied by ``drop_to_fraction`` during
+    [drop_at_s, drop_at_s + drop_for_s).
+
+    The first ``warmup_fraction`` of completed requests (in completion order) is left out
+    of the latency statistics and of the throughput window.
+    """
+
+    rate_rps: float
+    requests: int
+    seed: int = 0
+    arrivals: str = "poisson"
+    cv: float = 1.0
+    burst_factor: float = 2.0
+    on_s: float = 30.0
+    off_s: float = 30.0
+    policy: str = "static"
+    bandwidth_trace: tuple[tuple[float, float], ...] | None = None
+    drop_at_s: float | None = None
+    drop_for_s: float = 0.0
+    drop_to_fraction: float = 0.5
+    sample_interval_s: float = 1.0
+    warmup_fraction: float = 0.1
+    adaptive_util_high: float = 0.9
+    adaptive_util_low: float = 0.6
+    adaptive_queue_high: int = 4
+    adaptive_interval_s: float = 5.0
+    adaptive_step_share: float = 0.05  # offloaded share of requests removed per raise (0.05 = 5 points)
+
+    def __post_init__(self) -> None:
+        _positive(self.rate_rps, "--rate")
+        _integer(self.requests, "--requests", minimum=1)
+        _integer(self.seed, "--seed", minimum=0)
+        _choice(self.arrivals, ARRIVALS, "--arrivals")
+        _positive(self.cv, "--cv")
+        _positive(self.on_s, "--on-s")
+        _positive(self.off_s, "--off-s")
+        _positive(self.burst_factor, "--burst-factor")
+        if self.arrivals == "onoff":
+            most = (self.on_s + self.off_s) / self.on_s  # the off rate would be negative above this
+            if not 1.0 <= self.burst_factor <= most:
+                raise PlanInputError(
+                    f"must be in [1, (on_s + off_s) / on_s = {most:g}] so that the off-period rate is >= 0, "
+                    f"got {self.burst_factor:g}", field="--burst-factor")
+        _choice(self.policy, POLICIES, "--policy")
+        if self.bandwidth_trace is not None:
+            object.__setattr__(self, "bandwidth_trace", check_trace(self.bandwidth_trace, "--bandwidth-trace"))
+        if self.drop_at_s is not None:
+            _non_negative(self.drop_at_s, "--drop-at")
+        _non_negative(self.drop_for_s, "--drop-for")
+        _non_negative(self.drop_to_fraction, "--drop-to")
+        if self.drop_to_fraction > 1:
+            raise PlanInputError(f"must be in [0, 1], got {self.drop_to_fraction:g}", field="--drop-to")
+        _positive(self.sample_interval_s, "--sample-interval")
+        _non_negative(self.warmup_fraction, "--warmup")
+        if self.warmup_fraction >= 1:
+            raise PlanInputError(f"must be in [0, 1), got {self.warmup_fraction:g}", field="--warmup")
+        _positive(self.adaptive_util_low, "--adaptive-util-low")
+        _positive(self.adaptive_util_high, "--adaptive-util-high")
+        if self.adaptive_util_low >= self.adaptive_util_high:
+            raise PlanInputError(
+                f"must be below --adaptive-util-high ({self.adaptive_util_high:g}), got {self.adaptive_util_low:g}",
+                field="--adaptive-util-low")
+        _integer(self.adaptive_queue_high, "--adaptive-queue-high", minimum=0)
+        _positive(self.adaptive_interval_s, "--adaptive-interval")
+        _positive(self.adaptive_step_share, "--adaptive-step")
+        if self.adaptive_step_share > 1:
+            raise PlanInputError(f"must be in (0, 1], got {self.adaptive_step_share:g}", field="--adaptive-step")
+
+
+def _number(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
+        raise PlanInputError(f"must be a number, got {value!r}", field=field)
+    return float(value)
+
+
+def _positive(value: object, field: str) -> None:
+    number = _number(value, field)
+    if not (math.isfinite(number) and number > 0):
+        raise PlanInputError(f"must be a finite number > 0, got {number:g}", field=field)
+
+
+def _non_negative(value: object, field: str) -> None:
+    number = _number(value, field)
+    if not (math.isfinite(number) and number >= 0):
+        raise PlanInputError(f"must be a finite number >= 0, got {number:g}", field=field)
+
+
+def _integer(value: object, field: str, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise PlanInputError(f"must be an integer, got {value!r}", field=field)
+    if value < minimum:
+        raise PlanInputError(f"must be >= {minimum}, got {value}", field=field)
+
+
+def _choice(value: object, choices: tuple[str, ...], field: str) -> None:
+    if value not in choices:
+        raise PlanInputError(f"unknown value {value!r} (use {', '.join(choices)})", field=field)

@@ -1,0 +1,190 @@
+"""A discrete-event simulation (SimPy) of one PrfaaS-PD deployment serving a request stream.
+
+Model, per request (every time in seconds):
+1. Arrival at the times of ``arrivals.py``. Its uncached input length L is drawn from
+   ``inputs.input_dist`` and its output length from ``inputs.output_dist``. Arrival times,
+   input lengths and output lengths come from three independent streams spawned from
+   ``np.random.SeedSequence(seed)``, so the same seed gives identical results and two
+   arrival processes with the same seed see the same requests (common random numbers).
+2. Routing: remote (PrfaaS) iff L > the policy's threshold at arrival (``policies.py``).
+3. Prefill: a FIFO ``simpy.Resource`` of N_prfaas (remote) or N_p (local) instances; the
+   service time is the cluster's curve, T_prefill(L) (``inputs.prfaas.curve`` /
+   ``inputs.pd.curve``), precomputed for every request.
+4. Remote only: the KV transfer of S_kv(L) bytes starts with the prefill and is
+   pipelined layer by layer over the shared link (``link.py``). TTFT = arrival -> last
+   byte sent, plus one RTT (``inputs.scenario.link.rtt_ms``), after which decode starts.
+   The PrfaaS instance is free again when its prefill ends. Local: TTFT = arrival ->
+   prefill end.
+5. Decode on N_d instances (``decode_pool.py``): TPOT = T_step(b), b the occupancy of
+   the least-loaded instance it joins; it holds its slot for output_tokens * TPOT.
+A sampler (``timeseries.py``) and, for the adaptive policy, a controller run alongside;
+the run ends when every request has completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Callable
+
+import numpy as np
+import simpy
+
+from ..errors import PlanInputError
+from ..planner.decode_model import DecodeModel
+from ..planner.deployment import Deployment
+from ..planner.inputs import PlanInputs
+from .arrivals import arrival_times_s
+from .bandwidth import CapacitySchedule
+from .config import SimConfig
+from .decode_pool import DecodePool
+from .link import KvLink
+from .policies import AdaptivePolicy, Observation, StaticPolicy
+from .results import SimResult, summarise
+from .timeseries import Sampler
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def simulate(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig,
+             progress: ProgressCallback | None = None) -> SimResult:
+    """Simulate ``config.requests`` requests through ``deployment``; ``progress(done, total)`` is
+    called about every 1% of arrivals (and once at the end)."""
+    schedule = CapacitySchedule(inputs.link_bytes_per_s, config.bandwidth_trace, config.drop_at_s,
+                                config.drop_for_s, config.drop_to_fraction)
+    _check(inputs, deployment, config, schedule)
+    return _Run(inputs, deployment, decode, config, schedule, progress).result()
+
+
+def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedule: CapacitySchedule) -> None:
+    """Reject deployments that would leave requests with nowhere to go."""
+    if deployment.n_d < 1:
+        raise PlanInputError(f"needs at least one decode instance, got {deployment.n_d}", field="n_d")
+    dist = inputs.input_dist
+    long = dist.lengths_tokens > deployment.threshold_tokens
+    offloaded = float(dist.probs[long].sum())
+    any_remote, any_local = bool(np.any(dist.probs[long] > 0)), bool(np.any(dist.probs[~long] > 0))
+    adapts = config.policy == "adaptive" and any_remote
+    if any_remote and deployment.n_prfaas < 1:
+        raise PlanInputError(f"threshold {deployment.threshold_tokens:g} tokens sends {offloaded:.1%} of requests "
+                             "to PrfaaS, which has no instance", field="n_prfaas")
+    if (any_local or adapts) and deployment.n_p < 1:
+        why = "the adaptive policy may keep any request local" if adapts else (
+            f"threshold {deployment.threshold_tokens:g} tokens keeps {1 - offloaded:.1%} of requests local")
+        raise PlanInputError(f"{why}, but PD-P has no instance", field="n_p")
+    if any_remote and schedule.final_bytes_per_s <= 0:
+        raise PlanInputError("the link ends at 0 Gbps, so remote KV transfers could never finish",
+                             field="--bandwidth-trace" if config.bandwidth_trace else "link.bandwidth_gbps")
+
+
+class _Run:
+    """One simulation: the SimPy environment, its stages and the per-request records."""
+
+    def __init__(self, inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig,
+                 schedule: CapacitySchedule, progress: ProgressCallback | None):
+        self.config, self.deployment, self.progress = config, deployment, progress
+        n = config.requests
+        arrival_rng, input_rng, output_rng = (np.random.default_rng(s)
+                                              for s in np.random.SeedSequence(config.seed).spawn(3))
+        self.arrival_s = arrival_times_s(config, arrival_rng)
+        self.input_tokens = inputs.input_dist.sample(input_rng, n)
+        self.output_tokens = inputs.output_dist.sample(output_rng, n)
+        # Curves evaluated once on the distribution's support, then gathered per request.
+        support = inputs.input_dist.lengths_tokens
+        at = np.searchsorted(support, self.input_tokens)
+        self.kv_bytes = inputs.prfaas.curve.kv_bytes(support)[at]
+        self.remote_prefill_s = inputs.prfaas.curve.prefill_s(support)[at]
+        self.local_prefill_s = inputs.pd.curve.prefill_s(support)[at]
+        self.rtt_s = inputs.scenario.link.rtt_ms / 1000.0
+        # Plain lists for the per-event code (numpy scalars are slower in scalar arithmetic).
+        self._hot = (self.input_tokens.tolist(), self.output_tokens.tolist(), self.kv_bytes.tolist(),
+                     self.remote_prefill_s.tolist(), self.local_prefill_s.tolist())
+
+        self.env = env = simpy.Environment()
+        self.schedule = schedule
+        self.link = KvLink(env, schedule)
+        # A path without instances gets no requests (``_check``); SimPy needs a capacity >= 1.
+        self.prfaas = simpy.Resource(env, capacity=max(deployment.n_prfaas, 1))
+        self.pdp = simpy.Resource(env, capacity=max(deployment.n_p, 1))
+        self.decode = DecodePool(env, deployment.n_d, decode)
+        if config.policy == "adaptive":
+            self.policy: StaticPolicy | AdaptivePolicy = AdaptivePolicy(deployment.threshold_tokens,
+                                                                        inputs.input_dist, config)
+        else:
+            self.policy = StaticPolicy(deployment.threshold_tokens)
+        self.sampler = Sampler(config.sample_interval_s)
+
+        self.remote = [False] * n
+        self.ttft_s = [0.0] * n
+        self.tpot_s = [0.0] * n
+        self.done_s = [0.0] * n
+        self.completion_order: list[int] = []
+
+    def finished(self) -> bool:
+        return len(self.completion_order) >= self.config.requests
+
+    def observe(self) -> Observation:
+        totals = self.link.totals()
+        return Observation(totals.sent_bytes, totals.backlog_bytes, len(self.prfaas.queue), len(self.pdp.queue))
+
+    def queues(self) -> tuple[int, int, int]:
+        return len(self.prfaas.queue), len(self.pdp.queue), self.decode.queue_length
+
+    def result(self) -> SimResult:
+        env = self.env
+        env.process(self._arrivals())
+        env.process(self.sampler.run(env, self.link, self.schedule, self.queues,
+                                     lambda: self.policy.threshold_tokens, self.finished))
+        if isinstance(self.policy, AdaptivePolicy):
+            env.process(self.policy.run(env, self.observe, self.schedule.bytes_between, self.finished))
+        env.run()
+        remote = np.array(self.remote, dtype=bool)
+        per_request = {
+            "arrival_s": self.arrival_s,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "remote": remote,
+            "kv_bytes": np.where(remote, self.kv_bytes, 0.0),
+            "ttft_s": np.array(self.ttft_s),
+            "tpot_s": np.array(self.tpot_s),
+            "done_s": np.array(self.done_s),
+        }
+        return summarise(self.config, self.deployment, per_request, np.array(self.completion_order, dtype=np.int64),
+                         self.sampler.rows, self.policy.changes, self.link.totals().sent_bytes)
+
+    def _arrivals(self) -> Generator[simpy.Event, Any, None]:
+        env, n, progress = self.env, self.config.requests, self.progress
+        every = -(-n // 100)  # ceil(n / 100): at most 100 calls, plus one at the end
+        request = self._request
+        for i, time_s in enumerate(self.arrival_s.tolist()):
+            yield env.timeout(time_s - env.now)
+            env.process(request(i))
+            if progress is not None and (i + 1) % every == 0:
+                progress(i + 1, n)
+        if progress is not None and n % every:
+            progress(n, n)
+
+    def _request(self, i: int) -> Generator[simpy.Event, Any, None]:
+        """Request i from arrival to the end of its decode (the model in the module docstring)."""
+        env = self.env
+        arrival_s = env.now
+        input_tokens, output_tokens, kv_bytes, remote_prefill_s, local_prefill_s = self._hot
+        if input_tokens[i] > self.policy.threshold_tokens:
+            self.remote[i] = True
+            prefill_s = remote_prefill_s[i]
+            slot = self.prfaas.request()
+            yield slot
+            sent = self.link.start(kv_bytes[i], prefill_s)
+            yield env.timeout(prefill_s)
+            self.prfaas.release(slot)
+            yield sent
+            if self.rtt_s:
+                yield env.timeout(self.rtt_s)
+        else:
+            slot = self.pdp.request()
+            yield slot
+            yield env.timeout(local_prefill_s[i])
+            self.pdp.release(slot)
+        self.ttft_s[i] = env.now - arrival_s
+        self.tpot_s[i] = yield from self.decode.serve(output_tokens[i])
+        self.done_s[i] = env.now
+        self.completion_order.append(i)

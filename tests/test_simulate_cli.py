@@ -1,0 +1,96 @@
+"""simulate and validate-model commands: closed form vs simulation, outputs, bad input."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from prfaas_plan import api
+
+
+@pytest.fixture(scope="module")
+def validation():
+    return api.validate_model("paper-case-study", requests=8000, loads=(0.5, 0.8, 1.1))
+
+
+def test_closed_form_mean_ttft_within_15pct_up_to_load_08(validation):
+    for run in validation[:2]:
+        sim = run.result.ttft["overall"]["mean_s"]
+        assert run.closed_form.overall_mean_s == pytest.approx(sim, rel=0.15)
+        # and the simulator sustains the offered rate
+        assert run.result.achieved_rps == pytest.approx(run.result.offered_rps, rel=0.05)
+        assert run.result.stable
+
+
+def test_capacity_matches_closed_form_lambda(validation):
+    over = validation[2]
+    assert not over.result.stable
+    assert over.result.achieved_rps == pytest.approx(over.lambda_max, rel=0.05)
+
+
+def test_validate_model_report(run_cli):
+    res = run_cli("validate-model", "-n", "3000", "-f", "json")
+    assert res.code == 0, res.err
+    rows = json.loads(res.out)["rows"]
+    assert [r["load"] for r in rows] == pytest.approx([0.5, 0.8, 0.95, 1.1], abs=1e-3)
+    assert rows[-1]["closed_ttft_mean_s"] is None and rows[-1]["sim_ttft_mean_s"] > rows[0]["sim_ttft_mean_s"]
+    # burstier arrivals: the report shows how far the closed form is off
+    bursty = json.loads(run_cli("validate-model", "-n", "3000", "--arrivals", "gamma", "--cv", "3", "-f", "json").out)
+    assert bursty["rows"][1]["sim_ttft_mean_s"] > rows[1]["sim_ttft_mean_s"]
+    assert "ttft_mean_diff" in bursty["rows"][1]
+
+
+def test_simulate_outputs(tmp_path, run_cli):
+    res = run_cli("simulate", "--rate", "2.0", "-n", "2000", "--seed", "3", "-f", "json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["rate_rps"] == 2.0 and doc["requests"] == 2000 and doc["config"]["seed"] == 3
+    assert doc["ttft"]["overall"]["count"] > 0 and "closed_form" in doc
+    again = json.loads(run_cli("simulate", "--rate", "2.0", "-n", "2000", "--seed", "3", "-f", "json").out)
+    assert again["ttft"] == doc["ttft"]  # seeded runs are reproducible
+    series = list(csv.DictReader(io.StringIO(run_cli("simulate", "-n", "1500", "-f", "csv").out)))
+    assert {"time_s", "prfaas_queue", "egress_gbps", "link_capacity_gbps", "threshold_tokens"} <= set(series[0])
+    figure = tmp_path / "ts.png"
+    res = run_cli("simulate", "-n", "1500", "--plot", figure, "-o", tmp_path / "sim.txt")
+    assert res.code == 0 and figure.read_bytes().startswith(b"\x89PNG")
+    table = run_cli("simulate", "-n", "1500", "--deployment", "homogeneous").out
+    assert "homogeneous" in table and "remote" in table
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--rate", "0"], ["--rate", "positive"]),
+    (["--rate", "-2"], ["--rate"]),
+    (["--load", "1.0"], ["--requests", "without bound"]),
+    (["--load", "1.3"], ["--requests"]),
+    (["--arrivals", "gamma", "--cv", "0"], ["--cv"]),
+    (["--arrivals", "gamma", "--cv", "-1"], ["--cv"]),
+    (["--rate", "1", "--load", "0.5"], ["not both"]),
+    (["--deployment", "magic"], ["unknown deployment"]),
+    (["--plot", "ts.bmp"], ["--plot", "unsupported"]),
+])
+def test_bad_simulation_input(tmp_path, run_cli, args, needles):
+    out = tmp_path / "sim.json"
+    out.write_text("keep\n")
+    res = run_cli("simulate", *args, "-n" if "--load" not in args else "--seed", "500" if "--load" not in args else "0",
+                  "-f", "json", "-o", out)
+    assert res.code == 2, (res.out, res.err)
+    assert "Traceback" not in res.err and len(res.err.strip().splitlines()) == 1
+    for needle in needles:
+        assert needle in res.err
+    assert out.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("time_s,gbps\n0,100\n10,abc\n", "line 3"),
+    ("time_s,gbps\n0,100\n5,-1\n", "line 3"),
+    ("time_s,gbps\n10,100\n5,50\n", "line 3"),
+    ("", "no rows"),
+])
+def test_bad_bandwidth_trace(tmp_path, run_cli, content, needle):
+    trace = tmp_path / "bw.csv"
+    trace.write_text(content)
+    out = tmp_path / "sim.json"
+    res = run_cli("simulate", "-n", "500", "--bandwidth-trace", trace, "-f", "json", "-o", out)
+    assert res.code == 2 and str(trace) in res.err and needle in res.err, res.err
+    assert not out.exists()
