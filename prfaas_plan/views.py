@@ -132,13 +132,18 @@ def models_list_view(models: list[ModelProfile]) -> Report:
                   notes=["params: counted from the architecture (matrices and embeddings); KV in the model's KV dtype"])
 
 
-def model_show_view(m: ModelProfile) -> Report:
-    report = models_list_view([m])
-    report.title = f"Model profile: {m.name}"
-    report.notes = [m.description, *(f"assumption: {a}" for a in m.assumptions),
-                    *(f"source: {s}" for s in m.sources)]
-    report.extra = {"profile": m.model_dump(mode="json", exclude_none=True)}
+def _show(report: Report, kind: str, profile, *extra_notes: str) -> Report:
+    """One profile's summary row, with its description, assumptions and sources as notes;
+    the full profile in JSON."""
+    report.title = f"{kind} profile: {profile.name}"
+    report.notes = [profile.description, *(f"assumption: {a}" for a in profile.assumptions),
+                    *(f"source: {s}" for s in profile.sources), *extra_notes]
+    report.extra = {"profile": profile.model_dump(mode="json", exclude_none=True)}
     return report
+
+
+def model_show_view(m: ModelProfile) -> Report:
+    return _show(models_list_view([m]), "Model", m)
 
 
 def hardware_summary(h: HardwareProfile) -> dict:
@@ -182,12 +187,7 @@ def hardware_list_view(profiles: list[HardwareProfile]) -> Report:
 
 
 def hardware_show_view(h: HardwareProfile) -> Report:
-    report = hardware_list_view([h])
-    report.title = f"Hardware profile: {h.name}"
-    report.notes = [h.description, *(f"assumption: {a}" for a in h.assumptions),
-                    *(f"source: {s}" for s in h.sources), *([h.price_note] if h.price_note else [])]
-    report.extra = {"profile": h.model_dump(mode="json", exclude_none=True)}
-    return report
+    return _show(hardware_list_view([h]), "Hardware", h, *([h.price_note] if h.price_note else []))
 
 
 def calibration_view(result: CalibrationResult) -> Report:

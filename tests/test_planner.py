@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prfaas_plan.planner.inputs import load_inputs
-from prfaas_plan.planner.optimizer import Limits, brute_force, optimise
+from prfaas_plan.planner.optimizer import brute_force, optimise
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.throughput import bounds, stage_throughputs, threshold_table
 

@@ -23,7 +23,7 @@ TTFT = queue wait + prefill time (+ KV transfer on the remote path).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -217,9 +217,9 @@ class LatencyModel:
         """TTFT mean, P90 and P99 per path and overall, and TPOT, at ``rate_rps``."""
         paths, link_util = self._mixtures(rate_rps, arrival_scv)
         done = {}
-        for name, (share, mix, path) in paths.items():
+        for name, (_, mix, path) in paths.items():
             q90, q99 = (_quantile([(1.0, mix)], q) for q in QUANTILES) if mix.weights.size else (float("nan"),) * 2
-            done[name] = PathLatency(**{**path.__dict__, "p90_s": q90, "p99_s": q99})
+            done[name] = replace(path, p90_s=q90, p99_s=q99)
         parts = [(share, mix) for share, mix, _ in paths.values()]
         overall_mean = sum(share * done[n].mean_s for n, (share, _, _) in paths.items() if share > 0)
         batch, tpot = self._tpot(rate_rps)

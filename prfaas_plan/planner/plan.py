@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .decode_model import decode_model
-from .deployment import Deployment, deployments_of
+from .deployment import deployments_of
 from .inputs import PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Limits, Solution, optimise, usd_per_hour

@@ -20,7 +20,7 @@ from .decode_model import DecodeModel
 from .deployment import Deployment
 from .inputs import PlanInputs
 from .latency import LatencyModel, SupportArrays
-from .optimizer import Limits, _combos, _coarse_indices, usd_per_hour
+from .optimizer import Limits, _combos, _coarse_indices
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
