@@ -17,8 +17,9 @@ from .errors import PlanInputError
 
 app = typer.Typer(
     name="prfaas-plan",
-    help="Capacity planner for Prefill-as-a-Service: KV throughput, prefill and decode timing, "
-    "and (soon) the PrfaaS/PD split. Units: K = 1024 tokens, Gbps = 1e9 bit/s, MiB/GiB binary.",
+    help="Capacity planner for Prefill-as-a-Service: KV throughput, prefill and decode timing, the "
+    "PrfaaS/PD plan (threshold and instance counts), latency, SLOs and simulation. "
+    "Start with `prfaas-plan plan`. Units: K = 1024 tokens, Gbps = 1e9 bit/s, MiB/GiB binary.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

@@ -21,6 +21,7 @@ class Column:
     header: str
     fmt: Callable[[Any], str] = str
     justify: str | None = None  # 'left' or 'right'; default: left for plain text, right for numbers
+    min_width: int | None = None  # keep labels readable in narrow terminals
 
 
 @dataclass
@@ -70,12 +71,14 @@ def _csv_value(value: Any) -> Any:
 
 
 def to_table(report: Report, width: int | None = None, color: bool = False) -> str:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=report.title, title_justify="left")
+    table = Table(title=report.title, title_justify="left", box=box.SIMPLE_HEAD)
     for col in report.columns:
-        table.add_column(col.header, justify=col.justify or ("right" if col.fmt is not str else "left"))
+        table.add_column(col.header, justify=col.justify or ("right" if col.fmt is not str else "left"),
+                         min_width=col.min_width)
     for row in report.rows:
         table.add_row(*[col.fmt(row[col.key]) for col in report.columns])
     buf = io.StringIO()

@@ -282,6 +282,17 @@ def plan_json(result) -> dict:
     return doc
 
 
+_LABELS = {"prfaas_pd": "PrfaaS-PD", "homogeneous": "homogeneous", "homogeneous_equal_cost": "homog. equal-$",
+           "naive_heterogeneous": "naive heterog.", "prfaas_pd @ operating": "PrfaaS-PD @ op."}
+
+
+_BOUND_LABELS = {"prfaas_compute": "PrfaaS", "link": "link", "pd_prefill": "PD-P", "pd_decode": "PD-D"}
+
+
+def _label(name: str) -> str:
+    return _LABELS.get(name, name)
+
+
 def plan_view(result) -> Report:
     """Deployments as rows (table and CSV), the operating point and diagnostics as sections."""
     pt, st = result.point, result.point.stages
@@ -303,15 +314,13 @@ def plan_view(result) -> Report:
             "ratio_vs_homogeneous": round(b.lambda_max / home, 6) if home > 0 else None,
         })
     num = lambda d: (lambda v: "-" if v is None else f"{v:,.{d}f}")
-    labels = {"prfaas_pd": "PrfaaS-PD", "homogeneous": "homogeneous", "homogeneous_equal_cost": "homog. equal-$",
-              "naive_heterogeneous": "naive heterog."}
     columns = [
-        Column("deployment", "deployment", lambda v: labels.get(v, v), justify="left"),
+        Column("deployment", "deployment", _label, justify="left", min_width=14),
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas", "Θ_prfaas", num(2)), Column("theta_pdp", "Θ_pdp", num(2)),
-        Column("theta_pdd", "Θ_pdd", num(2)), Column("lambda_max", "Λ_max req/s", num(2)),
-        Column("binding", "bound by"), Column("usd_per_hour", "$/hour", num(0)),
-        Column("ratio_vs_homogeneous", "vs homog.", lambda v: "-" if v is None else f"{v:.2f}x"),
+        Column("theta_pdd", "Θ_pdd", num(2)), Column("lambda_max", "Λ_max", num(2)),
+        Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"), Column("usd_per_hour", "$/h", num(0)),
+        Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = columns[:1] + [Column("threshold_tokens", "t"), Column("p", "p")] + columns[1:8] + [
         Column("binding", "binding"), Column("egress_gbps", "egress"), *columns[9:]]
@@ -349,7 +358,7 @@ def plan_view(result) -> Report:
                      rows=[{"item": k, "value": v} for k, v in details])
     sections = [section, latency_view(result)]
     return Report(
-        title=f"PrfaaS plan: {inputs.scenario.name} ({result.mode} mode)",
+        title=f"PrfaaS plan: {inputs.scenario.name} ({result.mode} mode; rates in req/s)",
         columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.scenario.name, "model": inputs.model.name, "mode": result.mode},
         notes=list(result.notes), json_doc=plan_json(result), sections=sections,
@@ -404,10 +413,11 @@ def latency_view(result) -> Report:
              "processor-sharing link; TPOT from the decode batch at that rate"]
     return Report(
         title="Latency (closed form)",
-        columns=[Column("deployment", "deployment", justify="left"), Column("rate_rps", "rate req/s", sec),
+        columns=[Column("deployment", "deployment", _label, justify="left", min_width=15),
+                 Column("rate_rps", "rate req/s", sec),
                  Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p90_s", "P90 s", sec),
-                 Column("ttft_p99_s", "P99 s", sec), Column("local_mean_s", "local mean s", sec),
-                 Column("remote_mean_s", "remote mean s", sec), Column("tpot_ms", "TPOT ms", sec)],
+                 Column("ttft_p99_s", "P99 s", sec), Column("local_mean_s", "local s", sec),
+                 Column("remote_mean_s", "remote s", sec), Column("tpot_ms", "TPOT ms", sec)],
         rows=rows, notes=notes)
 
 
