@@ -21,7 +21,7 @@ from .profiles.registry import resolve_hardware, resolve_model
 from .timing.decode import DecodeCapacity, decode_capacity
 from .timing.instance import Instance
 from .timing.memory import require_fit
-from .timing.prefill import KvRow, kv_table, prefill_curve
+from .timing.prefill import KvRow, check_lengths, kv_table, prefill_curve
 
 
 def model_of(ref: str | ModelProfile) -> ModelProfile:
@@ -49,6 +49,7 @@ def kv_rows(model, hardware, gpus: int = 8, lengths_tokens: list[int] | None = N
 def kv_report(model, hardware, gpus: int = 8, lengths_tokens: list[int] | None = None, source: str = "auto") -> KvReport:
     m, inst = model_of(model), Instance(hardware_of(hardware), gpus)
     lengths = lengths_tokens or [1024, 8192, 32768, 131072]
+    check_lengths(m, lengths)
     require_fit(m, inst, max(lengths))
     curve = prefill_curve(m, inst, source)
     return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths))

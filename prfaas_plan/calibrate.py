@@ -27,6 +27,7 @@ from .timing.prefill import RooflinePrefill, check_lengths
 from .units import parse_tokens
 
 FIT_PARAMS = ("matmul", "attention", "prefill_overhead_s")
+MAX_FIT_ERROR = 0.25  # a worse fit means the points do not describe this model on this instance
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,13 @@ def calibrate(
         "max_abs_error": round(max(abs(f.error) for f in point_fits), 6),
     }
     calibrated = calibrated.model_copy(update={"calibration": record})
+    worst = max(point_fits, key=lambda f: abs(f.error))
+    if abs(worst.error) > MAX_FIT_ERROR:
+        raise PlanInputError(
+            f"the roofline of {model.name} on {gpus} x {hardware.name} cannot reproduce these points: "
+            f"{100 * worst.error:+.0f}% at {worst.length_tokens} tokens even with the best efficiencies "
+            f"({', '.join(f'{k} {v:.3g}' for k, v in fitted.items())}); check the model, --gpus and that "
+            "prefill_s is in seconds", field="--points")
     return CalibrationResult(model.name, f"{gpus}x{hardware.name}", fitted, before, point_fits, calibrated)
 
 

@@ -7,8 +7,6 @@ and the PD-P bound against t. The optimum is marked on both.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ from .planner.inputs import PlanInputs
 from .planner.optimizer import Solution
 from .planner.sweep import sweep_np, sweep_threshold
 from .planner.throughput import ThresholdTable
+from .yamlio import write_atomic
 
 FORMATS = (".png", ".svg", ".pdf")
 
@@ -66,16 +65,8 @@ def _save(fig, path: str) -> None:
     """Save a figure atomically (temporary file in the same folder, then rename)."""
     import matplotlib.pyplot as plt
 
-    suffix = Path(path).suffix.lower()
-    directory = Path(path).parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}.", suffix=suffix, dir=directory if str(directory) else ".")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=130)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=130))
     finally:
         plt.close(fig)
 

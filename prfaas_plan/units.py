@@ -59,9 +59,11 @@ def parse_tokens(text: str | int, *, field: str = "length") -> int:
 
 def parse_token_list(text: str, *, field: str = "lengths") -> list[int]:
     """Parse a comma-separated list of token counts (``1K,8K,32K``)."""
-    items = [item for item in text.split(",") if item.strip()]
-    if not items:
+    items = text.split(",")
+    if not text.strip():
         raise PlanInputError("no lengths given", field=field)
+    if any(not item.strip() for item in items):
+        raise PlanInputError(f"empty item in '{text}' (use e.g. 1K,8K,32K)", field=field)
     return [parse_tokens(item, field=field) for item in items]
 
 

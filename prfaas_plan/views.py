@@ -269,8 +269,8 @@ def plan_json(result) -> dict:
         },
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
         "jensen": {
-            "lambda_exact": round(result.point.lambda_max if result.mode == "exact" else result.other_mode_lambda, 6),
-            "lambda_paper": round(result.point.lambda_max if result.mode == "paper" else result.other_mode_lambda, 6),
+            "lambda_exact": round(result.lambda_by_mode("exact"), 6),
+            "lambda_paper": round(result.lambda_by_mode("paper"), 6),
             "gap": round(result.jensen_gap, 6),
             "exact_lambda_at_paper_point": _opt(result.exact_lambda_at_paper_point, 6),
         },
@@ -335,8 +335,9 @@ def plan_view(result) -> Report:
         ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
         ("egress", f"{st.egress_gbps:.2f} Gbps = {100 * pt.link_utilisation:.1f}% of {link.bandwidth_gbps:g} Gbps "
                    f"(usable {link.usable_gbps:g})"),
-        ("cost", "-" if pt.usd_per_hour is None else
-         f"${pt.usd_per_hour:,.0f}/hour, ${pt.usd_per_million_output_tokens:,.3f} per million output tokens"),
+        ("cost", "-" if pt.usd_per_hour is None else f"${pt.usd_per_hour:,.0f}/hour" + (
+            "" if pt.usd_per_million_output_tokens is None
+            else f", ${pt.usd_per_million_output_tokens:,.3f} per million output tokens")),
         ("decode", f"{inputs.decode_tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
                    f"({inputs.decode_source}); mean output {inputs.output_mean_tokens:,.0f} tokens"),
     ]
@@ -348,10 +349,9 @@ def plan_view(result) -> Report:
                                                             f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
     if result.marginal:
         m = result.marginal
-        details.append(("marginal Λ", f"+1 Gbps: {m['per_gbps']:+.4f}, +1 PrfaaS instance: "
+        details.append(("marginal Λ_max", f"+1 Gbps: {m['per_gbps']:+.4f}, +1 PrfaaS instance: "
                                       f"{m['per_prfaas_instance']:+.3f}, +1 PD instance: {m['per_pd_instance']:+.3f} req/s"))
-    exact = result.point.lambda_max if result.mode == "exact" else result.other_mode_lambda
-    paper = result.point.lambda_max if result.mode == "paper" else result.other_mode_lambda
+    exact, paper = result.lambda_by_mode("exact"), result.lambda_by_mode("paper")
     details.append(("Jensen gap", f"exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
                                   f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is convex)"))
     section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
@@ -432,6 +432,10 @@ def _finite(value) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), 4)
 
 
+def _stability(stable: bool | None) -> str:
+    return "unknown (too few samples)" if stable is None else ("stable" if stable else "growing")
+
+
 def simulation_view(run) -> Report:
     """TTFT and TPOT per path from the simulator beside the closed form at the same rate."""
     sim, closed = run.result, run.closed_form
@@ -449,7 +453,7 @@ def simulation_view(run) -> Report:
     growth = sim.queue_growth
     notes = [
         f"offered {sim.offered_rps:.3f} req/s, achieved {sim.achieved_rps:.3f} req/s "
-        f"(closed-form Λ_max {run.lambda_max:.3f}); queues {'stable' if sim.stable else 'GROWING'} "
+        f"(closed-form Λ_max {run.lambda_max:.3f}); queues {_stability(sim.stable)} "
         f"(mean total queue in the first / last 20%: {sec(growth.get('first_mean'))} / {sec(growth.get('last_mean'))})",
         f"egress mean {sim.egress.get('mean_gbps') or 0:.2f} Gbps (closed form "
         f"{closed.link_utilisation * run.plan.inputs.scenario.link.usable_gbps:.2f}), max {sim.egress.get('max_gbps') or 0:.2f}; "
@@ -505,7 +509,7 @@ def validation_view(runs) -> Report:
                  Column("closed_ttft_mean_s", "closed mean s", sec), Column("sim_ttft_mean_s", "sim mean s", sec),
                  Column("ttft_mean_diff", "Δ", pct), Column("closed_ttft_p90_s", "closed P90 s", sec),
                  Column("sim_ttft_p90_s", "sim P90 s", sec), Column("ttft_p90_diff", "Δ", pct),
-                 Column("sim_stable", "sim queues", lambda v: "stable" if v else "growing")],
+                 Column("sim_stable", "sim queues", _stability)],
         rows=rows,
         notes=[f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); Δ = (closed - simulated) / simulated; "
                f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"

@@ -58,18 +58,40 @@ def dump_yaml(data: Any) -> str:
 
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and an atomic rename."""
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""))
+
+
+def write_atomic(path: str | Path, write) -> None:
+    """Call ``write(temporary_path)``, then rename the result over ``path``; an unwritable
+    destination is a PlanInputError and leaves any existing file untouched. The new file gets
+    the usual permissions (those of the file it replaces, else 0666 less the umask)."""
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise PlanInputError("is a folder, not a file", source=str(path), field="--output")
     if not directory.is_dir():
-        raise PlanInputError("output folder does not exist", source=str(path))
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        raise PlanInputError("output folder does not exist", source=str(path), field="--output")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix or ".tmp", dir=directory)
+        os.close(fd)
+    except OSError as exc:
+        raise PlanInputError(f"cannot write here ({exc.strerror})", source=str(path), field="--output") from None
+    try:
+        write(tmp_name)
+        os.chmod(tmp_name, _mode_for(path))
         os.replace(tmp_name, path)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise PlanInputError(f"cannot write ({exc.strerror or exc})", source=str(path), field="--output") from None
     except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
+        Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

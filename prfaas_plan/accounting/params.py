@@ -138,8 +138,11 @@ def weight_bytes(model: ModelProfile) -> float:
     if model.dtypes.experts is None:
         return total * w_b
     e_b = dtype_bytes(model.dtypes.experts)
-    routed = min(counts.routed_expert_total, total)
-    return routed * e_b + (total - routed) * w_b
+    routed = counts.routed_expert_total
+    # the declared total's extras (MTP, norms) are charged at the dense dtype; never fewer
+    # dense parameters than the architecture has
+    dense = max(total - routed, counts.total - routed)
+    return routed * e_b + dense * w_b
 
 
 def layer_params(layer: Layer, hidden: int) -> tuple[int, FfnParams]:

@@ -1,7 +1,8 @@
 """FLOPs and bytes of a prefill pass and of a decode step, per layer group.
 
 Prefill of one request of l tokens (vectorised over an array of l):
-- matmul FLOPs = 2 * l * (mixer params + active FFN params)   (MoE: top-k experts only);
+- matmul FLOPs = 2 * l * (mixer params + active FFN params)   (MoE: top-k experts only,
+  kept apart so that they run at the peak of the experts' dtype);
 - attention-core FLOPs (causal):
     GQA/MLA full:  2 * heads * (d_qk + d_v) * l(l+1)/2        (MLA in uncompressed form)
     SWA:           2 * heads * (d_qk + d_v) * sum_i min(i, w)
@@ -49,14 +50,15 @@ ACTIVATION_TENSORS_PER_LAYER = 8
 class Work:
     """FLOPs and bytes of one layer (arrays over lengths or batch sizes)."""
 
-    matmul_flops: np.ndarray
+    matmul_flops: np.ndarray  # dense matrices (mixer projections, dense FFN, shared experts, router)
+    expert_flops: np.ndarray  # routed experts (their weights may use another dtype)
     attention_flops: np.ndarray
     weight_bytes: np.ndarray
     other_bytes: np.ndarray
     allreduce_bytes: np.ndarray
 
     def total_flops(self) -> np.ndarray:
-        return self.matmul_flops + self.attention_flops
+        return self.matmul_flops + self.expert_flops + self.attention_flops
 
 
 def causal_keys(length, window=None) -> np.ndarray:
@@ -153,7 +155,8 @@ def prefill_work(model: ModelProfile, lengths_tokens) -> list[tuple[int, Work]]:
         kv_written = kv.growing_bytes_per_token * l + kv.window_bytes_per_token * np.minimum(l, kv.window_tokens)
         kv_written = kv_written + kv.fixed_bytes
         out.append((count, Work(
-            matmul_flops=2 * l * (mixer_p + ffn_p.active),
+            matmul_flops=2 * l * (mixer_p + ffn_p.dense),
+            expert_flops=2 * l * ffn_p.per_expert * ffn_p.top_k,
             attention_flops=_attention_prefill_flops(layer.mixer, l),
             weight_bytes=_weight_bytes(model, layer, l),
             other_bytes=kv_written + ACTIVATION_TENSORS_PER_LAYER * l * h * act_b,
@@ -173,7 +176,8 @@ def decode_work(model: ModelProfile, batch_sizes, context_tokens: float) -> list
         mixer_p, ffn_p = layer_params(layer, h)
         attn_flops, kv_bytes = _attention_decode(layer.mixer, model, bs, float(context_tokens))
         out.append((count, Work(
-            matmul_flops=2 * bs * (mixer_p + ffn_p.active),
+            matmul_flops=2 * bs * (mixer_p + ffn_p.dense),
+            expert_flops=2 * bs * ffn_p.per_expert * ffn_p.top_k,
             attention_flops=attn_flops,
             weight_bytes=_weight_bytes(model, layer, bs),
             other_bytes=kv_bytes + ACTIVATION_TENSORS_PER_LAYER * bs * h * act_b,
@@ -188,6 +192,7 @@ def _lm_head_work(model: ModelProfile, tokens: np.ndarray) -> Work:
     zeros = np.zeros_like(tokens)
     return Work(
         matmul_flops=2 * tokens * h * v,
+        expert_flops=zeros,
         attention_flops=zeros,
         weight_bytes=np.full_like(tokens, h * v * dtype_bytes(model.dtypes.weights)),
         other_bytes=tokens * v * 4.0,  # fp32 logits

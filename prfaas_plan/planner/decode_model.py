@@ -51,8 +51,7 @@ class DecodeModel:
 
 def decode_model(inputs: PlanInputs) -> DecodeModel:
     dec = inputs.scenario.decode
-    context = dec.context_tokens or int(round(inputs.input_dist.mean_tokens() + inputs.output_mean_tokens / 2))
-    context = min(context, inputs.model.max_context_tokens)
+    context = inputs.decode_context_tokens
     cap = inputs.decode_capacity or decode_capacity(inputs.model, inputs.pd.instance, context, tpot_ms=dec.tpot_ms,
                                                     max_batch=dec.max_batch, source="roofline")
     sizes = np.arange(1, cap.batch_size + 1, dtype=float)

@@ -64,6 +64,7 @@ class PlanInputs:
     decode_tokens_per_s_per_instance: float
     decode_source: str  # 'scenario' (measured/implied) or 'roofline'
     decode_capacity: DecodeCapacity | None
+    decode_context_tokens: int  # context per decoding request: mean full input + half the mean output
 
     @property
     def decode_rps_per_instance(self) -> float:
@@ -109,20 +110,29 @@ def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
     prfaas = _cluster("prfaas", scenario.prfaas, model, base, source)
     pd = _cluster("pd", scenario.pd, model, base, source)
     work = scenario.workload
-    dist = load_workload_spec(work.input, source, field_prefix="workload.input")
+    full_input = load_workload_spec(work.input, source, field_prefix="workload.input")
+    dist = full_input
     if work.prefix_cache is not None:
         dist = with_prefix_cache(dist, work.prefix_cache.hit_fractions, work.prefix_cache.probs)
-    if dist.lengths_tokens[-1] > model.max_context_tokens:
+    longest = int(full_input.lengths_tokens[-1])
+    if longest > model.max_context_tokens:
         raise PlanInputError(
-            f"inputs reach {dist.lengths_tokens[-1]:.0f} tokens, beyond {model.name}'s context of "
+            f"inputs reach {longest} tokens, beyond {model.name}'s context of "
             f"{model.max_context_tokens}", source=source, field="workload.input")
     output = load_workload_spec(work.output, source, field_prefix="workload.output")
     out_mean = output.mean_tokens()
     dec = scenario.decode
-    context = dec.context_tokens or int(round(dist.mean_tokens() + out_mean / 2))
+    # decode holds the whole context, cached prefix included
+    context = dec.context_tokens or int(round(full_input.mean_tokens() + out_mean / 2))
     context = min(context, model.max_context_tokens)
     capacity = None
-    require_fit(model, pd.instance, context)
+    _check_budgets(scenario, prfaas, pd, source)
+    for cluster, need in ((prfaas, longest), (pd, max(context, longest))):
+        if cluster.count_max > 0:
+            try:
+                require_fit(model, cluster.instance, need)
+            except PlanInputError as exc:
+                raise PlanInputError(exc.reason, source=source, field=f"{cluster.role}.gpus_per_instance") from None
     if dec.tokens_per_s_per_instance is not None:
         tokens_per_s, decode_source = dec.tokens_per_s_per_instance, "scenario"
     else:
@@ -141,7 +151,19 @@ def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
         decode_tokens_per_s_per_instance=tokens_per_s,
         decode_source=decode_source,
         decode_capacity=capacity,
+        decode_context_tokens=context,
     )
+
+
+def _check_budgets(scenario: Scenario, prfaas: Cluster, pd: Cluster, source: str | None) -> None:
+    """Every GPU budget names a hardware the scenario uses and is not negative."""
+    names = {prfaas.hardware_name, pd.hardware_name}
+    for name, gpus in scenario.budgets.gpus.items():
+        if name not in names:
+            raise PlanInputError(f"budget for '{name}', which neither cluster uses (they use "
+                                 f"{', '.join(sorted(names))})", source=source, field=f"budgets.gpus.{name}")
+        if gpus < 0:
+            raise PlanInputError(f"must be >= 0, got {gpus}", source=source, field=f"budgets.gpus.{name}")
 
 
 def load_inputs(ref: str) -> PlanInputs:

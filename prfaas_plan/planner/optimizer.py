@@ -179,6 +179,17 @@ ENUMERATE_MAX_COMBINATIONS = 2000
 
 def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
              target_rps: float | None = None, limits: Limits | None = None, method: str = "milp") -> Solution:
+    """The operating point (see ``_optimise``); an error if no plan has any capacity at all."""
+    sol = _optimise(inputs, table, objective=objective, target_rps=target_rps, limits=limits, method=method)
+    if sol.lambda_max <= 0:
+        raise PlanInputError("no plan within the ranges and budgets can serve any request: it needs prefill "
+                             "capacity (a PrfaaS instance with a usable link, or a PD-P instance) and a decode "
+                             "instance", field="pd.instances")
+    return sol
+
+
+def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
+              target_rps: float | None = None, limits: Limits | None = None, method: str = "milp") -> Solution:
     """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, then the
     balance point; ``enumerate``: exhaustive; ``auto``: enumerate when the count space has at
     most ENUMERATE_MAX_COMBINATIONS combinations, else the MILP."""
@@ -199,11 +210,48 @@ def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objecti
     pos = int(np.searchsorted(coarse, sol.threshold_index))
     lo = coarse[max(pos - 1, 0)]
     hi = coarse[min(pos + 1, len(coarse) - 1)]
-    fine = np.arange(lo, hi + 1)
+    fine = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_MAX_CANDIDATES)).round().astype(int))
     refined = _solve_milp(table, fine, inputs, limits, objective, target_rps)
     if refined is not None and _better(refined, sol, objective):
         sol = refined
-    return _balance(table, sol, inputs) if objective == "max_throughput" else sol
+    return _polish(table, sol, inputs, limits, objective, target_rps)
+
+
+FINE_MAX_CANDIDATES = 256  # binaries in the fine MILP; the polish step scans every threshold anyway
+
+
+def _polish(table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: str,
+            target_rps: float | None) -> Solution:
+    """Exact local search around the MILP's counts: every N_p / N_d split of N_prfaas +- 1 and
+    N_pd +- 1 (within ranges and budgets), each over every threshold (vectorised). It fixes
+    what the coarse-to-fine threshold grid can miss. For min_cost, the cheapest neighbour that
+    still reaches the target wins, with ties broken by Lambda_max."""
+    idx = np.arange(len(table))
+    best = sol
+    for n_f in range(sol.n_prfaas - 1, sol.n_prfaas + 2):
+        for n_pd in range(sol.n_p + sol.n_d - 1, sol.n_p + sol.n_d + 2):
+            cost = _feasible(inputs, limits, n_f, n_pd)
+            if cost is False:
+                continue
+            for n_p in range(n_pd + 1):
+                lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
+                k = int(np.argmax(lam))
+                cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
+                if _improves(cand, best, objective, target_rps):
+                    best = cand
+    return _balance(table, best, inputs)
+
+
+def _improves(a: Solution, b: Solution, objective: str, target_rps: float | None) -> bool:
+    if objective == "max_throughput":
+        if a.lambda_max > b.lambda_max * (1 + _TIE):
+            return True
+        tie = a.lambda_max >= b.lambda_max * (1 - _TIE)
+        return tie and a.n_prfaas + a.n_p + a.n_d < b.n_prfaas + b.n_p + b.n_d
+    if a.lambda_max < target_rps * (1 - 1e-12):
+        return False
+    ca, cb = a.usd_per_hour or 0.0, b.usd_per_hour or 0.0
+    return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + _TIE))
 
 
 def _better(a: Solution, b: Solution, objective: str) -> bool:
@@ -219,17 +267,25 @@ def _infeasible(objective: str, target_rps: float | None) -> PlanInputError:
     return PlanInputError("no plan fits the instance ranges and budgets (GPU or $/hour)", field="budgets")
 
 
+def _feasible(inputs: PlanInputs, limits: Limits, n_f: int, n_pd: int):
+    """$/hour of (N_prfaas, N_pd) if it is within the ranges and budgets (None: unpriced), else False."""
+    if not (limits.prfaas_min <= n_f <= limits.prfaas_max and limits.pd_min <= n_pd <= limits.pd_max):
+        return False
+    if any(g_f * n_f + g_pd * n_pd > budget for budget, g_f, g_pd in _gpu_rows(inputs, limits)):
+        return False
+    cost = usd_per_hour(inputs, n_f, n_pd)
+    if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
+        return False
+    return cost
+
+
 def _combos(inputs: PlanInputs, limits: Limits):
     """Every feasible (N_prfaas, N_pd, cost) within ranges and budgets."""
-    rows = _gpu_rows(inputs, limits)
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         for n_pd in range(limits.pd_min, limits.pd_max + 1):
-            if any(g_f * n_f + g_pd * n_pd > budget for budget, g_f, g_pd in rows):
-                continue
-            cost = usd_per_hour(inputs, n_f, n_pd)
-            if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
-                continue
-            yield n_f, n_pd, cost
+            cost = _feasible(inputs, limits, n_f, n_pd)
+            if cost is not False:
+                yield n_f, n_pd, cost
 
 
 def combination_count(limits: Limits) -> int:
@@ -247,20 +303,18 @@ def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | N
     best: Solution | None = None
     idx = np.arange(len(table))
     for n_f, n_pd, cost in _combos(inputs, limits):
-        if objective == "min_cost" and best is not None and (cost or 0.0) >= (best.usd_per_hour or 0.0) - 1e-9:
-            continue
         for n_p in range(0, n_pd + 1):
             lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
             k = int(np.argmax(lam))
-            if objective == "min_cost":
-                if lam[k] >= target_rps * (1 - 1e-12):
-                    best = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
-                    break
-            elif best is None or lam[k] > best.lambda_max * (1 + _TIE):
-                best = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
+            cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
+            if best is None:
+                if objective == "max_throughput" or cand.lambda_max >= target_rps * (1 - 1e-12):
+                    best = cand
+            elif _improves(cand, best, objective, target_rps):
+                best = cand
     if best is None:
         raise _infeasible(objective, target_rps)
-    return _balance(table, best, inputs) if objective == "max_throughput" else best
+    return _balance(table, best, inputs)
 
 
 def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:

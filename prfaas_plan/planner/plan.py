@@ -65,7 +65,8 @@ class PlanResult:
     point: OperatingPoint
     baselines: dict[str, Baseline]
     marginal: dict[str, float]  # d Lambda_max for +1 Gbps, +1 PrfaaS instance, +1 PD instance
-    other_mode_lambda: float  # Lambda_max optimised in the other mode
+    max_throughput_lambda: float  # Lambda_max of the max-throughput plan in this mode
+    other_mode_lambda: float  # the same, optimised in the other mode
     exact_lambda_at_paper_point: float | None  # exact-mode Lambda at the paper-mode operating point
     notes: list[str] = field(default_factory=list)
     operating_rate_rps: float = 0.0  # SLO goodput, or operating_load x Lambda_max
@@ -79,11 +80,14 @@ class PlanResult:
         value = self.point.lambda_max if name == "prfaas_pd" else self.baselines[name].lambda_max
         return value / base if base > 0 else float("inf")
 
+    def lambda_by_mode(self, mode: str) -> float:
+        """Lambda_max of the max-throughput plan in ``mode`` ('exact' or 'paper')."""
+        return self.max_throughput_lambda if mode == self.mode else self.other_mode_lambda
+
     @property
     def jensen_gap(self) -> float:
         """1 - Lambda_exact / Lambda_paper, each at its own optimum."""
-        exact, paper = (self.point.lambda_max, self.other_mode_lambda) if self.mode == "exact" else (
-            self.other_mode_lambda, self.point.lambda_max)
+        exact, paper = self.lambda_by_mode("exact"), self.lambda_by_mode("paper")
         return 1.0 - exact / paper if paper > 0 else 0.0
 
 
@@ -153,7 +157,7 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> dict[
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
     per_pd = inputs.pd.usd_per_hour_per_instance
     if cost is not None and per_pd:
-        out["homogeneous_equal_cost"] = _homogeneous(inputs, table, int(cost // per_pd + 1e-9),
+        out["homogeneous_equal_cost"] = _homogeneous(inputs, table, int(cost / per_pd + 1e-9),
                                                      "homogeneous_equal_cost")
     n_naive_prfaas = sol.n_prfaas or inputs.prfaas.count_max
     out["naive_heterogeneous"] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
@@ -169,7 +173,8 @@ def _bumped(limits: Limits, which: str) -> Limits:
 
 
 def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: str, limits: Limits) -> dict[str, float]:
-    """Finite differences of Lambda_max: +1 Gbps of usable link, +1 PrfaaS instance, +1 PD instance."""
+    """Finite differences of the max-throughput Lambda_max (``sol``): re-optimised with +1 Gbps of
+    usable link, +1 PrfaaS instance, +1 PD instance."""
     base = sol.lambda_max
     more_link = inputs.with_link_gbps(inputs.scenario.link.usable_gbps + 1.0)
     what_if = dict(objective="max_throughput", method="auto")
@@ -187,6 +192,10 @@ def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -
     scenario = inputs.scenario
     decode = decode_model(inputs)
     good = None
+    method = scenario.optimiser.method
+    # The max-throughput plan: the answer without an SLO or cost objective, and always the
+    # reference for marginal values and the Jensen gap.
+    throughput_sol = optimise(inputs, table, objective="max_throughput", limits=limits, method=method)
     if scenario.slo is not None:
         chosen = slo_optimise(inputs, table, decode, scenario.slo, objective=scenario.objective.type,
                               target_rps=scenario.objective.target_rate_rps, limits=limits)
@@ -194,27 +203,25 @@ def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -
         sol = Solution(chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d,
                        chosen.lambda_max, chosen.usd_per_hour)
         good = chosen.goodput_rps
+    elif scenario.objective.type == "min_cost":
+        sol = optimise(inputs, table, limits=limits, method=method)
     else:
-        sol = optimise(inputs, table, limits=limits, method=scenario.optimiser.method)
+        sol = throughput_sol
     point = operating_point(inputs, table, sol, limits)
     other = "paper" if mode == "exact" else "exact"
     other_table = threshold_table(inputs, other)
     other_sol = optimise(inputs, other_table, objective="max_throughput", limits=limits, method="auto")
-    if mode == "exact":
-        other_lambda = other_sol.lambda_max
-        paper_sol, exact_table = other_sol, table
-    else:
-        other_lambda = other_sol.lambda_max
-        paper_sol, exact_table = sol, other_table
+    other_lambda = other_sol.lambda_max
+    paper_sol, exact_table = (other_sol, table) if mode == "exact" else (throughput_sol, other_table)
     exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
                                   paper_sol.n_d, inputs).lambda_max)
     notes = []
     if point.p == 0.0:
         notes.append("no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
                      "profitably, so this is a local-only plan")
-    marginal = marginal_values(inputs, table, sol, mode, limits) if with_marginals else {}
-    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol), marginal, other_lambda, exact_at_paper,
-                        notes)
+    marginal = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
+    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol), marginal, throughput_sol.lambda_max,
+                        other_lambda, exact_at_paper, notes)
     _add_latency(result, decode, good)
     return result
 

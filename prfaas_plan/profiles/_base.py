@@ -32,19 +32,40 @@ _TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "str
 
 
 def _most_relevant(errors: list[dict]) -> dict:
-    """The first error, skipping a union branch whose type did not match the input at all."""
+    """The first error, skipping a union branch whose kind does not match the input (the
+    integer branch when a mapping was given, the mapping branch when a scalar was)."""
     for err in errors:
-        mismatch = err.get("type") in _TYPE_MISMATCH and any(part in _UNION_TAGS for part in err.get("loc", ()))
-        if not mismatch:
-            return err
+        in_union = any(part in _UNION_TAGS for part in err.get("loc", ()))
+        given_mapping = isinstance(err.get("input"), dict)
+        scalar_branch = err.get("type") in _TYPE_MISMATCH - {"model_type", "dict_type"}
+        mapping_branch = err.get("type") in ("model_type", "dict_type")
+        if in_union and ((scalar_branch and given_mapping) or (mapping_branch and not given_mapping)):
+            continue
+        return err
     return errors[0]
+
+
+_TAGGED_MAPS = {"mixers", "ffns"}  # dict fields whose values are discriminated unions
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    """Drop what pydantic adds to a location (union member names, validator wrappers such as
+    'function-after[...]', the discriminator tag after a mixer or FFN name) so that the path
+    is the one the user wrote."""
+    out = []
+    for i, part in enumerate(loc):
+        wrapper = part in _UNION_TAGS or (isinstance(part, str) and "[" in part)
+        tag = i >= 2 and loc[i - 2] in _TAGGED_MAPS  # mixers.<name>.<tag>.field
+        if not (wrapper or tag):
+            out.append(part)
+    return tuple(out)
 
 
 def first_error(exc: ValidationError, source: str | None) -> PlanInputError:
     """Turn the most relevant pydantic error into a one-line PlanInputError naming field and reason."""
     errors = exc.errors(include_url=False)
     err = _most_relevant(errors)
-    loc = tuple(part for part in err.get("loc", ()) if part not in _UNION_TAGS)
+    loc = _clean_loc(tuple(err.get("loc", ())))
     reason = err.get("msg", "invalid value").removeprefix("Value error, ")
     if err.get("type") == "missing":
         reason = "required field is missing"
@@ -52,7 +73,7 @@ def first_error(exc: ValidationError, source: str | None) -> PlanInputError:
         reason = "unknown field (check the spelling)"
     elif "input" in err and err.get("type") not in ("model_type", "dict_type") and not isinstance(err["input"], (dict, list)):
         reason = f"{reason} (got {err['input']!r})"
-    more = len({tuple(p for p in e.get("loc", ()) if p not in _UNION_TAGS) for e in errors}) - 1
+    more = len({_clean_loc(tuple(e.get("loc", ()))) for e in errors}) - 1
     if more > 0:
         reason += f" (and {more} more error{'s' if more > 1 else ''})"
     return PlanInputError(reason, source=source, field=format_loc(loc) or None)

@@ -59,6 +59,8 @@ class HardwareProfile(StrictModel):
         p = self.peak_tflops
         if p.fp8 is not None and p.fp8 < p.bf16:
             raise ValueError("peak_tflops.fp8 is below peak_tflops.bf16")
+        if p.fp4 is not None and p.fp4 < (p.fp8 or p.bf16):
+            raise ValueError("peak_tflops.fp4 is below the fp8 (or bf16) peak")
         return self
 
     def peak_flops(self, dtype: str) -> float:

@@ -239,9 +239,12 @@ def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:
             if "-" in part[1:]:
                 lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
                 try:
-                    out.extend(range(int(lo), int(hi) + 1))
+                    first, last = int(lo), int(hi)
                 except ValueError:
                     raise ValueError(f"'{part}' is not a layer index or range") from None
+                if first > last:
+                    raise ValueError(f"range '{part}' runs backwards")
+                out.extend(range(first, last + 1))
             else:
                 try:
                     out.append(int(part))

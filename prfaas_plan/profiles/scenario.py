@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, StrictInt, model_validator
 
 from ._base import StrictModel, validate_or_raise
 
 
 class CountRange(StrictModel):
-    min: int = Field(ge=0)
-    max: int = Field(ge=0)
+    min: StrictInt = Field(ge=0)
+    max: StrictInt = Field(ge=0)
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -35,7 +35,7 @@ class CalibrationPointSpec(StrictModel):
 class ClusterSpec(StrictModel):
     hardware: str = Field(min_length=1)  # shipped name or YAML path (relative to the scenario file)
     gpus_per_instance: PositiveInt = 8
-    instances: int | CountRange = Field(union_mode="left_to_right")
+    instances: StrictInt | CountRange = Field(union_mode="left_to_right")
     source: Literal["auto", "roofline", "measured"] = "auto"  # prefill curve source
     calibration_points: list[CalibrationPointSpec] = Field(default_factory=list)
     calibration_note: str = ""
@@ -83,7 +83,7 @@ class DecodeSpec(StrictModel):
 
 
 class BudgetSpec(StrictModel):
-    gpus: dict[str, int] = Field(default_factory=dict)  # hardware name -> most GPUs
+    gpus: dict[str, NonNegativeInt] = Field(default_factory=dict)  # hardware name -> most GPUs
     usd_per_hour: PositiveFloat | None = None
 
 

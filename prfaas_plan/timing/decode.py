@@ -29,7 +29,8 @@ from .prefill import check_lengths
 def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float) -> np.ndarray:
     """Seconds of one decode step for each batch size, every request at ``context_tokens``."""
     groups = decode_work(model, batch_sizes, context_tokens)
-    return instance.pass_seconds(groups, model.dtypes.weights) + instance.hardware.efficiency.decode_step_overhead_s
+    seconds = instance.pass_seconds(groups, model.dtypes.weights, model.dtypes.experts)
+    return seconds + instance.hardware.efficiency.decode_step_overhead_s
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,12 @@ class Instance:
     def memory_bytes(self) -> float:
         return self.gpus * self.hardware.memory_bytes
 
-    def layer_seconds(self, work: Work, weight_dtype: str) -> np.ndarray:
+    def layer_seconds(self, work: Work, weight_dtype: str, expert_dtype: str | None = None) -> np.ndarray:
         """Roofline time of one layer's work on this instance, seconds.
 
         max(compute, memory) + all-reduce, where
-        compute = matmul FLOPs / (N * peak[matmul dtype] * eff.matmul)
+        compute = matmul FLOPs / (N * peak[weight dtype] * eff.matmul)
+                + routed-expert FLOPs / (N * peak[expert dtype] * eff.matmul)
                 + attention FLOPs / (N * peak[bf16] * eff.attention),
         memory  = bytes / (N * bandwidth * eff.memory),
         all-reduce (ring) = payload * 2 (N-1)/N / (scale-up bandwidth per chip * eff.network),
@@ -39,16 +40,19 @@ class Instance:
         """
         hw, eff, n = self.hardware, self.hardware.efficiency, self.gpus
         compute = work.matmul_flops / (n * hw.peak_flops(MATMUL_DTYPE[weight_dtype]) * eff.matmul)
+        expert_peak = hw.peak_flops(MATMUL_DTYPE[expert_dtype or weight_dtype])
+        compute = compute + work.expert_flops / (n * expert_peak * eff.matmul)
         compute = compute + work.attention_flops / (n * hw.peak_flops("bf16") * eff.attention)
         memory = (work.weight_bytes + work.other_bytes) / (n * hw.memory_bytes_per_s * eff.memory)
         comm = work.allreduce_bytes * (2 * (n - 1) / n) / (hw.scale_up_bytes_per_s * eff.network)
         return np.maximum(compute, memory) + comm
 
-    def pass_seconds(self, groups: list[tuple[int, Work]], weight_dtype: str) -> np.ndarray:
+    def pass_seconds(self, groups: list[tuple[int, Work]], weight_dtype: str,
+                     expert_dtype: str | None = None) -> np.ndarray:
         """Sum of layer roofline times over all layer groups (no fixed overhead)."""
         total = None
         for count, work in groups:
-            t = count * self.layer_seconds(work, weight_dtype)
+            t = count * self.layer_seconds(work, weight_dtype, expert_dtype)
             total = t if total is None else total + t
         return total
 

@@ -42,7 +42,7 @@ class RooflinePrefill:
 
     def prefill_s(self, lengths_tokens) -> np.ndarray:
         groups = prefill_work(self.model, lengths_tokens)
-        seconds = self.instance.pass_seconds(groups, self.model.dtypes.weights)
+        seconds = self.instance.pass_seconds(groups, self.model.dtypes.weights, self.model.dtypes.experts)
         return seconds + self.instance.hardware.efficiency.prefill_overhead_s
 
     def kv_bytes(self, lengths_tokens) -> np.ndarray:

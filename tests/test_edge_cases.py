@@ -1,0 +1,188 @@
+"""Edge cases: objectives other than throughput, zero capacity, large searches, mixed dtypes,
+fit checks, output paths and permissions, strict inputs."""
+
+import json
+import os
+import stat
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from prfaas_plan import api
+from prfaas_plan.accounting.params import count_params, weight_bytes
+from prfaas_plan.planner.inputs import load_inputs
+from prfaas_plan.planner.optimizer import brute_force, optimise
+from prfaas_plan.planner.throughput import bounds, threshold_table
+
+REPO = Path(__file__).resolve().parents[1]
+CASE = yaml.safe_load((REPO / "prfaas_plan/scenarios/paper-case-study.yaml").read_text())
+
+
+def scenario_file(tmp_path, **top) -> Path:
+    doc = yaml.safe_load(yaml.safe_dump(CASE))
+    for key, value in top.items():
+        *parents, last = key.split("__")
+        node = doc
+        for p in parents:
+            node = node[p]
+        node[last] = value
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def case():
+    return load_inputs("paper-case-study")
+
+
+def test_slo_plan_keeps_throughput_marginals_and_jensen(tmp_path, run_cli):
+    plain = json.loads(run_cli("plan", "-f", "json").out)
+    slo = json.loads(run_cli("plan", scenario_file(tmp_path, slo={"ttft_p90_s": 4.0}), "-f", "json").out)
+    assert slo["jensen"] == plain["jensen"]  # both from the max-throughput optima
+    assert slo["marginal_lambda"] == plain["marginal_lambda"]
+    assert slo["marginal_lambda"]["per_gbps"] == pytest.approx(0.0, abs=1e-9)  # the link is 12% used
+    assert (slo["prfaas_pd"]["n_p"], slo["prfaas_pd"]["n_d"]) != (plain["prfaas_pd"]["n_p"], plain["prfaas_pd"]["n_d"])
+
+
+def test_no_capacity_is_an_error(tmp_path, run_cli):
+    out = tmp_path / "plan.json"
+    for changes in ({"prfaas__instances": 0, "pd__instances": 1}, {"link__bandwidth_gbps": 0, "pd__instances": 1}):
+        res = run_cli("plan", scenario_file(tmp_path, **changes), "-f", "json", "-o", out)
+        assert res.code == 2 and "serve any request" in res.err and "Traceback" not in res.err
+        assert not out.exists()
+
+
+def test_milp_matches_brute_force_on_a_wide_search(case):
+    """Wide ranges, where a threshold window around the coarse choice alone used to miss."""
+    inputs = replace(case, prfaas=replace(case.prfaas, count_min=0, count_max=12),
+                     pd=replace(case.pd, count_min=0, count_max=20))
+    table = threshold_table(inputs, "paper")
+    milp = optimise(inputs, table, method="milp")
+    brute = brute_force(inputs, table)
+    assert milp.lambda_max == pytest.approx(brute.lambda_max, rel=1e-9)
+
+
+def test_min_cost_takes_the_best_threshold_for_its_counts(case):
+    inputs = replace(case, prfaas=replace(case.prfaas, count_min=0, count_max=4))
+    table = threshold_table(inputs, "exact")
+    sol = optimise(inputs, table, objective="min_cost", target_rps=2.0)
+    lam = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, inputs).lambda_max
+    assert sol.lambda_max == pytest.approx(lam.max())
+    brute = optimise(inputs, table, objective="min_cost", target_rps=2.0, method="enumerate")
+    assert (sol.usd_per_hour, sol.lambda_max) == pytest.approx((brute.usd_per_hour, brute.lambda_max))
+
+
+def test_mixed_dtype_weight_bytes(case):
+    m = api.model_of("prfaas-1t-hybrid")  # routed experts int4, the rest bf16
+    counts = count_params(m)
+    dense = counts.total - counts.routed_expert_total
+    assert weight_bytes(m) == pytest.approx(counts.routed_expert_total * 0.5 + dense * 2)
+    assert 540e9 < weight_bytes(m) < 560e9
+
+
+def test_prfaas_instance_must_hold_the_model(tmp_path, run_cli):
+    res = run_cli("plan", scenario_file(tmp_path, prfaas__hardware="h100", prfaas__gpus_per_instance=1))
+    assert res.code == 2 and "prfaas.gpus_per_instance" in res.err and "does not fit" in res.err
+
+
+def test_prefix_cache_keeps_the_full_context_for_decode(tmp_path):
+    from prfaas_plan.planner.inputs import build_inputs
+    from prfaas_plan.profiles.scenario import load_scenario
+
+    doc = yaml.safe_load(yaml.safe_dump(CASE))
+    doc["workload"]["prefix_cache"] = {"hit_fractions": [0.9], "probs": [1.0]}
+    inputs = build_inputs(load_scenario(doc), str(REPO / "prfaas_plan/scenarios/x.yaml"))
+    assert inputs.input_dist.mean_tokens() == pytest.approx(0.1 * 27_486, rel=0.01)  # routing: uncached
+    assert inputs.decode_context_tokens == pytest.approx(27_486 + 512, rel=0.01)  # decode: everything
+
+
+def test_unknown_or_negative_gpu_budget(tmp_path, run_cli):
+    res = run_cli("plan", scenario_file(tmp_path, budgets={"gpus": {"h2OO": 8}}))
+    assert res.code == 2 and "budgets.gpus.h2OO" in res.err and "neither cluster" in res.err
+    res = run_cli("plan", scenario_file(tmp_path, budgets={"gpus": {"h20": -8}}))
+    assert res.code == 2 and "budgets.gpus" in res.err
+
+
+@pytest.mark.parametrize("instances,needle", [(True, "valid integer"), ("4", "valid integer"),
+                                              ({"min": 3}, "prfaas.instances.max")])
+def test_instance_counts_are_strict(tmp_path, run_cli, instances, needle):
+    res = run_cli("plan", scenario_file(tmp_path, prfaas__instances=instances))
+    assert res.code == 2 and needle in res.err, res.err
+    assert "function-after" not in res.err and "CountRange" not in res.err
+
+
+def test_output_paths(tmp_path, run_cli):
+    res = run_cli("kv", "qwen3-8b", "-H", "h100", "-o", tmp_path)
+    assert res.code == 2 and "is a folder" in res.err
+    res = run_cli("kv", "qwen3-8b", "-H", "h100", "-o", tmp_path / "missing" / "kv.txt")
+    assert res.code == 2 and "does not exist" in res.err
+    res = run_cli("plot", "-o", tmp_path / "missing" / "f.png")
+    assert res.code == 2 and "Traceback" not in res.err
+
+
+def test_output_file_permissions(tmp_path, run_cli):
+    out = tmp_path / "kv.csv"
+    assert run_cli("kv", "qwen3-8b", "-H", "h100", "-f", "csv", "-o", out).code == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    out.chmod(0o640)
+    assert run_cli("kv", "qwen3-8b", "-H", "h100", "-f", "csv", "-o", out).code == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640  # a replaced file keeps its mode
+
+
+def test_impossible_calibration_is_an_error(tmp_path, run_cli):
+    points = tmp_path / "p.csv"
+    points.write_text("length,prefill_s\n1K,0.0001\n8K,0.0002\n32K,0.0003\n")
+    out = tmp_path / "hw.yaml"
+    res = run_cli("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--points", points, "-o", out)
+    assert res.code == 2 and "cannot reproduce" in res.err and not out.exists()
+
+
+def test_kv_checks_lengths_before_fit(run_cli):
+    res = run_cli("kv", "qwen3-8b", "-H", "h100", "--gpus", "1", "-l", "999999999K")
+    assert res.code == 2 and "exceeds" in res.err
+
+
+@pytest.mark.parametrize("lengths", ["1K,,", ",8K", "1K, ,2K"])
+def test_empty_length_items(run_cli, lengths):
+    res = run_cli("kv", "qwen3-8b", "-H", "h100", "-l", lengths)
+    assert res.code == 2 and "empty item" in res.err
+
+
+def test_reversed_override_range(tmp_path, run_cli):
+    doc = yaml.safe_load((REPO / "model_profiles/deepseek-v3.yaml").read_text())
+    doc["layers"]["overrides"] = [{"layers": "5-2", "ffn": "dense"}]
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("validate", path)
+    assert res.code == 2 and "backwards" in res.err
+
+
+def test_fp4_peak_below_fp8_rejected(tmp_path, run_cli):
+    doc = yaml.safe_load((REPO / "hardware_profiles/b200.yaml").read_text())
+    doc["peak_tflops"]["fp4"] = 100
+    path = tmp_path / "hw.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("validate", path)
+    assert res.code == 2 and "fp4" in res.err
+
+
+def test_fp4_experts_run_at_the_fp4_peak():
+    """gpt-oss-style MXFP4 experts prefill faster on a chip with fp4 tensor cores than the same
+    model with bf16 experts; on a chip without fp4 they fall back to fp8."""
+    from prfaas_plan.timing.instance import Instance
+    from prfaas_plan.timing.prefill import RooflinePrefill
+
+    m = api.model_of("qwen3-235b")
+    fp4 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": "fp4"})})
+    b200 = Instance(api.hardware_of("b200"), 8)
+    h200 = Instance(api.hardware_of("h200"), 8)
+    t = lambda model, inst: RooflinePrefill(model, inst).prefill_s([32768])[0]
+    assert t(fp4, b200) < t(m, b200)
+    fp8 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": "fp8"})})
+    assert t(fp4, h200) == pytest.approx(t(fp8, h200), rel=1e-3)
