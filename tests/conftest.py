@@ -35,3 +35,29 @@ def run_cli(capsys, monkeypatch):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+def write_case_study(folder: Path, **changes) -> Path:
+    """The built-in case-study scenario with changes (``a__b=value`` sets doc[a][b];
+    None deletes the key), written to ``folder/scenario.yaml``."""
+    import yaml
+
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml").read_text())
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        node = doc
+        for key in parents:
+            node = node[key]
+        if value is None:
+            del node[last]
+        else:
+            node[last] = value
+    out = folder / "scenario.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
+@pytest.fixture
+def case_study_file():
+    """Write the case-study scenario with changes: ``case_study_file(tmp_path, link__rtt_ms=5)``."""
+    return write_case_study

@@ -21,37 +21,24 @@ REPO = Path(__file__).resolve().parents[1]
 CASE = yaml.safe_load((REPO / "prfaas_plan/scenarios/paper-case-study.yaml").read_text())
 
 
-def scenario_file(tmp_path, **top) -> Path:
-    doc = yaml.safe_load(yaml.safe_dump(CASE))
-    for key, value in top.items():
-        *parents, last = key.split("__")
-        node = doc
-        for p in parents:
-            node = node[p]
-        node[last] = value
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return path
-
-
 @pytest.fixture(scope="module")
 def case():
     return load_inputs("paper-case-study")
 
 
-def test_slo_plan_keeps_throughput_marginals_and_jensen(tmp_path, run_cli):
+def test_slo_plan_keeps_throughput_marginals_and_jensen(tmp_path, run_cli, case_study_file):
     plain = json.loads(run_cli("plan", "-f", "json").out)
-    slo = json.loads(run_cli("plan", scenario_file(tmp_path, slo={"ttft_p90_s": 4.0}), "-f", "json").out)
+    slo = json.loads(run_cli("plan", case_study_file(tmp_path, slo={"ttft_p90_s": 4.0}), "-f", "json").out)
     assert slo["jensen"] == plain["jensen"]  # both from the max-throughput optima
     assert slo["marginal_lambda"] == plain["marginal_lambda"]
     assert slo["marginal_lambda"]["per_gbps"] == pytest.approx(0.0, abs=1e-9)  # the link is 12% used
     assert (slo["prfaas_pd"]["n_p"], slo["prfaas_pd"]["n_d"]) != (plain["prfaas_pd"]["n_p"], plain["prfaas_pd"]["n_d"])
 
 
-def test_no_capacity_is_an_error(tmp_path, run_cli):
+def test_no_capacity_is_an_error(tmp_path, run_cli, case_study_file):
     out = tmp_path / "plan.json"
     for changes in ({"prfaas__instances": 0, "pd__instances": 1}, {"link__bandwidth_gbps": 0, "pd__instances": 1}):
-        res = run_cli("plan", scenario_file(tmp_path, **changes), "-f", "json", "-o", out)
+        res = run_cli("plan", case_study_file(tmp_path, **changes), "-f", "json", "-o", out)
         assert res.code == 2 and "serve any request" in res.err and "Traceback" not in res.err
         assert not out.exists()
 
@@ -84,8 +71,8 @@ def test_mixed_dtype_weight_bytes(case):
     assert 540e9 < weight_bytes(m) < 560e9
 
 
-def test_prfaas_instance_must_hold_the_model(tmp_path, run_cli):
-    res = run_cli("plan", scenario_file(tmp_path, prfaas__hardware="h100", prfaas__gpus_per_instance=1))
+def test_prfaas_instance_must_hold_the_model(tmp_path, run_cli, case_study_file):
+    res = run_cli("plan", case_study_file(tmp_path, prfaas__hardware="h100", prfaas__gpus_per_instance=1))
     assert res.code == 2 and "prfaas.gpus_per_instance" in res.err and "does not fit" in res.err
 
 
@@ -100,17 +87,17 @@ def test_prefix_cache_keeps_the_full_context_for_decode(tmp_path):
     assert inputs.decode_context_tokens == pytest.approx(27_486 + 512, rel=0.01)  # decode: everything
 
 
-def test_unknown_or_negative_gpu_budget(tmp_path, run_cli):
-    res = run_cli("plan", scenario_file(tmp_path, budgets={"gpus": {"h2OO": 8}}))
+def test_unknown_or_negative_gpu_budget(tmp_path, run_cli, case_study_file):
+    res = run_cli("plan", case_study_file(tmp_path, budgets={"gpus": {"h2OO": 8}}))
     assert res.code == 2 and "budgets.gpus.h2OO" in res.err and "neither cluster" in res.err
-    res = run_cli("plan", scenario_file(tmp_path, budgets={"gpus": {"h20": -8}}))
+    res = run_cli("plan", case_study_file(tmp_path, budgets={"gpus": {"h20": -8}}))
     assert res.code == 2 and "budgets.gpus" in res.err
 
 
 @pytest.mark.parametrize("instances,needle", [(True, "valid integer"), ("4", "valid integer"),
                                               ({"min": 3}, "prfaas.instances.max")])
-def test_instance_counts_are_strict(tmp_path, run_cli, instances, needle):
-    res = run_cli("plan", scenario_file(tmp_path, prfaas__instances=instances))
+def test_instance_counts_are_strict(tmp_path, run_cli, instances, needle, case_study_file):
+    res = run_cli("plan", case_study_file(tmp_path, prfaas__instances=instances))
     assert res.code == 2 and needle in res.err, res.err
     assert "function-after" not in res.err and "CountRange" not in res.err
 

@@ -7,23 +7,11 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-CASE = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml").read_text())
 
 
-def scenario(tmp_path, **changes) -> Path:
-    doc = yaml.safe_load(yaml.safe_dump(CASE))
-    for path, value in changes.items():
-        *parents, last = path.split("__")
-        node = doc
-        for key in parents:
-            node = node[key]
-        if value is None:
-            del node[last]
-        else:
-            node[last] = value
-    out = tmp_path / "scenario.yaml"
-    out.write_text(yaml.safe_dump(doc))
-    return out
+@pytest.fixture
+def scenario(case_study_file):
+    return case_study_file
 
 
 def assert_fails(res, *needles):
@@ -35,7 +23,7 @@ def assert_fails(res, *needles):
         assert needle in line, (needle, line)
 
 
-def test_no_link_degrades_to_local_only(tmp_path, run_cli):
+def test_no_link_degrades_to_local_only(tmp_path, run_cli, scenario):
     path = scenario(tmp_path, link__bandwidth_gbps=0)
     res = run_cli("plan", path, "-f", "json")
     assert res.code == 0, res.err
@@ -48,7 +36,7 @@ def test_no_link_degrades_to_local_only(tmp_path, run_cli):
     assert "local-only" in table.out
 
 
-def test_thin_link_offloads_less(tmp_path, run_cli):
+def test_thin_link_offloads_less(tmp_path, run_cli, scenario):
     wide = json.loads(run_cli("plan", scenario(tmp_path, link__bandwidth_gbps=100), "-f", "json").out)
     thin = json.loads(run_cli("plan", scenario(tmp_path, link__bandwidth_gbps=3), "-f", "json").out)
     assert thin["prfaas_pd"]["p"] < wide["prfaas_pd"]["p"]
@@ -78,7 +66,7 @@ def test_thin_link_offloads_less(tmp_path, run_cli):
     ({"link": None}, ["link", "required"]),
     ({"workload__input": {"type": "zipf"}}, ["workload.input", "zipf"]),
 ])
-def test_bad_scenarios(tmp_path, run_cli, changes, needles):
+def test_bad_scenarios(tmp_path, run_cli, changes, needles, scenario):
     path = scenario(tmp_path, **changes)
     out = tmp_path / "plan.json"
     out.write_text("keep me\n")
@@ -93,7 +81,7 @@ def test_bad_scenarios(tmp_path, run_cli, changes, needles):
     ("1000\n2000\nabc\n", ["line 3", "abc"]),
     ("1000\n-5\n", ["line 2"]),
 ])
-def test_bad_traces(tmp_path, run_cli, content, needles):
+def test_bad_traces(tmp_path, run_cli, content, needles, scenario):
     trace = tmp_path / "trace.txt"
     trace.write_text(content)
     path = scenario(tmp_path, workload__input={"type": "trace", "path": "trace.txt"})
@@ -101,7 +89,7 @@ def test_bad_traces(tmp_path, run_cli, content, needles):
     assert_fails(res, "trace.txt", *needles)
 
 
-def test_trace_workload_plans(tmp_path, run_cli):
+def test_trace_workload_plans(tmp_path, run_cli, scenario):
     import numpy as np
 
     rng = np.random.default_rng(7)
@@ -117,7 +105,7 @@ def test_trace_workload_plans(tmp_path, run_cli):
     assert doc["lambda_max"] == pytest.approx(3.24, rel=0.05)
 
 
-def test_validate_scenario_files(tmp_path, run_cli):
+def test_validate_scenario_files(tmp_path, run_cli, scenario):
     good = scenario(tmp_path)
     res = run_cli("validate", good)
     assert res.code == 0 and "valid scenario" in res.out
