@@ -336,9 +336,9 @@ def simulate(
     from .views import simulation_view, timeseries_report
 
     if plot_file:
-        from .plot import _check_format
+        from .plot import check_format
 
-        _check_format(plot_file, "--plot")
+        check_format(plot_file, "--plot")
     options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
     with _progress() as progress:
         run = api.simulate(scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment,

@@ -27,7 +27,7 @@ def _values(rows: list[dict], key: str) -> np.ndarray:
 
 def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str, t_max_tokens: float | None = None) -> None:
     """Write figure 5 to ``path`` (.png, .svg or .pdf), atomically."""
-    _check_format(path, "--output")
+    check_format(path, "--output")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,7 +71,7 @@ def _save(fig, path: str) -> None:
         plt.close(fig)
 
 
-def _check_format(path: str, field: str) -> None:
+def check_format(path: str, field: str) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise PlanInputError(f"unsupported plot format '{suffix or path}' (use {', '.join(FORMATS)})", field=field)
@@ -79,7 +79,7 @@ def _check_format(path: str, field: str) -> None:
 
 def timeseries_figure(result, path: str) -> None:
     """Queues, egress against link capacity, and the routing threshold over simulated time."""
-    _check_format(path, "--plot")
+    check_format(path, "--plot")
     import matplotlib
 
     matplotlib.use("Agg")

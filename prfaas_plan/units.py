@@ -9,7 +9,6 @@ Conventions (used everywhere in prfaas-plan):
 
 from __future__ import annotations
 
-import math
 import re
 
 from .errors import PlanInputError
@@ -110,6 +109,3 @@ def dtype_bytes(dtype: str) -> float:
     except KeyError:
         raise PlanInputError(f"unknown dtype '{dtype}' (known: {', '.join(DTYPE_BYTES)})") from None
 
-
-def is_finite_positive(value: float) -> bool:
-    return math.isfinite(value) and value > 0

@@ -57,9 +57,6 @@ class Work:
     other_bytes: np.ndarray
     allreduce_bytes: np.ndarray
 
-    def total_flops(self) -> np.ndarray:
-        return self.matmul_flops + self.expert_flops + self.attention_flops
-
 
 def causal_keys(length, window=None) -> np.ndarray:
     """Sum over query positions i = 1..l of the keys attended, min(i, window)."""

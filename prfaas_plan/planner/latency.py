@@ -242,8 +242,3 @@ class LatencyModel:
             return False
         return slo.tpot_ms is None or tpot <= slo.tpot_ms
 
-
-def latency(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, rate_rps: float,
-            arrival_scv: float = 1.0) -> LatencyResult:
-    """Closed-form TTFT per path and overall, and TPOT, at ``rate_rps`` (see module doc)."""
-    return LatencyModel(inputs, deployment, decode).at(rate_rps, arrival_scv)

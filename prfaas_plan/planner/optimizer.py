@@ -21,7 +21,6 @@ Lambda_max. ``brute_force`` enumerates every combination, for tests and small ca
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, replace
 
@@ -321,6 +320,3 @@ def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None
     """Best (t, N_prfaas, N_p, N_d) for maximum throughput, by exhaustive enumeration."""
     return enumerate_best(inputs, table, limits)
 
-
-def lambda_upper_bound(inputs: PlanInputs, limits: Limits) -> float:
-    return inputs.decode_rps_per_instance * limits.pd_max if limits.pd_max else math.inf
