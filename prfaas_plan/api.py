@@ -1,10 +1,14 @@
-"""Typed library API (what the CLI calls; usable from a notebook).
+"""Typed library API: every CLI command goes through it, and a notebook can call it.
 
 >>> from prfaas_plan import api
 >>> rows = api.kv_rows("minimax-m2.5", "h200", gpus=8, lengths_tokens=[32768])
 >>> round(rows[0].phi_kv_gbps)  # doctest: +SKIP
 71
-Model and hardware arguments accept a shipped name, a YAML path, or a loaded profile.
+
+Model and hardware arguments accept a shipped name, a YAML path, or a loaded profile;
+scenario arguments a shipped name or a YAML path. Every number is checked against its sane
+range (``prfaas_plan.ranges``); bad input raises :class:`prfaas_plan.errors.PlanInputError`
+naming the file and the field. Nothing here writes files or prints.
 """
 
 from __future__ import annotations
@@ -12,127 +16,237 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .errors import PlanInputError
-
-from .accounting.kv import KvModel
+from .choices import ArrivalProcess, CurveSource, DeploymentName, ObjectiveKind, PlanMode, ProfileKind, SweepOver
+from .errors import PlanInputError, show, warn
 from .profiles.hardware import HardwareProfile
 from .profiles.model import ModelProfile
-from .profiles.registry import resolve_hardware, resolve_model
+from .profiles.registry import looks_like_path, resolve_hardware, resolve_model, shipped_names
+from .ranges import CHIPS_PER_INSTANCE, INSTANCES, LINK_GBPS, LOAD, POINTS, RATE_RPS, REQUESTS
 from .timing.decode import DecodeCapacity, decode_capacity
 from .timing.instance import Instance
 from .timing.memory import require_fit
-from .timing.prefill import KvRow, check_lengths, kv_table, prefill_curve
+from .timing.prefill import KvReport, KvRow, check_lengths, kv_table, prefill_curve
+
+DEFAULT_LENGTHS_TOKENS = (1024, 8192, 32768, 131072)
+
+
+# ---------------------------------------------------------------------------------------
+# Profiles
 
 
 def model_of(ref: str | ModelProfile) -> ModelProfile:
-    return ref if isinstance(ref, ModelProfile) else resolve_model(ref)
+    """A model profile from a shipped name, a YAML path or a profile (warns when its declared
+    parameter count disagrees with its layer stack by more than 5%)."""
+    from .accounting.params import declared_params_mismatch
+
+    model = ref if isinstance(ref, ModelProfile) else resolve_model(ref)
+    mismatch = declared_params_mismatch(model)
+    if mismatch:
+        warn(mismatch)
+    return model
 
 
 def hardware_of(ref: str | HardwareProfile) -> HardwareProfile:
     return ref if isinstance(ref, HardwareProfile) else resolve_hardware(ref)
 
 
-@dataclass(frozen=True)
-class KvReport:
-    model: ModelProfile
-    instance: Instance
-    source: str  # 'roofline' or 'measured'
-    kv_model: KvModel
-    rows: list[KvRow]
+def models() -> list[ModelProfile]:
+    """Every shipped model profile."""
+    return [resolve_model(name) for name in shipped_names("model_profiles")]
 
 
-def kv_rows(model, hardware, gpus: int = 8, lengths_tokens: list[int] | None = None, source: str = "auto") -> list[KvRow]:
+def hardware_profiles() -> list[HardwareProfile]:
+    """Every shipped hardware profile."""
+    return [resolve_hardware(name) for name in shipped_names("hardware_profiles")]
+
+
+def validate_file(path: str):
+    """Check a model, hardware or scenario file (a scenario's references and workload too);
+    returns (kind, profile)."""
+    from .planner.inputs import build_inputs
+    from .profiles.hardware import load_hardware_profile
+    from .profiles.model import load_model_profile
+    from .profiles.registry import detect_profile_kind
+    from .profiles.scenario import load_scenario
+    from .yamlio import load_yaml_file
+
+    data = load_yaml_file(path)
+    try:
+        kind = detect_profile_kind(data)
+    except PlanInputError as exc:
+        raise exc.with_source(path) from None
+    if kind == ProfileKind.scenario:
+        scenario = load_scenario(data, path)
+        try:
+            build_inputs(scenario, path)
+        except PlanInputError as exc:
+            raise exc.with_source(path) from None
+        return kind, scenario
+    if kind == ProfileKind.model:
+        return kind, model_of(load_model_profile(data, path))
+    return kind, load_hardware_profile(data, path)
+
+
+def import_model(config_path: str, name: str | None = None) -> tuple[dict, ModelProfile]:
+    """A model profile (mapping and validated profile) from a Hugging Face config.json.
+
+    Without ``name`` and without ``_name_or_path`` in the config, the name is the family and
+    the size the layer stack counts (``qwen3-8.2b``), so two sizes of a family differ."""
+    from .accounting.params import count_params
+    from .profiles.hf_import import profile_from_hf_config
+    from .profiles.model import load_model_profile
+    from .yamlio import load_json_file
+
+    source = str(config_path)
+    config = load_json_file(config_path)
+    data = profile_from_hf_config(config, name=name, source=source)
+    profile = load_model_profile(data, source=source)
+    if name is None and not isinstance(config.get("_name_or_path"), str):
+        billions = count_params(profile).total / 1e9
+        data = {**data, "name": f"{profile.name}-{billions:.3g}b"}
+        profile = load_model_profile(data, source=source)
+    return data, profile
+
+
+def calibrate(model, hardware, gpus: int, points, name: str | None = None):
+    """Fit a hardware profile's efficiencies to measured prefill latencies (``points``: a CSV
+    path with ``length,prefill_s[,kv_bytes]`` or a list of ``timing.calibrate.CalibrationPoint``).
+    Returns a ``timing.calibrate.CalibrationResult``."""
+    from .timing.calibrate import calibrate as fit
+    from .timing.calibrate import read_points_csv
+
+    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
+    pts = read_points_csv(points) if isinstance(points, str) else list(points)
+    return fit(model_of(model), hardware_of(hardware), gpus, pts, name=name)
+
+
+# ---------------------------------------------------------------------------------------
+# One instance
+
+
+def kv_rows(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto) -> list[KvRow]:
     """S_kv, T_prefill and Phi_kv per length (see ``timing.prefill``)."""
     return kv_report(model, hardware, gpus, lengths_tokens, source).rows
 
 
-def kv_report(model, hardware, gpus: int = 8, lengths_tokens: list[int] | None = None, source: str = "auto") -> KvReport:
+def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto) -> KvReport:
+    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     m, inst = model_of(model), Instance(hardware_of(hardware), gpus)
-    lengths = lengths_tokens or [1024, 8192, 32768, 131072]
+    lengths = list(lengths_tokens or DEFAULT_LENGTHS_TOKENS)
     check_lengths(m, lengths)
     require_fit(m, inst, max(lengths))
     curve = prefill_curve(m, inst, source)
+    from .accounting.kv import KvModel
+
     return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths))
 
 
 def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms: float | None = None,
-           max_batch: int | None = None, source: str = "auto") -> DecodeCapacity:
+           max_batch: int | None = None, source: str = CurveSource.auto) -> DecodeCapacity:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
+    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     return decode_capacity(model_of(model), Instance(hardware_of(hardware), gpus), context_tokens,
                            tpot_ms=tpot_ms, max_batch=max_batch, source=source)
 
 
-def plan(scenario: str, mode: str = "exact", with_marginals: bool = True):
-    """Optimise a scenario (shipped name or YAML path); errors name the scenario file.
-
-    Returns a :class:`prfaas_plan.planner.plan.PlanResult`."""
-    from .planner.inputs import load_inputs
-    from .planner.plan import plan as run_plan
-
-    with scenario_errors(scenario):
-        return run_plan(load_inputs(scenario), mode, with_marginals=with_marginals)
+# ---------------------------------------------------------------------------------------
+# Plans
 
 
 @contextmanager
 def scenario_errors(scenario: str):
     """Attach the scenario's file to planning errors that name no file."""
-    from .profiles.registry import looks_like_path
-
     try:
         yield
     except PlanInputError as exc:
         raise exc.with_source(scenario) if looks_like_path(scenario) else exc from None
 
 
-def sweep(scenario: str, over: str, mode: str = "exact", start: float = 1.0, stop: float | None = None,
+def inputs(scenario: str):
+    """The resolved planning inputs of a scenario (``planner.inputs.PlanInputs``)."""
+    from .planner.inputs import load_inputs
+
+    with scenario_errors(scenario):
+        return load_inputs(scenario)
+
+
+def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
+    """Optimise a scenario (shipped name, YAML path or ``PlanInputs``); errors name the
+    scenario file. Returns a :class:`prfaas_plan.planner.plan.PlanResult`."""
+    from .planner.plan import plan as run_plan
+
+    resolved = scenario if not isinstance(scenario, str) else inputs(scenario)
+    with scenario_errors(scenario if isinstance(scenario, str) else resolved.source or ""):
+        return run_plan(resolved, PlanMode(mode), with_marginals=with_marginals)
+
+
+def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float = 1.0, stop: float | None = None,
           points: int | None = None, progress=None) -> list[dict]:
     """Curves around the scenario's plan (see ``planner.sweep``); rows of dicts with units in the keys."""
     import numpy as np
 
     from .planner import sweep as sw
-    from .planner.inputs import load_inputs
     from .planner.optimizer import optimise
     from .planner.throughput import threshold_table
 
-    if over not in sw.SWEEPS:
-        raise PlanInputError(f"unknown sweep '{over}' (use {', '.join(sw.SWEEPS)})", field="--over")
+    over, mode = SweepOver(over), PlanMode(mode)
+    if points is not None:
+        POINTS.check(points, "--points")
     progress = progress or (lambda done, total: None)
+    resolved = inputs(scenario)
     with scenario_errors(scenario):
-        if over == "rate":
-            from .planner.plan import plan as run_plan
+        if over == SweepOver.rate:
+            return sw.sweep_rate(plan(resolved, mode, with_marginals=False), points or 40, progress)
+        table = threshold_table(resolved, mode)
+        if over == SweepOver.instances:
+            upto = stop if stop is not None else max(resolved.limits.prfaas_max, 1) * 2
+            INSTANCES.check(upto, "--to")
+            return sw.sweep_instances(resolved, table, int(upto), progress)
+        sol = optimise(resolved, table, objective=ObjectiveKind.max_throughput)
+        if over == SweepOver.threshold:
+            return sw.sweep_threshold(resolved, table, sol, points)
+        if over == SweepOver.np:
+            return sw.sweep_np(resolved, table, sol)
+        last = stop if stop is not None else resolved.link.usable_gbps
+        LINK_GBPS.check(start, "--from")
+        LINK_GBPS.check(last, "--to")
+        if last < start:
+            raise PlanInputError(f"need --from <= --to, got {start:g} and {last:g}", field="--from/--to")
+        return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)
 
-            return sw.sweep_rate(run_plan(load_inputs(scenario), mode, with_marginals=False), points or 40, progress)
-        inputs = load_inputs(scenario)
-        table = threshold_table(inputs, mode)
-        if over == "instances":
-            upto = int(stop) if stop is not None else max(inputs.prfaas.count_max, 1) * 2
-            return sw.sweep_instances(inputs, table, upto, progress)
-        sol = optimise(inputs, table, objective="max_throughput", method=inputs.scenario.optimiser.method)
-        if over == "threshold":
-            return sw.sweep_threshold(inputs, table, sol, points)
-        if over == "np":
-            return sw.sweep_np(inputs, table, sol)
-        last = stop if stop is not None else inputs.scenario.link.usable_gbps
-        if not (np.isfinite(start) and np.isfinite(last)) or last < start or start < 0:
-            raise PlanInputError(f"need 0 <= --from <= --to, got {start:g} and {last:g}", field="--from/--to")
-        return sw.sweep_bandwidth(inputs, table, sol, np.linspace(start, last, points or 200), progress)
+
+@dataclass(frozen=True)
+class Figure5Data:
+    """What the paper's figure 5 shows for a scenario: its inputs, threshold table and plan."""
+
+    inputs: object  # planner.inputs.PlanInputs
+    table: object  # planner.throughput.ThresholdTable
+    solution: object  # planner.optimizer.Solution
 
 
-def plot(scenario: str, path: str, mode: str = "exact") -> None:
-    """Write the paper's figure 5 for a scenario to ``path`` (.png, .svg or .pdf)."""
-    from .plot import figure5
-    from .planner.inputs import load_inputs
+def figure5_data(scenario: str, mode: str = PlanMode.exact) -> Figure5Data:
+    """The data of figure 5 (``prfaas_plan.plot.figure5`` draws it)."""
     from .planner.optimizer import optimise
     from .planner.throughput import threshold_table
 
+    resolved = inputs(scenario)
     with scenario_errors(scenario):
-        inputs = load_inputs(scenario)
-        table = threshold_table(inputs, mode)
-        sol = optimise(inputs, table, objective="max_throughput", method=inputs.scenario.optimiser.method)
-        figure5(inputs, table, sol, path)
+        table = threshold_table(resolved, PlanMode(mode))
+        return Figure5Data(resolved, table, optimise(resolved, table, objective=ObjectiveKind.max_throughput))
 
+
+# ---------------------------------------------------------------------------------------
+# Simulation
 
 DEFAULT_SIM_REQUESTS = 20_000
+VALIDATION_LOADS = (0.5, 0.8, 0.95, 1.1)
+
+
+def read_bandwidth_trace(path: str):
+    """A ``time_s,gbps`` CSV as ((time_s, usable_gbps), ...) steps (``simulate.bandwidth``)."""
+    from .simulate import read_bandwidth_trace as read
+
+    return read(path)
 
 
 @dataclass
@@ -147,28 +261,31 @@ class SimulationRun:
 
 
 def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None = None, requests: int | None = None,
-             deployment: str = "prfaas_pd", mode: str = "exact", progress=None, **config) -> SimulationRun:
+             deployment: str = DeploymentName.prfaas_pd, mode: str = PlanMode.exact, progress=None,
+             planned=None, **config) -> SimulationRun:
     """Simulate a scenario's planned deployment (or a baseline) with SimPy.
 
     Give ``rate_rps`` or ``load`` (a fraction of the deployment's closed-form Lambda_max;
     default 0.8). At or above Lambda_max the number of requests must be given: an overloaded
-    queue grows without bound. Other keywords go to :class:`prfaas_plan.simulate.SimConfig`."""
+    queue grows without bound. ``planned`` reuses a plan already made for the scenario. Other
+    keywords go to :class:`prfaas_plan.simulate.SimConfig`."""
     from .planner.decode_model import decode_model
     from .planner.deployment import deployments_of
-    from .planner.inputs import load_inputs
     from .planner.latency import LatencyModel
-    from .planner.plan import plan as run_plan
     from .simulate import SimConfig
     from .simulate import simulate as run_sim
 
+    result = planned or plan(scenario, mode, with_marginals=False)
     with scenario_errors(scenario):
-        inputs = load_inputs(scenario)
-        result = run_plan(inputs, mode, with_marginals=False)
         deps = deployments_of(result)
-        if deployment not in deps:
-            raise PlanInputError(f"unknown deployment '{deployment}' (use {', '.join(deps)})", field="--deployment")
-        dep = deps[deployment]
-        lam = result.point.lambda_max if deployment == "prfaas_pd" else result.baselines[deployment].lambda_max
+        try:
+            name = DeploymentName(deployment)
+        except ValueError:
+            name = None
+        if name not in deps:
+            raise PlanInputError(f"unknown deployment {show(deployment)} (use {', '.join(deps)})", field="--deployment")
+        dep = deps[name]
+        lam = result.point.lambda_max if name == DeploymentName.prfaas_pd else result.baselines[name].lambda_max
         rate = _sim_rate(rate_rps, load, lam)
         if requests is None:
             if rate >= lam:
@@ -177,9 +294,11 @@ def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None
                     "so give --requests explicitly", field="--requests")
             requests = DEFAULT_SIM_REQUESTS
         sim_config = SimConfig(rate_rps=rate, requests=requests, **config)
-        decode = decode_model(inputs)
-        sim = run_sim(inputs, dep, decode, sim_config, progress)
-        closed = LatencyModel(inputs, dep, decode).at(rate, sim_config.cv**2 if sim_config.arrivals == "gamma" else 1.0)
+        inputs_ = result.inputs
+        decode = decode_model(inputs_)
+        sim = run_sim(inputs_, dep, decode, sim_config, progress)
+        scv = sim_config.cv**2 if sim_config.arrivals == ArrivalProcess.gamma else 1.0
+        closed = LatencyModel(inputs_, dep, decode).at(rate, scv)
         return SimulationRun(result, dep, lam, sim, closed)
 
 
@@ -187,25 +306,20 @@ def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> 
     if rate_rps is not None and load is not None:
         raise PlanInputError("give --rate or --load, not both", field="--rate")
     if rate_rps is not None:
-        if not (rate_rps > 0 and rate_rps < float("inf")):
-            raise PlanInputError(f"must be a positive number of requests/s, got {rate_rps:g}", field="--rate")
-        return rate_rps
+        return RATE_RPS.check(rate_rps, "--rate")
     load = 0.8 if load is None else load
-    if not (load > 0 and load < float("inf")):
-        raise PlanInputError(f"must be a positive fraction of Lambda_max, got {load:g}", field="--load")
-    return load * lambda_max
+    return LOAD.check(load, "--load") * lambda_max
 
 
-VALIDATION_LOADS = (0.5, 0.8, 0.95, 1.1)
-
-
-def validate_model(scenario: str, *, requests: int = DEFAULT_SIM_REQUESTS, loads=VALIDATION_LOADS, mode: str = "exact",
-                   progress=None, **config) -> list[SimulationRun]:
+def validate_model(scenario: str, *, requests: int = DEFAULT_SIM_REQUESTS, loads=VALIDATION_LOADS,
+                   mode: str = PlanMode.exact, progress=None, **config) -> list[SimulationRun]:
     """Simulate the plan at fractions of its closed-form Lambda_max (default 50%, 80%, 95%
-    and 110%) so that the closed forms can be read beside the simulation."""
+    and 110%) so that the closed forms can be read beside the simulation. Plans once."""
+    REQUESTS.check(requests, "--requests")
+    planned = plan(scenario, mode, with_marginals=False)
     runs = []
     for k, load in enumerate(loads):
-        runs.append(simulate(scenario, load=load, requests=requests, mode=mode, **config))
+        runs.append(simulate(scenario, load=load, requests=requests, mode=mode, planned=planned, **config))
         if progress is not None:
             progress(k + 1, len(loads))
     return runs

@@ -1,18 +1,22 @@
-"""Command-line interface: a thin typer layer over ``prfaas_plan.api``.
+"""Command-line interface: a thin typer layer over ``prfaas_plan.api`` that parses options,
+calls the API, and renders the result; nothing else.
 
 Heavy modules (numpy, scipy, pydantic, the profiles) are imported inside the commands so
-that ``prfaas-plan --help`` starts fast. Bad input exits with code 2 and one line on stderr;
-output files are written atomically, and never on failure.
+that ``prfaas-plan --help`` starts fast. Every choice is an enum of ``prfaas_plan.choices``.
+Bad input, including an option click cannot parse, exits with code 2 and one line on
+stderr; each warning is one line too. Every output file of a command (``-o``, ``--plot``) is
+checked before the work starts and written only when all of them are ready, atomically.
 """
 
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from typing import Optional
 
 import typer
 
+from . import __version__
+from .choices import ArrivalProcess, CurveSource, DeploymentName, OutputFormat, PlanMode, RoutingPolicy, SweepOver
 from .errors import PlanInputError
 
 app = typer.Typer(
@@ -32,50 +36,75 @@ app.add_typer(hardware_app, name="hardware")
 app.add_typer(model_app, name="model")
 
 
-class Format(str, Enum):
-    table = "table"
-    json = "json"
-    csv = "csv"
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"prfaas-plan {__version__}")
+        raise typer.Exit()
 
 
-class Source(str, Enum):
-    auto = "auto"
-    roofline = "roofline"
-    measured = "measured"
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Capacity planner for Prefill-as-a-Service."""
 
 
-FORMAT_OPT = typer.Option(Format.table, "--format", "-f", help="Output format.")
+FORMAT_OPT = typer.Option(OutputFormat.table, "--format", "-f", help="Output format.")
 OUTPUT_OPT = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout.")
-GPUS_OPT = typer.Option(8, "--gpus", "-g", help="Chips per instance.")
-SOURCE_OPT = typer.Option(Source.auto, "--source",
+GPUS_OPT = typer.Option(8, "--gpus", "-g", help="Chips per instance (1 to 65,536).")
+SOURCE_OPT = typer.Option(CurveSource.auto, "--source",
                           help="auto: the model's measured points for this hardware and GPU count if any, else roofline.")
+MODE_OPT = typer.Option(PlanMode.exact, "--mode", help="exact: class means of T(L); paper: T at class mean lengths.")
+SCENARIO_ARG = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file.")
+TERMINAL_WIDTH_FALLBACK = 400  # piped or written to a file: wide enough that no column is cut
 
 
-def _emit(report, fmt: Format, output: Optional[str], preface: str = "") -> None:
-    """Render a report and print it or write it atomically to ``output``."""
+def _render(report, fmt: OutputFormat, preface: str = "") -> str:
+    """The report as text for a file or a pipe (tables at full width)."""
     from .report import render
-    from .yamlio import write_text_atomic
 
+    return (preface if fmt == OutputFormat.table else "") + render(report, fmt.value, width=TERMINAL_WIDTH_FALLBACK)
+
+
+def _emit(report, fmt: OutputFormat, output: Optional[str], figures=(), preface: str = "") -> None:
+    """Print the report, or write it to ``output``; write ``figures`` ((figure, path, option))
+    with it. All files are committed together, only after every one was written."""
+    from .report import render
+    from .yamlio import OutputFiles
+
+    with OutputFiles() as out:
+        if output:
+            out.write_text(output, _render(report, fmt, preface))
+        if figures:
+            from .plot import save
+
+            for fig, path, option in figures:
+                save(fig, out, path, option)
+        out.commit()
+    for path in ([output] if output else []) + [path for _, path, _ in figures]:
+        typer.echo(f"wrote {path}", err=True)
     if output:
-        write_text_atomic(output, (preface if fmt == Format.table else "") + render(report, fmt.value))
-        typer.echo(f"wrote {output}", err=True)
         return
-    if fmt == Format.table:
+    if fmt == OutputFormat.table:
         from rich.console import Console
 
         console = Console()
+        if not console.is_terminal:
+            sys.stdout.write(_render(report, fmt, preface))
+            return
         if preface:
             console.print(preface, highlight=False, markup=False, end="")
-        width = console.width if console.is_terminal else 120
-        sys.stdout.write(render(report, "table", width=width, color=console.is_terminal))
+        sys.stdout.write(render(report, "table", width=console.width, color=True))
     else:
         sys.stdout.write(render(report, fmt.value))
 
 
-def _lengths(text: str) -> list[int]:
-    from .units import parse_token_list
+def _check_outputs(*paths: tuple[Optional[str], str]) -> None:
+    """Refuse unusable output paths before any work is done."""
+    from .yamlio import OutputFiles
 
-    return parse_token_list(text, field="--lengths")
+    for path, option in paths:
+        if path:
+            OutputFiles.check(path, option)
 
 
 @app.command()
@@ -84,16 +113,17 @@ def kv(
     hardware: str = typer.Option("h200", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
     gpus: int = GPUS_OPT,
     lengths: str = typer.Option("1K,8K,32K,128K", "--lengths", "-l", help="Comma-separated input lengths (32K, 32k or 32768)."),
-    source: Source = SOURCE_OPT,
-    fmt: Format = FORMAT_OPT,
+    source: CurveSource = SOURCE_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
     """S_kv, T_prefill and the KV throughput Phi_kv = S_kv / T_prefill per input length."""
     from . import api
-    from .views import kv_view
+    from .units import parse_token_list
+    from .views.timing import kv_view
 
-    _check_gpus(gpus)
-    result = api.kv_report(model, hardware, gpus, _lengths(lengths), source.value)
+    _check_outputs((output, "--output"))
+    result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source)
     _emit(kv_view(result), fmt, output)
 
 
@@ -104,73 +134,70 @@ def decode(
     gpus: int = GPUS_OPT,
     context: str = typer.Option("32K", "--context", "-c", help="Context length per request (input + output so far)."),
     tpot_ms: Optional[float] = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
-    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="Engine cap on running requests."),
-    source: Source = SOURCE_OPT,
-    fmt: Format = FORMAT_OPT,
+    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="Engine cap on running requests (1 to 100,000)."),
+    source: CurveSource = SOURCE_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
     """Decode batch size (memory- or TPOT-limited), step time and tokens/s of one instance."""
     from . import api
     from .units import parse_tokens
-    from .views import decode_view
+    from .views.timing import decode_view
 
-    _check_gpus(gpus)
-    if max_batch is not None and max_batch < 1:
-        raise PlanInputError(f"must be at least 1, got {max_batch}", field="--max-batch")
+    _check_outputs((output, "--output"))
     ctx = parse_tokens(context, field="--context")
-    result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source.value)
+    result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source)
     _emit(decode_view(result, tpot_ms), fmt, output)
 
 
-def _check_gpus(gpus: int) -> None:
-    if gpus < 1:
-        raise PlanInputError(f"must be at least 1, got {gpus}", field="--gpus")
-
-
 @models_app.command("list")
-def models_list(fmt: Format = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+def models_list(fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
     """All shipped model profiles with their KV footprint and parameter counts."""
-    from .profiles.registry import resolve_model, shipped_names
-    from .views import models_list_view
+    from . import api
+    from .views.profiles import models_list_view
 
-    _emit(models_list_view([resolve_model(n) for n in shipped_names("model_profiles")]), fmt, output)
+    _check_outputs((output, "--output"))
+    _emit(models_list_view(api.models()), fmt, output)
 
 
 @models_app.command("show")
 def models_show(name: str = typer.Argument(..., help="Shipped name or YAML file."),
-                fmt: Format = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+                fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
     """One model profile: derived figures, assumptions and sources (JSON adds the full profile)."""
-    from .profiles.registry import resolve_model
-    from .views import model_show_view
+    from . import api
+    from .views.profiles import model_show_view
 
-    _emit(model_show_view(resolve_model(name)), fmt, output)
+    _check_outputs((output, "--output"))
+    _emit(model_show_view(api.model_of(name)), fmt, output)
 
 
 @hardware_app.command("list")
-def hardware_list(fmt: Format = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+def hardware_list(fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
     """All shipped hardware profiles (per chip) with their efficiency factors."""
-    from .profiles.registry import resolve_hardware, shipped_names
-    from .views import hardware_list_view
+    from . import api
+    from .views.profiles import hardware_list_view
 
-    _emit(hardware_list_view([resolve_hardware(n) for n in shipped_names("hardware_profiles")]), fmt, output)
+    _check_outputs((output, "--output"))
+    _emit(hardware_list_view(api.hardware_profiles()), fmt, output)
 
 
 @hardware_app.command("show")
 def hardware_show(name: str = typer.Argument(..., help="Shipped name or YAML file."),
-                  fmt: Format = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+                  fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
     """One hardware profile: figures, assumptions, sources (JSON adds the full profile)."""
-    from .profiles.registry import resolve_hardware
-    from .views import hardware_show_view
+    from . import api
+    from .views.profiles import hardware_show_view
 
-    _emit(hardware_show_view(resolve_hardware(name)), fmt, output)
+    _check_outputs((output, "--output"))
+    _emit(hardware_show_view(api.hardware_of(name)), fmt, output)
 
 
 @app.command()
 def validate(path: str = typer.Argument(..., help="A model, hardware or scenario YAML file.")) -> None:
     """Check a model, hardware or scenario file; exit 0 if valid, 2 with the first problem if not."""
-    from .profiles.registry import validate_file
+    from . import api
 
-    kind, profile = validate_file(path)
+    kind, profile = api.validate_file(path)
     typer.echo(f"{path}: valid {kind} profile '{profile.name}'")
 
 
@@ -181,10 +208,11 @@ def model_import(
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the profile YAML here (default: stdout)."),
 ) -> None:
     """Convert a Hugging Face config.json into a model profile YAML."""
-    from .profiles.hf_import import import_hf_config_file
+    from . import api
     from .yamlio import dump_yaml, write_text_atomic
 
-    data, profile = import_hf_config_file(config, name=name)
+    _check_outputs((output, "--output"))
+    data, profile = api.import_model(config, name=name)
     text = f"# Imported by prfaas-plan from {config}\n" + dump_yaml(data)
     if output:
         write_text_atomic(output, text)
@@ -201,115 +229,96 @@ def calibrate(
     points: str = typer.Option(..., "--points", "-p", help="CSV with columns length,prefill_s[,kv_bytes]."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the calibrated hardware profile YAML here."),
     name: Optional[str] = typer.Option(None, "--name", help="Name of the calibrated profile (default: HW-calibrated)."),
-    fmt: Format = FORMAT_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
 ) -> None:
     """Fit the hardware's efficiency factors and prefill overhead to measured prefill latencies."""
     from . import api
-    from .calibrate import calibrate as run_calibration
-    from .calibrate import hardware_to_yaml_dict, read_points_csv
-    from .views import calibration_view
+    from .timing.calibrate import hardware_to_yaml_dict
+    from .views.timing import calibration_view
     from .yamlio import dump_yaml, write_text_atomic
 
-    _check_gpus(gpus)
-    result = run_calibration(api.model_of(model), api.hardware_of(hardware), gpus, read_points_csv(points), name=name)
-    _emit(calibration_view(result), fmt, None)
+    _check_outputs((output, "--output"))
+    result = api.calibrate(model, hardware, gpus, points, name=name)
     if output:
         header = (f"# Calibrated by `prfaas-plan calibrate --model {model} --hardware {hardware} --gpus {gpus} "
                   f"--points {points}`\n")
         write_text_atomic(output, header + dump_yaml(hardware_to_yaml_dict(result.hardware)))
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
-
-
-class Mode(str, Enum):
-    exact = "exact"
-    paper = "paper"
+    _emit(calibration_view(result), fmt, None)
 
 
 @app.command()
 def plan(
-    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
-    mode: Mode = typer.Option(Mode.exact, "--mode", help="exact: class means of T(L); paper: T at class mean lengths."),
-    fmt: Format = FORMAT_OPT,
+    scenario: str = SCENARIO_ARG,
+    mode: PlanMode = MODE_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
     """Optimise threshold t and N_prfaas / N_p / N_d; compare with homogeneous and naive baselines."""
     from . import api
-    from .views import plan_view
+    from .views.plan import plan_view
 
-    _emit(plan_view(api.plan(scenario, mode.value)), fmt, output)
-
-
-class Over(str, Enum):
-    threshold = "threshold"
-    np = "np"
-    bandwidth = "bandwidth"
-    instances = "instances"
-    rate = "rate"
+    _check_outputs((output, "--output"))
+    _emit(plan_view(api.plan(scenario, mode)), fmt, output)
 
 
 @app.command()
 def sweep(
-    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
-    over: Over = typer.Option(..., "--over", help="What to vary (see the README)."),
-    mode: Mode = typer.Option(Mode.exact, "--mode"),
+    scenario: str = SCENARIO_ARG,
+    over: SweepOver = typer.Option(..., "--over", help="What to vary (see the README)."),
+    mode: PlanMode = MODE_OPT,
     start: float = typer.Option(1.0, "--from", help="bandwidth: first usable Gbps."),
     stop: Optional[float] = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
-    points: Optional[int] = typer.Option(None, "--points", help="Number of points (bandwidth: default 200; threshold: default every distinct t)."),
-    fmt: Format = typer.Option(Format.csv, "--format", "-f", help="Output format."),
+    points: Optional[int] = typer.Option(None, "--points", help="Number of points, 2 to 100,000 (bandwidth: default 200; threshold: default every distinct t)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format."),
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
     """Curves around the plan as CSV: over threshold, N_p, link bandwidth, PrfaaS instances or arrival rate."""
     from . import api
-    from .report import Column, Report
+    from .views.plan import sweep_view
 
-    if points is not None and points < 2:
-        raise PlanInputError(f"must be at least 2, got {points}", field="--points")
-    with _progress() as progress:
-        rows = api.sweep(scenario, over.value, mode.value, start, stop, points, progress)
-    columns = [Column(k, k, str) for k in rows[0]] if rows else []
-    _emit(Report(title=f"Sweep over {over.value}: {scenario}", columns=columns, rows=rows), fmt, output)
+    _check_outputs((output, "--output"))
+    with _progress(f"sweep over {over.value}") as progress:
+        rows = api.sweep(scenario, over, mode, start, stop, points, progress)
+    _emit(sweep_view(rows, over.value, scenario), fmt, output)
 
 
 @app.command()
 def plot(
-    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    scenario: str = SCENARIO_ARG,
     output: str = typer.Option(..., "--output", "-o", help="Figure file: .png, .svg or .pdf."),
-    mode: Mode = typer.Option(Mode.exact, "--mode"),
+    mode: PlanMode = MODE_OPT,
 ) -> None:
     """Draw the paper's figure 5 for a scenario, with the optimum marked."""
     from . import api
+    from .plot import check_format, figure5, save
+    from .yamlio import OutputFiles
 
-    api.plot(scenario, output, mode.value)
+    check_format(output, "--output")
+    _check_outputs((output, "--output"))
+    figure = figure5(api.figure5_data(scenario, mode))
+    with OutputFiles() as out:
+        save(figure, out, output)
+        out.commit()
     typer.echo(f"wrote {output}", err=True)
 
 
-class Arrivals(str, Enum):
-    poisson = "poisson"
-    gamma = "gamma"
-    onoff = "onoff"
-
-
-class Policy(str, Enum):
-    static = "static"
-    adaptive = "adaptive"
-
-
-def _sim_options(seed: int, arrivals: Arrivals, cv: float, burst_factor: float, policy: Policy,
+def _sim_options(seed: int, arrivals: ArrivalProcess, cv: float, burst_factor: float, policy: RoutingPolicy,
                  bandwidth_trace: Optional[str], drop_at: Optional[float], drop_for: float, drop_to: float) -> dict:
-    from .simulate import read_bandwidth_trace
+    from . import api
 
-    options = dict(seed=seed, arrivals=arrivals.value, cv=cv, burst_factor=burst_factor, policy=policy.value,
+    options = dict(seed=seed, arrivals=arrivals, cv=cv, burst_factor=burst_factor, policy=policy,
                    drop_at_s=drop_at, drop_for_s=drop_for, drop_to_fraction=drop_to)
     if bandwidth_trace:
-        options["bandwidth_trace"] = read_bandwidth_trace(bandwidth_trace)
+        options["bandwidth_trace"] = api.read_bandwidth_trace(bandwidth_trace)
     return options
 
 
 SEED_OPT = typer.Option(0, "--seed", help="Random seed (runs are reproducible).")
-ARRIVALS_OPT = typer.Option(Arrivals.poisson, "--arrivals", help="poisson, gamma (--cv) or onoff (--burst-factor).")
-CV_OPT = typer.Option(1.0, "--cv", help="Coefficient of variation of gamma inter-arrival times.")
+ARRIVALS_OPT = typer.Option(ArrivalProcess.poisson, "--arrivals", help="poisson, gamma (--cv) or onoff (--burst-factor).")
+CV_OPT = typer.Option(1.0, "--cv", help="Coefficient of variation of gamma inter-arrival times (0.01 to 100).")
 BURST_OPT = typer.Option(2.0, "--burst-factor", help="onoff: rate during bursts / mean rate.")
-POLICY_OPT = typer.Option(Policy.static, "--policy", help="static threshold, or adaptive (raises t under link pressure).")
+POLICY_OPT = typer.Option(RoutingPolicy.static, "--policy", help="static threshold, or adaptive (raises t under link pressure).")
 TRACE_OPT = typer.Option(None, "--bandwidth-trace", help="CSV time_s,gbps: the link's usable bandwidth over time.")
 DROP_AT_OPT = typer.Option(None, "--drop-at", help="Time (s) when the link drops.")
 DROP_FOR_OPT = typer.Option(0.0, "--drop-for", help="Length of the drop (s).")
@@ -318,63 +327,66 @@ DROP_TO_OPT = typer.Option(0.5, "--drop-to", help="Link bandwidth during the dro
 
 @app.command()
 def simulate(
-    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
+    scenario: str = SCENARIO_ARG,
     rate: Optional[float] = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
     load: Optional[float] = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
-    requests: Optional[int] = typer.Option(None, "--requests", "-n", help="Requests to simulate (default 20,000; required at or above Λ_max)."),
-    deployment: str = typer.Option("prfaas_pd", "--deployment", help="prfaas_pd, homogeneous, homogeneous_equal_cost or naive_heterogeneous."),
-    seed: int = SEED_OPT, arrivals: Arrivals = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
-    policy: Policy = POLICY_OPT, bandwidth_trace: Optional[str] = TRACE_OPT, drop_at: Optional[float] = DROP_AT_OPT,
-    drop_for: float = DROP_FOR_OPT, drop_to: float = DROP_TO_OPT,
-    mode: Mode = typer.Option(Mode.exact, "--mode"),
-    fmt: Format = typer.Option(Format.table, "--format", "-f", help="table or json: the summary; csv: the time series."),
+    requests: Optional[int] = typer.Option(None, "--requests", "-n", help="Requests to simulate, 1 to 10^7 (default 20,000; required at or above Λ_max)."),
+    deployment: DeploymentName = typer.Option(DeploymentName.prfaas_pd, "--deployment", help="Which deployment of the plan to simulate."),
+    seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
+    policy: RoutingPolicy = POLICY_OPT, bandwidth_trace: Optional[str] = TRACE_OPT,
+    drop_at: Optional[float] = DROP_AT_OPT, drop_for: float = DROP_FOR_OPT, drop_to: float = DROP_TO_OPT,
+    mode: PlanMode = MODE_OPT,
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="table or json: the summary; csv: the time series."),
     output: Optional[str] = OUTPUT_OPT,
     plot_file: Optional[str] = typer.Option(None, "--plot", help="Also draw the time series (.png, .svg, .pdf)."),
 ) -> None:
     """Discrete-event simulation (SimPy) of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
-    from .views import simulation_view, timeseries_report
+    from .views.simulation import simulation_view, timeseries_report
 
     if plot_file:
         from .plot import check_format
 
         check_format(plot_file, "--plot")
+    _check_outputs((output, "--output"), (plot_file, "--plot"))
     options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
-    with _progress() as progress:
+    with _progress("simulating requests") as progress:
         run = api.simulate(scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment,
-                           mode=mode.value, progress=progress, **options)
-    report = timeseries_report(run) if fmt == Format.csv else simulation_view(run)
-    _emit(report, fmt, output)
+                           mode=mode, progress=progress, **options)
+    report = timeseries_report(run) if fmt == OutputFormat.csv else simulation_view(run)
+    figures = ()
     if plot_file:
         from .plot import timeseries_figure
 
-        timeseries_figure(run.result, plot_file)
-        typer.echo(f"wrote {plot_file}", err=True)
+        figures = ((timeseries_figure(run.result), plot_file, "--plot"),)
+    _emit(report, fmt, output, figures)
 
 
 @app.command("validate-model")
 def validate_model(
-    scenario: str = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file."),
-    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load."),
-    seed: int = SEED_OPT, arrivals: Arrivals = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
-    mode: Mode = typer.Option(Mode.exact, "--mode"),
-    fmt: Format = FORMAT_OPT,
+    scenario: str = SCENARIO_ARG,
+    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load (1 to 10^7)."),
+    seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
+    mode: PlanMode = MODE_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
     output: Optional[str] = OUTPUT_OPT,
 ) -> None:
     """Closed form beside simulation at 50%, 80%, 95% and 110% of the closed-form Λ_max."""
     from . import api
-    from .views import validation_view
+    from .views.simulation import validation_view
 
-    options = _sim_options(seed, arrivals, cv, burst_factor, Policy.static, None, None, 0.0, 0.5)
-    with _progress(minimum=1) as progress:
-        runs = api.validate_model(scenario, requests=requests, mode=mode.value, progress=progress, **options)
+    _check_outputs((output, "--output"))
+    options = _sim_options(seed, arrivals, cv, burst_factor, RoutingPolicy.static, None, None, 0.0, 0.5)
+    with _progress("simulating loads", minimum=1) as progress:
+        runs = api.validate_model(scenario, requests=requests, mode=mode, progress=progress, **options)
     _emit(validation_view(runs), fmt, output)
 
 
 class _progress:
     """A rich progress bar on stderr for long runs, when stderr is a terminal."""
 
-    def __init__(self, minimum: int = 1000):
+    def __init__(self, label: str, minimum: int = 1000):
+        self.label = label
         self.minimum = minimum  # totals below this show no bar
 
     def __enter__(self):
@@ -392,7 +404,7 @@ class _progress:
 
             self._bar = Progress(console=self._console, transient=True)
             self._bar.start()
-            self._task = self._bar.add_task("sweeping", total=total)
+            self._task = self._bar.add_task(self.label, total=total)
         self._bar.update(self._task, completed=done)
 
     def __exit__(self, *exc):
@@ -401,18 +413,52 @@ class _progress:
         return False
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings as one line each on stderr (PlanWarning: 'prfaas-plan: warning: ...')."""
+    from .errors import PlanWarning, shorten
+
+    prefix = "prfaas-plan: warning: " if issubclass(category, PlanWarning) else f"prfaas-plan: {category.__name__}: "
+    sys.stderr.write(prefix + shorten(str(message), 280) + "\n")
+
+
+def _click_exceptions():
+    """The exception classes of the click that typer runs on (typer >= 0.2x vendors its own)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click import exceptions
+    return exceptions
+
+
 def main() -> None:
     """Console-script entry point: one-line errors with exit code 2, never a traceback."""
+    import warnings
+
+    from .errors import shorten
+
+    ex = _click_exceptions()
+    warnings.showwarning = _show_warning
     try:
-        app()
+        code = app(standalone_mode=False)
     except PlanInputError as exc:
         typer.echo(f"prfaas-plan: error: {exc.one_line()}", err=True)
         sys.exit(2)
-    except KeyboardInterrupt:
+    except ex.NoArgsIsHelpError as exc:
+        typer.echo(exc.format_message())
+        sys.exit(0)
+    except ex.UsageError as exc:
+        hint = f" (see: {shorten(exc.ctx.command_path, 40)} --help)" if exc.ctx is not None else ""
+        typer.echo(f"prfaas-plan: error: {shorten(exc.format_message().replace('Value error, ', ''), 230)}{hint}", err=True)
+        sys.exit(2)
+    except ex.ClickException as exc:
+        typer.echo(f"prfaas-plan: error: {shorten(exc.format_message(), 230)}", err=True)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
         typer.echo("prfaas-plan: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,32 @@
-"""Errors that the CLI turns into a one-line message and exit code 2."""
+"""Errors that the CLI turns into a one-line message and exit code 2, and warnings it prints
+as one line each.
+
+A message never echoes unbounded input: the file name, the field path and the reason are
+each shortened (``shorten``) so that the whole line stays readable.
+"""
 
 from __future__ import annotations
+
+import warnings
+
+MAX_LINE_CHARS = 270  # the whole 'source: field: reason' line (ranges.MAX_ERROR_CHARS)
+_MAX_SOURCE_CHARS = 120
+_MAX_FIELD_CHARS = 60
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut in the middle with '...' if longer than ``limit`` characters."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 3, 2)
+    head = keep - keep // 3
+    return text[:head] + "..." + text[len(text) - (keep - head):]
+
+
+def show(value: object, limit: int = 40) -> str:
+    """``repr(value)`` shortened for an error message."""
+    return shorten(repr(value), limit)
 
 
 class PlanInputError(Exception):
@@ -13,11 +39,27 @@ class PlanInputError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        parts = [p for p in (self.source, self.field) if p]
-        prefix = ": ".join(parts)
-        text = f"{prefix}: {self.reason}" if prefix else self.reason
-        return " ".join(text.split())  # always one line
+        parts = [shorten(self.source, _MAX_SOURCE_CHARS) if self.source else None,
+                 shorten(self.field, _MAX_FIELD_CHARS) if self.field else None]
+        prefix = ": ".join(p for p in parts if p)
+        room = MAX_LINE_CHARS - (len(prefix) + 2 if prefix else 0)
+        reason = shorten(self.reason, room)
+        return f"{prefix}: {reason}" if prefix else reason
 
-    def with_source(self, source: str) -> "PlanInputError":
+    def with_source(self, source: str | None) -> "PlanInputError":
         """Return a copy that names ``source`` unless one is named already."""
         return PlanInputError(self.reason, source=self.source or source, field=self.field)
+
+    def with_field(self, prefix: str) -> "PlanInputError":
+        """Return a copy whose field is under ``prefix`` (``workload.input`` + ``sigma``)."""
+        field = f"{prefix}.{self.field}" if self.field else prefix
+        return PlanInputError(self.reason, source=self.source, field=field)
+
+
+class PlanWarning(UserWarning):
+    """Input that is accepted but probably not what the user meant (printed as one line)."""
+
+
+def warn(message: str) -> None:
+    """Emit a :class:`PlanWarning` (the CLI prints each distinct one once on stderr)."""
+    warnings.warn(shorten(message, MAX_LINE_CHARS), PlanWarning, stacklevel=2)

@@ -1,8 +1,13 @@
-"""The paper's figure 5 for any scenario (matplotlib, imported only here).
+"""Figures (matplotlib, imported only here): the paper's figure 5 for any scenario, and a
+simulation's time series.
 
-Left: the prefill bound (min of the PrfaaS, link and PD-P bounds) and the decode bound
-against N_p at the plan's threshold. Right: the PrfaaS bound (min of compute and link)
-and the PD-P bound against t. The optimum is marked on both.
+Figure 5, left: the prefill bound (min of the PrfaaS, link and PD-P bounds) and the decode
+bound against N_p at the plan's threshold. Right: the PrfaaS bound (min of compute and link)
+and the PD-P bound against t. The optimum is marked on both. Token axes are in K = 1,024
+tokens, as everywhere in prfaas-plan.
+
+Each function returns a matplotlib Figure; ``save`` writes one through an
+``OutputFiles`` set, so a figure is written only with the command's other outputs.
 """
 
 from __future__ import annotations
@@ -11,27 +16,32 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import PlanInputError
-from .planner.inputs import PlanInputs
-from .planner.optimizer import Solution
+from .errors import PlanInputError, shorten
 from .planner.sweep import sweep_np, sweep_threshold
-from .planner.throughput import ThresholdTable
-from .yamlio import write_atomic
+from .units import TOKENS_PER_K
+from .yamlio import OutputFiles
 
 FORMATS = (".png", ".svg", ".pdf")
+K_LABEL = "K tokens (1K = 1,024)"
 
 
 def _values(rows: list[dict], key: str) -> np.ndarray:
     return np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=float)
 
 
-def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str, t_max_tokens: float | None = None) -> None:
-    """Write figure 5 to ``path`` (.png, .svg or .pdf), atomically."""
-    check_format(path, "--output")
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def figure5(data, t_max_tokens: float | None = None):
+    """Figure 5 of ``data`` (an ``api.Figure5Data``: inputs, threshold table, solution)."""
+    plt = _pyplot()
+    inputs, table, sol = data.inputs, data.table, data.solution
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     rows = sweep_np(inputs, table, sol)
@@ -46,45 +56,40 @@ def figure5(inputs: PlanInputs, table: ThresholdTable, sol: Solution, path: str,
 
     t_rows = sweep_threshold(inputs, table, sol)
     t = _values(t_rows, "threshold_tokens")
-    keep = t <= (t_max_tokens or max(60_000.0, 2 * sol.threshold_tokens))
-    right.plot(t[keep] / 1000, _values(t_rows, "prfaas_bound")[keep], label="PrfaaS bound Θ_prfaas/p")
-    right.plot(t[keep] / 1000, _values(t_rows, "pd_prefill_bound")[keep], label="PD-P bound Θ_pdp/(1-p)")
+    keep = t <= (t_max_tokens or max(60 * TOKENS_PER_K, 2 * sol.threshold_tokens))
+    k = TOKENS_PER_K
+    right.plot(t[keep] / k, _values(t_rows, "prfaas_bound")[keep], label="PrfaaS bound Θ_prfaas/p")
+    right.plot(t[keep] / k, _values(t_rows, "pd_prefill_bound")[keep], label="PD-P bound Θ_pdp/(1-p)")
     right.axhline(float(t_rows[0]["pd_decode_bound"]), color="grey", ls="--", lw=1, label="decode bound")
-    right.plot([sol.threshold_tokens / 1000], [sol.lambda_max], "k*", ms=12,
-               label=f"optimum t={sol.threshold_tokens / 1000:.1f}K, Λ={sol.lambda_max:.2f}")
+    right.plot([sol.threshold_tokens / k], [sol.lambda_max], "k*", ms=12,
+               label=f"optimum t={sol.threshold_tokens / k:.1f}K, Λ={sol.lambda_max:.2f}")
     top = 3 * max(sol.lambda_max, 1e-9)
-    right.set(xlabel="threshold t (thousand tokens)", ylabel="throughput bound (req/s)", ylim=(0, top),
+    right.set(xlabel=f"threshold t ({K_LABEL})", ylabel="throughput bound (req/s)", ylim=(0, top),
               title=f"(b) bounds vs t at N_prfaas={sol.n_prfaas}, N_p={sol.n_p}, N_d={sol.n_d}")
     right.legend(fontsize=8)
-    fig.suptitle(f"{inputs.scenario.name}: {inputs.model.name}")
+    fig.suptitle(f"{inputs.name}: {inputs.model.name}")
+    return fig
 
-    _save(fig, path)
 
-
-def _save(fig, path: str) -> None:
-    """Save a figure atomically (temporary file in the same folder, then rename)."""
-    import matplotlib.pyplot as plt
-
+def save(fig, out: OutputFiles, path: str, option: str = "--output") -> None:
+    """Write ``fig`` to ``path`` (format from its suffix) as part of ``out``, then close it."""
+    check_format(path, option)
     try:
-        write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=130))
+        out.write(path, lambda tmp: fig.savefig(tmp, dpi=130), option)
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
 
 
 def check_format(path: str, field: str) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise PlanInputError(f"unsupported plot format '{suffix or path}' (use {', '.join(FORMATS)})", field=field)
+        raise PlanInputError(f"unsupported plot format {shorten(suffix or path, 40)!r} (use {', '.join(FORMATS)})",
+                             field=field)
 
 
-def timeseries_figure(result, path: str) -> None:
+def timeseries_figure(result):
     """Queues, egress against link capacity, and the routing threshold over simulated time."""
-    check_format(path, "--plot")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     ts = result.timeseries
     t = ts["time_s"]
     fig, (q, e, th) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True, constrained_layout=True)
@@ -97,8 +102,8 @@ def timeseries_figure(result, path: str) -> None:
     e.plot(t, ts["link_capacity_gbps"], "k--", lw=1, label="link capacity")
     e.set(ylabel="Gbps")
     e.legend(fontsize=8)
-    th.plot(t, ts["threshold_tokens"] / 1000, lw=1)
-    th.set(ylabel="threshold (K tokens)", xlabel="simulated time (s)")
+    th.plot(t, ts["threshold_tokens"] / TOKENS_PER_K, lw=1)
+    th.set(ylabel=f"threshold ({K_LABEL})", xlabel="simulated time (s)")
     cfg = result.config
     fig.suptitle(f"{result.deployment.name}: {cfg.rate_rps:.2f} req/s, {cfg.arrivals} arrivals, {cfg.policy} policy")
-    _save(fig, path)
+    return fig

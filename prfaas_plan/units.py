@@ -9,9 +9,11 @@ Conventions (used everywhere in prfaas-plan):
 
 from __future__ import annotations
 
+import math
 import re
 
-from .errors import PlanInputError
+from .choices import Dtype
+from .errors import PlanInputError, show
 
 TOKENS_PER_K = 1024
 TOKENS_PER_M = 1024 * 1024
@@ -24,16 +26,17 @@ FLOPS_PER_TFLOPS = 10**12
 BYTES_PER_TB = 10**12
 
 # Bytes per element of the storage dtypes a profile may name.
-DTYPE_BYTES: dict[str, float] = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "fp4": 0.5,
-    "int4": 0.5,
+DTYPE_BYTES: dict[Dtype, float] = {
+    Dtype.fp32: 4.0,
+    Dtype.bf16: 2.0,
+    Dtype.fp16: 2.0,
+    Dtype.fp8: 1.0,
+    Dtype.int8: 1.0,
+    Dtype.fp4: 0.5,
+    Dtype.int4: 0.5,
 }
 
+MAX_TOKENS = 16 * TOKENS_PER_M  # the largest token count accepted anywhere (ranges.TOKENS)
 _LENGTH_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
 
@@ -41,23 +44,33 @@ def parse_tokens(text: str | int, *, field: str = "length") -> int:
     """Parse a token count such as ``32K``, ``32k``, ``19.4K``, ``1M`` or ``32768``.
 
     K = 1024 tokens, M = 1024**2 tokens; fractional values are rounded to the nearest token.
+    The result is in [1, 16M] tokens (``ranges.TOKENS``).
     """
+    if isinstance(text, bool):
+        raise PlanInputError(f"{show(text)} is not a token count", field=field)
     if isinstance(text, int):
         value = text
     else:
-        match = _LENGTH_RE.match(str(text))
+        match = _LENGTH_RE.match(str(text)) if len(str(text)) <= 32 else None
+        if match is None and len(str(text)) > 32:
+            raise PlanInputError(f"{show(text)} is too long to be a token count (at most 16M)", field=field)
         if not match:
-            raise PlanInputError(f"'{text}' is not a token count (use e.g. 32K, 32k or 32768)", field=field)
+            raise PlanInputError(f"{show(text)} is not a token count (use e.g. 32K, 32k or 32768)", field=field)
         number, suffix = float(match.group(1)), match.group(2).upper()
         scale = {"": 1, "K": TOKENS_PER_K, "M": TOKENS_PER_M}[suffix]
-        value = int(round(number * scale))
+        scaled = number * scale
+        value = int(round(scaled)) if math.isfinite(scaled) and scaled <= 2 * MAX_TOKENS else MAX_TOKENS + 1
     if value < 1:
-        raise PlanInputError(f"{text} is below 1 token", field=field)
+        raise PlanInputError(f"{show(text)} is below 1 token", field=field)
+    if value > MAX_TOKENS:
+        raise PlanInputError(f"{show(text)} is above the limit of {MAX_TOKENS:,} tokens (16M)", field=field)
     return value
 
 
 def parse_token_list(text: str, *, field: str = "lengths") -> list[int]:
     """Parse a comma-separated list of token counts (``1K,8K,32K``)."""
+    if len(text) > 10_000:
+        raise PlanInputError("list is too long (at most 10,000 characters)", field=field)
     items = text.split(",")
     if not text.strip():
         raise PlanInputError("no lengths given", field=field)
@@ -105,7 +118,7 @@ def mib_to_bytes(mib: float) -> float:
 def dtype_bytes(dtype: str) -> float:
     """Bytes per element of a storage dtype (``bf16`` -> 2.0)."""
     try:
-        return DTYPE_BYTES[dtype]
-    except KeyError:
-        raise PlanInputError(f"unknown dtype '{dtype}' (known: {', '.join(DTYPE_BYTES)})") from None
+        return DTYPE_BYTES[Dtype(dtype)]
+    except ValueError:
+        raise PlanInputError(f"unknown dtype {show(dtype)} (known: {', '.join(DTYPE_BYTES)})") from None
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from prfaas_plan import api
-from prfaas_plan.calibrate import CalibrationPoint, calibrate, read_points_csv
+from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate, read_points_csv
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.profiles.registry import resolve_hardware
 from prfaas_plan.timing.instance import Instance
@@ -59,7 +59,7 @@ def test_recovers_known_parameters():
 def test_calibrated_profile_changes_other_models(tmp_path, run_cli):
     out = tmp_path / "h200-cal.yaml"
     base = tmp_path / "h200-naive.yaml"
-    from prfaas_plan.calibrate import hardware_to_yaml_dict
+    from prfaas_plan.timing.calibrate import hardware_to_yaml_dict
     from prfaas_plan.yamlio import dump_yaml
 
     base.write_text(dump_yaml(hardware_to_yaml_dict(naive_h200().model_copy(update={"name": "h200-naive"}))))
@@ -69,7 +69,7 @@ def test_calibrated_profile_changes_other_models(tmp_path, run_cli):
     fit = json.loads(res.out)
     assert all(abs(r["error_pct"]) < 5 for r in fit["rows"])
     calibrated = resolve_hardware(str(out))  # a normal hardware profile
-    assert calibrated.name == "h200-naive-calibrated" and calibrated.calibration["fitted_on_model"] == "prfaas-1t-hybrid"
+    assert calibrated.name == "h200-naive-calibrated" and calibrated.calibration.fitted_on_model == "prfaas-1t-hybrid"
     for other in ("minimax-m2.5", "qwen3-235b", "mimo-v2-flash"):
         before = api.kv_rows(other, naive_h200(), 8, [32768])[0].prefill_s
         after_cli = run_cli("kv", other, "--hardware", out, "-l", "32K", "-f", "json")
@@ -82,8 +82,8 @@ def test_calibrated_profile_changes_other_models(tmp_path, run_cli):
     ("", "empty file"),
     ("len,seconds\n1K,0.4\n", "header must name"),
     ("length,prefill_s\n1K,abc\n", "not a number"),
-    ("length,prefill_s\n1K,-1\n", "positive"),
-    ("length,prefill_s\n1K,nan\n", "positive"),
+    ("length,prefill_s\n1K,-1\n", "must be in \\(0"),
+    ("length,prefill_s\n1K,nan\n", "must be a number"),
     ("length,prefill_s\n0,0.4\n", "below 1"),
     ("length,prefill_s\n", "no data rows"),
     ("length,prefill_s\n1K,0.4\n1024,0.5\n", "twice"),

@@ -4,7 +4,6 @@ fit checks, output paths and permissions, strict inputs."""
 import json
 import os
 import stat
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,8 +44,7 @@ def test_no_capacity_is_an_error(tmp_path, run_cli, case_study_file):
 
 def test_milp_matches_brute_force_on_a_wide_search(case):
     """Wide ranges, where a threshold window around the coarse choice alone used to miss."""
-    inputs = replace(case, prfaas=replace(case.prfaas, count_min=0, count_max=12),
-                     pd=replace(case.pd, count_min=0, count_max=20))
+    inputs = case.with_limits(prfaas_min=0, prfaas_max=12, pd_min=0, pd_max=20)
     table = threshold_table(inputs, "paper")
     milp = optimise(inputs, table, method="milp")
     brute = brute_force(inputs, table)
@@ -54,7 +52,7 @@ def test_milp_matches_brute_force_on_a_wide_search(case):
 
 
 def test_min_cost_takes_the_best_threshold_for_its_counts(case):
-    inputs = replace(case, prfaas=replace(case.prfaas, count_min=0, count_max=4))
+    inputs = case.with_limits(prfaas_min=0, prfaas_max=4)
     table = threshold_table(inputs, "exact")
     sol = optimise(inputs, table, objective="min_cost", target_rps=2.0)
     lam = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, inputs).lambda_max
@@ -84,17 +82,17 @@ def test_prefix_cache_keeps_the_full_context_for_decode(tmp_path):
     doc["workload"]["prefix_cache"] = {"hit_fractions": [0.9], "probs": [1.0]}
     inputs = build_inputs(load_scenario(doc), str(REPO / "prfaas_plan/scenarios/x.yaml"))
     assert inputs.input_dist.mean_tokens() == pytest.approx(0.1 * 27_486, rel=0.01)  # routing: uncached
-    assert inputs.decode_context_tokens == pytest.approx(27_486 + 512, rel=0.01)  # decode: everything
+    assert inputs.decode.context_tokens == pytest.approx(27_486 + 512, rel=0.01)  # decode: everything
 
 
 def test_unknown_or_negative_gpu_budget(tmp_path, run_cli, case_study_file):
     res = run_cli("plan", case_study_file(tmp_path, budgets={"gpus": {"h2OO": 8}}))
-    assert res.code == 2 and "budgets.gpus.h2OO" in res.err and "neither cluster" in res.err
+    assert res.code == 2 and "budgets.gpus.h2OO" in res.err and "neither pool" in res.err
     res = run_cli("plan", case_study_file(tmp_path, budgets={"gpus": {"h20": -8}}))
     assert res.code == 2 and "budgets.gpus" in res.err
 
 
-@pytest.mark.parametrize("instances,needle", [(True, "valid integer"), ("4", "valid integer"),
+@pytest.mark.parametrize("instances,needle", [(True, "must be a number, not true"), ("4", "must be an integer"),
                                               ({"min": 3}, "prfaas.instances.max")])
 def test_instance_counts_are_strict(tmp_path, run_cli, instances, needle, case_study_file):
     res = run_cli("plan", case_study_file(tmp_path, prfaas__instances=instances))
@@ -132,7 +130,9 @@ def test_impossible_calibration_is_an_error(tmp_path, run_cli):
 
 def test_kv_checks_lengths_before_fit(run_cli):
     res = run_cli("kv", "qwen3-8b", "-H", "h100", "--gpus", "1", "-l", "999999999K")
-    assert res.code == 2 and "exceeds" in res.err
+    assert res.code == 2 and "above the limit" in res.err
+    res = run_cli("kv", "qwen3-8b", "-H", "h100", "--gpus", "1", "-l", "8M")  # within 16M, beyond the model
+    assert res.code == 2 and "exceeds qwen3-8b's context" in res.err
 
 
 @pytest.mark.parametrize("lengths", ["1K,,", ",8K", "1K, ,2K"])

@@ -90,12 +90,11 @@ def test_lambda_never_exceeds_a_stage_bound(case):
 
 def small(case, prfaas=(0, 3), pd=(1, 5), gbps=None, decode_tps=None):
     """The case study with small ranges (for brute force), optionally changed."""
-    inputs = replace(case, prfaas=replace(case.prfaas, count_min=prfaas[0], count_max=prfaas[1]),
-                     pd=replace(case.pd, count_min=pd[0], count_max=pd[1]))
+    inputs = case.with_limits(prfaas_min=prfaas[0], prfaas_max=prfaas[1], pd_min=pd[0], pd_max=pd[1])
     if gbps is not None:
         inputs = inputs.with_link_gbps(gbps)
     if decode_tps is not None:
-        inputs = replace(inputs, decode_tokens_per_s_per_instance=decode_tps)
+        inputs = inputs.with_decode_tokens_per_s(decode_tps)
     return inputs
 
 
@@ -156,7 +155,7 @@ def test_faster_hardware_never_hurts(case, factor, which):
 
     base = small(case, (4, 4), (8, 8))
     if which == "decode":
-        faster = replace(base, decode_tokens_per_s_per_instance=base.decode_tokens_per_s_per_instance * factor)
+        faster = base.with_decode_tokens_per_s(base.decode.tokens_per_s_per_instance * factor)
     else:
         cluster = getattr(base, which)
         hw = cluster.instance.hardware

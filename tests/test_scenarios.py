@@ -45,15 +45,15 @@ def test_thin_link_offloads_less(tmp_path, run_cli, scenario):
 
 @pytest.mark.parametrize("changes,needles", [
     ({"pd__instances": 0}, ["pd.instances", "zero decode capacity"]),
-    ({"decode__tokens_per_s_per_instance": 0}, ["decode.tokens_per_s_per_instance", "greater than 0"]),
+    ({"decode__tokens_per_s_per_instance": 0}, ["decode.tokens_per_s_per_instance", "must be >= 0.001"]),
     ({"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": 0, "min_tokens": 128, "max_tokens": 131072}},
      ["workload.input.sigma", "> 0"]),
     ({"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": -1, "min_tokens": 128, "max_tokens": 131072}},
      ["workload.input.sigma"]),
     ({"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": 1, "min_tokens": 4096, "max_tokens": 4096}},
      ["workload.input", "min"]),
-    ({"link__usable_fraction": 0}, ["link.usable_fraction", "greater than 0"]),
-    ({"link__usable_fraction": 1.5}, ["link.usable_fraction", "less than or equal to 1"]),
+    ({"link__usable_fraction": 0}, ["link.usable_fraction", "must be > 0"]),
+    ({"link__usable_fraction": 1.5}, ["link.usable_fraction", "must be <= 1"]),
     ({"link__bandwidth_gbps": -1}, ["link.bandwidth_gbps"]),
     ({"budgets": {"gpus": {"h20": 32}}}, ["budgets", "no plan fits"]),
     ({"budgets": {"usd_per_hour": 10}}, ["budgets", "no plan fits"]),

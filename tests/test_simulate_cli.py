@@ -59,14 +59,14 @@ def test_simulate_outputs(tmp_path, run_cli):
 
 
 @pytest.mark.parametrize("args,needles", [
-    (["--rate", "0"], ["--rate", "positive"]),
+    (["--rate", "0"], ["--rate", "must be in (0"]),
     (["--rate", "-2"], ["--rate"]),
     (["--load", "1.0"], ["--requests", "without bound"]),
     (["--load", "1.3"], ["--requests"]),
     (["--arrivals", "gamma", "--cv", "0"], ["--cv"]),
     (["--arrivals", "gamma", "--cv", "-1"], ["--cv"]),
     (["--rate", "1", "--load", "0.5"], ["not both"]),
-    (["--deployment", "magic"], ["unknown deployment"]),
+    (["--deployment", "magic"], ["--deployment", "'magic' is not one of"]),
     (["--plot", "ts.bmp"], ["--plot", "unsupported"]),
 ])
 def test_bad_simulation_input(tmp_path, run_cli, args, needles):

@@ -1,12 +1,13 @@
 """S_kv(l): bytes of KVCache and recurrent state produced by prefilling l uncached tokens.
 
-Per layer (element bytes from the model's dtypes; bf16 KV = 2 B, fp32 state = 4 B):
-- GQA:    2-part K and V per token: kv_heads x (qk_head_dim + v_head_dim)     [grows with l]
-- MLA:    kv_lora_rank + qk_rope_head_dim per token (the cached latent)         [grows with l]
-- sparse: MLA latent + the indexer's key (index_head_dim) per token             [grows with l]
-- SWA:    as GQA, but for min(l, window_tokens) tokens                          [bounded]
+Per layer, from the layer's attention kind (``accounting/mixers``; element bytes from the
+model's dtypes, bf16 KV = 2 B, fp32 state = 4 B):
+- gqa:    kv_heads x (qk_head_dim + v_head_dim) per token                       [grows with l]
+- mla:    kv_lora_rank + qk_rope_head_dim per token (the cached latent)          [grows with l]
+- sparse: MLA latent + the indexer's key (index_head_dim) per token              [grows with l]
+- swa:    as GQA, but for min(l, window_tokens) tokens                           [bounded]
 - linear: heads x key_head_dim x value_head_dim state + conv_channels x
-          (conv_kernel - 1) conv state, once per request                       [fixed]
+          (conv_kernel - 1) conv state, once per request                        [fixed]
 S_kv(l) = growing_bytes_per_token * l + sum_swa(bytes_per_token * min(l, w)) + fixed_bytes.
 """
 
@@ -16,59 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..profiles.model import (
-    GqaAttention,
-    Layer,
-    LinearAttention,
-    MlaAttention,
-    ModelProfile,
-    SparseAttention,
-    SwaAttention,
-    expand_layers,
-)
-from ..units import dtype_bytes
-
-
-@dataclass(frozen=True)
-class LayerKv:
-    """KV footprint of one layer."""
-
-    growing_bytes_per_token: float = 0.0
-    window_bytes_per_token: float = 0.0
-    window_tokens: int = 0
-    fixed_bytes: float = 0.0
-
-    def at(self, length_tokens: float) -> float:
-        return (
-            self.growing_bytes_per_token * length_tokens
-            + self.window_bytes_per_token * min(length_tokens, self.window_tokens)
-            + self.fixed_bytes
-        )
+from ..profiles.model import Layer, ModelProfile, expand_layers
+from .kinds import LayerKv, mixer_of
 
 
 def layer_kv(layer: Layer, model: ModelProfile) -> LayerKv:
     """KV footprint of one resolved layer of ``model``."""
-    mixer = layer.mixer
-    kv_b = dtype_bytes(model.dtypes.kv)
-    if mixer is None:
-        return LayerKv()
-    if isinstance(mixer, SwaAttention):  # before GqaAttention: SWA is a subclass
-        per_token = mixer.num_kv_heads * (mixer.qk_head_dim + mixer.v_dim) * kv_b
-        return LayerKv(window_bytes_per_token=per_token, window_tokens=mixer.window_tokens)
-    if isinstance(mixer, GqaAttention):
-        return LayerKv(growing_bytes_per_token=mixer.num_kv_heads * (mixer.qk_head_dim + mixer.v_dim) * kv_b)
-    if isinstance(mixer, SparseAttention):
-        index_b = dtype_bytes(mixer.index_key_dtype or model.dtypes.kv)
-        per_token = (mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_b + mixer.index_head_dim * index_b
-        return LayerKv(growing_bytes_per_token=per_token)
-    if isinstance(mixer, MlaAttention):
-        return LayerKv(growing_bytes_per_token=(mixer.kv_lora_rank + mixer.qk_rope_head_dim) * kv_b)
-    if isinstance(mixer, LinearAttention):
-        state_b = dtype_bytes(mixer.state_dtype or model.dtypes.state)
-        state = mixer.num_heads * mixer.key_head_dim * mixer.value_head_dim * state_b
-        conv = mixer.conv_channels * max(mixer.conv_kernel - 1, 0) * dtype_bytes(model.dtypes.activations)
-        return LayerKv(fixed_bytes=state + conv)
-    raise TypeError(f"unhandled mixer {type(mixer).__name__}")
+    return mixer_of(layer.mixer, model.dtypes).kv()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..choices import CurveSource
 from ..timing.decode import decode_capacity, decode_step_s
 from .inputs import PlanInputs
 
@@ -50,12 +51,12 @@ class DecodeModel:
 
 
 def decode_model(inputs: PlanInputs) -> DecodeModel:
-    dec = inputs.scenario.decode
-    context = inputs.decode_context_tokens
-    cap = inputs.decode_capacity or decode_capacity(inputs.model, inputs.pd.instance, context, tpot_ms=dec.tpot_ms,
-                                                    max_batch=dec.max_batch, source="roofline")
+    dec = inputs.decode
+    context = dec.context_tokens
+    cap = dec.capacity or decode_capacity(inputs.model, inputs.pd.instance, context, tpot_ms=dec.tpot_ms,
+                                          max_batch=dec.max_batch, source=CurveSource.roofline)
     sizes = np.arange(1, cap.batch_size + 1, dtype=float)
     steps = decode_step_s(inputs.model, inputs.pd.instance, sizes, context)
-    if inputs.decode_source != "roofline":
-        steps = steps * (cap.batch_size / inputs.decode_tokens_per_s_per_instance) / steps[-1]
+    if dec.source != CurveSource.roofline:
+        steps = steps * (cap.batch_size / dec.tokens_per_s_per_instance) / steps[-1]
     return DecodeModel(cap.batch_size, steps, context)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..choices import DeploymentName
+
 
 @dataclass(frozen=True)
 class Deployment:
@@ -21,8 +23,9 @@ class Deployment:
 def deployments_of(result) -> dict[str, Deployment]:
     """PrfaaS-PD and its baselines from a :class:`planner.plan.PlanResult`."""
     pt = result.point
-    out = {"prfaas_pd": Deployment("prfaas_pd", pt.threshold_tokens, pt.n_prfaas, pt.n_p, pt.n_d)}
+    out = {DeploymentName.prfaas_pd: Deployment(DeploymentName.prfaas_pd, pt.threshold_tokens, pt.n_prfaas, pt.n_p,
+                                                pt.n_d)}
     for name, b in result.baselines.items():
-        threshold = 0.0 if name == "naive_heterogeneous" else math.inf
+        threshold = 0.0 if name == DeploymentName.naive_heterogeneous else math.inf
         out[name] = Deployment(name, threshold, b.n_prfaas, b.n_p, b.n_d)
     return out

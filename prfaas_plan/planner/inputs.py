@@ -1,39 +1,85 @@
-"""Resolve a scenario into the numbers the throughput model needs.
+"""The one resolved, unit-converted view of a scenario that the planner, the latency model,
+the simulator and the reports read.
 
-Loads the model and both clusters' hardware (names, or paths relative to the scenario
-file), calibrates a cluster's hardware on the scenario's model when it lists
-``calibration_points``, builds the input-length distribution (with the prefix cache,
-routing uses the uncached length), and fixes the decode rate of one PD-D instance.
+``build_inputs`` is the only place that reads a :class:`profiles.scenario.Scenario`'s fields
+(``tests/test_layers.py`` checks it). It loads the model and both pools' hardware (names, or
+paths relative to the scenario file), calibrates a pool's hardware on the scenario's model
+when it lists ``calibration_points``, builds the length distributions (with a prefix cache,
+routing uses the uncached length), fixes the decode rate of one PD-D instance, and converts
+every quantity to SI: bytes/s for the link, seconds for the RTT, the squared coefficient of
+variation for arrivals.
+
+Every what-if replaces a whole part (``with_link_gbps``, ``with_limits``, ``with_decode``),
+so a derived figure can never be left behind by a changed input.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..calibrate import CalibrationPoint, CalibrationResult, calibrate
-from ..errors import PlanInputError
+from ..accounting.params import declared_params_mismatch
+from ..choices import ObjectiveKind, OptimiserMethod, Role
+from ..errors import PlanInputError, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model, resolve_scenario_file
 from ..profiles.scenario import ClusterSpec, Scenario
+from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
 from ..timing.memory import require_fit
 from ..timing.prefill import PrefillCurve, prefill_curve
-from ..units import gbps_to_bytes_per_s
-from ..workload.distributions import LengthDistribution, load_workload_spec, with_prefix_cache
+from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
+from ..workload.distributions import LengthDistribution, build_distribution, with_prefix_cache
 
 
 @dataclass(frozen=True)
-class Cluster:
-    """One side of the deployment: an instance type, its prefill curve and count range."""
+class Link:
+    """The PrfaaS -> PD link. Bandwidths in bytes/s (decimal: 1 Gbps = 1.25e8 B/s)."""
 
-    role: str  # 'prfaas' or 'pd'
+    bandwidth_bytes_per_s: float  # the link's raw rate
+    usable_fraction: float  # share of it that KV transfers may use
+    rtt_s: float
+
+    @property
+    def usable_bytes_per_s(self) -> float:
+        """B_out of the throughput model: raw bandwidth x usable fraction."""
+        return self.bandwidth_bytes_per_s * self.usable_fraction
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        return bytes_per_s_to_gbps(self.bandwidth_bytes_per_s)
+
+    @property
+    def usable_gbps(self) -> float:
+        return bytes_per_s_to_gbps(self.usable_bytes_per_s)
+
+    def utilisation(self, egress_bytes_per_s: float) -> float:
+        """Link utilisation, defined once for the whole package: egress / usable bandwidth
+        (0 with no egress; inf with egress and no usable bandwidth)."""
+        if egress_bytes_per_s <= 0:
+            return 0.0
+        usable = self.usable_bytes_per_s
+        return egress_bytes_per_s / usable if usable > 0 else math.inf
+
+    def with_bandwidth_gbps(self, gbps: float) -> "Link":
+        """The same link with a raw bandwidth of ``gbps`` (the usable fraction kept)."""
+        return replace(self, bandwidth_bytes_per_s=gbps_to_bytes_per_s(gbps))
+
+    def with_usable_gbps(self, gbps: float) -> "Link":
+        """The same link with ``gbps`` usable (raw = usable / usable fraction)."""
+        return replace(self, bandwidth_bytes_per_s=gbps_to_bytes_per_s(gbps) / self.usable_fraction)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One pool of identical instances: the PrfaaS cluster, or the local PD cluster."""
+
+    role: Role
     instance: Instance
     curve: PrefillCurve
-    count_min: int
-    count_max: int
     calibration: CalibrationResult | None = None
 
     @property
@@ -51,30 +97,120 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class Workload:
+    """Length distributions in tokens: uncached input (routing and prefill), full input
+    (decode context), output."""
+
+    input_dist: LengthDistribution
+    full_input_dist: LengthDistribution
+    output_dist: LengthDistribution
+
+    @property
+    def output_mean_tokens(self) -> float:
+        return self.output_dist.mean_tokens()
+
+
+@dataclass(frozen=True)
+class Decode:
+    """What one PD-D instance sustains."""
+
+    context_tokens: int  # context per decoding request: mean full input + half the mean output, or given
+    tpot_ms: float | None  # the scenario's TPOT limit on the batch
+    max_batch: int | None
+    tokens_per_s_per_instance: float
+    source: str  # 'scenario' (measured or implied), 'roofline' or 'measured' (the model profile's)
+    capacity: DecodeCapacity | None  # the roofline's batch (None when the scenario gives tokens/s)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Integer decision ranges (instances) and budgets."""
+
+    prfaas_min: int
+    prfaas_max: int
+    pd_min: int  # N_p + N_d
+    pd_max: int
+    gpu_budget: dict[str, int] = field(default_factory=dict)  # hardware name -> most chips
+    usd_per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class Objective:
+    kind: ObjectiveKind = ObjectiveKind.max_throughput
+    target_rate_rps: float | None = None
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency targets (None: no limit). TTFT percentiles are over all requests."""
+
+    ttft_p90_s: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class LatencySettings:
+    operating_load: float = 0.8  # the reported operating rate = load x Lambda_max (without an SLO)
+    arrival_scv: float = 1.0  # squared coefficient of variation of inter-arrival times (1: Poisson)
+
+
+@dataclass(frozen=True)
+class OptimiserSettings:
+    method: OptimiserMethod = OptimiserMethod.auto
+    coarse_thresholds: int = 48
+
+
+@dataclass(frozen=True)
 class PlanInputs:
-    scenario: Scenario
-    source: str | None  # scenario file
+    name: str  # the scenario's name
+    source: str | None  # the scenario file
     model: ModelProfile
-    prfaas: Cluster
-    pd: Cluster
-    link_bytes_per_s: float
-    input_dist: LengthDistribution  # uncached input tokens per request
-    output_dist: LengthDistribution  # output tokens per request
-    output_mean_tokens: float
-    decode_tokens_per_s_per_instance: float
-    decode_source: str  # 'scenario' (measured/implied) or 'roofline'
-    decode_capacity: DecodeCapacity | None
-    decode_context_tokens: int  # context per decoding request: mean full input + half the mean output
+    prfaas: Pool
+    pd: Pool
+    link: Link
+    workload: Workload
+    decode: Decode
+    limits: Limits
+    objective: Objective = Objective()
+    slo: Slo | None = None
+    latency: LatencySettings = LatencySettings()
+    optimiser: OptimiserSettings = OptimiserSettings()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def input_dist(self) -> LengthDistribution:
+        """Uncached input tokens per request (what routing and prefill see)."""
+        return self.workload.input_dist
+
+    @property
+    def output_mean_tokens(self) -> float:
+        return self.workload.output_mean_tokens
 
     @property
     def decode_rps_per_instance(self) -> float:
         """Requests/s one PD-D instance completes: BS_max / (T_decode * L_out)."""
-        return self.decode_tokens_per_s_per_instance / self.output_mean_tokens
+        return self.decode.tokens_per_s_per_instance / self.output_mean_tokens
 
     def with_link_gbps(self, gbps: float) -> "PlanInputs":
-        from dataclasses import replace
+        """The same scenario on a link of ``gbps`` raw bandwidth (usable fraction kept)."""
+        return replace(self, link=self.link.with_bandwidth_gbps(gbps))
 
-        return replace(self, link_bytes_per_s=gbps_to_bytes_per_s(gbps))
+    def with_usable_link_gbps(self, gbps: float) -> "PlanInputs":
+        """The same scenario with ``gbps`` of usable bandwidth."""
+        return replace(self, link=self.link.with_usable_gbps(gbps))
+
+    def with_limits(self, **changes) -> "PlanInputs":
+        """The same scenario with some decision ranges or budgets changed (``prfaas_max=6``)."""
+        return replace(self, limits=replace(self.limits, **changes))
+
+    def with_decode_tokens_per_s(self, tokens_per_s: float) -> "PlanInputs":
+        """The same scenario with a given decode throughput per PD-D instance."""
+        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s, source="scenario"))
+
+
+# ---------------------------------------------------------------------------------------
+# Resolving a scenario
 
 
 def _ref(ref: str, base: Path | None) -> str:
@@ -86,7 +222,7 @@ def _ref(ref: str, base: Path | None) -> str:
     return ref
 
 
-def _cluster(role: str, spec: ClusterSpec, model: ModelProfile, base: Path | None, source: str | None) -> Cluster:
+def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, base: Path | None, source: str | None) -> Pool:
     try:
         hardware: HardwareProfile = resolve_hardware(_ref(spec.hardware, base))
     except PlanInputError as exc:
@@ -94,76 +230,107 @@ def _cluster(role: str, spec: ClusterSpec, model: ModelProfile, base: Path | Non
     calibration = None
     if spec.calibration_points:
         points = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
-        calibration = calibrate(model, hardware, spec.gpus_per_instance, points, name=f"{hardware.name}")
+        try:
+            calibration = calibrate(model, hardware, spec.gpus_per_instance, points, name=f"{hardware.name}")
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, source=source, field=f"{role}.calibration_points") from None
         hardware = calibration.hardware
     instance = Instance(hardware, spec.gpus_per_instance)
-    lo, hi = spec.count_range
-    return Cluster(role, instance, prefill_curve(model, instance, spec.source), lo, hi, calibration)
+    return Pool(role, instance, prefill_curve(model, instance, spec.source), calibration)
 
 
 def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
+    """Resolve a validated scenario (see the module docstring); errors name ``source``."""
     base = Path(source).resolve().parent if source else None
     try:
         model = resolve_model(_ref(scenario.model, base))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or "model") from None
-    prfaas = _cluster("prfaas", scenario.prfaas, model, base, source)
-    pd = _cluster("pd", scenario.pd, model, base, source)
-    work = scenario.workload
-    full_input = load_workload_spec(work.input, source, field_prefix="workload.input")
-    dist = full_input
-    if work.prefix_cache is not None:
-        dist = with_prefix_cache(dist, work.prefix_cache.hit_fractions, work.prefix_cache.probs)
-    longest = int(full_input.lengths_tokens[-1])
+    notes = []
+    mismatch = declared_params_mismatch(model)
+    if mismatch:
+        warn(mismatch)
+        notes.append(mismatch)
+    prfaas = _pool(Role.prfaas, scenario.prfaas, model, base, source)
+    pd = _pool(Role.pd, scenario.pd, model, base, source)
+    workload = _workload(scenario, source)
+    longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
-        raise PlanInputError(
-            f"inputs reach {longest} tokens, beyond {model.name}'s context of "
-            f"{model.max_context_tokens}", source=source, field="workload.input")
-    output = load_workload_spec(work.output, source, field_prefix="workload.output")
-    out_mean = output.mean_tokens()
-    dec = scenario.decode
-    # decode holds the whole context, cached prefix included
-    context = dec.context_tokens or int(round(full_input.mean_tokens() + out_mean / 2))
-    context = min(context, model.max_context_tokens)
-    capacity = None
-    _check_budgets(scenario, prfaas, pd, source)
-    for cluster, need in ((prfaas, longest), (pd, max(context, longest))):
-        if cluster.count_max > 0:
+        raise PlanInputError(f"inputs reach {longest} tokens, beyond {model.name}'s context of "
+                             f"{model.max_context_tokens}", source=source, field="workload.input")
+    limits = _limits(scenario, prfaas, pd, source)
+    context = _decode_context(scenario, model, workload, source)
+    for pool, count_max, need in ((prfaas, limits.prfaas_max, longest), (pd, limits.pd_max, max(context, longest))):
+        if count_max > 0:
             try:
-                require_fit(model, cluster.instance, need)
+                require_fit(model, pool.instance, need)
             except PlanInputError as exc:
-                raise PlanInputError(exc.reason, source=source, field=f"{cluster.role}.gpus_per_instance") from None
-    if dec.tokens_per_s_per_instance is not None:
-        tokens_per_s, decode_source = dec.tokens_per_s_per_instance, "scenario"
-    else:
-        capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
-        tokens_per_s, decode_source = capacity.tokens_per_s, capacity.source
+                raise PlanInputError(exc.reason, source=source, field=f"{pool.role}.gpus_per_instance") from None
+    decode = _decode(scenario, model, pd, context, source)
+    link = scenario.link
+    slo = scenario.slo
     return PlanInputs(
-        scenario=scenario,
+        name=scenario.name,
         source=source,
         model=model,
         prfaas=prfaas,
         pd=pd,
-        link_bytes_per_s=gbps_to_bytes_per_s(scenario.link.usable_gbps),
-        input_dist=dist,
-        output_dist=output,
-        output_mean_tokens=out_mean,
-        decode_tokens_per_s_per_instance=tokens_per_s,
-        decode_source=decode_source,
-        decode_capacity=capacity,
-        decode_context_tokens=context,
+        link=Link(gbps_to_bytes_per_s(link.bandwidth_gbps), link.usable_fraction, link.rtt_ms / 1000.0),
+        workload=workload,
+        decode=decode,
+        limits=limits,
+        objective=Objective(scenario.objective.type, scenario.objective.target_rate_rps),
+        slo=None if slo is None else Slo(slo.ttft_p90_s, slo.ttft_p99_s, slo.tpot_ms),
+        latency=LatencySettings(scenario.latency.operating_load, scenario.latency.arrival_cv ** 2),
+        optimiser=OptimiserSettings(scenario.optimiser.method, scenario.optimiser.coarse_thresholds),
+        notes=tuple(notes),
     )
 
 
-def _check_budgets(scenario: Scenario, prfaas: Cluster, pd: Cluster, source: str | None) -> None:
-    """Every GPU budget names a hardware the scenario uses and is not negative."""
+def _workload(scenario: Scenario, source: str | None) -> Workload:
+    spec = scenario.workload
+    full_input = build_distribution(spec.input, source, "workload.input")
+    uncached = full_input
+    if spec.prefix_cache is not None:
+        try:
+            uncached = with_prefix_cache(full_input, spec.prefix_cache.hit_fractions, spec.prefix_cache.probs)
+        except PlanInputError as exc:
+            raise exc.with_field("workload.prefix_cache").with_source(source) from None
+    output = build_distribution(spec.output, source, "workload.output")
+    return Workload(uncached, full_input, output)
+
+
+def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload, source: str | None) -> int:
+    """Context per decoding request: given, or the mean full input + half the mean output
+    (decode holds the whole context, cached prefix included), within the model's context."""
+    given = scenario.decode.context_tokens
+    if given is not None and given > model.max_context_tokens:
+        raise PlanInputError(f"{given} tokens exceeds {model.name}'s context of {model.max_context_tokens}",
+                             source=source, field="decode.context_tokens")
+    default = int(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2))
+    return given or min(default, model.max_context_tokens)
+
+
+def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, context: int, source: str | None) -> Decode:
+    dec = scenario.decode
+    if dec.tokens_per_s_per_instance is not None:
+        return Decode(context, dec.tpot_ms, dec.max_batch, dec.tokens_per_s_per_instance, "scenario", None)
+    try:
+        capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=source, field=f"decode.{exc.field}" if exc.field else "decode") from None
+    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s, capacity.source, capacity)
+
+
+def _limits(scenario: Scenario, prfaas: Pool, pd: Pool, source: str | None) -> Limits:
+    """Instance ranges and budgets; every GPU budget names a hardware the scenario uses."""
     names = {prfaas.hardware_name, pd.hardware_name}
-    for name, gpus in scenario.budgets.gpus.items():
+    for name in scenario.budgets.gpus:
         if name not in names:
-            raise PlanInputError(f"budget for '{name}', which neither cluster uses (they use "
+            raise PlanInputError(f"budget for '{name}', which neither pool uses (they use "
                                  f"{', '.join(sorted(names))})", source=source, field=f"budgets.gpus.{name}")
-        if gpus < 0:
-            raise PlanInputError(f"must be >= 0, got {gpus}", source=source, field=f"budgets.gpus.{name}")
+    (f_lo, f_hi), (pd_lo, pd_hi) = scenario.prfaas.count_range, scenario.pd.count_range
+    return Limits(f_lo, f_hi, pd_lo, pd_hi, dict(scenario.budgets.gpus), scenario.budgets.usd_per_hour)
 
 
 def load_inputs(ref: str) -> PlanInputs:

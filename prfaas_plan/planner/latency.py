@@ -133,7 +133,7 @@ class LatencyResult:
     overall_mean_s: float
     overall_p90_s: float
     overall_p99_s: float
-    link_utilisation: float
+    link_utilisation: float  # offered KV load at this rate / usable link bandwidth (Link.utilisation)
     decode_batch: float | None  # None: decode saturated
     tpot_ms: float
 
@@ -183,10 +183,10 @@ class LatencyModel:
 
     def _mixtures(self, rate_rps: float, arrival_scv: float):
         """Per path: (share, mixture, PathLatency without quantiles); and the link utilisation."""
-        inputs = self.inputs
-        bandwidth = inputs.link_bytes_per_s
+        link = self.inputs.link
+        bandwidth = link.usable_bytes_per_s
         lam_remote = rate_rps * self._paths["remote"][0]
-        link_util = (lam_remote * self._mean_kv / bandwidth if bandwidth > 0 else math.inf) if lam_remote > 0 else 0.0
+        link_util = link.utilisation(lam_remote * self._mean_kv)
         out = {}
         for name, (share, w, service, kv, servers) in self._paths.items():
             lam = rate_rps * share
@@ -195,7 +195,7 @@ class LatencyModel:
                 if bandwidth > 0 and link_util < 1:
                     b_eff = bandwidth * (1 - link_util)
                     extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)
-                    total = service + extra + inputs.scenario.link.rtt_ms / 1000
+                    total = service + extra + link.rtt_s
                 else:
                     total = np.full_like(service, math.inf)
             util, c, wait, theta = _queue(lam, servers, service, w, arrival_scv)

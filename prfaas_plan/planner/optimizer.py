@@ -16,7 +16,10 @@ sum_k lambda_k >= a target rate. It is solved first over a coarse grid of thresh
 (quantiles of L), then over every distinct threshold between the neighbours of the coarse
 choice; finally, for the chosen counts, t is moved along the fine grid to the balance
 point of eq. 7 (Theta_prfaas / p = Theta_pdp / (1 - p)) among thresholds with the same
-Lambda_max. ``brute_force`` enumerates every combination, for tests and small cases.
+Lambda_max. ``enumerate_best`` visits every combination, each over every threshold
+(vectorised): exact, and faster than starting CBC when the count space is small, so
+``method: auto`` (the default) enumerates up to ENUMERATE_MAX_COMBINATIONS combinations
+and solves the MILP above that.
 """
 
 from __future__ import annotations
@@ -26,30 +29,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
-from .inputs import PlanInputs
+from ..ranges import MIN_CAPACITY_RPS
+from .inputs import Limits, PlanInputs
 from .throughput import ThresholdTable, bounds, threshold_table
 
-OBJECTIVES = ("max_throughput", "min_cost")
 _TIE = 1e-7  # relative tolerance when comparing Lambda values
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Integer decision ranges and budgets."""
-
-    prfaas_min: int
-    prfaas_max: int
-    pd_min: int  # N_p + N_d
-    pd_max: int
-    gpu_budget: dict[str, int]
-    usd_per_hour: float | None
-
-    @classmethod
-    def of(cls, inputs: PlanInputs) -> "Limits":
-        b = inputs.scenario.budgets
-        return cls(inputs.prfaas.count_min, inputs.prfaas.count_max, inputs.pd.count_min, inputs.pd.count_max,
-                   dict(b.gpus), b.usd_per_hour)
 
 
 @dataclass(frozen=True)
@@ -74,17 +60,15 @@ def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_pd: int) -> float | None:
     return (c_f or 0.0) * n_prfaas + (c_pd or 0.0) * n_pd
 
 
-def _check(inputs: PlanInputs, limits: Limits, objective: str) -> None:
-    if objective not in OBJECTIVES:
-        raise PlanInputError(f"unknown objective '{objective}'", field="objective.type")
+def _check(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
     if limits.pd_max == 0 or inputs.decode_rps_per_instance <= 0:
         raise PlanInputError("zero decode capacity: the PD cluster has no instances to decode", field="pd.instances")
-    needs_price = objective == "min_cost" or limits.usd_per_hour is not None
+    needs_price = objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None
     if needs_price:
-        for cluster in (inputs.prfaas, inputs.pd):
-            if cluster.count_max > 0 and cluster.usd_per_hour_per_instance is None:
-                raise PlanInputError(f"hardware '{cluster.hardware_name}' has no price_usd_per_gpu_hour, "
-                                     "needed for a cost objective or budget", field=f"{cluster.role}.hardware")
+        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max)):
+            if count_max > 0 and pool.usd_per_hour_per_instance is None:
+                raise PlanInputError(f"hardware '{pool.hardware_name}' has no price_usd_per_gpu_hour, "
+                                     "needed for a cost objective or budget", field=f"{pool.role}.hardware")
 
 
 def _gpu_rows(inputs: PlanInputs, limits: Limits):
@@ -97,13 +81,14 @@ def _gpu_rows(inputs: PlanInputs, limits: Limits):
     return rows
 
 
-def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, limits: Limits, objective: str,
-                target_rps: float | None) -> Solution | None:
+def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, limits: Limits,
+                objective: ObjectiveKind, target_rps: float | None) -> Solution | None:
     import pulp
 
     r_d = inputs.decode_rps_per_instance
     upper = r_d * limits.pd_max
-    prob = pulp.LpProblem("prfaas", pulp.LpMaximize if objective == "max_throughput" else pulp.LpMinimize)
+    maximise = objective == ObjectiveKind.max_throughput
+    prob = pulp.LpProblem("prfaas", pulp.LpMaximize if maximise else pulp.LpMinimize)
     var = prob.add_variable
     nf = var("n_prfaas", limits.prfaas_min, limits.prfaas_max, cat="Integer")
     np_ = var("n_p", 0, limits.pd_max, cat="Integer")
@@ -113,7 +98,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     total = pulp.lpSum(lam)
     c_f, c_pd = _cost_terms(inputs)
     cost = (c_f or 0.0) * nf + (c_pd or 0.0) * (np_ + nd)
-    if objective == "max_throughput":
+    if maximise:
         prob += total - _TIE * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max)
     else:
         prob += cost
@@ -126,7 +111,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     link_terms = [(float(w), l) for w, l in zip(w_l, lam) if w > 0]
     if link_terms:
         scale = max(w for w, _ in link_terms)  # keep coefficients near 1 for the solver
-        prob += pulp.lpSum((w / scale) * l for w, l in link_terms) <= inputs.link_bytes_per_s / scale
+        prob += pulp.lpSum((w / scale) * l for w, l in link_terms) <= inputs.link.usable_bytes_per_s / scale
     prob += pulp.lpSum(float(w) * l for w, l in zip(w_p, lam) if w > 0) <= np_
     prob += total <= r_d * nd
     prob += np_ + nd >= limits.pd_min
@@ -149,7 +134,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
                     usd_per_hour(inputs, n_f, n_p + n_d))
 
 
-def _coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
+def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
     """About ``count`` thresholds evenly spaced in p, always including 'all' and 'none' offloaded."""
     targets = np.linspace(0.0, 1.0, count)
     # p falls from 1 to 0 along the table; search on -p (ascending)
@@ -172,37 +157,38 @@ def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Soluti
                    lambda_max=float(lam[idx]))
 
 
-METHODS = ("milp", "enumerate", "auto")
 ENUMERATE_MAX_COMBINATIONS = 2000
 
 
 def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
-             target_rps: float | None = None, limits: Limits | None = None, method: str = "milp") -> Solution:
-    """The operating point (see ``_optimise``); an error if no plan has any capacity at all."""
+             target_rps: float | None = None, limits: Limits | None = None, method: str | None = None) -> Solution:
+    """The operating point (see ``_optimise``). A plan whose Lambda_max is below
+    ``ranges.MIN_CAPACITY_RPS`` has effectively no capacity: an error, not a table of zeros."""
     sol = _optimise(inputs, table, objective=objective, target_rps=target_rps, limits=limits, method=method)
-    if sol.lambda_max <= 0:
-        raise PlanInputError("no plan within the ranges and budgets can serve any request: it needs prefill "
+    if sol.lambda_max < MIN_CAPACITY_RPS:
+        what = "any request" if sol.lambda_max <= 0 else f"{MIN_CAPACITY_RPS:g} requests/s (best: {sol.lambda_max:.3g})"
+        raise PlanInputError(f"no plan within the ranges and budgets can serve {what}: it needs prefill "
                              "capacity (a PrfaaS instance with a usable link, or a PD-P instance) and a decode "
-                             "instance", field="pd.instances")
+                             "instance, on hardware fast enough to matter", field="pd.instances")
     return sol
 
 
 def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
-              target_rps: float | None = None, limits: Limits | None = None, method: str = "milp") -> Solution:
+              target_rps: float | None = None, limits: Limits | None = None, method: str | None = None) -> Solution:
     """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, then the
     balance point; ``enumerate``: exhaustive; ``auto``: enumerate when the count space has at
-    most ENUMERATE_MAX_COMBINATIONS combinations, else the MILP."""
-    obj = inputs.scenario.objective
-    objective = objective or obj.type
-    target_rps = target_rps if target_rps is not None else obj.target_rate_rps
-    limits = limits or Limits.of(inputs)
-    table = table or threshold_table(inputs, "exact")
+    most ENUMERATE_MAX_COMBINATIONS combinations, else the MILP. Unset arguments come from
+    ``inputs`` (its objective, limits and optimiser settings)."""
+    objective = ObjectiveKind(objective or inputs.objective.kind)
+    target_rps = target_rps if target_rps is not None else inputs.objective.target_rate_rps
+    limits = limits or inputs.limits
+    method = OptimiserMethod(method or inputs.optimiser.method)
+    table = table or threshold_table(inputs)
     _check(inputs, limits, objective)
-    if method not in METHODS:
-        raise PlanInputError(f"unknown method '{method}' (use {', '.join(METHODS)})", field="optimiser.method")
-    if method == "enumerate" or (method == "auto" and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS):
+    if method == OptimiserMethod.enumerate or (
+            method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS):
         return enumerate_best(inputs, table, limits, objective, target_rps)
-    coarse = _coarse_indices(table, inputs.scenario.optimiser.coarse_thresholds)
+    coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
     sol = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
     if sol is None:
         raise _infeasible(objective, target_rps)
@@ -219,7 +205,7 @@ def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, object
 FINE_MAX_CANDIDATES = 256  # binaries in the fine MILP; the polish step scans every threshold anyway
 
 
-def _polish(table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: str,
+def _polish(table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
             target_rps: float | None) -> Solution:
     """Exact local search around the MILP's counts: every N_p / N_d split of N_prfaas +- 1 and
     N_pd +- 1 (within ranges and budgets), each over every threshold (vectorised). It fixes
@@ -241,8 +227,8 @@ def _polish(table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Li
     return _balance(table, best, inputs)
 
 
-def _improves(a: Solution, b: Solution, objective: str, target_rps: float | None) -> bool:
-    if objective == "max_throughput":
+def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
+    if objective == ObjectiveKind.max_throughput:
         if a.lambda_max > b.lambda_max * (1 + _TIE):
             return True
         tie = a.lambda_max >= b.lambda_max * (1 - _TIE)
@@ -253,14 +239,14 @@ def _improves(a: Solution, b: Solution, objective: str, target_rps: float | None
     return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + _TIE))
 
 
-def _better(a: Solution, b: Solution, objective: str) -> bool:
-    if objective == "max_throughput":
+def _better(a: Solution, b: Solution, objective: ObjectiveKind) -> bool:
+    if objective == ObjectiveKind.max_throughput:
         return a.lambda_max > b.lambda_max * (1 + _TIE)
     return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
 
 
-def _infeasible(objective: str, target_rps: float | None) -> PlanInputError:
-    if objective == "min_cost":
+def _infeasible(objective: ObjectiveKind, target_rps: float | None) -> PlanInputError:
+    if objective == ObjectiveKind.min_cost:
         return PlanInputError(f"no plan within the ranges and budgets reaches {target_rps:g} req/s",
                               field="objective.target_rate_rps")
     return PlanInputError("no plan fits the instance ranges and budgets (GPU or $/hour)", field="budgets")
@@ -278,8 +264,8 @@ def _feasible(inputs: PlanInputs, limits: Limits, n_f: int, n_pd: int):
     return cost
 
 
-def _combos(inputs: PlanInputs, limits: Limits):
-    """Every feasible (N_prfaas, N_pd, cost) within ranges and budgets."""
+def count_combinations(inputs: PlanInputs, limits: Limits):
+    """Every feasible (N_prfaas, N_pd, $/hour) within the ranges and budgets."""
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         for n_pd in range(limits.pd_min, limits.pd_max + 1):
             cost = _feasible(inputs, limits, n_f, n_pd)
@@ -294,20 +280,21 @@ def combination_count(limits: Limits) -> int:
 
 
 def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None,
-                   objective: str = "max_throughput", target_rps: float | None = None) -> Solution:
+                   objective: str = ObjectiveKind.max_throughput, target_rps: float | None = None) -> Solution:
     """Exact optimum by enumerating every count combination, each over every threshold
     (vectorised). The reference the MILP is tested against; fast when the space is small."""
-    limits = limits or Limits.of(inputs)
+    limits = limits or inputs.limits
+    objective = ObjectiveKind(objective)
     _check(inputs, limits, objective)
     best: Solution | None = None
     idx = np.arange(len(table))
-    for n_f, n_pd, cost in _combos(inputs, limits):
+    for n_f, n_pd, cost in count_combinations(inputs, limits):
         for n_p in range(0, n_pd + 1):
             lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
             k = int(np.argmax(lam))
             cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
             if best is None:
-                if objective == "max_throughput" or cand.lambda_max >= target_rps * (1 - 1e-12):
+                if objective == ObjectiveKind.max_throughput or cand.lambda_max >= target_rps * (1 - 1e-12):
                     best = cand
             elif _improves(cand, best, objective, target_rps):
                 best = cand

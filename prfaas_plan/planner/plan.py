@@ -15,11 +15,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..choices import Bound, DeploymentName, ObjectiveKind, OptimiserMethod, PlanMode
+from ..ranges import INSTANCES
 from .decode_model import decode_model
 from .deployment import deployments_of
-from .inputs import PlanInputs
+from .inputs import Limits, PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
-from .optimizer import Limits, Solution, optimise, usd_per_hour
+from .optimizer import Solution, optimise, usd_per_hour
 from .slo import slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 
@@ -37,10 +39,10 @@ class OperatingPoint:
     n_d: int
     stages: StageThroughputs
     gpus: dict[str, int]
-    link_utilisation: float  # egress / link bandwidth
+    link_utilisation: float  # egress at Lambda_max / usable link bandwidth (Link.utilisation)
     usd_per_hour: float | None
     usd_per_million_output_tokens: float | None
-    tight: list[str]  # bounds within 1% of lambda_max, plus saturated limits
+    tight: list[str]  # bounds within 1% of lambda_max, plus saturated limits and budgets
 
     @property
     def lambda_max(self) -> float:
@@ -49,18 +51,18 @@ class OperatingPoint:
 
 @dataclass(frozen=True)
 class Baseline:
-    name: str
+    name: DeploymentName
     n_prfaas: int
     n_p: int
     n_d: int
     lambda_max: float
-    binding: str
+    binding: Bound
     usd_per_hour: float | None
 
 
 @dataclass
 class PlanResult:
-    mode: str
+    mode: PlanMode
     inputs: PlanInputs
     point: OperatingPoint
     baselines: dict[str, Baseline]
@@ -75,10 +77,14 @@ class PlanResult:
     common_rate_rps: float = 0.0  # one rate for comparing the deployments' latency
     common_latency: dict[str, LatencyResult] = field(default_factory=dict)
 
-    def ratio(self, name: str) -> float:
-        base = self.baselines["homogeneous"].lambda_max
-        value = self.point.lambda_max if name == "prfaas_pd" else self.baselines[name].lambda_max
-        return value / base if base > 0 else float("inf")
+    def ratio(self, name: str) -> float | None:
+        """Lambda_max of a deployment over the homogeneous baseline's (None when the baseline
+        has effectively no capacity, so that no ratio is shown)."""
+        from ..ranges import MIN_CAPACITY_RPS
+
+        base = self.baselines[DeploymentName.homogeneous].lambda_max
+        value = self.point.lambda_max if name == DeploymentName.prfaas_pd else self.baselines[name].lambda_max
+        return value / base if base >= MIN_CAPACITY_RPS else None
 
     def lambda_by_mode(self, mode: str) -> float:
         """Lambda_max of the max-throughput plan in ``mode`` ('exact' or 'paper')."""
@@ -87,7 +93,7 @@ class PlanResult:
     @property
     def jensen_gap(self) -> float:
         """1 - Lambda_exact / Lambda_paper, each at its own optimum."""
-        exact, paper = self.lambda_by_mode("exact"), self.lambda_by_mode("paper")
+        exact, paper = self.lambda_by_mode(PlanMode.exact), self.lambda_by_mode(PlanMode.paper)
         return 1.0 - exact / paper if paper > 0 else 0.0
 
 
@@ -100,15 +106,15 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     stages = stage_throughputs(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
     b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
     lam = stages.lambda_max
-    tight = [name for name in BOUNDS if float(getattr(b, name)) <= lam * 1.01]
+    tight: list[str] = [name for name in BOUNDS if float(getattr(b, name)) <= lam * 1.01]
     if sol.n_prfaas == limits.prfaas_max and limits.prfaas_max > limits.prfaas_min:
         tight.append("prfaas_instances_max")
     if sol.n_p + sol.n_d == limits.pd_max and limits.pd_max > limits.pd_min:
         tight.append("pd_instances_max")
     gpus: dict[str, int] = {}
-    for cluster, count in ((inputs.prfaas, sol.n_prfaas), (inputs.pd, sol.n_p + sol.n_d)):
+    for pool, count in ((inputs.prfaas, sol.n_prfaas), (inputs.pd, sol.n_p + sol.n_d)):
         if count:
-            gpus[cluster.hardware_name] = gpus.get(cluster.hardware_name, 0) + count * cluster.gpus_per_instance
+            gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + count * pool.gpus_per_instance
     for name, budget in limits.gpu_budget.items():
         if gpus.get(name, 0) >= budget:
             tight.append(f"gpu_budget_{name}")
@@ -116,7 +122,7 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     if limits.usd_per_hour is not None and cost is not None and cost >= limits.usd_per_hour * (1 - 1e-9):
         tight.append("usd_per_hour_budget")
     per_m = cost / (lam * inputs.output_mean_tokens * SECONDS_PER_HOUR) * 1e6 if cost is not None and lam > 0 else None
-    link_gbps = inputs.scenario.link.bandwidth_gbps
+    egress_bytes_per_s = lam * float(table.link_work_bytes[idx])
     return OperatingPoint(
         threshold_tokens=sol.threshold_tokens,
         p=float(table.p[idx]),
@@ -127,14 +133,14 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
         n_d=sol.n_d,
         stages=stages,
         gpus=gpus,
-        link_utilisation=stages.egress_gbps / link_gbps if link_gbps > 0 else 0.0,
+        link_utilisation=inputs.link.utilisation(egress_bytes_per_s),
         usd_per_hour=cost,
         usd_per_million_output_tokens=per_m,
         tight=tight,
     )
 
 
-def _homogeneous(inputs: PlanInputs, table: ThresholdTable, total: int, name: str) -> Baseline:
+def _homogeneous(inputs: PlanInputs, table: ThresholdTable, total: int, name: DeploymentName) -> Baseline:
     """Best N_p / N_d split of ``total`` local instances, no offload (t at the largest length)."""
     last = len(table) - 1
     n_p = np.arange(0, total + 1)
@@ -147,20 +153,28 @@ def _homogeneous(inputs: PlanInputs, table: ThresholdTable, total: int, name: st
 
 def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_pd: int) -> Baseline:
     b = bounds(table, 0, n_prfaas, 0, n_pd, inputs)
-    return Baseline("naive_heterogeneous", n_prfaas, 0, n_pd, float(b.lambda_max), b.binding(),
+    return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_pd, float(b.lambda_max), b.binding(),
                     usd_per_hour(inputs, n_prfaas, n_pd))
 
 
-def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> dict[str, Baseline]:
+def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: list[str]) -> dict[str, Baseline]:
+    """The homogeneous (same instance count, and same $/hour where priced) and naive baselines;
+    an equal-cost baseline that would need more than ``ranges.INSTANCES`` local instances is
+    left out with a note."""
     total = sol.n_prfaas + sol.n_p + sol.n_d
-    out = {"homogeneous": _homogeneous(inputs, table, total, "homogeneous")}
+    out = {DeploymentName.homogeneous: _homogeneous(inputs, table, total, DeploymentName.homogeneous)}
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
     per_pd = inputs.pd.usd_per_hour_per_instance
     if cost is not None and per_pd:
-        out["homogeneous_equal_cost"] = _homogeneous(inputs, table, int(cost / per_pd + 1e-9),
-                                                     "homogeneous_equal_cost")
-    n_naive_prfaas = sol.n_prfaas or inputs.prfaas.count_max
-    out["naive_heterogeneous"] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
+        equal = int(cost / per_pd + 1e-9)
+        if equal <= INSTANCES.hi:
+            out[DeploymentName.homogeneous_equal_cost] = _homogeneous(inputs, table, equal,
+                                                                      DeploymentName.homogeneous_equal_cost)
+        else:
+            notes.append(f"the equal-cost homogeneous baseline would need {equal:,} PD instances (more than "
+                         f"{int(INSTANCES.hi):,}); it is left out")
+    n_naive_prfaas = sol.n_prfaas or inputs.limits.prfaas_max
+    out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
     return out
 
 
@@ -172,12 +186,13 @@ def _bumped(limits: Limits, which: str) -> Limits:
     return replace(limits, pd_max=limits.pd_max + 1, pd_min=limits.pd_min + int(fixed))
 
 
-def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: str, limits: Limits) -> dict[str, float]:
+def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode,
+                    limits: Limits) -> dict[str, float]:
     """Finite differences of the max-throughput Lambda_max (``sol``): re-optimised with +1 Gbps of
     usable link, +1 PrfaaS instance, +1 PD instance."""
     base = sol.lambda_max
-    more_link = inputs.with_link_gbps(inputs.scenario.link.usable_gbps + 1.0)
-    what_if = dict(objective="max_throughput", method="auto")
+    more_link = inputs.with_usable_link_gbps(inputs.link.usable_gbps + 1.0)
+    what_if = dict(objective=ObjectiveKind.max_throughput, method=OptimiserMethod.auto)
     return {
         "per_gbps": optimise(more_link, threshold_table(more_link, mode), limits=limits, **what_if).lambda_max - base,
         "per_prfaas_instance": optimise(inputs, table, limits=_bumped(limits, "prfaas"), **what_if).lambda_max - base,
@@ -185,43 +200,44 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     }
 
 
-def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -> PlanResult:
+def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True) -> PlanResult:
     """Optimise the PrfaaS-PD deployment and compare it with the baselines."""
-    limits = Limits.of(inputs)
+    mode = PlanMode(mode)
+    limits = inputs.limits
     table = threshold_table(inputs, mode)
-    scenario = inputs.scenario
     decode = decode_model(inputs)
     good = None
-    method = scenario.optimiser.method
+    objective = inputs.objective
     # The max-throughput plan: the answer without an SLO or cost objective, and always the
     # reference for marginal values and the Jensen gap.
-    throughput_sol = optimise(inputs, table, objective="max_throughput", limits=limits, method=method)
-    if scenario.slo is not None:
-        chosen = slo_optimise(inputs, table, decode, scenario.slo, objective=scenario.objective.type,
-                              target_rps=scenario.objective.target_rate_rps, limits=limits)
+    throughput_sol = optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits)
+    if inputs.slo is not None:
+        chosen = slo_optimise(inputs, table, decode, inputs.slo, objective=objective.kind,
+                              target_rps=objective.target_rate_rps, limits=limits)
         dep = chosen.deployment
         sol = Solution(chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d,
                        chosen.lambda_max, chosen.usd_per_hour)
         good = chosen.goodput_rps
-    elif scenario.objective.type == "min_cost":
-        sol = optimise(inputs, table, limits=limits, method=method)
+    elif objective.kind == ObjectiveKind.min_cost:
+        sol = optimise(inputs, table, limits=limits)
     else:
         sol = throughput_sol
     point = operating_point(inputs, table, sol, limits)
-    other = "paper" if mode == "exact" else "exact"
+    other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
     other_table = threshold_table(inputs, other)
-    other_sol = optimise(inputs, other_table, objective="max_throughput", limits=limits, method="auto")
+    other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits,
+                         method=OptimiserMethod.auto)
     other_lambda = other_sol.lambda_max
-    paper_sol, exact_table = (other_sol, table) if mode == "exact" else (throughput_sol, other_table)
+    paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
     exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
                                   paper_sol.n_d, inputs).lambda_max)
-    notes = []
+    notes = list(inputs.notes)
     if point.p == 0.0:
         notes.append("no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
                      "profitably, so this is a local-only plan")
     marginal = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
-    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol), marginal, throughput_sol.lambda_max,
-                        other_lambda, exact_at_paper, notes)
+    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol, notes), marginal,
+                        throughput_sol.lambda_max, other_lambda, exact_at_paper, notes)
     _add_latency(result, decode, good)
     return result
 
@@ -229,15 +245,14 @@ def plan(inputs: PlanInputs, mode: str = "exact", with_marginals: bool = True) -
 def _add_latency(result: PlanResult, decode, good: float | None) -> None:
     """Latency at the operating rate, and of every deployment at one common rate."""
     inputs = result.inputs
-    spec = inputs.scenario.latency
-    scv = spec.arrival_cv**2
+    settings = inputs.latency
     support = SupportArrays.of(inputs)
     deps = deployments_of(result)
     models = {name: LatencyModel(inputs, dep, decode, support) for name, dep in deps.items()}
     result.goodput_rps = good
-    result.operating_rate_rps = good if good is not None else spec.operating_load * result.point.lambda_max
-    result.operating_latency = models["prfaas_pd"].at(result.operating_rate_rps, scv)
-    compared = ("prfaas_pd", "homogeneous", "naive_heterogeneous")
-    lams = [result.point.lambda_max] + [result.baselines[n].lambda_max for n in compared[1:]]
-    result.common_rate_rps = spec.operating_load * min(lams)
-    result.common_latency = {name: models[name].at(result.common_rate_rps, scv) for name in deps}
+    result.operating_rate_rps = good if good is not None else settings.operating_load * result.point.lambda_max
+    result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
+    compared = (DeploymentName.homogeneous, DeploymentName.naive_heterogeneous)
+    lams = [result.point.lambda_max] + [result.baselines[n].lambda_max for n in compared]
+    result.common_rate_rps = settings.operating_load * min(lams)
+    result.common_latency = {name: models[name].at(result.common_rate_rps, settings.arrival_scv) for name in deps}

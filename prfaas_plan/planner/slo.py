@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..choices import DeploymentName, ObjectiveKind
 from ..errors import PlanInputError
 from .decode_model import DecodeModel
 from .deployment import Deployment
-from .inputs import PlanInputs
+from .inputs import Limits, PlanInputs, Slo
 from .latency import LatencyModel, SupportArrays
-from .optimizer import Limits, _combos, _coarse_indices
+from .optimizer import coarse_indices, count_combinations
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -52,38 +53,39 @@ def goodput(model: LatencyModel, slo, upper_rps: float, arrival_scv: float = 1.0
     return lo
 
 
-def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel, slo, *,
-                 objective: str = "max_throughput", target_rps: float | None = None,
+def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel, slo: Slo, *,
+                 objective: str = ObjectiveKind.max_throughput, target_rps: float | None = None,
                  limits: Limits | None = None) -> SloPlan:
     """Maximise goodput under the SLO, or minimise $/hour with goodput >= target."""
-    limits = limits or Limits.of(inputs)
-    combos = [(n_f, n_pd, cost) for n_f, n_pd, cost in _combos(inputs, limits)]
+    limits = limits or inputs.limits
+    min_cost = ObjectiveKind(objective) == ObjectiveKind.min_cost
+    combos = list(count_combinations(inputs, limits))
     splits = sum(n_pd + 1 for _, n_pd, _ in combos)
     if splits > MAX_COMBINATIONS:
         raise PlanInputError(f"{splits} instance-count combinations are too many for SLO planning "
                              f"(at most {MAX_COMBINATIONS}); narrow the instance ranges", field="slo")
-    scv = inputs.scenario.latency.arrival_cv ** 2
+    scv = inputs.latency.arrival_scv
     support = SupportArrays.of(inputs)
-    coarse = _coarse_indices(table, inputs.scenario.optimiser.coarse_thresholds)
+    coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
     all_idx = np.arange(len(table))
     candidates = []
     for n_f, n_pd, cost in combos:
         for n_p in range(n_pd + 1):
             lam = bounds(table, all_idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
             candidates.append((float(lam.max()), n_f, n_p, n_pd - n_p, cost, lam))
-    if objective == "min_cost":
+    if min_cost:
         candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]))
     else:
         candidates.sort(key=lambda c: -c[0])
     best: SloPlan | None = None
 
     def evaluate(k: int, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost) -> SloPlan:
-        dep = Deployment("prfaas_pd", float(table.thresholds_tokens[k]), n_f, n_p, n_d)
+        dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
         good = goodput(LatencyModel(inputs, dep, decode, support), slo, float(lam[k]), scv)
         return SloPlan(dep, k, good, float(lam[k]), cost)
 
     for top, n_f, n_p, n_d, cost, lam in candidates:
-        if objective == "min_cost":
+        if min_cost:
             if top < target_rps or (best is not None and (cost or 0.0) > (best.usd_per_hour or 0.0)):
                 continue
         elif best is not None and top <= best.goodput_rps:
@@ -97,12 +99,12 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
         fine = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in np.unique(np.linspace(lo, hi, 24).round())
                 if lam[int(k)] > 0]
         pick = max([pick, *fine], key=lambda s: s.goodput_rps)
-        if objective == "min_cost":
+        if min_cost:
             if pick.goodput_rps >= target_rps and (best is None or (cost or 0.0) < (best.usd_per_hour or 0.0)):
                 best = pick
         elif best is None or pick.goodput_rps > best.goodput_rps:
             best = pick
     if best is None or best.goodput_rps <= 0:
-        what = f"reaches {target_rps:g} req/s" if objective == "min_cost" else "meets it at any rate"
+        what = f"reaches {target_rps:g} req/s" if min_cost else "meets it at any rate"
         raise PlanInputError(f"no deployment within the ranges and budgets {what}", field="slo")
     return best

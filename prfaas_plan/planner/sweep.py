@@ -18,12 +18,12 @@ from typing import Callable
 import numpy as np
 
 from ..errors import PlanInputError
-from ..units import gbps_to_bytes_per_s
-from .inputs import PlanInputs
-from .optimizer import Limits, Solution, enumerate_best
+from ..ranges import INSTANCES
+from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
+from .inputs import Limits, PlanInputs
+from .optimizer import Solution, enumerate_best
 from .throughput import ThresholdTable, bounds
 
-SWEEPS = ("threshold", "np", "bandwidth", "instances", "rate")
 Progress = Callable[[int, int], None]
 _CHUNK = 256
 
@@ -43,7 +43,7 @@ def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, po
         idx = np.unique(np.linspace(0, len(table) - 1, points).round().astype(int))
     b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
     p = table.p[idx]
-    prfaas = np.minimum(b.prfaas_compute, b.link)
+    prfaas = b.prfaas
     return [
         {"threshold_tokens": float(table.thresholds_tokens[i]), "p": _round(p[k]),
          "l_long_tokens": _round(table.l_long_tokens[i], 1), "l_short_tokens": _round(table.l_short_tokens[i], 1),
@@ -58,7 +58,7 @@ def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[d
     total = sol.n_p + sol.n_d
     n_p = np.arange(0, total + 1)
     b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, total - n_p, inputs)
-    prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
+    prefill = np.minimum(b.prfaas, b.pd_prefill)
     return [
         {"n_p": int(n), "n_d": int(total - n), "prefill_bound": _round(prefill[k]),
          "decode_bound": _round(b.pd_decode[k]), "lambda_max": _round(b.lambda_max[k])}
@@ -89,19 +89,18 @@ def sweep_bandwidth(inputs: PlanInputs, table: ThresholdTable, sol: Solution, gb
         for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
             rows.append({"usable_gbps": float(g), "threshold_tokens": float(table.thresholds_tokens[k]),
                          "p": _round(table.p[k]), "lambda_max": _round(value),
-                         "egress_gbps": _round(value * work[k] * 8 / 1e9, 4)})
+                         "egress_gbps": _round(bytes_per_s_to_gbps(value * work[k]), 4)})
         progress(min(start + _CHUNK, len(gbps)), len(gbps))
     return rows
 
 
 def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, progress: Progress = _none) -> list[dict]:
     """Lambda_max against N_prfaas = 0..upto, re-optimising t and the PD split each time."""
-    if upto < 0:
-        raise PlanInputError("must be >= 0", field="--to")
-    base = Limits.of(inputs)
+    INSTANCES.check(upto, "--to")
+    base = inputs.limits
     rows = []
     for n in range(upto + 1):
-        limits = Limits(n, n, base.pd_min, base.pd_max, {}, None)
+        limits = Limits(n, n, base.pd_min, base.pd_max)
         sol = enumerate_best(inputs, table, limits)
         rows.append({"n_prfaas": n, "threshold_tokens": sol.threshold_tokens, "p": _round(table.p[sol.threshold_index]),
                      "n_p": sol.n_p, "n_d": sol.n_d, "lambda_max": _round(sol.lambda_max),
@@ -120,7 +119,7 @@ def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dic
     inputs = result.inputs
     decode = decode_model(inputs)
     support = SupportArrays.of(inputs)
-    scv = inputs.scenario.latency.arrival_cv ** 2
+    scv = inputs.latency.arrival_scv
     lams = {"prfaas_pd": result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
     top = max(lams.values())
     rates = np.linspace(0.02 * top, top, points)

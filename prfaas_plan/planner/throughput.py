@@ -23,19 +23,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import PlanInputError
+from ..choices import Bound, PlanMode
+from ..units import bytes_per_s_to_gbps
 from ..workload.distributions import class_stats_table
 from .inputs import PlanInputs
 
-MODES = ("exact", "paper")
-BOUNDS = ("prfaas_compute", "link", "pd_prefill", "pd_decode")
+BOUNDS = tuple(Bound)
 
 
 @dataclass(frozen=True)
 class ThresholdTable:
     """Per candidate threshold: the split and the per-request work of each stage."""
 
-    mode: str
+    mode: PlanMode
     thresholds_tokens: np.ndarray
     p: np.ndarray
     l_long_tokens: np.ndarray  # NaN where no request is long
@@ -59,16 +59,15 @@ def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
     return np.concatenate(([0.0], inputs.input_dist.lengths_tokens))
 
 
-def threshold_table(inputs: PlanInputs, mode: str = "exact", thresholds_tokens=None) -> ThresholdTable:
+def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_tokens=None) -> ThresholdTable:
     """Split statistics and per-request stage work at each threshold (vectorised)."""
-    if mode not in MODES:
-        raise PlanInputError(f"unknown mode '{mode}' (use exact or paper)", field="mode")
+    mode = PlanMode(mode)
     t = candidate_thresholds(inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
     dist = inputs.input_dist
     stats = class_stats_table(dist)
     p, l_long, l_short = stats.split(t)
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
-    if mode == "exact":
+    if mode == PlanMode.exact:
         support = dist.lengths_tokens
         t_long, _ = stats.class_means(prfaas.prefill_s(support), t)
         s_long, _ = stats.class_means(prfaas.kv_bytes(support), t)
@@ -120,8 +119,13 @@ class Bounds:
     def lambda_max(self) -> np.ndarray:
         return np.minimum(np.minimum(self.prfaas_compute, self.link), np.minimum(self.pd_prefill, self.pd_decode))
 
-    def binding(self) -> str:
-        """Name of the smallest bound (scalar use)."""
+    @property
+    def prfaas(self) -> np.ndarray:
+        """The PrfaaS path's bound, Theta_prfaas / p: the lower of its compute and the link."""
+        return np.minimum(self.prfaas_compute, self.link)
+
+    def binding(self) -> Bound:
+        """The smallest bound (scalar use)."""
         values = [float(np.asarray(getattr(self, b))) for b in BOUNDS]
         return BOUNDS[int(np.argmin(values))]
 
@@ -131,7 +135,7 @@ def bounds(table: ThresholdTable, idx, n_prfaas, n_p, n_d, inputs: PlanInputs) -
     n_d = np.asarray(n_d, dtype=float)
     return Bounds(
         prfaas_compute=_over(n_prfaas, table.prfaas_work_s[idx]),
-        link=_over(inputs.link_bytes_per_s, table.link_work_bytes[idx]),
+        link=_over(inputs.link.usable_bytes_per_s, table.link_work_bytes[idx]),
         pd_prefill=_over(n_p, table.pd_work_s[idx]),
         pd_decode=n_d * inputs.decode_rps_per_instance,
     )
@@ -145,7 +149,7 @@ class StageThroughputs:
     theta_pdp: float
     theta_pdd: float
     lambda_max: float
-    binding: str
+    binding: Bound
     egress_gbps: float  # KV egress at lambda_max: lambda * p * S_long, decimal Gbps
 
 
@@ -154,7 +158,7 @@ def stage_throughputs(table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, 
     b = bounds(table, idx, n_prfaas, n_p, n_d, inputs)
     lam = float(b.lambda_max)
     p = float(table.p[idx])
-    theta_prfaas = float(min(b.prfaas_compute, b.link) * p) if p > 0 else 0.0
+    theta_prfaas = float(b.prfaas * p) if p > 0 else 0.0
     theta_pdp = float(b.pd_prefill * (1 - p)) if p < 1 else 0.0
-    egress = lam * float(table.link_work_bytes[idx]) * 8 / 1e9
+    egress = bytes_per_s_to_gbps(lam * float(table.link_work_bytes[idx]))
     return StageThroughputs(theta_prfaas, theta_pdp, float(b.pd_decode), lam, b.binding(), egress)

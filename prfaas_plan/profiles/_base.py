@@ -1,18 +1,59 @@
-"""Shared pydantic configuration and error formatting for profile schemas."""
+"""Shared pydantic configuration, field types with sane ranges, and error formatting.
+
+Numbers are strict: a bool is not a number, a string is not a number (except a token count,
+which may be written ``32K``), and a float is not an integer; every number has the range of
+``prfaas_plan.ranges`` for what it means. Errors name the field path the user wrote.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
-from ..errors import PlanInputError
+from ..errors import PlanInputError, show
+from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
+from ..units import parse_tokens
 
 
 class StrictModel(BaseModel):
     """Base for every profile schema: unknown fields and NaN/inf are errors."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True)
+
+
+def Int(r: Range) -> Any:  # noqa: N802 - a type factory, used like a type
+    """A strict integer inside the range ``r``."""
+    return Annotated[int, Strict(), Field(ge=int(r.lo) + int(r.lo_open), le=int(r.hi))]
+
+
+def Float(r: Range) -> Any:  # noqa: N802
+    """A strict number (an int is accepted, a bool or a string is not) inside the range ``r``."""
+    low = {"gt": r.lo} if r.lo_open else {"ge": r.lo}
+    return Annotated[float, Strict(), Field(le=r.hi, **low)]
+
+
+def List(item: Any, *, min_length: int = 0) -> Any:  # noqa: N802
+    """A list of at most LIST_ITEMS.hi items."""
+    return Annotated[list[item], Field(min_length=min_length, max_length=int(LIST_ITEMS.hi))]
+
+
+def _token_count(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number of tokens, not {str(value).lower()}")
+    if isinstance(value, str):
+        try:
+            return parse_tokens(value)
+        except PlanInputError as exc:
+            raise ValueError(exc.reason) from None
+    return value
+
+
+Tokens = Annotated[int, BeforeValidator(_token_count), Strict(), Field(ge=int(TOKENS.lo), le=int(TOKENS.hi))]
+"""A token count: an integer, or a string such as ``32K`` (K = 1,024 tokens)."""
+
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Text = Annotated[str, Field(max_length=4096)]
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -27,7 +68,7 @@ def format_loc(loc: tuple[Any, ...]) -> str:
 
 
 # Union members pydantic names in error locations (``instances: int | CountRange``).
-_UNION_TAGS = {"int", "float", "str", "CountRange"}
+_UNION_TAGS = {"int", "float", "str", "bool", "constrained-int", "constrained-float", "constrained-str", "CountRange"}
 _TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "string_type", "model_type", "dict_type"}
 
 
@@ -45,38 +86,92 @@ def _most_relevant(errors: list[dict]) -> dict:
     return errors[0]
 
 
-_TAGGED_MAPS = {"mixers", "ffns"}  # dict fields whose values are discriminated unions
+_TAGGED = {"mixers", "ffns"}  # dict fields whose values are discriminated unions
 
 
 def _clean_loc(loc: tuple) -> tuple:
     """Drop what pydantic adds to a location (union member names, validator wrappers such as
-    'function-after[...]', the discriminator tag after a mixer or FFN name) so that the path
-    is the one the user wrote."""
+    'function-after[...]', the discriminator tag of a tagged union) so that the path is the
+    one the user wrote."""
     out = []
     for i, part in enumerate(loc):
         wrapper = part in _UNION_TAGS or (isinstance(part, str) and "[" in part)
-        tag = i >= 2 and loc[i - 2] in _TAGGED_MAPS  # mixers.<name>.<tag>.field
+        tag = i >= 2 and loc[i - 2] in _TAGGED  # mixers.<name>.<tag>.field
+        tag = tag or (isinstance(part, str) and part in _TAG_VALUES and (i == 0 or loc[i - 1] not in _TAGGED))
         if not (wrapper or tag):
             out.append(part)
     return tuple(out)
 
 
-def first_error(exc: ValidationError, source: str | None) -> PlanInputError:
+_TAG_VALUES: set[str] = set()  # discriminator values that pydantic puts into locations
+
+
+def register_tags(*values: str) -> None:
+    """Discriminator values whose position in an error location should be dropped."""
+    _TAG_VALUES.update(str(v) for v in values)
+
+
+_PHRASES = (
+    (r"^Input should be greater than or equal to (.+)$", r"must be >= \1"),
+    (r"^Input should be greater than (.+)$", r"must be > \1"),
+    (r"^Input should be less than or equal to (.+)$", r"must be <= \1"),
+    (r"^Input should be less than (.+)$", r"must be < \1"),
+    (r"^Input should be a valid integer.*$", "must be an integer"),
+    (r"^Input should be a valid number.*$", "must be a number"),
+    (r"^Input should be a finite number$", "must be a finite number"),
+    (r"^Input should be a valid boolean.*$", "must be true or false"),
+    (r"^Input should be a valid string$", "must be text"),
+    (r"^Input should be a valid list$", "must be a list"),
+    (r"^Input should be a valid dictionary.*$", "must be a mapping"),
+    (r"^List should have at least (\d+) items? after validation, not \d+$", r"must have at least \1 item(s)"),
+    (r"^List should have at most (\d+) items? after validation, not (\d+)$", r"must have at most \1 items (got \2)"),
+    (r"^Dictionary should have at most (\d+) items? after validation, not (\d+)$", r"must have at most \1 entries (got \2)"),
+    (r"^String should have at most (\d+) characters?$", r"must be at most \1 characters"),
+    (r"^String should have at least (\d+) characters?$", r"must be at least \1 character(s)"),
+    (r"^Input should be (.+)$", r"must be \1"),
+)
+
+
+def _plain(msg: str) -> str:
+    """pydantic's message in the project's words ('Input should be greater than 0' -> 'must be > 0')."""
+    import re
+
+    for pattern, replacement in _PHRASES:
+        new, n = re.subn(pattern, replacement, msg)
+        if n:
+            return new
+    return msg
+
+
+def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> PlanInputError:
     """Turn the most relevant pydantic error into a one-line PlanInputError naming field and reason."""
     errors = exc.errors(include_url=False)
     err = _most_relevant(errors)
     loc = _clean_loc(tuple(err.get("loc", ())))
-    reason = err.get("msg", "invalid value").removeprefix("Value error, ")
-    if err.get("type") == "missing":
+    kind = err.get("type")
+    reason = _plain(err.get("msg", "invalid value").removeprefix("Value error, "))
+    if kind == "missing":
         reason = "required field is missing"
-    elif err.get("type") == "extra_forbidden":
+    elif kind == "extra_forbidden":
         reason = "unknown field (check the spelling)"
-    elif "input" in err and err.get("type") not in ("model_type", "dict_type") and not isinstance(err["input"], (dict, list)):
-        reason = f"{reason} (got {err['input']!r})"
-    more = len({_clean_loc(tuple(e.get("loc", ()))) for e in errors}) - 1
+    elif kind == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        tags = ", ".join(t.split("'")[1] if "'" in t else t for t in str(ctx.get("expected_tags", "")).split(">, "))
+        reason = f"unknown {ctx.get('discriminator', 'type').strip(chr(39))} {show(ctx.get('tag'))} (use one of {tags.rstrip('>')})"
+    elif kind == "union_tag_not_found":
+        reason = f"needs a {err.get('ctx', {}).get('discriminator', 'type').strip(chr(39))} field"
+    elif kind in ("int_type", "float_type", "int_from_float") and isinstance(err.get("input"), bool):
+        reason = f"must be a number, not {str(err['input']).lower()}"
+    elif "input" in err and kind not in ("model_type", "dict_type", "value_error") and not isinstance(
+            err["input"], (dict, list)):
+        reason = f"{reason} (got {show(err['input'])})"
+    others = {_clean_loc(tuple(e.get("loc", ()))) for e in errors}
+    more = sum(1 for other in others if other[:len(loc)] != loc and loc[:len(other)] != other)
     if more > 0:
         reason += f" (and {more} more error{'s' if more > 1 else ''})"
-    return PlanInputError(reason, source=source, field=format_loc(loc) or None)
+    path = format_loc(loc + (("type",) if kind in ("union_tag_invalid", "union_tag_not_found") else ()))
+    field = ".".join(p for p in (prefix, path) if p) or None
+    return PlanInputError(reason, source=source, field=field)
 
 
 def validate_or_raise(schema: type[BaseModel], data: Any, source: str | None) -> Any:

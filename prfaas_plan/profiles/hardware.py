@@ -8,51 +8,65 @@ Gbps = 1e9 bit/s.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated
 
-from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
+from pydantic import Field, model_validator
 
-from ._base import StrictModel, validate_or_raise
+from ..choices import ComputeDtype
+from ..ranges import (
+    DECODE_STEP_OVERHEAD_S,
+    MEMORY_GB,
+    MEMORY_TB_PER_S,
+    NIC_GBPS,
+    PREFILL_OVERHEAD_S,
+    PRICE_USD_PER_GPU_HOUR,
+    SCALE_UP_GB_PER_S,
+    TDP_W,
+    TFLOPS,
+    Range,
+)
+from ._base import Float, List, Name, StrictModel, Text, validate_or_raise
 
-ComputeDtype = Literal["bf16", "fp8", "fp4"]
-COMPUTE_DTYPES: tuple[str, ...] = ("fp4", "fp8", "bf16")  # fastest first
+COMPUTE_DTYPES: tuple[ComputeDtype, ...] = (ComputeDtype.fp4, ComputeDtype.fp8, ComputeDtype.bf16)  # fastest first
+_FRACTION = Float(Range(0, 1, "", "a fraction", lo_open=True))
+_TFLOPS = Float(TFLOPS)
 
 
 class PeakTflops(StrictModel):
     """Dense peak tensor throughput per chip, TFLOPS, by input dtype."""
 
-    bf16: PositiveFloat
-    fp8: PositiveFloat | None = None
-    fp4: PositiveFloat | None = None
+    bf16: _TFLOPS
+    fp8: _TFLOPS | None = None
+    fp4: _TFLOPS | None = None
 
 
 class Efficiency(StrictModel):
     """Achievable fractions of peak and fixed overheads of a serving stack on this chip."""
 
-    matmul: float = Field(gt=0, le=1)  # fraction of peak for linear layers (projections, FFN)
-    attention: float = Field(gt=0, le=1)  # fraction of bf16 peak for attention/linear-attention cores
-    memory: float = Field(gt=0, le=1)  # fraction of HBM/SRAM bandwidth reached
-    network: float = Field(default=0.7, gt=0, le=1)  # fraction of scale-up bandwidth for all-reduce
-    prefill_overhead_s: NonNegativeFloat = 0.0  # fixed per-request prefill cost (scheduling, launch, sampling)
-    decode_step_overhead_s: NonNegativeFloat = 0.0  # fixed per decode step (launch, sync, sampling)
-    memory_usable_fraction: float = Field(default=0.9, gt=0, le=1)  # of capacity for weights + KV
+    matmul: _FRACTION  # fraction of peak for linear layers (projections, FFN)
+    attention: _FRACTION  # fraction of bf16 peak for attention/linear-attention cores
+    memory: _FRACTION  # fraction of HBM/SRAM bandwidth reached
+    network: _FRACTION = 0.7  # fraction of scale-up bandwidth for all-reduce
+    prefill_overhead_s: Float(PREFILL_OVERHEAD_S) = 0.0  # fixed per-request prefill cost (scheduling, launch, sampling)
+    decode_step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0  # fixed per decode step (launch, sync, sampling)
+    memory_usable_fraction: _FRACTION = 0.9  # of capacity for weights + KV
 
 
 class HardwareProfile(StrictModel):
-    name: str = Field(min_length=1)
-    description: str = ""
-    sources: list[str] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
+    name: Name
+    description: Text = ""
+    sources: List(Text) = Field(default_factory=list)
+    assumptions: List(Text) = Field(default_factory=list)
     peak_tflops: PeakTflops
-    memory_gb: PositiveFloat  # capacity per chip, decimal GB
-    memory_bandwidth_tb_per_s: PositiveFloat  # per chip, decimal TB/s
-    scale_up_gb_per_s: PositiveFloat  # per chip, one direction, decimal GB/s (NVLink, PCIe, ...)
-    nic_gbps: PositiveFloat | None = None  # scale-out NIC per chip, decimal Gbps
-    tdp_w: PositiveFloat | None = None
-    price_usd_per_gpu_hour: PositiveFloat | None = None  # an editable example, not a quote
-    price_note: str = ""
+    memory_gb: Float(MEMORY_GB)  # capacity per chip, decimal GB
+    memory_bandwidth_tb_per_s: Float(MEMORY_TB_PER_S)  # per chip, decimal TB/s
+    scale_up_gb_per_s: Float(SCALE_UP_GB_PER_S)  # per chip, one direction, decimal GB/s (NVLink, PCIe, ...)
+    nic_gbps: Float(NIC_GBPS) | None = None  # scale-out NIC per chip, decimal Gbps
+    tdp_w: Float(TDP_W) | None = None
+    price_usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # an editable example, not a quote
+    price_note: Text = ""
     efficiency: Efficiency
-    calibration: dict | None = None  # written by `prfaas-plan calibrate`
+    calibration: "CalibrationRecord | None" = None  # written by `prfaas-plan calibrate`
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -67,7 +81,7 @@ class HardwareProfile(StrictModel):
         """Dense peak FLOP/s of one chip for ``dtype``, falling back to the next wider dtype
         the chip supports (fp4 -> fp8 -> bf16): e.g. fp4 weights on an H200 run at fp8."""
         order = list(COMPUTE_DTYPES)
-        start = order.index(dtype) if dtype in order else order.index("bf16")
+        start = order.index(dtype) if dtype in order else order.index(ComputeDtype.bf16)
         for candidate in order[start:]:
             value = getattr(self.peak_tflops, candidate)
             if value is not None:
@@ -85,6 +99,27 @@ class HardwareProfile(StrictModel):
     @property
     def scale_up_bytes_per_s(self) -> float:
         return self.scale_up_gb_per_s * 1e9
+
+
+class CalibrationPointRecord(StrictModel):
+    length_tokens: int
+    measured_s: float
+    predicted_s: float
+
+
+class CalibrationRecord(StrictModel):
+    """What `prfaas-plan calibrate` fitted, kept in the profile it writes (informational)."""
+
+    fitted_on_model: Name
+    gpus: int
+    base_profile: Name
+    date: Annotated[str, Field(max_length=64)]
+    fitted: dict[Annotated[str, Field(max_length=64)], float] = Field(max_length=16)
+    points: List(CalibrationPointRecord) = Field(default_factory=list)
+    max_abs_error: float
+
+
+HardwareProfile.model_rebuild()
 
 
 def load_hardware_profile(data: object, source: str | None = None) -> HardwareProfile:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Callable
 
-from ..errors import PlanInputError
+from ..errors import PlanInputError, show
+from ..ranges import LAYERS, TOKENS
 from ..yamlio import load_json_file
 from .model import NONE_BLOCK, ModelProfile, load_model_profile
 
@@ -36,6 +37,8 @@ _QUANT_METHODS = {
     "mxfp4": ("bf16", "fp4"),  # gpt-oss: MoE experts in MXFP4, everything else bf16
 }
 _KV_ASSUMPTION = "KV cached in bf16 (2 B/element), as the PrfaaS paper sizes it"
+_MAX_INTEGER = int(TOKENS.hi)  # the largest integer any config key may hold (a context of 16M tokens)
+_MAXIMA = {"num_hidden_layers": int(LAYERS.hi)}  # keys that size per-layer lists
 
 
 class _Reader:
@@ -62,35 +65,36 @@ class _Reader:
         return value
 
     def integer(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
-        """An integer >= ``minimum`` (``default`` when absent or null, if given)."""
+        """An integer in [``minimum``, the key's maximum] (``default`` when absent or null, if given)."""
         value = self.raw(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(key, f"expected an integer >= {minimum}, got {value!r}")
+        maximum = _MAXIMA.get(key, _MAX_INTEGER)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            raise self.error(key, f"expected an integer in [{minimum}, {maximum:,}], got {show(value)}")
         return value
 
     def flag(self, key: str, default: Any = _MISSING) -> bool:
         value = self.raw(key, default)
         if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {value!r}")
+            raise self.error(key, f"expected true or false, got {show(value)}")
         return value
 
     def per_layer(self, key: str, length: int, allowed: tuple) -> list:
         """A list (or string, one item per character) of ``length`` items from ``allowed``."""
         value = self.raw(key)
         if not isinstance(value, (list, str)):
-            raise self.error(key, f"expected a list with one entry per layer, got {value!r}")
+            raise self.error(key, f"expected a list with one entry per layer, got {show(value)}")
         if len(value) != length:
             raise self.error(key, f"has {len(value)} entries but num_hidden_layers is {length}")
         for i, item in enumerate(value):
             if item not in allowed:
                 known = ", ".join(repr(a) for a in allowed)
-                raise self.error(key, f"entry {i} is {item!r}, which is not understood (known: {known})")
+                raise self.error(key, f"entry {i} is {show(item)}, which is not understood (known: {known})")
         return list(value)
 
     def dtype(self, key: str) -> str:
         name = self.raw(key)
         if not isinstance(name, str) or name not in _TORCH_DTYPES:
-            raise self.error(key, f"dtype {name!r} is not understood (known: {', '.join(_TORCH_DTYPES)})")
+            raise self.error(key, f"dtype {show(name)} is not understood (known: {', '.join(_TORCH_DTYPES)})")
         return _TORCH_DTYPES[name]
 
 
@@ -217,7 +221,7 @@ def _qwen_moe_ffns(r: _Reader, m: _Model, **moe: Any) -> list[str]:
     n = r.integer("num_hidden_layers")
     dense_only = r.raw("mlp_only_layers", [])
     if not isinstance(dense_only, list) or not all(type(i) is int for i in dense_only):
-        raise r.error("mlp_only_layers", f"expected a list of layer indices, got {dense_only!r}")
+        raise r.error("mlp_only_layers", f"expected a list of layer indices, got {show(dense_only)}")
     step = r.integer("decoder_sparse_step", 1)
     names = ["dense" if i in dense_only or (i + 1) % step else "moe" for i in range(n)]
     if "moe" in names:
@@ -429,7 +433,7 @@ def _model_type(config: dict, source: str | None) -> str:
     """The supported model_type of ``config``; architectures is a fallback and a cross-check."""
     archs = config.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        reason = f"expected a list of class names, got {archs!r}"
+        reason = f"expected a list of class names, got {show(archs)}"
         raise PlanInputError(reason, source=source, field="architectures")
     known = ", ".join(sorted(_HANDLERS))
     model_type = config.get("model_type")
@@ -444,7 +448,7 @@ def _model_type(config: dict, source: str | None) -> str:
         return hinted[0]
     if not isinstance(model_type, str) or model_type not in _HANDLERS:
         raise PlanInputError(
-            f"model_type {model_type!r} (architectures {archs}) is not supported (supported: {known})",
+            f"model_type {show(model_type)} (architectures {archs}) is not supported (supported: {known})",
             source=source,
             field="model_type",
         )
@@ -452,7 +456,7 @@ def _model_type(config: dict, source: str | None) -> str:
         runs = _ARCHITECTURES.get(arch, (model_type,))
         if model_type not in runs:
             raise PlanInputError(
-                f"model_type {model_type!r} contradicts architecture {arch!r} (a {runs[0]!r} model)",
+                f"model_type {show(model_type)} contradicts architecture {show(arch)} (a {runs[0]!r} model)",
                 source=source,
                 field="architectures",
             )
@@ -541,11 +545,11 @@ def _dtypes(readers: tuple[_Reader, ...], has_linear: bool) -> tuple[dict, list[
         rd, key = found
         quant = rd.raw(key)
         if not isinstance(quant, dict):
-            raise rd.error(key, f"expected a mapping, got {quant!r}")
+            raise rd.error(key, f"expected a mapping, got {show(quant)}")
         qr = _Reader(quant, rd.model_type, rd.source, f"{rd.prefix}{key}.")
         method = qr.raw("quant_method")
         if not isinstance(method, str) or method not in _QUANT_METHODS:
-            raise qr.error("quant_method", f"{method!r} is not understood (known: {', '.join(_QUANT_METHODS)})")
+            raise qr.error("quant_method", f"{show(method)} is not understood (known: {', '.join(_QUANT_METHODS)})")
         dtypes["weights"], experts = _QUANT_METHODS[method]
         if experts:
             dtypes["experts"] = experts
@@ -565,7 +569,8 @@ def profile_from_hf_config(config: dict, *, name: str | None = None, source: str
 
     ``config`` is a parsed Hugging Face config.json (multimodal configs: its text_config);
     ``source`` (a path) is named in errors. The name defaults to a slug of
-    ``_name_or_path``, else of ``model_type``. Parameter counts are left out (optional).
+    ``_name_or_path``, else of ``model_type`` (``api.import_model`` then adds the size, so that
+    two models of one family do not share a name). Parameter counts are left out (optional).
     Raises PlanInputError naming the HF key that is missing or not understood.
     """
     if not isinstance(config, dict):

@@ -12,22 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal, Union
 
-from pydantic import Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import Field, Strict, model_validator
 
-from ._base import StrictModel, validate_or_raise
+from ..choices import Dtype, FfnType, LinearKind, MixerType
+from ..ranges import CHIPS_PER_INSTANCE, DECODE_TOKENS_PER_S, EXPERTS, HEADS, LAYERS, PARAMS_B, PREFILL_SECONDS, WIDTH, Range
+from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
 
-Dtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 NONE_BLOCK = "none"
+_HEADS, _WIDTH, _EXPERTS = Int(HEADS), Int(WIDTH), Int(EXPERTS)
+_KV_BYTES = Range(1, 1e13, "bytes", "measured KV bytes of one request")
 
 
 class GqaAttention(StrictModel):
     """Grouped-query attention (MHA: kv heads = query heads; MQA: 1 kv head)."""
 
-    type: Literal["gqa"]
-    num_query_heads: PositiveInt
-    num_kv_heads: PositiveInt
-    qk_head_dim: PositiveInt
-    v_head_dim: PositiveInt | None = None  # defaults to qk_head_dim
+    type: Literal[MixerType.gqa]
+    num_query_heads: _HEADS
+    num_kv_heads: _HEADS
+    qk_head_dim: _WIDTH
+    v_head_dim: _WIDTH | None = None  # defaults to qk_head_dim
     output_gate: bool = False  # a sigmoid gate projection h -> heads*v_dim (Qwen3.5)
 
     @property
@@ -44,29 +47,29 @@ class GqaAttention(StrictModel):
 class SwaAttention(GqaAttention):
     """Sliding-window attention: GQA over the last ``window_tokens`` tokens only."""
 
-    type: Literal["swa"]  # type: ignore[assignment]
-    window_tokens: PositiveInt
+    type: Literal[MixerType.swa]  # type: ignore[assignment]
+    window_tokens: Tokens
 
 
 class MlaAttention(StrictModel):
     """Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): cached latent + rope key."""
 
-    type: Literal["mla"]
-    num_heads: PositiveInt
-    kv_lora_rank: PositiveInt
-    qk_rope_head_dim: PositiveInt
-    qk_nope_head_dim: PositiveInt
-    v_head_dim: PositiveInt
-    q_lora_rank: PositiveInt | None = None  # None: direct query projection
+    type: Literal[MixerType.mla]
+    num_heads: _HEADS
+    kv_lora_rank: _WIDTH
+    qk_rope_head_dim: _WIDTH
+    qk_nope_head_dim: _WIDTH
+    v_head_dim: _WIDTH
+    q_lora_rank: _WIDTH | None = None  # None: direct query projection
 
 
 class SparseAttention(MlaAttention):
     """DeepSeek-V3.2 sparse attention: MLA over the top-k keys chosen by an indexer."""
 
-    type: Literal["sparse"]  # type: ignore[assignment]
-    index_num_heads: PositiveInt
-    index_head_dim: PositiveInt
-    index_topk_tokens: PositiveInt
+    type: Literal[MixerType.sparse]  # type: ignore[assignment]
+    index_num_heads: _HEADS
+    index_head_dim: _WIDTH
+    index_topk_tokens: Tokens
     index_key_dtype: Dtype | None = None  # defaults to the model's KV dtype
 
 
@@ -79,16 +82,16 @@ class LinearAttention(StrictModel):
     ``conv_channels x (conv_kernel - 1)`` elements.
     """
 
-    type: Literal["linear"]
-    kind: Literal["kda", "gdn", "lightning", "mamba2"]
-    num_heads: PositiveInt  # value heads
-    num_key_heads: PositiveInt | None = None  # defaults to num_heads
-    key_head_dim: PositiveInt
-    value_head_dim: PositiveInt
-    conv_channels: int = Field(default=0, ge=0)
-    conv_kernel: int = Field(default=0, ge=0)
+    type: Literal[MixerType.linear]
+    kind: LinearKind
+    num_heads: _HEADS  # value heads
+    num_key_heads: _HEADS | None = None  # defaults to num_heads
+    key_head_dim: _WIDTH
+    value_head_dim: _WIDTH
+    conv_channels: Annotated[int, Strict(), Field(ge=0, le=int(WIDTH.hi))] = 0
+    conv_kernel: Annotated[int, Strict(), Field(ge=0, le=1024)] = 0
     output_gate: bool = False
-    chunk_tokens: PositiveInt = 64  # chunk size of the chunked-parallel prefill kernel
+    chunk_tokens: Annotated[int, Strict(), Field(ge=1, le=65_536)] = 64  # chunk of the chunked-parallel kernel
     state_dtype: Dtype | None = None  # defaults to the model's state dtype
 
     @property
@@ -103,18 +106,18 @@ Mixer = Annotated[
 
 
 class DenseFfn(StrictModel):
-    type: Literal["dense"]
-    intermediate_size: PositiveInt
+    type: Literal[FfnType.dense]
+    intermediate_size: _WIDTH
     gated: bool = True  # SwiGLU: 3 matrices; False: 2 (e.g. relu^2 in Nemotron-H)
 
 
 class MoeFfn(StrictModel):
-    type: Literal["moe"]
-    num_experts: PositiveInt
-    top_k: PositiveInt
-    expert_intermediate_size: PositiveInt
-    shared_experts: int = Field(default=0, ge=0)
-    shared_intermediate_size: PositiveInt | None = None  # defaults to expert size
+    type: Literal[FfnType.moe]
+    num_experts: _EXPERTS
+    top_k: _EXPERTS
+    expert_intermediate_size: _WIDTH
+    shared_experts: Annotated[int, Strict(), Field(ge=0, le=int(EXPERTS.hi))] = 0
+    shared_intermediate_size: _WIDTH | None = None  # defaults to expert size
     gated: bool = True
 
     @model_validator(mode="after")
@@ -128,31 +131,34 @@ Ffn = Annotated[Union[DenseFfn, MoeFfn], Field(discriminator="type")]
 
 
 class Dtypes(StrictModel):
-    weights: Dtype = "bf16"
+    weights: Dtype = Dtype.bf16
     experts: Dtype | None = None  # routed-expert weights, if stored differently (gpt-oss: fp4)
-    kv: Dtype = "bf16"
-    state: Dtype = "fp32"
-    activations: Dtype = "bf16"
+    kv: Dtype = Dtype.bf16
+    state: Dtype = Dtype.fp32
+    activations: Dtype = Dtype.bf16
+
+
+_LayerIndex = Annotated[int, Strict(), Field(ge=-int(LAYERS.hi), le=int(LAYERS.hi))]
 
 
 class LayerOverride(StrictModel):
-    layers: list[int] | str  # 0-indexed list, or ranges "0-2,5"
-    mixer: str | None = None
-    ffn: str | None = None
+    layers: List(_LayerIndex) | Annotated[str, Field(max_length=4096)]  # 0-indexed list, or ranges "0-2,5"
+    mixer: Name | None = None
+    ffn: Name | None = None
 
 
 class LayerStack(StrictModel):
-    count: PositiveInt
-    pattern: list[str] = Field(min_length=1)
-    ffn: str = NONE_BLOCK
-    overrides: list[LayerOverride] = Field(default_factory=list)
+    count: Int(LAYERS)
+    pattern: List(Name, min_length=1)
+    ffn: Name = NONE_BLOCK
+    overrides: List(LayerOverride) = Field(default_factory=list)
 
 
 class MeasuredPrefillPoint(StrictModel):
-    length_tokens: PositiveInt
-    prefill_s: PositiveFloat
-    kv_bytes: PositiveInt | None = None
-    kv_mib: PositiveFloat | None = None
+    length_tokens: Tokens
+    prefill_s: Float(PREFILL_SECONDS)
+    kv_bytes: Int(_KV_BYTES) | None = None
+    kv_mib: Float(Range(0, 1e7, "MiB", "", lo_open=True)) | None = None
 
     @property
     def kv(self) -> float | None:
@@ -166,12 +172,12 @@ class MeasuredPrefillPoint(StrictModel):
 class MeasuredProfile(StrictModel):
     """Measurements of this model on one instance (hardware name x gpus)."""
 
-    hardware: str
-    gpus: PositiveInt
-    source: str
-    prefill: list[MeasuredPrefillPoint] = Field(default_factory=list)
-    decode_tokens_per_s: PositiveFloat | None = None
-    decode_context_tokens: PositiveInt | None = None
+    hardware: Name
+    gpus: Int(CHIPS_PER_INSTANCE)
+    source: Text
+    prefill: List(MeasuredPrefillPoint) = Field(default_factory=list)
+    decode_tokens_per_s: Float(DECODE_TOKENS_PER_S) | None = None
+    decode_context_tokens: Tokens | None = None
 
     @model_validator(mode="after")
     def _points(self):
@@ -188,21 +194,21 @@ class MeasuredProfile(StrictModel):
 
 
 class ModelProfile(StrictModel):
-    name: str = Field(min_length=1)
-    description: str = ""
-    sources: list[str] = Field(default_factory=list)
-    assumptions: list[str] = Field(default_factory=list)
-    total_params_b: PositiveFloat | None = None  # declared, billions (incl. embeddings, MTP)
-    active_params_b: PositiveFloat | None = None
-    hidden_size: PositiveInt
-    vocab_size: PositiveInt
+    name: Name
+    description: Text = ""
+    sources: List(Text) = Field(default_factory=list)
+    assumptions: List(Text) = Field(default_factory=list)
+    total_params_b: Float(PARAMS_B) | None = None  # declared, billions (incl. embeddings, MTP)
+    active_params_b: Float(PARAMS_B) | None = None
+    hidden_size: _WIDTH
+    vocab_size: _WIDTH
     tie_word_embeddings: bool = False
-    max_context_tokens: PositiveInt
+    max_context_tokens: Tokens
     dtypes: Dtypes = Field(default_factory=Dtypes)
-    mixers: dict[str, Mixer]
-    ffns: dict[str, Ffn] = Field(default_factory=dict)
+    mixers: Annotated[dict[Name, Mixer], Field(max_length=256)]
+    ffns: Annotated[dict[Name, Ffn], Field(max_length=256)] = Field(default_factory=dict)
     layers: LayerStack
-    measured: list[MeasuredProfile] = Field(default_factory=list)
+    measured: List(MeasuredProfile) = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _references(self):

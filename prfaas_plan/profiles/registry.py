@@ -13,8 +13,9 @@ import functools
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..errors import PlanInputError
-from ..yamlio import load_yaml_file
+from ..choices import ProfileKind
+from ..errors import PlanInputError, show
+from ..yamlio import file_status, is_regular_file, load_yaml_file
 from .hardware import HardwareProfile, load_hardware_profile
 from .model import ModelProfile, load_model_profile
 from .scenario import Scenario, load_scenario
@@ -40,33 +41,44 @@ def shipped_names(kind: str) -> tuple[str, ...]:
 
 
 def looks_like_path(ref: str) -> bool:
-    return ref.endswith(_SUFFIXES) or "/" in ref or Path(ref).is_file()
+    return ref.endswith(_SUFFIXES) or "/" in ref or is_regular_file(ref)
+
+
+def _shipped_path(ref: str, kind: str, label: str) -> Path:
+    """The file of a reference: the path itself, or the shipped profile of that name."""
+    if looks_like_path(ref):
+        return Path(ref)
+    path = _shipped_dir(kind) / f"{ref}.yaml"
+    if not is_regular_file(path):
+        names = ", ".join(shipped_names(kind))
+        raise PlanInputError(f"unknown {label} {show(ref)} (shipped: {names}; or give a YAML file path)")
+    return path
 
 
 def _resolve(ref: str, kind: str, label: str, loader: Callable[[object, str], T]) -> T:
-    if looks_like_path(ref):
-        path = Path(ref)
-    else:
-        path = _shipped_dir(kind) / f"{ref}.yaml"
-        if not path.is_file():
-            names = ", ".join(shipped_names(kind))
-            raise PlanInputError(f"unknown {label} '{ref}' (shipped: {names}; or give a YAML file path)")
-    return _load_cached(str(path), loader)
+    return _load_cached(str(_shipped_path(ref, kind, label)), loader)
 
 
 def _load_cached(path: str, loader):
     """Load and validate once per file version (keyed on path, size and mtime)."""
-    try:
-        stat = Path(path).stat()
-        version = (stat.st_size, stat.st_mtime_ns)
-    except OSError:
-        version = None  # let the loader report the missing file
+    st = file_status(path)
+    version = None if st is None else (st.st_size, st.st_mtime_ns)  # None: the loader reports it
     return _load_version(path, version, loader)
 
 
 @functools.lru_cache(maxsize=64)
 def _load_version(path: str, version, loader):
     return loader(load_yaml_file(path), path)
+
+
+def is_shipped_profile(profile: HardwareProfile | ModelProfile) -> bool:
+    """Whether ``profile`` is exactly the shipped profile of its name (a user's file that
+    reuses a shipped name with other figures is not)."""
+    kind = "hardware_profiles" if isinstance(profile, HardwareProfile) else "model_profiles"
+    if profile.name not in shipped_names(kind):
+        return False
+    shipped = resolve_hardware(profile.name) if kind == "hardware_profiles" else resolve_model(profile.name)
+    return shipped == profile
 
 
 def resolve_model(ref: str) -> ModelProfile:
@@ -81,44 +93,20 @@ def resolve_hardware(ref: str) -> HardwareProfile:
 
 def resolve_scenario_file(ref: str) -> tuple[Scenario, str]:
     """A shipped scenario name (``paper-case-study``) or a scenario YAML path -> (scenario, path)."""
-    path = Path(ref) if looks_like_path(ref) else _shipped_dir("scenarios") / f"{ref}.yaml"
-    if not looks_like_path(ref) and not path.is_file():
-        names = ", ".join(shipped_names("scenarios"))
-        raise PlanInputError(f"unknown scenario '{ref}' (shipped: {names}; or give a YAML file path)")
-    return _load_cached(str(path), load_scenario), str(path)
+    path = str(_shipped_path(ref, "scenarios", "scenario"))
+    return _load_cached(path, load_scenario), path
 
 
-def detect_profile_kind(data: object) -> str:
-    """'model' or 'hardware' from the keys of a parsed profile mapping."""
+def detect_profile_kind(data: object) -> ProfileKind:
+    """Model, hardware or scenario, from the keys of a parsed profile mapping."""
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise PlanInputError(f"expected a mapping of fields at the top level, got {kind}")
-    if isinstance(data, dict):
-        if "prfaas" in data or "workload" in data:
-            return "scenario"
-        if "mixers" in data or "layers" in data:
-            return "model"
-        if "peak_tflops" in data or "efficiency" in data:
-            return "hardware"
+    if "prfaas" in data or "workload" in data:
+        return ProfileKind.scenario
+    if "mixers" in data or "layers" in data:
+        return ProfileKind.model
+    if "peak_tflops" in data or "efficiency" in data:
+        return ProfileKind.hardware
     raise PlanInputError("cannot tell whether this is a model, hardware or scenario file "
                          "(no 'layers', 'peak_tflops' or 'prfaas')")
-
-
-def validate_file(path: str) -> tuple[str, ModelProfile | HardwareProfile | Scenario]:
-    """Check a model, hardware or scenario file (a scenario's references and workload too)."""
-    data = load_yaml_file(path)
-    try:
-        kind = detect_profile_kind(data)
-    except PlanInputError as exc:
-        raise exc.with_source(path) from None
-    if kind == "scenario":
-        from ..planner.inputs import build_inputs
-
-        scenario = load_scenario(data, path)
-        try:
-            build_inputs(scenario, path)
-        except PlanInputError as exc:
-            raise exc.with_source(path) from None
-        return kind, scenario
-    loader = load_model_profile if kind == "model" else load_hardware_profile
-    return kind, loader(data, path)

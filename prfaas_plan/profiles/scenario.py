@@ -9,16 +9,38 @@ hardware's efficiency factors on the scenario's model before planning (see
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, StrictInt, model_validator
+from pydantic import Field, Strict, model_validator
 
-from ._base import StrictModel, validate_or_raise
+from ..choices import CurveSource, ObjectiveKind, OptimiserMethod, WorkloadType
+from ..ranges import (
+    ARRIVAL_CV,
+    CHIPS_PER_INSTANCE,
+    DECODE_BATCH,
+    DECODE_TOKENS_PER_S,
+    GPU_BUDGET,
+    INSTANCES,
+    LINK_GBPS,
+    PREFILL_SECONDS,
+    RATE_RPS,
+    RTT_MS,
+    SLO_SECONDS,
+    TPOT_MS,
+    USD_PER_HOUR_BUDGET,
+    Range,
+)
+from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
+from .workload_spec import FixedSpec, LengthSpec
+
+_INSTANCES = Int(INSTANCES)
+_FRACTION = Float(Range(0, 1, "", "a fraction", lo_open=True))
+Path = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
 class CountRange(StrictModel):
-    min: StrictInt = Field(ge=0)
-    max: StrictInt = Field(ge=0)
+    min: _INSTANCES
+    max: _INSTANCES
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -28,23 +50,17 @@ class CountRange(StrictModel):
 
 
 class CalibrationPointSpec(StrictModel):
-    length_tokens: PositiveInt
-    prefill_s: PositiveFloat
+    length_tokens: Tokens
+    prefill_s: Float(PREFILL_SECONDS)
 
 
 class ClusterSpec(StrictModel):
-    hardware: str = Field(min_length=1)  # shipped name or YAML path (relative to the scenario file)
-    gpus_per_instance: PositiveInt = 8
-    instances: StrictInt | CountRange = Field(union_mode="left_to_right")
-    source: Literal["auto", "roofline", "measured"] = "auto"  # prefill curve source
-    calibration_points: list[CalibrationPointSpec] = Field(default_factory=list)
-    calibration_note: str = ""
-
-    @model_validator(mode="after")
-    def _non_negative(self):
-        if isinstance(self.instances, int) and self.instances < 0:
-            raise ValueError("instances must be >= 0")
-        return self
+    hardware: Path  # shipped name or YAML path (relative to the scenario file)
+    gpus_per_instance: Int(CHIPS_PER_INSTANCE) = 8
+    instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
+    source: CurveSource = CurveSource.auto  # prefill curve source
+    calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=1000)] = Field(default_factory=list)
+    calibration_note: Text = ""
 
     @property
     def count_range(self) -> tuple[int, int]:
@@ -54,46 +70,57 @@ class ClusterSpec(StrictModel):
 
 
 class LinkSpec(StrictModel):
-    bandwidth_gbps: NonNegativeFloat  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
-    usable_fraction: float = Field(default=1.0, gt=0, le=1)  # share of the link KV transfers may use
-    rtt_ms: NonNegativeFloat = 0.0
-
-    @property
-    def usable_gbps(self) -> float:
-        return self.bandwidth_gbps * self.usable_fraction
+    bandwidth_gbps: Float(LINK_GBPS)  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
+    usable_fraction: _FRACTION = 1.0  # share of the link KV transfers may use
+    rtt_ms: Float(RTT_MS) = 0.0
 
 
 class PrefixCacheSpec(StrictModel):
-    hit_fractions: list[float] = Field(min_length=1)  # cached share of the input, each in [0, 1)
-    probs: list[float] = Field(min_length=1)
+    hit_fractions: List(Annotated[float, Strict(), Field(ge=0, lt=1)], min_length=1)  # cached share of the input
+    probs: List(Float(Range(0, 1e15, "", "a weight")), min_length=1)
+
+    @model_validator(mode="after")
+    def _paired(self):
+        if len(self.hit_fractions) != len(self.probs):
+            raise ValueError(f"{len(self.hit_fractions)} hit_fractions need as many probs, got {len(self.probs)}")
+        if sum(self.probs) <= 0:
+            raise ValueError("probs are all zero")
+        return self
 
 
 class WorkloadSpec(StrictModel):
-    input: dict[str, Any]  # length distribution (see prfaas_plan.workload.distributions.load_workload_spec)
-    output: dict[str, Any] = Field(default_factory=lambda: {"type": "fixed", "tokens": 1024})
+    input: LengthSpec  # uncached-or-not input length distribution (prfaas_plan.workload builds it)
+    output: LengthSpec = Field(default_factory=lambda: FixedSpec(type=WorkloadType.fixed, tokens=1024))
     prefix_cache: PrefixCacheSpec | None = None
+
+    @model_validator(mode="after")
+    def _no_top_level_weight(self):
+        for name in ("input", "output"):
+            if getattr(self, name).weight is not None:
+                raise ValueError(f"{name}: weight is only for a mixture's components")
+        return self
 
 
 class DecodeSpec(StrictModel):
-    context_tokens: PositiveInt | None = None  # default: mean input + half the mean output
-    tpot_ms: PositiveFloat | None = None
-    max_batch: PositiveInt | None = None
-    tokens_per_s_per_instance: PositiveFloat | None = None  # measured: overrides the roofline
-    tokens_per_s_note: str = ""
+    context_tokens: Tokens | None = None  # default: mean input + half the mean output
+    tpot_ms: Float(TPOT_MS) | None = None
+    max_batch: Int(DECODE_BATCH) | None = None
+    tokens_per_s_per_instance: Float(DECODE_TOKENS_PER_S) | None = None  # measured: overrides the roofline
+    tokens_per_s_note: Text = ""
 
 
 class BudgetSpec(StrictModel):
-    gpus: dict[str, NonNegativeInt] = Field(default_factory=dict)  # hardware name -> most GPUs
-    usd_per_hour: PositiveFloat | None = None
+    gpus: Annotated[dict[Name, Int(GPU_BUDGET)], Field(max_length=64)] = Field(default_factory=dict)
+    usd_per_hour: Float(USD_PER_HOUR_BUDGET) | None = None
 
 
 class ObjectiveSpec(StrictModel):
-    type: Literal["max_throughput", "min_cost"] = "max_throughput"
-    target_rate_rps: PositiveFloat | None = None  # required by min_cost
+    type: ObjectiveKind = ObjectiveKind.max_throughput
+    target_rate_rps: Float(RATE_RPS) | None = None  # required by min_cost
 
     @model_validator(mode="after")
     def _target(self):
-        if self.type == "min_cost" and self.target_rate_rps is None:
+        if self.type == ObjectiveKind.min_cost and self.target_rate_rps is None:
             raise ValueError("min_cost needs target_rate_rps")
         return self
 
@@ -101,9 +128,9 @@ class ObjectiveSpec(StrictModel):
 class SloSpec(StrictModel):
     """Latency targets; any may be omitted. TTFT percentiles are over all requests."""
 
-    ttft_p90_s: PositiveFloat | None = None
-    ttft_p99_s: PositiveFloat | None = None
-    tpot_ms: PositiveFloat | None = None
+    ttft_p90_s: Float(SLO_SECONDS) | None = None
+    ttft_p99_s: Float(SLO_SECONDS) | None = None
+    tpot_ms: Float(TPOT_MS) | None = None
 
     @model_validator(mode="after")
     def _some(self):
@@ -113,20 +140,20 @@ class SloSpec(StrictModel):
 
 
 class LatencySpec(StrictModel):
-    operating_load: float = Field(default=0.8, gt=0, lt=1)  # reported rate = load x Lambda_max (without an SLO)
-    arrival_cv: float = Field(default=1.0, gt=0)  # coefficient of variation of inter-arrival times (1: Poisson)
+    operating_load: Annotated[float, Strict(), Field(gt=0, lt=1)] = 0.8  # reported rate = load x Lambda_max
+    arrival_cv: Float(ARRIVAL_CV) = 1.0  # coefficient of variation of inter-arrival times (1: Poisson)
 
 
 class OptimiserSpec(StrictModel):
-    method: Literal["milp", "enumerate", "auto"] = "milp"  # see prfaas_plan.planner.optimizer
-    coarse_thresholds: int = Field(default=48, ge=4, le=2048)  # MILP candidates (quantiles of L)
+    method: OptimiserMethod = OptimiserMethod.auto  # see prfaas_plan.planner.optimizer
+    coarse_thresholds: Annotated[int, Strict(), Field(ge=4, le=2048)] = 48  # MILP candidates (quantiles of L)
 
 
 class Scenario(StrictModel):
-    name: str = Field(min_length=1)
-    description: str = ""
-    notes: list[str] = Field(default_factory=list)
-    model: str = Field(min_length=1)  # shipped name or YAML path
+    name: Name
+    description: Text = ""
+    notes: List(Text) = Field(default_factory=list)
+    model: Path  # shipped name or YAML path
     prfaas: ClusterSpec
     pd: ClusterSpec
     link: LinkSpec

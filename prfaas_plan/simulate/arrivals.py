@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..choices import ArrivalProcess
 from .config import SimConfig
 
 
 def arrival_times_s(config: SimConfig, rng: np.random.Generator) -> np.ndarray:
     """``config.requests`` ascending arrival times in seconds."""
     n, rate = config.requests, config.rate_rps
-    if config.arrivals == "poisson":
+    if config.arrivals == ArrivalProcess.poisson:
         return np.cumsum(rng.exponential(1.0 / rate, n))
-    if config.arrivals == "gamma":
+    if config.arrivals == ArrivalProcess.gamma:
         shape = 1.0 / config.cv**2
         return np.cumsum(rng.gamma(shape, 1.0 / (shape * rate), n))
     return _onoff_times_s(config, rng)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from pathlib import Path
 
-from ..errors import PlanInputError
+from ..errors import PlanInputError, shorten
+from ..ranges import LINK_GBPS, MAX_CSV_BYTES, SIM_SECONDS
 from ..units import gbps_to_bytes_per_s
+from ..yamlio import read_input_text
 
 TRACE_HEADER = ("time_s", "gbps")
 
@@ -26,10 +27,7 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
     a non-numeric, non-finite or negative value, a time that does not increase, or no rows
     raise ``PlanInputError`` naming the file and the line.
     """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanInputError(f"cannot read the bandwidth trace: {exc.strerror or exc}", source=path) from None
+    lines = read_input_text(path, MAX_CSV_BYTES).splitlines()
     steps: list[tuple[float, float]] = []
     header_seen = False
     for number, line in enumerate(lines, start=1):
@@ -39,7 +37,7 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
         cells = [cell.strip() for cell in text.split(",")]
         if not header_seen:
             if tuple(c.lower() for c in cells) != TRACE_HEADER:
-                raise PlanInputError(f"expected the header 'time_s,gbps', got '{text}'", source=path,
+                raise PlanInputError(f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path,
                                      field=f"line {number}")
             header_seen = True
             continue
@@ -49,7 +47,7 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
         try:
             row = (float(cells[0]), float(cells[1]))
         except ValueError:
-            raise PlanInputError(f"not a number in '{text}'", source=path, field=f"line {number}") from None
+            raise PlanInputError(f"not a number in {shorten(text, 40)!r}", source=path, field=f"line {number}") from None
         _check_step(row, steps[-1][0] if steps else None, source=path, field=f"line {number}")
         steps.append(row)
     if not steps:
@@ -61,7 +59,7 @@ def check_trace(steps, field: str) -> tuple[tuple[float, float], ...]:
     """Validate in-memory steps ((time_s, gbps), ...) as ``read_bandwidth_trace`` does; return them as tuples."""
     try:
         rows = [(float(time_s), float(gbps)) for time_s, gbps in steps]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise PlanInputError("must be (time_s, gbps) pairs of numbers", field=field) from None
     if not rows:
         raise PlanInputError("has no steps", field=field)
@@ -71,11 +69,12 @@ def check_trace(steps, field: str) -> tuple[tuple[float, float], ...]:
 
 
 def _check_step(row: tuple[float, float], previous_time_s: float | None, *, source: str | None, field: str) -> None:
-    time_s, gbps = row
-    if not (math.isfinite(time_s) and math.isfinite(gbps)):
-        raise PlanInputError(f"values must be finite, got time_s={time_s:g}, gbps={gbps:g}", source=source, field=field)
-    if time_s < 0 or gbps < 0:
-        raise PlanInputError(f"values must be >= 0, got time_s={time_s:g}, gbps={gbps:g}", source=source, field=field)
+    for name, bound, value in (("time_s", SIM_SECONDS, row[0]), ("gbps", LINK_GBPS, row[1])):
+        try:
+            bound.check(value, name)
+        except PlanInputError as exc:
+            raise PlanInputError(f"{name} {exc.reason}", source=source, field=field) from None
+    time_s = row[0]
     if previous_time_s is not None and time_s <= previous_time_s:
         raise PlanInputError(f"time_s must increase, got {time_s:g} after {previous_time_s:g}", source=source,
                              field=field)

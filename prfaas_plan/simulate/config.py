@@ -11,11 +11,10 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ..errors import PlanInputError
+from ..choices import ArrivalProcess, RoutingPolicy
+from ..errors import PlanInputError, show
+from ..ranges import ARRIVAL_CV, RATE_RPS, REQUESTS, SEED, SIM_SECONDS
 from .bandwidth import check_trace
-
-ARRIVALS = ("poisson", "gamma", "onoff")
-POLICIES = ("static", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -42,12 +41,12 @@ class SimConfig:
     rate_rps: float
     requests: int
     seed: int = 0
-    arrivals: str = "poisson"
+    arrivals: ArrivalProcess = ArrivalProcess.poisson
     cv: float = 1.0
     burst_factor: float = 2.0
     on_s: float = 30.0
     off_s: float = 30.0
-    policy: str = "static"
+    policy: RoutingPolicy = RoutingPolicy.static
     bandwidth_trace: tuple[tuple[float, float], ...] | None = None
     drop_at_s: float | None = None
     drop_for_s: float = 0.0
@@ -61,26 +60,28 @@ class SimConfig:
     adaptive_step_share: float = 0.05  # offloaded share of requests removed per raise (0.05 = 5 points)
 
     def __post_init__(self) -> None:
-        _positive(self.rate_rps, "--rate")
+        RATE_RPS.check(self.rate_rps, "--rate")
         _integer(self.requests, "--requests", minimum=1)
+        REQUESTS.check(self.requests, "--requests")
         _integer(self.seed, "--seed", minimum=0)
-        _choice(self.arrivals, ARRIVALS, "--arrivals")
-        _positive(self.cv, "--cv")
+        SEED.check(self.seed, "--seed")
+        object.__setattr__(self, "arrivals", _choice(self.arrivals, ArrivalProcess, "--arrivals"))
+        ARRIVAL_CV.check(self.cv, "--cv")
         _positive(self.on_s, "--on-s")
         _positive(self.off_s, "--off-s")
         _positive(self.burst_factor, "--burst-factor")
-        if self.arrivals == "onoff":
+        if self.arrivals == ArrivalProcess.onoff:
             most = (self.on_s + self.off_s) / self.on_s  # the off rate would be negative above this
             if not 1.0 <= self.burst_factor <= most:
                 raise PlanInputError(
                     f"must be in [1, (on_s + off_s) / on_s = {most:g}] so that the off-period rate is >= 0, "
                     f"got {self.burst_factor:g}", field="--burst-factor")
-        _choice(self.policy, POLICIES, "--policy")
+        object.__setattr__(self, "policy", _choice(self.policy, RoutingPolicy, "--policy"))
         if self.bandwidth_trace is not None:
             object.__setattr__(self, "bandwidth_trace", check_trace(self.bandwidth_trace, "--bandwidth-trace"))
         if self.drop_at_s is not None:
-            _non_negative(self.drop_at_s, "--drop-at")
-        _non_negative(self.drop_for_s, "--drop-for")
+            SIM_SECONDS.check(self.drop_at_s, "--drop-at")
+        SIM_SECONDS.check(self.drop_for_s, "--drop-for")
         _non_negative(self.drop_to_fraction, "--drop-to")
         if self.drop_to_fraction > 1:
             raise PlanInputError(f"must be in [0, 1], got {self.drop_to_fraction:g}", field="--drop-to")
@@ -103,7 +104,7 @@ class SimConfig:
 
 def _number(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise PlanInputError(f"must be a number, got {value!r}", field=field)
+        raise PlanInputError(f"must be a number, got {show(value)}", field=field)
     return float(value)
 
 
@@ -121,11 +122,13 @@ def _non_negative(value: object, field: str) -> None:
 
 def _integer(value: object, field: str, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise PlanInputError(f"must be an integer, got {value!r}", field=field)
+        raise PlanInputError(f"must be an integer, got {show(value)}", field=field)
     if value < minimum:
         raise PlanInputError(f"must be >= {minimum}, got {value}", field=field)
 
 
-def _choice(value: object, choices: tuple[str, ...], field: str) -> None:
-    if value not in choices:
-        raise PlanInputError(f"unknown value {value!r} (use {', '.join(choices)})", field=field)
+def _choice(value: object, choices, field: str):
+    try:
+        return choices(value)
+    except ValueError:
+        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=field) from None

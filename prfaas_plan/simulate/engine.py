@@ -2,7 +2,7 @@
 
 Model, per request (every time in seconds):
 1. Arrival at the times of ``arrivals.py``. Its uncached input length L is drawn from
-   ``inputs.input_dist`` and its output length from ``inputs.output_dist``. Arrival times,
+   ``inputs.workload.input_dist`` and its output length from ``inputs.workload.output_dist``. Arrival times,
    input lengths and output lengths come from three independent streams spawned from
    ``np.random.SeedSequence(seed)``, so the same seed gives identical results and two
    arrival processes with the same seed see the same requests (common random numbers).
@@ -12,7 +12,7 @@ Model, per request (every time in seconds):
    ``inputs.pd.curve``), precomputed for every request.
 4. Remote only: the KV transfer of S_kv(L) bytes starts with the prefill and is
    pipelined layer by layer over the shared link (``link.py``). TTFT = arrival -> last
-   byte sent, plus one RTT (``inputs.scenario.link.rtt_ms``), after which decode starts.
+   byte sent, plus one RTT (``inputs.link.rtt_s``), after which decode starts.
    The PrfaaS instance is free again when its prefill ends. Local: TTFT = arrival ->
    prefill end.
 5. Decode on N_d instances (``decode_pool.py``): TPOT = T_step(b), b the occupancy of
@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 import simpy
 
+from ..choices import RoutingPolicy
 from ..errors import PlanInputError
 from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
@@ -49,7 +50,7 @@ def simulate(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, co
              progress: ProgressCallback | None = None) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment``; ``progress(done, total)`` is
     called about every 1% of arrivals (and once at the end)."""
-    schedule = CapacitySchedule(inputs.link_bytes_per_s, config.bandwidth_trace, config.drop_at_s,
+    schedule = CapacitySchedule(inputs.link.usable_bytes_per_s, config.bandwidth_trace, config.drop_at_s,
                                 config.drop_for_s, config.drop_to_fraction)
     _check(inputs, deployment, config, schedule)
     return _Run(inputs, deployment, decode, config, schedule, progress).result()
@@ -63,7 +64,7 @@ def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedu
     long = dist.lengths_tokens > deployment.threshold_tokens
     offloaded = float(dist.probs[long].sum())
     any_remote, any_local = bool(np.any(dist.probs[long] > 0)), bool(np.any(dist.probs[~long] > 0))
-    adapts = config.policy == "adaptive" and any_remote
+    adapts = config.policy == RoutingPolicy.adaptive and any_remote
     if any_remote and deployment.n_prfaas < 1:
         raise PlanInputError(f"threshold {deployment.threshold_tokens:g} tokens sends {offloaded:.1%} of requests "
                              "to PrfaaS, which has no instance", field="n_prfaas")
@@ -87,14 +88,14 @@ class _Run:
                                               for s in np.random.SeedSequence(config.seed).spawn(3))
         self.arrival_s = arrival_times_s(config, arrival_rng)
         self.input_tokens = inputs.input_dist.sample(input_rng, n)
-        self.output_tokens = inputs.output_dist.sample(output_rng, n)
+        self.output_tokens = inputs.workload.output_dist.sample(output_rng, n)
         # Curves evaluated once on the distribution's support, then gathered per request.
         support = inputs.input_dist.lengths_tokens
         at = np.searchsorted(support, self.input_tokens)
         self.kv_bytes = inputs.prfaas.curve.kv_bytes(support)[at]
         self.remote_prefill_s = inputs.prfaas.curve.prefill_s(support)[at]
         self.local_prefill_s = inputs.pd.curve.prefill_s(support)[at]
-        self.rtt_s = inputs.scenario.link.rtt_ms / 1000.0
+        self.rtt_s = inputs.link.rtt_s
         # Plain lists for the per-event code (numpy scalars are slower in scalar arithmetic).
         self._hot = (self.input_tokens.tolist(), self.output_tokens.tolist(), self.kv_bytes.tolist(),
                      self.remote_prefill_s.tolist(), self.local_prefill_s.tolist())
@@ -106,7 +107,7 @@ class _Run:
         self.prfaas = simpy.Resource(env, capacity=max(deployment.n_prfaas, 1))
         self.pdp = simpy.Resource(env, capacity=max(deployment.n_p, 1))
         self.decode = DecodePool(env, deployment.n_d, decode)
-        if config.policy == "adaptive":
+        if config.policy == RoutingPolicy.adaptive:
             self.policy: StaticPolicy | AdaptivePolicy = AdaptivePolicy(deployment.threshold_tokens,
                                                                         inputs.input_dist, config)
         else:

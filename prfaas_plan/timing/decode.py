@@ -11,7 +11,6 @@ Throughput = BS / T_decode(BS) output tokens/s per instance.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,11 +18,13 @@ import numpy as np
 from ..accounting.kv import KvModel
 from ..accounting.params import weight_bytes
 from ..accounting.work import decode_work
+from ..choices import CurveSource, DecodeLimit
 from ..errors import PlanInputError
+from ..ranges import DECODE_BATCH, TPOT_MS
 from ..profiles.model import ModelProfile
 from .instance import Instance
 from .memory import require_fit, usable_memory_bytes
-from .prefill import check_lengths
+from .prefill import check_lengths, measured_for
 
 
 def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float) -> np.ndarray:
@@ -43,7 +44,7 @@ class DecodeCapacity:
     usable_memory_bytes: float
     bs_max_memory: int
     batch_size: int
-    limited_by: str  # 'memory', 'tpot' or 'max_batch'
+    limited_by: DecodeLimit
     step_s: float
     tokens_per_s: float  # per instance, output tokens
     source: str  # 'roofline' or 'measured'
@@ -59,21 +60,24 @@ def decode_capacity(
     context_tokens: int,
     tpot_ms: float | None = None,
     max_batch: int | None = None,
-    source: str = "auto",
+    source: str = CurveSource.auto,
 ) -> DecodeCapacity:
-    """Largest sustainable decode batch of one instance and its throughput."""
+    """Largest sustainable decode batch of one instance and its throughput. The batch is at
+    most ``max_batch`` and never above ``ranges.DECODE_BATCH`` (100,000 running requests)."""
     check_lengths(model, [context_tokens], field="context")
-    if tpot_ms is not None and not (math.isfinite(tpot_ms) and tpot_ms > 0):
-        raise PlanInputError(f"TPOT limit must be a positive number of ms, got {tpot_ms}", field="tpot_ms")
+    if tpot_ms is not None:
+        TPOT_MS.check(tpot_ms, "tpot_ms")
+    if max_batch is not None:
+        DECODE_BATCH.check(max_batch, "max_batch")
     require_fit(model, instance, context_tokens)
     w_bytes = weight_bytes(model)
     kv_req = float(KvModel.of(model).bytes_at(context_tokens))
     usable = usable_memory_bytes(instance)
     bs_mem = int((usable - w_bytes) // kv_req)
-    cap = bs_mem if max_batch is None else min(bs_mem, max_batch)
+    cap = min(bs_mem, int(DECODE_BATCH.hi) if max_batch is None else max_batch)
     sizes = np.arange(1, cap + 1, dtype=float)
     steps = decode_step_s(model, instance, sizes, context_tokens)
-    limited_by = "memory" if cap == bs_mem else "max_batch"
+    limited_by = DecodeLimit.memory if cap == bs_mem else DecodeLimit.max_batch
     best = cap
     if tpot_ms is not None and steps[-1] * 1e3 > tpot_ms:
         ok = np.nonzero(steps * 1e3 <= tpot_ms)[0]
@@ -83,13 +87,13 @@ def decode_capacity(
                 f"{steps[0] * 1e3:.2f} ms per step",
                 field="tpot_ms",
             )
-        best, limited_by = int(ok[-1]) + 1, "tpot"
+        best, limited_by = int(ok[-1]) + 1, DecodeLimit.tpot
     step = float(steps[best - 1])
     tokens_per_s, used = best / step, "roofline"
-    measured = model.measured_for(instance.hardware.name, instance.gpus) if source != "roofline" else None
+    measured = measured_for(model, instance) if source != CurveSource.roofline else None
     if measured is not None and measured.decode_tokens_per_s is not None:
         tokens_per_s, used = measured.decode_tokens_per_s, "measured"
-    elif source == "measured":
+    elif source == CurveSource.measured:
         raise PlanInputError(f"model '{model.name}' has no measured decode throughput for {instance.label}",
                              field="source")
     return DecodeCapacity(

@@ -7,11 +7,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..accounting.work import Work
-from ..errors import PlanInputError
+from ..choices import ComputeDtype, Dtype
 from ..profiles.hardware import HardwareProfile
+from ..ranges import CHIPS_PER_INSTANCE
 
 # Weight dtype -> tensor-core input dtype used for the matmuls (weight-only int4 runs in bf16).
-MATMUL_DTYPE = {"fp32": "bf16", "bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "fp8", "fp4": "fp4", "int4": "bf16"}
+MATMUL_DTYPE: dict[Dtype, ComputeDtype] = {
+    Dtype.fp32: ComputeDtype.bf16, Dtype.bf16: ComputeDtype.bf16, Dtype.fp16: ComputeDtype.bf16,
+    Dtype.fp8: ComputeDtype.fp8, Dtype.int8: ComputeDtype.fp8, Dtype.fp4: ComputeDtype.fp4, Dtype.int4: ComputeDtype.bf16,
+}
 
 
 @dataclass(frozen=True)
@@ -20,8 +24,7 @@ class Instance:
     gpus: int = 8
 
     def __post_init__(self):
-        if self.gpus < 1:
-            raise PlanInputError(f"gpus must be at least 1, got {self.gpus}", field="gpus")
+        CHIPS_PER_INSTANCE.check(self.gpus, "gpus")
 
     @property
     def memory_bytes(self) -> float:
@@ -42,7 +45,7 @@ class Instance:
         compute = work.matmul_flops / (n * hw.peak_flops(MATMUL_DTYPE[weight_dtype]) * eff.matmul)
         expert_peak = hw.peak_flops(MATMUL_DTYPE[expert_dtype or weight_dtype])
         compute = compute + work.expert_flops / (n * expert_peak * eff.matmul)
-        compute = compute + work.attention_flops / (n * hw.peak_flops("bf16") * eff.attention)
+        compute = compute + work.attention_flops / (n * hw.peak_flops(ComputeDtype.bf16) * eff.attention)
         memory = (work.weight_bytes + work.other_bytes) / (n * hw.memory_bytes_per_s * eff.memory)
         comm = work.allreduce_bytes * (2 * (n - 1) / n) / (hw.scale_up_bytes_per_s * eff.network)
         return np.maximum(compute, memory) + comm

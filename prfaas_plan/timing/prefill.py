@@ -19,9 +19,11 @@ import numpy as np
 
 from ..accounting.kv import KvModel
 from ..accounting.work import prefill_work
-from ..errors import PlanInputError
+from ..choices import CurveSource
+from ..errors import PlanInputError, warn
 from ..pchip import pchip
 from ..profiles.model import MeasuredProfile, ModelProfile
+from ..profiles.registry import is_shipped_profile
 from ..units import bytes_per_s_to_gbps
 from .instance import Instance
 
@@ -94,24 +96,34 @@ class MeasuredPrefill:
         return self._interp(lengths_tokens, xs, ys, self.roofline.kv_bytes)
 
 
-SOURCES = ("auto", "roofline", "measured")
+def measured_for(model: ModelProfile, instance: Instance) -> MeasuredProfile | None:
+    """The model's measurements on this instance: same hardware name and chip count, and the
+    hardware profile is the shipped one of that name (a user's profile that reuses a shipped
+    name with other figures gets the roofline, with a warning)."""
+    measured = model.measured_for(instance.hardware.name, instance.gpus)
+    if measured is None:
+        return None
+    if not is_shipped_profile(instance.hardware):
+        warn(f"hardware '{instance.hardware.name}' differs from the shipped profile of that name, so "
+             f"{model.name}'s measured points for {instance.label} are not used (roofline instead)")
+        return None
+    return measured
 
 
-def prefill_curve(model: ModelProfile, instance: Instance, source: str = "auto") -> PrefillCurve:
+def prefill_curve(model: ModelProfile, instance: Instance, source: str = CurveSource.auto) -> PrefillCurve:
     """The prefill curve for a model on an instance.
 
-    ``auto`` uses the model's measured points for this hardware name and GPU count when it
-    has them, else the roofline; ``measured`` insists on measured points.
+    ``auto`` uses the model's measured points for this hardware and GPU count when it has
+    them (``measured_for``), else the roofline; ``measured`` insists on measured points.
     """
-    if source not in SOURCES:
-        raise PlanInputError(f"unknown source '{source}' (use {', '.join(SOURCES)})", field="source")
+    source = CurveSource(source)
     roofline = RooflinePrefill(model, instance)
-    if source == "roofline":
+    if source == CurveSource.roofline:
         return roofline
-    measured = model.measured_for(instance.hardware.name, instance.gpus)
+    measured = measured_for(model, instance)
     if measured is not None and measured.prefill:
         return MeasuredPrefill(measured, roofline)
-    if source == "measured":
+    if source == CurveSource.measured:
         have = ", ".join(f"{m.gpus}x{m.hardware}" for m in model.measured if m.prefill) or "none"
         raise PlanInputError(
             f"model '{model.name}' has no measured prefill points for {instance.label} (has: {have})",
@@ -137,6 +149,17 @@ def check_lengths(model: ModelProfile, lengths_tokens: list[int], field: str = "
         if length > model.max_context_tokens:
             raise PlanInputError(
                 f"{what} {length} exceeds {model.name}'s context of {model.max_context_tokens} tokens", field=field)
+
+
+@dataclass(frozen=True)
+class KvReport:
+    """S_kv, T_prefill and Phi_kv of a model on an instance at several lengths."""
+
+    model: ModelProfile
+    instance: Instance
+    source: str  # 'roofline' or 'measured'
+    kv_model: KvModel
+    rows: list[KvRow]
 
 
 def kv_table(curve: PrefillCurve, model: ModelProfile, lengths_tokens: list[int]) -> list[KvRow]:

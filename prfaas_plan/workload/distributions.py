@@ -17,8 +17,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..choices import WorkloadType
 from ..errors import PlanInputError
-from ..units import parse_tokens
 from .trace import read_length_trace
 
 _PROB_SUM_TOLERANCE = 1e-9
@@ -267,110 +267,49 @@ def with_prefix_cache(
     return _merged(lengths.ravel(), np.outer(dist.probs, weights / weights.sum()).ravel())
 
 
-# Spec keys per type: (required, optional).
-_SPEC_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "lognormal": (("mu", "sigma", "min_tokens", "max_tokens"), ("bins",)),
-    "trace": (("path",), ("column",)),
-    "histogram": (("edges_tokens", "counts"), ("points_per_bin",)),
-    "mixture": (("components",), ()),
-    "fixed": (("tokens",), ()),
-}
+def build_distribution(spec, source: str | None = None, field_prefix: str = "workload") -> LengthDistribution:
+    """The distribution a validated spec (``profiles.workload_spec.LengthSpec``) describes.
 
-
-def load_workload_spec(spec: Any, source: str | None, field_prefix: str = "workload") -> LengthDistribution:
-    """Build a distribution from a scenario mapping such as ``{type: lognormal, mu, sigma, min_tokens, max_tokens}``.
-
-    Types: lognormal (optional ``bins``), trace (``path`` relative to the folder of ``source``,
-    optional ``column``), histogram (``edges_tokens``, ``counts``, optional ``points_per_bin``),
-    mixture (``components``: list of ``{weight, <spec>}``), fixed (``tokens``). Token values may
-    be written ``128K``. Errors name ``source`` and the field under ``field_prefix``.
-    """
-    if not isinstance(spec, dict):
-        raise PlanInputError("must be a mapping with a 'type' key", source=source, field=field_prefix)
-    kind = spec.get("type")
-    if kind is None:
-        raise PlanInputError(f"missing (one of {', '.join(_SPEC_KEYS)})", source=source, field=f"{field_prefix}.type")
-    if not isinstance(kind, str) or kind not in _SPEC_KEYS:
-        raise PlanInputError(
-            f"unknown type '{kind}' (expected one of {', '.join(_SPEC_KEYS)})",
-            source=source,
-            field=f"{field_prefix}.type",
-        )
-    required, optional = _SPEC_KEYS[kind]
-    for key in required:
-        if key not in spec:
-            raise PlanInputError(
-                f"missing (a {kind} workload needs {', '.join(required)})", source=source, field=f"{field_prefix}.{key}"
-            )
-    for key in spec:
-        if key != "type" and key not in required and key not in optional:
-            raise PlanInputError(
-                f"unknown key (a {kind} workload takes {', '.join(required + optional)})",
-                source=source,
-                field=f"{field_prefix}.{key}",
-            )
+    A trace's ``path`` is relative to the folder of ``source`` (the scenario file). Errors name
+    ``source`` and the field under ``field_prefix``."""
+    kind = spec.type
 
     def build(constructor: Callable[..., LengthDistribution], **kwargs: Any) -> LengthDistribution:
         try:
             return constructor(**kwargs)
         except PlanInputError as exc:
-            raise PlanInputError(exc.reason, source=source, field=f"{field_prefix}.{exc.field}") from None
+            raise PlanInputError(exc.reason, source=exc.source or source, field=f"{field_prefix}.{exc.field}") from None
 
-    def value(key: str, tokens: bool = False) -> Any:
-        return _spec_value(spec[key], f"{field_prefix}.{key}", source, tokens=tokens)
-
-    optional_values = {key: value(key) for key in ("bins", "points_per_bin") if key in spec}
-    if kind == "lognormal":
-        return build(
-            truncated_lognormal,
-            mu=value("mu"),
-            sigma=value("sigma"),
-            min_tokens=value("min_tokens", tokens=True),
-            max_tokens=value("max_tokens", tokens=True),
-            **optional_values,
-        )
-    if kind == "histogram":
-        return build(
-            histogram, edges_tokens=value("edges_tokens", tokens=True), counts=value("counts"), **optional_values
-        )
-    if kind == "fixed":
-        return build(fixed, tokens=value("tokens", tokens=True))
-    if kind == "trace":
-        path, column = spec["path"], spec.get("column")
-        if not isinstance(path, str) or not path:
-            raise PlanInputError("must be a file path", source=source, field=f"{field_prefix}.path")
-        if column is not None and not isinstance(column, str):
-            raise PlanInputError("must be a column name", source=source, field=f"{field_prefix}.column")
-        trace_path = Path(path)
+    if kind == WorkloadType.lognormal:
+        return build(truncated_lognormal, mu=spec.mu, sigma=spec.sigma, min_tokens=spec.min_tokens,
+                     max_tokens=spec.max_tokens, bins=spec.bins)
+    if kind == WorkloadType.histogram:
+        return build(histogram, edges_tokens=spec.edges_tokens, counts=spec.counts, points_per_bin=spec.points_per_bin)
+    if kind == WorkloadType.fixed:
+        return build(fixed, tokens=spec.tokens)
+    if kind == WorkloadType.trace:
+        trace_path = Path(spec.path)
         if source is not None and not trace_path.is_absolute():
             trace_path = Path(source).parent / trace_path
-        return empirical(read_length_trace(trace_path, column))
-    components = spec["components"]
-    if not isinstance(components, list) or not components:
-        raise PlanInputError("must be a non-empty list", source=source, field=f"{field_prefix}.components")
-    weighted = []
-    for i, component in enumerate(components):
-        prefix = f"{field_prefix}.components[{i}]"
-        if not isinstance(component, dict) or "weight" not in component:
-            raise PlanInputError("must be a mapping with 'weight' and 'type' keys", source=source, field=prefix)
-        weight = _spec_value(component["weight"], f"{prefix}.weight", source)
-        inner = {key: item for key, item in component.items() if key != "weight"}
-        weighted.append((weight, load_workload_spec(inner, source, prefix)))
+        return empirical(read_length_trace(trace_path, spec.column))
+    weighted = [(c.weight, build_distribution(c, source, f"{field_prefix}.components[{i}]"))
+                for i, c in enumerate(spec.components)]
     return build(mixture, components=weighted)
 
 
-def _spec_value(item: Any, field_path: str, source: str | None, *, tokens: bool = False) -> Any:
-    """A number (or, with ``tokens``, a token count such as ``128K``), or a list of them."""
-    if isinstance(item, list):
-        return [_spec_value(x, f"{field_path}[{i}]", source, tokens=tokens) for i, x in enumerate(item)]
-    if tokens and isinstance(item, str):
-        try:
-            return parse_tokens(item, field=field_path)
-        except PlanInputError as exc:
-            raise exc.with_source(source) if source else exc from None
-    if isinstance(item, bool) or not isinstance(item, (int, float)):
-        raise PlanInputError(f"must be a number, got {item!r}", source=source, field=field_path)
-    return item
+def load_workload_spec(spec: Any, source: str | None, field_prefix: str = "workload") -> LengthDistribution:
+    """Validate a mapping such as ``{type: lognormal, mu, sigma, min_tokens, max_tokens}`` and build
+    the distribution (``build_distribution``); errors name ``source`` and the field path."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from ..profiles._base import first_error
+    from ..profiles.workload_spec import LengthSpec
+
+    try:
+        validated = TypeAdapter(LengthSpec).validate_python(spec)
+    except ValidationError as exc:
+        raise first_error(exc, source, field_prefix) from None
+    return build_distribution(validated, source, field_prefix)
 
 
 def _finite(value: Any, name: str) -> float:

@@ -13,18 +13,21 @@ model, then predict other models on it.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
 
-from .errors import PlanInputError
-from .profiles.hardware import HardwareProfile
-from .profiles.model import ModelProfile
-from .timing.instance import Instance
-from .timing.prefill import RooflinePrefill, check_lengths
-from .units import parse_tokens
+from ..errors import PlanInputError, shorten
+from ..profiles.hardware import CalibrationRecord, HardwareProfile
+from ..profiles.model import ModelProfile
+from ..ranges import LIST_ITEMS, MAX_CSV_BYTES, PREFILL_SECONDS
+from ..units import parse_tokens
+from ..yamlio import read_input_text
+from .instance import Instance
+from .prefill import RooflinePrefill, check_lengths
 
 FIT_PARAMS = ("matmul", "attention", "prefill_overhead_s")
 MAX_FIT_ERROR = 0.25  # a worse fit means the points do not describe this model on this instance
@@ -39,19 +42,20 @@ class CalibrationPoint:
 
 def read_points_csv(path: str) -> list[CalibrationPoint]:
     """Read ``length,prefill_s[,kv_bytes]`` rows (a header row is required; lengths may be 32K)."""
+    text = read_input_text(path, MAX_CSV_BYTES)
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except FileNotFoundError:
-        raise PlanInputError("file not found", source=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanInputError(f"cannot read file ({exc})", source=path) from None
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise PlanInputError(f"malformed CSV ({shorten(str(exc), 80)})", source=path) from None
     rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if len(rows) > LIST_ITEMS.hi:
+        raise PlanInputError(f"{len(rows) - 1:,} points; at most {int(LIST_ITEMS.hi):,}", source=path)
     if not rows:
         raise PlanInputError("empty file (expected a header 'length,prefill_s[,kv_bytes]')", source=path)
     header = [c.strip().lower() for c in rows[0]]
     if "length" not in header or "prefill_s" not in header:
-        raise PlanInputError(f"header must name 'length' and 'prefill_s', got {rows[0]}", source=path, field="line 1")
+        raise PlanInputError(f"header must name 'length' and 'prefill_s', got {shorten(','.join(rows[0]), 60)!r}",
+                             source=path, field="line 1")
     li, ti = header.index("length"), header.index("prefill_s")
     ki = header.index("kv_bytes") if "kv_bytes" in header else None
     points = []
@@ -63,14 +67,14 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
             kv = float(row[ki]) if ki is not None and row[ki].strip() else None
         except IndexError:
             raise PlanInputError("too few columns", source=path, field=where) from None
-        except ValueError as exc:
-            raise PlanInputError(f"not a number ({exc})", source=path, field=where) from None
+        except ValueError:
+            raise PlanInputError("not a number", source=path, field=where) from None
         except PlanInputError as exc:
             raise PlanInputError(exc.reason, source=path, field=f"{where}: {exc.field}") from None
-        if not (math.isfinite(seconds) and seconds > 0):
-            raise PlanInputError(f"prefill_s must be a positive number, got {row[ti]}", source=path, field=where)
-        if kv is not None and not (math.isfinite(kv) and kv > 0):
-            raise PlanInputError(f"kv_bytes must be a positive number, got {row[ki]}", source=path, field=where)
+        PREFILL_SECONDS.check(seconds, f"{where}: prefill_s", path)
+        if kv is not None and not (math.isfinite(kv) and 0 < kv <= 1e13):
+            raise PlanInputError(f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(row[ki], 30)}",
+                                 source=path, field=where)
         points.append(CalibrationPoint(length, seconds, kv))
     if not points:
         raise PlanInputError("no data rows", source=path)
@@ -195,7 +199,7 @@ def calibrate(
         for p, t, k in zip(points, predicted, model_kv)
     ]
     before = {k: float(getattr(hardware.efficiency, k)) for k in FIT_PARAMS}
-    record = {
+    record = CalibrationRecord.model_validate({
         "fitted_on_model": model.name,
         "gpus": gpus,
         "base_profile": hardware.name,
@@ -206,7 +210,7 @@ def calibrate(
             for f in point_fits
         ],
         "max_abs_error": round(max(abs(f.error) for f in point_fits), 6),
-    }
+    })
     calibrated = calibrated.model_copy(update={"calibration": record})
     worst = max(point_fits, key=lambda f: abs(f.error))
     if abs(worst.error) > MAX_FIT_ERROR:

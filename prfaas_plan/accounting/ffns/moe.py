@@ -1,0 +1,39 @@
+"""Mixture of experts: a router (hidden x experts), shared experts used by every token, and
+routed experts of which each token uses top_k.
+
+Parameters per expert: (3 if gated else 2) x hidden x expert_intermediate_size.
+FLOPs for n tokens: 2 n (router + shared) + 2 n top_k per_expert (routed, at the experts' dtype).
+Weights read in one pass over n tokens: router and shared experts once, and the expected
+number of distinct routed experts the n tokens touch, E (1 - (1 - k/E)^n) (uniform routing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...choices import FfnType
+from ...units import dtype_bytes
+from ..kinds import FfnKind, FfnParams, ffn_kind
+
+
+def expected_distinct_experts(num_experts: int, top_k: int, routed_tokens):
+    """Expected number of distinct experts touched when ``routed_tokens`` tokens each pick
+    ``top_k`` of ``num_experts`` uniformly: E * (1 - (1 - k/E)^n)."""
+    n = np.asarray(routed_tokens, dtype=float)
+    return num_experts * (1.0 - (1.0 - top_k / num_experts) ** n)
+
+
+@ffn_kind(FfnType.moe)
+class Moe(FfnKind):
+    def params(self, hidden: int) -> FfnParams:
+        s = self.spec
+        mats = 3 if s.gated else 2
+        shared = s.shared_experts * mats * hidden * (s.shared_intermediate_size or s.expert_intermediate_size)
+        router = hidden * s.num_experts
+        return FfnParams(shared + router, mats * hidden * s.expert_intermediate_size, s.num_experts, s.top_k)
+
+    def weight_bytes(self, tokens: np.ndarray, hidden: int) -> np.ndarray:
+        p = self.params(hidden)
+        touched = expected_distinct_experts(p.num_experts, p.top_k, tokens)
+        expert_b = dtype_bytes(self.dtypes.experts or self.dtypes.weights)
+        return super().weight_bytes(tokens, hidden) + touched * p.per_expert * expert_b

@@ -1,0 +1,52 @@
+"""Linear attention and state-space mixers (KDA, Gated DeltaNet, Lightning, Mamba2).
+
+State per request: heads x d_k x d_v elements (state dtype) + conv_channels x (kernel - 1)
+elements of the short convolution (activation dtype): fixed, whatever the length.
+Parameters:     q and k h nk d_k each, v h nv d_v, o nv d_v h (+ gate h nv d_v).
+Prefill FLOPs:  chunked form with chunk C: l heads (4 d_k d_v + C (d_k + d_v)) for the
+                inter-chunk state read and update and the intra-chunk causal attention,
+                plus 2 l conv_channels kernel for the convolution.
+Decode step:    4 heads d_k d_v + 2 conv_channels kernel FLOPs per request; the state is
+                read and written (2 x the state bytes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...choices import MixerType
+from ...units import dtype_bytes
+from ..kinds import LayerKv, MixerKind, mixer_kind
+
+
+@mixer_kind(MixerType.linear)
+class Linear(MixerKind):
+    @property
+    def label(self) -> str:
+        return str(self.spec.kind)
+
+    @property
+    def state_bytes(self) -> float:
+        s = self.spec
+        state = s.num_heads * s.key_head_dim * s.value_head_dim * dtype_bytes(s.state_dtype or self.dtypes.state)
+        conv = s.conv_channels * max(s.conv_kernel - 1, 0) * dtype_bytes(self.dtypes.activations)
+        return state + conv
+
+    def kv(self) -> LayerKv:
+        return LayerKv(fixed_bytes=self.state_bytes)
+
+    def params(self, hidden: int) -> int:
+        s, h = self.spec, hidden
+        nk, nv, dk, dv = s.key_heads, s.num_heads, s.key_head_dim, s.value_head_dim
+        return 2 * h * nk * dk + h * nv * dv + nv * dv * h + (h * nv * dv if s.output_gate else 0)
+
+    def prefill_flops(self, lengths: np.ndarray) -> np.ndarray:
+        s = self.spec
+        dk, dv = s.key_head_dim, s.value_head_dim
+        core = lengths * s.num_heads * (4 * dk * dv + s.chunk_tokens * (dk + dv))
+        return core + 2 * lengths * s.conv_channels * s.conv_kernel
+
+    def decode_step(self, batch: np.ndarray, context_tokens: float) -> tuple[np.ndarray, np.ndarray]:
+        s = self.spec
+        flops = batch * (4 * s.num_heads * s.key_head_dim * s.value_head_dim + 2 * s.conv_channels * s.conv_kernel)
+        return flops, batch * 2 * self.state_bytes  # read and write the state

@@ -1,0 +1,151 @@
+"""Every choice a user can make, as one enum each: shared by the YAML schemas, the library
+and the CLI's options (typer shows an enum's values as the option's choices).
+
+Values are the strings users write; each class is a ``StrEnum``, so a member compares equal
+to its value (``PlanMode.exact == "exact"``) and formats as it (``f"{PlanMode.exact}"``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class CurveSource(StrEnum):
+    """Where T_prefill(l) comes from: measured points if the model has them for this
+    hardware and chip count (``auto``), the roofline, or measured points only."""
+
+    auto = "auto"
+    roofline = "roofline"
+    measured = "measured"
+
+
+class PlanMode(StrEnum):
+    """``exact``: class means of T(L) over the distribution; ``paper``: T at the class mean length."""
+
+    exact = "exact"
+    paper = "paper"
+
+
+class ObjectiveKind(StrEnum):
+    max_throughput = "max_throughput"
+    min_cost = "min_cost"
+
+
+class OptimiserMethod(StrEnum):
+    """``milp``: pulp/CBC; ``enumerate``: exhaustive; ``auto``: enumerate small count spaces."""
+
+    milp = "milp"
+    enumerate = "enumerate"
+    auto = "auto"
+
+
+class SweepOver(StrEnum):
+    threshold = "threshold"
+    np = "np"
+    bandwidth = "bandwidth"
+    instances = "instances"
+    rate = "rate"
+
+
+class ArrivalProcess(StrEnum):
+    poisson = "poisson"
+    gamma = "gamma"
+    onoff = "onoff"
+
+
+class RoutingPolicy(StrEnum):
+    static = "static"
+    adaptive = "adaptive"
+
+
+class DeploymentName(StrEnum):
+    prfaas_pd = "prfaas_pd"
+    homogeneous = "homogeneous"
+    homogeneous_equal_cost = "homogeneous_equal_cost"
+    naive_heterogeneous = "naive_heterogeneous"
+
+
+class Bound(StrEnum):
+    """The four throughput bounds of the paper's model (section 3.4)."""
+
+    prfaas_compute = "prfaas_compute"
+    link = "link"
+    pd_prefill = "pd_prefill"
+    pd_decode = "pd_decode"
+
+
+class Role(StrEnum):
+    prfaas = "prfaas"
+    pd = "pd"
+
+
+class Dtype(StrEnum):
+    """Storage dtypes a profile may name (bytes per element in ``units.DTYPE_BYTES``)."""
+
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+    fp4 = "fp4"
+    int4 = "int4"
+
+
+class ComputeDtype(StrEnum):
+    """Tensor-core input dtypes a hardware profile gives a peak for."""
+
+    bf16 = "bf16"
+    fp8 = "fp8"
+    fp4 = "fp4"
+
+
+class MixerType(StrEnum):
+    """Attention kinds: the discriminator of a model profile's ``mixers`` entries."""
+
+    gqa = "gqa"
+    swa = "swa"
+    mla = "mla"
+    sparse = "sparse"
+    linear = "linear"
+
+
+class LinearKind(StrEnum):
+    kda = "kda"
+    gdn = "gdn"
+    lightning = "lightning"
+    mamba2 = "mamba2"
+
+
+class FfnType(StrEnum):
+    dense = "dense"
+    moe = "moe"
+
+
+class WorkloadType(StrEnum):
+    """Length distributions: the discriminator of a scenario's ``workload.input``/``output``."""
+
+    lognormal = "lognormal"
+    trace = "trace"
+    histogram = "histogram"
+    mixture = "mixture"
+    fixed = "fixed"
+
+
+class DecodeLimit(StrEnum):
+    """What limits the decode batch of one instance."""
+
+    memory = "memory"
+    tpot = "tpot"
+    max_batch = "max_batch"
+
+
+class ProfileKind(StrEnum):
+    model = "model"
+    hardware = "hardware"
+    scenario = "scenario"

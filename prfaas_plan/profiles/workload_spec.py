@@ -1,0 +1,88 @@
+"""Schema of a length distribution in a scenario (``workload.input``, ``workload.output``):
+a pydantic union discriminated by ``type``, so that every error names its field path
+(``workload.input.components[1].sigma``). ``prfaas_plan.workload`` builds the distribution.
+
+Token values may be written as counts (``131072``) or with K = 1,024 (``128K``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
+
+from ..choices import WorkloadType
+from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, TOKENS, Range
+from ._base import Float, Int, List, Name, StrictModel, Tokens, _token_count, register_tags
+
+_WEIGHT = Float(Range(0, 1e15, "", "a mixture weight or histogram count"))
+TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
+
+
+class _Spec(StrictModel):
+    weight: _WEIGHT | None = None  # only inside a mixture's components
+
+
+class LognormalSpec(_Spec):
+    """ln L ~ N(mu, sigma^2), truncated to [min_tokens, max_tokens], in ``bins`` log-spaced bins."""
+
+    type: Literal[WorkloadType.lognormal]
+    mu: Float(LOGNORMAL_MU)
+    sigma: Float(LOGNORMAL_SIGMA)
+    min_tokens: Tokens
+    max_tokens: Tokens
+    bins: Int(BINS) = 4096
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _window(cls, value: int, info: ValidationInfo) -> int:
+        low = info.data.get("min_tokens")
+        if low is not None and value <= low:
+            raise ValueError(f"must be above min_tokens ({low}), got {value}")
+        return value
+
+
+class TraceSpec(_Spec):
+    """Observed lengths, one per row of ``path`` (relative to the scenario file)."""
+
+    type: Literal[WorkloadType.trace]
+    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    column: Name | None = None
+
+
+class HistogramSpec(_Spec):
+    """Bins [edges_i, edges_i+1) with mass counts_i, spread uniformly over points_per_bin points."""
+
+    type: Literal[WorkloadType.histogram]
+    edges_tokens: List(TokenEdge, min_length=2)
+    counts: List(_WEIGHT, min_length=1)
+    points_per_bin: Int(BINS) = 16
+
+
+class FixedSpec(_Spec):
+    """Every request has ``tokens`` tokens."""
+
+    type: Literal[WorkloadType.fixed]
+    tokens: Tokens
+
+
+class MixtureSpec(_Spec):
+    """A weighted mixture; each component is a distribution with a ``weight``."""
+
+    type: Literal[WorkloadType.mixture]
+    components: List("LengthSpec", min_length=1)
+
+    @field_validator("components")
+    @classmethod
+    def _weights(cls, components: list) -> list:
+        for i, component in enumerate(components):
+            if component.weight is None:
+                raise ValueError(f"components[{i}] needs a weight")
+        return components
+
+
+LengthSpec = Annotated[
+    Union[LognormalSpec, TraceSpec, HistogramSpec, FixedSpec, MixtureSpec], Field(discriminator="type")
+]
+MixtureSpec.model_rebuild()
+register_tags(*WorkloadType)

@@ -1,0 +1,114 @@
+"""Sane ranges of every number a user can type, in one place.
+
+Each schema field, CLI option and file reader takes its bounds from here, so that a value
+far outside what any real deployment has (a 400-digit token count, 10^9 instances, a chip
+of 10^-9 TFLOPS, a price of 10^-12 $/hour) is a one-line error instead of a hang, an
+overflow or a plan of zeros. The README's table of ranges is ``markdown_table()``
+(``tests/test_ranges.py`` checks that they agree).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from .errors import PlanInputError
+
+
+class Range(NamedTuple):
+    """A closed interval [lo, hi] (``lo_open``: (lo, hi]) with its unit and what it bounds."""
+
+    lo: float
+    hi: float
+    unit: str
+    what: str
+    lo_open: bool = False
+
+    def check(self, value: float, field: str, source: str | None = None) -> float:
+        """``value`` if it is a finite number inside the range, else a PlanInputError naming ``field``."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise PlanInputError(f"must be a number, got {value!r}", source=source, field=field)
+        if not (value > self.lo if self.lo_open else value >= self.lo) or value > self.hi:
+            raise PlanInputError(f"must be in {self.describe()}, got {value:g}", source=source, field=field)
+        return value
+
+    def describe(self) -> str:
+        left = "(" if self.lo_open else "["
+        return f"{left}{_num(self.lo)}, {_num(self.hi)}]" + (f" {self.unit}" if self.unit else "")
+
+
+def _num(x: float) -> str:
+    if x == int(x) and abs(x) < 1e7:
+        return f"{int(x):,}"
+    return f"{x:g}"
+
+
+TOKENS_CAP = 16 * 1024 * 1024  # 16M tokens (K = 1,024)
+
+TOKENS = Range(1, TOKENS_CAP, "tokens", "a request length, context, threshold or window (16M = 16 x 1,024^2)")
+INSTANCES = Range(0, 10_000, "instances", "instances of one pool (PrfaaS or PD)")
+CHIPS_PER_INSTANCE = Range(1, 65_536, "chips", "chips per instance (gpus_per_instance, --gpus)")
+GPU_BUDGET = Range(0, 10_000_000, "chips", "a GPU budget per hardware")
+USD_PER_HOUR_BUDGET = Range(0, 1e9, "$/hour", "a $/hour budget", lo_open=True)
+LAYERS = Range(1, 1_024, "layers", "layers of a model")
+WIDTH = Range(1, 1_048_576, "", "a hidden, intermediate, vocabulary, rank or head size (2^20)")
+HEADS = Range(1, 65_536, "heads", "attention or state heads")
+EXPERTS = Range(1, 65_536, "experts", "experts of an MoE layer, top-k, shared experts")
+PARAMS_B = Range(0, 100_000, "billion parameters", "a declared parameter count", lo_open=True)
+TFLOPS = Range(0.001, 1e6, "TFLOPS", "a dense peak per chip")
+MEMORY_GB = Range(0.001, 1e6, "GB", "memory per chip")
+MEMORY_TB_PER_S = Range(0.001, 1e4, "TB/s", "memory bandwidth per chip")
+SCALE_UP_GB_PER_S = Range(0.001, 1e6, "GB/s", "scale-up bandwidth per chip, one direction")
+NIC_GBPS = Range(0.001, 1e6, "Gbps", "scale-out NIC bandwidth per chip")
+TDP_W = Range(1, 1e5, "W", "power per chip")
+PRICE_USD_PER_GPU_HOUR = Range(0.001, 1e4, "$/GPU-hour", "a rental price per chip")
+PREFILL_OVERHEAD_S = Range(0, 60, "s", "fixed prefill cost per request")
+DECODE_STEP_OVERHEAD_S = Range(0, 10, "s", "fixed cost per decode step")
+LINK_GBPS = Range(0, 1e6, "Gbps", "link bandwidth (0: no link)")
+RTT_MS = Range(0, 1e5, "ms", "link round-trip time")
+TPOT_MS = Range(0.01, 1e6, "ms", "a time-per-output-token limit")
+DECODE_BATCH = Range(1, 100_000, "requests", "running requests per decode instance (max_batch; the batch is capped here)")
+DECODE_TOKENS_PER_S = Range(0.001, 1e9, "tokens/s", "a measured decode throughput per instance")
+PREFILL_SECONDS = Range(0, 1e6, "s", "a measured prefill latency", lo_open=True)
+RATE_RPS = Range(0, 1e6, "requests/s", "an arrival or target rate", lo_open=True)
+SLO_SECONDS = Range(0.001, 1e6, "s", "a TTFT target")
+LOAD = Range(0, 10, "x Lambda_max", "a load as a fraction of Lambda_max", lo_open=True)
+ARRIVAL_CV = Range(0.01, 100, "", "a coefficient of variation of inter-arrival times")
+REQUESTS = Range(1, 10_000_000, "requests", "requests to simulate")
+POINTS = Range(2, 100_000, "points", "points of a sweep")
+SIM_SECONDS = Range(0, 1e9, "s", "a time in a simulation (drop start or length, trace step)")
+SEED = Range(0, 2**63 - 1, "", "a random seed")
+LOGNORMAL_MU = Range(-10, 30, "ln tokens", "the mu of a log-normal length distribution")
+LOGNORMAL_SIGMA = Range(0, 10, "ln tokens", "the sigma of a log-normal length distribution", lo_open=True)
+BINS = Range(1, 65_536, "bins", "bins of a log-normal, points per histogram bin")
+LIST_ITEMS = Range(1, 100_000, "items", "entries of a list in a profile or scenario (edges, points, components)")
+MIN_CAPACITY_RPS = 1e-3  # a plan below this Lambda_max (3.6 requests/hour) is an error, not a table of zeros
+
+# Files: each input is read whole, so its size is bounded before reading.
+MAX_PROFILE_BYTES = 4 * 2**20  # YAML or JSON profile, scenario or config: 4 MiB
+MAX_CSV_BYTES = 64 * 2**20  # calibration points, bandwidth trace: 64 MiB
+MAX_TRACE_BYTES = 2 * 2**30  # a request-length trace: 2 GiB
+MAX_DEPTH = 64  # nesting of YAML/JSON collections
+MAX_NODES = 200_000  # YAML/JSON values after expanding aliases (an alias bomb is refused before expanding)
+MAX_INT_DIGITS = 30  # digits of an integer literal in YAML/JSON
+MAX_NAME_CHARS = 128  # a profile or scenario name
+MAX_ERROR_CHARS = 270  # one error line after 'prfaas-plan: error: ' (the reason is shortened to fit)
+
+NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGET, LAYERS, WIDTH, HEADS, EXPERTS,
+           PARAMS_B, TFLOPS, MEMORY_GB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
+           PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
+           PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, POINTS, SIM_SECONDS, SEED,
+           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS)
+
+
+def markdown_table() -> str:
+    """The README's table of sane ranges (generated from this module)."""
+    lines = ["| what | range |", "|---|---|"]
+    lines += [f"| {r.what} | {r.describe()} |" for r in NUMERIC]
+    lines.append(f"| a plan's Lambda_max | at least {MIN_CAPACITY_RPS:g} requests/s, else an error |")
+    lines.append(f"| YAML/JSON files | at most {MAX_PROFILE_BYTES // 2**20} MiB, {MAX_DEPTH} levels deep, "
+                 f"{MAX_NODES:,} values after aliases, integers of at most {MAX_INT_DIGITS} digits |")
+    lines.append(f"| CSV files (calibration points, bandwidth traces) | at most {MAX_CSV_BYTES // 2**20} MiB |")
+    lines.append(f"| request-length traces | at most {MAX_TRACE_BYTES // 2**30} GiB |")
+    lines.append(f"| names | 1 to {MAX_NAME_CHARS} characters |")
+    return "\n".join(lines)

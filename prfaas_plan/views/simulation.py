@@ -1,0 +1,104 @@
+"""Reports of simulations: one run beside the closed form, its time series, validation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..report import Column, Report, fmt_float, fmt_int
+
+
+def _pct_diff(sim, closed) -> float | None:
+    """(closed - simulated) / simulated, or None when either is missing or infinite."""
+    if sim is None or closed is None or not np.isfinite(closed) or not np.isfinite(sim) or sim == 0:
+        return None
+    return round((closed - sim) / sim, 4)
+
+
+def _finite(value) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), 4)
+
+
+def _stability(stable: bool | None) -> str:
+    return "unknown (too few samples)" if stable is None else ("stable" if stable else "growing")
+
+
+def simulation_view(run) -> Report:
+    """TTFT and TPOT per path from the simulator beside the closed form at the same rate."""
+    sim, closed = run.result, run.closed_form
+    closed_paths = {"local": closed.local, "remote": closed.remote}
+    rows = []
+    for path in ("local", "remote", "overall"):
+        t = sim.ttft[path]
+        c_mean = closed.overall_mean_s if path == "overall" else closed_paths[path].mean_s
+        c_p90 = closed.overall_p90_s if path == "overall" else closed_paths[path].p90_s
+        rows.append({"path": path, "requests": t["count"], "ttft_mean_s": t["mean_s"], "ttft_p50_s": t["p50_s"],
+                     "ttft_p90_s": t["p90_s"], "ttft_p99_s": t["p99_s"], "closed_mean_s": _finite(c_mean),
+                     "closed_p90_s": _finite(c_p90), "tpot_mean_ms": sim.tpot[path]["mean_ms"]})
+    sec = lambda v: "-" if v is None else f"{v:,.2f}"
+    cfg = sim.config
+    growth = sim.queue_growth
+    notes = [
+        f"offered {sim.offered_rps:.3f} req/s, achieved {sim.achieved_rps:.3f} req/s "
+        f"(closed-form Λ_max {run.lambda_max:.3f}); queues {_stability(sim.stable)} "
+        f"(mean total queue in the first / last 20%: {sec(growth.get('first_mean'))} / {sec(growth.get('last_mean'))})",
+        f"egress mean {sim.egress.get('mean_gbps') or 0:.2f} Gbps (closed form "
+        f"{closed.link_utilisation * run.plan.inputs.link.usable_gbps:.2f}), max {sim.egress.get('max_gbps') or 0:.2f}; "
+        f"max link backlog {(sim.egress.get('max_link_backlog_bytes') or 0) / 1e9:.2f} GB; policy {cfg.policy}, "
+        f"threshold changed {len(sim.threshold_changes) - 1} times",
+        f"{cfg.requests:,} requests, seed {cfg.seed}, arrivals {cfg.arrivals}"
+        + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
+    ]
+    return Report(
+        title=f"Simulation: {run.deployment.name} at {cfg.rate_rps:.3f} req/s",
+        columns=[Column("path", "path", justify="left"), Column("requests", "requests", fmt_int),
+                 Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p50_s", "P50 s", sec),
+                 Column("ttft_p90_s", "P90 s", sec), Column("ttft_p99_s", "P99 s", sec),
+                 Column("closed_mean_s", "closed-form mean s", sec), Column("closed_p90_s", "closed-form P90 s", sec),
+                 Column("tpot_mean_ms", "TPOT mean ms", sec)],
+        rows=rows, notes=notes,
+        json_doc={**sim.to_json_dict(timeseries=False), "lambda_max": run.lambda_max,
+                  "closed_form": {r["path"]: {"mean_s": r["closed_mean_s"], "p90_s": r["closed_p90_s"]} for r in rows}},
+    )
+
+
+def timeseries_report(run) -> Report:
+    rows = run.result.timeseries_rows()
+    return Report(title="Simulation time series", columns=[Column(k, k) for k in (rows[0] if rows else {})], rows=rows)
+
+
+def validation_view(runs) -> Report:
+    """Closed form beside simulation at several loads, with relative differences."""
+    rows = []
+    for run in runs:
+        sim, closed = run.result, run.closed_form
+        rate = sim.config.rate_rps
+        closed_tput = min(rate, run.lambda_max)
+        t = sim.ttft["overall"]
+        rows.append({
+            "load": round(rate / run.lambda_max, 4), "rate_rps": round(rate, 4),
+            "closed_throughput_rps": round(closed_tput, 4), "sim_throughput_rps": round(sim.achieved_rps, 4),
+            "throughput_diff": _pct_diff(sim.achieved_rps, closed_tput),
+            "closed_ttft_mean_s": _finite(closed.overall_mean_s), "sim_ttft_mean_s": t["mean_s"],
+            "ttft_mean_diff": _pct_diff(t["mean_s"], closed.overall_mean_s),
+            "closed_ttft_p90_s": _finite(closed.overall_p90_s), "sim_ttft_p90_s": t["p90_s"],
+            "ttft_p90_diff": _pct_diff(t["p90_s"], closed.overall_p90_s),
+            "sim_stable": sim.stable,
+        })
+    sec = lambda v: "overload" if v is None else f"{v:,.2f}"
+    pct = lambda v: "-" if v is None else f"{100 * v:+.1f}%"
+    cfg = runs[0].result.config
+    return Report(
+        title="Closed form vs simulation",
+        columns=[Column("load", "load", lambda v: f"{v:.2f}"), Column("rate_rps", "rate", fmt_float(3)),
+                 Column("closed_throughput_rps", "closed tput", fmt_float(3)),
+                 Column("sim_throughput_rps", "sim tput", fmt_float(3)), Column("throughput_diff", "Δ", pct),
+                 Column("closed_ttft_mean_s", "closed mean s", sec), Column("sim_ttft_mean_s", "sim mean s", sec),
+                 Column("ttft_mean_diff", "Δ", pct), Column("closed_ttft_p90_s", "closed P90 s", sec),
+                 Column("sim_ttft_p90_s", "sim P90 s", sec), Column("ttft_p90_diff", "Δ", pct),
+                 Column("sim_stable", "sim queues", _stability)],
+        rows=rows,
+        notes=[f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); Δ = (closed - simulated) / simulated; "
+               f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"
+               + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
+               "closed-form throughput = min(rate, Λ_max); closed-form TTFT is infinite at or above Λ_max"],
+    )

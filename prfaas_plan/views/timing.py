@@ -1,0 +1,118 @@
+"""Reports of one instance: KV throughput, decode capacity, calibration."""
+
+from __future__ import annotations
+
+from ..report import Column, Report, fmt_float, fmt_int
+from ..timing.calibrate import CalibrationResult
+from ..timing.decode import DecodeCapacity
+from ..timing.prefill import KvReport
+from ..units import BYTES_PER_MIB, format_tokens
+
+
+def kv_view(result: KvReport) -> Report:
+    kv = result.kv_model
+    rows = [
+        {
+            "length": r.length_tokens,
+            "kv_bytes": r.kv_bytes,
+            "kv_mib": round(r.kv_bytes / BYTES_PER_MIB, 3),
+            "prefill_s": round(r.prefill_s, 6),
+            "phi_kv_gbps": round(r.phi_kv_gbps, 6),
+        }
+        for r in result.rows
+    ]
+    notes = [
+        f"S_kv(l) = {kv.growing_bytes_per_token:,.0f} B/token x l"
+        + (f" + window-bounded part up to {kv.window_cap_bytes / BYTES_PER_MIB:,.2f} MiB" if kv.windows else "")
+        + f" + {kv.fixed_bytes / BYTES_PER_MIB:,.2f} MiB fixed state per request (model architecture)",
+        f"T_prefill source: {result.source}"
+        + (" (profile's measured points, PCHIP-interpolated; roofline shape outside them)" if result.source == "measured" else
+           " (per-layer roofline with the hardware profile's efficiency factors)"),
+        "Phi_kv = S_kv / T_prefill in decimal Gbps; K = 1024 tokens; MiB = 2^20 B",
+    ]
+    return Report(
+        title=f"KV throughput: {result.model.name} on {result.instance.label}",
+        columns=[
+            Column("length", "length (tokens)", fmt_int),
+            Column("kv_bytes", "S_kv (bytes)", fmt_int),
+            Column("kv_mib", "S_kv (MiB)", fmt_float(1)),
+            Column("prefill_s", "T_prefill (s)", fmt_float(3)),
+            Column("phi_kv_gbps", "Phi_kv (Gbps)", fmt_float(2)),
+        ],
+        rows=rows,
+        meta={"model": result.model.name, "hardware": result.instance.hardware.name, "gpus": result.instance.gpus,
+              "source": result.source},
+        notes=notes,
+        extra={"kv_model": {"growing_bytes_per_token": kv.growing_bytes_per_token,
+                            "window_cap_bytes": kv.window_cap_bytes, "fixed_bytes": kv.fixed_bytes}},
+    )
+
+
+def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
+    row = {
+        "context": d.context_tokens,
+        "batch_size": d.batch_size,
+        "bs_max_memory": d.bs_max_memory,
+        "limited_by": d.limited_by,
+        "step_ms": round(d.step_s * 1e3, 4),
+        "tokens_per_s": round(d.tokens_per_s, 3),
+        "weight_gb": round(d.weight_bytes / 1e9, 3),
+        "kv_per_request_mib": round(d.kv_bytes_per_request / BYTES_PER_MIB, 3),
+    }
+    notes = [
+        f"usable memory {d.usable_memory_bytes / 1e9:,.1f} GB (capacity x memory_usable_fraction); "
+        f"BS_max = (usable - weights) / S_kv(context)",
+        f"tokens/s source: {d.source}" + (" (the profile's measured decode throughput)" if d.source == "measured" else
+                                          " (BS / T_decode(BS) from the per-layer roofline)"),
+    ]
+    if tpot_limit_ms is not None:
+        notes.append(f"TPOT limit {tpot_limit_ms:g} ms")
+    return Report(
+        title=f"Decode: {d.model} on {d.instance} at context {format_tokens(d.context_tokens)}",
+        columns=[
+            Column("context", "context (tokens)", fmt_int),
+            Column("batch_size", "batch", fmt_int),
+            Column("bs_max_memory", "BS_max (memory)", fmt_int),
+            Column("limited_by", "limited by"),
+            Column("step_ms", "T_decode (ms)", fmt_float(2)),
+            Column("tokens_per_s", "tokens/s", fmt_float(0)),
+            Column("weight_gb", "weights (GB)", fmt_float(1)),
+            Column("kv_per_request_mib", "KV/request (MiB)", fmt_float(1)),
+        ],
+        rows=[row],
+        meta={"model": d.model, "instance": d.instance, "source": d.source},
+        notes=notes,
+    )
+
+
+def calibration_view(result: CalibrationResult) -> Report:
+    rows = [
+        {
+            "length": p.length_tokens,
+            "measured_s": p.measured_s,
+            "predicted_s": round(p.predicted_s, 6),
+            "error_pct": round(100 * p.error, 3),
+            "measured_kv_bytes": p.measured_kv_bytes if p.measured_kv_bytes is not None else "",
+            "model_kv_bytes": int(round(p.model_kv_bytes)),
+        }
+        for p in result.points
+    ]
+    fitted = ", ".join(f"{k} {result.before[k]:.4g} -> {v:.4g}" for k, v in result.fitted.items())
+    return Report(
+        title=f"Calibration of {result.hardware.name} on {result.model} ({result.instance})",
+        columns=[
+            Column("length", "length (tokens)", fmt_int),
+            Column("measured_s", "measured (s)", fmt_float(3)),
+            Column("predicted_s", "fitted (s)", fmt_float(3)),
+            Column("error_pct", "error %", fmt_float(2)),
+            Column("measured_kv_bytes", "measured KV (B)", lambda v: f"{v:,.0f}" if v != "" else "-"),
+            Column("model_kv_bytes", "model KV (B)", fmt_int),
+        ],
+        rows=rows,
+        meta={"model": result.model, "hardware": result.hardware.name, "instance": result.instance},
+        notes=[f"fitted: {fitted}",
+               f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%"],
+        extra={"fitted": result.fitted, "before": result.before},
+    )
+
+
