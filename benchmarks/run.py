@@ -1,99 +1,163 @@
-"""Benchmarks: wall time of the main commands, as medians of repeated runs.
+"""Benchmarks: wall time, CPU time and peak memory of the main commands (medians of repeated runs).
 
 Run from the repository root after installing the package:
 
     python benchmarks/run.py            # writes benchmarks/RESULTS.md
+    BENCH_REPEATS=3 python benchmarks/run.py
 
-Measured: `prfaas-plan plan` on the built-in case study, a 10,000-point bandwidth sweep,
-`prfaas-plan --help`, simulating 100,000 requests of the case study (each as a whole
-process, interpreter start included), and reading a 1,000,000-row length trace
-in-process. Targets on a 2-core machine: plan < 1 s, sweep < 2 s, help < 0.3 s,
-simulation < 20 s, trace < 2 s.
+Each command runs as a whole process (interpreter start included); its CPU time is user +
+system time of the process and of the processes it waits for (the CBC solver, when the
+MILP runs), read from ``resource.getrusage(RUSAGE_CHILDREN)``; its peak memory is the
+largest resident set of those processes. Measured: `prfaas-plan plan` on the built-in case
+study, a plan whose workload is a trace of 1,000,000 distinct lengths, a 10,000-point
+bandwidth sweep, `prfaas-plan --help`, simulating 100,000 requests, and validating a
+scenario whose workload is a 10,000,000-row trace. Targets on a 2-core machine are in the
+table. ``BENCH_CLI`` (e.g. ``"python -m prfaas_plan"``) runs another build. With
+``BENCH_BEFORE`` set to the command of an earlier build (for example
+``"env PYTHONPATH=/tmp/old python -m prfaas_plan"`` for a checkout of an earlier commit),
+the case-study plan is also run with it, alternating run by run with the current build so
+that both see the same machine load, and both medians are recorded.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import resource
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 REPEATS = int(os.environ.get("BENCH_REPEATS", "7"))
+SCALE = int(os.environ.get("BENCH_SCALE", "1"))  # divide the trace sizes (tests run the script small)
 
 
 def cli() -> list[str]:
+    if os.environ.get("BENCH_CLI"):
+        return shlex.split(os.environ["BENCH_CLI"])
     exe = shutil.which("prfaas-plan")
     return [exe] if exe else [sys.executable, "-m", "prfaas_plan"]
 
 
-def time_process(args: list[str], repeats: int = REPEATS) -> list[float]:
-    times = []
+def run_process(args: list[str], repeats: int = REPEATS) -> tuple[list[float], list[float], float]:
+    """(wall seconds, CPU seconds, peak MiB) of ``args`` run ``repeats`` times."""
+    walls, cpus = [], []
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(time.perf_counter() - start)
-    return times
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
+    return walls, cpus, peak_mib
 
 
-def time_call(fn, repeats: int = REPEATS) -> list[float]:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
+def compare_plan(before: list[str], after: list[str], runs: int = 15):
+    """Medians of (wall, CPU) of `plan` on the case study for two builds, run alternately."""
+    out = Path(tempfile.mkdtemp(prefix="prfaas-bench-")) / "plan.txt"
+    samples: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+    for _ in range(runs):
+        for name, cmd in (("before", before), ("after", after)):
+            walls, cpus, _ = run_process(cmd + ["plan", "-o", str(out)], 1)
+            samples[name].append((walls[0], cpus[0]))
+    shutil.rmtree(out.parent, ignore_errors=True)
+    medians = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in samples.items()}
+    return medians["before"], medians["after"], runs
+
+
+def write_trace(path: Path, rows: int, distinct: bool) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lengths = np.clip(np.exp(rng.normal(9.9, 1.0, rows)), 128, 131072)
+    if not distinct:
+        lengths = lengths.astype(np.int64)
+    with open(path, "w") as handle:
+        handle.write("length\n")
+        np.savetxt(handle, lengths, fmt="%.3f" if distinct else "%d")
+
+
+def trace_scenario(folder: Path, trace: Path) -> Path:
+    import yaml
+
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml").read_text())
+    doc["workload"]["input"] = {"type": "trace", "path": str(trace)}
+    out = folder / f"{trace.stem}.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
 
 
 def main() -> int:
-    import numpy as np
-
-    from prfaas_plan.workload.distributions import empirical
-    from prfaas_plan.workload.trace import read_length_trace
-
     work = Path(tempfile.mkdtemp(prefix="prfaas-bench-"))
+    # Peak memory is per process tree, so each measured command gets its own interpreter
+    # here: a child process of a fresh runner reports only its own children.
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        walls, cpus, peak = run_process(sys.argv[2:], int(os.environ.get("BENCH_ONE_REPEATS", REPEATS)))
+        print(statistics.median(walls), statistics.median(cpus), peak)
+        return 0
     try:
-        trace = work / "trace.txt"
-        rng = np.random.default_rng(0)
-        lengths = np.clip(np.exp(rng.normal(9.9, 1.0, 1_000_000)), 128, 131072).astype(np.int64)
-        trace.write_text("length\n" + "\n".join(map(str, lengths)) + "\n")
+        million = work / "million.txt"
+        write_trace(million, 1_000_000 // SCALE, distinct=True)
+        ten_million = work / "ten_million.txt"
+        write_trace(ten_million, 10_000_000 // SCALE, distinct=False)
         base = cli()
-        results = [
-            ("plan (case study)", "prfaas-plan plan -o FILE", 1.0,
-             time_process(base + ["plan", "-o", str(work / "plan.txt")])),
-            ("sweep, 10,000 points", "prfaas-plan sweep --over bandwidth --points 10000 -o FILE", 2.0,
-             time_process(base + ["sweep", "--over", "bandwidth", "--from", "0.5", "--to", "100", "--points", "10000",
-                                  "-o", str(work / "sweep.csv")])),
-            ("--help", "prfaas-plan --help", 0.3, time_process(base + ["--help"])),
-            ("simulate 100,000 requests", "prfaas-plan simulate -n 100000 -o FILE", 20.0,
-             time_process(base + ["simulate", "-n", "100000", "-o", str(work / "sim.txt")], min(REPEATS, 3))),
-            ("read 1M-row trace", "read_length_trace + empirical (in-process)", 2.0,
-             time_call(lambda: empirical(read_length_trace(str(trace))))),
+        cases = [
+            ("plan (case study)", "prfaas-plan plan -o FILE", 1.0, 1.0,
+             base + ["plan", "-o", str(work / "plan.txt")], REPEATS),
+            ("plan, 1M-point trace", "prfaas-plan plan SCENARIO -o FILE", 15.0, None,
+             base + ["plan", str(trace_scenario(work, million)), "-o", str(work / "plan1m.txt")], min(REPEATS, 3)),
+            ("sweep, 10,000 points", "prfaas-plan sweep --over bandwidth --points 10000 -o FILE", 2.0, None,
+             base + ["sweep", "--over", "bandwidth", "--from", "0.5", "--to", "100", "--points", "10000",
+                     "-o", str(work / "sweep.csv")], REPEATS),
+            ("--help", "prfaas-plan --help", 0.3, None, base + ["--help"], REPEATS),
+            ("simulate 100,000 requests", "prfaas-plan simulate -n 100000 -o FILE", 20.0, None,
+             base + ["simulate", "-n", "100000", "-o", str(work / "sim.txt")], min(REPEATS, 3)),
+            ("validate, 10M-row trace", "prfaas-plan validate SCENARIO", 10.0, None,
+             base + ["validate", str(trace_scenario(work, ten_million))], 1),
         ]
+        results = []
+        for name, command, target_s, cpu_target_s, args, repeats in cases:
+            env = dict(os.environ, BENCH_ONE_REPEATS=str(repeats))
+            out = subprocess.run([sys.executable, __file__, "--one", *args], check=True, capture_output=True,
+                                 text=True, env=env).stdout.split()
+            results.append((name, command, target_s, cpu_target_s, *map(float, out)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    before = os.environ.get("BENCH_BEFORE")
+    comparison = compare_plan(shlex.split(before), base) if before else None
+    label = os.environ.get("BENCH_CLI", "the installed prfaas-plan")
     lines = [
         "# Benchmark results",
         "",
-        f"Written by `python benchmarks/run.py` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; "
+        f"Written by `python benchmarks/run.py` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC for {label}; "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.machine()}; "
-        f"median of {REPEATS} runs (whole processes include interpreter start).",
+        f"medians of {REPEATS} runs (3 for the long ones, 1 for the 10M-row trace); whole processes, interpreter "
+        "start included; CPU = user + system of the process and its children (CBC).",
         "",
-        "| what | command | median (s) | min (s) | target (s) | met |",
-        "|---|---|---|---|---|---|",
+        "| what | command | wall (s) | CPU (s) | peak memory (MiB) | target wall (s) | met |",
+        "|---|---|---|---|---|---|---|",
     ]
     ok = True
-    for name, command, target, times in results:
-        med = statistics.median(times)
-        ok &= med < target
-        lines.append(f"| {name} | `{command}` | {med:.3f} | {min(times):.3f} | {target:g} | {'yes' if med < target else 'NO'} |")
+    for name, command, target_s, _cpu_target, wall, cpu, peak in results:
+        ok &= wall < target_s
+        lines.append(f"| {name} | `{command}` | {wall:.3f} | {cpu:.3f} | {peak:.0f} | {target_s:g} | "
+                     f"{'yes' if wall < target_s else 'NO'} |")
+    if comparison:
+        (wall_b, cpu_b), (wall_a, cpu_a), runs = comparison
+        lines += ["", f"Case-study plan, before and after, alternating ({runs} runs each; before = `{before}`):", "",
+                  "| build | wall (s) | CPU (s) |", "|---|---|---|",
+                  f"| before | {wall_b:.3f} | {cpu_b:.3f} |", f"| after | {wall_a:.3f} | {cpu_a:.3f} |",
+                  f"| change | {100 * (wall_a / wall_b - 1):+.0f}% | {100 * (cpu_a / cpu_b - 1):+.0f}% |"]
     Path(os.environ.get("BENCH_RESULTS", HERE / "RESULTS.md")).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if ok else 1

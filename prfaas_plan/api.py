@@ -63,11 +63,10 @@ def hardware_profiles() -> list[HardwareProfile]:
 def validate_file(path: str):
     """Check a model, hardware or scenario file (a scenario's references and workload too);
     returns (kind, profile)."""
-    from .planner.inputs import build_inputs
+    from .planner.inputs import validate_scenario
     from .profiles.hardware import load_hardware_profile
     from .profiles.model import load_model_profile
     from .profiles.registry import detect_profile_kind
-    from .profiles.scenario import load_scenario
     from .yamlio import load_yaml_file
 
     data = load_yaml_file(path)
@@ -76,12 +75,7 @@ def validate_file(path: str):
     except PlanInputError as exc:
         raise exc.with_source(path) from None
     if kind == ProfileKind.scenario:
-        scenario = load_scenario(data, path)
-        try:
-            build_inputs(scenario, path)
-        except PlanInputError as exc:
-            raise exc.with_source(path) from None
-        return kind, scenario
+        return kind, validate_scenario(data, path)
     if kind == ProfileKind.model:
         return kind, model_of(load_model_profile(data, path))
     return kind, load_hardware_profile(data, path)
@@ -106,6 +100,14 @@ def import_model(config_path: str, name: str | None = None) -> tuple[dict, Model
         data = {**data, "name": f"{profile.name}-{billions:.3g}b"}
         profile = load_model_profile(data, source=source)
     return data, profile
+
+
+def profile_yaml(hardware: HardwareProfile, header: str = "") -> str:
+    """A hardware profile as YAML text that loads back to the same profile."""
+    from .timing.calibrate import hardware_to_yaml_dict
+    from .yamlio import dump_yaml
+
+    return header + dump_yaml(hardware_to_yaml_dict(hardware))
 
 
 def calibrate(model, hardware, gpus: int, points, name: str | None = None):

@@ -11,7 +11,6 @@ checked before the work starts and written only when all of them are ready, atom
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 import typer
 
@@ -65,7 +64,7 @@ def _render(report, fmt: OutputFormat, preface: str = "") -> str:
     return (preface if fmt == OutputFormat.table else "") + render(report, fmt.value, width=TERMINAL_WIDTH_FALLBACK)
 
 
-def _emit(report, fmt: OutputFormat, output: Optional[str], figures=(), preface: str = "") -> None:
+def _emit(report, fmt: OutputFormat, output: str | None, figures=(), preface: str = "") -> None:
     """Print the report, or write it to ``output``; write ``figures`` ((figure, path, option))
     with it. All files are committed together, only after every one was written."""
     from .report import render
@@ -98,7 +97,7 @@ def _emit(report, fmt: OutputFormat, output: Optional[str], figures=(), preface:
         sys.stdout.write(render(report, fmt.value))
 
 
-def _check_outputs(*paths: tuple[Optional[str], str]) -> None:
+def _check_outputs(*paths: tuple[str | None, str]) -> None:
     """Refuse unusable output paths before any work is done."""
     from .yamlio import OutputFiles
 
@@ -115,7 +114,7 @@ def kv(
     lengths: str = typer.Option("1K,8K,32K,128K", "--lengths", "-l", help="Comma-separated input lengths (32K, 32k or 32768)."),
     source: CurveSource = SOURCE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
-    output: Optional[str] = OUTPUT_OPT,
+    output: str | None = OUTPUT_OPT,
 ) -> None:
     """S_kv, T_prefill and the KV throughput Phi_kv = S_kv / T_prefill per input length."""
     from . import api
@@ -133,11 +132,11 @@ def decode(
     hardware: str = typer.Option("h20", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
     gpus: int = GPUS_OPT,
     context: str = typer.Option("32K", "--context", "-c", help="Context length per request (input + output so far)."),
-    tpot_ms: Optional[float] = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
-    max_batch: Optional[int] = typer.Option(None, "--max-batch", help="Engine cap on running requests (1 to 100,000)."),
+    tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
+    max_batch: int | None = typer.Option(None, "--max-batch", help="Engine cap on running requests (1 to 100,000)."),
     source: CurveSource = SOURCE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
-    output: Optional[str] = OUTPUT_OPT,
+    output: str | None = OUTPUT_OPT,
 ) -> None:
     """Decode batch size (memory- or TPOT-limited), step time and tokens/s of one instance."""
     from . import api
@@ -151,7 +150,7 @@ def decode(
 
 
 @models_app.command("list")
-def models_list(fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+def models_list(fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT) -> None:
     """All shipped model profiles with their KV footprint and parameter counts."""
     from . import api
     from .views.profiles import models_list_view
@@ -162,7 +161,7 @@ def models_list(fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_O
 
 @models_app.command("show")
 def models_show(name: str = typer.Argument(..., help="Shipped name or YAML file."),
-                fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+                fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT) -> None:
     """One model profile: derived figures, assumptions and sources (JSON adds the full profile)."""
     from . import api
     from .views.profiles import model_show_view
@@ -172,7 +171,7 @@ def models_show(name: str = typer.Argument(..., help="Shipped name or YAML file.
 
 
 @hardware_app.command("list")
-def hardware_list(fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+def hardware_list(fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT) -> None:
     """All shipped hardware profiles (per chip) with their efficiency factors."""
     from . import api
     from .views.profiles import hardware_list_view
@@ -183,7 +182,7 @@ def hardware_list(fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT
 
 @hardware_app.command("show")
 def hardware_show(name: str = typer.Argument(..., help="Shipped name or YAML file."),
-                  fmt: OutputFormat = FORMAT_OPT, output: Optional[str] = OUTPUT_OPT) -> None:
+                  fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT) -> None:
     """One hardware profile: figures, assumptions, sources (JSON adds the full profile)."""
     from . import api
     from .views.profiles import hardware_show_view
@@ -204,8 +203,8 @@ def validate(path: str = typer.Argument(..., help="A model, hardware or scenario
 @model_app.command("import")
 def model_import(
     config: str = typer.Argument(..., help="A Hugging Face config.json."),
-    name: Optional[str] = typer.Option(None, "--name", "-n", help="Profile name (default: from the config)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the profile YAML here (default: stdout)."),
+    name: str | None = typer.Option(None, "--name", "-n", help="Profile name (default: from the config)."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write the profile YAML here (default: stdout)."),
 ) -> None:
     """Convert a Hugging Face config.json into a model profile YAML."""
     from . import api
@@ -227,22 +226,21 @@ def calibrate(
     hardware: str = typer.Option(..., "--hardware", "-H", help="Hardware profile to start from."),
     gpus: int = GPUS_OPT,
     points: str = typer.Option(..., "--points", "-p", help="CSV with columns length,prefill_s[,kv_bytes]."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the calibrated hardware profile YAML here."),
-    name: Optional[str] = typer.Option(None, "--name", help="Name of the calibrated profile (default: HW-calibrated)."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write the calibrated hardware profile YAML here."),
+    name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile (default: HW-calibrated)."),
     fmt: OutputFormat = FORMAT_OPT,
 ) -> None:
     """Fit the hardware's efficiency factors and prefill overhead to measured prefill latencies."""
     from . import api
-    from .timing.calibrate import hardware_to_yaml_dict
     from .views.timing import calibration_view
-    from .yamlio import dump_yaml, write_text_atomic
+    from .yamlio import write_text_atomic
 
     _check_outputs((output, "--output"))
     result = api.calibrate(model, hardware, gpus, points, name=name)
     if output:
         header = (f"# Calibrated by `prfaas-plan calibrate --model {model} --hardware {hardware} --gpus {gpus} "
                   f"--points {points}`\n")
-        write_text_atomic(output, header + dump_yaml(hardware_to_yaml_dict(result.hardware)))
+        write_text_atomic(output, api.profile_yaml(result.hardware, header))
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
     _emit(calibration_view(result), fmt, None)
 
@@ -252,7 +250,7 @@ def plan(
     scenario: str = SCENARIO_ARG,
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
-    output: Optional[str] = OUTPUT_OPT,
+    output: str | None = OUTPUT_OPT,
 ) -> None:
     """Optimise threshold t and N_prfaas / N_p / N_d; compare with homogeneous and naive baselines."""
     from . import api
@@ -268,10 +266,11 @@ def sweep(
     over: SweepOver = typer.Option(..., "--over", help="What to vary (see the README)."),
     mode: PlanMode = MODE_OPT,
     start: float = typer.Option(1.0, "--from", help="bandwidth: first usable Gbps."),
-    stop: Optional[float] = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
-    points: Optional[int] = typer.Option(None, "--points", help="Number of points, 2 to 100,000 (bandwidth: default 200; threshold: default every distinct t)."),
+    stop: float | None = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
+    points: int | None = typer.Option(None, "--points", help="Number of points, 2 to 100,000 (bandwidth: default "
+                                      "200; threshold: default every distinct t)."),
     fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format."),
-    output: Optional[str] = OUTPUT_OPT,
+    output: str | None = OUTPUT_OPT,
 ) -> None:
     """Curves around the plan as CSV: over threshold, N_p, link bandwidth, PrfaaS instances or arrival rate."""
     from . import api
@@ -304,7 +303,7 @@ def plot(
 
 
 def _sim_options(seed: int, arrivals: ArrivalProcess, cv: float, burst_factor: float, policy: RoutingPolicy,
-                 bandwidth_trace: Optional[str], drop_at: Optional[float], drop_for: float, drop_to: float) -> dict:
+                 bandwidth_trace: str | None, drop_at: float | None, drop_for: float, drop_to: float) -> dict:
     from . import api
 
     options = dict(seed=seed, arrivals=arrivals, cv=cv, burst_factor=burst_factor, policy=policy,
@@ -328,17 +327,20 @@ DROP_TO_OPT = typer.Option(0.5, "--drop-to", help="Link bandwidth during the dro
 @app.command()
 def simulate(
     scenario: str = SCENARIO_ARG,
-    rate: Optional[float] = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
-    load: Optional[float] = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
-    requests: Optional[int] = typer.Option(None, "--requests", "-n", help="Requests to simulate, 1 to 10^7 (default 20,000; required at or above Λ_max)."),
-    deployment: DeploymentName = typer.Option(DeploymentName.prfaas_pd, "--deployment", help="Which deployment of the plan to simulate."),
+    rate: float | None = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
+    load: float | None = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
+    requests: int | None = typer.Option(None, "--requests", "-n", help="Requests to simulate, 1 to 10^7 "
+                                        "(default 20,000; required at or above Λ_max)."),
+    deployment: DeploymentName = typer.Option(DeploymentName.prfaas_pd, "--deployment",
+                                              help="Which deployment of the plan to simulate."),
     seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
-    policy: RoutingPolicy = POLICY_OPT, bandwidth_trace: Optional[str] = TRACE_OPT,
-    drop_at: Optional[float] = DROP_AT_OPT, drop_for: float = DROP_FOR_OPT, drop_to: float = DROP_TO_OPT,
+    policy: RoutingPolicy = POLICY_OPT, bandwidth_trace: str | None = TRACE_OPT,
+    drop_at: float | None = DROP_AT_OPT, drop_for: float = DROP_FOR_OPT, drop_to: float = DROP_TO_OPT,
     mode: PlanMode = MODE_OPT,
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="table or json: the summary; csv: the time series."),
-    output: Optional[str] = OUTPUT_OPT,
-    plot_file: Optional[str] = typer.Option(None, "--plot", help="Also draw the time series (.png, .svg, .pdf)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
+                                     help="table or json: the summary; csv: the time series."),
+    output: str | None = OUTPUT_OPT,
+    plot_file: str | None = typer.Option(None, "--plot", help="Also draw the time series (.png, .svg, .pdf)."),
 ) -> None:
     """Discrete-event simulation (SimPy) of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
@@ -369,7 +371,7 @@ def validate_model(
     seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
-    output: Optional[str] = OUTPUT_OPT,
+    output: str | None = OUTPUT_OPT,
 ) -> None:
     """Closed form beside simulation at 50%, 80%, 95% and 110% of the closed-form Λ_max."""
     from . import api
@@ -458,6 +460,14 @@ def main() -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except Exception as exc:  # a bug: one line, not a traceback, unless asked for
+        import os
+
+        if os.environ.get("PRFAAS_PLAN_DEBUG"):
+            raise
+        typer.echo(f"prfaas-plan: internal error: {type(exc).__name__}: {shorten(str(exc), 160)} (a bug; please "
+                   "report it; PRFAAS_PLAN_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(70)
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -46,11 +46,11 @@ class PlanInputError(Exception):
         reason = shorten(self.reason, room)
         return f"{prefix}: {reason}" if prefix else reason
 
-    def with_source(self, source: str | None) -> "PlanInputError":
+    def with_source(self, source: str | None) -> PlanInputError:
         """Return a copy that names ``source`` unless one is named already."""
         return PlanInputError(self.reason, source=self.source or source, field=self.field)
 
-    def with_field(self, prefix: str) -> "PlanInputError":
+    def with_field(self, prefix: str) -> PlanInputError:
         """Return a copy whose field is under ``prefix`` (``workload.input`` + ``sigma``)."""
         field = f"{prefix}.{self.field}" if self.field else prefix
         return PlanInputError(self.reason, source=self.source, field=field)

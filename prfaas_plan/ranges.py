@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .errors import PlanInputError
+from .errors import PlanInputError, shorten, show
 
 
 class Range(NamedTuple):
@@ -26,10 +26,12 @@ class Range(NamedTuple):
 
     def check(self, value: float, field: str, source: str | None = None) -> float:
         """``value`` if it is a finite number inside the range, else a PlanInputError naming ``field``."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-            raise PlanInputError(f"must be a number, got {value!r}", source=source, field=field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float)
+                                                                              and math.isnan(value)):
+            raise PlanInputError(f"must be a number, got {show(value)}", source=source, field=field)
         if not (value > self.lo if self.lo_open else value >= self.lo) or value > self.hi:
-            raise PlanInputError(f"must be in {self.describe()}, got {value:g}", source=source, field=field)
+            shown = f"{value:g}" if isinstance(value, float) else shorten(str(value), 24)
+            raise PlanInputError(f"must be in {self.describe()}, got {shown}", source=source, field=field)
         return value
 
     def describe(self) -> str:
@@ -38,7 +40,7 @@ class Range(NamedTuple):
 
 
 def _num(x: float) -> str:
-    if x == int(x) and abs(x) < 1e7:
+    if x == int(x) and abs(x) <= 1e9:
         return f"{int(x):,}"
     return f"{x:g}"
 

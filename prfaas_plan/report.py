@@ -9,8 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 FORMATS = ("table", "json", "csv")
 
@@ -33,7 +34,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # further JSON-only detail
     json_doc: dict[str, Any] | None = None  # replaces the default JSON layout when set
-    sections: list["Report"] = field(default_factory=list)  # further tables (table format only)
+    sections: list[Report] = field(default_factory=list)  # further tables (table format only)
     csv_columns: list[Column] | None = None  # CSV columns when they differ from the table's
 
 

@@ -25,8 +25,9 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import PlanInputError
 from .ranges import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, MAX_PROFILE_BYTES
@@ -141,7 +142,10 @@ def _strict_classes():
     StrictConstructor.add_constructor("tag:yaml.org,2002:int", StrictConstructor.construct_yaml_int)
     StrictConstructor.add_constructor("tag:yaml.org,2002:map", StrictConstructor.construct_yaml_map)
 
-    parser = getattr(yaml, "CParser", None)
+    try:
+        from yaml.cyaml import CParser as parser  # libyaml
+    except ImportError:  # pragma: no cover - PyYAML built without libyaml
+        parser = None
     if parser is not None:
         class Loader(parser, StrictConstructor, StrictResolver):
             def __init__(self, stream):
@@ -320,7 +324,7 @@ class OutputFiles:
     def __init__(self) -> None:
         self._pending: list[tuple[str, Path]] = []
 
-    def __enter__(self) -> "OutputFiles":
+    def __enter__(self) -> OutputFiles:
         return self
 
     def __exit__(self, *exc) -> bool:

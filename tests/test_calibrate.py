@@ -1,17 +1,16 @@
 """Calibration: fit efficiency factors to measured prefill points, then predict other models."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from prfaas_plan import api
-from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate, read_points_csv
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.profiles.registry import resolve_hardware
+from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate, read_points_csv
 from prfaas_plan.timing.instance import Instance
 from prfaas_plan.timing.prefill import RooflinePrefill
-
-from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
 

@@ -103,10 +103,9 @@ def test_slo_plan_beats_the_throughput_plan_under_the_slo(case):
 
 def test_plan_with_slo_reports_goodput(tmp_path, run_cli):
     import json
+    from pathlib import Path
 
     import yaml
-
-    from pathlib import Path
 
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "prfaas_plan/scenarios/paper-case-study.yaml").read_text())
     doc["slo"] = {"ttft_p90_s": 4.0, "tpot_ms": 60}

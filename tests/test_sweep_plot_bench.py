@@ -68,16 +68,18 @@ def test_plot_rejects_unknown_format(tmp_path, run_cli):
     assert res.code == 2 and "unsupported plot format" in res.err and not (tmp_path / "fig.bmp").exists()
 
 
-def test_matplotlib_not_imported_by_plan():
-    code = "import sys; from prfaas_plan.cli import main; sys.argv=['p','plan','-o','/dev/null']\n" \
-           "try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in ('matplotlib','simpy','scipy.optimize','scipy.interpolate') if m in sys.modules))"
+def test_matplotlib_not_imported_by_plan(tmp_path):
+    heavy = "('matplotlib','simpy','scipy.optimize','scipy.interpolate')"
+    code = f"import sys; from prfaas_plan.cli import main; sys.argv=['p','plan','-o','{tmp_path / 'plan.txt'}']\n" \
+           f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
 
 def test_help_imports_nothing_heavy():
+    heavy = "('numpy','scipy','pulp','pydantic','matplotlib')"
     code = "import sys; from prfaas_plan.cli import main; sys.argv=['p','--help']\n" \
-           "try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in ('numpy','scipy','pulp','pydantic','matplotlib') if m in sys.modules))"
+           f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
     assert out.strip().splitlines()[-1] == "[]"
 

@@ -18,8 +18,9 @@ contribute nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -154,18 +155,11 @@ def ffn_kind(tag: str) -> Callable[[type[FfnKind]], type[FfnKind]]:
 
 
 def mixer_of(spec: Any, dtypes: Dtypes) -> MixerKind:
-    """The physics of a mixer block (None: the null mixer)."""
-    _load_kinds()
+    """The physics of a mixer block (None: the null mixer). The kinds register themselves
+    when ``prfaas_plan.accounting`` is imported."""
     return NoMixer(None, dtypes) if spec is None else MIXERS[spec.type](spec, dtypes)
 
 
 def ffn_of(spec: Any, dtypes: Dtypes) -> FfnKind:
     """The physics of an FFN block (None: the null FFN)."""
-    _load_kinds()
     return NoFfn(None, dtypes) if spec is None else FFNS[spec.type](spec, dtypes)
-
-
-def _load_kinds() -> None:
-    """Import the kind modules (they register themselves)."""
-    if not MIXERS:
-        from . import ffns, mixers  # noqa: F401

@@ -49,7 +49,7 @@ class KvModel:
     fixed_bytes: float
 
     @classmethod
-    def of(cls, model: ModelProfile) -> "KvModel":
+    def of(cls, model: ModelProfile) -> KvModel:
         growing = 0.0
         fixed = 0.0
         windows: dict[int, float] = {}

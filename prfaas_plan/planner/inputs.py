@@ -25,7 +25,7 @@ from ..errors import PlanInputError, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model, resolve_scenario_file
-from ..profiles.scenario import ClusterSpec, Scenario
+from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
@@ -64,11 +64,11 @@ class Link:
         usable = self.usable_bytes_per_s
         return egress_bytes_per_s / usable if usable > 0 else math.inf
 
-    def with_bandwidth_gbps(self, gbps: float) -> "Link":
+    def with_bandwidth_gbps(self, gbps: float) -> Link:
         """The same link with a raw bandwidth of ``gbps`` (the usable fraction kept)."""
         return replace(self, bandwidth_bytes_per_s=gbps_to_bytes_per_s(gbps))
 
-    def with_usable_gbps(self, gbps: float) -> "Link":
+    def with_usable_gbps(self, gbps: float) -> Link:
         """The same link with ``gbps`` usable (raw = usable / usable fraction)."""
         return replace(self, bandwidth_bytes_per_s=gbps_to_bytes_per_s(gbps) / self.usable_fraction)
 
@@ -192,19 +192,19 @@ class PlanInputs:
         """Requests/s one PD-D instance completes: BS_max / (T_decode * L_out)."""
         return self.decode.tokens_per_s_per_instance / self.output_mean_tokens
 
-    def with_link_gbps(self, gbps: float) -> "PlanInputs":
+    def with_link_gbps(self, gbps: float) -> PlanInputs:
         """The same scenario on a link of ``gbps`` raw bandwidth (usable fraction kept)."""
         return replace(self, link=self.link.with_bandwidth_gbps(gbps))
 
-    def with_usable_link_gbps(self, gbps: float) -> "PlanInputs":
+    def with_usable_link_gbps(self, gbps: float) -> PlanInputs:
         """The same scenario with ``gbps`` of usable bandwidth."""
         return replace(self, link=self.link.with_usable_gbps(gbps))
 
-    def with_limits(self, **changes) -> "PlanInputs":
+    def with_limits(self, **changes) -> PlanInputs:
         """The same scenario with some decision ranges or budgets changed (``prfaas_max=6``)."""
         return replace(self, limits=replace(self.limits, **changes))
 
-    def with_decode_tokens_per_s(self, tokens_per_s: float) -> "PlanInputs":
+    def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
         """The same scenario with a given decode throughput per PD-D instance."""
         return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s, source="scenario"))
 
@@ -331,6 +331,16 @@ def _limits(scenario: Scenario, prfaas: Pool, pd: Pool, source: str | None) -> L
                                  f"{', '.join(sorted(names))})", source=source, field=f"budgets.gpus.{name}")
     (f_lo, f_hi), (pd_lo, pd_hi) = scenario.prfaas.count_range, scenario.pd.count_range
     return Limits(f_lo, f_hi, pd_lo, pd_hi, dict(scenario.budgets.gpus), scenario.budgets.usd_per_hour)
+
+
+def validate_scenario(data: object, source: str) -> Scenario:
+    """Check a parsed scenario file completely (schema, references, workload, fit)."""
+    scenario = load_scenario(data, source)
+    try:
+        build_inputs(scenario, source)
+    except PlanInputError as exc:
+        raise exc.with_source(source) from None
+    return scenario
 
 
 def load_inputs(ref: str) -> PlanInputs:

@@ -13,7 +13,7 @@ as chunks finish, for long sweeps.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -47,7 +47,7 @@ class ThresholdTable:
     def __len__(self) -> int:
         return len(self.thresholds_tokens)
 
-    def subset(self, idx) -> "ThresholdTable":
+    def subset(self, idx) -> ThresholdTable:
         idx = np.asarray(idx)
         return ThresholdTable(self.mode, *(getattr(self, f)[idx] for f in (
             "thresholds_tokens", "p", "l_long_tokens", "l_short_tokens", "prfaas_work_s", "link_work_bytes",

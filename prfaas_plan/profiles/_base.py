@@ -157,7 +157,8 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
     elif kind == "union_tag_invalid":
         ctx = err.get("ctx", {})
         tags = ", ".join(t.split("'")[1] if "'" in t else t for t in str(ctx.get("expected_tags", "")).split(">, "))
-        reason = f"unknown {ctx.get('discriminator', 'type').strip(chr(39))} {show(ctx.get('tag'))} (use one of {tags.rstrip('>')})"
+        name = ctx.get("discriminator", "type").strip("'")
+        reason = f"unknown {name} {show(ctx.get('tag'))} (use one of {tags.rstrip('>')})"
     elif kind == "union_tag_not_found":
         reason = f"needs a {err.get('ctx', {}).get('discriminator', 'type').strip(chr(39))} field"
     elif kind in ("int_type", "float_type", "int_from_float") and isinstance(err.get("input"), bool):

@@ -66,7 +66,7 @@ class HardwareProfile(StrictModel):
     price_usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # an editable example, not a quote
     price_note: Text = ""
     efficiency: Efficiency
-    calibration: "CalibrationRecord | None" = None  # written by `prfaas-plan calibrate`
+    calibration: CalibrationRecord | None = None  # written by `prfaas-plan calibrate`
 
     @model_validator(mode="after")
     def _ordered(self):

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import PlanInputError, show
 from ..ranges import LAYERS, TOKENS

@@ -10,12 +10,22 @@ Pattern items are ``MIXER`` or ``MIXER:FFN``; ``none`` means the layer has no mi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator
 
 from ..choices import Dtype, FfnType, LinearKind, MixerType
-from ..ranges import CHIPS_PER_INSTANCE, DECODE_TOKENS_PER_S, EXPERTS, HEADS, LAYERS, PARAMS_B, PREFILL_SECONDS, WIDTH, Range
+from ..ranges import (
+    CHIPS_PER_INSTANCE,
+    DECODE_TOKENS_PER_S,
+    EXPERTS,
+    HEADS,
+    LAYERS,
+    PARAMS_B,
+    PREFILL_SECONDS,
+    WIDTH,
+    Range,
+)
 from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
 
 NONE_BLOCK = "none"
@@ -100,7 +110,7 @@ class LinearAttention(StrictModel):
 
 
 Mixer = Annotated[
-    Union[GqaAttention, SwaAttention, MlaAttention, SparseAttention, LinearAttention],
+    GqaAttention | SwaAttention | MlaAttention | SparseAttention | LinearAttention,
     Field(discriminator="type"),
 ]
 
@@ -127,7 +137,7 @@ class MoeFfn(StrictModel):
         return self
 
 
-Ffn = Annotated[Union[DenseFfn, MoeFfn], Field(discriminator="type")]
+Ffn = Annotated[DenseFfn | MoeFfn, Field(discriminator="type")]
 
 
 class Dtypes(StrictModel):

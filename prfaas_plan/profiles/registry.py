@@ -10,8 +10,9 @@ works from any working directory after ``pip install``. Anything that looks like
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from ..choices import ProfileKind
 from ..errors import PlanInputError, show

@@ -7,7 +7,7 @@ Token values may be written as counts (``131072``) or with K = 1,024 (``128K``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
 
@@ -82,7 +82,7 @@ class MixtureSpec(_Spec):
 
 
 LengthSpec = Annotated[
-    Union[LognormalSpec, TraceSpec, HistogramSpec, FixedSpec, MixtureSpec], Field(discriminator="type")
+    LognormalSpec | TraceSpec | HistogramSpec | FixedSpec | MixtureSpec, Field(discriminator="type")
 ]
 MixtureSpec.model_rebuild()
 register_tags(*WorkloadType)

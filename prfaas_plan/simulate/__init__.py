@@ -12,7 +12,8 @@ The model is described in ``engine.py`` (requests), ``link.py`` (the link),
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .bandwidth import read_bandwidth_trace
 from .config import SimConfig
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["SimConfig", "SimResult", "read_bandwidth_trace", "simulate"]
 
 
-def simulate(inputs: "PlanInputs", deployment: "Deployment", decode: "DecodeModel", config: SimConfig,
-             progress: Callable[[int, int], None] | None = None) -> "SimResult":
+def simulate(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig,
+             progress: Callable[[int, int], None] | None = None) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment`` (see ``engine.simulate``)."""
     from .engine import simulate as run
 

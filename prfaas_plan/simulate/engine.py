@@ -23,8 +23,8 @@ the run ends when every request has completed.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any, Callable
+from collections.abc import Callable, Generator
+from typing import Any
 
 import numpy as np
 import simpy

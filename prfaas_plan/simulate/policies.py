@@ -36,8 +36,8 @@ The threshold's history is recorded as (time_s, threshold_tokens) at each change
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable, Generator
+from typing import Any, NamedTuple
 
 import numpy as np
 import simpy

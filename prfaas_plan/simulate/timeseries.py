@@ -11,8 +11,8 @@ routing threshold in force at time_s.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any, Callable
+from collections.abc import Callable, Generator
+from typing import Any
 
 import simpy
 

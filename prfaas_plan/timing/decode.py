@@ -20,8 +20,8 @@ from ..accounting.params import weight_bytes
 from ..accounting.work import decode_work
 from ..choices import CurveSource, DecodeLimit
 from ..errors import PlanInputError
-from ..ranges import DECODE_BATCH, TPOT_MS
 from ..profiles.model import ModelProfile
+from ..ranges import DECODE_BATCH, TPOT_MS
 from .instance import Instance
 from .memory import require_fit, usable_memory_bytes
 from .prefill import check_lengths, measured_for

@@ -5,7 +5,8 @@ Two sources:
   the layer's prefill work (``accounting.work``); S_kv(l) exact from ``accounting.kv``.
 - ``MeasuredPrefill``: a profile's measured points (length -> latency, and optionally KV
   bytes) interpolated with a monotone cubic (PCHIP, which keeps monotone data monotone)
-  in log-log space (prefill curves are close to power laws l^a between points) and, outside the measured range, extrapolated with the roofline's shape:
+  in log-log space (prefill curves are close to power laws l^a between points) and,
+  outside the measured range, extrapolated with the roofline's shape:
   T(l) = T(l_edge) * T_roof(l) / T_roof(l_edge) (likewise for S_kv).
 Phi_kv(l) = S_kv(l) / T_prefill(l)  (paper eq. 1), reported in decimal Gbps.
 """
