@@ -1,4 +1,5 @@
-"""Shared fixtures: run the CLI in-process the way the console script does."""
+"""Shared fixtures: the CLI run in-process as the console script runs it, and the case study
+resolved and planned once per test session."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parents[1]
+CASE_STUDY = REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml"
 
 
 @dataclass
@@ -37,12 +39,18 @@ def run_cli(capsys, monkeypatch):
     return run
 
 
+def case_study_doc() -> dict:
+    import yaml
+
+    return yaml.safe_load(CASE_STUDY.read_text())
+
+
 def write_case_study(folder: Path, **changes) -> Path:
     """The built-in case-study scenario with changes (``a__b=value`` sets doc[a][b];
     None deletes the key), written to ``folder/scenario.yaml``."""
     import yaml
 
-    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml").read_text())
+    doc = case_study_doc()
     for path, value in changes.items():
         *parents, last = path.split("__")
         node = doc
@@ -61,3 +69,27 @@ def write_case_study(folder: Path, **changes) -> Path:
 def case_study_file():
     """Write the case-study scenario with changes: ``case_study_file(tmp_path, link__rtt_ms=5)``."""
     return write_case_study
+
+
+@pytest.fixture(scope="session")
+def case_inputs():
+    """The case study resolved once (``PlanInputs``; frozen, so tests cannot change it)."""
+    from prfaas_plan.planner.inputs import load_inputs
+
+    return load_inputs("paper-case-study")
+
+
+@pytest.fixture(scope="session")
+def case_plan(case_inputs):
+    """The case study planned once in exact mode, with marginal values."""
+    from prfaas_plan.planner.plan import plan
+
+    return plan(case_inputs, "exact")
+
+
+@pytest.fixture(scope="session")
+def case_plan_paper(case_inputs):
+    """The case study planned once in paper mode, with marginal values."""
+    from prfaas_plan.planner.plan import plan
+
+    return plan(case_inputs, "paper")

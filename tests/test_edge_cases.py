@@ -12,7 +12,6 @@ import yaml
 
 from prfaas_plan import api
 from prfaas_plan.accounting.params import count_params, weight_bytes
-from prfaas_plan.planner.inputs import load_inputs
 from prfaas_plan.planner.optimizer import brute_force, optimise
 from prfaas_plan.planner.throughput import bounds, threshold_table
 
@@ -21,8 +20,8 @@ CASE = yaml.safe_load((REPO / "prfaas_plan/scenarios/paper-case-study.yaml").rea
 
 
 @pytest.fixture(scope="module")
-def case():
-    return load_inputs("paper-case-study")
+def case(case_inputs):
+    return case_inputs
 
 
 def test_slo_plan_keeps_throughput_marginals_and_jensen(tmp_path, run_cli, case_study_file):

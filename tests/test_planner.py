@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.planner.inputs import load_inputs
 from prfaas_plan.planner.optimizer import brute_force, optimise
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.throughput import bounds, stage_throughputs, threshold_table
@@ -17,13 +16,13 @@ SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthChe
 
 
 @pytest.fixture(scope="module")
-def case():
-    return load_inputs("paper-case-study")
+def case(case_inputs):
+    return case_inputs
 
 
 @pytest.fixture(scope="module")
-def paper_plan(case):
-    return plan(case, "paper")
+def paper_plan(case_plan_paper):
+    return case_plan_paper
 
 
 def test_case_study_paper_mode_reproduces_table6(paper_plan):

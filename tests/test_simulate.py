@@ -19,7 +19,7 @@ import simpy
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment
-from prfaas_plan.planner.inputs import load_inputs
+from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.simulate import SimConfig, read_bandwidth_trace, simulate
 from prfaas_plan.simulate.bandwidth import CapacitySchedule
 from prfaas_plan.simulate.link import KvLink
@@ -27,30 +27,35 @@ from prfaas_plan.simulate.policies import threshold_ladder
 from prfaas_plan.simulate.timeseries import COLUMNS
 
 DATA = Path(__file__).parent / "data" / "simulate"
-LAMBDA_MAX_RPS = 3.236
-PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)
+PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)  # the deployment simulated (the case study's plan)
 
 
 @pytest.fixture(scope="module")
-def case():
-    inputs = load_inputs("paper-case-study")
-    return inputs, decode_model(inputs)
+def case(case_inputs):
+    return case_inputs, decode_model(case_inputs)
 
 
 @pytest.fixture(scope="module")
-def below(case):
+def lam(case_inputs):
+    """Lambda_max of PLAN by the throughput model (the bound the simulator must reach)."""
+    table = threshold_table(case_inputs, "exact", [PLAN.threshold_tokens])
+    return float(bounds(table, 0, PLAN.n_prfaas, PLAN.n_p, PLAN.n_d, case_inputs).lambda_max)
+
+
+@pytest.fixture(scope="module")
+def below(case, lam):
     inputs, dec = case
-    return simulate(inputs, PLAN, dec, SimConfig(rate_rps=0.8 * LAMBDA_MAX_RPS, requests=6000, seed=1))
+    return simulate(inputs, PLAN, dec, SimConfig(rate_rps=0.8 * lam, requests=6000, seed=1))
 
 
 @pytest.fixture(scope="module")
-def drop_runs(case):
+def drop_runs(case, lam):
     """A 15 Gbps link (the plan needs ~9.7 Gbps at this load) halved for 400 s, static and adaptive."""
     inputs, dec = case
     tight = inputs.with_link_gbps(15)
     runs = {}
     for policy in ("static", "adaptive"):
-        config = SimConfig(rate_rps=0.8 * LAMBDA_MAX_RPS, requests=3000, seed=3, policy=policy,
+        config = SimConfig(rate_rps=0.8 * lam, requests=3000, seed=3, policy=policy,
                            drop_at_s=300.0, drop_for_s=400.0, drop_to_fraction=0.5)
         runs[policy] = simulate(tight, PLAN, dec, config)
     return runs
@@ -63,10 +68,10 @@ def _window(result, start_s, end_s):
 
 # --- capacity ---------------------------------------------------------------------------------
 
-def test_below_capacity_throughput_matches_offered_and_queues_stay_bounded(below):
+def test_below_capacity_throughput_matches_offered_and_queues_stay_bounded(below, lam):
     assert below.completed == 6000
     assert below.achieved_rps == pytest.approx(below.offered_rps, rel=0.05)
-    assert below.offered_rps == pytest.approx(0.8 * LAMBDA_MAX_RPS, rel=0.05)
+    assert below.offered_rps == pytest.approx(0.8 * lam, rel=0.05)
     assert below.stable is True
     growth = below.queue_growth
     assert growth["last_max"] < 50 and abs(growth["slope_per_s"]) < 0.01
@@ -74,14 +79,14 @@ def test_below_capacity_throughput_matches_offered_and_queues_stay_bounded(below
     assert below.remote_requests / below.completed == pytest.approx(0.497, abs=0.03)
 
 
-def test_above_capacity_queues_grow_and_throughput_saturates_at_lambda_max(case):
+def test_above_capacity_queues_grow_and_throughput_saturates_at_lambda_max(case, lam):
     inputs, dec = case
-    result = simulate(inputs, PLAN, dec, SimConfig(rate_rps=1.1 * LAMBDA_MAX_RPS, requests=6000, seed=1))
+    result = simulate(inputs, PLAN, dec, SimConfig(rate_rps=1.1 * lam, requests=6000, seed=1))
     assert result.stable is False
     assert result.queue_growth["last_mean"] > 5 * result.queue_growth["first_mean"]
     assert result.achieved_rps < 0.93 * result.offered_rps
     # what it does serve is the planner's Lambda_max (both prefill paths saturated)
-    assert result.achieved_rps == pytest.approx(LAMBDA_MAX_RPS, rel=0.04)
+    assert result.achieved_rps == pytest.approx(lam, rel=0.04)
 
 
 def test_egress_matches_the_planned_offload(case, below):
@@ -225,11 +230,11 @@ def test_bandwidth_trace_sets_the_capacity(case):
 
 # --- arrivals ---------------------------------------------------------------------------------
 
-def test_bursty_arrivals_raise_mean_ttft(case, below):
+def test_bursty_arrivals_raise_mean_ttft(case, below, lam):
     inputs, dec = case
-    bursty = simulate(inputs, PLAN, dec, SimConfig(rate_rps=0.8 * LAMBDA_MAX_RPS, requests=6000, seed=1,
+    bursty = simulate(inputs, PLAN, dec, SimConfig(rate_rps=0.8 * lam, requests=6000, seed=1,
                                                    arrivals="gamma", cv=3.0))
-    assert bursty.offered_rps == pytest.approx(0.8 * LAMBDA_MAX_RPS, rel=0.1)
+    assert bursty.offered_rps == pytest.approx(0.8 * lam, rel=0.1)
     assert bursty.ttft["overall"]["mean_s"] > 1.5 * below.ttft["overall"]["mean_s"]
     # common random numbers: the same requests, only their timing differs
     np.testing.assert_array_equal(bursty.per_request["input_tokens"], below.per_request["input_tokens"])
