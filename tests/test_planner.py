@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner.optimizer import brute_force, optimise
-from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.throughput import bounds, stage_throughputs, threshold_table
 
 SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -37,7 +36,10 @@ def test_case_study_paper_mode_reproduces_table6(paper_plan):
     assert (naive.n_prfaas, naive.n_d) == (4, 8) and naive.lambda_max == pytest.approx(2.45, rel=0.03)
     assert paper_plan.ratio("prfaas_pd") == pytest.approx(1.54, abs=0.05)
     assert paper_plan.ratio("naive_heterogeneous") == pytest.approx(1.16, abs=0.05)
-    assert 11 <= pt.stages.egress_gbps <= 14
+    # egress = Lambda x p x S_kv(l_long) in decimal Gbps (paper mode: S at the class mean length)
+    s_long = float(paper_plan.inputs.prfaas.curve.kv_bytes([pt.l_long_tokens])[0])
+    assert pt.stages.egress_gbps == pytest.approx(pt.lambda_max * pt.p * s_long * 8 / 1e9, rel=1e-9)
+    assert pt.stages.egress_gbps == pytest.approx(13, rel=0.15)  # the paper: about 13 Gbps
     assert pt.p == pytest.approx(0.496, abs=0.02)
     assert pt.stages.theta_pdd == pytest.approx(3.91, rel=0.01)  # 5 x 800 tokens/s / 1024 tokens
     # at the optimum the two prefill paths balance (eq. 7)
@@ -51,13 +53,41 @@ def test_equal_cost_gain_near_paper(paper_plan):
     assert paper_plan.point.lambda_max / equal.lambda_max == pytest.approx(1.15, abs=0.05)
 
 
-def test_exact_mode_states_jensen_gap(case, run_cli):
-    result = plan(case, "exact", with_marginals=False)
-    assert result.point.lambda_max < result.other_mode_lambda  # convex T: class means cost more
-    assert 0 < result.jensen_gap < 0.1
+def _lambda_by_hand(inputs, mode: str) -> float:
+    """Lambda_max of the case study's counts (4 PrfaaS, 8 PD split any way) maximised over every
+    threshold, from the distribution's support directly (no ClassStats, no optimiser):
+    exact mode uses the class means of T(L) and S(L), paper mode T and S at the class mean length."""
+    lengths, w = inputs.input_dist.lengths_tokens, inputs.input_dist.probs
+    t_f, s_kv, t_pd = (inputs.prfaas.curve.prefill_s(lengths), inputs.prfaas.curve.kv_bytes(lengths),
+                       inputs.pd.curve.prefill_s(lengths))
+    best = 0.0
+    for k in range(len(lengths) + 1):  # requests k.. are long (L > t = lengths[k-1])
+        p, q = w[k:].sum(), w[:k].sum()
+        if mode == "exact":
+            work_f, work_link, work_pd = w[k:] @ t_f[k:], w[k:] @ s_kv[k:], w[:k] @ t_pd[:k]
+        else:
+            l_long = (w[k:] @ lengths[k:]) / p if p > 0 else 0.0
+            l_short = (w[:k] @ lengths[:k]) / q if q > 0 else 0.0
+            work_f = p * inputs.prfaas.curve.prefill_s([l_long])[0] if p > 0 else 0.0
+            work_link = p * inputs.prfaas.curve.kv_bytes([l_long])[0] if p > 0 else 0.0
+            work_pd = q * inputs.pd.curve.prefill_s([l_short])[0] if q > 0 else 0.0
+        for n_p in range(9):
+            bounds_ = [4 / work_f if work_f > 0 else np.inf, 100e9 / 8 / work_link if work_link > 0 else np.inf,
+                       n_p / work_pd if work_pd > 0 else np.inf, (8 - n_p) * 800 / 1024]
+            best = max(best, min(bounds_))
+    return best
+
+
+def test_exact_mode_states_jensen_gap(case, case_plan, run_cli):
+    """Lambda_max in both modes and the Jensen gap 1 - exact/paper, against the brute force above."""
+    exact, paper = _lambda_by_hand(case, "exact"), _lambda_by_hand(case, "paper")
+    assert case_plan.point.lambda_max == pytest.approx(exact, rel=1e-9)
+    assert case_plan.lambda_by_mode("paper") == pytest.approx(paper, rel=1e-9)
+    assert case_plan.jensen_gap == pytest.approx(1 - exact / paper, rel=1e-9)
+    assert exact < paper  # convex T: class means cost more
     res = run_cli("plan", "--mode", "exact")
     assert res.code == 0, res.err
-    assert "Jensen gap" in res.out and f"{100 * result.jensen_gap:.1f}%" in res.out
+    assert "Jensen gap" in res.out and f"{100 * case_plan.jensen_gap:.1f}%" in res.out
 
 
 def test_plan_json_schema(run_cli):

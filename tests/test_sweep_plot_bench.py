@@ -31,10 +31,10 @@ def test_sweep_bandwidth_is_a_router_table(run_cli):
     assert t[-1] == pytest.approx(19_349, rel=0.05)  # past ~13 Gbps the compute-balanced t
 
 
-def test_sweep_threshold_and_np(run_cli):
+def test_sweep_threshold_and_np(run_cli, case_plan):
     thr = rows(run_cli("sweep", "--over", "threshold").out)
     best = max(float(r["lambda_max"]) for r in thr)
-    assert best == pytest.approx(3.236, rel=0.01)  # the plan's optimum is on the curve
+    assert best == pytest.approx(case_plan.point.lambda_max, rel=1e-6)  # the plan's optimum is on the curve
     coarse = rows(run_cli("sweep", "--over", "threshold", "--points", "50").out)
     assert len(coarse) == 50 and max(float(r["lambda_max"]) for r in coarse) <= best
     npr = rows(run_cli("sweep", "--over", "np").out)

@@ -115,12 +115,18 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     for pool, count in ((inputs.prfaas, sol.n_prfaas), (inputs.pd, sol.n_p + sol.n_d)):
         if count:
             gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + count * pool.gpus_per_instance
+    # A budget is tight when it leaves no room for one more instance of a pool it covers.
+    growable = [pool for pool, room in ((inputs.prfaas, sol.n_prfaas < limits.prfaas_max),
+                                        (inputs.pd, sol.n_p + sol.n_d < limits.pd_max)) if room]
     for name, budget in limits.gpu_budget.items():
-        if gpus.get(name, 0) >= budget:
+        sizes = [pool.gpus_per_instance for pool in growable if pool.hardware_name == name]
+        if gpus.get(name, 0) + min(sizes, default=0) > budget or (not sizes and gpus.get(name, 0) >= budget):
             tight.append(f"gpu_budget_{name}")
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
-    if limits.usd_per_hour is not None and cost is not None and cost >= limits.usd_per_hour * (1 - 1e-9):
-        tight.append("usd_per_hour_budget")
+    if limits.usd_per_hour is not None and cost is not None:
+        prices = [pool.usd_per_hour_per_instance or 0.0 for pool in growable]
+        if cost + min(prices, default=0.0) > limits.usd_per_hour * (1 + 1e-9) or cost >= limits.usd_per_hour * (1 - 1e-9):
+            tight.append("usd_per_hour_budget")
     per_m = cost / (lam * inputs.output_mean_tokens * SECONDS_PER_HOUR) * 1e6 if cost is not None and lam > 0 else None
     egress_bytes_per_s = lam * float(table.link_work_bytes[idx])
     return OperatingPoint(

@@ -1,0 +1,149 @@
+"""Deliberate bugs in the core formulas, each of which some test must catch.
+
+    python tests/mutation_check.py            # every mutant, fast tier (about 10 minutes)
+    python tests/mutation_check.py swa-prefill-flops egress-gib   # some of them
+
+For each mutant the repository is copied to a temporary folder, one line of the copy's source
+is changed, and the fast tier (``-m "not slow"``) runs there against the copy (PYTHONPATH); a
+mutant that passes every test has escaped. Not part of the suite (it runs the suite many
+times); run it after changing a formula or its tests. The list holds the bugs a review found
+passing the previous suite (issue 7) and the ones the change that added this script touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# name: (file, text to find (exactly once), replacement)
+MUTANTS: dict[str, tuple[str, str, str]] = {
+    "theta-prfaas-ignores-link": (
+        "prfaas_plan/planner/throughput.py",
+        "link=_over(inputs.link.usable_bytes_per_s, table.link_work_bytes[idx]),",
+        "link=_over(np.inf, table.link_work_bytes[idx]),"),
+    "egress-gib": (
+        "prfaas_plan/planner/throughput.py",
+        "egress = bytes_per_s_to_gbps(lam * float(table.link_work_bytes[idx]))",
+        "egress = lam * float(table.link_work_bytes[idx]) * 8 / 2**30"),
+    "milp-link-rhs-unscaled": (
+        "prfaas_plan/planner/optimizer.py",
+        "<= inputs.link.usable_bytes_per_s / scale",
+        "<= inputs.link.usable_bytes_per_s"),
+    "plan-columns-swapped": (
+        "prfaas_plan/views/plan.py",
+        'Column("theta_pdp", "Θ_pdp", num(2)), Column("theta_pdd", "Θ_pdd", num(2))',
+        'Column("theta_pdd", "Θ_pdp", num(2)), Column("theta_pdp", "Θ_pdd", num(2))'),
+    "plan-csv-swapped": (
+        "prfaas_plan/views/plan.py",
+        '"n_d", "theta_prfaas", "theta_pdp", "theta_pdd",',
+        '"n_d", "theta_prfaas", "theta_pdd", "theta_pdp",'),
+    "swa-prefill-flops": (
+        "prfaas_plan/accounting/mixers/gqa.py",
+        "return self._flops_per_key() * causal_keys(lengths, self.window_tokens)",
+        "return self._flops_per_key() * causal_keys(lengths)"),
+    "swa-kv-write": (
+        "prfaas_plan/accounting/work.py",
+        "mixer.prefill_flops(l), mixer.kv().at(l)",
+        "mixer.prefill_flops(l), mixer.kv().growing_bytes_per_token * l + mixer.kv().window_bytes_per_token * l"),
+    "swa-decode-full-context": (
+        "prfaas_plan/accounting/mixers/gqa.py",
+        "keys = context_tokens if self.window_tokens is None else min(context_tokens, self.window_tokens)",
+        "keys = context_tokens"),
+    "sparse-decode-max": (
+        "prfaas_plan/accounting/mixers/sparse.py",
+        "keys = min(context_tokens, s.index_topk_tokens)",
+        "keys = max(context_tokens, s.index_topk_tokens)"),
+    "moe-decode-topk-experts": (
+        "prfaas_plan/accounting/ffns/moe.py",
+        "touched = expected_distinct_experts(p.num_experts, p.top_k, tokens)",
+        "touched = p.top_k + 0 * tokens"),
+    "linear-state-not-written": (
+        "prfaas_plan/accounting/mixers/linear.py",
+        "return flops, batch * 2 * self.state_bytes",
+        "return flops, batch * self.state_bytes"),
+    "tpot-over-all-pd": (
+        "prfaas_plan/planner/latency.py",
+        "r = rate_rps * self.inputs.output_mean_tokens / n_d if n_d > 0 else math.inf",
+        "r = rate_rps * self.inputs.output_mean_tokens / (n_d + self.deployment.n_p) if n_d > 0 else math.inf"),
+    "closed-form-no-pipelining": (
+        "prfaas_plan/planner/latency.py",
+        "extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)",
+        "extra = kv / b_eff"),
+    "sim-no-rtt": (
+        "prfaas_plan/simulate/engine.py",
+        "self.rtt_s = inputs.link.rtt_s",
+        "self.rtt_s = 0.0"),
+    "calibration-absolute-residuals": (
+        "prfaas_plan/timing/calibrate.py",
+        "return np.log(predict(x)) - np.log(measured)",
+        "return predict(x) - measured"),
+    "balance-tie-reversed": (
+        "prfaas_plan/planner/optimizer.py",
+        "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",
+        "idx = int(np.argmin(np.where(tied, prefill, np.inf)))"),
+    "decode-weight-gib": (
+        "prfaas_plan/views/timing.py",
+        '"weight_gb": round(d.weight_bytes / 1e9, 3),',
+        '"weight_gb": round(d.weight_bytes / 2**30, 3),'),
+    "link-utilisation-raw": (
+        "prfaas_plan/planner/inputs.py",
+        "usable = self.usable_bytes_per_s\n",
+        "usable = self.bandwidth_bytes_per_s\n"),
+    "kv-dtype-ignored": (
+        "prfaas_plan/accounting/kinds.py",
+        "return dtype_bytes(self.dtypes.kv)",
+        "return 2.0"),
+    "alias-bomb-unchecked": (
+        "prfaas_plan/yamlio.py",
+        "        if total > MAX_NODES:",
+        "        if False:"),
+    "instances-unbounded": (
+        "prfaas_plan/ranges.py",
+        'INSTANCES = Range(0, 10_000, "instances"',
+        'INSTANCES = Range(0, 1e30, "instances"'),
+    "zero-capacity-accepted": (
+        "prfaas_plan/planner/optimizer.py",
+        "if sol.lambda_max < MIN_CAPACITY_RPS:",
+        "if sol.lambda_max < 0:"),
+}
+
+
+def run(name: str | None) -> bool:
+    """True if some test fails with the mutant in place (caught); None runs the unmutated copy."""
+    with tempfile.TemporaryDirectory(prefix=f"mutant-{name}-") as tmp:
+        copy = Path(tmp) / "repo"
+        shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".hypothesis"))
+        if name is not None:
+            path, old, new = MUTANTS[name]
+            source = (copy / path).read_text()
+            if source.count(old) != 1:
+                raise SystemExit(f"{name}: the text to replace occurs {source.count(old)} times in {path}")
+            (copy / path).write_text(source.replace(old, new))
+        env = dict(os.environ, PYTHONPATH=str(copy), PRFAAS_PLAN_SKIP_VENV_TEST="1")
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider"],
+                                cwd=copy, env=env, capture_output=True, text=True)
+        return result.returncode != 0
+
+
+def main(names: list[str]) -> int:
+    if run(None):
+        print("the fast tier fails without any mutant: fix that first")
+        return 2
+    escaped = []
+    for name in names or list(MUTANTS):
+        caught = run(name)
+        print(f"{'caught ' if caught else 'ESCAPED'}  {name}", flush=True)
+        if not caught:
+            escaped.append(name)
+    print(f"{len(escaped)} of {len(names or MUTANTS)} escaped" + (f": {', '.join(escaped)}" if escaped else ""))
+    return 1 if escaped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
