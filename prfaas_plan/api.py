@@ -147,7 +147,9 @@ def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms:
            max_batch: int | None = None, source: str = CurveSource.auto) -> DecodeCapacity:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    return decode_capacity(model_of(model), Instance(hardware_of(hardware), gpus), context_tokens,
+    m = model_of(model)
+    check_lengths(m, [context_tokens], field="--context")
+    return decode_capacity(m, Instance(hardware_of(hardware), gpus), context_tokens,
                            tpot_ms=tpot_ms, max_batch=max_batch, source=source)
 
 

@@ -84,12 +84,14 @@ LOGNORMAL_MU = Range(-10, 30, "ln tokens", "the mu of a log-normal length distri
 LOGNORMAL_SIGMA = Range(0, 10, "ln tokens", "the sigma of a log-normal length distribution", lo_open=True)
 BINS = Range(1, 65_536, "bins", "bins of a log-normal, points per histogram bin")
 LIST_ITEMS = Range(1, 100_000, "items", "entries of a list in a profile or scenario (edges, points, components)")
+MIXTURE_COMPONENTS = Range(1, 1_000, "components", "components of a mixture workload")
+MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
 MIN_CAPACITY_RPS = 1e-3  # a plan below this Lambda_max (3.6 requests/hour) is an error, not a table of zeros
 
 # Files: each input is read whole, so its size is bounded before reading.
 MAX_PROFILE_BYTES = 4 * 2**20  # YAML or JSON profile, scenario or config: 4 MiB
 MAX_CSV_BYTES = 64 * 2**20  # calibration points, bandwidth trace: 64 MiB
-MAX_TRACE_BYTES = 2 * 2**30  # a request-length trace: 2 GiB
+MAX_TRACE_BYTES = 1 * 2**30  # a request-length trace: 1 GiB
 MAX_DEPTH = 64  # nesting of YAML/JSON collections
 MAX_NODES = 200_000  # YAML/JSON values after expanding aliases (an alias bomb is refused before expanding)
 MAX_INT_DIGITS = 30  # digits of an integer literal in YAML/JSON
@@ -100,7 +102,7 @@ NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGE
            PARAMS_B, TFLOPS, MEMORY_GB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
            PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
            PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, POINTS, SIM_SECONDS, SEED,
-           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS)
+           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS)
 
 
 def markdown_table() -> str:
@@ -110,6 +112,8 @@ def markdown_table() -> str:
     lines.append(f"| a plan's Lambda_max | at least {MIN_CAPACITY_RPS:g} requests/s, else an error |")
     lines.append(f"| YAML/JSON files | at most {MAX_PROFILE_BYTES // 2**20} MiB, {MAX_DEPTH} levels deep, "
                  f"{MAX_NODES:,} values after aliases, integers of at most {MAX_INT_DIGITS} digits |")
+    lines.append(f"| a length distribution (trace, histogram, mixture, prefix cache) | at most {MAX_SUPPORT_POINTS:,} "
+                 "distinct lengths |")
     lines.append(f"| CSV files (calibration points, bandwidth traces) | at most {MAX_CSV_BYTES // 2**20} MiB |")
     lines.append(f"| request-length traces | at most {MAX_TRACE_BYTES // 2**30} GiB |")
     lines.append(f"| names | 1 to {MAX_NAME_CHARS} characters |")

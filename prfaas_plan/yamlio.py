@@ -275,11 +275,20 @@ def parse_json(text: str, source: str | None = None) -> Any:
         raise PlanInputError(f"malformed JSON: {exc.msg}", source=source,
                              field=f"line {exc.lineno}, column {exc.colno}") from None
     except ValueError as exc:
-        raise PlanInputError(f"malformed JSON: {exc}", source=source) from None
+        raise PlanInputError(f"malformed JSON: {exc}", source=source, field=_long_integer_at(text)) from None
     except RecursionError:
         raise PlanInputError(f"nested more than {MAX_DEPTH} levels deep", source=source) from None
     _check_json_shape(data, source)
     return data
+
+
+def _long_integer_at(text: str) -> str | None:
+    """'line L, column C' of the first integer literal longer than MAX_INT_DIGITS digits."""
+    match = re.search(rf"(?<![\w.\"])-?\d{{{MAX_INT_DIGITS + 1},}}", text)
+    if match is None:
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    return f"line {line}, column {match.start() - (text.rfind(chr(10), 0, match.start()) + 1) + 1}"
 
 
 def _check_json_shape(data: Any, source: str | None) -> None:
@@ -322,13 +331,13 @@ class OutputFiles:
     """
 
     def __init__(self) -> None:
-        self._pending: list[tuple[str, Path]] = []
+        self._pending: list[tuple[str, Path, str]] = []
 
     def __enter__(self) -> OutputFiles:
         return self
 
     def __exit__(self, *exc) -> bool:
-        for tmp, _ in self._pending:
+        for tmp, _, _ in self._pending:
             Path(tmp).unlink(missing_ok=True)
         self._pending.clear()
         return False
@@ -336,7 +345,12 @@ class OutputFiles:
     @staticmethod
     def check(path: str | Path, option: str = "--output") -> None:
         path = Path(path)
-        st = file_status(path)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        except (OSError, ValueError) as exc:
+            raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=option) from None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise PlanInputError("is a folder, not a file", source=str(path), field=option)
         directory = path.parent if str(path.parent) else Path(".")
@@ -355,7 +369,7 @@ class OutputFiles:
             os.close(fd)
         except OSError as exc:
             raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=option) from None
-        self._pending.append((tmp, path))
+        self._pending.append((tmp, path, option))
         try:
             write(tmp)
             os.chmod(tmp, _mode_for(path))
@@ -366,11 +380,11 @@ class OutputFiles:
         self.write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""), option)
 
     def commit(self) -> None:
-        for tmp, path in self._pending:
+        for tmp, path, option in self._pending:
             try:
                 os.replace(tmp, path)
             except OSError as exc:
-                raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path)) from None
+                raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path), field=option) from None
         self._pending.clear()
 
 

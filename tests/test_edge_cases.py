@@ -24,6 +24,7 @@ def case(case_inputs):
     return case_inputs
 
 
+@pytest.mark.slow
 def test_slo_plan_keeps_throughput_marginals_and_jensen(tmp_path, run_cli, case_study_file):
     plain = json.loads(run_cli("plan", "-f", "json").out)
     slo = json.loads(run_cli("plan", case_study_file(tmp_path, slo={"ttft_p90_s": 4.0}), "-f", "json").out)

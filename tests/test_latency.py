@@ -89,6 +89,7 @@ def test_goodput_is_the_largest_rate_meeting_the_slo(case):
     assert lat.overall_p90_s <= 5.0 + 1e-6 and lat.tpot_ms <= 60
 
 
+@pytest.mark.slow
 def test_slo_plan_beats_the_throughput_plan_under_the_slo(case):
     inputs, dec, dep = case
     table = threshold_table(inputs, "exact")
@@ -101,6 +102,7 @@ def test_slo_plan_beats_the_throughput_plan_under_the_slo(case):
     assert LatencyModel(inputs, best.deployment, dec).at(best.goodput_rps).overall_p90_s <= 4.0 + 1e-6
 
 
+@pytest.mark.slow
 def test_plan_with_slo_reports_goodput(tmp_path, run_cli):
     import json
     from pathlib import Path

@@ -23,7 +23,7 @@ def readme_commands() -> list[str]:
 def test_readme_opens_with_two_commands():
     install_run, tests = readme_commands()
     assert "pip install" in install_run and "prfaas-plan plan" in install_run
-    assert "pip install" in tests and "pytest" in tests
+    assert "pip install" in tests and "pytest" in tests and "ruff check" in tests
 
 
 def test_ci_runs_exactly_the_readme_test_command():
@@ -38,6 +38,7 @@ def test_shipped_profiles_found_from_any_directory(tmp_path):
     assert out.splitlines()[0].startswith("length,kv_bytes")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(bool(os.environ.get("PRFAAS_PLAN_SKIP_VENV_TEST") or os.environ.get("PRFAAS_PLAN_IN_VENV_TEST")),
                     reason="skipped on request, or already inside the fresh-venv test")
 def test_fresh_venv_follows_readme(tmp_path):
@@ -61,6 +62,7 @@ def test_fresh_venv_follows_readme(tmp_path):
             assert "PrfaaS-PD" in run.stdout and "Jensen gap" in run.stdout
 
 
+@pytest.mark.slow
 def test_readme_scenario_example_plans(tmp_path):
     """The scenario YAML shown in the README validates and plans."""
     import yaml

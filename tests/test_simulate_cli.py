@@ -14,6 +14,7 @@ def validation():
     return api.validate_model("paper-case-study", requests=8000, loads=(0.5, 0.8, 1.1))
 
 
+@pytest.mark.slow
 def test_closed_form_mean_ttft_within_15pct_up_to_load_08(validation):
     for run in validation[:2]:
         sim = run.result.ttft["overall"]["mean_s"]
@@ -23,12 +24,14 @@ def test_closed_form_mean_ttft_within_15pct_up_to_load_08(validation):
         assert run.result.stable
 
 
+@pytest.mark.slow
 def test_capacity_matches_closed_form_lambda(validation):
     over = validation[2]
     assert not over.result.stable
     assert over.result.achieved_rps == pytest.approx(over.lambda_max, rel=0.05)
 
 
+@pytest.mark.slow
 def test_validate_model_report(run_cli):
     res = run_cli("validate-model", "-n", "3000", "-f", "json")
     assert res.code == 0, res.err

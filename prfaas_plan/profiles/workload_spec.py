@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
 
 from ..choices import WorkloadType
-from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, TOKENS, Range
+from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
 from ._base import Float, Int, List, Name, StrictModel, Tokens, _token_count, register_tags
 
 _WEIGHT = Float(Range(0, 1e15, "", "a mixture weight or histogram count"))
@@ -70,7 +70,7 @@ class MixtureSpec(_Spec):
     """A weighted mixture; each component is a distribution with a ``weight``."""
 
     type: Literal[WorkloadType.mixture]
-    components: List("LengthSpec", min_length=1)
+    components: Annotated[list[LengthSpec], Field(min_length=1, max_length=int(MIXTURE_COMPONENTS.hi))]
 
     @field_validator("components")
     @classmethod

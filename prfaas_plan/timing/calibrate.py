@@ -43,10 +43,12 @@ class CalibrationPoint:
 def read_points_csv(path: str) -> list[CalibrationPoint]:
     """Read ``length,prefill_s[,kv_bytes]`` rows (a header row is required; lengths may be 32K)."""
     text = read_input_text(path, MAX_CSV_BYTES)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        rows = list(reader)
     except csv.Error as exc:
-        raise PlanInputError(f"malformed CSV ({shorten(str(exc), 80)})", source=path) from None
+        raise PlanInputError(f"malformed CSV ({shorten(str(exc), 80)})", source=path,
+                             field=f"line {reader.line_num}") from None
     rows = [r for r in rows if any(cell.strip() for cell in r)]
     if len(rows) > LIST_ITEMS.hi:
         raise PlanInputError(f"{len(rows) - 1:,} points; at most {int(LIST_ITEMS.hi):,}", source=path)

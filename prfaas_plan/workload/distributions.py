@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 
 from ..choices import WorkloadType
 from ..errors import PlanInputError
+from ..ranges import MAX_SUPPORT_POINTS
 from .trace import read_length_trace
 
 _PROB_SUM_TOLERANCE = 1e-9
@@ -191,6 +192,9 @@ def empirical(lengths_tokens: ArrayLike) -> LengthDistribution:
     if values.min() < 1:
         raise PlanInputError(f"lengths must be >= 1 token, found {values.min():g}", field="lengths_tokens")
     support, counts = np.unique(values, return_counts=True)
+    if support.size > MAX_SUPPORT_POINTS:
+        raise PlanInputError(f"{support.size:,} distinct lengths (at most {MAX_SUPPORT_POINTS:,}); round them to "
+                             "whole tokens", field="lengths_tokens")
     return LengthDistribution(support, counts / values.size)
 
 
@@ -217,6 +221,7 @@ def histogram(edges_tokens: ArrayLike, counts: ArrayLike, points_per_bin: int = 
     if weights.sum() <= 0:
         raise PlanInputError("counts are all zero", field="counts")
     points_per_bin = _positive_int(points_per_bin, "points_per_bin")
+    _check_support((edges.size - 1) * points_per_bin, "points_per_bin")
     offsets = (np.arange(points_per_bin) + 0.5) / points_per_bin
     points = edges[:-1, None] + np.diff(edges)[:, None] * offsets
     return _merged(np.maximum(points.ravel(), 1.0), np.repeat(weights / points_per_bin, points_per_bin))
@@ -233,6 +238,7 @@ def mixture(components: Sequence[tuple[float, LengthDistribution]]) -> LengthDis
     if weights.sum() <= 0:
         raise PlanInputError("weights are all zero", field="components")
     weights = weights / weights.sum()
+    _check_support(sum(dist.lengths_tokens.size for _, dist in components), "components")
     lengths = np.concatenate([dist.lengths_tokens for _, dist in components])
     probs = np.concatenate([w * dist.probs for w, (_, dist) in zip(weights, components)])
     return _merged(lengths, probs)
@@ -264,6 +270,7 @@ def with_prefix_cache(
         raise PlanInputError("probs must be finite and >= 0", field="probs")
     if weights.sum() <= 0:
         raise PlanInputError("probs are all zero", field="probs")
+    _check_support(dist.lengths_tokens.size * hits.size, "hit_fractions")
     lengths = np.maximum(np.outer(dist.lengths_tokens, 1.0 - hits), 1.0)
     return _merged(lengths.ravel(), np.outer(dist.probs, weights / weights.sum()).ravel())
 
@@ -311,6 +318,12 @@ def load_workload_spec(spec: Any, source: str | None, field_prefix: str = "workl
     except ValidationError as exc:
         raise first_error(exc, source, field_prefix) from None
     return build_distribution(validated, source, field_prefix)
+
+
+def _check_support(points: int, field: str) -> None:
+    """Refuse a distribution of more than ``ranges.MAX_SUPPORT_POINTS`` lengths before building it."""
+    if points > MAX_SUPPORT_POINTS:
+        raise PlanInputError(f"would build {points:,} distinct lengths (at most {MAX_SUPPORT_POINTS:,})", field=field)
 
 
 def _finite(value: Any, name: str) -> float:
