@@ -43,7 +43,7 @@ def fmt_float(digits: int) -> Callable[[Any], str]:
 
 
 def fmt_int(v: Any) -> str:
-    return f"{int(v):,}"
+    return f"{round(v):,}"
 
 
 def to_json(report: Report) -> str:

@@ -37,8 +37,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "<= inputs.link.usable_bytes_per_s"),
     "plan-columns-swapped": (
         "prfaas_plan/views/plan.py",
-        'Column("theta_pdp", "Θ_pdp", num(2)), Column("theta_pdd", "Θ_pdd", num(2))',
-        'Column("theta_pdd", "Θ_pdp", num(2)), Column("theta_pdp", "Θ_pdd", num(2))'),
+        'Column("theta_pdp", "Θ_pdp", num(2)),',
+        'Column("theta_pdp", "Θ_pdd", num(2)),'),
     "plan-csv-swapped": (
         "prfaas_plan/views/plan.py",
         '"n_d", "theta_prfaas", "theta_pdp", "theta_pdd",',

@@ -139,3 +139,13 @@ def test_dollar_budget_bound_plan(method):
     assert point.lambda_max == pytest.approx(best, rel=1e-9)
     assert point.usd_per_hour == pytest.approx(2 * H200_USD_PER_INSTANCE_HOUR + 8 * H20_USD_PER_INSTANCE_HOUR)
     assert "usd_per_hour_budget" in point.tight
+
+
+def test_naive_baseline_sends_every_request_over_the_link():
+    """The naive baseline prefills everything remotely: its egress is Lambda x E[S_kv(L)], and at 8 Gbps
+    the link caps it at B / E[S_kv(L)]."""
+    inputs = two_length_inputs(8.0)
+    naive = plan(inputs, with_marginals=False).baselines["naive_heterogeneous"]
+    mean_s = float(np.mean(inputs.prfaas.curve.kv_bytes(np.array([SHORT, LONG], float))))
+    assert naive.egress_gbps == pytest.approx(naive.lambda_max * mean_s * 8 / 1e9, rel=1e-9)
+    assert naive.lambda_max <= 8e9 / 8 / mean_s * (1 + 1e-12)

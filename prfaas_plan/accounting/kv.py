@@ -50,6 +50,14 @@ class KvModel:
 
     @classmethod
     def of(cls, model: ModelProfile) -> KvModel:
+        """Aggregated once per profile (profiles are frozen, so the result is cached on it)."""
+        cached = model.__dict__.get("_kv_model")
+        if cached is None:
+            cached = model.__dict__["_kv_model"] = cls._aggregate(model)
+        return cached
+
+    @classmethod
+    def _aggregate(cls, model: ModelProfile) -> KvModel:
         growing = 0.0
         fixed = 0.0
         windows: dict[int, float] = {}

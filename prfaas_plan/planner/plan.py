@@ -17,6 +17,7 @@ import numpy as np
 
 from ..choices import Bound, DeploymentName, ObjectiveKind, OptimiserMethod, PlanMode
 from ..ranges import INSTANCES
+from ..units import bytes_per_s_to_gbps
 from .decode_model import decode_model
 from .deployment import deployments_of
 from .inputs import Limits, PlanInputs
@@ -58,6 +59,7 @@ class Baseline:
     lambda_max: float
     binding: Bound
     usd_per_hour: float | None
+    egress_gbps: float = 0.0  # KV egress at its Lambda_max (naive: everything crosses the link)
 
 
 @dataclass
@@ -159,8 +161,9 @@ def _homogeneous(inputs: PlanInputs, table: ThresholdTable, total: int, name: De
 
 def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_pd: int) -> Baseline:
     b = bounds(table, 0, n_prfaas, 0, n_pd, inputs)
-    return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_pd, float(b.lambda_max), b.binding(),
-                    usd_per_hour(inputs, n_prfaas, n_pd))
+    lam = float(b.lambda_max)
+    return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_pd, lam, b.binding(),
+                    usd_per_hour(inputs, n_prfaas, n_pd), bytes_per_s_to_gbps(lam * float(table.link_work_bytes[0])))
 
 
 def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: list[str]) -> dict[str, Baseline]:

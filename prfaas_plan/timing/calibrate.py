@@ -125,7 +125,7 @@ def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: 
     return hardware.model_copy(update=update)
 
 
-def _bisect(fn, lo: float, hi: float, iterations: int = 80) -> float | None:
+def _bisect(fn, lo: float, hi: float, iterations: int = 50) -> float | None:
     """Root of a monotone ``fn`` on [lo, hi] by bisection in log space; None without a sign change."""
     f_lo, f_hi = fn(lo), fn(hi)
     if f_lo == 0:

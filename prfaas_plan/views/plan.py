@@ -73,7 +73,7 @@ def plan_json(result) -> dict:
         },
         "baselines": {
             name: {"n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max": round(b.lambda_max, 6),
-                   "binding": b.binding, "usd_per_hour": _opt(b.usd_per_hour, 2),
+                   "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4), "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
         },
@@ -104,7 +104,7 @@ def _rows(doc: dict) -> list[dict]:
     for name, b in doc["baselines"].items():
         offloaded = name == DeploymentName.naive_heterogeneous
         rows.append({"deployment": name, "threshold_tokens": 0.0 if offloaded else None, "p": 1.0 if offloaded else 0.0,
-                     "theta_prfaas": None, "theta_pdp": None, "theta_pdd": None, "egress_gbps": None, **b})
+                     "theta_prfaas": None, "theta_pdp": None, "theta_pdd": None, **b})
     return rows
 
 

@@ -50,7 +50,7 @@ def simulation_view(run) -> Report:
     ]
     return Report(
         title=f"Simulation: {run.deployment.name} at {cfg.rate_rps:.3f} req/s",
-        columns=[Column("path", "path", justify="left"), Column("requests", "requests", fmt_int),
+        columns=[Column("path", "path", justify="left"), Column("requests", "measured requests", fmt_int),
                  Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p50_s", "P50 s", sec),
                  Column("ttft_p90_s", "P90 s", sec), Column("ttft_p99_s", "P99 s", sec),
                  Column("closed_mean_s", "closed-form mean s", sec), Column("closed_p90_s", "closed-form P90 s", sec),
