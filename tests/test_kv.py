@@ -82,3 +82,17 @@ def test_kv_monotone_and_affine_bounds(name, a, b):
     # never below the growing part alone, never above growing + uncapped windows + fixed
     assert k.growing_bytes_per_token * hi <= k.bytes_at(hi) <= (
         k.growing_bytes_per_token * hi + sum(bpt * hi for _, bpt in k.windows) + k.fixed_bytes)
+
+
+@pytest.mark.parametrize("name", ["minimax-m2.5", "mimo-v2-flash", "kimi-k2", "qwen3.5-397b"])
+def test_fp8_kv_halves_the_cached_kv_exactly(name):
+    """The KV dtype sizes every cached key and value: fp8 (1 B) is exactly half of bf16 (2 B) for the
+    growing and window-bounded parts; recurrent state keeps its own dtype (fp32)."""
+    bf16 = resolve_model(name)
+    fp8 = bf16.model_copy(update={"dtypes": bf16.dtypes.model_copy(update={"kv": "fp8"})})
+    a, b = KvModel.of(bf16), KvModel.of(fp8)
+    assert b.growing_bytes_per_token == a.growing_bytes_per_token / 2
+    assert b.window_cap_bytes == a.window_cap_bytes / 2
+    assert b.fixed_bytes == a.fixed_bytes
+    for length in (1, 4096, 131072):
+        assert b.bytes_at(length) - b.fixed_bytes == (a.bytes_at(length) - a.fixed_bytes) / 2

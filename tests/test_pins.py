@@ -177,7 +177,6 @@ def test_simulated_lone_remote_request(fixed_inputs, gbps):
 # 5. Calibration on relative residuals
 
 
-@pytest.mark.slow
 def test_calibration_minimises_log_residuals():
     """The fit minimises sum (log T_pred - log T_meas)^2: every +-1% (and +-0.1%) move of a fitted
     parameter raises it; sum (T_pred - T_meas)^2 is lowered by some such move (its optimum differs)."""

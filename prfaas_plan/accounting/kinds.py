@@ -64,8 +64,8 @@ class MixerKind:
 
     @property
     def label(self) -> str:
-        """Short name in reports (the linear kind for linear attention)."""
-        return "none"
+        """Short name in reports: the schema's type (the linear kind for linear attention)."""
+        return "none" if self.spec is None else str(self.spec.type)
 
     @property
     def kv_bytes(self) -> float:
@@ -136,22 +136,19 @@ FFNS: dict[str, type[FfnKind]] = {}
 NoMixer, NoFfn = MixerKind, FfnKind
 
 
-def mixer_kind(tag: str) -> Callable[[type[MixerKind]], type[MixerKind]]:
-    """Class decorator: register a mixer kind under its schema discriminator."""
-    def register(cls: type[MixerKind]) -> type[MixerKind]:
-        MIXERS[tag] = cls
-        cls.tag = tag
-        return cls
-    return register
+def _registrar(table: dict[str, type]) -> Callable[[str], Callable[[type], type]]:
+    def kind(tag: str) -> Callable[[type], type]:
+        """Class decorator: register a kind under its schema discriminator ``tag``."""
+        def register(cls: type) -> type:
+            table[tag] = cls
+            cls.tag = tag
+            return cls
+        return register
+    return kind
 
 
-def ffn_kind(tag: str) -> Callable[[type[FfnKind]], type[FfnKind]]:
-    """Class decorator: register an FFN kind under its schema discriminator."""
-    def register(cls: type[FfnKind]) -> type[FfnKind]:
-        FFNS[tag] = cls
-        cls.tag = tag
-        return cls
-    return register
+mixer_kind = _registrar(MIXERS)
+ffn_kind = _registrar(FFNS)
 
 
 def mixer_of(spec: Any, dtypes: Dtypes) -> MixerKind:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..profiles._base import derived
 from ..profiles.model import Layer, ModelProfile, expand_layers
 from .kinds import LayerKv, mixer_of
 
@@ -50,11 +51,8 @@ class KvModel:
 
     @classmethod
     def of(cls, model: ModelProfile) -> KvModel:
-        """Aggregated once per profile (profiles are frozen, so the result is cached on it)."""
-        cached = model.__dict__.get("_kv_model")
-        if cached is None:
-            cached = model.__dict__["_kv_model"] = cls._aggregate(model)
-        return cached
+        """Aggregated once per profile (``profiles._base.derived``)."""
+        return derived(model, "kv_model", cls._aggregate)
 
     @classmethod
     def _aggregate(cls, model: ModelProfile) -> KvModel:

@@ -7,6 +7,8 @@ which may be written ``32K``), and a float is not an integer; every number has t
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
@@ -20,6 +22,22 @@ class StrictModel(BaseModel):
     """Base for every profile schema: unknown fields and NaN/inf are errors."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True)
+
+
+_DERIVED: dict[tuple[int, str], tuple[weakref.ref, Any]] = {}
+
+
+def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
+    """``compute(profile)``, once per profile object (profiles are frozen). Kept beside the
+    object, not in it, so that ``model_copy(update=...)`` never carries a stale value; dropped
+    when the profile is garbage-collected."""
+    slot = (id(profile), key)
+    entry = _DERIVED.get(slot)
+    if entry is not None and entry[0]() is profile:
+        return entry[1]
+    value = compute(profile)
+    _DERIVED[slot] = (weakref.ref(profile, lambda _ref, slot=slot: _DERIVED.pop(slot, None)), value)
+    return value
 
 
 def Int(r: Range) -> Any:  # noqa: N802 - a type factory, used like a type

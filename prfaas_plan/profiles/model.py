@@ -26,7 +26,7 @@ from ..ranges import (
     WIDTH,
     Range,
 )
-from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
+from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, derived, validate_or_raise
 
 NONE_BLOCK = "none"
 _HEADS, _WIDTH, _EXPERTS = Int(HEADS), Int(WIDTH), Int(EXPERTS)
@@ -283,15 +283,9 @@ def _split_item(item: str) -> tuple[str, str | None]:
 
 
 def expand_layers(model: ModelProfile) -> list[Layer]:
-    """Resolve ``model.layers`` into one :class:`Layer` per layer (raises ValueError).
-
-    Profiles are frozen, so the result is cached on the instance."""
-    cached = model.__dict__.get("_expanded_layers")
-    if cached is not None:
-        return cached
-    layers = _expand(model)
-    model.__dict__["_expanded_layers"] = layers
-    return layers
+    """Resolve ``model.layers`` into one :class:`Layer` per layer (raises ValueError); computed
+    once per profile."""
+    return derived(model, "layers", _expand)
 
 
 def _expand(model: ModelProfile) -> list[Layer]:

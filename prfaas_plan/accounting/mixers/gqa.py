@@ -18,10 +18,6 @@ from ..kinds import LayerKv, MixerKind, causal_keys, mixer_kind
 @mixer_kind(MixerType.gqa)
 class Gqa(MixerKind):
     @property
-    def label(self) -> str:
-        return str(self.spec.type)
-
-    @property
     def window_tokens(self) -> int | None:
         """Keys a query sees at most (None: all earlier tokens)."""
         return None

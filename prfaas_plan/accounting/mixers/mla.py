@@ -19,10 +19,6 @@ from ..kinds import LayerKv, MixerKind, causal_keys, mixer_kind
 @mixer_kind(MixerType.mla)
 class Mla(MixerKind):
     @property
-    def label(self) -> str:
-        return str(self.spec.type)
-
-    @property
     def latent(self) -> int:
         return self.spec.kv_lora_rank + self.spec.qk_rope_head_dim
 
