@@ -119,7 +119,10 @@ def calibrate(model, hardware, gpus: int, points, name: str | None = None):
 
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     pts = read_points_csv(points) if isinstance(points, str) else list(points)
-    return fit(model_of(model), hardware_of(hardware), gpus, pts, name=name)
+    try:
+        return fit(model_of(model), hardware_of(hardware), gpus, pts, name=name)
+    except PlanInputError as exc:
+        raise exc.with_source(points) if isinstance(points, str) and exc.field != "--points" else exc from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -132,12 +135,18 @@ def kv_rows(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = C
 
 
 def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto) -> KvReport:
+    """S_kv, T_prefill and Phi_kv of a model on ``gpus`` chips at each length (default: 1K, 8K,
+    32K and 128K tokens, those within the model's context)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     m, inst = model_of(model), Instance(hardware_of(hardware), gpus)
-    lengths = list(lengths_tokens or DEFAULT_LENGTHS_TOKENS)
-    check_lengths(m, lengths)
-    require_fit(m, inst, max(lengths))
-    curve = prefill_curve(m, inst, source)
+    if lengths_tokens is None:
+        lengths = [n for n in DEFAULT_LENGTHS_TOKENS if n <= m.max_context_tokens] or [m.max_context_tokens]
+    else:
+        lengths = list(lengths_tokens)
+        check_lengths(m, lengths, field="--lengths")
+    with _options({"gpus": "--gpus", "source": "--source"}):
+        require_fit(m, inst, max(lengths))
+        curve = prefill_curve(m, inst, _choice(CurveSource, source, "--source"))
     from .accounting.kv import KvModel
 
     return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths))
@@ -149,8 +158,28 @@ def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms:
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     m = model_of(model)
     check_lengths(m, [context_tokens], field="--context")
-    return decode_capacity(m, Instance(hardware_of(hardware), gpus), context_tokens,
-                           tpot_ms=tpot_ms, max_batch=max_batch, source=source)
+    with _options({"gpus": "--gpus", "source": "--source", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch"}):
+        return decode_capacity(m, Instance(hardware_of(hardware), gpus), context_tokens,
+                               tpot_ms=tpot_ms, max_batch=max_batch, source=_choice(CurveSource, source, "--source"))
+
+
+@contextmanager
+def _options(names: dict[str, str]):
+    """Errors of the library's fields named as the command's options (``gpus`` -> ``--gpus``)."""
+    try:
+        yield
+    except PlanInputError as exc:
+        if exc.field in names:
+            raise PlanInputError(exc.reason, source=exc.source, field=names[exc.field]) from None
+        raise
+
+
+def _choice(choices, value, option: str):
+    """``value`` as a member of the enum ``choices``, or a PlanInputError naming ``option``."""
+    try:
+        return choices(value)
+    except ValueError:
+        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=option) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -181,7 +210,7 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
 
     resolved = scenario if not isinstance(scenario, str) else inputs(scenario)
     with scenario_errors(scenario if isinstance(scenario, str) else resolved.source or ""):
-        return run_plan(resolved, PlanMode(mode), with_marginals=with_marginals)
+        return run_plan(resolved, _choice(PlanMode, mode, "--mode"), with_marginals=with_marginals)
 
 
 def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float = 1.0, stop: float | None = None,
@@ -193,7 +222,7 @@ def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float = 1
     from .planner.optimizer import optimise
     from .planner.throughput import threshold_table
 
-    over, mode = SweepOver(over), PlanMode(mode)
+    over, mode = _choice(SweepOver, over, "--over"), _choice(PlanMode, mode, "--mode")
     if points is not None:
         POINTS.check(points, "--points")
     progress = progress or (lambda done, total: None)
@@ -235,7 +264,7 @@ def figure5_data(scenario: str, mode: str = PlanMode.exact) -> Figure5Data:
 
     resolved = inputs(scenario)
     with scenario_errors(scenario):
-        table = threshold_table(resolved, PlanMode(mode))
+        table = threshold_table(resolved, _choice(PlanMode, mode, "--mode"))
         return Figure5Data(resolved, table, optimise(resolved, table, objective=ObjectiveKind.max_throughput))
 
 
@@ -282,12 +311,10 @@ def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None
     result = planned or plan(scenario, mode, with_marginals=False)
     with scenario_errors(scenario):
         deps = deployments_of(result)
-        try:
-            name = DeploymentName(deployment)
-        except ValueError:
-            name = None
+        name = _choice(DeploymentName, deployment, "--deployment")
         if name not in deps:
-            raise PlanInputError(f"unknown deployment {show(deployment)} (use {', '.join(deps)})", field="--deployment")
+            raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})",
+                                 field="--deployment")
         dep = deps[name]
         lam = result.point.lambda_max if name == DeploymentName.prfaas_pd else result.baselines[name].lambda_max
         rate = _sim_rate(rate_rps, load, lam)

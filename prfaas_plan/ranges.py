@@ -13,6 +13,7 @@ import math
 from typing import NamedTuple
 
 from .errors import PlanInputError, shorten, show
+from .units import MAX_TOKENS as TOKENS_CAP  # 16M tokens (K = 1,024)
 
 
 class Range(NamedTuple):
@@ -24,14 +25,21 @@ class Range(NamedTuple):
     what: str
     lo_open: bool = False
 
-    def check(self, value: float, field: str, source: str | None = None) -> float:
-        """``value`` if it is a finite number inside the range, else a PlanInputError naming ``field``."""
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` is not a finite number inside the range (None: it is)."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float)
                                                                               and math.isnan(value)):
-            raise PlanInputError(f"must be a number, got {show(value)}", source=source, field=field)
+            return f"must be a number, got {show(value)}"
         if not (value > self.lo if self.lo_open else value >= self.lo) or value > self.hi:
             shown = f"{value:g}" if isinstance(value, float) else shorten(str(value), 24)
-            raise PlanInputError(f"must be in {self.describe()}, got {shown}", source=source, field=field)
+            return f"must be in {self.describe()}, got {shown}"
+        return None
+
+    def check(self, value: float, field: str, source: str | None = None) -> float:
+        """``value`` if it is a finite number inside the range, else a PlanInputError naming ``field``."""
+        reason = self.problem(value)
+        if reason is not None:
+            raise PlanInputError(reason, source=source, field=field)
         return value
 
     def describe(self) -> str:
@@ -45,7 +53,6 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-TOKENS_CAP = 16 * 1024 * 1024  # 16M tokens (K = 1,024)
 
 TOKENS = Range(1, TOKENS_CAP, "tokens", "a request length, context, threshold or window (16M = 16 x 1,024^2)")
 INSTANCES = Range(0, 10_000, "instances", "instances of one pool (PrfaaS or PD)")
@@ -77,13 +84,19 @@ SLO_SECONDS = Range(0.001, 1e6, "s", "a TTFT target")
 LOAD = Range(0, 10, "x Lambda_max", "a load as a fraction of Lambda_max", lo_open=True)
 ARRIVAL_CV = Range(0.01, 100, "", "a coefficient of variation of inter-arrival times")
 REQUESTS = Range(1, 10_000_000, "requests", "requests to simulate")
-POINTS = Range(2, 100_000, "points", "points of a sweep")
-SIM_SECONDS = Range(0, 1e9, "s", "a time in a simulation (drop start or length, trace step)")
+POINTS = Range(2, 10_000, "points", "points of a sweep (a rate sweep: at most 1,000)")
+RATE_POINTS = Range(2, 1_000, "points", "points of a rate sweep (each evaluates the latency of every deployment)")
+SIM_SECONDS = Range(0, 1e7, "s", "a time in a simulation (drop start or length, trace step)")
 SEED = Range(0, 2**63 - 1, "", "a random seed")
 LOGNORMAL_MU = Range(-10, 30, "ln tokens", "the mu of a log-normal length distribution")
 LOGNORMAL_SIGMA = Range(0, 10, "ln tokens", "the sigma of a log-normal length distribution", lo_open=True)
 BINS = Range(1, 65_536, "bins", "bins of a log-normal, points per histogram bin")
-LIST_ITEMS = Range(1, 100_000, "items", "entries of a list in a profile or scenario (edges, points, components)")
+LIST_ITEMS = Range(1, 10_000, "items", "entries of a list in a profile or scenario (edges, counts, layers)")
+CALIBRATION_POINTS = Range(1, 1_000, "points", "measured prefill points to calibrate on (CSV rows or calibration_points)")
+BANDWIDTH_STEPS = Range(1, 100_000, "steps", "rows of a bandwidth trace")
+GPU_BUDGET_ENTRIES = Range(0, 64, "hardware names", "entries of budgets.gpus")
+COARSE_THRESHOLDS = Range(4, 2_048, "thresholds", "optimiser.coarse_thresholds (MILP candidates)")
+OPERATING_LOAD = Range(0, 0.999, "x Lambda_max", "latency.operating_load (the reported rate)", lo_open=True)
 MIXTURE_COMPONENTS = Range(1, 1_000, "components", "components of a mixture workload")
 MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
 MIN_CAPACITY_RPS = 1e-3  # a plan below this Lambda_max (3.6 requests/hour) is an error, not a table of zeros
@@ -93,16 +106,16 @@ MAX_PROFILE_BYTES = 4 * 2**20  # YAML or JSON profile, scenario or config: 4 MiB
 MAX_CSV_BYTES = 64 * 2**20  # calibration points, bandwidth trace: 64 MiB
 MAX_TRACE_BYTES = 1 * 2**30  # a request-length trace: 1 GiB
 MAX_DEPTH = 64  # nesting of YAML/JSON collections
-MAX_NODES = 200_000  # YAML/JSON values after expanding aliases (an alias bomb is refused before expanding)
+MAX_NODES = 50_000  # YAML/JSON values after expanding aliases (an alias bomb is refused before expanding)
 MAX_INT_DIGITS = 30  # digits of an integer literal in YAML/JSON
 MAX_NAME_CHARS = 128  # a profile or scenario name
-MAX_ERROR_CHARS = 270  # one error line after 'prfaas-plan: error: ' (the reason is shortened to fit)
 
 NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGET, LAYERS, WIDTH, HEADS, EXPERTS,
            PARAMS_B, TFLOPS, MEMORY_GB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
            PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
            PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, POINTS, SIM_SECONDS, SEED,
-           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS)
+           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS,
+           BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD)
 
 
 def markdown_table() -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import PlanInputError
+from .errors import PlanInputError, shorten
 from .ranges import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, MAX_PROFILE_BYTES
 
 
@@ -243,6 +243,9 @@ def parse_yaml(text: str, source: str | None = None) -> Any:
         loader = Loader(text)
         try:
             return loader.get_single_data()
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. `!!int abc`, an explicit tag it cannot honour
+            raise PlanInputError(f"malformed YAML: a value cannot be read as its tag says ({shorten(str(exc), 60)})",
+                                 source=source) from None
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:

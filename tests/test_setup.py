@@ -31,6 +31,15 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert readme_commands()[1] in ci.splitlines()
 
 
+def test_every_package_is_installed():
+    """pyproject lists every package folder (a missing one installs a package that cannot import)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "prfaas_plan").rglob("__init__.py")}
+    assert folders <= listed, sorted(folders - listed)
+
+
 def test_shipped_profiles_found_from_any_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-m", "prfaas_plan", "kv", "qwen3-8b", "--hardware", "h100", "-f", "csv"],

@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
 from ..errors import PlanInputError, show
 from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
@@ -40,15 +40,24 @@ def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
     return value
 
 
+def _within(r: Range) -> AfterValidator:
+    """A validator with the same message as ``Range.check`` (files, options and the API agree)."""
+    def check(value):
+        reason = r.problem(value)
+        if reason is not None:
+            raise ValueError(reason)
+        return value
+    return AfterValidator(check)
+
+
 def Int(r: Range) -> Any:  # noqa: N802 - a type factory, used like a type
     """A strict integer inside the range ``r``."""
-    return Annotated[int, Strict(), Field(ge=int(r.lo) + int(r.lo_open), le=int(r.hi))]
+    return Annotated[int, Strict(), _within(r)]
 
 
 def Float(r: Range) -> Any:  # noqa: N802
     """A strict number (an int is accepted, a bool or a string is not) inside the range ``r``."""
-    low = {"gt": r.lo} if r.lo_open else {"ge": r.lo}
-    return Annotated[float, Strict(), Field(le=r.hi, **low)]
+    return Annotated[float, Strict(), _within(r)]
 
 
 def List(item: Any, *, min_length: int = 0) -> Any:  # noqa: N802
@@ -67,7 +76,7 @@ def _token_count(value: Any) -> Any:
     return value
 
 
-Tokens = Annotated[int, BeforeValidator(_token_count), Strict(), Field(ge=int(TOKENS.lo), le=int(TOKENS.hi))]
+Tokens = Annotated[int, BeforeValidator(_token_count), Strict(), _within(TOKENS)]
 """A token count: an integer, or a string such as ``32K`` (K = 1,024 tokens)."""
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
@@ -94,7 +103,7 @@ def _most_relevant(errors: list[dict]) -> dict:
     """The first error, skipping a union branch whose kind does not match the input (the
     integer branch when a mapping was given, the mapping branch when a scalar was)."""
     for err in errors:
-        in_union = any(part in _UNION_TAGS for part in err.get("loc", ()))
+        in_union = any(part in _UNION_TAGS or (isinstance(part, str) and "[" in part) for part in err.get("loc", ()))
         given_mapping = isinstance(err.get("input"), dict)
         scalar_branch = err.get("type") in _TYPE_MISMATCH - {"model_type", "dict_type"}
         mapping_branch = err.get("type") in ("model_type", "dict_type")

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import PlanInputError, show
-from ..ranges import LAYERS, TOKENS
+from ..ranges import LAYERS, TOKENS, WIDTH
 from ..yamlio import load_json_file
 from .model import NONE_BLOCK, ModelProfile, load_model_profile
 
@@ -38,8 +38,12 @@ _QUANT_METHODS = {
     "mxfp4": ("bf16", "fp4"),  # gpt-oss: MoE experts in MXFP4, everything else bf16
 }
 _KV_ASSUMPTION = "KV cached in bf16 (2 B/element), as the PrfaaS paper sizes it"
-_MAX_INTEGER = int(TOKENS.hi)  # the largest integer any config key may hold (a context of 16M tokens)
-_MAXIMA = {"num_hidden_layers": int(LAYERS.hi)}  # keys that size per-layer lists
+# The largest value a config key may hold: the profile's range for what it becomes (a width,
+# by default), so an error names the config's key, not the profile field it turns into.
+_MAX_INTEGER = int(WIDTH.hi)
+_MAXIMA = {"num_hidden_layers": int(LAYERS.hi), "max_position_embeddings": int(TOKENS.hi),
+           "sliding_window": int(TOKENS.hi), "index_topk": int(TOKENS.hi), "max_window_layers": int(LAYERS.hi),
+           "first_k_dense_replace": int(LAYERS.hi), "decoder_sparse_step": int(LAYERS.hi)}
 
 
 class _Reader:

@@ -260,6 +260,9 @@ def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:
                     raise ValueError(f"'{part}' is not a layer index or range") from None
                 if first > last:
                     raise ValueError(f"range '{part}' runs backwards")
+                for end in (first, last):  # before expanding: a range is at most the stack
+                    if not -count <= end < count:
+                        raise ValueError(f"layer index {end} is outside 0..{count - 1}")
                 out.extend(range(first, last + 1))
             else:
                 try:

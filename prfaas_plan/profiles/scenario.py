@@ -16,12 +16,16 @@ from pydantic import Field, Strict, model_validator
 from ..choices import CurveSource, ObjectiveKind, OptimiserMethod, WorkloadType
 from ..ranges import (
     ARRIVAL_CV,
+    CALIBRATION_POINTS,
     CHIPS_PER_INSTANCE,
+    COARSE_THRESHOLDS,
     DECODE_BATCH,
     DECODE_TOKENS_PER_S,
     GPU_BUDGET,
+    GPU_BUDGET_ENTRIES,
     INSTANCES,
     LINK_GBPS,
+    OPERATING_LOAD,
     PREFILL_SECONDS,
     RATE_RPS,
     RTT_MS,
@@ -59,7 +63,8 @@ class ClusterSpec(StrictModel):
     gpus_per_instance: Int(CHIPS_PER_INSTANCE) = 8
     instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
     source: CurveSource = CurveSource.auto  # prefill curve source
-    calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=1000)] = Field(default_factory=list)
+    calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=int(CALIBRATION_POINTS.hi))] = Field(
+        default_factory=list)
     calibration_note: Text = ""
 
     @property
@@ -110,7 +115,8 @@ class DecodeSpec(StrictModel):
 
 
 class BudgetSpec(StrictModel):
-    gpus: Annotated[dict[Name, Int(GPU_BUDGET)], Field(max_length=64)] = Field(default_factory=dict)
+    gpus: Annotated[dict[Name, Int(GPU_BUDGET)], Field(max_length=int(GPU_BUDGET_ENTRIES.hi))] = Field(
+        default_factory=dict)
     usd_per_hour: Float(USD_PER_HOUR_BUDGET) | None = None
 
 
@@ -140,13 +146,13 @@ class SloSpec(StrictModel):
 
 
 class LatencySpec(StrictModel):
-    operating_load: Annotated[float, Strict(), Field(gt=0, lt=1)] = 0.8  # reported rate = load x Lambda_max
+    operating_load: Float(OPERATING_LOAD) = 0.8  # reported rate = load x Lambda_max
     arrival_cv: Float(ARRIVAL_CV) = 1.0  # coefficient of variation of inter-arrival times (1: Poisson)
 
 
 class OptimiserSpec(StrictModel):
     method: OptimiserMethod = OptimiserMethod.auto  # see prfaas_plan.planner.optimizer
-    coarse_thresholds: Annotated[int, Strict(), Field(ge=4, le=2048)] = 48  # MILP candidates (quantiles of L)
+    coarse_thresholds: Int(COARSE_THRESHOLDS) = 48  # MILP candidates (quantiles of L)
 
 
 class Scenario(StrictModel):

@@ -36,7 +36,7 @@ from ..planner.deployment import Deployment
 from ..planner.inputs import PlanInputs
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
-from .config import SimConfig
+from .config import SimConfig, sample_interval_for
 from .decode_pool import DecodePool
 from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
@@ -112,7 +112,7 @@ class _Run:
                                                                         inputs.input_dist, config)
         else:
             self.policy = StaticPolicy(deployment.threshold_tokens)
-        self.sampler = Sampler(config.sample_interval_s)
+        self.sampler = Sampler(sample_interval_for(config))
 
         self.remote = [False] * n
         self.ttft_s = [0.0] * n

@@ -161,4 +161,6 @@ class KvLink:
                 behind = tr.produced_bytes(now_s) - tr.sent_bytes
                 if behind > _RELATIVE_TOLERANCE * tr.size_bytes and rate > tr.produce_bytes_per_s:
                     next_s = min(next_s, behind / (rate - tr.produce_bytes_per_s))
-        return next_s
+        # Late in a long run a step can fall below the clock's resolution; never schedule one
+        # that would not advance the clock (it would repeat forever).
+        return max(next_s, 4 * math.ulp(now_s))

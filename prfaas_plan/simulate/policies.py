@@ -43,7 +43,7 @@ import numpy as np
 import simpy
 
 from ..workload.distributions import LengthDistribution
-from .config import SimConfig
+from .config import SimConfig, adaptive_interval_for
 
 _BACKLOG_SHARE = 0.1  # a backlog below this share of one interval's link capacity counts as drained
 
@@ -72,6 +72,7 @@ class AdaptivePolicy:
         self.ladder_tokens = threshold_ladder(plan_threshold_tokens, dist, config.adaptive_step_share)
         self._rung = 0
         self._config = config
+        self._interval_s = adaptive_interval_for(config)
         self.threshold_tokens = self.ladder_tokens[0]
         self.changes: list[tuple[float, float]] = [(0.0, self.threshold_tokens)]
 
@@ -82,7 +83,7 @@ class AdaptivePolicy:
         cfg = self._config
         before, before_s = observe(), env.now
         while not finished():
-            yield env.timeout(cfg.adaptive_interval_s)
+            yield env.timeout(self._interval_s)
             now = observe()
             capacity_bytes = capacity_bytes_between(before_s, env.now)
             offered_bytes = now.sent_bytes - before.sent_bytes + now.backlog_bytes - before.backlog_bytes

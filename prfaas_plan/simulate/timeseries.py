@@ -1,7 +1,10 @@
 """Periodic samples of the simulated system, one row every ``sample_interval_s``.
 
-Row k is taken at time_s = k * interval (k = 1, 2, ...) until every request has
-completed. Queues are instantaneous (requests waiting, not in service). egress_gbps and
+Rows are taken every interval until every request has completed. The interval starts at
+``SimConfig.sample_interval_for()`` (the configured interval, longer for very long runs) and
+doubles after every MAX_ROWS_PER_INTERVAL rows, so a run that lasts far longer than its
+arrivals (a saturated or cut-off link) costs a bounded number of samples; ``time_s`` gives
+each row's time. Queues are instantaneous (requests waiting, not in service). egress_gbps and
 offered_egress_gbps are the bytes sent and the KV bytes produced over the interval
 ending at time_s, divided by the interval; link_capacity_gbps is the link's mean usable
 capacity over the same interval (so egress_gbps <= link_capacity_gbps in every row).
@@ -22,6 +25,9 @@ from .link import KvLink
 
 COLUMNS = ("time_s", "prfaas_queue", "pdp_queue", "decode_queue", "link_backlog_bytes", "egress_gbps",
            "offered_egress_gbps", "link_capacity_gbps", "threshold_tokens")
+
+
+MAX_ROWS_PER_INTERVAL = 20_000
 
 
 class Sampler:
@@ -49,3 +55,5 @@ class Sampler:
                 threshold_tokens(),
             ))
             before, before_s = now, env.now
+            if len(self.rows) % MAX_ROWS_PER_INTERVAL == 0:
+                self.interval_s *= 2

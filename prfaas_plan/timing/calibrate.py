@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import PlanInputError, shorten
 from ..profiles.hardware import CalibrationRecord, HardwareProfile
 from ..profiles.model import ModelProfile
-from ..ranges import LIST_ITEMS, MAX_CSV_BYTES, PREFILL_SECONDS
+from ..ranges import CALIBRATION_POINTS, MAX_CSV_BYTES, PREFILL_SECONDS
 from ..units import parse_tokens
 from ..yamlio import read_input_text
 from .instance import Instance
@@ -38,6 +38,7 @@ class CalibrationPoint:
     length_tokens: int
     prefill_s: float
     kv_bytes: float | None = None
+    where: str | None = None  # e.g. 'line 3' of the file it was read from, for error messages
 
 
 def read_points_csv(path: str) -> list[CalibrationPoint]:
@@ -50,8 +51,8 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         raise PlanInputError(f"malformed CSV ({shorten(str(exc), 80)})", source=path,
                              field=f"line {reader.line_num}") from None
     rows = [r for r in rows if any(cell.strip() for cell in r)]
-    if len(rows) > LIST_ITEMS.hi:
-        raise PlanInputError(f"{len(rows) - 1:,} points; at most {int(LIST_ITEMS.hi):,}", source=path)
+    if len(rows) - 1 > CALIBRATION_POINTS.hi:
+        raise PlanInputError(f"{len(rows) - 1:,} points; at most {int(CALIBRATION_POINTS.hi):,}", source=path)
     if not rows:
         raise PlanInputError("empty file (expected a header 'length,prefill_s[,kv_bytes]')", source=path)
     header = [c.strip().lower() for c in rows[0]]
@@ -77,7 +78,7 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         if kv is not None and not (math.isfinite(kv) and 0 < kv <= 1e13):
             raise PlanInputError(f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(row[ki], 30)}",
                                  source=path, field=where)
-        points.append(CalibrationPoint(length, seconds, kv))
+        points.append(CalibrationPoint(length, seconds, kv, where))
     if not points:
         raise PlanInputError("no data rows", source=path)
     if len({p.length_tokens for p in points}) != len(points):
@@ -168,7 +169,11 @@ def calibrate(
     name: str | None = None,
 ) -> CalibrationResult:
     """Fit efficiency factors and prefill overhead to measured points (see module doc)."""
-    check_lengths(model, [p.length_tokens for p in points])
+    for point in points:
+        try:
+            check_lengths(model, [point.length_tokens], field=point.where or "length")
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, field=exc.field) from None
     lengths = np.array([p.length_tokens for p in points], dtype=float)
     measured = np.array([p.prefill_s for p in points])
     n = len(points)

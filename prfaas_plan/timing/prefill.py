@@ -25,6 +25,7 @@ from ..errors import PlanInputError, warn
 from ..pchip import pchip
 from ..profiles.model import MeasuredProfile, ModelProfile
 from ..profiles.registry import is_shipped_profile
+from ..ranges import TOKENS
 from ..units import bytes_per_s_to_gbps
 from .instance import Instance
 
@@ -142,14 +143,12 @@ class KvRow:
 
 
 def check_lengths(model: ModelProfile, lengths_tokens: list[int], field: str = "lengths") -> None:
-    """Every length is at least 1 token and within the model's context."""
-    what = field.lstrip("-").rstrip("s")
+    """Every length is a token count in [1, 16M] and within the model's context."""
     for length in lengths_tokens:
-        if length < 1:
-            raise PlanInputError(f"{what} {length} is below 1 token", field=field)
+        TOKENS.check(length, field)
         if length > model.max_context_tokens:
-            raise PlanInputError(
-                f"{what} {length} exceeds {model.name}'s context of {model.max_context_tokens} tokens", field=field)
+            raise PlanInputError(f"{length:,} tokens exceeds {model.name}'s context of {model.max_context_tokens:,} "
+                                 "tokens", field=field)
 
 
 @dataclass(frozen=True)
