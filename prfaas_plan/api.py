@@ -21,7 +21,7 @@ from .errors import PlanInputError, show, warn
 from .profiles.hardware import HardwareProfile
 from .profiles.model import ModelProfile
 from .profiles.registry import looks_like_path, resolve_hardware, resolve_model, shipped_names
-from .ranges import CHIPS_PER_INSTANCE, INSTANCES, LINK_GBPS, LOAD, POINTS, RATE_RPS, REQUESTS
+from .ranges import CHIPS_PER_INSTANCE, INSTANCES, LINK_GBPS, LOAD, POINTS, RATE_POINTS, RATE_RPS, REQUESTS
 from .timing.decode import DecodeCapacity, decode_capacity
 from .timing.instance import Instance
 from .timing.memory import require_fit
@@ -85,7 +85,7 @@ def import_model(config_path: str, name: str | None = None) -> tuple[dict, Model
     """A model profile (mapping and validated profile) from a Hugging Face config.json.
 
     Without ``name`` and without ``_name_or_path`` in the config, the name is the family and
-    the size the layer stack counts (``qwen3-8.2b``), so two sizes of a family differ."""
+    the size the layer stack counts (``qwen3-8.19b``), so two sizes of a family differ."""
     from .accounting.params import count_params
     from .profiles.hf_import import profile_from_hf_config
     from .profiles.model import load_model_profile
@@ -213,7 +213,7 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
         return run_plan(resolved, _choice(PlanMode, mode, "--mode"), with_marginals=with_marginals)
 
 
-def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float = 1.0, stop: float | None = None,
+def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float | None = None, stop: float | None = None,
           points: int | None = None, progress=None) -> list[dict]:
     """Curves around the scenario's plan (see ``planner.sweep``); rows of dicts with units in the keys."""
     import numpy as np
@@ -229,20 +229,22 @@ def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float = 1
     resolved = inputs(scenario)
     with scenario_errors(scenario):
         if over == SweepOver.rate:
+            if points is not None:
+                RATE_POINTS.check(points, "--points")
             return sw.sweep_rate(plan(resolved, mode, with_marginals=False), points or 40, progress)
         table = threshold_table(resolved, mode)
         if over == SweepOver.instances:
             upto = stop if stop is not None else max(resolved.limits.prfaas_max, 1) * 2
             INSTANCES.check(upto, "--to")
-            return sw.sweep_instances(resolved, table, int(upto), progress)
+            return sw.sweep_instances(resolved, table, int(upto), points, progress)
         sol = optimise(resolved, table, objective=ObjectiveKind.max_throughput)
         if over == SweepOver.threshold:
             return sw.sweep_threshold(resolved, table, sol, points)
         if over == SweepOver.np:
             return sw.sweep_np(resolved, table, sol)
         last = stop if stop is not None else resolved.link.usable_gbps
-        LINK_GBPS.check(start, "--from")
         LINK_GBPS.check(last, "--to")
+        start = min(1.0, last) if start is None else LINK_GBPS.check(start, "--from")
         if last < start:
             raise PlanInputError(f"need --from <= --to, got {start:g} and {last:g}", field="--from/--to")
         return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)

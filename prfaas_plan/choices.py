@@ -145,6 +145,14 @@ class DecodeLimit(StrEnum):
     max_batch = "max_batch"
 
 
+class DecodeSource(StrEnum):
+    """Where a PD-D instance's decode throughput comes from."""
+
+    scenario = "scenario"  # the scenario's decode.tokens_per_s_per_instance (measured or implied)
+    roofline = "roofline"
+    measured = "measured"  # the model profile's measurement on this instance
+
+
 class ProfileKind(StrEnum):
     model = "model"
     hardware = "hardware"

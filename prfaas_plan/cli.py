@@ -97,6 +97,13 @@ def _emit(report, fmt: OutputFormat, output: str | None, figures=(), preface: st
         sys.stdout.write(render(report, fmt.value))
 
 
+def _one_line(text: str) -> str:
+    """A user's text for a comment line of a written file: no line breaks, shortened."""
+    from .errors import shorten
+
+    return shorten(repr(str(text))[1:-1], 200)
+
+
 def _check_outputs(*paths: tuple[str | None, str]) -> None:
     """Refuse unusable output paths before any work is done."""
     from .yamlio import OutputFiles
@@ -212,7 +219,7 @@ def model_import(
 
     _check_outputs((output, "--output"))
     data, profile = api.import_model(config, name=name)
-    text = f"# Imported by prfaas-plan from {config}\n" + dump_yaml(data)
+    text = f"# Imported by prfaas-plan from {_one_line(config)}\n" + dump_yaml(data)
     if output:
         write_text_atomic(output, text)
         typer.echo(f"wrote {output} (model '{profile.name}')", err=True)
@@ -238,8 +245,8 @@ def calibrate(
     _check_outputs((output, "--output"))
     result = api.calibrate(model, hardware, gpus, points, name=name)
     if output:
-        header = (f"# Calibrated by `prfaas-plan calibrate --model {model} --hardware {hardware} --gpus {gpus} "
-                  f"--points {points}`\n")
+        header = (f"# Calibrated by `prfaas-plan calibrate --model {_one_line(model)} --hardware {_one_line(hardware)} "
+                  f"--gpus {gpus} --points {_one_line(points)}`\n")
         write_text_atomic(output, api.profile_yaml(result.hardware, header))
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
     _emit(calibration_view(result), fmt, None)
@@ -265,10 +272,10 @@ def sweep(
     scenario: str = SCENARIO_ARG,
     over: SweepOver = typer.Option(..., "--over", help="What to vary (see the README)."),
     mode: PlanMode = MODE_OPT,
-    start: float = typer.Option(1.0, "--from", help="bandwidth: first usable Gbps."),
+    start: float | None = typer.Option(None, "--from", help="bandwidth: first usable Gbps (default 1, or the link's if less)."),
     stop: float | None = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
-    points: int | None = typer.Option(None, "--points", help="Number of points, 2 to 100,000 (bandwidth: default "
-                                      "200; threshold: default every distinct t)."),
+    points: int | None = typer.Option(None, "--points", help="Number of points, 2 to 10,000 (bandwidth: default "
+                                      "200; threshold and instances: every one; rate: 40, at most 1,000)."),
     fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format."),
     output: str | None = OUTPUT_OPT,
 ) -> None:

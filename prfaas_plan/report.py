@@ -42,6 +42,11 @@ def fmt_float(digits: int) -> Callable[[Any], str]:
     return lambda v: f"{v:,.{digits}f}"
 
 
+def fmt_opt(digits: int) -> Callable[[Any], str]:
+    """A number to ``digits`` decimals, or '-' for None (not available)."""
+    return lambda v: "-" if v is None else f"{v:,.{digits}f}"
+
+
 def fmt_int(v: Any) -> str:
     return f"{round(v):,}"
 
@@ -68,6 +73,8 @@ def to_csv(report: Report) -> str:
 
 
 def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
     return repr(value) if isinstance(value, float) else value
 
 

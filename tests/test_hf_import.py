@@ -14,8 +14,9 @@ import yaml
 
 from prfaas_plan.accounting.kv import KvModel
 from prfaas_plan.accounting.params import count_params
+from prfaas_plan.api import import_model
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.profiles.hf_import import import_hf_config_file, profile_from_hf_config
+from prfaas_plan.profiles.hf_import import profile_from_hf_config
 from prfaas_plan.profiles.model import ModelProfile, expand_layers, load_model_profile
 
 CONFIGS = Path(__file__).parent / "data" / "hf-configs"
@@ -27,7 +28,7 @@ def _config(stem: str) -> dict:
 
 
 def _profile(stem: str) -> ModelProfile:
-    return import_hf_config_file(str(CONFIGS / f"{stem}.config.json"))[1]
+    return import_model(str(CONFIGS / f"{stem}.config.json"))[1]
 
 
 def test_configs_are_present():
@@ -36,7 +37,7 @@ def test_configs_are_present():
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.name.removesuffix(".config.json"))
 def test_every_config_imports_and_round_trips_through_yaml(path: Path):
-    data, profile = import_hf_config_file(str(path))
+    data, profile = import_model(str(path))
     assert list(data)[:4] == ["name", "description", "sources", "assumptions"]
     assert data["sources"][0].startswith("imported from Hugging Face config.json (")
     assert any("KV cached in bf16" in a for a in data["assumptions"])
@@ -189,7 +190,7 @@ def test_missing_required_key_is_named(tmp_path: Path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     with pytest.raises(PlanInputError) as info:
-        import_hf_config_file(str(path))
+        import_model(str(path))
     err = info.value
     assert err.field == "num_key_value_heads"
     assert err.reason == "required by model_type 'qwen3' but missing"

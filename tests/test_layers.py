@@ -179,3 +179,19 @@ def test_no_isinstance_dispatch_on_block_kinds(module):
     for kind in ("GqaAttention", "SwaAttention", "MlaAttention", "SparseAttention", "LinearAttention", "DenseFfn",
                  "MoeFfn"):
         assert kind not in text, f"{path.name} names {kind}"
+
+
+def test_every_kind_has_a_schema_and_a_physics_class():
+    """Each attention and FFN kind of the enums has one schema class in the profile's union and one
+    registered physics class, so a kind cannot be half added."""
+    import typing
+
+    from prfaas_plan.accounting.kinds import FFNS, MIXERS
+    from prfaas_plan.choices import FfnType, MixerType
+    from prfaas_plan.profiles.model import FfnBlock, MixerBlock
+
+    for enum, union, registry in ((MixerType, MixerBlock, MIXERS), (FfnType, FfnBlock, FFNS)):
+        schema_tags = {typing.get_args(cls.model_fields["type"].annotation)[0] for cls in typing.get_args(union)}
+        assert schema_tags == set(enum)
+        assert set(registry) == set(enum)
+        assert all(registry[tag].tag == tag for tag in enum)

@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 import os
 import re
 import subprocess
@@ -97,3 +98,13 @@ def test_benchmark_script_runs(tmp_path):
                    capture_output=True, timeout=300)
     text = (tmp_path / "r.md").read_text()
     assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 6
+
+
+def test_instances_sweep_keeps_the_budgets(run_cli, tmp_path, case_study_file):
+    """Each row of the instances sweep is the plan for that PrfaaS count under the same budgets."""
+    path = case_study_file(tmp_path, budgets={"gpus": {"h20": 48}}, pd__instances={"min": 1, "max": 8})
+    plan_doc = json.loads(run_cli("plan", path, "-f", "json").out)["prfaas_pd"]
+    rows_ = rows(run_cli("sweep", path, "--over", "instances", "--to", "6").out)
+    row = next(r for r in rows_ if int(r["n_prfaas"]) == plan_doc["n_prfaas"])
+    assert int(row["n_p"]) + int(row["n_d"]) <= 6  # 48 H20 chips = 6 PD instances
+    assert float(row["lambda_max"]) == pytest.approx(plan_doc["lambda_max"], rel=1e-6)

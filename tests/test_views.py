@@ -276,14 +276,15 @@ def plan_rows(doc: dict) -> list[dict]:
 
 
 def baseline_extras(doc: dict) -> dict[int, dict]:
-    """CSV fields a baseline's JSON does not hold, from the baselines' definitions: homogeneous
-    deployments offload nothing (p = 0, no threshold), naive heterogeneous offloads everything
-    (p = 1 at threshold 0); no baseline has the plan's per-stage throughputs (its egress is in the JSON)."""
+    """CSV fields a baseline's JSON does not hold: no baseline has the plan's per-stage throughputs.
+    Its threshold and offloaded share are JSON fields, checked here against the baselines'
+    definitions: homogeneous deployments offload nothing (p = 0, no threshold), naive
+    heterogeneous offloads everything (p = 1 at threshold 0)."""
     extras = {}
-    for i, name in enumerate(doc["baselines"], start=1):
+    for i, (name, b) in enumerate(doc["baselines"].items(), start=1):
         offloaded = name == "naive_heterogeneous"
-        extras[i] = {"threshold_tokens": 0.0 if offloaded else None, "p": 1.0 if offloaded else 0.0,
-                     "theta_prfaas": None, "theta_pdp": None, "theta_pdd": None}
+        assert (b["threshold_tokens"], b["p"]) == ((0.0, 1.0) if offloaded else (None, 0.0)), name
+        extras[i] = {"theta_prfaas": None, "theta_pdp": None, "theta_pdd": None}
     return extras
 
 
@@ -410,7 +411,7 @@ def test_models_list_columns_show_their_json_fields(run_cli):
 
 def test_hardware_list_columns_show_their_json_fields(run_cli):
     """hardware list: every column shows its field, and every field is the profile's own figure
-    (0 where a precision or a price is not given)."""
+    (null where a precision or a price is not given)."""
     from prfaas_plan import api
 
     doc, _, _ = check_rows_report(run_cli, ("hardware", "list"), HARDWARE_TABLE)
@@ -420,12 +421,12 @@ def test_hardware_list_columns_show_their_json_fields(run_cli):
         h = profiles[r["name"]]
         e = h.efficiency
         assert (r["bf16_tflops"], r["fp8_tflops"], r["fp4_tflops"]) == (
-            h.peak_tflops.bf16, h.peak_tflops.fp8 or 0.0, h.peak_tflops.fp4 or 0.0)
+            h.peak_tflops.bf16, h.peak_tflops.fp8, h.peak_tflops.fp4)
         assert (r["memory_gb"], r["bandwidth_tb_per_s"], r["scale_up_gb_per_s"]) == (
             h.memory_gb, h.memory_bandwidth_tb_per_s, h.scale_up_gb_per_s)
         assert (r["eff_matmul"], r["eff_attention"], r["eff_memory"], r["prefill_overhead_s"]) == (
             e.matmul, e.attention, e.memory, e.prefill_overhead_s)
-        assert r["usd_per_gpu_hour"] == (h.price_usd_per_gpu_hour or 0.0)
+        assert r["usd_per_gpu_hour"] == h.price_usd_per_gpu_hour
 
 
 # --------------------------------------------------------------------------------------------

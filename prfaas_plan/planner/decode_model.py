@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..choices import CurveSource
+from ..choices import CurveSource, DecodeSource
 from ..timing.decode import decode_capacity, decode_step_s
 from .inputs import PlanInputs
 
@@ -57,6 +57,6 @@ def decode_model(inputs: PlanInputs) -> DecodeModel:
                                           max_batch=dec.max_batch, source=CurveSource.roofline)
     sizes = np.arange(1, cap.batch_size + 1, dtype=float)
     steps = decode_step_s(inputs.model, inputs.pd.instance, sizes, context)
-    if dec.source != CurveSource.roofline:
+    if dec.source != DecodeSource.roofline:
         steps = steps * (cap.batch_size / dec.tokens_per_s_per_instance) / steps[-1]
     return DecodeModel(cap.batch_size, steps, context)

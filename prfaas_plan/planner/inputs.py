@@ -20,12 +20,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..accounting.params import declared_params_mismatch
-from ..choices import ObjectiveKind, OptimiserMethod, Role
-from ..errors import PlanInputError, warn
+from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod, Role
+from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model, resolve_scenario_file
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
+from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
@@ -33,6 +34,7 @@ from ..timing.memory import require_fit
 from ..timing.prefill import PrefillCurve, prefill_curve
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.distributions import LengthDistribution, build_distribution, with_prefix_cache
+from ..yamlio import is_regular_file
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class Decode:
     tpot_ms: float | None  # the scenario's TPOT limit on the batch
     max_batch: int | None
     tokens_per_s_per_instance: float
-    source: str  # 'scenario' (measured or implied), 'roofline' or 'measured' (the model profile's)
+    source: DecodeSource  # the scenario's figure, the roofline, or the model profile's measurement
     capacity: DecodeCapacity | None  # the roofline's batch (None when the scenario gives tokens/s)
 
 
@@ -192,39 +194,54 @@ class PlanInputs:
         """Requests/s one PD-D instance completes: BS_max / (T_decode * L_out)."""
         return self.decode.tokens_per_s_per_instance / self.output_mean_tokens
 
+    # What-ifs: each replaces a whole part, and checks its number as the YAML field is checked.
+
     def with_link_gbps(self, gbps: float) -> PlanInputs:
         """The same scenario on a link of ``gbps`` raw bandwidth (usable fraction kept)."""
-        return replace(self, link=self.link.with_bandwidth_gbps(gbps))
+        return replace(self, link=self.link.with_bandwidth_gbps(LINK_GBPS.check(gbps, "link.bandwidth_gbps")))
 
     def with_usable_link_gbps(self, gbps: float) -> PlanInputs:
         """The same scenario with ``gbps`` of usable bandwidth."""
-        return replace(self, link=self.link.with_usable_gbps(gbps))
+        return replace(self, link=self.link.with_usable_gbps(LINK_GBPS.check(gbps, "link.usable_gbps")))
 
     def with_limits(self, **changes) -> PlanInputs:
         """The same scenario with some decision ranges or budgets changed (``prfaas_max=6``)."""
-        return replace(self, limits=replace(self.limits, **changes))
+        for name, value in changes.items():
+            if name in ("prfaas_min", "prfaas_max", "pd_min", "pd_max"):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise PlanInputError(f"must be an integer, got {value!r:.40}", field=name)
+                INSTANCES.check(value, name)
+        limits = replace(self.limits, **changes)
+        for role, lo, hi in (("prfaas", limits.prfaas_min, limits.prfaas_max), ("pd", limits.pd_min, limits.pd_max)):
+            if lo > hi:
+                raise PlanInputError(f"min ({lo}) is above max ({hi})", field=f"{role}.instances")
+        return replace(self, limits=limits)
 
     def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
         """The same scenario with a given decode throughput per PD-D instance."""
-        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s, source="scenario"))
+        DECODE_TOKENS_PER_S.check(tokens_per_s, "decode.tokens_per_s_per_instance")
+        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s,
+                                            source=DecodeSource.scenario))
 
 
 # ---------------------------------------------------------------------------------------
 # Resolving a scenario
 
 
-def _ref(ref: str, base: Path | None) -> str:
-    """A profile reference, with relative paths taken from the scenario file's folder."""
-    if base is not None and looks_like_path(ref) and not Path(ref).is_absolute():
-        candidate = base / ref
-        if candidate.is_file():
-            return str(candidate)
-    return ref
+def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
+    """A profile reference: a shipped name, or a path relative to the scenario file's folder."""
+    if base is None or not looks_like_path(ref) or Path(ref).is_absolute():
+        return ref
+    candidate = base / ref
+    if not is_regular_file(candidate):
+        raise PlanInputError(f"file not found: {shorten(ref, 60)} (relative paths are taken from the scenario's "
+                             "folder)", source=source, field=field)
+    return str(candidate)
 
 
 def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, base: Path | None, source: str | None) -> Pool:
     try:
-        hardware: HardwareProfile = resolve_hardware(_ref(spec.hardware, base))
+        hardware: HardwareProfile = resolve_hardware(_ref(spec.hardware, base, source, f"{role}.hardware"))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or f"{role}.hardware") from None
     calibration = None
@@ -243,7 +260,7 @@ def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
     """Resolve a validated scenario (see the module docstring); errors name ``source``."""
     base = Path(source).resolve().parent if source else None
     try:
-        model = resolve_model(_ref(scenario.model, base))
+        model = resolve_model(_ref(scenario.model, base, source, "model"))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or "model") from None
     notes = []
@@ -314,12 +331,12 @@ def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload,
 def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, context: int, source: str | None) -> Decode:
     dec = scenario.decode
     if dec.tokens_per_s_per_instance is not None:
-        return Decode(context, dec.tpot_ms, dec.max_batch, dec.tokens_per_s_per_instance, "scenario", None)
+        return Decode(context, dec.tpot_ms, dec.max_batch, dec.tokens_per_s_per_instance, DecodeSource.scenario, None)
     try:
         capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=source, field=f"decode.{exc.field}" if exc.field else "decode") from None
-    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s, capacity.source, capacity)
+    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s, DecodeSource(capacity.source), capacity)
 
 
 def _limits(scenario: Scenario, prfaas: Pool, pd: Pool, source: str | None) -> Limits:

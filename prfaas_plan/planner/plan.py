@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..choices import Bound, DeploymentName, ObjectiveKind, OptimiserMethod, PlanMode
-from ..ranges import INSTANCES
+from ..choices import Bound, DeploymentName, ObjectiveKind, PlanMode
+from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..units import bytes_per_s_to_gbps
 from .decode_model import decode_model
 from .deployment import deployments_of
@@ -183,7 +183,10 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
             notes.append(f"the equal-cost homogeneous baseline would need {equal:,} PD instances (more than "
                          f"{int(INSTANCES.hi):,}); it is left out")
     n_naive_prfaas = sol.n_prfaas or inputs.limits.prfaas_max
-    out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
+    if n_naive_prfaas:
+        out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
+    else:
+        notes.append("no PrfaaS instance is allowed, so the naive baseline (all prefill on PrfaaS) is left out")
     return out
 
 
@@ -201,7 +204,7 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     usable link, +1 PrfaaS instance, +1 PD instance."""
     base = sol.lambda_max
     more_link = inputs.with_usable_link_gbps(inputs.link.usable_gbps + 1.0)
-    what_if = dict(objective=ObjectiveKind.max_throughput, method=OptimiserMethod.auto)
+    what_if = dict(objective=ObjectiveKind.max_throughput)  # the scenario's optimiser method, as the plan
     return {
         "per_gbps": optimise(more_link, threshold_table(more_link, mode), limits=limits, **what_if).lambda_max - base,
         "per_prfaas_instance": optimise(inputs, table, limits=_bumped(limits, "prfaas"), **what_if).lambda_max - base,
@@ -234,8 +237,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     point = operating_point(inputs, table, sol, limits)
     other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
     other_table = threshold_table(inputs, other)
-    other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits,
-                         method=OptimiserMethod.auto)
+    other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
     other_lambda = other_sol.lambda_max
     paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
     exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
@@ -261,7 +263,13 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
     result.goodput_rps = good
     result.operating_rate_rps = good if good is not None else settings.operating_load * result.point.lambda_max
     result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
-    compared = (DeploymentName.homogeneous, DeploymentName.naive_heterogeneous)
-    lams = [result.point.lambda_max] + [result.baselines[n].lambda_max for n in compared]
-    result.common_rate_rps = settings.operating_load * min(lams)
-    result.common_latency = {name: models[name].at(result.common_rate_rps, settings.arrival_scv) for name in deps}
+    # one common rate that every compared deployment with real capacity can carry
+    lams = {DeploymentName.prfaas_pd: result.point.lambda_max,
+            **{n: b.lambda_max for n, b in result.baselines.items() if n != DeploymentName.homogeneous_equal_cost}}
+    served = {n: lam for n, lam in lams.items() if lam >= MIN_CAPACITY_RPS}
+    for name in lams.keys() - served.keys():
+        result.notes.append(f"{name} has effectively no capacity ({lams[name]:.3g} req/s): left out of the latency "
+                            "comparison")
+    result.common_rate_rps = settings.operating_load * min(served.values())
+    result.common_latency = {name: models[name].at(result.common_rate_rps, settings.arrival_scv) for name in deps
+                             if name in served or name == DeploymentName.homogeneous_equal_cost}

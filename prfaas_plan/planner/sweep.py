@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import PlanInputError
 from ..ranges import INSTANCES
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
-from .inputs import Limits, PlanInputs
-from .optimizer import Solution, enumerate_best
+from .inputs import PlanInputs
+from .optimizer import Solution
 from .throughput import ThresholdTable, bounds
 
 Progress = Callable[[int, int], None]
@@ -69,43 +69,51 @@ def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[d
 def sweep_bandwidth(inputs: PlanInputs, table: ThresholdTable, sol: Solution, gbps: np.ndarray,
                     progress: Progress = _none) -> list[dict]:
     """Per usable bandwidth (decimal Gbps): the best threshold, its p and Lambda_max for the
-    plan's deployment. Only the link bound depends on bandwidth, so the other bounds are
-    computed once and the link bound is swept in chunks."""
+    plan's deployment, the threshold table a bandwidth-aware router needs. The bounds of every
+    (bandwidth, threshold) pair are evaluated at once, in chunks of bandwidths."""
     gbps = np.asarray(gbps, dtype=float)
     if gbps.size == 0 or np.any(~np.isfinite(gbps)) or np.any(gbps < 0):
         raise PlanInputError("bandwidths must be finite and >= 0", field="--from/--to")
     idx = np.arange(len(table))
-    fixed = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
-    other = np.minimum(np.minimum(fixed.prfaas_compute, fixed.pd_prefill), fixed.pd_decode)
-    work = table.link_work_bytes
     rows: list[dict] = []
     for start in range(0, len(gbps), _CHUNK):
         chunk = gbps[start:start + _CHUNK]
-        capacity = gbps_to_bytes_per_s(chunk)[:, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            link = np.where(work > 0, capacity / np.where(work > 0, work, 1.0), np.inf)
-        lam = np.minimum(link, other[None, :])
+        b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=gbps_to_bytes_per_s(chunk)[:, None])
+        lam = np.broadcast_to(b.lambda_max, (len(chunk), len(idx)))
         best = np.argmax(lam, axis=1)
         for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
             rows.append({"usable_gbps": float(g), "threshold_tokens": float(table.thresholds_tokens[k]),
                          "p": _round(table.p[k]), "lambda_max": _round(value),
-                         "egress_gbps": _round(bytes_per_s_to_gbps(value * work[k]), 4)})
+                         "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4)})
         progress(min(start + _CHUNK, len(gbps)), len(gbps))
     return rows
 
 
-def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, progress: Progress = _none) -> list[dict]:
-    """Lambda_max against N_prfaas = 0..upto, re-optimising t and the PD split each time."""
+def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, points: int | None = None,
+                    progress: Progress = _none) -> list[dict]:
+    """Lambda_max against N_prfaas from 0 to ``upto`` (every count, or ``points`` of them), with t and
+    the PD split re-optimised each time within the scenario's PD range and budgets, by the
+    scenario's optimiser method. A count the budgets exclude gives a row without a plan."""
+    from dataclasses import replace
+
+    from ..errors import PlanInputError as Infeasible
+    from .optimizer import optimise
+
     INSTANCES.check(upto, "--to")
-    base = inputs.limits
+    counts = np.arange(upto + 1) if points is None else np.unique(np.linspace(0, upto, points).round().astype(int))
     rows = []
-    for n in range(upto + 1):
-        limits = Limits(n, n, base.pd_min, base.pd_max)
-        sol = enumerate_best(inputs, table, limits)
-        rows.append({"n_prfaas": n, "threshold_tokens": sol.threshold_tokens, "p": _round(table.p[sol.threshold_index]),
-                     "n_p": sol.n_p, "n_d": sol.n_d, "lambda_max": _round(sol.lambda_max),
-                     "usd_per_hour": sol.usd_per_hour})
-        progress(n + 1, upto + 1)
+    for k, n in enumerate(counts.tolist()):
+        limits = replace(inputs.limits, prfaas_min=n, prfaas_max=n)
+        try:
+            sol = optimise(inputs, table, objective="max_throughput", limits=limits)
+        except Infeasible:
+            rows.append({"n_prfaas": n, "threshold_tokens": None, "p": None, "n_p": None, "n_d": None,
+                         "lambda_max": None, "usd_per_hour": None})
+        else:
+            rows.append({"n_prfaas": n, "threshold_tokens": sol.threshold_tokens,
+                         "p": _round(table.p[sol.threshold_index]), "n_p": sol.n_p, "n_d": sol.n_d,
+                         "lambda_max": _round(sol.lambda_max), "usd_per_hour": sol.usd_per_hour})
+        progress(k + 1, len(counts))
     return rows
 
 

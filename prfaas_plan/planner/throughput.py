@@ -130,12 +130,14 @@ class Bounds:
         return BOUNDS[int(np.argmin(values))]
 
 
-def bounds(table: ThresholdTable, idx, n_prfaas, n_p, n_d, inputs: PlanInputs) -> Bounds:
-    """Lambda bounds at threshold index ``idx`` for the given instance counts."""
+def bounds(table: ThresholdTable, idx, n_prfaas, n_p, n_d, inputs: PlanInputs, link_bytes_per_s=None) -> Bounds:
+    """Lambda bounds at threshold index ``idx`` for the given instance counts; ``link_bytes_per_s``
+    (broadcast like the counts) replaces the usable link bandwidth, for bandwidth sweeps."""
     n_d = np.asarray(n_d, dtype=float)
+    link = inputs.link.usable_bytes_per_s if link_bytes_per_s is None else link_bytes_per_s
     return Bounds(
         prfaas_compute=_over(n_prfaas, table.prfaas_work_s[idx]),
-        link=_over(inputs.link.usable_bytes_per_s, table.link_work_bytes[idx]),
+        link=_over(link, table.link_work_bytes[idx]),
         pd_prefill=_over(n_p, table.pd_work_s[idx]),
         pd_decode=n_d * inputs.decode_rps_per_instance,
     )

@@ -19,8 +19,7 @@ from typing import Any
 
 from ..errors import PlanInputError, show
 from ..ranges import LAYERS, TOKENS, WIDTH
-from ..yamlio import load_json_file
-from .model import NONE_BLOCK, ModelProfile, load_model_profile
+from .model import NONE_BLOCK
 
 _MISSING = object()
 
@@ -617,10 +616,3 @@ def profile_from_hf_config(config: dict, *, name: str | None = None, source: str
         "ffns": m.ffns,
         "layers": _stack(m.layers),
     }
-
-
-def import_hf_config_file(path: str, *, name: str | None = None) -> tuple[dict, ModelProfile]:
-    """Load a config.json (load_json_file), convert it and validate it; errors name ``path``."""
-    source = str(path)
-    data = profile_from_hf_config(load_json_file(path), name=name, source=source)
-    return data, load_model_profile(data, source=source)

@@ -109,10 +109,8 @@ class LinearAttention(StrictModel):
         return self.num_key_heads or self.num_heads
 
 
-Mixer = Annotated[
-    GqaAttention | SwaAttention | MlaAttention | SparseAttention | LinearAttention,
-    Field(discriminator="type"),
-]
+MixerBlock = GqaAttention | SwaAttention | MlaAttention | SparseAttention | LinearAttention  # one per MixerType
+Mixer = Annotated[MixerBlock, Field(discriminator="type")]
 
 
 class DenseFfn(StrictModel):
@@ -137,7 +135,8 @@ class MoeFfn(StrictModel):
         return self
 
 
-Ffn = Annotated[DenseFfn | MoeFfn, Field(discriminator="type")]
+FfnBlock = DenseFfn | MoeFfn  # one per FfnType
+Ffn = Annotated[FfnBlock, Field(discriminator="type")]
 
 
 class Dtypes(StrictModel):
@@ -239,9 +238,9 @@ class Layer:
 
     index: int
     mixer_name: str
-    mixer: GqaAttention | SwaAttention | MlaAttention | SparseAttention | LinearAttention | None
+    mixer: MixerBlock | None
     ffn_name: str
-    ffn: DenseFfn | MoeFfn | None
+    ffn: FfnBlock | None
 
 
 def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:

@@ -13,7 +13,7 @@ import bisect
 import math
 
 from ..errors import PlanInputError, shorten
-from ..ranges import LINK_GBPS, MAX_CSV_BYTES, SIM_SECONDS
+from ..ranges import BANDWIDTH_STEPS, LINK_GBPS, MAX_CSV_BYTES, SIM_SECONDS
 from ..units import gbps_to_bytes_per_s
 from ..yamlio import read_input_text
 
@@ -50,6 +50,8 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
             raise PlanInputError(f"not a number in {shorten(text, 40)!r}", source=path, field=f"line {number}") from None
         _check_step(row, steps[-1][0] if steps else None, source=path, field=f"line {number}")
         steps.append(row)
+        if len(steps) > BANDWIDTH_STEPS.hi:
+            raise PlanInputError(f"more than {int(BANDWIDTH_STEPS.hi):,} steps", source=path, field=f"line {number}")
     if not steps:
         raise PlanInputError("no rows (expected the header 'time_s,gbps' and one row per step)", source=path)
     return tuple(steps)
@@ -63,6 +65,8 @@ def check_trace(steps, field: str) -> tuple[tuple[float, float], ...]:
         raise PlanInputError("must be (time_s, gbps) pairs of numbers", field=field) from None
     if not rows:
         raise PlanInputError("has no steps", field=field)
+    if len(rows) > BANDWIDTH_STEPS.hi:
+        raise PlanInputError(f"{len(rows):,} steps; at most {int(BANDWIDTH_STEPS.hi):,}", field=field)
     for i, row in enumerate(rows):
         _check_step(row, rows[i - 1][0] if i else None, source=None, field=f"{field}[{i}]")
     return tuple(rows)

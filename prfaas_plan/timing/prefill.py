@@ -101,9 +101,10 @@ class MeasuredPrefill:
 def measured_for(model: ModelProfile, instance: Instance) -> MeasuredProfile | None:
     """The model's measurements on this instance: same hardware name and chip count, and the
     hardware profile is the shipped one of that name (a user's profile that reuses a shipped
-    name with other figures gets the roofline, with a warning)."""
+    name with other figures gets the roofline, with a warning; a calibrated copy gets the
+    roofline of its calibration, silently: it was asked for)."""
     measured = model.measured_for(instance.hardware.name, instance.gpus)
-    if measured is None:
+    if measured is None or instance.hardware.calibration is not None:
         return None
     if not is_shipped_profile(instance.hardware):
         warn(f"hardware '{instance.hardware.name}' differs from the shipped profile of that name, so "

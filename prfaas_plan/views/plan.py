@@ -72,15 +72,16 @@ def plan_json(result) -> dict:
             "ratio_vs_homogeneous": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
         },
         "baselines": {
-            name: {"n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max": round(b.lambda_max, 6),
+            name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
+                   "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
+                   "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max": round(b.lambda_max, 6),
                    "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4), "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
         },
-        "ratios_vs_homogeneous": {
-            "prfaas_pd": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
-            "naive_heterogeneous": _opt(result.ratio(DeploymentName.naive_heterogeneous), 6),
-        },
+        "ratios_vs_homogeneous": {name: _opt(result.ratio(name), 6) for name in (
+            DeploymentName.prfaas_pd, DeploymentName.naive_heterogeneous)
+            if name == DeploymentName.prfaas_pd or name in result.baselines},
         "link": {"bandwidth_gbps": round(link.bandwidth_gbps, 6), "usable_gbps": round(link.usable_gbps, 6),
                  "usable_fraction": link.usable_fraction, "rtt_ms": round(link.rtt_s * 1000, 6)},
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
@@ -99,12 +100,10 @@ def plan_json(result) -> dict:
 
 
 def _rows(doc: dict) -> list[dict]:
-    """One row per deployment, read from the JSON document (baselines have no Θ or t)."""
+    """One row per deployment, read from the JSON document (baselines have no Θ)."""
     rows = [{"deployment": DeploymentName.prfaas_pd, **doc["prfaas_pd"]}]
     for name, b in doc["baselines"].items():
-        offloaded = name == DeploymentName.naive_heterogeneous
-        rows.append({"deployment": name, "threshold_tokens": 0.0 if offloaded else None, "p": 1.0 if offloaded else 0.0,
-                     "theta_prfaas": None, "theta_pdp": None, "theta_pdd": None, **b})
+        rows.append({"deployment": name, "theta_prfaas": None, "theta_pdp": None, "theta_pdd": None, **b})
     return rows
 
 
@@ -181,9 +180,11 @@ def _lat_row(name: str, lat) -> dict:
 
 
 def ttft_reduction(result) -> dict[str, float | None]:
-    """1 - PrfaaS-PD / homogeneous TTFT (mean and P90) at the common rate."""
-    a = result.common_latency[DeploymentName.prfaas_pd]
-    b = result.common_latency[DeploymentName.homogeneous]
+    """1 - PrfaaS-PD / homogeneous TTFT (mean and P90) at the common rate (None if either is left out)."""
+    a = result.common_latency.get(DeploymentName.prfaas_pd)
+    b = result.common_latency.get(DeploymentName.homogeneous)
+    if a is None or b is None:
+        return {"mean": None, "p90": None}
 
     def ratio(x: float, y: float) -> float | None:
         return 1 - x / y if np.isfinite(x) and np.isfinite(y) and y > 0 else None
@@ -214,7 +215,7 @@ def latency_view(result, doc: dict | None = None) -> Report:
     sec = _num(2)
     pct = lambda v: "n/a" if v is None else f"{-100 * v:+.0f}%"  # noqa: E731
     notes = [f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
-             f"lowest Λ_max of the three deployments; operating rate {result.operating_rate_rps:.3f} req/s"
+             f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s"
              + (" (SLO goodput)" if result.goodput_rps is not None else " (operating_load x Λ_max)"),
              f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])} "
              f"(paper: mean -50%, P90 -64%, at an unstated load)",

@@ -7,7 +7,7 @@ from ..accounting.kv import KvModel
 from ..accounting.params import count_params, weight_bytes
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
-from ..report import Column, Report, fmt_float, fmt_int
+from ..report import Column, Report, fmt_float, fmt_int, fmt_opt
 from ..units import BYTES_PER_MIB
 
 
@@ -71,8 +71,8 @@ def hardware_summary(h: HardwareProfile) -> dict:
     return {
         "name": h.name,
         "bf16_tflops": h.peak_tflops.bf16,
-        "fp8_tflops": h.peak_tflops.fp8 or 0.0,
-        "fp4_tflops": h.peak_tflops.fp4 or 0.0,
+        "fp8_tflops": h.peak_tflops.fp8,
+        "fp4_tflops": h.peak_tflops.fp4,
         "memory_gb": h.memory_gb,
         "bandwidth_tb_per_s": h.memory_bandwidth_tb_per_s,
         "scale_up_gb_per_s": h.scale_up_gb_per_s,
@@ -80,15 +80,15 @@ def hardware_summary(h: HardwareProfile) -> dict:
         "eff_attention": e.attention,
         "eff_memory": e.memory,
         "prefill_overhead_s": e.prefill_overhead_s,
-        "usd_per_gpu_hour": h.price_usd_per_gpu_hour or 0.0,
+        "usd_per_gpu_hour": h.price_usd_per_gpu_hour,
     }
 
 
 _HW_COLUMNS = [
     Column("name", "hardware"),
     Column("bf16_tflops", "bf16 TFLOPS", fmt_float(0)),
-    Column("fp8_tflops", "fp8 TFLOPS", fmt_float(0)),
-    Column("fp4_tflops", "fp4 TFLOPS", fmt_float(0)),
+    Column("fp8_tflops", "fp8 TFLOPS", fmt_opt(0)),
+    Column("fp4_tflops", "fp4 TFLOPS", fmt_opt(0)),
     Column("memory_gb", "memory GB", fmt_float(2)),
     Column("bandwidth_tb_per_s", "TB/s", fmt_float(2)),
     Column("scale_up_gb_per_s", "scale-up GB/s", fmt_float(0)),
@@ -96,14 +96,14 @@ _HW_COLUMNS = [
     Column("eff_attention", "eff attn", fmt_float(3)),
     Column("eff_memory", "eff mem", fmt_float(2)),
     Column("prefill_overhead_s", "overhead s", fmt_float(2)),
-    Column("usd_per_gpu_hour", "$/GPU-h (example)", fmt_float(2)),
+    Column("usd_per_gpu_hour", "$/GPU-h (example)", fmt_opt(2)),
 ]
 
 
 def hardware_list_view(profiles: list[HardwareProfile]) -> Report:
     return Report(title="Hardware profiles (per chip; dense peaks)", columns=_HW_COLUMNS,
                   rows=[hardware_summary(h) for h in profiles],
-                  notes=["0 = not available; prices are editable examples, not quotes"])
+                  notes=["- = not available (null in JSON, empty in CSV); prices are editable examples, not quotes"])
 
 
 def hardware_show_view(h: HardwareProfile) -> Report:

@@ -279,8 +279,12 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
     """The distribution a validated spec (``profiles.workload_spec.LengthSpec``) describes.
 
     A trace's ``path`` is relative to the folder of ``source`` (the scenario file). Errors name
-    ``source`` and the field under ``field_prefix``."""
+    ``source`` and the field under ``field_prefix``. The support a spec asks for is checked
+    before anything is built (``ranges.MAX_SUPPORT_POINTS``)."""
     kind = spec.type
+    if _support_of(spec) > MAX_SUPPORT_POINTS:
+        raise PlanInputError(f"would build {_support_of(spec):,} distinct lengths (at most {MAX_SUPPORT_POINTS:,}); "
+                             "use fewer bins or components", source=source, field=field_prefix)
 
     def build(constructor: Callable[..., LengthDistribution], **kwargs: Any) -> LengthDistribution:
         try:
@@ -299,10 +303,28 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
         trace_path = Path(spec.path)
         if source is not None and not trace_path.is_absolute():
             trace_path = Path(source).parent / trace_path
-        return empirical(read_length_trace(trace_path, spec.column))
+        lengths = read_length_trace(trace_path, spec.column)  # its errors name the trace file
+        try:
+            return empirical(lengths)
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, source=str(trace_path), field=field_prefix) from None
     weighted = [(c.weight, build_distribution(c, source, f"{field_prefix}.components[{i}]"))
                 for i, c in enumerate(spec.components)]
     return build(mixture, components=weighted)
+
+
+def _support_of(spec) -> int:
+    """Distinct lengths a spec builds at most (a trace: 0 here, bounded when read)."""
+    kind = spec.type
+    if kind == WorkloadType.lognormal:
+        return spec.bins
+    if kind == WorkloadType.histogram:
+        return (len(spec.edges_tokens) - 1) * spec.points_per_bin
+    if kind == WorkloadType.fixed:
+        return 1
+    if kind == WorkloadType.trace:
+        return 0
+    return sum(_support_of(c) for c in spec.components)
 
 
 def load_workload_spec(spec: Any, source: str | None, field_prefix: str = "workload") -> LengthDistribution:

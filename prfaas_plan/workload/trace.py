@@ -75,20 +75,28 @@ def _is_number(cell: bytes) -> bool:
 
 
 def _read(path, source: str, skip: int, *, n_columns: int, index: int) -> np.ndarray:
-    """Column ``index`` of the rows after the first ``skip`` lines: fast path, else the line reader."""
+    """Column ``index`` of the rows after the first ``skip`` lines: fast path, else the line reader
+    (started near the bad row the fast path reports)."""
+    import re
     import warnings
 
+    hint = 0  # data rows (blank lines not counted) known to be good
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "empty input file": handled below
             values = np.loadtxt(path, dtype=np.float64, delimiter="," if n_columns > 1 else None, skiprows=skip,
                                 usecols=index if n_columns > 1 else None, comments=None, ndmin=1,
                                 encoding="utf-8-sig")
-    except (ValueError, UnicodeDecodeError, IndexError):
+    except (ValueError, UnicodeDecodeError, IndexError) as exc:
         values = None
-    if values is not None and values.size and _valid(values).all() and (n_columns == 1 or _widths_ok(path, skip, n_columns)):
-        return values
-    return _parse_lines(path, source, skip, n_columns=n_columns, index=index)
+        match = re.search(r"at row (\d+)", str(exc))
+        hint = int(match.group(1)) if match else 0
+    if values is not None:
+        valid = _valid(values)
+        if values.size and valid.all() and (n_columns == 1 or _widths_ok(path, skip, n_columns)):
+            return values
+        hint = int(np.argmin(valid)) if values.size and not valid.all() else 0
+    return _parse_lines(path, source, skip, n_columns=n_columns, index=index, good_rows=hint)
 
 
 def _valid(values: np.ndarray) -> np.ndarray:
@@ -104,30 +112,53 @@ def _widths_ok(path, skip: int, n_columns: int) -> bool:
     return True
 
 
-def _parse_lines(path, source: str, skip: int, *, n_columns: int, index: int) -> np.ndarray:
-    """Line-by-line reader: skips blank lines, raises naming the first bad line (1-based)."""
-    values = []
+def _parse_lines(path, source: str, skip: int, *, n_columns: int, index: int, good_rows: int = 0) -> np.ndarray:
+    """Line-by-line reader: skips blank lines, raises naming the first bad line (1-based). It runs
+    only when the fast path failed; the first ``good_rows`` data rows, which the fast path read,
+    are only counted, and the rest cost one float() per line, so that an error near the end of
+    a large file is found in seconds. Should nothing be wrong after all, it reads everything."""
+    from array import array
+
+    values = array("d")
+    lo, hi = TOKENS.lo, TOKENS.hi
+    seen = 0
     for number, line in enumerate(_lines(path, source), start=1):
-        if number <= skip or not line.strip():
+        if number <= skip:
             continue
-        where = f"line {number}"
-        cells = line.split(b",") if n_columns > 1 else [line]
-        if len(cells) != n_columns:
-            raise PlanInputError(f"expected {n_columns} columns, found {len(cells)}", source=source, field=where)
-        text = cells[index].strip().decode("utf-8", errors="replace")
-        shown = shorten(text, _SHOWN_CHARS)
+        if seen < good_rows:
+            seen += bool(line.strip())
+            continue
         try:
-            value = float(text)
-        except ValueError:
-            raise PlanInputError(f"'{shown}' is not a number", source=source, field=where) from None
-        if not math.isfinite(value):
-            raise PlanInputError(f"'{shown}' is not a finite length", source=source, field=where)
-        if value < TOKENS.lo:
-            raise PlanInputError(f"length {shown} is below 1 token", source=source, field=where)
-        if value > TOKENS.hi:
-            raise PlanInputError(f"length {shown} is above the limit of {int(TOKENS.hi):,} tokens (16M)",
-                                 source=source, field=where)
-        values.append(value)
+            value = float(line.split(b",")[index] if n_columns > 1 else line)
+            if lo <= value <= hi and (n_columns == 1 or line.count(b",") == n_columns - 1):
+                values.append(value)
+                continue
+        except (ValueError, IndexError):
+            pass
+        if line.strip():
+            _explain(line, number, n_columns=n_columns, index=index, source=source)
+    if good_rows:  # nothing wrong found past the hint: read the whole file line by line
+        return _parse_lines(path, source, skip, n_columns=n_columns, index=index)
     if not values:
         raise PlanInputError("empty trace (no rows)", source=source)
-    return np.array(values, dtype=np.float64)
+    return np.frombuffer(values, dtype=np.float64).copy()
+
+
+def _explain(line: bytes, number: int, *, n_columns: int, index: int, source: str) -> None:
+    """Raise the error for a line the reader could not take."""
+    where = f"line {number}"
+    cells = line.split(b",") if n_columns > 1 else [line]
+    if len(cells) != n_columns:
+        raise PlanInputError(f"expected {n_columns} columns, found {len(cells)}", source=source, field=where)
+    text = cells[index].strip().decode("utf-8", errors="replace")
+    shown = shorten(text, _SHOWN_CHARS)
+    try:
+        value = float(text)
+    except ValueError:
+        raise PlanInputError(f"'{shown}' is not a number", source=source, field=where) from None
+    if not math.isfinite(value):
+        raise PlanInputError(f"'{shown}' is not a finite length", source=source, field=where)
+    if value < TOKENS.lo:
+        raise PlanInputError(f"length {shown} is below 1 token", source=source, field=where)
+    raise PlanInputError(f"length {shown} is above the limit of {int(TOKENS.hi):,} tokens (16M)", source=source,
+                         field=where)

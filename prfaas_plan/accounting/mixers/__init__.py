@@ -1,3 +1,8 @@
-"""Attention kinds, one module each; importing this package registers them all."""
+"""Attention kinds, one module each; importing this package imports every module in it, and each
+registers its class (so a new kind is one new file here)."""
 
-from . import gqa, linear, mla, sparse, swa  # noqa: F401
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
