@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 MUTANTS: dict[str, tuple[str, str, str]] = {
     "theta-prfaas-ignores-link": (
         "prfaas_plan/planner/throughput.py",
-        "link=_over(inputs.link.usable_bytes_per_s, table.link_work_bytes[idx]),",
+        "link=_over(link, table.link_work_bytes[idx]),",
         "link=_over(np.inf, table.link_work_bytes[idx]),"),
     "egress-gib": (
         "prfaas_plan/planner/throughput.py",
