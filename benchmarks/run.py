@@ -48,12 +48,13 @@ def cli() -> list[str]:
 
 
 def run_process(args: list[str], repeats: int = REPEATS) -> tuple[list[float], list[float], float]:
-    """(wall seconds, CPU seconds, peak MiB) of ``args`` run ``repeats`` times."""
+    """(wall seconds, CPU seconds, peak MiB) of ``args`` run ``repeats`` times, from a neutral folder
+    (``python -m`` would otherwise import the package of the working directory)."""
     walls, cpus = [], []
     for _ in range(repeats):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)

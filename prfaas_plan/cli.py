@@ -84,12 +84,12 @@ def _emit(report, fmt: OutputFormat, output: str | None, figures=(), preface: st
     if output:
         return
     if fmt == OutputFormat.table:
+        if not sys.stdout.isatty():  # a pipe or a file: plain text, without importing rich
+            sys.stdout.write(_render(report, fmt, preface))
+            return
         from rich.console import Console
 
         console = Console()
-        if not console.is_terminal:
-            sys.stdout.write(_render(report, fmt, preface))
-            return
         if preface:
             console.print(preface, highlight=False, markup=False, end="")
         sys.stdout.write(render(report, "table", width=console.width, color=True))

@@ -79,14 +79,17 @@ def _csv_value(value: Any) -> Any:
 
 
 def to_table(report: Report, width: int | None = None, color: bool = False) -> str:
+    """The report as a table: rich (wrapped to ``width``, in colour) for a terminal; plain text at
+    full width otherwise (files and pipes, where rich's import and layout are not needed)."""
+    if not color:
+        return _plain(report)
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=report.title, title_justify="left", box=box.SIMPLE_HEAD)
     for col in report.columns:
-        table.add_column(col.header, justify=col.justify or ("right" if col.fmt is not str else "left"),
-                         min_width=col.min_width)
+        table.add_column(col.header, justify=_justify(col), min_width=col.min_width)
     for row in report.rows:
         table.add_row(*[col.fmt(row[col.key]) for col in report.columns])
     buf = io.StringIO()
@@ -99,6 +102,32 @@ def to_table(report: Report, width: int | None = None, color: bool = False) -> s
     text = buf.getvalue()
     for section in report.sections:
         text += "\n" + to_table(section, width=width, color=color)
+    return text
+
+
+def _justify(col: Column) -> str:
+    return col.justify or ("right" if col.fmt is not str else "left")
+
+
+def _plain(report: Report) -> str:
+    """The same layout as rich's SIMPLE_HEAD box, as plain text: the title, the header, a rule,
+    one line per row (cells padded by one space, columns one space apart), then the notes."""
+    headers = [col.header for col in report.columns]
+    cells = [[col.fmt(row[col.key]) for col in report.columns] for row in report.rows]
+    widths = [max([len(h), col.min_width or 0, *(len(r[i]) for r in cells)]) for i, (h, col) in
+              enumerate(zip(headers, report.columns))]
+    right = [_justify(col) == "right" for col in report.columns]
+
+    def line(values: list[str]) -> str:
+        return " " + " ".join(f" {v.rjust(w) if r else v.ljust(w)} " for v, w, r in zip(values, widths, right))
+
+    rule_width = len(line(headers)) - 2
+    lines = ["  ".join(f"{k}: {v}" for k, v in report.meta.items())] if report.meta else []
+    lines += [report.title, "", line(headers), " " + "─" * rule_width, *(line(r) for r in cells), ""]
+    lines += [f"- {note}" for note in report.notes]
+    text = "\n".join(ln.rstrip() for ln in lines) + "\n"
+    for section in report.sections:
+        text += "\n" + _plain(section)
     return text
 
 
