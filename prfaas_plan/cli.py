@@ -26,6 +26,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # plain help: typer's rich help imports a markdown renderer (0.2 s) on every --help
 )
 models_app = typer.Typer(help="List or show the shipped model profiles.", no_args_is_help=True)
 hardware_app = typer.Typer(help="List or show the shipped hardware profiles.", no_args_is_help=True)
