@@ -16,7 +16,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .choices import ArrivalProcess, CurveSource, DeploymentName, ObjectiveKind, PlanMode, ProfileKind, SweepOver
+from .choices import ArrivalProcess, CurveSource, DeploymentName, ObjectiveKind, PlanMode, PrefillCapacity, ProfileKind, SweepOver
 from .errors import PlanInputError, show, warn
 from .profiles.hardware import HardwareProfile
 from .profiles.model import ModelProfile
@@ -129,38 +129,101 @@ def calibrate(model, hardware, gpus: int, points, name: str | None = None):
 # One instance
 
 
-def kv_rows(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto) -> list[KvRow]:
+def kv_rows(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto, **serving
+            ) -> list[KvRow]:
     """S_kv, T_prefill and Phi_kv per length (see ``timing.prefill``)."""
-    return kv_report(model, hardware, gpus, lengths_tokens, source).rows
+    return kv_report(model, hardware, gpus, lengths_tokens, source, **serving).rows
 
 
-def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto) -> KvReport:
+def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto, *,
+              parallel=None, precision=None, engine=None) -> KvReport:
     """S_kv, T_prefill and Phi_kv of a model on ``gpus`` chips at each length (default: 1K, 8K,
-    32K and 128K tokens, those within the model's context)."""
+    32K and 128K tokens, those within the model's context). T_prefill is one request's, on the
+    layout with the lowest TTFT unless ``parallel`` gives one (the paper's Phi_kv = S_kv / T_prefill)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    m, inst = model_of(model), Instance(hardware_of(hardware), gpus)
+    m = precision_of(model_of(model), precision)
     if lengths_tokens is None:
         lengths = [n for n in DEFAULT_LENGTHS_TOKENS if n <= m.max_context_tokens] or [m.max_context_tokens]
     else:
         lengths = list(lengths_tokens)
         check_lengths(m, lengths, field="--lengths")
     with _options({"gpus": "--gpus", "source": "--source"}):
+        inst = instance_of(m, hardware, gpus, parallel, engine)
         require_fit(m, inst, max(lengths))
-        curve = prefill_curve(m, inst, _choice(CurveSource, source, "--source"))
+        curve = prefill_curve(m, inst, _choice(CurveSource, source, "--source"), PrefillCapacity.per_request)
     from .accounting.kv import KvModel
 
     return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths))
 
 
 def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms: float | None = None,
-           max_batch: int | None = None, source: str = CurveSource.auto) -> DecodeCapacity:
+           max_batch: int | None = None, source: str = CurveSource.auto, *, parallel=None, precision=None,
+           engine=None, concurrency: int | None = None) -> DecodeCapacity:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    m = model_of(model)
+    m = precision_of(model_of(model), precision)
     check_lengths(m, [context_tokens], field="--context")
-    with _options({"gpus": "--gpus", "source": "--source", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch"}):
-        return decode_capacity(m, Instance(hardware_of(hardware), gpus), context_tokens,
-                               tpot_ms=tpot_ms, max_batch=max_batch, source=_choice(CurveSource, source, "--source"))
+    with _options({"gpus": "--gpus", "source": "--source", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
+                   "concurrency": "--concurrency"}):
+        inst = instance_of(m, hardware, gpus, parallel, engine)
+        return decode_capacity(m, inst, context_tokens, tpot_ms=tpot_ms, max_batch=max_batch,
+                               source=_choice(CurveSource, source, "--source"), batch=concurrency)
+
+
+def instance_of(model: ModelProfile, hardware, gpus: int | None = None, parallel=None, engine=None,
+                context_tokens: int = 1) -> Instance:
+    """An instance of ``gpus`` chips (None: the fewest that hold the model and one request at the
+    context) with a layout (``tp=8`` or ``{ep: 32, dp_attention: 32}``; None: searched per job) and
+    engine settings (a ``profiles.serving.EngineSpec`` or a mapping)."""
+    from .profiles._base import validate_or_raise
+    from .profiles.serving import EngineSpec
+    from .timing.cost import Engine
+    from .timing.layout import check_layout, parse_layout
+    from .timing.memory import chips_needed
+
+    hw = hardware_of(hardware)
+    spec = engine if isinstance(engine, EngineSpec) or engine is None else validate_or_raise(EngineSpec, engine, None)
+    layout = None if parallel is None else parse_layout(parallel)
+    if gpus is None:
+        if layout is not None:
+            gpus = layout.chips
+        else:
+            gpus, _ = chips_needed(model, Instance(hw, 1), context_tokens)
+            if not gpus:
+                raise PlanInputError(f"no layout of {hw.name} chips holds {model.name}", field="--gpus")
+    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
+    if layout is not None:
+        check_layout(model, layout, gpus)
+    return Instance(hw, gpus, layout, Engine.of(spec))
+
+
+def precision_of(model: ModelProfile, precision=None) -> ModelProfile:
+    """The model with dtype overrides (a ``profiles.serving.PrecisionSpec`` or a mapping such as
+    ``{"kv": "fp8"}``)."""
+    from .profiles._base import validate_or_raise
+    from .profiles.serving import PrecisionSpec
+
+    if precision is None:
+        return model
+    spec = precision if isinstance(precision, PrecisionSpec) else validate_or_raise(PrecisionSpec, precision, None)
+    return spec.applied(model)
+
+
+def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 1024, output_tokens: int = 1024,
+             concurrency: int | None = None, parallel=None, precision=None, engine=None,
+             tpot_ms: float | None = None, max_batch: int | None = None):
+    """What a benchmark would publish for one instance (``timing.estimate``): TTFT, TPOT,
+    prefill, decode and end-to-end tokens/s, and the time budget of a prefill pass and a
+    decode step. Returns a ``timing.estimate.Estimate``."""
+    from .timing.estimate import estimate as run
+
+    names = {"gpus": "--gpus", "concurrency": "--concurrency", "input": "--input", "output": "--output",
+             "tpot_ms": "--tpot-ms", "max_batch": "--max-batch", "context": "--input"}
+    with _options(names):
+        m = precision_of(model_of(model), precision)
+        check_lengths(m, [input_tokens], field="input")
+        inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
+        return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch)
 
 
 @contextmanager

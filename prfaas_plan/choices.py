@@ -145,6 +145,14 @@ class DecodeLimit(StrEnum):
     max_batch = "max_batch"
 
 
+class PrefillCapacity(StrEnum):
+    """How a prefill pool's capacity is counted: prompts batched into saturated passes, or one
+    prompt at a time (the paper's N / T_prefill, and what a measured latency describes)."""
+
+    saturated = "saturated"
+    per_request = "per_request"
+
+
 class DecodeSource(StrEnum):
     """Where a PD-D instance's decode throughput comes from."""
 
@@ -157,3 +165,15 @@ class ProfileKind(StrEnum):
     model = "model"
     hardware = "hardware"
     scenario = "scenario"
+
+
+class FitParam(StrEnum):
+    """What calibration may fit: efficiency fractions of a hardware profile (``compute`` scales
+    the matmul and attention fractions together, keeping their ratio) and the per-request
+    prefill overhead."""
+
+    compute = "compute"
+    matmul = "matmul"
+    attention = "attention"
+    memory = "memory"
+    prefill_overhead_s = "prefill_overhead_s"

@@ -15,7 +15,17 @@ import sys
 import typer
 
 from . import __version__
-from .choices import ArrivalProcess, CurveSource, DeploymentName, OutputFormat, PlanMode, RoutingPolicy, SweepOver
+from .choices import (
+    ArrivalProcess,
+    ComputeDtype,
+    CurveSource,
+    DeploymentName,
+    Dtype,
+    OutputFormat,
+    PlanMode,
+    RoutingPolicy,
+    SweepOver,
+)
 from .errors import PlanInputError
 
 app = typer.Typer(
@@ -134,6 +144,30 @@ def kv(
     _emit(kv_view(result), fmt, output)
 
 
+PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
+                            "(tp, dp_attention, ep, pp, replicas). Default: the best layout that fits, per job.")
+KV_DTYPE_OPT = typer.Option(None, "--kv-dtype", help="KV cache dtype (fp8 halves S_kv). Default: the model's.")
+WEIGHTS_DTYPE_OPT = typer.Option(None, "--weights-dtype", help="Weights dtype. Default: the model's.")
+EXPERTS_DTYPE_OPT = typer.Option(None, "--experts-dtype", help="Routed experts' dtype. Default: the model's.")
+ATTENTION_DTYPE_OPT = typer.Option(None, "--attention-dtype", help="Attention compute dtype. Default: the model's.")
+OVERLAP_OPT = typer.Option(None, "--overlap", help="Share of communication hidden behind compute, 0 to 1 "
+                           "(two-batch overlap). Default 0.")
+IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. Default 1.18.")
+MTP_OPT = typer.Option(None, "--mtp", help="Tokens accepted per decode step (multi-token prediction), 1 to 16.")
+PASS_OPT = typer.Option(None, "--pass-tokens", help="Chunked-prefill budget per pass and attention group (tokens). "
+                        "Default 8192.")
+
+
+def _serving(parallel, kv_dtype=None, weights_dtype=None, experts_dtype=None, attention_dtype=None, overlap=None,
+             imbalance=None, mtp=None, pass_tokens=None) -> dict:
+    """The layout, precision and engine options as ``api`` keyword arguments (None: defaults)."""
+    precision = {k: v for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype),
+                                   ("attention", attention_dtype)) if v is not None}
+    engine = {k: v for k, v in (("overlap", overlap), ("expert_imbalance", imbalance), ("mtp_tokens_per_step", mtp),
+                                ("prefill_tokens_per_pass", pass_tokens)) if v is not None}
+    return {"parallel": parallel, "precision": precision or None, "engine": engine or None}
+
+
 @app.command()
 def decode(
     model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
@@ -143,6 +177,12 @@ def decode(
     tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
     max_batch: int | None = typer.Option(None, "--max-batch", help="Engine cap on running requests (1 to 100,000)."),
     source: CurveSource = SOURCE_OPT,
+    parallel: str | None = PARALLEL_OPT,
+    kv_dtype: Dtype | None = KV_DTYPE_OPT,
+    weights_dtype: Dtype | None = WEIGHTS_DTYPE_OPT,
+    mtp: float | None = MTP_OPT,
+    imbalance: float | None = IMBALANCE_OPT,
+    overlap: float | None = OVERLAP_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -153,8 +193,47 @@ def decode(
 
     _check_outputs((output, "--output"))
     ctx = parse_tokens(context, field="--context")
-    result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source)
+    serving = _serving(parallel, kv_dtype, weights_dtype, overlap=overlap, imbalance=imbalance, mtp=mtp)
+    result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source, **serving)
     _emit(decode_view(result, tpot_ms), fmt, output)
+
+
+@app.command()
+def estimate(
+    model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
+    hardware: str = typer.Option("h200", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
+    gpus: int | None = typer.Option(None, "--gpus", "-g", help="Chips per instance (default: the fewest that hold "
+                                    "the model, or the layout's)."),
+    input_len: str = typer.Option("1K", "--input", "-i", help="Input tokens per request."),
+    output_len: str = typer.Option("1K", "--output-tokens", "-O", help="Output tokens per request."),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-C", help="Running requests in decode (default: "
+                                           "as many as memory holds)."),
+    parallel: str | None = PARALLEL_OPT,
+    kv_dtype: Dtype | None = KV_DTYPE_OPT,
+    weights_dtype: Dtype | None = WEIGHTS_DTYPE_OPT,
+    experts_dtype: Dtype | None = EXPERTS_DTYPE_OPT,
+    attention_dtype: ComputeDtype | None = ATTENTION_DTYPE_OPT,
+    overlap: float | None = OVERLAP_OPT,
+    imbalance: float | None = IMBALANCE_OPT,
+    mtp: float | None = MTP_OPT,
+    pass_tokens: int | None = PASS_OPT,
+    tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """What a benchmark would publish for one instance: TTFT, TPOT, prefill, decode and end-to-end
+    tokens/s (per instance and per GPU), and the time budget of a prefill pass and a decode step."""
+    from . import api
+    from .units import parse_tokens
+    from .views.estimate import estimate_view
+
+    _check_outputs((output, "--output"))
+    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
+                       pass_tokens)
+    result = api.estimate(model, hardware, gpus, input_tokens=parse_tokens(input_len, field="--input"),
+                          output_tokens=parse_tokens(output_len, field="--output-tokens"), concurrency=concurrency,
+                          tpot_ms=tpot_ms, **serving)
+    _emit(estimate_view(result), fmt, output)
 
 
 @models_app.command("list")

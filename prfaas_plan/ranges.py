@@ -73,6 +73,13 @@ TDP_W = Range(1, 1e5, "W", "power per chip")
 PRICE_USD_PER_GPU_HOUR = Range(0.001, 1e4, "$/GPU-hour", "a rental price per chip")
 PREFILL_OVERHEAD_S = Range(0, 60, "s", "fixed prefill cost per request")
 DECODE_STEP_OVERHEAD_S = Range(0, 10, "s", "fixed cost per decode step")
+GEMM_SHAPE = Range(0, 100_000, "elements", "a GEMM shape constant (matmul_k0, matmul_m0)")
+KERNEL_OVERHEAD_US = Range(0, 1_000, "us", "fixed cost per GPU kernel of a pass (launch gap, minimum duration)")
+COLLECTIVE_LATENCY_US = Range(0, 10_000, "us", "latency of one step of a collective (scale-up or NIC)")
+OVERLAP = Range(0, 1, "", "share of communication hidden behind compute (engine.overlap)")
+EXPERT_IMBALANCE = Range(1, 64, "x", "tokens on the busiest expert rank over the mean (engine.expert_imbalance)")
+PASS_TOKENS = Range(1, 1_048_576, "tokens", "a chunked-prefill budget per pass and attention group")
+MTP_TOKENS = Range(1, 16, "tokens/step", "tokens accepted per decode step (multi-token prediction)")
 LINK_GBPS = Range(0, 1e6, "Gbps", "link bandwidth (0: no link)")
 RTT_MS = Range(0, 1e5, "ms", "link round-trip time")
 TPOT_MS = Range(0.01, 1e6, "ms", "a time-per-output-token limit")
@@ -112,7 +119,8 @@ MAX_NAME_CHARS = 128  # a profile or scenario name
 
 NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGET, LAYERS, WIDTH, HEADS, EXPERTS,
            PARAMS_B, TFLOPS, MEMORY_GB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
-           PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
+           PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, COLLECTIVE_LATENCY_US, OVERLAP,
+           EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
            PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, POINTS, SIM_SECONDS, SEED,
            LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS,
            BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD)

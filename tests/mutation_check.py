@@ -49,8 +49,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return self._flops_per_key() * causal_keys(lengths)"),
     "swa-kv-write": (
         "prfaas_plan/accounting/work.py",
-        "mixer.prefill_flops(l), mixer.kv().at(l)",
-        "mixer.prefill_flops(l), mixer.kv().growing_bytes_per_token * l + mixer.kv().window_bytes_per_token * l"),
+        "written = kv.at(prefix + l) - kv.at(prefix) + kv.fixed_bytes",
+        "written = kv.growing_bytes_per_token * l + kv.window_bytes_per_token * l + kv.fixed_bytes"),
     "swa-decode-full-context": (
         "prfaas_plan/accounting/mixers/gqa.py",
         "keys = context_tokens if self.window_tokens is None else min(context_tokens, self.window_tokens)",
@@ -81,16 +81,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "self.rtt_s = 0.0"),
     "calibration-absolute-residuals": (
         "prfaas_plan/timing/calibrate.py",
-        "return np.log(predict(x)) - np.log(measured)",
-        "return predict(x) - measured"),
+        "return np.log(self.predict(x, chosen)) - np.log(measured)",
+        "return self.predict(x, chosen) - measured"),
     "balance-tie-reversed": (
         "prfaas_plan/planner/optimizer.py",
         "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",
         "idx = int(np.argmin(np.where(tied, prefill, np.inf)))"),
     "decode-weight-gib": (
         "prfaas_plan/views/timing.py",
-        '"weight_gb": round(d.weight_bytes / 1e9, 3),',
-        '"weight_gb": round(d.weight_bytes / 2**30, 3),'),
+        '"weight_gb_per_chip": round(d.weight_bytes / 1e9, 3),',
+        '"weight_gb_per_chip": round(d.weight_bytes / 2**30, 3),'),
     "link-utilisation-raw": (
         "prfaas_plan/planner/inputs.py",
         "usable = self.usable_bytes_per_s\n",

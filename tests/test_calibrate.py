@@ -20,7 +20,7 @@ TABLE5_CSV = DATA / "table5_h200_prfaas_1t.csv"
 def naive_h200():
     """h200 with datasheet-ceiling efficiencies and no overhead: far from the paper's serving stack."""
     hw = api.hardware_of("h200")
-    eff = hw.efficiency.model_copy(update={"matmul": 0.8, "attention": 0.8, "prefill_overhead_s": 0.0})
+    eff = hw.efficiency.model_copy(update={"matmul": 0.8, "matmul_fp8": None, "attention": 0.8, "prefill_overhead_s": 0.0})
     return hw.model_copy(update={"efficiency": eff})
 
 
@@ -48,8 +48,9 @@ def test_recovers_known_parameters():
     true_hw = hw.model_copy(update={"efficiency": hw.efficiency.model_copy(update=truth)})
     m = api.model_of("kimi-k2")
     lengths = [2048, 16384, 65536, 131072]
-    times = RooflinePrefill(m, Instance(true_hw, 8)).prefill_s(lengths)
-    result = calibrate(m, hw, 8, [CalibrationPoint(l, float(t)) for l, t in zip(lengths, times)])
+    layout = RooflinePrefill(m, Instance(hw, 16), capacity="per_request").layout  # the one calibration holds
+    times = RooflinePrefill(m, Instance(true_hw, 16, layout)).prefill_s(lengths)
+    result = calibrate(m, hw, 16, [CalibrationPoint(l, float(t)) for l, t in zip(lengths, times)])
     for key, value in truth.items():
         assert result.fitted[key] == pytest.approx(value, rel=0.02)
     assert result.max_abs_error < 1e-4

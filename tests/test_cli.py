@@ -67,11 +67,17 @@ def test_models_and_hardware_listing(run_cli):
 
 
 def test_every_shipped_hardware_documents_its_efficiency():
+    """Each efficiency and overhead default of each profile is named in its sources (a measurement)
+    or its assumptions: one set per hardware, each with where it comes from."""
+    from prfaas_plan.profiles.hardware import Efficiency
     from prfaas_plan.profiles.registry import resolve_hardware
 
     for name in shipped_names("hardware_profiles"):
         hw = resolve_hardware(name)
-        assert hw.sources and any("efficiency" in a for a in hw.assumptions), name
+        text = " ".join(hw.sources + hw.assumptions)
+        named = [f for f in Efficiency.model_fields if getattr(hw.efficiency, f) is not None]
+        missing = [f for f in named + ["scale_up_latency_us", "nic_latency_us"] if f not in text]
+        assert not missing, (name, missing)
 
 
 def test_validate_shipped_profiles(run_cli):

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from prfaas_plan import api
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.profiles.model import MeasuredProfile
-from prfaas_plan.timing.decode import decode_step_s
+from prfaas_plan.timing.decode import decode_layout, decode_step_s
 from prfaas_plan.timing.instance import Instance
 
 
@@ -26,12 +26,14 @@ def test_bs_max_by_hand_qwen3_8b_on_one_h100():
 
 
 def test_step_time_by_hand_memory_bound_batch_of_one():
-    """Batch 1 of a dense model is bandwidth-bound: weights + KV over bandwidth, plus overhead."""
+    """Batch 1 of a dense model is bandwidth-bound: weights + KV over bandwidth, plus the step overhead and
+    the kernels' fixed cost (36 layers x (5 attention + 4 FFN kernels) + 3 for the output head)."""
     m, hw = api.model_of("qwen3-8b"), api.hardware_of("h100")
     step = decode_step_s(m, Instance(hw, 1), [1], 4096)[0]
     read = 8.2e9 * 2  # approximately all weights (architecture count 8.19B)
     bandwidth = 3.35e12 * hw.efficiency.memory
-    lower = read / bandwidth + hw.efficiency.decode_step_overhead_s
+    kernels = 36 * (5 + 4) + 3
+    lower = read / bandwidth + hw.efficiency.decode_step_overhead_s + kernels * hw.efficiency.kernel_overhead_us * 1e-6
     assert lower * 0.97 < step < lower * 1.10
 
 
@@ -93,9 +95,10 @@ def test_context_beyond_model_is_an_error():
 def test_step_time_monotone_in_batch_and_context(model, a, b, context):
     m, inst = api.model_of(model), Instance(api.hardware_of("b300"), 8)
     lo, hi = sorted((a, b))
-    t = decode_step_s(m, inst, [lo, hi], context)
+    layout = decode_layout(m, inst, context + 1024)  # on one layout (each context may choose its own)
+    t = decode_step_s(m, inst, [lo, hi], context, layout)
     assert t[0] <= t[1]
-    assert decode_step_s(m, inst, [lo], context)[0] <= decode_step_s(m, inst, [lo], context + 1024)[0]
+    assert decode_step_s(m, inst, [lo], context, layout)[0] <= decode_step_s(m, inst, [lo], context + 1024, layout)[0]
 
 
 @settings(max_examples=25, deadline=None)

@@ -169,7 +169,7 @@ def test_fp4_experts_run_at_the_fp4_peak():
     fp4 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": "fp4"})})
     b200 = Instance(api.hardware_of("b200"), 8)
     h200 = Instance(api.hardware_of("h200"), 8)
-    t = lambda model, inst: RooflinePrefill(model, inst).prefill_s([32768])[0]
+    t = lambda model, inst: RooflinePrefill(model, inst, capacity="per_request").prefill_s([32768])[0]
     assert t(fp4, b200) < t(m, b200)
     fp8 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": "fp8"})})
     assert t(fp4, h200) == pytest.approx(t(fp8, h200), rel=1e-3)

@@ -27,8 +27,11 @@ from prfaas_plan.accounting.params import count_params, weight_bytes
 from prfaas_plan.accounting.work import Work, decode_work, prefill_work
 from prfaas_plan.profiles.hardware import load_hardware_profile
 from prfaas_plan.profiles.model import load_model_profile
+from prfaas_plan.timing import collectives
+from prfaas_plan.timing.cost import Engine, stage_cost
 from prfaas_plan.timing.decode import decode_capacity
 from prfaas_plan.timing.instance import Instance
+from prfaas_plan.timing.layout import Layout
 from prfaas_plan.views.timing import decode_view
 
 H, VOCAB = 64, 100
@@ -83,12 +86,14 @@ def model(mixer=None, ffn=None, *, layers=2, dtypes=None, **top):
 
 
 def hardware(**changes):
-    """Made-up chip: bf16 100 TFLOPS, fp8 200, 80 GB at 2 TB/s, 100 GB/s scale-up."""
+    """Made-up chip: bf16 100 TFLOPS, fp8 200, 80 GB at 2 TB/s, 100 GB/s scale-up (the schema's 2 us per latency
+    step); no GEMM shape term and no kernel cost unless a test sets them."""
     doc = {
         "name": "toy", "peak_tflops": {"bf16": 100, "fp8": 200}, "memory_gb": 80, "memory_bandwidth_tb_per_s": 2,
         "scale_up_gb_per_s": 100,
-        "efficiency": {"matmul": 0.5, "attention": 0.25, "memory": 0.8, "network": 0.5, "prefill_overhead_s": 0,
-                       "decode_step_overhead_s": 0, "memory_usable_fraction": 0.9},
+        "efficiency": {"matmul": 0.5, "attention": 0.25, "memory": 0.8, "network": 0.5, "nic": 0.9,
+                       "prefill_overhead_s": 0, "decode_step_overhead_s": 0, "memory_usable_fraction": 0.9,
+                       "matmul_k0": 0.0, "matmul_m0": 0.0, "kernel_overhead_us": 0.0},
     }
     for key, value in changes.items():
         if key in doc["efficiency"]:
@@ -419,43 +424,147 @@ def test_decode_work_moe_distinct_experts_of_batch():
                 weight_bytes=(9216 + 9728) * 2 + distinct * 6144 * 0.5)
 
 
-# 5. Layer roofline -----------------------------------------------------------------------------------------------
+
+# 5. Collectives and the cost of a pass --------------------------------------------------------------------------
+# The toy chip: bf16 100 TFLOPS, fp8 200, 2 TB/s at 0.8, scale-up 100 GB/s at 0.5 with 1 us per latency step, a
+# NIC of 400 Gbps (50 GB/s) at 0.5 with 5 us per step, 2 chips per scale-up domain; no shape term, no kernel cost.
+
+ALPHA_UP, ALPHA_NIC = 1e-6, 5e-6
+UP_BPS, NIC_BPS = 100e9 * 0.5, 50e9 * 0.5
 
 
-def work_of(matmul=0.0, expert=0.0, attention=0.0, weights=0.0, other=0.0, allreduce=0.0):
-    """A one-element Work with the given FLOPs and bytes."""
-    return Work(*(np.array([x], float) for x in (matmul, expert, attention, weights, other, allreduce)))
+def net_hardware(**changes):
+    return hardware(scale_up_latency_us=1.0, nic_latency_us=5.0, nic_gbps=400, scale_up_domain_chips=2, nic=0.5,
+                    **changes)
 
 
-def test_layer_seconds_compute_bound():
-    """1e12 matmul + 1e11 attention FLOPs, 1e9 B, 1e8 B all-reduced. N = 1: 1e12 / (100e12 x 0.5) + 1e11 /
-    (100e12 x 0.25) = 0.024 s, no all-reduce; N = 4: 0.006 s + 2 x 3/4 x 1e8 / (100e9 x 0.5) = 0.003 s; fp8
-    weights use the 200 TFLOPS peak: 1e12 / (200e12 x 0.5) + 0.004 = 0.014 s."""
-    hw = hardware()
-    work = work_of(matmul=1e12, attention=1e11, weights=1e9, allreduce=1e8)
-    assert Instance(hw, 1).layer_seconds(work, "bf16")[0] == pytest.approx(0.02 + 0.004, rel=REL)
-    assert Instance(hw, 4).layer_seconds(work, "bf16")[0] == pytest.approx((0.02 + 0.004) / 4 + 0.003, rel=REL)
-    assert Instance(hw, 1).layer_seconds(work, "fp8")[0] == pytest.approx(0.01 + 0.004, rel=REL)
-    assert Instance(hw, 4).layer_seconds(work, "fp8")[0] == pytest.approx((0.01 + 0.004) / 4 + 0.003, rel=REL)
+def test_all_reduce_and_all_gather_by_hand():
+    """All-reduce of 1 MB over 2 chips (one domain): 2 x 1 step x 1 us + 2 x 1/2 x 1e6 / 5e10 = 22 us; over 4
+    chips (two domains, so the NIC): 2 x 2 x 5 us + 2 x 3/4 x 1e6 / 2.5e10 = 80 us. All-gather over 4: 2 x 5 us
+    + 3/4 x 1e6 / 2.5e10 = 40 us. One chip: nothing."""
+    hw = net_hardware()
+    assert collectives.all_reduce_s(hw, 2, 1e6) == pytest.approx(2 * ALPHA_UP + 1e6 / UP_BPS, rel=REL)
+    assert collectives.all_reduce_s(hw, 4, 1e6) == pytest.approx(4 * ALPHA_NIC + 1.5e6 / NIC_BPS, rel=REL)
+    assert collectives.all_gather_s(hw, 4, 1e6) == pytest.approx(2 * ALPHA_NIC + 0.75e6 / NIC_BPS, rel=REL)
+    assert collectives.all_reduce_s(hw, 1, 1e6) == 0
 
 
-def test_layer_seconds_memory_bound():
-    """1e9 FLOPs against 8e9 + 8e9 B: memory 16e9 / (2e12 x 0.8) = 0.01 s at N = 1; N = 4: 0.0025 s + the
-    all-reduce of 4e8 B, 2 x 3/4 x 4e8 / 5e10 = 0.012 s."""
-    hw = hardware()
-    work = work_of(matmul=1e9, weights=8e9, other=8e9, allreduce=4e8)
-    assert Instance(hw, 1).layer_seconds(work, "bf16")[0] == pytest.approx(0.01, rel=REL)
-    assert Instance(hw, 4).layer_seconds(work, "bf16")[0] == pytest.approx(0.0025 + 0.012, rel=REL)
+@pytest.mark.parametrize("dedupe", [False, True])
+def test_all_to_all_splits_domains_and_dedupes_per_domain(dedupe):
+    """4 ranks, 2 per domain, each sends 3 MB (top-2 copies) spread evenly over the 3 others: 1 MB stays in the
+    domain (NVLink), 2 MB cross the NIC; time = 2 steps x 5 us + max(1e6 / 5e10, 2e6 / 2.5e10) = 90 us. With
+    per-domain dedupe (2 domains, k = 2) a token crosses once per remote domain it reaches: 2 x (1 - 1/4) x 1/2 =
+    0.75 crossings against k x 1/2 = 1 copy, so 1.5 MB cross: 10 us + 60 us."""
+    hw = net_hardware()
+    t, intra, inter = collectives.all_to_all_s(hw, 4, 3e6, top_k=2, dedupe=dedupe)
+    nic_bytes = 2e6 * (0.75 if dedupe else 1.0)
+    assert intra == pytest.approx(1e6, rel=REL) and inter == pytest.approx(nic_bytes, rel=REL)
+    assert t == pytest.approx(2 * ALPHA_NIC + max(1e6 / UP_BPS, nic_bytes / NIC_BPS), rel=REL)
 
 
-def test_layer_seconds_expert_dtype_fallback():
-    """Routed-expert FLOPs run at the experts' peak: fp4 falls back to the chip's fp8 (200 TFLOPS, no fp4 peak),
-    weight-only int4 runs at bf16 (100 TFLOPS): 1e12 FLOPs take 0.01 s and 0.02 s at 0.5 efficiency."""
-    hw = hardware()
-    work = work_of(expert=1e12)
-    assert Instance(hw, 1).layer_seconds(work, "bf16", "fp4")[0] == pytest.approx(1e12 / (200e12 * 0.5), rel=REL)
-    assert Instance(hw, 1).layer_seconds(work, "bf16", "int4")[0] == pytest.approx(1e12 / (100e12 * 0.5), rel=REL)
-    assert Instance(hw, 1).layer_seconds(work, "fp8")[0] == pytest.approx(1e12 / (200e12 * 0.5), rel=REL)
+def one_layer(**fields) -> list:
+    """Groups for stage_cost: one layer of the given Work fields (one-element arrays) and an empty output head."""
+    base = dict(tokens=1000.0, hidden=64, act_bytes=2.0, mixer_flops=0.0, mixer_weight_bytes=0.0, attention_flops=0.0,
+                kv_bytes=0.0, dense_flops=0.0, dense_weight_bytes=0.0, expert_flops=0.0, per_expert_bytes=0.0,
+                num_experts=0, top_k=0, activation_bytes=0.0, has_mixer=True, has_ffn=True, kv_ways=4)
+    base.update(fields)
+    arrays = {k: np.array([v], float) if k in ARRAY_FIELDS else v for k, v in base.items()}
+    head = {k: (np.zeros(1) if k in ARRAY_FIELDS else v) for k, v in base.items()}
+    head.update(has_mixer=False, has_ffn=False, num_experts=0, top_k=0, mixer_weight_bytes=0.0, kernels=0,
+                dense_weight_bytes=0.0, per_expert_bytes=0.0, tokens=np.array([base["tokens"]], float))
+    return [(1, Work(**arrays)), (1, Work(**head))]
+
+
+ARRAY_FIELDS = {"tokens", "mixer_flops", "attention_flops", "kv_bytes", "dense_flops", "expert_flops",
+                "activation_bytes"}
+
+
+def cost(groups, layout=Layout(), dtypes=None, engine=Engine(expert_imbalance=1.0), hw=None, **kw):
+    m = model(GQA, DENSE, dtypes=dtypes)
+    return stage_cost(m, hw or net_hardware(), layout, engine, groups, **kw)
+
+
+def test_pass_compute_bound_on_one_chip_and_tensor_parallel():
+    """1e12 projection FLOPs + 1e11 attention FLOPs (bf16): 1e12 / 5e13 + 1e11 / 2.5e13 = 24 ms on one chip. On tp
+    2 (one domain) each chip does half, 12 ms, and all-reduces the 1,000 x 64 x 2 B = 128,000 B activations
+    twice (after attention and after the FFN): 2 x (2 x 1 us + 128,000 / 5e10) = 9.12 us. fp8 weights run the
+    projections at 200 TFLOPS: 1e12 / 1e14 + 4 ms = 14 ms."""
+    groups = one_layer(mixer_flops=1e12, attention_flops=1e11)
+    c1 = cost(groups)
+    assert c1.compute_s[0] == pytest.approx(0.024, rel=REL) and c1.communication_s[0] == 0
+    c2 = cost(groups, Layout(tp=2))
+    assert c2.compute_s[0] == pytest.approx(0.012, rel=REL)
+    assert c2.communication_s[0] == pytest.approx(2 * (2 * ALPHA_UP + 128_000 / UP_BPS), rel=REL)
+    assert c2.scale_up_bytes[0] == pytest.approx(2 * 128_000, rel=REL) and c2.nic_bytes[0] == 0
+    assert cost(groups, dtypes={"weights": "fp8"}).compute_s[0] == pytest.approx(0.014, rel=REL)
+    assert c1.binding() == "compute"
+
+
+def test_pass_memory_bound_and_kv_split_by_heads():
+    """1e9 FLOPs against 8e9 B of weights: 8e9 / 1.6e12 = 5 ms of memory on one chip, 2.5 ms per chip on tp 2. A
+    layer with 4 KV heads and 4e9 B of KV: 2.5 ms on one chip; tp 2 splits it (2 ways), tp 2 with a 1-way KV
+    (MLA's latent) does not."""
+    c = cost(one_layer(mixer_flops=1e9, mixer_weight_bytes=8e9))
+    assert c.memory_s[0] == pytest.approx(0.005, rel=REL) and c.compute_s[0] == 0 and c.binding() == "memory"
+    assert cost(one_layer(mixer_flops=1e9, mixer_weight_bytes=8e9), Layout(tp=2)).memory_s[0] == pytest.approx(
+        0.0025, rel=REL)
+    kv = one_layer(kv_bytes=4e9)
+    assert cost(kv).memory_s[0] == pytest.approx(0.0025, rel=REL)
+    assert cost(kv, Layout(tp=2)).memory_s[0] == pytest.approx(0.00125, rel=REL)
+    assert cost(one_layer(kv_bytes=4e9, kv_ways=1), Layout(tp=2)).memory_s[0] == pytest.approx(0.0025, rel=REL)
+
+
+@pytest.mark.parametrize(("experts", "peak"), [("fp4", 200e12), ("int4", 100e12), ("fp8", 200e12)])
+def test_routed_experts_run_at_their_dtypes_peak(experts, peak):
+    """1e12 routed-expert FLOPs at 0.5 efficiency: fp4 falls back to the chip's fp8 (200 TFLOPS, no fp4 peak),
+    weight-only int4 runs at bf16 (100 TFLOPS)."""
+    groups = one_layer(expert_flops=1e12, num_experts=8, top_k=2, tokens=1e6)
+    assert cost(groups, dtypes={"experts": experts}).compute_s[0] == pytest.approx(1e12 / (peak * 0.5), rel=REL)
+
+
+def test_expert_parallel_dispatch_and_combine_by_hand():
+    """ep 4 over 4 chips (dp_attention 4), 400 tokens in the stage, top-2 of 8 experts, h = 64, fp8 experts:
+    each chip dispatches 100 x 2 x 64 x 3/4 = 9,600 B in fp8 and combines 19,200 B in bf16; a third of each
+    stays in its 2-chip domain. Dispatch: 2 x 5 us + max(3,200 / 5e10, 6,400 / 2.5e10); combine the same at
+    twice the bytes. An imbalance of 1.5 multiplies the bytes of the busiest rank and its expert FLOPs."""
+    groups = one_layer(tokens=400.0, num_experts=8, top_k=2, expert_flops=1e9, has_mixer=False)
+    layout = Layout(dp_attention=4, ep=4)
+    c = cost(groups, layout, dtypes={"experts": "fp8"})
+    step = lambda sent: 2 * ALPHA_NIC + max(sent / 3 / UP_BPS, sent * 2 / 3 / NIC_BPS)  # noqa: E731
+    assert c.communication_s[0] == pytest.approx(step(9600) + step(19200), rel=REL)
+    assert c.nic_bytes[0] == pytest.approx((9600 + 19200) * 2 / 3, rel=REL)
+    skewed = cost(groups, layout, dtypes={"experts": "fp8"}, engine=Engine(expert_imbalance=1.5))
+    assert skewed.communication_s[0] == pytest.approx(step(1.5 * 9600) + step(1.5 * 19200), rel=REL)
+    assert skewed.compute_s[0] == pytest.approx(1.5 * c.compute_s[0], rel=REL)
+
+
+def test_overlap_hides_the_smaller_of_communication_and_kernels():
+    """Overlap f hides f x min(communication, kernels): tp 2 with 1e12 FLOPs (10 ms per chip) and the all-reduce
+    above; with f = 1 the communication is gone, with f = 0.5 half of it is left."""
+    groups = one_layer(mixer_flops=1e12)
+    comm = cost(groups, Layout(tp=2)).communication_s[0]
+    assert cost(groups, Layout(tp=2), engine=Engine(overlap=1.0)).communication_s[0] == pytest.approx(0, abs=1e-15)
+    assert cost(groups, Layout(tp=2), engine=Engine(overlap=0.5)).communication_s[0] == pytest.approx(comm / 2)
+
+
+def test_gemm_shape_term_by_hand():
+    """k0 = 100, m0 = 50: a projection of 2 matrices, 3,000 params at K = 100 and 1,000 at K = 400, costs
+    (3,000 x 2 + 1,000 x 1.25) / 4,000 = 1.8125 times its FLOPs at the matmul fraction; with 50 rows per matrix
+    twice that again, (50 + 50) / 50."""
+    hw = net_hardware(matmul_k0=100.0, matmul_m0=50.0)
+    base = one_layer(mixer_flops=1e12, mixer_gemms=((3000, 100), (1000, 400)), tokens=50.0)
+    assert cost(base, hw=hw).compute_s[0] == pytest.approx(0.02 * 1.8125 * 2, rel=REL)
+
+
+def test_kernel_overhead_and_pipeline_hop():
+    """12 kernels at 4 us each cost 48 us per layer. A 2-stage pipeline holds half the layer on each stage and
+    hops once: 1 us + 1,000 x 64 x 2 B / 5e10."""
+    hw = net_hardware(kernel_overhead_us=4.0)
+    groups = one_layer(kernels=12)
+    assert cost(groups, hw=hw).overhead_s[0] == pytest.approx(48e-6, rel=REL)
+    two = cost(groups, Layout(pp=2), hw=hw)
+    assert two.overhead_s[0] == pytest.approx(24e-6, rel=REL)
+    assert two.communication_s[0] == pytest.approx(ALPHA_UP + 128_000 / UP_BPS, rel=REL)
 
 
 # 6. Decode capacity ----------------------------------------------------------------------------------------------
@@ -470,27 +579,34 @@ def decode_hardware():
 
 
 def hand_decode_step_s(batch):
-    """T_decode(B) of gqa + dense (2 layers, bf16) at context 1,000 on 2 decode_hardware chips, term by term."""
-    n = 2
-    mm_rate, att_rate = n * 100e12 * 0.5, n * 100e12 * 0.25
-    mem_rate, net_rate, ring = n * 0.001e12 * 0.8, 100e9 * 0.5, 2 * (n - 1) / n
-    compute = 2 * batch * (9216 + 24576) / mm_rate + 2 * 4 * 24 * DECODE_CONTEXT * batch / att_rate
-    memory = ((9216 + 24576) * 2 + batch * 96 * DECODE_CONTEXT + batch * 8 * 64 * 2) / mem_rate
-    comm = 2 * batch * 64 * 2 * ring / net_rate
-    head = max(2 * batch * 64 * 100 / mm_rate, (64 * 100 * 2 + batch * 100 * 4) / mem_rate)
-    return DECODE_OVERHEAD_S + 2 * (max(compute, memory) + comm) + head
+    """T_decode(B) of gqa + dense (2 layers, bf16) at context 1,000 on 2 decode_hardware chips as tp 2, per chip,
+    term by term: projections and FFN split in two, each KV head on one chip, the activations split, an
+    all-reduce of B x 64 x 2 B after attention and after the FFN (2 x 1 step x 2 us + its bytes at 50 GB/s);
+    the output head (its weights split, the fp32 logits of the batch) on top."""
+    mm_rate, att_rate, mem_rate = 100e12 * 0.5, 100e12 * 0.25, 0.001e12 * 0.8
+    proj = max(2 * batch * 9216 / 2 / mm_rate, 9216 * 2 / 2 / mem_rate)
+    attention = max(2 * 4 * 24 * DECODE_CONTEXT * batch / 2 / att_rate, batch * 96 * DECODE_CONTEXT / 2 / mem_rate)
+    ffn = max(2 * batch * 24576 / 2 / mm_rate, 24576 * 2 / 2 / mem_rate)
+    activations = batch * 8 * 64 * 2 / 2 / mem_rate
+    allreduce = 2 * (2 * 2e-6 + batch * 64 * 2 / (100e9 * 0.5))
+    head = max(2 * batch * 64 * 100 / 2 / mm_rate, 64 * 100 * 2 / 2 / mem_rate) + batch * 100 * 4 / 2 / mem_rate
+    return DECODE_OVERHEAD_S + 2 * (proj + attention + ffn + activations + allreduce) + head
+
+
+TP2 = Layout(tp=2)
 
 
 def test_decode_capacity_memory_limit():
-    """Usable 2 x 0.01e9 x 0.9 = 1.8e7 B; weights (2 x 100 x 64 + 2 x 33,792) x 2 B = 160,768 B; S_kv(1,000) =
-    2 x 96 x 1,000 = 192,000 B; BS_max = floor((1.8e7 - 160,768) / 192,000) = 92; step and tokens/s at 92."""
-    cap = decode_capacity(model(GQA, DENSE), Instance(decode_hardware(), 2), DECODE_CONTEXT)
-    usable = 2 * 0.01 * 1e9 * 0.9
-    weights = (2 * 100 * 64 + 2 * (9216 + 24576)) * 2
-    kv = 2 * 96 * DECODE_CONTEXT
+    """Per chip of tp 2: usable 0.01e9 x 0.9 = 9e6 B; weights half of (2 x 100 x 64 + 2 x 33,792) x 2 B = 80,384 B;
+    one request's KV at 1,000 tokens half of 2 x 96 x 1,000 = 96,000 B; BS_max = floor((9e6 - 80,384) / 96,000) =
+    92; step and tokens/s at 92."""
+    cap = decode_capacity(model(GQA, DENSE), Instance(decode_hardware(), 2, TP2), DECODE_CONTEXT)
+    usable = 0.01 * 1e9 * 0.9
+    weights = (2 * 100 * 64 + 2 * (9216 + 24576)) * 2 / 2
+    kv = 2 * 96 * DECODE_CONTEXT / 2
     assert cap.usable_memory_bytes == pytest.approx(usable, rel=REL)
-    assert cap.weight_bytes == weights == 160_768
-    assert cap.kv_bytes_per_request == kv
+    assert cap.weight_bytes == pytest.approx(weights, rel=REL) and weights == 80_384
+    assert cap.kv_bytes_per_request == pytest.approx(kv, rel=REL)
     assert cap.bs_max_memory == math.floor((usable - weights) / kv) == 92
     assert (cap.batch_size, cap.limited_by) == (92, "memory")
     assert cap.step_s == pytest.approx(hand_decode_step_s(92), rel=1e-9)
@@ -498,13 +614,13 @@ def test_decode_capacity_memory_limit():
 
 
 def test_decode_capacity_tpot_limit():
-    """A TPOT limit halfway between the hand-counted T_decode(40) and T_decode(41) (both memory-bound, about 7 ms)
-    gives the largest batch with T <= TPOT, 40 (brute force over B = 1..92); max_batch 10 caps it at 10."""
+    """A TPOT limit halfway between the hand-counted T_decode(40) and T_decode(41) gives the largest batch with
+    T <= TPOT, 40 (brute force over B = 1..92); max_batch 10 caps it at 10."""
     hand = [hand_decode_step_s(b) for b in range(1, 93)]
     tpot_ms = 1e3 * (hand[39] + hand[40]) / 2
     expected = max(b for b in range(1, 93) if hand[b - 1] * 1e3 <= tpot_ms)
     assert expected == 40
-    m, inst = model(GQA, DENSE), Instance(decode_hardware(), 2)
+    m, inst = model(GQA, DENSE), Instance(decode_hardware(), 2, TP2)
     cap = decode_capacity(m, inst, DECODE_CONTEXT, tpot_ms=tpot_ms)
     assert (cap.batch_size, cap.limited_by, cap.bs_max_memory) == (40, "tpot", 92)
     assert cap.step_s == pytest.approx(hand_decode_step_s(40), rel=1e-9)
@@ -512,19 +628,33 @@ def test_decode_capacity_tpot_limit():
     assert (capped.batch_size, capped.limited_by) == (10, "max_batch")
 
 
+def test_pipeline_decode_pays_every_stage_and_keeps_micro_batches():
+    """pp 2: TPOT = 2 stages x the stage time of a micro-batch of B / 2 requests (each stage holds one layer);
+    with one request the micro-batch is that request, and half the stages idle."""
+    m = model(GQA, DENSE)
+    inst = Instance(decode_hardware(), 2, Layout(pp=2))
+    from prfaas_plan.timing.decode import step_cost
+
+    for batch, micro in ((8, 4.0), (1, 1.0)):
+        stage = stage_cost(m, inst.hardware, Layout(pp=2), inst.engine, decode_work(m, [micro], DECODE_CONTEXT))
+        tpot, _ = step_cost(m, inst, Layout(pp=2), [batch], DECODE_CONTEXT)
+        assert tpot[0] == pytest.approx(2 * stage.total_s[0] + DECODE_OVERHEAD_S, rel=1e-12)
+
+
 # 7. Decode report units ------------------------------------------------------------------------------------------
 
 
 def test_decode_view_units():
-    """weight_gb is decimal GB and kv_per_request_mib binary MiB. Hidden 1,024, vocab 2^18 untied: embeddings
-    2 x 2^28 params x 2 B = 2^30 B, + 2 gqa layers of 1,024 x (64 + 32 + 16 + 32) params x 2 B = 589,824 B, so
-    1,074,331,648 B = 1.074 GB (1.001 GiB); S_kv(16,384) = 2 x 96 x 16,384 = 3,145,728 B = 3.0 MiB (3.146 MB)."""
+    """weight_gb_per_chip is decimal GB and kv_per_request_mib_per_chip binary MiB. Hidden 1,024, vocab 2^18
+    untied: embeddings 2 x 2^28 params x 2 B = 2^30 B, + 2 gqa layers of 1,024 x (64 + 32 + 16 + 32) params x 2 B =
+    589,824 B, so 1,074,331,648 B = 1.074 GB (1.001 GiB) on one chip; S_kv(16,384) = 2 x 96 x 16,384 = 3,145,728 B
+    = 3.0 MiB (3.146 MB)."""
     m = model(GQA, hidden_size=1024, vocab_size=1 << 18)
     weights = 2 * (1 << 18) * 1024 * 2 + 2 * 1024 * (4 * 16 + 2 * 16 + 2 * 8 + 4 * 8) * 2
     assert weights == 1_074_331_648
     cap = decode_capacity(m, Instance(hardware(), 1), 16_384, max_batch=4)
     row = decode_view(cap, None).rows[0]
-    assert row["weight_gb"] == pytest.approx(weights / 1e9, abs=5e-4)
-    assert row["weight_gb"] == pytest.approx(1.074, abs=1e-9)
-    assert row["kv_per_request_mib"] == pytest.approx(2 * 96 * 16_384 / 2**20, abs=5e-4)
-    assert row["kv_per_request_mib"] == pytest.approx(3.0, abs=1e-9)
+    assert row["weight_gb_per_chip"] == pytest.approx(weights / 1e9, abs=5e-4)
+    assert row["weight_gb_per_chip"] == pytest.approx(1.074, abs=1e-9)
+    assert row["kv_per_request_mib_per_chip"] == pytest.approx(2 * 96 * 16_384 / 2**20, abs=5e-4)
+    assert row["kv_per_request_mib_per_chip"] == pytest.approx(3.0, abs=1e-9)

@@ -20,6 +20,7 @@ LAYERS = ["core", "profiles", "accounting", "timing", "workload", "planner", "si
 CORE = {"__init__", "errors", "units", "choices", "ranges", "yamlio", "pchip"}
 VIEWS = {"report", "plot"}
 TOP = {"cli", "__main__"}
+API = {"api", "published"}  # the library's entry points (published: the benchmark test set, through api)
 
 
 def layer_of(module: str) -> str:
@@ -32,6 +33,8 @@ def layer_of(module: str) -> str:
         return "views"
     if head in TOP:
         return "cli"
+    if head in API:
+        return "api"
     return head
 
 

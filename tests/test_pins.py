@@ -185,8 +185,11 @@ def test_calibration_minimises_log_residuals():
     def with_eff(values):
         return hw.model_copy(update={"efficiency": hw.efficiency.model_copy(update=values)})
 
+    # calibration holds the layout the base profile gives the lowest TTFT
+    layout = RooflinePrefill(model, Instance(hw, 8), capacity="per_request").layout
+
     def predict(values):
-        return RooflinePrefill(model, Instance(with_eff(values), 8)).prefill_s(lengths)
+        return RooflinePrefill(model, Instance(with_eff(values), 8, layout)).prefill_s(lengths)
 
     truth = {"matmul": 0.45, "attention": 0.22, "prefill_overhead_s": 0.15}
     lengths = np.array([1024, 8192, 32768, 131072])

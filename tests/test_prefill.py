@@ -1,15 +1,21 @@
 """T_prefill(l) and Phi_kv(l): Table 5 reproduction, roofline shape, measured interpolation."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prfaas_plan import api
+from prfaas_plan.errors import PlanInputError
+from prfaas_plan.timing.calibrate import calibrate, read_points_csv
 from prfaas_plan.timing.instance import Instance
+from prfaas_plan.timing.memory import require_fit
 from prfaas_plan.timing.prefill import MeasuredPrefill, RooflinePrefill, prefill_curve
 
 # PRFAAS.md Table 5: the 1T hybrid on one 8 x H200 instance (length, KV MiB, latency s, Phi_kv Gbps)
+TABLE5_CSV = Path(__file__).parent / "data" / "table5_h200_prfaas_1t.csv"
 TABLE5 = [(1024, 190.8, 0.44, 3.61), (8192, 308.9, 0.72, 3.59), (32768, 701.3, 1.84, 3.19), (131072, 2316.3, 7.40, 2.62)]
 FULL_ATTENTION = ["minimax-m2.5", "qwen3-235b", "qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t",
                   "kimi-k2", "deepseek-v3", "qwen3-8b", "qwen3-32b", "prfaas-1t-hybrid"]
@@ -17,7 +23,13 @@ HYBRIDS = ["qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t", "p
 
 
 def roofline(model: str, hardware: str = "h200", gpus: int = 8) -> RooflinePrefill:
-    return RooflinePrefill(api.model_of(model), Instance(api.hardware_of(hardware), gpus))
+    """The roofline on ``gpus`` chips, or on twice as many when the model needs them (1T in fp8)."""
+    m, hw = api.model_of(model), api.hardware_of(hardware)
+    try:
+        require_fit(m, Instance(hw, gpus), 131072)
+    except PlanInputError:
+        gpus *= 2
+    return RooflinePrefill(m, Instance(hw, gpus), capacity="per_request")  # the layout with the lowest TTFT
 
 
 def test_table5_reproduced_within_1pct():
@@ -30,28 +42,39 @@ def test_table5_reproduced_within_1pct():
         assert row.phi_kv_gbps == pytest.approx(phi, rel=0.01)
 
 
-def test_table5_roofline_with_default_h200_is_close():
-    """The h200 defaults were calibrated on Table 5: the pure roofline lands within 5%."""
+def test_table5_roofline_with_default_h200_is_below_the_papers_stack():
+    """The h200 defaults come from microbenchmarks (stas00 MAMF, FlashAttention-3, Azure): the
+    roofline is faster than the paper's serving stack, never slower, and within 2x of it once
+    the stack's fixed ~0.4 s per request stops dominating (32K and up)."""
     rows = api.kv_rows("prfaas-1t-hybrid", "h200", 8, [r[0] for r in TABLE5], source="roofline")
-    for row, (_, _, latency, _) in zip(rows, TABLE5):
-        assert row.prefill_s == pytest.approx(latency, rel=0.05)
+    for row, (length, _, latency, _) in zip(rows, TABLE5):
+        assert row.prefill_s < latency
+        if length >= 32768:
+            assert row.prefill_s > latency / 2
 
 
-def test_minimax_32k_near_paper_60gbps():
-    """Cross-model check: the paper reports about 60 Gbps for MiniMax-M2.5 at 32K on 8xH200."""
-    phi = api.kv_rows("minimax-m2.5", "h200", 8, [32768])[0].phi_kv_gbps
-    assert 50 <= phi <= 80
+def test_minimax_32k_near_paper_60gbps_on_the_papers_stack():
+    """Cross-model check: the paper reports about 60 Gbps for MiniMax-M2.5 at 32K on 8 x H200. With
+    h200 calibrated on Table 5 (the paper's serving stack, another model), MiniMax lands within 1.5x."""
+    fitted = calibrate(api.model_of("prfaas-1t-hybrid"), api.hardware_of("h200"), 8, read_points_csv(str(TABLE5_CSV)))
+    phi = api.kv_rows("minimax-m2.5", fitted.hardware, 8, [32768], source="roofline")[0].phi_kv_gbps
+    assert 40 <= phi <= 90
 
 
 @pytest.mark.parametrize("model", FULL_ATTENTION)
 def test_prefill_rises_and_is_convex(model):
+    """TTFT rises with length; at whole chunks of the pass budget each further chunk costs more
+    than the one before (it attends to more keys): convex in the chunk count."""
     m = api.model_of(model)
+    curve = roofline(model)
     lengths = np.linspace(1024, min(m.max_context_tokens, 131072), 400)
-    t = roofline(model).prefill_s(lengths)
+    t = curve.prefill_s(lengths)
     assert np.all(np.diff(t) > 0)
-    assert np.all(np.diff(t, 2) >= -1e-9 * t.max())  # tolerance: expert-saturation tail, 1e-9 relative
+    budget = curve.instance.engine.prefill_tokens_per_pass
+    chunks = budget * np.arange(1, min(m.max_context_tokens, 131072) // budget + 1, dtype=float)
+    assert np.all(np.diff(curve.prefill_s(chunks), 2) >= -1e-9 * t.max())
     # the quadratic attention term makes the slope grow: per-token cost at 128K > at 8K
-    slope = lambda a, b: (roofline(model).prefill_s([b])[0] - roofline(model).prefill_s([a])[0]) / (b - a)
+    slope = lambda a, b: (curve.prefill_s([b])[0] - curve.prefill_s([a])[0]) / (b - a)
     assert slope(65536, 131072) > slope(4096, 8192)
 
 
@@ -115,11 +138,15 @@ def test_source_selection():
 @given(st.sampled_from(["minimax-m2.5", "qwen3.5-397b", "mimo-v2-flash"]), st.integers(1024, 131072),
        st.floats(1.1, 4.0))
 def test_more_compute_never_slower(model, length, speedup):
-    """Scaling every peak up can only shorten the prefill."""
+    """Scaling every peak up can only shorten the prefill: on any one layout, and for the searched
+    layout at the pass size it is chosen for (the minimum over layouts of shorter times)."""
     hw = api.hardware_of("h200")
     fast = hw.model_copy(update={"peak_tflops": hw.peak_tflops.model_copy(
         update={"bf16": hw.peak_tflops.bf16 * speedup, "fp8": hw.peak_tflops.fp8 * speedup})})
     m = api.model_of(model)
-    slow_t = RooflinePrefill(m, Instance(hw, 8)).prefill_s([length])[0]
-    fast_t = RooflinePrefill(m, Instance(fast, 8)).prefill_s([length])[0]
-    assert fast_t <= slow_t
+    slow_curve, fast_curve = RooflinePrefill(m, Instance(hw, 8)), RooflinePrefill(m, Instance(fast, 8))
+    layout = slow_curve.layout
+    assert (RooflinePrefill(m, Instance(fast, 8, layout)).prefill_s([length])[0]
+            <= RooflinePrefill(m, Instance(hw, 8, layout)).prefill_s([length])[0])
+    budget = float(Instance(hw, 8).engine.prefill_tokens_per_pass)
+    assert fast_curve.capacity_s([budget])[0] <= slow_curve.capacity_s([budget])[0]

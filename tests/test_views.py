@@ -67,9 +67,10 @@ LATENCY_TABLE = {
 }
 KV_TABLE = {"length (tokens)": "length", "S_kv (bytes)": "kv_bytes", "S_kv (MiB)": "kv_mib",
             "T_prefill (s)": "prefill_s", "Phi_kv (Gbps)": "phi_kv_gbps"}
-DECODE_TABLE = {"context (tokens)": "context", "batch": "batch_size", "BS_max (memory)": "bs_max_memory",
-                "limited by": "limited_by", "T_decode (ms)": "step_ms", "tokens/s": "tokens_per_s",
-                "weights (GB)": "weight_gb", "KV/request (MiB)": "kv_per_request_mib"}
+DECODE_TABLE = {"context (tokens)": "context", "layout": "layout", "batch": "batch_size",
+                "BS_max (memory)": "bs_max_memory", "limited by": "limited_by", "T_decode (ms)": "step_ms",
+                "TPOT (ms)": "tpot_ms", "tokens/s": "tokens_per_s", "tok/s/user": "per_user_tokens_per_s",
+                "weights/chip (GB)": "weight_gb_per_chip", "KV/request/chip (MiB)": "kv_per_request_mib_per_chip"}
 MODELS_TABLE = {"model": "name", "layers": "layers", "mixers (kind:layers)": "mixers", "KV B/token": "kv_bytes_per_token",
                 "SWA cap MiB": "window_cap_mib", "state MiB": "fixed_state_mib", "params B": "params_total_b",
                 "active B": "params_active_b", "weights GB": "weight_gb", "context": "max_context"}
@@ -365,11 +366,17 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
     check_meta(text, doc, ["model", "instance", "source"])
     (row,) = doc["rows"]
     assert row["context"] == 32 * 1024  # the default --context 32K
+    parallel = doc["parallel"]  # the layout's parts: tp, dp_attention, ep, pp, replicas
+    assert parallel["tp"] * parallel["dp_attention"] * parallel["pp"] * parallel["replicas"] == 16
     models = {m["name"]: m for m in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
     model = models["kimi-k2"]
-    assert row["weight_gb"] == pytest.approx(model["weight_gb"], abs=0.05 + 1e-9)
+    # 16 chips share the weights (the attention copies of DP attention on top): at least 1/16 of them each
+    assert model["weight_gb"] / 16 - 0.05 <= row["weight_gb_per_chip"] <= model["weight_gb"] / 16 * 1.5
     kv_mib = model["kv_bytes_per_token"] * row["context"] / 2**20 + model["window_cap_mib"] + model["fixed_state_mib"]
-    assert row["kv_per_request_mib"] == pytest.approx(kv_mib, abs=2e-3)
+    # MLA's latent is held whole by each chip of an attention group; a pipeline stage holds its layers' share
+    assert row["kv_per_request_mib_per_chip"] == pytest.approx(kv_mib / parallel["pp"], abs=2e-3)
+    assert row["tpot_ms"] == pytest.approx(row["step_ms"], rel=1e-9)  # one token per step
+    assert row["per_user_tokens_per_s"] == pytest.approx(1e3 / row["tpot_ms"], rel=1e-4)
     assert row["batch_size"] <= row["bs_max_memory"]
     if limit:
         assert row["step_ms"] <= float(limit[1])
@@ -379,14 +386,14 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
 
 
 def test_decode_weights_in_decimal_gb(run_cli):
-    """decode: weight_gb is the model's weight bytes / 1e9 (not GiB)."""
+    """decode: weight_gb_per_chip is a chip's weight bytes / 1e9 (not GiB); on one chip, all of them."""
     from prfaas_plan import api
     from prfaas_plan.accounting.params import weight_bytes
 
-    res = run_cli("decode", "kimi-k2", "--hardware", "h20", "--gpus", "16", "-f", "json")
+    res = run_cli("decode", "qwen3-8b", "--hardware", "h200", "--gpus", "1", "-f", "json")
     assert res.code == 0, res.err
     (row,) = json.loads(res.out)["rows"]
-    assert row["weight_gb"] == pytest.approx(weight_bytes(api.model_of("kimi-k2")) / 1e9, abs=1e-3)
+    assert row["weight_gb_per_chip"] == pytest.approx(weight_bytes(api.model_of("qwen3-8b")) / 1e9, abs=1e-3)
 
 
 # --------------------------------------------------------------------------------------------

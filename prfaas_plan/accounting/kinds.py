@@ -54,6 +54,9 @@ def causal_keys(length, window=None) -> np.ndarray:
     return np.where(l <= w, full, w * (w + 1) / 2 + (l - w) * w)
 
 
+Gemms = tuple[tuple[int, int], ...]  # (parameters, reduction depth K) of each matrix
+
+
 @dataclass(frozen=True)
 class MixerKind:
     """Physics of one attention block (``spec``) of a model with ``dtypes``. The base class
@@ -61,6 +64,7 @@ class MixerKind:
 
     spec: Any
     dtypes: Dtypes
+    kernels: ClassVar[int] = 0  # GPU kernels one pass through this block launches (see accounting.work)
 
     @property
     def label(self) -> str:
@@ -75,9 +79,20 @@ class MixerKind:
     def kv(self) -> LayerKv:
         return LayerKv()
 
+    @property
+    def kv_ways(self) -> int:
+        """Ways tensor parallelism can split this layer's KV or state (heads it has); 1: every chip
+        of a tensor-parallel group holds all of it (MLA's latent)."""
+        return 1
+
     def params(self, hidden: int) -> int:
         """Matrix parameters (all active for every token)."""
         return 0
+
+    def gemms(self, hidden: int) -> Gemms:
+        """(parameters, reduction depth K) of each projection, for the shape term of
+        ``timing.cost`` (default: all of ``params`` at K = hidden)."""
+        return ((self.params(hidden), hidden),)
 
     def prefill_flops(self, lengths: np.ndarray) -> np.ndarray:
         """Attention-core FLOPs of prefilling one request of each length (causal)."""
@@ -116,9 +131,15 @@ class FfnKind:
     tag: ClassVar[str] = "none"
     spec: Any
     dtypes: Dtypes
+    kernels: ClassVar[int] = 0  # GPU kernels one pass through this block launches (see accounting.work)
 
     def params(self, hidden: int) -> FfnParams:
         return FfnParams(0)
+
+    def gemms(self, hidden: int) -> tuple[Gemms, Gemms]:
+        """(parameters, reduction depth K) of each matrix of the always-active part and of one
+        routed expert (see ``MixerKind.gemms``)."""
+        return (), ()
 
     def flops(self, tokens: np.ndarray, hidden: int) -> tuple[np.ndarray, np.ndarray]:
         """(FLOPs of the always-active part, FLOPs of routed experts) for ``tokens`` tokens:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..profiles._base import derived
 from ..profiles.model import Layer, ModelProfile, expand_layers
 from ..units import dtype_bytes
 from .ffns.moe import expected_distinct_experts  # noqa: F401 - re-exported
@@ -43,6 +44,11 @@ class ParamCounts:
 
 
 def count_params(model: ModelProfile) -> ParamCounts:
+    """Counted once per profile object (``profiles._base.derived``)."""
+    return derived(model, "param_counts", _count)
+
+
+def _count(model: ModelProfile) -> ParamCounts:
     embedding = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
     total = active = routed = 0
     for layer in expand_layers(model):

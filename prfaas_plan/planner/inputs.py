@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..accounting.params import declared_params_mismatch
-from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod, Role
+from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod, PrefillCapacity, Role
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
@@ -28,8 +28,10 @@ from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
+from ..timing.cost import Engine
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
+from ..timing.layout import check_layout, parse_layout
 from ..timing.memory import require_fit
 from ..timing.prefill import PrefillCurve, prefill_curve
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
@@ -244,16 +246,31 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, base: Path | None,
         hardware: HardwareProfile = resolve_hardware(_ref(spec.hardware, base, source, f"{role}.hardware"))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or f"{role}.hardware") from None
+    layout = None if spec.parallel is None else parse_layout(spec.parallel)
+    engine = Engine.of(spec.engine)
+    if layout is not None:
+        try:
+            check_layout(model, layout, spec.gpus_per_instance, field="parallel")
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, source=source, field=f"{role}.parallel") from None
     calibration = None
     if spec.calibration_points:
         points = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
         try:
-            calibration = calibrate(model, hardware, spec.gpus_per_instance, points, name=f"{hardware.name}")
+            calibration = calibrate(model, hardware, spec.gpus_per_instance, points, name=f"{hardware.name}",
+                                    fit=spec.calibration_fit, layout=layout, engine=engine)
         except PlanInputError as exc:
-            raise PlanInputError(exc.reason, source=source, field=f"{role}.calibration_points") from None
+            field = "calibration_fit" if exc.field == "--fit" else "calibration_points"
+            raise PlanInputError(exc.reason, source=source, field=f"{role}.{field}") from None
         hardware = calibration.hardware
-    instance = Instance(hardware, spec.gpus_per_instance)
-    return Pool(role, instance, prefill_curve(model, instance, spec.source), calibration)
+    instance = Instance(hardware, spec.gpus_per_instance, layout, engine)
+    # A calibration fits measured latencies: like measured points, it counts per request by default.
+    capacity = spec.prefill_capacity or (PrefillCapacity.per_request if calibration else None)
+    try:
+        curve = prefill_curve(model, instance, spec.source, capacity)
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=source, field=f"{role}.{exc.field or 'gpus_per_instance'}") from None
+    return Pool(role, instance, curve, calibration)
 
 
 def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
@@ -263,6 +280,8 @@ def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
         model = resolve_model(_ref(scenario.model, base, source, "model"))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or "model") from None
+    if scenario.precision is not None:
+        model = scenario.precision.applied(model)
     notes = []
     mismatch = declared_params_mismatch(model)
     if mismatch:

@@ -3,8 +3,9 @@
 TTFT = queue wait + prefill time (+ KV transfer on the remote path).
 
 - Each prefill path is a multi-server queue (M/G/c, or G/G/c with arrival SCV c_a^2):
-  c instances, arrival rate lambda_path, service time T_prefill(L) over the class's
-  lengths (mean m, squared coefficient of variation c_s^2). Erlang C gives
+  c instances, arrival rate lambda_path, service time the instance-seconds a request holds
+  (``capacity_s``: T_prefill(L) for a per-request curve, its share of a batched pass for a
+  saturated one) over the class's lengths (mean m, squared coefficient of variation c_s^2). Erlang C gives
   P(wait) = C(c, a) with a = lambda_path m; the Allen-Cunneen correction scales the mean
   wait: W_q = C / (c/m - lambda_path) * (c_a^2 + c_s^2) / 2. The wait is taken as 0 with
   probability 1 - C and exponential with mean W_q / C otherwise (exact for M/M/c).
@@ -13,7 +14,7 @@ TTFT = queue wait + prefill time (+ KV transfer on the remote path).
   With layer-wise pipelining only the part of S/B_eff that outlasts the prefill adds to
   TTFT, plus the last layer's share S / (layers B_eff) and the RTT:
   X(L) = max(0, S(L)/B_eff - T(L)) + S(L) / (layers * B_eff) + RTT.
-- TTFT per request = W + s(L), s = T (+ X); its CDF is a mixture over the class's lengths,
+- TTFT per request = W + s(L), s = T (+ X), T the prefill latency of one prompt; its CDF is a mixture over the class's lengths,
   F(x) = sum_i w_i [(1 - C) 1{x >= s_i} + C (1 - exp(-(x - s_i) / theta)) 1{x >= s_i}],
   inverted numerically for P90 and P99. Overall TTFT mixes the two paths by 1 - p and p.
 - TPOT: each PD-D instance produces r = lambda L_out / N_d tokens/s; its mean batch b solves
@@ -158,8 +159,9 @@ class LatencyResult:
 
 @dataclass(frozen=True)
 class SupportArrays:
-    """Per support point of the input distribution: both clusters' prefill times and S_kv.
-    Computed once per scenario and shared by every deployment and rate."""
+    """Per support point of the input distribution: both clusters' prefill latency (TTFT on an
+    idle instance), the instance-seconds a request holds (``capacity_s``, at most the latency) and
+    S_kv. Computed once per scenario and shared by every deployment and rate."""
 
     lengths_tokens: np.ndarray
     weights: np.ndarray
@@ -167,12 +169,16 @@ class SupportArrays:
     pd_s: np.ndarray
     kv_bytes: np.ndarray
     layers: int
+    prfaas_hold_s: np.ndarray
+    pd_hold_s: np.ndarray
 
     @classmethod
     def of(cls, inputs: PlanInputs) -> SupportArrays:
         x = inputs.input_dist.lengths_tokens
-        return cls(x, inputs.input_dist.probs, inputs.prfaas.curve.prefill_s(x), inputs.pd.curve.prefill_s(x),
-                   inputs.prfaas.curve.kv_bytes(x), len(expand_layers(inputs.model)))
+        prfaas_s, pd_s = inputs.prfaas.curve.prefill_s(x), inputs.pd.curve.prefill_s(x)
+        return cls(x, inputs.input_dist.probs, prfaas_s, pd_s, inputs.prfaas.curve.kv_bytes(x),
+                   len(expand_layers(inputs.model)), np.minimum(inputs.prfaas.curve.capacity_s(x), prfaas_s),
+                   np.minimum(inputs.pd.curve.capacity_s(x), pd_s))
 
 
 class LatencyModel:
@@ -185,11 +191,12 @@ class LatencyModel:
         remote = sup.lengths_tokens > deployment.threshold_tokens
         self.p = float(sup.weights[remote].sum())
         self._paths = {}
-        for name, mask, service, servers in (("local", ~remote, sup.pd_s, deployment.n_p),
-                                             ("remote", remote, sup.prfaas_s, deployment.n_prfaas)):
+        for name, mask, service, hold, servers in (
+                ("local", ~remote, sup.pd_s, sup.pd_hold_s, deployment.n_p),
+                ("remote", remote, sup.prfaas_s, sup.prfaas_hold_s, deployment.n_prfaas)):
             share = float(sup.weights[mask].sum())
             w = sup.weights[mask] / share if share > 0 else sup.weights[mask]
-            self._paths[name] = (share, w, service[mask], sup.kv_bytes[mask], servers)
+            self._paths[name] = (share, w, service[mask], sup.kv_bytes[mask], servers, hold[mask])
         self._layers = sup.layers
         kv_remote = self._paths["remote"]
         self._mean_kv = float(np.sum(kv_remote[1] * kv_remote[3])) if kv_remote[1].size else 0.0
@@ -201,7 +208,7 @@ class LatencyModel:
         lam_remote = rate_rps * self._paths["remote"][0]
         link_util = link.utilisation(lam_remote * self._mean_kv)
         out = {}
-        for name, (share, w, service, kv, servers) in self._paths.items():
+        for name, (share, w, service, kv, servers, hold) in self._paths.items():
             lam = rate_rps * share
             total = service
             if name == "remote" and service.size:
@@ -211,7 +218,7 @@ class LatencyModel:
                     total = service + extra + link.rtt_s
                 else:
                     total = np.full_like(service, math.inf)
-            util, c, wait, theta = _queue(lam, servers, service, w, arrival_scv)
+            util, c, wait, theta = _queue(lam, servers, hold, w, arrival_scv)  # the queue sees the hold time
             if service.size and not np.all(np.isfinite(total)):
                 wait, c, theta = math.inf, 1.0, math.inf
             mean_service = float(np.sum(w * total)) if service.size else float("nan")

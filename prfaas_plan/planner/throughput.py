@@ -69,13 +69,13 @@ def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_t
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
     if mode == PlanMode.exact:
         support = dist.lengths_tokens
-        t_long, _ = stats.class_means(prfaas.prefill_s(support), t)
+        t_long, _ = stats.class_means(prfaas.capacity_s(support), t)
         s_long, _ = stats.class_means(prfaas.kv_bytes(support), t)
-        _, t_short = stats.class_means(pd.prefill_s(support), t)
+        _, t_short = stats.class_means(pd.capacity_s(support), t)
     else:
-        t_long = _at(prfaas.prefill_s, l_long)
+        t_long = _at(prfaas.capacity_s, l_long)
         s_long = _at(prfaas.kv_bytes, l_long)
-        t_short = _at(pd.prefill_s, l_short)
+        t_short = _at(pd.capacity_s, l_short)
     q = 1.0 - p
     return ThresholdTable(
         mode=mode,

@@ -14,7 +14,11 @@ from pydantic import Field, model_validator
 
 from ..choices import ComputeDtype
 from ..ranges import (
+    CHIPS_PER_INSTANCE,
+    COLLECTIVE_LATENCY_US,
     DECODE_STEP_OVERHEAD_S,
+    GEMM_SHAPE,
+    KERNEL_OVERHEAD_US,
     MEMORY_GB,
     MEMORY_TB_PER_S,
     NIC_GBPS,
@@ -25,7 +29,7 @@ from ..ranges import (
     TFLOPS,
     Range,
 )
-from ._base import Float, List, Name, StrictModel, Text, validate_or_raise
+from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
 
 COMPUTE_DTYPES: tuple[ComputeDtype, ...] = (ComputeDtype.fp4, ComputeDtype.fp8, ComputeDtype.bf16)  # fastest first
 _FRACTION = Float(Range(0, 1, "", "a fraction", lo_open=True))
@@ -41,14 +45,21 @@ class PeakTflops(StrictModel):
 
 
 class Efficiency(StrictModel):
-    """Achievable fractions of peak and fixed overheads of a serving stack on this chip."""
+    """Achievable fractions of peak, and fixed costs, of a serving stack on this chip."""
 
-    matmul: _FRACTION  # fraction of peak for linear layers (projections, FFN)
-    attention: _FRACTION  # fraction of bf16 peak for attention/linear-attention cores
-    memory: _FRACTION  # fraction of HBM/SRAM bandwidth reached
-    network: _FRACTION = 0.7  # fraction of scale-up bandwidth for all-reduce
-    prefill_overhead_s: Float(PREFILL_OVERHEAD_S) = 0.0  # fixed per-request prefill cost (scheduling, launch, sampling)
-    decode_step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0  # fixed per decode step (launch, sync, sampling)
+    matmul: _FRACTION  # fraction of the bf16 matmul peak large GEMMs reach
+    matmul_fp8: _FRACTION | None = None  # fraction of the fp8 (and fp4) peak; default: matmul
+    matmul_k0: Float(GEMM_SHAPE) = 717.0  # reduction depth (elements) a GEMM's per-tile fixed cost equals
+    matmul_m0: Float(GEMM_SHAPE) = 100.0  # rows a GEMM's fixed cost equals (few tokens per matrix)
+    attention: _FRACTION  # fraction of the attention dtype's peak attention kernels reach
+    memory: _FRACTION  # fraction of HBM/SRAM bandwidth memory-bound kernels reach
+    network: _FRACTION = 0.8  # fraction of scale-up bandwidth a collective reaches
+    nic: _FRACTION = 0.9  # fraction of the scale-out NIC bandwidth a collective reaches
+    kernel_overhead_us: Float(KERNEL_OVERHEAD_US) = 0.0  # per GPU kernel of a pass: launch gap and minimum duration
+    prefill_pass_overhead_s: Float(PREFILL_OVERHEAD_S) = 0.0  # per prefill pass (scheduling, sampling)
+    prefill_overhead_s: Float(PREFILL_OVERHEAD_S) = 0.0  # per request, latency only (queueing in the engine,
+    #   tokenisation, the first token's return): added to TTFT, not to a saturated pool's throughput
+    decode_step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0  # fixed per decode step (scheduling, sampling)
     memory_usable_fraction: _FRACTION = 0.9  # of capacity for weights + KV
 
 
@@ -61,7 +72,10 @@ class HardwareProfile(StrictModel):
     memory_gb: Float(MEMORY_GB)  # capacity per chip, decimal GB
     memory_bandwidth_tb_per_s: Float(MEMORY_TB_PER_S)  # per chip, decimal TB/s
     scale_up_gb_per_s: Float(SCALE_UP_GB_PER_S)  # per chip, one direction, decimal GB/s (NVLink, PCIe, ...)
+    scale_up_domain_chips: Int(CHIPS_PER_INSTANCE) = 8  # chips on one scale-up fabric (an NVLink node, NVL72: 72)
+    scale_up_latency_us: Float(COLLECTIVE_LATENCY_US) = 2.0  # latency of one step of a collective on the scale-up fabric
     nic_gbps: Float(NIC_GBPS) | None = None  # scale-out NIC per chip, decimal Gbps
+    nic_latency_us: Float(COLLECTIVE_LATENCY_US) = 5.0  # latency of one step of a collective across domains
     tdp_w: Float(TDP_W) | None = None
     price_usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # an editable example, not a quote
     price_note: Text = ""
@@ -105,6 +119,7 @@ class CalibrationPointRecord(StrictModel):
     length_tokens: int
     measured_s: float
     predicted_s: float
+    model: Name | None = None  # of a joint fit
 
 
 class CalibrationRecord(StrictModel):
@@ -115,8 +130,10 @@ class CalibrationRecord(StrictModel):
     base_profile: Name
     date: Annotated[str, Field(max_length=64)]
     fitted: dict[Annotated[str, Field(max_length=64)], float] = Field(max_length=16)
+    uncertainty: dict[Annotated[str, Field(max_length=64)], float] = Field(default_factory=dict, max_length=16)
     points: List(CalibrationPointRecord) = Field(default_factory=list)
     max_abs_error: float
+    models: List(Name) = Field(default_factory=list)  # of a joint fit
 
 
 HardwareProfile.model_rebuild()

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator
 
-from ..choices import Dtype, FfnType, LinearKind, MixerType
+from ..choices import ComputeDtype, Dtype, FfnType, LinearKind, MixerType
 from ..ranges import (
     CHIPS_PER_INSTANCE,
     DECODE_TOKENS_PER_S,
@@ -145,6 +145,7 @@ class Dtypes(StrictModel):
     kv: Dtype = Dtype.bf16
     state: Dtype = Dtype.fp32
     activations: Dtype = Dtype.bf16
+    attention: ComputeDtype = ComputeDtype.bf16  # the dtype attention cores compute in (fp8: FP8 attention kernels)
 
 
 _LayerIndex = Annotated[int, Strict(), Field(ge=-int(LAYERS.hi), le=int(LAYERS.hi))]

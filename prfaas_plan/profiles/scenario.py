@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import Field, Strict, model_validator
 
-from ..choices import CurveSource, ObjectiveKind, OptimiserMethod, WorkloadType
+from ..choices import CurveSource, FitParam, ObjectiveKind, OptimiserMethod, PrefillCapacity, WorkloadType
 from ..ranges import (
     ARRIVAL_CV,
     CALIBRATION_POINTS,
@@ -35,6 +35,7 @@ from ..ranges import (
     Range,
 )
 from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
+from .serving import EngineSpec, LayoutSpec, PrecisionSpec
 from .workload_spec import FixedSpec, LengthSpec
 
 _INSTANCES = Int(INSTANCES)
@@ -63,8 +64,12 @@ class ClusterSpec(StrictModel):
     gpus_per_instance: Int(CHIPS_PER_INSTANCE) = 8
     instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
     source: CurveSource = CurveSource.auto  # prefill curve source
+    parallel: LayoutSpec | None = None  # the instance's layout (default: the best that fits, per job)
+    engine: EngineSpec = Field(default_factory=EngineSpec)
+    prefill_capacity: PrefillCapacity | None = None  # default: saturated for the roofline, else per request
     calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=int(CALIBRATION_POINTS.hi))] = Field(
         default_factory=list)
+    calibration_fit: List(FitParam) | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
 
     @property
@@ -160,6 +165,7 @@ class Scenario(StrictModel):
     description: Text = ""
     notes: List(Text) = Field(default_factory=list)
     model: Path  # shipped name or YAML path
+    precision: PrecisionSpec | None = None  # dtype overrides of the model (weights, experts, kv, attention)
     prfaas: ClusterSpec
     pd: ClusterSpec
     link: LinkSpec

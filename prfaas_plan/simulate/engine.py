@@ -7,9 +7,11 @@ Model, per request (every time in seconds):
    ``np.random.SeedSequence(seed)``, so the same seed gives identical results and two
    arrival processes with the same seed see the same requests (common random numbers).
 2. Routing: remote (PrfaaS) iff L > the policy's threshold at arrival (``policies.py``).
-3. Prefill: a FIFO ``simpy.Resource`` of N_prfaas (remote) or N_p (local) instances; the
-   service time is the cluster's curve, T_prefill(L) (``inputs.prfaas.curve`` /
-   ``inputs.pd.curve``), precomputed for every request.
+3. Prefill: a FIFO ``simpy.Resource`` of N_prfaas (remote) or N_p (local) instances; a
+   request holds an instance for its capacity seconds (``curve.capacity_s``: T_prefill(L) for
+   a per-request curve, its share of a batched pass for a saturated one) and its prefill
+   ends T_prefill(L) after it started (``inputs.prfaas.curve`` / ``inputs.pd.curve``),
+   precomputed for every request.
 4. Remote only: the KV transfer of S_kv(L) bytes starts with the prefill and is
    pipelined layer by layer over the shared link (``link.py``). TTFT = arrival -> last
    byte sent, plus one RTT (``inputs.link.rtt_s``), after which decode starts.
@@ -95,10 +97,15 @@ class _Run:
         self.kv_bytes = inputs.prfaas.curve.kv_bytes(support)[at]
         self.remote_prefill_s = inputs.prfaas.curve.prefill_s(support)[at]
         self.local_prefill_s = inputs.pd.curve.prefill_s(support)[at]
+        # An instance is held for a request's share of a pass (its capacity seconds, at most the
+        # latency); the prompt's first token comes at its full prefill latency.
+        remote_hold_s = np.minimum(inputs.prfaas.curve.capacity_s(support)[at], self.remote_prefill_s)
+        local_hold_s = np.minimum(inputs.pd.curve.capacity_s(support)[at], self.local_prefill_s)
         self.rtt_s = inputs.link.rtt_s
         # Plain lists for the per-event code (numpy scalars are slower in scalar arithmetic).
         self._hot = (self.input_tokens.tolist(), self.output_tokens.tolist(), self.kv_bytes.tolist(),
-                     self.remote_prefill_s.tolist(), self.local_prefill_s.tolist())
+                     self.remote_prefill_s.tolist(), self.local_prefill_s.tolist(), remote_hold_s.tolist(),
+                     local_hold_s.tolist())
 
         self.env = env = simpy.Environment()
         self.schedule = schedule
@@ -168,23 +175,27 @@ class _Run:
         """Request i from arrival to the end of its decode (the model in the module docstring)."""
         env = self.env
         arrival_s = env.now
-        input_tokens, output_tokens, kv_bytes, remote_prefill_s, local_prefill_s = self._hot
+        input_tokens, output_tokens, kv_bytes, remote_prefill_s, local_prefill_s, remote_hold_s, local_hold_s = self._hot
         if input_tokens[i] > self.policy.threshold_tokens:
             self.remote[i] = True
-            prefill_s = remote_prefill_s[i]
+            prefill_s, hold_s = remote_prefill_s[i], remote_hold_s[i]
             slot = self.prfaas.request()
             yield slot
             sent = self.link.start(kv_bytes[i], prefill_s)
-            yield env.timeout(prefill_s)
+            yield env.timeout(hold_s)
             self.prfaas.release(slot)
+            if prefill_s > hold_s:
+                yield env.timeout(prefill_s - hold_s)
             yield sent
             if self.rtt_s:
                 yield env.timeout(self.rtt_s)
         else:
             slot = self.pdp.request()
             yield slot
-            yield env.timeout(local_prefill_s[i])
+            yield env.timeout(local_hold_s[i])
             self.pdp.release(slot)
+            if local_prefill_s[i] > local_hold_s[i]:
+                yield env.timeout(local_prefill_s[i] - local_hold_s[i])
         self.ttft_s[i] = env.now - arrival_s
         self.tpot_s[i] = yield from self.decode.serve(output_tokens[i])
         self.done_s[i] = env.now

@@ -1,13 +1,23 @@
-"""Calibration: fit a hardware profile's efficiency factors to measured prefill latencies.
+"""Calibration: fit a hardware profile's efficiency factors to measured prefill latencies, on
+one model or several models jointly, and say how well the fit transfers.
 
-Model: the roofline T_prefill(l; eff_matmul, eff_attention, overhead) of
-``timing.prefill.RooflinePrefill``. Fit: nonlinear least squares on relative
-(log) residuals, log T_pred(l_i) - log T_meas(l_i), with efficiencies bounded to
-(0.001, 1] and the overhead to [0, max measured latency]; several starting points,
-best kept. With fewer than three points, fewer parameters are fitted (two points:
-one shared efficiency and the overhead; one point: the shared efficiency only).
-The fitted profile is a normal hardware profile: calibrate a serving stack once on one
-model, then predict other models on it.
+Model: the TTFT of one prompt on an idle instance, ``timing.prefill.RooflinePrefill.prefill_s``,
+on the layout the base profile chooses for each model (held fixed while fitting). Parameters
+(``choices.FitParam``): the matmul, attention and memory fractions (``compute`` scales matmul
+and attention together; ``matmul_fp8`` keeps its ratio to ``matmul``) and the per-request
+``prefill_overhead_s``; default matmul, attention
+and prefill_overhead_s. Fit: nonlinear least squares on relative (log) residuals
+log T_pred - log T_meas over every point of every model, fractions in (0.001, 1] (fitted in
+log space), the overhead in [0, the smallest measured latency]; several starting points, the
+best kept (one fraction on one point, or with the overhead on two, is solved exactly by
+bisection). Fewer points than parameters is an error (such a fit is not determined).
+
+Uncertainty: one standard error per parameter from the Jacobian at the fit,
+cov = s^2 (J^T J)^-1 with s^2 = sum of squared residuals / (points - parameters); none when
+the points only just determine the parameters. Transfer: with two or more models, each model
+is left out in turn, the rest fitted, and the left-out model's points predicted
+(leave-one-model-out error: the largest |predicted / measured - 1| of its points).
+The fitted profile is a normal hardware profile.
 """
 
 from __future__ import annotations
@@ -15,22 +25,29 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
+from types import SimpleNamespace
 
 import numpy as np
 
+from ..choices import FitParam, PrefillCapacity
 from ..errors import PlanInputError, shorten
 from ..profiles.hardware import CalibrationRecord, HardwareProfile
 from ..profiles.model import ModelProfile
-from ..ranges import CALIBRATION_POINTS, MAX_CSV_BYTES, PREFILL_SECONDS
+from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, MAX_CSV_BYTES, PREFILL_SECONDS
 from ..units import parse_tokens
 from ..yamlio import read_input_text
+from .cost import Engine
 from .instance import Instance
+from .layout import Layout
 from .prefill import RooflinePrefill, check_lengths
 
-FIT_PARAMS = ("matmul", "attention", "prefill_overhead_s")
+FIT_DEFAULT = (FitParam.matmul, FitParam.attention, FitParam.prefill_overhead_s)
+EFFICIENCIES = (FitParam.matmul, FitParam.attention, FitParam.memory)
 MAX_FIT_ERROR = 0.25  # a worse fit means the points do not describe this model on this instance
+MIN_EFFICIENCY = 1e-3
+EXACT_COST = 1e-12  # half the sum of squared log residuals of an exact fit
 
 
 @dataclass(frozen=True)
@@ -39,10 +56,13 @@ class CalibrationPoint:
     prefill_s: float
     kv_bytes: float | None = None
     where: str | None = None  # e.g. 'line 3' of the file it was read from, for error messages
+    model: str | None = None  # a joint fit's CSV names each point's model
+    gpus: int | None = None  # and may name its chip count
 
 
 def read_points_csv(path: str) -> list[CalibrationPoint]:
-    """Read ``length,prefill_s[,kv_bytes]`` rows (a header row is required; lengths may be 32K)."""
+    """Read ``length,prefill_s[,kv_bytes][,model][,gpus]`` rows (a header row is required; lengths
+    may be 32K). ``model`` and ``gpus`` columns make a joint fit over several models or sizes."""
     text = read_input_text(path, MAX_CSV_BYTES)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
@@ -61,6 +81,8 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
                              source=path, field="line 1")
     li, ti = header.index("length"), header.index("prefill_s")
     ki = header.index("kv_bytes") if "kv_bytes" in header else None
+    mi = header.index("model") if "model" in header else None
+    gi = header.index("gpus") if "gpus" in header else None
     points = []
     for n, row in enumerate(rows[1:], start=2):
         where = f"line {n}"
@@ -68,6 +90,8 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
             length = parse_tokens(row[li].strip(), field="length")
             seconds = float(row[ti])
             kv = float(row[ki]) if ki is not None and row[ki].strip() else None
+            model = row[mi].strip() or None if mi is not None else None
+            gpus = _gpus(row[gi].strip(), where, path) if gi is not None and row[gi].strip() else None
         except IndexError:
             raise PlanInputError("too few columns", source=path, field=where) from None
         except ValueError:
@@ -78,12 +102,29 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         if kv is not None and not (math.isfinite(kv) and 0 < kv <= 1e13):
             raise PlanInputError(f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(row[ki], 30)}",
                                  source=path, field=where)
-        points.append(CalibrationPoint(length, seconds, kv, where))
+        points.append(CalibrationPoint(length, seconds, kv, where, model, gpus))
     if not points:
         raise PlanInputError("no data rows", source=path)
-    if len({p.length_tokens for p in points}) != len(points):
-        raise PlanInputError("a length appears twice", source=path)
-    return sorted(points, key=lambda p: p.length_tokens)
+    if len({(p.model, p.gpus, p.length_tokens) for p in points}) != len(points):
+        raise PlanInputError("a length appears twice" + (" for one model" if mi is not None else ""), source=path)
+    return sorted(points, key=lambda p: (p.model or "", p.gpus or 0, p.length_tokens))
+
+
+def _gpus(text: str, where: str, path: str) -> int:
+    if not text.isdigit():
+        raise PlanInputError(f"gpus must be a whole number, got {shorten(text, 20)}", source=path, field=where)
+    return CHIPS_PER_INSTANCE.check(int(text), f"{where}: gpus", path) or int(text)
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    """The points of one model on one instance size (a joint fit has several)."""
+
+    model: ModelProfile
+    gpus: int
+    points: list[CalibrationPoint]
+    layout: Layout | None = None
+    engine: Engine = field(default_factory=Engine)
 
 
 @dataclass(frozen=True)
@@ -93,6 +134,8 @@ class PointFit:
     predicted_s: float
     measured_kv_bytes: float | None
     model_kv_bytes: float
+    model: str = ""
+    gpus: int = 0
 
     @property
     def error(self) -> float:
@@ -102,12 +145,14 @@ class PointFit:
 
 @dataclass(frozen=True)
 class CalibrationResult:
-    model: str
+    model: str  # the model, or the models joined by '+'
     instance: str
     fitted: dict[str, float]  # parameter -> value
     before: dict[str, float]
     points: list[PointFit]
     hardware: HardwareProfile  # the calibrated profile
+    uncertainty: dict[str, float | None] = field(default_factory=dict)  # one standard error; None: not determined
+    leave_one_model_out: dict[str, float | None] = field(default_factory=dict)  # model -> max |error| when left out
 
     @property
     def max_abs_error(self) -> float:
@@ -126,123 +171,259 @@ def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: 
     return hardware.model_copy(update=update)
 
 
-def _bisect(fn, lo: float, hi: float, iterations: int = 50) -> float | None:
-    """Root of a monotone ``fn`` on [lo, hi] by bisection in log space; None without a sign change."""
+def check_fit(params, points: int) -> tuple[FitParam, ...]:
+    """The parameters to fit (default ``FIT_DEFAULT``); an error when they cannot be determined."""
+    try:
+        fit = tuple(dict.fromkeys(FitParam(p) for p in (params or FIT_DEFAULT)))
+    except ValueError as exc:
+        raise PlanInputError(f"{exc}; choose from {', '.join(FitParam)}", field="--fit") from None
+    if FitParam.compute in fit and (FitParam.matmul in fit or FitParam.attention in fit):
+        raise PlanInputError("compute scales matmul and attention together: fit compute, or matmul and attention",
+                             field="--fit")
+    if points < len(fit):
+        raise PlanInputError(
+            f"{points} point{'s' if points != 1 else ''} cannot determine {len(fit)} parameters "
+            f"({', '.join(fit)}): give at least {len(fit)} points, or fit fewer parameters "
+            f"(e.g. {'compute' if points == 1 else 'compute,prefill_overhead_s'})", field="--points")
+    return fit
+
+
+class _Fit:
+    """Predictions of every point for a parameter vector x (fractions in log space)."""
+
+    def __init__(self, sets: list[CalibrationSet], hardware: HardwareProfile, fit: tuple[FitParam, ...]):
+        self.sets, self.hardware, self.fit = sets, hardware, fit
+        eff = hardware.efficiency
+        # latencies are measured on the layout with the lowest TTFT, unless the set names one
+        self.layouts = [s.layout or RooflinePrefill(s.model, Instance(hardware, s.gpus, None, s.engine),
+                                                    capacity=PrefillCapacity.per_request).layout for s in sets]
+        self.measured = np.array([p.prefill_s for s in sets for p in s.points])
+        top = max(eff.matmul, eff.attention, eff.matmul_fp8 or 0.0)
+        lower, upper = [], []
+        for p in fit:
+            if p == FitParam.prefill_overhead_s:
+                lower.append(0.0)
+                upper.append(float(self.measured.min()))
+            elif p == FitParam.compute:
+                lower.append(math.log(MIN_EFFICIENCY / min(eff.matmul, eff.attention)))
+                upper.append(math.log(1.0 / top))
+            else:
+                lower.append(math.log(MIN_EFFICIENCY))
+                upper.append(0.0)
+        self.lower, self.upper = np.array(lower), np.array(upper)
+
+    def values(self, x: np.ndarray) -> dict[str, float]:
+        eff, out = self.hardware.efficiency, {}
+        for p, v in zip(self.fit, x):
+            if p == FitParam.prefill_overhead_s:
+                out[p.value] = float(v)
+            elif p == FitParam.compute:
+                out["matmul"], out["attention"] = eff.matmul * math.exp(v), eff.attention * math.exp(v)
+            else:
+                out[p.value] = math.exp(v)
+        if "matmul" in out and eff.matmul_fp8 is not None:  # fp8 keeps its measured ratio to bf16
+            out["matmul_fp8"] = min(1.0, eff.matmul_fp8 * out["matmul"] / eff.matmul)
+        return out
+
+    def reported(self, x: np.ndarray) -> dict[str, float]:
+        """The fitted parameters in their own units (compute: the factor on both fractions)."""
+        return {p.value: (float(v) if p == FitParam.prefill_overhead_s else math.exp(v)) for p, v in zip(self.fit, x)}
+
+    def predict(self, x: np.ndarray, sets: list[int] | None = None) -> np.ndarray:
+        hw = _with_efficiency(self.hardware, self.values(x))
+        out = []
+        for k in (range(len(self.sets)) if sets is None else sets):
+            s = self.sets[k]
+            curve = RooflinePrefill(s.model, Instance(hw, s.gpus, self.layouts[k], s.engine))
+            out.append(curve.prefill_s(np.array([p.length_tokens for p in s.points], dtype=float)))
+        return np.concatenate(out)
+
+    def solve(self, sets: list[int] | None = None):
+        """The exact solution by bisection when one fraction (and the overhead) meet as many
+        points; else scipy least_squares from several starting points, the best result."""
+        chosen = list(range(len(self.sets))) if sets is None else sets
+        measured = np.concatenate([[p.prefill_s for p in self.sets[k].points] for k in chosen])
+        exact = self._exact(chosen, measured)
+        if exact is not None:
+            return exact
+        from scipy.optimize import least_squares
+
+        upper = self.upper.copy()
+        for i, p in enumerate(self.fit):
+            if p == FitParam.prefill_overhead_s:
+                upper[i] = float(measured.min())
+
+        def residuals(x):
+            return np.log(self.predict(x, chosen)) - np.log(measured)
+
+        best = None
+        for eff0 in (0.05, 0.2, 0.6):
+            for over0 in (0.0, 0.5):
+                x0 = []
+                for p in self.fit:
+                    if p == FitParam.prefill_overhead_s:
+                        x0.append(over0 * float(measured.min()))
+                    elif p == FitParam.compute:
+                        x0.append(math.log(eff0 / self.hardware.efficiency.matmul))
+                    else:
+                        x0.append(math.log(eff0))
+                x0 = np.clip(x0, self.lower, upper - 1e-9 * (np.abs(upper) + 1e-9))
+                res = least_squares(residuals, x0, bounds=(self.lower, upper), x_scale="jac", diff_step=1e-4)
+                if best is None or res.cost < best.cost:
+                    best = res
+                if best.cost < EXACT_COST:  # the points are reproduced: no start can do better
+                    return best
+        return best
+
+
+    def _exact(self, chosen: list[int], measured: np.ndarray):
+        """One fraction for one point, or one fraction and the overhead for two: the overhead
+        adds the same to every TTFT, so the fraction alone sets the gap between two points
+        (bisection, the gap falling as the fraction rises), then the overhead closes the rest."""
+        fractions = [i for i, p in enumerate(self.fit) if p != FitParam.prefill_overhead_s]
+        if len(fractions) != 1 or len(measured) != len(self.fit) or len(measured) > 2:
+            return None
+        i = fractions[0]
+
+        def at(v: float) -> np.ndarray:
+            x = np.zeros(len(self.fit))
+            x[i] = v
+            return self.predict(x, chosen)
+
+        if len(measured) == 1:
+            v = _bisect(lambda v: float(at(v)[0]) - measured[0], self.lower[i], self.upper[i])
+            x = None if v is None else np.array([v])
+        else:
+            v = _bisect(lambda v: float(np.diff(at(v))[0]) - float(np.diff(measured)[0]), self.lower[i], self.upper[i])
+            overhead = None if v is None else float(measured[0] - at(v)[0])
+            x = None
+            if overhead is not None and 0.0 <= overhead <= measured.min():
+                x = np.zeros(2)
+                x[i], x[1 - i] = v, overhead
+        return None if x is None else SimpleNamespace(x=x, cost=0.0, jac=None)
+
+
+def _bisect(fn, lo: float, hi: float, iterations: int = 60) -> float | None:
+    """Root of a monotone ``fn`` on [lo, hi] (here log fractions) by bisection; None without a sign change."""
     f_lo, f_hi = fn(lo), fn(hi)
     if f_lo == 0:
         return lo
     if f_lo * f_hi > 0:
         return None
     for _ in range(iterations):
-        mid = math.sqrt(lo * hi)
+        mid = (lo + hi) / 2
         f_mid = fn(mid)
         if (f_mid > 0) == (f_lo > 0):
             lo, f_lo = mid, f_mid
         else:
             hi = mid
-    return math.sqrt(lo * hi)
+    return (lo + hi) / 2
 
 
-def _exact_fit(predict, lengths: np.ndarray, measured: np.ndarray) -> list[float] | None:
-    """One or two points: the shared efficiency (and overhead) that reproduce them exactly."""
-    if len(lengths) == 1:
-        eff = _bisect(lambda e: float(predict(np.array([e]))[0]) - measured[0], 1e-3, 1.0)
-        return None if eff is None else [eff]
-    gap = measured[1] - measured[0]
+def _uncertainty(fit: _Fit, res, points: int) -> dict[str, float | None]:
+    """One standard error per parameter (in its own units) from the Jacobian at the fit."""
+    dof = points - len(fit.fit)
+    if dof <= 0:
+        return {p.value: None for p in fit.fit}
+    jac = np.asarray(res.jac, dtype=float)
+    s2 = float(2 * res.cost) / dof
+    jtj = jac.T @ jac
+    if np.linalg.matrix_rank(jtj) < len(fit.fit):
+        cov = np.full((len(fit.fit),) * 2, np.inf)
+    else:
+        cov = s2 * np.linalg.inv(jtj)
+    out: dict[str, float | None] = {}
+    for i, p in enumerate(fit.fit):
+        sd = math.sqrt(cov[i, i]) if cov[i, i] >= 0 else math.inf
+        value = fit.reported(res.x)[p.value]
+        sd = sd if p == FitParam.prefill_overhead_s else value * sd  # d exp(x) = exp(x) dx
+        out[p.value] = sd if math.isfinite(sd) else None
+    return out
 
-    def diff(e: float) -> float:
-        t = predict(np.array([e, 0.0]))
-        return float(t[1] - t[0]) - gap
 
-    eff = _bisect(diff, 1e-3, 1.0)
-    if eff is None:
-        return None
-    overhead = float(measured[0] - predict(np.array([eff, 0.0]))[0])
-    return [eff, overhead] if 0.0 <= overhead <= measured.min() else None
+def calibrate(model: ModelProfile, hardware: HardwareProfile, gpus: int, points: list[CalibrationPoint],
+              name: str | None = None, fit=None, layout: Layout | None = None, engine: Engine | None = None
+              ) -> CalibrationResult:
+    """Fit ``fit`` (default matmul, attention, prefill_overhead_s) to one model's points."""
+    return calibrate_sets([CalibrationSet(model, gpus, points, layout, engine or Engine())], hardware, name, fit)
 
 
-def calibrate(
-    model: ModelProfile,
-    hardware: HardwareProfile,
-    gpus: int,
-    points: list[CalibrationPoint],
-    name: str | None = None,
-) -> CalibrationResult:
-    """Fit efficiency factors and prefill overhead to measured points (see module doc)."""
-    for point in points:
-        try:
-            check_lengths(model, [point.length_tokens], field=point.where or "length")
-        except PlanInputError as exc:
-            raise PlanInputError(exc.reason, field=exc.field) from None
-    lengths = np.array([p.length_tokens for p in points], dtype=float)
-    measured = np.array([p.prefill_s for p in points])
-    n = len(points)
-    # Which parameters to fit; tied ones share the matmul efficiency.
-    free = list(FIT_PARAMS) if n >= 3 else (["matmul", "prefill_overhead_s"] if n == 2 else ["matmul"])
-
-    def values_of(x: np.ndarray) -> dict[str, float]:
-        vals = dict(zip(free, x))
-        if "attention" not in vals:
-            vals["attention"] = vals["matmul"]
-        return {k: float(v) for k, v in vals.items()}
-
-    def predict(x: np.ndarray) -> np.ndarray:
-        inst = Instance(_with_efficiency(hardware, values_of(x)), gpus)
-        return RooflinePrefill(model, inst).prefill_s(lengths)
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        return np.log(predict(x)) - np.log(measured)
-
-    x = _exact_fit(predict, lengths, measured) if n < 3 else None
-    if x is None:
-        x = _least_squares(residuals, free, measured)
-    x = np.asarray(x, dtype=float)
-    fitted = values_of(x)
-    calibrated = _with_efficiency(hardware, fitted, name or f"{hardware.name}-calibrated")
-    predicted = predict(x)
-    model_kv = RooflinePrefill(model, Instance(calibrated, gpus)).kv_bytes(lengths)
-    point_fits = [
-        PointFit(p.length_tokens, p.prefill_s, float(t), p.kv_bytes, float(k))
-        for p, t, k in zip(points, predicted, model_kv)
-    ]
-    before = {k: float(getattr(hardware.efficiency, k)) for k in FIT_PARAMS}
+def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: str | None = None, fit=None
+                   ) -> CalibrationResult:
+    """Fit one set of parameters to the points of several models (see the module doc)."""
+    for s in sets:
+        for point in s.points:
+            try:
+                check_lengths(s.model, [point.length_tokens], field=point.where or "length")
+            except PlanInputError as exc:
+                raise PlanInputError(exc.reason, field=exc.field) from None
+    n = sum(len(s.points) for s in sets)
+    params = check_fit(fit, n)
+    problem = _Fit(sets, hardware, params)
+    res = problem.solve()
+    fitted_values = problem.values(res.x)
+    calibrated = _with_efficiency(hardware, fitted_values, name or f"{hardware.name}-calibrated")
+    predicted = problem.predict(res.x)
+    point_fits, k = [], 0
+    for s in sets:
+        kv = RooflinePrefill(s.model, Instance(calibrated, s.gpus)).kv_bytes(
+            np.array([p.length_tokens for p in s.points], dtype=float))
+        for p, model_kv in zip(s.points, kv):
+            point_fits.append(PointFit(p.length_tokens, p.prefill_s, float(predicted[k]), p.kv_bytes, float(model_kv),
+                                       s.model.name, s.gpus))
+            k += 1
+    models = list(dict.fromkeys(s.model.name for s in sets))
+    uncertainty = _uncertainty(problem, res, n)
+    loo = _leave_one_model_out(problem, sets, models, len(params))
+    reported = problem.reported(res.x)
+    before = {p.value: (1.0 if p == FitParam.compute else float(getattr(hardware.efficiency, p.value)))
+              for p in params}
     record = CalibrationRecord.model_validate({
-        "fitted_on_model": model.name,
-        "gpus": gpus,
+        "fitted_on_model": "+".join(models)[:128],
+        "gpus": sets[0].gpus,
         "base_profile": hardware.name,
         "date": date.today().isoformat(),
-        "fitted": {k: round(v, 6) for k, v in fitted.items()},
+        "fitted": {k: round(v, 6) for k, v in fitted_values.items()},
+        "uncertainty": {k: round(v, 6) for k, v in uncertainty.items() if v is not None},
         "points": [
-            {"length_tokens": f.length_tokens, "measured_s": f.measured_s, "predicted_s": round(f.predicted_s, 6)}
+            {"length_tokens": f.length_tokens, "measured_s": f.measured_s, "predicted_s": round(f.predicted_s, 6),
+             **({"model": f.model} if len(models) > 1 else {})}
             for f in point_fits
         ],
         "max_abs_error": round(max(abs(f.error) for f in point_fits), 6),
+        "models": models if len(models) > 1 else [],
     })
     calibrated = calibrated.model_copy(update={"calibration": record})
     worst = max(point_fits, key=lambda f: abs(f.error))
     if abs(worst.error) > MAX_FIT_ERROR:
         raise PlanInputError(
-            f"the roofline of {model.name} on {gpus} x {hardware.name} cannot reproduce these points: "
-            f"{100 * worst.error:+.0f}% at {worst.length_tokens} tokens even with the best efficiencies "
-            f"({', '.join(f'{k} {v:.3g}' for k, v in fitted.items())}); check the model, --gpus and that "
+            f"the roofline of {worst.model} on {worst.gpus} x {hardware.name} cannot reproduce these points: "
+            f"{100 * worst.error:+.0f}% at {worst.length_tokens} tokens even with the best fit "
+            f"({', '.join(f'{k} {v:.3g}' for k, v in reported.items())}); check the model, --gpus and that "
             "prefill_s is in seconds", field="--points")
-    return CalibrationResult(model.name, f"{gpus}x{hardware.name}", fitted, before, point_fits, calibrated)
+    sizes = sorted({s.gpus for s in sets})
+    instance = f"{'/'.join(map(str, sizes))}x{hardware.name}"
+    return CalibrationResult("+".join(models), instance, reported, before, point_fits, calibrated, uncertainty, loo)
 
 
-def _least_squares(residuals, free: list[str], measured: np.ndarray) -> np.ndarray:
-    from scipy.optimize import least_squares
-
-    lower = [1e-3 if p != "prefill_overhead_s" else 0.0 for p in free]
-    upper = [1.0 if p != "prefill_overhead_s" else float(measured.min()) for p in free]
-    best = None
-    for eff0 in (0.05, 0.2, 0.6):
-        for over0 in (0.0, 0.5):
-            x0 = [eff0 if p != "prefill_overhead_s" else over0 * float(measured.min()) for p in free]
-            x0 = np.clip(x0, lower, np.array(upper) - 1e-9 * (np.array(upper) > 0))
-            res = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", diff_step=1e-4)
-            if best is None or res.cost < best.cost:
-                best = res
-    return best.x
+def _leave_one_model_out(problem: _Fit, sets: list[CalibrationSet], models: list[str], params: int
+                         ) -> dict[str, float | None]:
+    """Per model: the largest |predicted / measured - 1| of its points when fitted without it
+    (None when the other models' points cannot determine the parameters)."""
+    if len(models) < 2:
+        return {}
+    out: dict[str, float | None] = {}
+    for model in models:
+        rest = [k for k, s in enumerate(sets) if s.model.name != model]
+        held = [k for k, s in enumerate(sets) if s.model.name == model]
+        if sum(len(sets[k].points) for k in rest) < params:
+            out[model] = None
+            continue
+        res = problem.solve(rest)
+        predicted = problem.predict(res.x, held)
+        measured = np.concatenate([[p.prefill_s for p in sets[k].points] for k in held])
+        out[model] = float(np.max(np.abs(predicted / measured - 1.0)))
+    return out
 
 
 def hardware_to_yaml_dict(hardware: HardwareProfile) -> dict:

@@ -1,12 +1,23 @@
-"""Decode: step time T_decode(BS, context), BS_max, and tokens/s of one instance.
+"""Decode: the step time (TPOT) at a batch, the memory-limited batch, and tokens/s of one instance.
 
-T_decode(BS, C) = decode_step_overhead + sum over layers of the roofline time of one step
-(``accounting.work.decode_work``): bytes read per step (active weights, with MoE counting
-the expected distinct experts a batch touches; each request's KV at context C and its
-recurrent state, read and written) over bandwidth, against the compute term.
-BS_max = floor((usable memory - weight bytes) / S_kv(C)), usable = N x capacity x
-memory_usable_fraction; a TPOT limit lowers it to the largest BS with T_decode <= TPOT.
-Throughput = BS / T_decode(BS) output tokens/s per instance.
+On a layout (``timing.layout``) an instance of R replicas holds B running requests, B / R per
+replica, spread over the ``dp_attention`` groups of each stage. A replica of ``pp`` stages
+keeps ``pp`` micro-batches of B / (R pp) requests in flight, so that every stage is busy (with
+fewer requests than stages, each request is a micro-batch of its own and stages idle):
+
+    stage_s(b)   one micro-batch of b requests through one stage (``timing.cost.stage_cost`` of
+                 ``accounting.work.decode_work``: weights once per step, each request's KV and
+                 state at the context, collectives, ``layer_overhead_s`` per layer, a hop)
+    TPOT(B)      = pp x stage_s(max(B / (R pp), min(B / R, 1))) + decode_step_overhead_s
+    tokens/s     = B x mtp_tokens_per_step / TPOT(B)                       (per instance)
+    per user     = mtp_tokens_per_step / TPOT(B)
+
+Memory: a chip holds its share of the weights and, for the requests of its attention group,
+their KV at the context (``timing.cost.weights_per_chip``, ``kv_per_chip``), so
+BS_max = R x dp_attention x floor((usable per chip - weights per chip) / KV per chip per request).
+The batch is BS_max, at most ``max_batch`` and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
+to the largest B with TPOT(B) <= limit (TPOT never falls as B grows, so a bisection finds it).
+Without a given layout, the fitting layout with the most tokens/s (within the TPOT limit) wins.
 """
 
 from __future__ import annotations
@@ -15,23 +26,63 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..accounting.kv import KvModel
-from ..accounting.params import weight_bytes
-from ..accounting.work import decode_work
+from ..accounting.work import decode_work, prefill_work
 from ..choices import CurveSource, DecodeLimit
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from ..ranges import DECODE_BATCH, TPOT_MS
+from .cost import PassCost, kv_per_chip, stage_cost, weights_per_chip
 from .instance import Instance
-from .memory import require_fit, usable_memory_bytes
+from .layout import Layout
+from .memory import fitting_layouts, usable_per_chip
 from .prefill import check_lengths, measured_for
 
 
-def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float) -> np.ndarray:
-    """Seconds of one decode step for each batch size, every request at ``context_tokens``."""
-    groups = decode_work(model, batch_sizes, context_tokens)
-    seconds = instance.pass_seconds(groups, model.dtypes.weights, model.dtypes.experts)
-    return seconds + instance.hardware.efficiency.decode_step_overhead_s
+def step_cost(model: ModelProfile, instance: Instance, layout: Layout, batch_sizes, context_tokens: float
+              ) -> tuple[np.ndarray, PassCost]:
+    """(TPOT in seconds, the time of one step split into parts) at each instance batch size."""
+    b = np.atleast_1d(np.asarray(batch_sizes, dtype=float))
+    per_replica = b / layout.replicas
+    # pp micro-batches in flight; with fewer requests than stages each is its own micro-batch
+    micro = np.maximum(np.maximum(per_replica / layout.pp, np.minimum(per_replica, 1.0)), 1e-9)
+    stage = stage_cost(model, instance.hardware, layout, instance.engine, decode_work(model, micro, context_tokens))
+    parts = stage.scaled(layout.pp)
+    overhead = instance.hardware.efficiency.decode_step_overhead_s
+    parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s, parts.overhead_s + overhead,
+                     parts.scale_up_bytes, parts.nic_bytes)
+    return parts.total_s, parts
+
+
+def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float,
+                  layout: Layout | None = None) -> np.ndarray:
+    """TPOT (seconds per step) for each instance batch size, every request at ``context_tokens``,
+    on ``layout`` (default: the instance's, or the best decode layout at the largest batch)."""
+    layout = layout or decode_layout(model, instance, int(context_tokens))
+    seconds, _ = step_cost(model, instance, layout, batch_sizes, context_tokens)
+    return seconds
+
+
+def memory_batch(model: ModelProfile, instance: Instance, layout: Layout, context_tokens: int) -> tuple[int, float, float]:
+    """(BS_max from memory, weight bytes per chip, KV bytes per chip per request) on a layout."""
+    groups = prefill_work(model, [float(context_tokens)])
+    weights = weights_per_chip(model, layout, groups)
+    kv = float(kv_per_chip(layout, groups)[0])
+    per_group = int((usable_per_chip(instance) - weights) // kv) if kv > 0 else int(DECODE_BATCH.hi)
+    return max(per_group, 0) * layout.dp_attention * layout.replicas, weights, kv
+
+
+def _largest_within(fn, cap: int, limit: float) -> int:
+    """Largest b in [1, cap] with fn(b) <= limit for a non-decreasing fn (0 if fn(1) > limit)."""
+    if fn(1) > limit:
+        return 0
+    lo, hi = 1, cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fn(mid) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 @dataclass(frozen=True)
@@ -39,19 +90,62 @@ class DecodeCapacity:
     model: str
     instance: str
     context_tokens: int
-    weight_bytes: float
-    kv_bytes_per_request: float
-    usable_memory_bytes: float
+    weight_bytes: float  # per chip
+    kv_bytes_per_request: float  # per chip that holds the request
+    usable_memory_bytes: float  # per chip
     bs_max_memory: int
     batch_size: int
     limited_by: DecodeLimit
     step_s: float
     tokens_per_s: float  # per instance, output tokens
     source: str  # 'roofline' or 'measured'
+    layout: Layout | None = None
+    cost: PassCost | None = None  # the step at the batch, split into parts
+    mtp_tokens_per_step: float = 1.0
 
     @property
     def tpot_ms(self) -> float:
-        return self.step_s * 1e3
+        """Milliseconds per output token of one request (a step over the tokens it accepts)."""
+        return self.step_s / self.mtp_tokens_per_step * 1e3
+
+    @property
+    def per_user_tokens_per_s(self) -> float:
+        return self.mtp_tokens_per_step / self.step_s
+
+
+def _at_layout(model: ModelProfile, instance: Instance, layout: Layout, context: int, tpot_ms: float | None,
+               max_batch: int | None, reserve: int | None = None) -> tuple[int, int, DecodeLimit, float, float]:
+    """(batch, BS_max, limit, weights per chip, KV per chip) of one layout; batch 0 when nothing fits.
+    Memory holds each request's KV at ``reserve`` tokens (default: the context)."""
+    bs_mem, weights, kv = memory_batch(model, instance, layout, reserve or context)
+    cap = min(bs_mem, int(DECODE_BATCH.hi) if max_batch is None else max_batch)
+    limited_by = DecodeLimit.memory if cap == bs_mem else DecodeLimit.max_batch
+    if cap < 1 or tpot_ms is None:
+        return cap, bs_mem, limited_by, weights, kv
+    mtp = instance.engine.mtp_tokens_per_step
+
+    def tpot(b: int) -> float:
+        return float(step_cost(model, instance, layout, [b], context)[0][0]) / mtp * 1e3
+
+    best = _largest_within(tpot, cap, tpot_ms)
+    return best, bs_mem, (limited_by if best == cap else DecodeLimit.tpot), weights, kv
+
+
+def decode_layout(model: ModelProfile, instance: Instance, context_tokens: int, tpot_ms: float | None = None,
+                  max_batch: int | None = None, reserve_tokens: int | None = None) -> Layout:
+    """The instance's layout, or the fitting layout with the most decode tokens/s."""
+    layouts = fitting_layouts(model, instance, reserve_tokens or context_tokens)
+    if len(layouts) == 1:
+        return layouts[0]
+    best, best_rate = layouts[0], -1.0
+    for layout in layouts:
+        batch = _at_layout(model, instance, layout, context_tokens, tpot_ms, max_batch, reserve_tokens)[0]
+        if batch < 1:
+            continue
+        rate = batch / float(step_cost(model, instance, layout, [batch], context_tokens)[0][0])
+        if rate > best_rate:
+            best, best_rate = layout, rate
+    return best
 
 
 def decode_capacity(
@@ -61,35 +155,40 @@ def decode_capacity(
     tpot_ms: float | None = None,
     max_batch: int | None = None,
     source: str = CurveSource.auto,
+    batch: int | None = None,
+    reserve_tokens: int | None = None,
 ) -> DecodeCapacity:
-    """Largest sustainable decode batch of one instance and its throughput. The batch is at
-    most ``max_batch`` and never above ``ranges.DECODE_BATCH`` (100,000 running requests)."""
-    check_lengths(model, [context_tokens], field="context")
+    """Largest sustainable decode batch of one instance and its throughput (or, with ``batch``,
+    the throughput at that many running requests, which must fit in memory). The batch is at
+    most ``max_batch`` and never above ``ranges.DECODE_BATCH`` (100,000 running requests).
+    Steps read each request's KV at ``context_tokens``; memory holds it at ``reserve_tokens``
+    (default: the context; an engine that never evicts reserves the input plus the whole output)."""
+    check_lengths(model, [reserve_tokens or context_tokens], field="context")
     if tpot_ms is not None:
         TPOT_MS.check(tpot_ms, "tpot_ms")
-    if max_batch is not None:
-        DECODE_BATCH.check(max_batch, "max_batch")
-    require_fit(model, instance, context_tokens)
-    w_bytes = weight_bytes(model)
-    kv_req = float(KvModel.of(model).bytes_at(context_tokens))
-    usable = usable_memory_bytes(instance)
-    bs_mem = int((usable - w_bytes) // kv_req)
-    cap = min(bs_mem, int(DECODE_BATCH.hi) if max_batch is None else max_batch)
-    sizes = np.arange(1, cap + 1, dtype=float)
-    steps = decode_step_s(model, instance, sizes, context_tokens)
-    limited_by = DecodeLimit.memory if cap == bs_mem else DecodeLimit.max_batch
-    best = cap
-    if tpot_ms is not None and steps[-1] * 1e3 > tpot_ms:
-        ok = np.nonzero(steps * 1e3 <= tpot_ms)[0]
-        if ok.size == 0:
-            raise PlanInputError(
-                f"TPOT limit {tpot_ms:g} ms is unreachable on {instance.label}: a batch of 1 takes "
-                f"{steps[0] * 1e3:.2f} ms per step",
-                field="tpot_ms",
-            )
-        best, limited_by = int(ok[-1]) + 1, DecodeLimit.tpot
-    step = float(steps[best - 1])
-    tokens_per_s, used = best / step, "roofline"
+    for value, name in ((max_batch, "max_batch"), (batch, "concurrency")):
+        if value is not None:
+            DECODE_BATCH.check(value, name)
+    layout = decode_layout(model, instance, context_tokens, tpot_ms, max_batch, reserve_tokens)
+    best, bs_mem, limited_by, weights, kv = _at_layout(model, instance, layout, context_tokens, tpot_ms, max_batch,
+                                                       reserve_tokens)
+    if bs_mem < 1:
+        raise PlanInputError(f"{model.name} on {instance.label} as {layout.label} leaves no memory for the KV of one "
+                             f"request at {reserve_tokens or context_tokens:,} tokens", field="gpus")
+    if best < 1:
+        one = float(step_cost(model, instance, layout, [1], context_tokens)[0][0]) * 1e3
+        raise PlanInputError(f"TPOT limit {tpot_ms:g} ms is unreachable on {instance.label}: a batch of 1 takes "
+                             f"{one:.2f} ms per step", field="tpot_ms")
+    if batch is not None:
+        if batch > bs_mem:
+            raise PlanInputError(f"{batch:,} running requests at {reserve_tokens or context_tokens:,} tokens do not fit "
+                                 f"{instance.label} "
+                                 f"as {layout.label} (at most {bs_mem:,})", field="concurrency")
+        best, limited_by = batch, DecodeLimit.max_batch
+    seconds, parts = step_cost(model, instance, layout, [best], context_tokens)
+    step = float(seconds[0])
+    mtp = instance.engine.mtp_tokens_per_step
+    tokens_per_s, used = best * mtp / step, "roofline"
     measured = measured_for(model, instance) if source != CurveSource.roofline else None
     if measured is not None and measured.decode_tokens_per_s is not None:
         tokens_per_s, used = measured.decode_tokens_per_s, "measured"
@@ -100,13 +199,16 @@ def decode_capacity(
         model=model.name,
         instance=instance.label,
         context_tokens=context_tokens,
-        weight_bytes=w_bytes,
-        kv_bytes_per_request=kv_req,
-        usable_memory_bytes=usable,
+        weight_bytes=weights,
+        kv_bytes_per_request=kv,
+        usable_memory_bytes=usable_per_chip(instance),
         bs_max_memory=bs_mem,
         batch_size=best,
         limited_by=limited_by,
         step_s=step,
         tokens_per_s=tokens_per_s,
         source=used,
+        layout=layout,
+        cost=parts,
+        mtp_tokens_per_step=mtp,
     )

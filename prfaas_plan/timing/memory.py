@@ -1,4 +1,10 @@
-"""Does a model fit an instance? Weights plus KV against usable memory."""
+"""Does a model fit an instance? Weights plus KV against usable memory, per chip of a layout.
+
+Usable memory per chip = capacity x ``memory_usable_fraction``. A layout fits when, on every
+chip, its share of the weights plus the KV of one request at the context fits
+(``timing.cost.weights_per_chip`` and ``kv_per_chip``: attention weights are copied to every
+attention group, MLA's latent KV to every chip of a tensor-parallel group).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,12 @@ import math
 
 from ..accounting.kv import KvModel
 from ..accounting.params import weight_bytes
+from ..accounting.work import prefill_work
 from ..errors import PlanInputError
-from ..profiles.model import ModelProfile
+from ..profiles.model import ModelProfile, expand_layers
+from .cost import kv_per_chip, weights_per_chip
 from .instance import Instance
+from .layout import Layout, candidate_layouts, check_layout, heads_of, layout_mismatch
 
 
 def usable_memory_bytes(instance: Instance) -> float:
@@ -16,23 +25,73 @@ def usable_memory_bytes(instance: Instance) -> float:
     return instance.memory_bytes * instance.hardware.efficiency.memory_usable_fraction
 
 
-def chips_needed(model: ModelProfile, instance: Instance, context_tokens: int) -> int:
-    """Fewest chips whose usable memory holds the weights and one request's KV at the context."""
-    per_chip = instance.hardware.memory_bytes * instance.hardware.efficiency.memory_usable_fraction
-    need = weight_bytes(model) + float(KvModel.of(model).bytes_at(context_tokens))
-    return math.ceil(need / per_chip)
+def usable_per_chip(instance: Instance) -> float:
+    return instance.hardware.memory_bytes * instance.hardware.efficiency.memory_usable_fraction
+
+
+def chips_needed(model: ModelProfile, instance: Instance, context_tokens: int) -> tuple[int, Layout | None]:
+    """Fewest chips of this hardware that hold the model and one request's KV at the context in
+    some layout (tensor parallel over a divisor of the heads, with or without expert parallelism,
+    times a pipeline of up to one stage per layer), and that layout; (0, None) if none does."""
+    usable = usable_per_chip(instance)
+    best: tuple[int, Layout | None] = (0, None)
+    layers = len(expand_layers(model))
+    total = weight_bytes(model) + float(KvModel.of(model).bytes_at(context_tokens))
+    floor_chips = max(1, math.ceil(total / usable))
+    moe = any(getattr(layer.ffn, "num_experts", 0) for layer in expand_layers(model))
+    for tp in _tp_choices(model):
+        for ep in ({1, tp} if moe else {1}):
+            first = max(1, math.ceil(floor_chips / tp))
+            for pp in range(first, layers + 1):
+                layout = Layout(tp=tp, ep=ep, pp=pp)
+                if best[0] and layout.chips >= best[0]:
+                    break
+                if layout_mismatch(model, layout) is None and sum(chip_bytes(model, layout, context_tokens)) <= usable:
+                    best = (layout.chips, layout)
+                    break
+    return best
+
+
+def _tp_choices(model: ModelProfile) -> list[int]:
+    heads = [h for h in (heads_of(layer.mixer) for layer in expand_layers(model)) if h]
+    g = math.gcd(*heads) if heads else 1
+    return [d for d in range(1, g + 1) if g % d == 0]
+
+
+def chip_bytes(model: ModelProfile, layout: Layout, context_tokens: int) -> tuple[float, float]:
+    """(weights, KV of one request at the context) on one chip of the layout, bytes."""
+    groups = prefill_work(model, [float(context_tokens)])
+    return weights_per_chip(model, layout, groups), float(kv_per_chip(layout, groups)[0])
+
+
+def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int, field: str = "--parallel"
+                    ) -> list[Layout]:
+    """The instance's layout if it fits, else every candidate layout that fits (errors if none)."""
+    usable = usable_per_chip(instance)
+    if instance.layout is not None:
+        check_layout(model, instance.layout, instance.gpus, field)
+        weights, kv = chip_bytes(model, instance.layout, context_tokens)
+        if weights + kv > usable:
+            raise PlanInputError(f"{model.name} does not fit {instance.label} as {instance.layout.label}: "
+                                 f"{(weights + kv) / 1e9:.1f} GB per chip (weights {weights / 1e9:.1f} GB) against "
+                                 f"{usable / 1e9:.1f} GB usable", field=field)
+        return [instance.layout]
+    fits = [layout for layout in candidate_layouts(model, instance.gpus)
+            if sum(chip_bytes(model, layout, context_tokens)) <= usable]
+    if not fits:
+        need, layout = chips_needed(model, instance, context_tokens)
+        w_bytes = weight_bytes(model)
+        kv_req = float(KvModel.of(model).bytes_at(context_tokens))
+        where = (f"; it needs at least {need} {instance.hardware.name} chips (as {layout.label})" if need
+                 else f"; no layout of {instance.hardware.name} chips holds it")
+        raise PlanInputError(
+            f"{model.name} does not fit on {instance.label}: weights {w_bytes / 1e9:.1f} GB + one request's KV "
+            f"{kv_req / 1e9:.2f} GB at {context_tokens:,} tokens, against {usable / 1e9:.3g} GB usable per chip"
+            + where, field="gpus")
+    return fits
 
 
 def require_fit(model: ModelProfile, instance: Instance, context_tokens: int) -> None:
-    """Raise a PlanInputError naming the chips needed if weights + one request's KV do not fit."""
-    w_bytes = weight_bytes(model)
-    kv_req = float(KvModel.of(model).bytes_at(context_tokens))
-    usable = usable_memory_bytes(instance)
-    if w_bytes + kv_req > usable:
-        need = chips_needed(model, instance, context_tokens)
-        raise PlanInputError(
-            f"{model.name} does not fit on {instance.label}: weights {w_bytes / 1e9:.1f} GB + one request's KV "
-            f"{kv_req / 1e9:.2f} GB exceed usable memory {usable / 1e9:.1f} GB; it needs at least {need} "
-            f"{instance.hardware.name} chips",
-            field="gpus",
-        )
+    """Raise a PlanInputError naming the chips needed if no layout of the instance holds the
+    weights and one request's KV at the context."""
+    fitting_layouts(model, instance, context_tokens, field="gpus")

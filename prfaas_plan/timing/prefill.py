@@ -1,39 +1,57 @@
 """T_prefill(l), S_kv(l) and Phi_kv(l) of one instance.
 
 Two sources:
-- ``RooflinePrefill``: T_prefill(l) = overhead + sum over layers of the roofline time of
-  the layer's prefill work (``accounting.work``); S_kv(l) exact from ``accounting.kv``.
+- ``RooflinePrefill``: the per-pass cost model (``timing.cost``) on the instance's layout (given,
+  or the layout with the lowest time per token at the pass size among those that fit):
+  * ``prefill_s(l)``, the TTFT of one prompt on an idle instance: its chunks of at most
+    ``prefill_tokens_per_pass`` tokens (each attending to the chunks before it) one after
+    another through the pipeline, plus ``prefill_pass_overhead_s`` per chunk and
+    ``prefill_overhead_s`` per request (queueing in the engine, the first token's return);
+  * ``capacity_s(l)``, the instance-seconds a request costs when the pool is saturated: a pass
+    carries max(1, budget // l) prompts per attention group, at most as many as its chips hold the
+    KV of (all groups busy, weights read once per pass, the pipeline full), so capacity_s = pass
+    time / prompts per pass / replicas; with
+    ``capacity: per_request`` (the paper's N / T_prefill) it is ``prefill_s``;
+  * S_kv(l) exact from ``accounting.kv`` (in the model's KV dtype).
 - ``MeasuredPrefill``: a profile's measured points (length -> latency, and optionally KV
   bytes) interpolated with a monotone cubic (PCHIP, which keeps monotone data monotone)
   in log-log space (prefill curves are close to power laws l^a between points) and,
   outside the measured range, extrapolated with the roofline's shape:
-  T(l) = T(l_edge) * T_roof(l) / T_roof(l_edge) (likewise for S_kv).
+  T(l) = T(l_edge) * T_roof(l) / T_roof(l_edge) (likewise for S_kv). A measured latency is a
+  per-request figure, so its capacity is per request too unless the scenario asks for
+  ``saturated`` (then scaled by the roofline's saturated / single-prompt ratio).
 Phi_kv(l) = S_kv(l) / T_prefill(l)  (paper eq. 1), reported in decimal Gbps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
 
 from ..accounting.kv import KvModel
 from ..accounting.work import prefill_work
-from ..choices import CurveSource
+from ..choices import CurveSource, PrefillCapacity
 from ..errors import PlanInputError, warn
 from ..pchip import pchip
 from ..profiles.model import MeasuredProfile, ModelProfile
 from ..profiles.registry import is_shipped_profile
 from ..ranges import TOKENS
 from ..units import bytes_per_s_to_gbps
+from .cost import PassCost, kv_per_chip, stage_cost, weights_per_chip
 from .instance import Instance
+from .layout import Layout
+from .memory import fitting_layouts, usable_per_chip
 
 
 class PrefillCurve(Protocol):
     source: str
 
     def prefill_s(self, lengths_tokens) -> np.ndarray: ...
+
+    def capacity_s(self, lengths_tokens) -> np.ndarray: ...
 
     def kv_bytes(self, lengths_tokens) -> np.ndarray: ...
 
@@ -43,14 +61,97 @@ class RooflinePrefill:
     model: ModelProfile
     instance: Instance
     source: str = "roofline"
+    capacity: PrefillCapacity = PrefillCapacity.saturated
+    fit_tokens: int | None = None  # the prompt whose KV a layout must hold (see ``layout``)
+
+    @cached_property
+    def layout(self) -> Layout:
+        """The instance's layout, or the fitting layout with the lowest capacity time per token at
+        the pass size (saturated: a full pass; per request: one prompt's TTFT). A layout fits when
+        a chip holds its weights and the KV of a prompt of ``fit_tokens`` (default: one pass,
+        within the model's context)."""
+        budget = self.instance.engine.prefill_tokens_per_pass
+        fit = self.fit_tokens or min(budget, self.model.max_context_tokens)
+        layouts = fitting_layouts(self.model, self.instance, fit)
+        if len(layouts) == 1:
+            return layouts[0]
+        at = np.array([float(budget)])
+        if self.capacity == PrefillCapacity.per_request:
+            per_token = [float(self.single_prompt(at, layout)[0][0]) for layout in layouts]
+        else:
+            per_token = [float(self._saturated(at, layout)[0]) for layout in layouts]
+        return layouts[int(np.argmin(per_token))]
 
     def prefill_s(self, lengths_tokens) -> np.ndarray:
-        groups = prefill_work(self.model, lengths_tokens)
-        seconds = self.instance.pass_seconds(groups, self.model.dtypes.weights, self.model.dtypes.experts)
-        return seconds + self.instance.hardware.efficiency.prefill_overhead_s
+        """TTFT of one prompt alone on the instance (seconds)."""
+        total, _ = self.single_prompt(lengths_tokens)
+        return total
+
+    def capacity_s(self, lengths_tokens) -> np.ndarray:
+        """Instance-seconds per request in a saturated pool (or ``prefill_s`` when per request)."""
+        if self.capacity == PrefillCapacity.per_request:
+            return self.prefill_s(lengths_tokens)
+        return self._saturated(lengths_tokens, self.layout)
 
     def kv_bytes(self, lengths_tokens) -> np.ndarray:
         return KvModel.of(self.model).bytes_at(lengths_tokens)
+
+    def single_prompt(self, lengths_tokens, layout: Layout | None = None) -> tuple[np.ndarray, PassCost]:
+        """(TTFT in seconds, its pass time split into compute, memory, communication, overhead)
+        of one prompt of each length alone on the instance."""
+        layout = layout or self.layout
+        eff, engine = self.instance.hardware.efficiency, self.instance.engine
+        l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
+        budget = engine.prefill_tokens_per_pass
+        chunks = np.ceil(l / budget)
+        parts, longest = None, np.zeros_like(l)
+        for k in range(int(chunks.max())):
+            active = chunks > k
+            chunk = np.where(active, np.minimum(budget, l - k * budget), 1.0)
+            cost = stage_cost(self.model, self.instance.hardware, layout, engine,
+                              prefill_work(self.model, chunk, k * budget), busy_groups=1, prefill=True).scaled(active)
+            parts = cost if parts is None else parts.add(cost)
+            longest = np.maximum(longest, cost.total_s)
+        # chunks pipeline through the stages: their sum, plus pp - 1 more stages of the longest
+        fill = (layout.pp - 1) * longest
+        total = parts.total_s + fill + chunks * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
+        parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s + fill,
+                         parts.overhead_s + chunks * eff.prefill_pass_overhead_s + eff.prefill_overhead_s,
+                         parts.scale_up_bytes, parts.nic_bytes)
+        return total.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else total, parts
+
+    def saturated_pass(self, lengths_tokens, layout: Layout | None = None) -> tuple[np.ndarray, np.ndarray, PassCost]:
+        """(prompts per pass per attention group, seconds per pass, its split) in a saturated pool."""
+        layout = layout or self.layout
+        engine = self.instance.engine
+        l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
+        budget = engine.prefill_tokens_per_pass
+        chunks = np.ceil(l / budget)
+        per_group = np.where(chunks == 1, np.maximum(1.0, np.floor(budget / l)), 1.0)
+        per_group = np.minimum(per_group, self._held(layout, l))  # the prompts' KV must fit beside the weights
+        requests = per_group * layout.dp_attention
+        parts = None
+        for k in range(int(chunks.max())):
+            active = chunks > k
+            chunk = np.where(active, np.minimum(budget, l - k * budget), 1.0)
+            cost = stage_cost(self.model, self.instance.hardware, layout, engine,
+                              prefill_work(self.model, chunk, k * budget), requests=requests,
+                              prefill=True).scaled(active)
+            overhead = np.where(active, self.instance.hardware.efficiency.prefill_pass_overhead_s, 0.0)
+            cost = cost.add(PassCost(0 * l, 0 * l, 0 * l, overhead, 0 * l, 0 * l))
+            parts = cost if parts is None else parts.add(cost)
+        return per_group, parts.total_s, parts
+
+    def _held(self, layout: Layout, lengths: np.ndarray) -> np.ndarray:
+        """Prompts of each length whose KV one attention group's chips hold beside the weights (>= 1)."""
+        groups = prefill_work(self.model, lengths)
+        free = usable_per_chip(self.instance) - weights_per_chip(self.model, layout, groups)
+        return np.maximum(1.0, np.floor(free / np.maximum(kv_per_chip(layout, groups), 1.0)))
+
+    def _saturated(self, lengths_tokens, layout: Layout) -> np.ndarray:
+        per_group, seconds, _ = self.saturated_pass(lengths_tokens, layout)
+        out = seconds / (per_group * layout.dp_attention * layout.replicas)
+        return out.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else out
 
 
 @dataclass(frozen=True)
@@ -58,44 +159,63 @@ class MeasuredPrefill:
     measured: MeasuredProfile
     roofline: RooflinePrefill
     source: str = "measured"
+    capacity: PrefillCapacity = PrefillCapacity.per_request
+
+    def capacity_s(self, lengths_tokens) -> np.ndarray:
+        """Per request (the measured latency), or scaled to a saturated pool by the roofline."""
+        measured = self.prefill_s(lengths_tokens)
+        if self.capacity == PrefillCapacity.per_request:
+            return measured
+        roof = self.roofline
+        return measured * roof.capacity_s(lengths_tokens) / roof.prefill_s(lengths_tokens)
 
     def _points(self):
         pts = sorted(self.measured.prefill, key=lambda p: p.length_tokens)
         return np.array([p.length_tokens for p in pts], float), pts
 
-    def _interp(self, lengths, xs: np.ndarray, ys: np.ndarray, shape) -> np.ndarray:
+    def _interp(self, lengths, xs: np.ndarray, ys: np.ndarray, shape, key: str) -> np.ndarray:
         """Measured values ys at xs, carried to ``lengths`` along the roofline's shape.
 
         value(l) = shape(l) * r(l), where r = ys / shape(xs) is interpolated by a monotone
         cubic (PCHIP) in log l and held constant outside the points; should that product
         ever fall between two points (noisy data), the values themselves are interpolated
-        by PCHIP in log-log space instead, which keeps them monotone.
+        by PCHIP in log-log space instead, which keeps them monotone. Which of the two
+        applies is decided once per curve and quantity (``key``).
         """
         l = np.atleast_1d(np.asarray(lengths, dtype=float))
-        ratio = ys / shape(xs)
+        ratio, along_shape = self._mode(key, xs, ys, shape)
         if len(xs) == 1:
             out = shape(l) * ratio[0]
+        elif along_shape:
+            out = shape(l) * pchip(np.log(xs), ratio, np.log(l))
         else:
-            log_x = np.log(xs)
-            grid = np.exp(np.linspace(log_x[0], log_x[-1], 512))
-            if np.all(np.diff(shape(grid) * pchip(log_x, ratio, np.log(grid))) >= 0):
-                out = shape(l) * pchip(log_x, ratio, np.log(l))
-            else:
-                inside = np.clip(l, xs[0], xs[-1])
-                out = np.exp(pchip(log_x, np.log(ys), np.log(inside))) * shape(l) / shape(inside)
+            inside = np.clip(l, xs[0], xs[-1])
+            out = np.exp(pchip(np.log(xs), np.log(ys), np.log(inside))) * shape(l) / shape(inside)
         return out.reshape(np.shape(lengths)) if np.ndim(lengths) else out
+
+    def _mode(self, key: str, xs: np.ndarray, ys: np.ndarray, shape) -> tuple[np.ndarray, bool]:
+        cache = self.__dict__.setdefault("_modes", {})
+        if key not in cache:
+            ratio = ys / shape(xs)
+            along_shape = True
+            if len(xs) > 1:
+                log_x = np.log(xs)
+                grid = np.exp(np.linspace(log_x[0], log_x[-1], 512))
+                along_shape = bool(np.all(np.diff(shape(grid) * pchip(log_x, ratio, np.log(grid))) >= 0))
+            cache[key] = (ratio, along_shape)
+        return cache[key]
 
     def prefill_s(self, lengths_tokens) -> np.ndarray:
         xs, pts = self._points()
         ys = np.array([p.prefill_s for p in pts])
-        return self._interp(lengths_tokens, xs, ys, self.roofline.prefill_s)
+        return self._interp(lengths_tokens, xs, ys, self.roofline.prefill_s, "prefill")
 
     def kv_bytes(self, lengths_tokens) -> np.ndarray:
         xs, pts = self._points()
         if pts[0].kv is None:
             return self.roofline.kv_bytes(lengths_tokens)
         ys = np.array([p.kv for p in pts])
-        return self._interp(lengths_tokens, xs, ys, self.roofline.kv_bytes)
+        return self._interp(lengths_tokens, xs, ys, self.roofline.kv_bytes, "kv")
 
 
 def measured_for(model: ModelProfile, instance: Instance) -> MeasuredProfile | None:
@@ -113,19 +233,22 @@ def measured_for(model: ModelProfile, instance: Instance) -> MeasuredProfile | N
     return measured
 
 
-def prefill_curve(model: ModelProfile, instance: Instance, source: str = CurveSource.auto) -> PrefillCurve:
+def prefill_curve(model: ModelProfile, instance: Instance, source: str = CurveSource.auto,
+                  capacity: str | None = None) -> PrefillCurve:
     """The prefill curve for a model on an instance.
 
     ``auto`` uses the model's measured points for this hardware and GPU count when it has
     them (``measured_for``), else the roofline; ``measured`` insists on measured points.
+    ``capacity``: ``saturated`` or ``per_request`` (default: saturated for the roofline,
+    per request for measured latencies).
     """
     source = CurveSource(source)
-    roofline = RooflinePrefill(model, instance)
+    roofline = RooflinePrefill(model, instance, capacity=PrefillCapacity(capacity or PrefillCapacity.saturated))
     if source == CurveSource.roofline:
         return roofline
     measured = measured_for(model, instance)
     if measured is not None and measured.prefill:
-        return MeasuredPrefill(measured, roofline)
+        return MeasuredPrefill(measured, roofline, capacity=PrefillCapacity(capacity or PrefillCapacity.per_request))
     if source == CurveSource.measured:
         have = ", ".join(f"{m.gpus}x{m.hardware}" for m in model.measured if m.prefill) or "none"
         raise PlanInputError(

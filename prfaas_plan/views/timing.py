@@ -5,8 +5,10 @@ from __future__ import annotations
 from ..report import Column, Report, fmt_float, fmt_int
 from ..timing.calibrate import CalibrationResult
 from ..timing.decode import DecodeCapacity
+from ..timing.estimate import Budget
 from ..timing.prefill import KvReport
 from ..units import BYTES_PER_MIB, format_tokens
+from .estimate import budget_row
 
 
 def kv_view(result: KvReport) -> Report:
@@ -51,19 +53,23 @@ def kv_view(result: KvReport) -> Report:
 def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
     row = {
         "context": d.context_tokens,
+        "layout": d.layout.label if d.layout is not None else "",
         "batch_size": d.batch_size,
         "bs_max_memory": d.bs_max_memory,
         "limited_by": d.limited_by,
         "step_ms": round(d.step_s * 1e3, 4),
+        "tpot_ms": round(d.tpot_ms, 4),
         "tokens_per_s": round(d.tokens_per_s, 3),
-        "weight_gb": round(d.weight_bytes / 1e9, 3),
-        "kv_per_request_mib": round(d.kv_bytes_per_request / BYTES_PER_MIB, 3),
+        "per_user_tokens_per_s": round(d.per_user_tokens_per_s, 3),
+        "weight_gb_per_chip": round(d.weight_bytes / 1e9, 3),
+        "kv_per_request_mib_per_chip": round(d.kv_bytes_per_request / BYTES_PER_MIB, 3),
     }
     notes = [
-        f"usable memory {d.usable_memory_bytes / 1e9:,.1f} GB (capacity x memory_usable_fraction); "
-        f"BS_max = (usable - weights) / S_kv(context)",
+        f"usable memory {d.usable_memory_bytes / 1e9:,.1f} GB per chip (capacity x memory_usable_fraction); "
+        "BS_max = attention groups x (usable - weights per chip) / KV per chip of one request",
         f"tokens/s source: {d.source}" + (" (the profile's measured decode throughput)" if d.source == "measured" else
-                                          " (BS / T_decode(BS) from the per-layer roofline)"),
+                                          " (BS x tokens per step / T_decode(BS) from the per-kernel roofline)"),
+        "TPOT = T_decode / tokens accepted per step; per-user tokens/s = 1 / TPOT",
     ]
     if tpot_limit_ms is not None:
         notes.append(f"TPOT limit {tpot_limit_ms:g} ms")
@@ -71,17 +77,22 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
         title=f"Decode: {d.model} on {d.instance} at context {format_tokens(d.context_tokens)}",
         columns=[
             Column("context", "context (tokens)", fmt_int),
+            Column("layout", "layout"),
             Column("batch_size", "batch", fmt_int),
             Column("bs_max_memory", "BS_max (memory)", fmt_int),
             Column("limited_by", "limited by"),
             Column("step_ms", "T_decode (ms)", fmt_float(2)),
+            Column("tpot_ms", "TPOT (ms)", fmt_float(2)),
             Column("tokens_per_s", "tokens/s", fmt_float(0)),
-            Column("weight_gb", "weights (GB)", fmt_float(1)),
-            Column("kv_per_request_mib", "KV/request (MiB)", fmt_float(1)),
+            Column("per_user_tokens_per_s", "tok/s/user", fmt_float(1)),
+            Column("weight_gb_per_chip", "weights/chip (GB)", fmt_float(1)),
+            Column("kv_per_request_mib_per_chip", "KV/request/chip (MiB)", fmt_float(1)),
         ],
         rows=[row],
         meta={"model": d.model, "instance": d.instance, "source": d.source},
         notes=notes,
+        extra={} if d.cost is None else {"parallel": d.layout.as_dict(),
+                                         "budget": budget_row(Budget.of("decode step", d.layout, d.batch_size, d.cost))},
     )
 
 

@@ -9,11 +9,13 @@ number of distinct routed experts the n tokens touch, E (1 - (1 - k/E)^n) (unifo
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from ...choices import FfnType
 from ...units import dtype_bytes
-from ..kinds import FfnKind, FfnParams, ffn_kind
+from ..kinds import FfnKind, FfnParams, Gemms, ffn_kind
 
 
 def expected_distinct_experts(num_experts: int, top_k: int, routed_tokens):
@@ -25,12 +27,23 @@ def expected_distinct_experts(num_experts: int, top_k: int, routed_tokens):
 
 @ffn_kind(FfnType.moe)
 class Moe(FfnKind):
+    # norm, router, top-k, shared expert (3), permutation, grouped gate-up, activation, grouped down, un-permutation
+    kernels: ClassVar[int] = 10
+
     def params(self, hidden: int) -> FfnParams:
         s = self.spec
         mats = 3 if s.gated else 2
         shared = s.shared_experts * mats * hidden * (s.shared_intermediate_size or s.expert_intermediate_size)
         router = hidden * s.num_experts
         return FfnParams(shared + router, mats * hidden * s.expert_intermediate_size, s.num_experts, s.top_k)
+
+    def gemms(self, hidden: int) -> tuple[Gemms, Gemms]:
+        s = self.spec
+        up = 2 if s.gated else 1
+        i_shared, i_expert = s.shared_intermediate_size or s.expert_intermediate_size, s.expert_intermediate_size
+        shared = ((s.shared_experts * up * hidden * i_shared, hidden), (s.shared_experts * i_shared * hidden, i_shared),
+                  (hidden * s.num_experts, hidden)) if s.shared_experts else ((hidden * s.num_experts, hidden),)
+        return shared, ((up * hidden * i_expert, hidden), (i_expert * hidden, i_expert))
 
     def weight_bytes(self, tokens: np.ndarray, hidden: int) -> np.ndarray:
         p = self.params(hidden)

@@ -9,14 +9,18 @@ Decode step:       2 nq (d_qk + d_v) x keys FLOPs and nkv (d_qk + d_v) x keys el
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from ...choices import MixerType
-from ..kinds import LayerKv, MixerKind, causal_keys, mixer_kind
+from ..kinds import Gemms, LayerKv, MixerKind, causal_keys, mixer_kind
 
 
 @mixer_kind(MixerType.gqa)
 class Gqa(MixerKind):
+    kernels: ClassVar[int] = 5  # norm, QKV projection, RoPE and KV write, attention, output projection
+
     @property
     def window_tokens(self) -> int | None:
         """Keys a query sees at most (None: all earlier tokens)."""
@@ -30,11 +34,21 @@ class Gqa(MixerKind):
     def kv(self) -> LayerKv:
         return LayerKv(growing_bytes_per_token=self.kv_bytes_per_token)
 
+    @property
+    def kv_ways(self) -> int:
+        return self.spec.num_kv_heads  # more tensor-parallel chips than KV heads replicate them
+
     def params(self, hidden: int) -> int:
         s, h = self.spec, hidden
         nq, nkv, dqk, dv = s.num_query_heads, s.num_kv_heads, s.qk_head_dim, s.v_dim
         params = h * nq * dqk + h * nkv * dqk + h * nkv * dv + nq * dv * h
         return params + (h * nq * dv if s.output_gate else 0)
+
+    def gemms(self, hidden: int) -> Gemms:
+        s, h = self.spec, hidden
+        nq, dv = s.num_query_heads, s.v_dim
+        out = nq * dv * h
+        return ((self.params(hidden) - out, h), (out, nq * dv))
 
     def _flops_per_key(self) -> float:
         return 2 * self.spec.num_query_heads * (self.spec.qk_head_dim + self.spec.v_dim)

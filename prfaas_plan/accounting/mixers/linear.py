@@ -12,15 +12,19 @@ Decode step:    4 heads d_k d_v + 2 conv_channels kernel FLOPs per request; the 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from ...choices import MixerType
 from ...units import dtype_bytes
-from ..kinds import LayerKv, MixerKind, mixer_kind
+from ..kinds import Gemms, LayerKv, MixerKind, mixer_kind
 
 
 @mixer_kind(MixerType.linear)
 class Linear(MixerKind):
+    kernels: ClassVar[int] = 8  # norm, projections, short convolutions, gates, the recurrence, gated norm, output projection
+
     @property
     def label(self) -> str:
         return str(self.spec.kind)
@@ -35,10 +39,18 @@ class Linear(MixerKind):
     def kv(self) -> LayerKv:
         return LayerKv(fixed_bytes=self.state_bytes)
 
+    @property
+    def kv_ways(self) -> int:
+        return self.spec.num_heads  # the state is per value head
+
     def params(self, hidden: int) -> int:
         s, h = self.spec, hidden
         nk, nv, dk, dv = s.key_heads, s.num_heads, s.key_head_dim, s.value_head_dim
         return 2 * h * nk * dk + h * nv * dv + nv * dv * h + (h * nv * dv if s.output_gate else 0)
+
+    def gemms(self, hidden: int) -> Gemms:
+        out = self.spec.num_heads * self.spec.value_head_dim * hidden
+        return ((self.params(hidden) - out, hidden), (out, self.spec.num_heads * self.spec.value_head_dim))
 
     def prefill_flops(self, lengths: np.ndarray) -> np.ndarray:
         s = self.spec

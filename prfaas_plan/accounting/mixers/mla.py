@@ -10,14 +10,20 @@ Decode step:    absorbed form, 2 nh (2 r + rope) FLOPs and r + rope elements rea
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from ...choices import MixerType
-from ..kinds import LayerKv, MixerKind, causal_keys, mixer_kind
+from ..kinds import Gemms, LayerKv, MixerKind, causal_keys, mixer_kind
 
 
 @mixer_kind(MixerType.mla)
 class Mla(MixerKind):
+    # norm, q down/up projections and norm, kv down projection and norm, RoPE and KV write, absorbed
+    # attention, value up-projection, output projection
+    kernels: ClassVar[int] = 10
+
     @property
     def latent(self) -> int:
         return self.spec.kv_lora_rank + self.spec.qk_rope_head_dim
@@ -32,6 +38,14 @@ class Mla(MixerKind):
         kv_a = h * (s.kv_lora_rank + s.qk_rope_head_dim)
         kv_b = s.kv_lora_rank * nh * (s.qk_nope_head_dim + s.v_head_dim)
         return q + kv_a + kv_b + nh * s.v_head_dim * h
+
+    def gemms(self, hidden: int) -> Gemms:
+        s, h = self.spec, hidden
+        nh, qk = s.num_heads, s.qk_nope_head_dim + s.qk_rope_head_dim
+        q = ((h * s.q_lora_rank, h), (s.q_lora_rank * nh * qk, s.q_lora_rank)) if s.q_lora_rank else ((h * nh * qk, h),)
+        return q + ((h * (s.kv_lora_rank + s.qk_rope_head_dim), h),
+                    (s.kv_lora_rank * nh * (s.qk_nope_head_dim + s.v_head_dim), s.kv_lora_rank),
+                    (nh * s.v_head_dim * h, nh * s.v_head_dim))
 
     def _prefill_flops_per_key(self) -> float:
         s = self.spec

@@ -8,16 +8,20 @@ Decode step:    MLA over min(context, top_k) latents + the indexer over all cont
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from ...choices import MixerType
 from ...units import dtype_bytes
-from ..kinds import LayerKv, causal_keys, mixer_kind
+from ..kinds import Gemms, LayerKv, causal_keys, mixer_kind
 from .mla import Mla
 
 
 @mixer_kind(MixerType.sparse)
 class Sparse(Mla):
+    kernels: ClassVar[int] = 13  # MLA's ten, plus the lightning indexer's projection, scores and top-k
+
     @property
     def index_bytes(self) -> float:
         return dtype_bytes(self.spec.index_key_dtype or self.dtypes.kv)
@@ -31,6 +35,9 @@ class Sparse(Mla):
         q_src = s.q_lora_rank or h
         indexer = q_src * s.index_num_heads * s.index_head_dim + h * s.index_head_dim + h * s.index_num_heads
         return super().params(hidden) + indexer
+
+    def gemms(self, hidden: int) -> Gemms:
+        return super().gemms(hidden) + ((self.params(hidden) - super().params(hidden), hidden),)
 
     def _indexer_flops_per_key(self) -> float:
         return 2 * self.spec.index_num_heads * self.spec.index_head_dim

@@ -1,0 +1,68 @@
+"""How an instance is served, as a scenario or the CLI states it: the parallel layout, the
+serving engine's settings and precision overrides of the model. Shared by the scenario schema
+(``prfaas.parallel``, ``pd.engine``, ``precision``), the CLI options and the library.
+
+- ``parallel``: ``{tp, dp_attention, ep, pp, replicas}`` chips (``timing.layout``); omitted: the
+  planner searches the layouts that fit.
+- ``engine``: ``overlap`` (share of communication hidden behind compute, e.g. two-batch overlap;
+  0 to 1), ``expert_imbalance`` (tokens on the busiest expert rank over the mean, with expert
+  parallelism; default 1.18: SGLang's DeepSeek prefill on 4 x 8 H100 ran 18% slower with its
+  default expert placement than with a simulated perfect balance, 50,302 against 59,337 tokens/s
+  per node (lmsys.org blog, 2025-05-05); 1 for a perfect load balancer),
+  ``prefill_tokens_per_pass`` (the chunked-prefill budget of one attention group, tokens),
+  ``mtp_tokens_per_step`` (tokens accepted per decode step with multi-token prediction or
+  speculative decoding; 1 without).
+- ``precision``: the dtype of the weights, the routed experts, the KV cache and the attention
+  compute (``kv: fp8`` halves S_kv and Phi_kv; ``attention: fp8`` runs attention cores at the
+  chip's fp8 peak).
+"""
+
+from __future__ import annotations
+
+from pydantic import model_validator
+
+from ..choices import ComputeDtype, Dtype
+from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
+from ._base import Float, Int, StrictModel
+from .model import ModelProfile
+
+_CHIPS = Int(CHIPS_PER_INSTANCE)
+
+
+class LayoutSpec(StrictModel):
+    tp: _CHIPS = 1
+    dp_attention: _CHIPS = 1
+    ep: _CHIPS = 1
+    pp: _CHIPS = 1
+    replicas: _CHIPS = 1
+
+    @model_validator(mode="after")
+    def _ep_divides(self):
+        if (self.tp * self.dp_attention) % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide tp x dp_attention ({self.tp * self.dp_attention})")
+        return self
+
+
+class EngineSpec(StrictModel):
+    overlap: Float(OVERLAP) = 0.0
+    expert_imbalance: Float(EXPERT_IMBALANCE) = 1.18
+    prefill_tokens_per_pass: Int(PASS_TOKENS) = 8192
+    mtp_tokens_per_step: Float(MTP_TOKENS) = 1.0
+
+
+class PrecisionSpec(StrictModel):
+    weights: Dtype | None = None
+    experts: Dtype | None = None
+    kv: Dtype | None = None
+    attention: ComputeDtype | None = None
+
+    def applied(self, model: ModelProfile) -> ModelProfile:
+        """The model with these dtypes (a new profile; the shipped one is untouched)."""
+        update = {k: v for k, v in self.model_dump().items() if v is not None}
+        if not update:
+            return model
+        if "weights" in update and "experts" not in update and model.dtypes.experts is not None \
+                and model.dtypes.experts == model.dtypes.weights:
+            update["experts"] = update["weights"]
+        dtypes = model.dtypes.model_copy(update=update)
+        return model.model_copy(update={"dtypes": dtypes})

@@ -1,0 +1,168 @@
+"""Published measurements of real deployments, predicted with ``api.estimate``.
+
+A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``kind``, ``model_ref``,
+``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``, ``parallelism``,
+``input_len``, ``output_len``, ``batch``, ``batch_scope``, ``context``, ``measured``, ...). Each
+row is predicted from the shipped profiles and defaults, with only what the source publishes:
+
+- the model (a shipped profile, or a Hugging Face config beside the CSV) and its precision
+  (``dtype_override``: ``weights=fp8;kv=fp8``);
+- the layout from ``parallelism``: ``TP8`` -> {tp: 8}; ``DEP8`` or ``EP32 + DP attention`` (or an
+  engine that names large-scale EP) -> {ep: n, dp_attention: n}; anything else -> the best layout
+  the tool finds for the chips; when the published chips cannot hold the model (a deployment
+  that offloads weights to host memory), the same kind of layout on the fewest chips that can,
+  compared per GPU;
+- the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
+  communication; nothing else is set per row;
+- by kind: ``prefill_tps`` input tokens/s of saturated prefill; ``decode_tps`` output tokens/s
+  at the published batch (per GPU x GPUs) and context, or the memory-limited batch;
+  ``e2e_tps`` offline output tokens/s at the memory-limited batch; ``e2e_latency`` seconds of
+  a request among ``batch`` started together. A figure per node or per GPU divides the
+  instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken as ``DEFAULT_INPUT``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import api
+from .errors import PlanInputError
+from .ranges import MAX_CSV_BYTES
+from .yamlio import read_input_text
+
+TBO_OVERLAP = 0.5  # SGLang two-batch overlap: see the README ("Published measurements")
+DEFAULT_INPUT = 512  # tokens, where a source does not publish the input length
+MAX_CHIPS = 1024  # the most chips tried when the published ones cannot hold the model
+
+
+@dataclass(frozen=True)
+class Prediction:
+    id: str
+    kind: str
+    model: str
+    hardware: str
+    gpus: int  # chips of the predicted instance
+    layout: str
+    predicted: float
+    measured: float
+    unit: str
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted / self.measured
+
+    @property
+    def error(self) -> float:
+        """|predicted / measured - 1|."""
+        return abs(self.ratio - 1.0)
+
+
+def read_rows(path: str) -> list[dict[str, str]]:
+    text = read_input_text(path, MAX_CSV_BYTES)
+    return [{k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(io.StringIO(text, newline=""))]
+
+
+def layout_kind(parallelism: str, engine: str) -> tuple[str, int | None]:
+    """The kind of layout a row publishes: ('dep', n) for ``DEP8`` or ``EP32 + DP attention`` (or an
+    engine run with large-scale EP, n unstated), ('tp', n) for ``TP8``, ('search', None) else."""
+    text = parallelism.upper()
+    match = re.match(r"^\s*DEP(\d+)", text) or re.match(r"^\s*EP(\d+)\s*\+\s*DP ATTENTION", text)
+    if match:
+        return "dep", int(match.group(1))
+    match = re.match(r"^\s*TP(\d+)\s*$", text)
+    if match:
+        return "tp", int(match.group(1))
+    if "LARGE-SCALE EP" in engine.upper():
+        return "dep", None
+    return "search", None
+
+
+def layout_of(kind: str, chips: int) -> dict[str, int] | None:
+    if kind == "dep":
+        return {"ep": chips, "dp_attention": chips}
+    if kind == "tp":
+        return {"tp": chips}
+    return None
+
+
+def precision_of(override: str) -> dict[str, str] | None:
+    if not override:
+        return None
+    return dict(part.split("=", 1) for part in override.split(";") if part)
+
+
+def _int(text: str) -> int | None:
+    return int(float(text)) if text else None
+
+
+def predict_row(row: dict[str, str], folder: Path) -> Prediction:
+    """One row's figure from the shipped profiles (see the module doc)."""
+    ref = row["model_ref"]
+    model = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
+    model = api.precision_of(model, precision_of(row["dtype_override"]))
+    kind, gpus, unit_gpus = row["kind"], int(row["gpus"]), _int(row["unit_gpus"]) or int(row["gpus"])
+    kind_of_layout, _ = layout_kind(row["parallelism"], row["engine"])
+    published = row["engine"].upper()
+    engine = {}
+    if "TBO" in published:
+        engine["overlap"] = TBO_OVERLAP
+    if "EPLB" in published:
+        engine["expert_imbalance"] = 1.0  # the source balanced experts for its own traffic
+    engine = engine or None
+    input_tokens = _int(row["input_len"]) or DEFAULT_INPUT
+    output_tokens = max(1, round(float(row["output_len"]))) if row["output_len"] else 1
+    batch = _int(row["batch"])
+    concurrency = None
+    if batch is not None:
+        concurrency = batch * gpus if row["batch_scope"] == "per_gpu" else batch
+    if kind == "decode_tps" and row["context"]:
+        context = int(row["context"])
+        input_tokens, output_tokens = context, 1  # decode at this context (I + O / 2 = context)
+    note, published_gpus = "", gpus
+    while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
+        try:
+            est = api.estimate(model, row["tool_hw"], gpus, input_tokens=input_tokens, output_tokens=output_tokens,
+                               concurrency=concurrency, parallel=layout_of(kind_of_layout, gpus), engine=engine)
+            break
+        except PlanInputError as exc:
+            if "does not fit" not in str(exc) or gpus >= MAX_CHIPS or concurrency is not None:
+                raise
+            gpus += 1
+    if gpus != published_gpus:
+        note = f"{published_gpus} GPUs cannot hold it: the fewest that can ({gpus}), per GPU"
+        unit_gpus = 1
+    figure = {
+        "prefill_tps": est.prefill_tokens_per_s,
+        "decode_tps": est.decode_tokens_per_s,
+        "e2e_tps": est.e2e_output_tokens_per_s,
+    }.get(kind)
+    if kind == "e2e_latency":
+        predicted = est.e2e_latency_s
+    elif figure is not None:
+        predicted = figure / gpus * unit_gpus
+    else:
+        raise PlanInputError(f"unknown kind {kind!r}", field=f"row {row['id']}")
+    layout = est.prefill.layout.label if kind == "prefill_tps" else est.decode.layout.label
+    return Prediction(row["id"], kind, model.name, row["tool_hw"], gpus, layout, predicted, float(row["measured"]),
+                      row["unit"], note)
+
+
+def predict_all(path: str) -> list[Prediction]:
+    folder = Path(path).resolve().parent
+    return [predict_row(row, folder) for row in read_rows(path)]
+
+
+def summary(predictions: list[Prediction]) -> dict[str, float]:
+    """Median and worst |predicted / measured - 1|, and the worst ratio either way (x)."""
+    errors = sorted(p.error for p in predictions)
+    n = len(errors)
+    median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
+    worst_factor = max(max(p.ratio, 1 / p.ratio) for p in predictions)
+    return {"median_error": median, "worst_error": errors[-1], "worst_factor": worst_factor,
+            "rows": float(n), "geomean_ratio": math.exp(sum(math.log(p.ratio) for p in predictions) / n)}

@@ -1,0 +1,254 @@
+"""What one pass (a prefill chunk or a decode step) costs on one pipeline stage of a replica,
+split into compute, memory, communication and fixed overhead.
+
+Per layer, on one chip of a stage (S = tp x dp_attention chips, ``timing.layout``), with T the
+tokens of the pass in the replica spread over ``busy`` attention groups (all of them when the
+pool is saturated; one for a lone request):
+
+- each kernel is a roofline of its own, max(FLOPs / (peak x eff) x shape, bytes / (bandwidth x
+  eff)), and kernels run one after another (``_shape``: GEMMs with a shallow reduction or few rows
+  run below the matmul fraction, measured on the largest shapes):
+    attention projections   FLOPs / (busy x tp), weights / tp
+    attention core          FLOPs / (busy x tp) at the attention dtype's peak,
+                            KV bytes / (busy x min(tp, kv_ways)) (MLA's latent is not split)
+    dense FFN               FLOPs and weights / S (tensor parallel over the stage)
+    shared experts + router FLOPs / (busy x tp), weights / tp (where the tokens are), with EP
+    routed experts          FLOPs x imbalance (with EP) / S at the experts' dtype; weights of the distinct
+                            experts the pass touches on one rank, ceil(E/ep) (1 - (1 - k/E)^T), / (S/ep)
+    activations             8 x tokens x h bytes / (busy x tp)
+- communication (``timing.collectives``): the attention all-reduce over tp; the FFN all-reduce
+  over S, or with DP attention an all-gather and a reduce-scatter over S, or with EP the
+  dispatch (FP8 when the experts are FP8) and combine all-to-all of T x top_k x h over the
+  ep ranks; only ``1 - overlap`` of the smaller of communication and kernels is exposed;
+- ``kernel_overhead_us`` per kernel of the layer (``accounting.work``), the output projection on
+  the last stage, and a
+  pipeline hop per stage when pp > 1.
+A stage holds 1/pp of every layer group. The part that takes the most time is what binds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..accounting.work import Work
+from ..choices import ComputeDtype, Dtype
+from ..profiles.hardware import HardwareProfile
+from ..profiles.model import ModelProfile
+from ..profiles.serving import EngineSpec
+from ..units import dtype_bytes
+from . import collectives as coll
+from .layout import Layout
+
+# Weight dtype -> tensor-core input dtype used for the matmuls (weight-only int4 runs in bf16).
+MATMUL_DTYPE: dict[Dtype, ComputeDtype] = {
+    Dtype.fp32: ComputeDtype.bf16, Dtype.bf16: ComputeDtype.bf16, Dtype.fp16: ComputeDtype.bf16,
+    Dtype.fp8: ComputeDtype.fp8, Dtype.int8: ComputeDtype.fp8, Dtype.fp4: ComputeDtype.fp4, Dtype.int4: ComputeDtype.bf16,
+}
+PARTS = ("compute", "memory", "communication", "overhead")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What the serving engine does beyond the hardware (``profiles.serving.EngineSpec``)."""
+
+    overlap: float = 0.0  # share of min(communication, kernels) hidden (two-batch overlap: up to 1)
+    expert_imbalance: float = 1.18  # tokens on the busiest expert rank / the mean, with expert parallelism
+    prefill_tokens_per_pass: int = 8192  # chunked-prefill budget per attention group
+    mtp_tokens_per_step: float = 1.0  # tokens accepted per decode step (multi-token prediction, speculation)
+
+    @classmethod
+    def of(cls, spec: EngineSpec | None) -> Engine:
+        return cls() if spec is None else cls(**spec.model_dump())
+
+
+@dataclass(frozen=True)
+class PassCost:
+    """Seconds of one pass through one stage, per part (arrays), and bytes a chip exchanges."""
+
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    communication_s: np.ndarray
+    overhead_s: np.ndarray
+    scale_up_bytes: np.ndarray
+    nic_bytes: np.ndarray
+
+    @property
+    def total_s(self) -> np.ndarray:
+        return self.compute_s + self.memory_s + self.communication_s + self.overhead_s
+
+    def binding(self, index: int = 0) -> str:
+        """The part with the most time (at one point of the arrays, the first by default)."""
+        values = [float(np.ravel(getattr(self, f"{p}_s"))[index]) for p in PARTS]
+        return PARTS[int(np.argmax(values))]
+
+    def add(self, other: PassCost) -> PassCost:
+        return PassCost(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+
+    def scaled(self, factor) -> PassCost:
+        return PassCost(*(getattr(self, f) * factor for f in self.__dataclass_fields__))
+
+
+def peaks(model: ModelProfile, hw: HardwareProfile) -> tuple[float, float, float]:
+    """Achievable FLOP/s of one chip for (dense matmuls, routed experts, attention cores)."""
+    return (matmul_rate(hw, MATMUL_DTYPE[model.dtypes.weights]),
+            matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),
+            hw.peak_flops(model.dtypes.attention) * hw.efficiency.attention)
+
+
+def matmul_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
+    """Achievable matmul FLOP/s at a dtype: its peak x ``matmul`` (bf16) or ``matmul_fp8`` (fp8, fp4)."""
+    eff = hw.efficiency
+    fraction = eff.matmul if dtype == ComputeDtype.bf16 or eff.matmul_fp8 is None else eff.matmul_fp8
+    return hw.peak_flops(dtype) * fraction
+
+
+def stage_cost(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine,
+               groups: list[tuple[int, Work]], requests=1.0, busy_groups: int | None = None,
+               prefill: bool = False) -> PassCost:
+    """One pass through one stage: ``groups`` (``accounting.work``) hold the work of one request
+    (prefill) or of the whole micro-batch (decode, ``requests`` = 1); ``requests`` scales the
+    per-request terms (weights are read once per pass). ``prefill``: expert-parallel dispatch
+    deduplicated per domain (``collectives.all_to_all_s``)."""
+    busy = layout.dp_attention if busy_groups is None else busy_groups
+    r = np.asarray(requests, dtype=float)
+    total = None
+    last = len(groups) - 1
+    for k, (count, work) in enumerate(groups):
+        share = count if k == last else count / layout.pp  # the output projection sits on the last stage
+        cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(share)
+        total = cost if total is None else total.add(cost)
+    if layout.pp > 1:
+        work = groups[0][1]
+        hop = coll.hop_s(hw, layout.replica_chips > hw.scale_up_domain_chips, work.tokens * r * work.hidden * work.act_bytes)
+        zero = np.zeros_like(hop)
+        total = total.add(PassCost(zero, zero, hop, zero, zero, zero))
+    return total
+
+
+def _shape(hw: HardwareProfile, gemms, rows) -> np.ndarray:
+    """How much longer than at the matmul fraction a part's GEMMs take for their shapes:
+    sum_i p_i (1 + k0 / K_i) / sum_i p_i, times (M + m0) / M for M rows per matrix (k0, m0:
+    ``efficiency.matmul_k0`` and ``matmul_m0``; DeepGEMM's FP8 GEMMs on H800 fall from 1,358 TFLOPS
+    at K = 16,384 to 990 at K = 1,536 and 590 at K = 512, and its grouped GEMMs from 1,233 at
+    1,024 rows per expert to 932 at 256)."""
+    eff = hw.efficiency
+    total = sum(p for p, _ in gemms)
+    depth = sum(p * (1 + eff.matmul_k0 / k) for p, k in gemms) / total if total else 1.0
+    m = np.maximum(np.asarray(rows, dtype=float), 1e-9)
+    return depth * (m + eff.matmul_m0) / m
+
+
+def _roofline(flops, flop_rate, nbytes, byte_rate) -> tuple[np.ndarray, np.ndarray]:
+    """(compute-bound seconds, memory-bound seconds) of one kernel: its time goes to whichever binds."""
+    c = np.asarray(flops, dtype=float) / flop_rate
+    m = np.asarray(nbytes, dtype=float) / byte_rate
+    return np.where(c >= m, c, 0.0), np.where(c >= m, 0.0, m)
+
+
+def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, r: np.ndarray,
+           busy: int, prefill: bool) -> PassCost:
+    eff = hw.efficiency
+    tp, stage = layout.tp, layout.stage_chips
+    mm, expert_rate, attn_rate = peaks(model, hw)
+    bw = hw.memory_bytes_per_s * eff.memory
+    tokens = w.tokens * r
+    chips_with_tokens = busy * tp
+    ep_on = w.num_experts > 0 and layout.ep > 1
+    group_tokens = tokens / max(busy, 1)  # rows of an attention group's matrices
+    kernels = [
+        _roofline(w.mixer_flops * r / chips_with_tokens * _shape(hw, w.mixer_gemms, group_tokens), mm,
+                  w.mixer_weight_bytes / tp, bw),
+        _roofline(w.attention_flops * r / chips_with_tokens, attn_rate,
+                  w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw),
+        _roofline(w.dense_flops * r / (chips_with_tokens if ep_on else stage)
+                  * _shape(hw, w.dense_gemms, group_tokens if ep_on else tokens), mm,
+                  w.dense_weight_bytes / (tp if ep_on else stage), bw),
+        (np.zeros_like(tokens), w.activation_bytes * r / chips_with_tokens / bw),
+    ]
+    if w.num_experts:
+        e, k = w.num_experts, w.top_k
+        touched = math.ceil(e / layout.ep) * (1.0 - (1.0 - k / e) ** tokens)
+        imbalance = engine.expert_imbalance if layout.ep > 1 else 1.0  # tensor-parallel experts split evenly
+        rows = tokens * k / np.maximum(e * (1.0 - (1.0 - k / e) ** tokens), 1e-9)  # per expert the tokens touch
+        kernels.append(_roofline(w.expert_flops * r * imbalance / stage * _shape(hw, w.expert_gemms, rows),
+                                 expert_rate, touched * w.per_expert_bytes / layout.moe_tp, bw))
+    compute = sum(c for c, _ in kernels)
+    memory = sum(m for _, m in kernels)
+    comm, up_bytes, nic_bytes = _communication(model, hw, layout, engine, w, tokens, busy, prefill)
+    exposed = comm - engine.overlap * np.minimum(comm, compute + memory)
+    overhead = np.full_like(tokens, w.kernels * eff.kernel_overhead_us * 1e-6)
+    return PassCost(compute, memory, exposed, overhead, up_bytes, nic_bytes)
+
+
+def _communication(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, tokens: np.ndarray,
+                   busy: int, prefill: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seconds, scale-up bytes, NIC bytes) of one layer's collectives, per chip."""
+    h, act = w.hidden, w.act_bytes
+    tp, stage = layout.tp, layout.stage_chips
+    zero = np.zeros_like(tokens)
+    time, up, nic = zero.copy(), zero.copy(), zero.copy()
+
+    def ring(chips: int, payload, fn=coll.all_reduce_s, factor=2.0):
+        nonlocal time, up, nic
+        if chips <= 1:
+            return
+        time = time + fn(hw, chips, payload)
+        moved = factor * (chips - 1) / chips * payload
+        if chips <= hw.scale_up_domain_chips:
+            up = up + moved
+        else:
+            nic = nic + moved
+
+    per_group = tokens / max(busy, 1)
+    if w.has_mixer and tp > 1:
+        ring(tp, per_group * h * act)
+    if not w.has_ffn:
+        return time, up, nic
+    if w.num_experts and layout.ep > 1:
+        dispatch_b = 1.0 if (model.dtypes.experts or model.dtypes.weights) in (Dtype.fp8, Dtype.fp4) else act
+        sent = tokens / stage * w.top_k * h * (1 - 1 / layout.ep) * engine.expert_imbalance  # the busiest rank
+        for nbytes in (sent * dispatch_b, sent * act):  # dispatch, then combine
+            t, intra, inter = coll.all_to_all_s(hw, layout.ep, nbytes, w.top_k, dedupe=prefill)
+            time, up, nic = time + t, up + intra, nic + inter
+        if layout.moe_tp > 1:
+            ring(layout.moe_tp, tokens * w.top_k / layout.ep * h * act)
+    elif layout.dp_attention > 1:
+        ring(stage, tokens * h * act, coll.all_gather_s, 1.0)  # gather the groups' tokens
+        ring(stage, tokens * h * act, coll.all_gather_s, 1.0)  # and scatter the sums back
+    else:
+        ring(stage, tokens * h * act)
+    return time, up, nic
+
+
+def weights_per_chip(model: ModelProfile, layout: Layout, groups: list[tuple[int, Work]]) -> float:
+    """Bytes of weights one chip holds: attention and (with EP) shared experts / tp, dense FFN / S,
+    ceil(E / ep) routed experts / (S / ep), 1/pp of the layers, the embeddings / tp; scaled to the
+    declared parameter count when the profile gives one."""
+    from ..accounting.params import count_params, weight_bytes
+
+    tp, stage = layout.tp, layout.stage_chips
+    total = 0.0
+    for count, w in groups[:-1]:
+        ep_on = w.num_experts > 0 and layout.ep > 1
+        per = w.mixer_weight_bytes / tp + w.dense_weight_bytes / (tp if ep_on else stage)
+        per += math.ceil(w.num_experts / layout.ep) * w.per_expert_bytes / layout.moe_tp if w.num_experts else 0.0
+        total += count / layout.pp * per
+    counts = count_params(model)
+    embeddings = counts.embedding * dtype_bytes(model.dtypes.weights)
+    total += embeddings / tp / layout.pp
+    architecture = _architecture_bytes(model, groups) + embeddings
+    return total * weight_bytes(model) / architecture if architecture > 0 else total
+
+
+def _architecture_bytes(model: ModelProfile, groups: list[tuple[int, Work]]) -> float:
+    return sum(count * (w.mixer_weight_bytes + w.dense_weight_bytes + w.num_experts * w.per_expert_bytes)
+               for count, w in groups[:-1])
+
+
+def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]]) -> np.ndarray:
+    """KV bytes one chip holds per request (from prefill work of the request's context): each layer's
+    KV over min(tp, kv_ways) chips of its attention group, 1/pp of the layers."""
+    return sum(count / layout.pp * w.kv_bytes / min(layout.tp, w.kv_ways) for count, w in groups[:-1])

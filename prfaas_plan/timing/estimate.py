@@ -1,0 +1,143 @@
+"""What a benchmark would publish for one instance: TTFT, TPOT, prefill and decode tokens/s,
+end-to-end output tokens/s, and where the time of a prefill pass and a decode step goes.
+
+For I input and O output tokens per request and C running requests (default: as many as
+memory holds with each request's KV reserved for its whole length I + O, so that none is ever
+evicted; steps read the KV at the mean decode context I + O / 2):
+
+    TTFT            one prompt of I tokens on an idle instance (``RooflinePrefill.prefill_s``)
+    prefill tok/s   I / capacity_s(I), capacity_s the instance-seconds of one prompt in
+                    saturated passes (``RooflinePrefill.capacity_s``), input tokens/s
+    TPOT            one decode step at C requests, context I + O / 2, over the tokens a step
+                    accepts (``timing.decode``)
+    decode tok/s    C x mtp / step, output tokens/s; per user: mtp / step
+    e2e tok/s       offline, prefill and decode on the same chips: each request costs
+                    capacity_s(I) of prefill plus O x step / C of decode, so
+                    output tokens/s = O / (capacity_s(I) + O x step / C)
+    e2e latency     of C requests started together: TTFT + (O - 1) x TPOT
+
+The prefill and decode layouts are the instance's when given, else each job's best layout
+(``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end figures run both on
+the decode layout (one set of chips does both jobs). Per GPU figures divide by the chips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..choices import PrefillCapacity
+from ..errors import PlanInputError
+from ..profiles.model import ModelProfile
+from ..ranges import TOKENS
+from .cost import PassCost
+from .decode import DecodeCapacity, decode_capacity
+from .instance import Instance
+from .layout import Layout
+from .prefill import RooflinePrefill, check_lengths
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Seconds of one pass split into parts, its binding part and the bytes a chip exchanges."""
+
+    job: str  # 'prefill pass' or 'decode step'
+    layout: Layout
+    tokens: float  # tokens the pass carries through the instance
+    seconds: float
+    compute_s: float
+    memory_s: float
+    communication_s: float
+    overhead_s: float
+    scale_up_bytes: float  # per chip, over NVLink or the scale-up fabric
+    nic_bytes: float  # per chip, over the scale-out NIC
+
+    @property
+    def binding(self) -> str:
+        parts = {"compute": self.compute_s, "memory": self.memory_s, "communication": self.communication_s,
+                 "overhead": self.overhead_s}
+        return max(parts, key=parts.get)
+
+    @classmethod
+    def of(cls, job: str, layout: Layout, tokens: float, cost: PassCost) -> Budget:
+        get = lambda a: float(np.asarray(a).reshape(-1)[0])  # noqa: E731
+        return cls(job, layout, tokens, get(cost.total_s), get(cost.compute_s), get(cost.memory_s),
+                   get(cost.communication_s), get(cost.overhead_s), get(cost.scale_up_bytes), get(cost.nic_bytes))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    model: str
+    instance: str
+    gpus: int
+    input_tokens: int
+    output_tokens: int
+    concurrency: int  # running requests in decode
+    concurrency_source: str  # 'given', 'memory' (the memory-limited batch) or 'tpot' / 'max_batch'
+    ttft_s: float
+    prefill_tokens_per_s: float  # input tokens/s of the instance, saturated
+    tpot_s: float
+    decode_tokens_per_s: float  # output tokens/s of the instance at the concurrency
+    per_user_tokens_per_s: float
+    e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips
+    e2e_latency_s: float  # of a request among `concurrency` started together
+    prefill: Budget
+    decode: Budget
+    decode_capacity: DecodeCapacity
+
+    def per_gpu(self, value: float) -> float:
+        return value / self.gpus
+
+
+def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_tokens: int,
+             concurrency: int | None = None, tpot_ms: float | None = None, max_batch: int | None = None
+             ) -> Estimate:
+    """The figures of the module doc for one instance."""
+    TOKENS.check(input_tokens, "input")
+    TOKENS.check(output_tokens, "output")
+    context = input_tokens + output_tokens // 2
+    check_lengths(model, [input_tokens + output_tokens], field="output")
+    dec = decode_capacity(model, instance, context, tpot_ms=tpot_ms, max_batch=max_batch, batch=concurrency,
+                          reserve_tokens=input_tokens + output_tokens)
+    roof = RooflinePrefill(model, instance, capacity=PrefillCapacity.saturated, fit_tokens=input_tokens)
+    at = np.array([float(input_tokens)])
+    ttft, single = roof.single_prompt(at)
+    capacity_s = float(roof.capacity_s(at)[0])
+    per_group, pass_s, pass_cost = roof.saturated_pass(at)
+    prompts = float(per_group[0]) * roof.layout.dp_attention
+    # offline: both jobs on the decode layout
+    mixed = RooflinePrefill(model, instance.with_layout(dec.layout), capacity=PrefillCapacity.saturated,
+                            fit_tokens=input_tokens)
+    mixed_capacity_s = float(mixed.capacity_s(at)[0])
+    step = dec.step_s
+    e2e = output_tokens / (mixed_capacity_s + output_tokens * step / (dec.batch_size * dec.mtp_tokens_per_step))
+    tpot = step / dec.mtp_tokens_per_step
+    if not (np.isfinite(e2e) and e2e > 0 and capacity_s > 0):
+        raise PlanInputError(f"{model.name} on {instance.label} has no capacity at these lengths", field="gpus")
+    return Estimate(
+        model=model.name,
+        instance=instance.label,
+        gpus=instance.gpus,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        concurrency=dec.batch_size,
+        concurrency_source="given" if concurrency is not None else str(dec.limited_by),
+        ttft_s=float(ttft[0]),
+        prefill_tokens_per_s=input_tokens / capacity_s,
+        tpot_s=tpot,
+        decode_tokens_per_s=dec.tokens_per_s,
+        per_user_tokens_per_s=1.0 / tpot,
+        e2e_output_tokens_per_s=e2e,
+        e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,
+        prefill=Budget.of("prefill pass", roof.layout, prompts * input_tokens * roof.layout.replicas, pass_cost),
+        decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),
+        decode_capacity=dec,
+    )
+
+
+def single_prompt_budget(model: ModelProfile, instance: Instance, input_tokens: int) -> Budget:
+    """The split of one prompt's TTFT on an idle instance."""
+    roof = RooflinePrefill(model, instance, capacity=PrefillCapacity.per_request)
+    _, cost = roof.single_prompt(np.array([float(input_tokens)]))
+    return Budget.of("single prompt", roof.layout, float(input_tokens), cost)
