@@ -110,19 +110,39 @@ def profile_yaml(hardware: HardwareProfile, header: str = "") -> str:
     return header + dump_yaml(hardware_to_yaml_dict(hardware))
 
 
-def calibrate(model, hardware, gpus: int, points, name: str | None = None):
+def calibrate(model, hardware, gpus: int | None, points, name: str | None = None, fit=None):
     """Fit a hardware profile's efficiencies to measured prefill latencies (``points``: a CSV
-    path with ``length,prefill_s[,kv_bytes]`` or a list of ``timing.calibrate.CalibrationPoint``).
-    Returns a ``timing.calibrate.CalibrationResult``."""
-    from .timing.calibrate import calibrate as fit
-    from .timing.calibrate import read_points_csv
+    path with ``length,prefill_s[,kv_bytes][,model][,gpus]`` or a list of
+    ``timing.calibrate.CalibrationPoint``). Points that name a model or chip count are fitted
+    jointly, one set per (model, gpus); ``model`` and ``gpus`` are the defaults for points
+    that name none. ``fit``: the ``choices.FitParam`` names to fit (default matmul, attention,
+    prefill_overhead_s). Returns a ``timing.calibrate.CalibrationResult``."""
+    from .timing.calibrate import CalibrationSet, calibrate_sets, check_fit, read_points_csv
 
-    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
+    if gpus is not None:
+        CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     pts = read_points_csv(points) if isinstance(points, str) else list(points)
     try:
-        return fit(model_of(model), hardware_of(hardware), gpus, pts, name=name)
+        check_fit(fit, len(pts))
+        default = model_of(model) if model is not None else None
+        named: dict[str, ModelProfile] = {}
+        groups: dict[tuple[str, int], tuple[ModelProfile, list]] = {}
+        for p in pts:
+            where = p.where or "a point"
+            if p.model and p.model not in named:
+                named[p.model] = model_of(p.model)
+            profile = named[p.model] if p.model else default
+            if profile is None:
+                raise PlanInputError(f"{where} names no model: give --model or a 'model' column", field="--model")
+            size = p.gpus or gpus
+            if size is None:
+                raise PlanInputError(f"{where} names no chip count: give --gpus or a 'gpus' column", field="--gpus")
+            groups.setdefault((profile.name, size), (profile, []))[1].append(p)
+        sets = [CalibrationSet(profile, size, members) for (_, size), (profile, members) in groups.items()]
+        return calibrate_sets(sets, hardware_of(hardware), name=name, fit=fit)
     except PlanInputError as exc:
-        raise exc.with_source(points) if isinstance(points, str) and exc.field != "--points" else exc from None
+        raise exc.with_source(points) if isinstance(points, str) and exc.field not in ("--points", "--fit", "--model",
+                                                                                       "--gpus") else exc from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ checked before the work starts and written only when all of them are ready, atom
 
 from __future__ import annotations
 
+import re
 import sys
 
 import typer
@@ -26,7 +27,7 @@ from .choices import (
     RoutingPolicy,
     SweepOver,
 )
-from .errors import PlanInputError
+from .errors import PlanInputError, show
 
 app = typer.Typer(
     name="prfaas-plan",
@@ -227,6 +228,9 @@ def estimate(
     from .units import parse_tokens
     from .views.estimate import estimate_view
 
+    if output is not None and re.fullmatch(r"\d+(\.\d+)?[kKmM]?", output.strip()):
+        raise PlanInputError(f"names the file to write, got {show(output)}; for output tokens per request use "
+                             f"--output-tokens/-O {show(output)}", field="--output")
     _check_outputs((output, "--output"))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
                        pass_tokens)
@@ -309,10 +313,16 @@ def model_import(
 
 @app.command()
 def calibrate(
-    model: str = typer.Option(..., "--model", "-m", help="Model the points were measured on."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model the points were measured on (for points "
+                                     "without a 'model' column)."),
     hardware: str = typer.Option(..., "--hardware", "-H", help="Hardware profile to start from."),
-    gpus: int = GPUS_OPT,
-    points: str = typer.Option(..., "--points", "-p", help="CSV with columns length,prefill_s[,kv_bytes]."),
+    gpus: int = typer.Option(8, "--gpus", "-g", help="Chips per instance, for points without a 'gpus' column "
+                             "(1 to 65,536)."),
+    points: str = typer.Option(..., "--points", "-p", help="CSV with columns length,prefill_s[,kv_bytes][,model]"
+                               "[,gpus]; several models or sizes are fitted jointly."),
+    fit: str | None = typer.Option(None, "--fit", help="Parameters to fit, comma-separated: compute, matmul, "
+                                   "attention, memory, prefill_overhead_s (default matmul,attention,"
+                                   "prefill_overhead_s); at most one per point."),
     output: str | None = typer.Option(None, "--output", "-o", help="Write the calibrated hardware profile YAML here."),
     name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile (default: HW-calibrated)."),
     fmt: OutputFormat = FORMAT_OPT,
@@ -323,10 +333,13 @@ def calibrate(
     from .yamlio import write_text_atomic
 
     _check_outputs((output, "--output"))
-    result = api.calibrate(model, hardware, gpus, points, name=name)
+    params = [part.strip() for part in fit.split(",") if part.strip()] if fit is not None else None
+    result = api.calibrate(model, hardware, gpus, points, name=name, fit=params)
     if output:
-        header = (f"# Calibrated by `prfaas-plan calibrate --model {_one_line(model)} --hardware {_one_line(hardware)} "
-                  f"--gpus {gpus} --points {_one_line(points)}`\n")
+        command = " ".join(part for part in (
+            f"--model {_one_line(model)}" if model else "", f"--hardware {_one_line(hardware)}", f"--gpus {gpus}",
+            f"--points {_one_line(points)}", f"--fit {_one_line(fit)}" if fit else "") if part)
+        header = f"# Calibrated by `prfaas-plan calibrate {command}`\n"
         write_text_atomic(output, api.profile_yaml(result.hardware, header))
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
     _emit(calibration_view(result), fmt, None)

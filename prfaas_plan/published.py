@@ -149,7 +149,8 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
     else:
         raise PlanInputError(f"unknown kind {kind!r}", field=f"row {row['id']}")
     layout = est.prefill.layout.label if kind == "prefill_tps" else est.decode.layout.label
-    return Prediction(row["id"], kind, model.name, row["tool_hw"], gpus, layout, predicted, float(row["measured"]),
+    return Prediction(row["id"], kind, row.get("model") or model.name, row["tool_hw"], gpus, layout, predicted,
+                      float(row["measured"]),
                       row["unit"], note)
 
 

@@ -57,7 +57,9 @@ class PrecisionSpec(StrictModel):
     attention: ComputeDtype | None = None
 
     def applied(self, model: ModelProfile) -> ModelProfile:
-        """The model with these dtypes (a new profile; the shipped one is untouched)."""
+        """The model with these dtypes (a new profile; the shipped one is untouched). Measured
+        points were taken at the profile's own dtypes, so a profile whose dtypes change loses them
+        (the roofline then stands for it)."""
         update = {k: v for k, v in self.model_dump().items() if v is not None}
         if not update:
             return model
@@ -65,4 +67,6 @@ class PrecisionSpec(StrictModel):
                 and model.dtypes.experts == model.dtypes.weights:
             update["experts"] = update["weights"]
         dtypes = model.dtypes.model_copy(update=update)
-        return model.model_copy(update={"dtypes": dtypes})
+        if dtypes == model.dtypes:
+            return model
+        return model.model_copy(update={"dtypes": dtypes, "measured": []})

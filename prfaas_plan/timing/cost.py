@@ -90,6 +90,11 @@ class PassCost:
     def scaled(self, factor) -> PassCost:
         return PassCost(*(getattr(self, f) * factor for f in self.__dataclass_fields__))
 
+    def longer(self, other: PassCost) -> PassCost:
+        """Per point of the arrays, the parts of whichever pass takes longer."""
+        pick = other.total_s > self.total_s
+        return PassCost(*(np.where(pick, getattr(other, f), getattr(self, f)) for f in self.__dataclass_fields__))
+
 
 def peaks(model: ModelProfile, hw: HardwareProfile) -> tuple[float, float, float]:
     """Achievable FLOP/s of one chip for (dense matmuls, routed experts, attention cores)."""

@@ -82,6 +82,7 @@ class Estimate:
     per_user_tokens_per_s: float
     e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips
     e2e_latency_s: float  # of a request among `concurrency` started together
+    first_token: Budget  # one prompt alone on the idle instance (the TTFT), on the prefill layout
     prefill: Budget
     decode: Budget
     decode_capacity: DecodeCapacity
@@ -130,14 +131,9 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         per_user_tokens_per_s=1.0 / tpot,
         e2e_output_tokens_per_s=e2e,
         e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,
+        first_token=Budget.of("first token", roof.layout, float(input_tokens), single),
         prefill=Budget.of("prefill pass", roof.layout, prompts * input_tokens * roof.layout.replicas, pass_cost),
         decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),
         decode_capacity=dec,
     )
 
-
-def single_prompt_budget(model: ModelProfile, instance: Instance, input_tokens: int) -> Budget:
-    """The split of one prompt's TTFT on an idle instance."""
-    roof = RooflinePrefill(model, instance, capacity=PrefillCapacity.per_request)
-    _, cost = roof.single_prompt(np.array([float(input_tokens)]))
-    return Budget.of("single prompt", roof.layout, float(input_tokens), cost)

@@ -68,14 +68,17 @@ class Layout:
 
 
 def parse_layout(spec: str | dict | Layout, field: str = "--parallel") -> Layout:
-    """``tp=4,pp=4``, ``{ep: 32, dp_attention: 32}`` or a Layout; a PlanInputError naming ``field``."""
+    """``tp=4,pp=4``, ``{ep: 32, dp_attention: 32}`` (text or mapping) or a Layout; a PlanInputError naming ``field``."""
     if isinstance(spec, Layout):
         return spec
     if hasattr(spec, "model_dump"):  # a profiles.serving.LayoutSpec, already checked
         return Layout(**spec.model_dump())
     if isinstance(spec, str):
         items: dict[str, object] = {}
-        for part in spec.replace(" ", "").split(","):
+        text = spec.replace(" ", "")
+        if text.startswith("{") and text.endswith("}"):  # the YAML flow form {ep: 32, dp_attention: 32}
+            text = text[1:-1].replace(":", "=")
+        for part in text.split(","):
             if not part:
                 continue
             key, sep, value = part.partition("=")

@@ -104,20 +104,17 @@ class RooflinePrefill:
         l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
         budget = engine.prefill_tokens_per_pass
         chunks = np.ceil(l / budget)
-        parts, longest = None, np.zeros_like(l)
-        for k in range(int(chunks.max())):
-            active = chunks > k
-            chunk = np.where(active, np.minimum(budget, l - k * budget), 1.0)
-            cost = stage_cost(self.model, self.instance.hardware, layout, engine,
-                              prefill_work(self.model, chunk, k * budget), busy_groups=1, prefill=True).scaled(active)
-            parts = cost if parts is None else parts.add(cost)
-            longest = np.maximum(longest, cost.total_s)
+        chunk, prefix, active = _chunks(l, budget)
+        per_chunk = _by_chunk(stage_cost(self.model, self.instance.hardware, layout, engine,
+                                         prefill_work(self.model, chunk, prefix), busy_groups=1, prefill=True), active)
+        parts = _sum_chunks(per_chunk)
+        longest = _longest_chunk(per_chunk)
         # chunks pipeline through the stages: their sum, plus pp - 1 more stages of the longest
-        fill = (layout.pp - 1) * longest
-        total = parts.total_s + fill + chunks * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
-        parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s + fill,
-                         parts.overhead_s + chunks * eff.prefill_pass_overhead_s + eff.prefill_overhead_s,
-                         parts.scale_up_bytes, parts.nic_bytes)
+        # chunk (the pipeline fill: the same compute, memory and communication, on the later stages)
+        parts = parts.add(longest.scaled(layout.pp - 1))
+        fixed = chunks * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
+        parts = parts.add(PassCost(0 * l, 0 * l, 0 * l, fixed, 0 * l, 0 * l))
+        total = parts.total_s
         return total.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else total, parts
 
     def saturated_pass(self, lengths_tokens, layout: Layout | None = None) -> tuple[np.ndarray, np.ndarray, PassCost]:
@@ -130,16 +127,12 @@ class RooflinePrefill:
         per_group = np.where(chunks == 1, np.maximum(1.0, np.floor(budget / l)), 1.0)
         per_group = np.minimum(per_group, self._held(layout, l))  # the prompts' KV must fit beside the weights
         requests = per_group * layout.dp_attention
-        parts = None
-        for k in range(int(chunks.max())):
-            active = chunks > k
-            chunk = np.where(active, np.minimum(budget, l - k * budget), 1.0)
-            cost = stage_cost(self.model, self.instance.hardware, layout, engine,
-                              prefill_work(self.model, chunk, k * budget), requests=requests,
-                              prefill=True).scaled(active)
-            overhead = np.where(active, self.instance.hardware.efficiency.prefill_pass_overhead_s, 0.0)
-            cost = cost.add(PassCost(0 * l, 0 * l, 0 * l, overhead, 0 * l, 0 * l))
-            parts = cost if parts is None else parts.add(cost)
+        chunk, prefix, active = _chunks(l, budget)
+        cost = stage_cost(self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
+                          requests=np.tile(requests, active.shape[0]), prefill=True)
+        overhead = np.full(chunk.shape, self.instance.hardware.efficiency.prefill_pass_overhead_s)
+        zero = np.zeros_like(overhead)
+        parts = _sum_chunks(_by_chunk(cost.add(PassCost(zero, zero, zero, overhead, zero, zero)), active))
         return per_group, parts.total_s, parts
 
     def _held(self, layout: Layout, lengths: np.ndarray) -> np.ndarray:
@@ -152,6 +145,33 @@ class RooflinePrefill:
         per_group, seconds, _ = self.saturated_pass(lengths_tokens, layout)
         out = seconds / (per_group * layout.dp_attention * layout.replicas)
         return out.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else out
+
+
+def _chunks(l: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks of a chunked prefill of each length, flattened chunk-major: (chunk tokens,
+    tokens before the chunk, and a (chunks, lengths) mask of the chunks that exist)."""
+    count = int(np.ceil(l.max() / budget))
+    k = np.arange(count, dtype=float)[:, None]
+    active = np.ceil(l / budget)[None, :] > k
+    chunk = np.where(active, np.minimum(budget, l[None, :] - k * budget), 1.0)
+    prefix = np.broadcast_to(k * budget, chunk.shape)
+    return chunk.ravel(), prefix.ravel(), active
+
+
+def _by_chunk(cost: PassCost, active: np.ndarray) -> PassCost:
+    """A flattened per-chunk cost as (chunks, lengths) arrays, zero where a chunk does not exist."""
+    return PassCost(*(np.where(active, np.broadcast_to(getattr(cost, f), active.size).reshape(active.shape), 0.0)
+                      for f in cost.__dataclass_fields__))
+
+
+def _sum_chunks(cost: PassCost) -> PassCost:
+    return PassCost(*(getattr(cost, f).sum(axis=0) for f in cost.__dataclass_fields__))
+
+
+def _longest_chunk(cost: PassCost) -> PassCost:
+    """Per length, the parts of its longest chunk."""
+    pick = np.argmax(cost.total_s, axis=0)[None, :]
+    return PassCost(*(np.take_along_axis(getattr(cost, f), pick, axis=0)[0] for f in cost.__dataclass_fields__))
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def estimate_view(e: Estimate) -> Report:
         "e2e_output_tokens_per_s_per_gpu": round(e.per_gpu(e.e2e_output_tokens_per_s), 3),
         "e2e_latency_s": round(e.e2e_latency_s, 4),
     }
-    budgets = [budget_row(e.prefill), budget_row(e.decode)]
+    budgets = [budget_row(e.first_token), budget_row(e.prefill), budget_row(e.decode)]
     d = e.decode_capacity
     notes = [
         f"prefill: saturated passes of {e.prefill.tokens:,.0f} tokens on {e.prefill.layout.label}; TTFT is one "
@@ -64,7 +64,8 @@ def estimate_view(e: Estimate) -> Report:
         f"{e.decode.layout.label}; weights {d.weight_bytes / 1e9:,.1f} GB per chip",
         "e2e: offline, prefill and decode on the same chips (both on the decode layout); latency of a request "
         "among the concurrency started together = TTFT + (output - 1) x TPOT",
-        "time budget: the parts of one pass add up to its time; 'binds' is the largest part",
+        "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
+        "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
     budget = Report(title="Time budget of one pass", columns=BUDGET_COLUMNS, rows=budgets)
     return Report(

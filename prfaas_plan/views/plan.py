@@ -39,6 +39,21 @@ def _num(digits: int):
     return lambda v: "-" if v is None else f"{v:,.{digits}f}"
 
 
+_CAPACITY_TEXT = {
+    "per_request": "one request per instance at a time (N / T_prefill)",
+    "saturated": "batched passes of the saturated roofline",
+}
+
+
+def prefill_basis(pool) -> dict[str, str]:
+    """Which prefill curve sized a pool: its source, capacity mode and layout."""
+    curve = pool.curve
+    roofline = getattr(curve, "roofline", curve)
+    source = curve.source + (" (calibrated)" if pool.calibration is not None else "")
+    layout = roofline.layout.label if curve is roofline else f"shape from {roofline.layout.label}"
+    return {"source": source, "capacity": str(curve.capacity), "layout": layout}
+
+
 def plan_json(result) -> dict:
     """The plan as JSON: operating point, baselines, ratios, marginal values, Jensen gap,
     latency. Rates in requests/s, bandwidth in decimal Gbps, link utilisation against the
@@ -50,6 +65,7 @@ def plan_json(result) -> dict:
         "scenario": inputs.name,
         "model": inputs.model.name,
         "mode": result.mode,
+        "prefill_curves": {str(pool.role): prefill_basis(pool) for pool in (inputs.prfaas, inputs.pd)},
         "prfaas_pd": {
             "threshold_tokens": pt.threshold_tokens,
             "p": round(pt.p, 6),
@@ -143,6 +159,11 @@ def plan_view(result) -> Report:
                    f"({inputs.decode.source}) at {inputs.decode.context_tokens:,} tokens of context; "
                    f"mean output {inputs.output_mean_tokens:,.0f} tokens"),
     ]
+    for pool in (inputs.prfaas, inputs.pd):
+        basis = prefill_basis(pool)
+        details.append((f"{pool.role} prefill", f"{basis['source']} curve on {pool.instance.label} "
+                                                 f"({basis['layout']}); capacity {basis['capacity'].replace('_', ' ')}: "
+                                                 + _CAPACITY_TEXT[basis['capacity']]))
     for pool in (inputs.prfaas, inputs.pd):
         cal = pool.calibration
         if cal is not None:

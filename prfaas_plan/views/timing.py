@@ -97,8 +97,10 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
 
 
 def calibration_view(result: CalibrationResult) -> Report:
+    joint = len({p.model for p in result.points}) > 1 or len({p.gpus for p in result.points}) > 1
     rows = [
         {
+            **({"model": p.model, "gpus": p.gpus} if joint else {}),
             "length": p.length_tokens,
             "measured_s": p.measured_s,
             "predicted_s": round(p.predicted_s, 6),
@@ -108,10 +110,20 @@ def calibration_view(result: CalibrationResult) -> Report:
         }
         for p in result.points
     ]
-    fitted = ", ".join(f"{k} {result.before[k]:.4g} -> {v:.4g}" for k, v in result.fitted.items())
+
+    def fitted_text(k: str, v: float) -> str:
+        sd = result.uncertainty.get(k)
+        return f"{k} {result.before[k]:.4g} -> {v:.4g}" + (f" +/- {sd:.2g}" if sd is not None else " (exactly determined)")
+
+    notes = [f"fitted: {', '.join(fitted_text(k, v) for k, v in result.fitted.items())} (+/- one standard error)",
+             f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%"]
+    if result.leave_one_model_out:
+        loo = ", ".join(f"{m} {100 * e:.1f}%" if e is not None else f"{m} not determined without it"
+                        for m, e in result.leave_one_model_out.items())
+        notes.append(f"leave-one-model-out max |error| (fitted on the other models): {loo}")
     return Report(
         title=f"Calibration of {result.hardware.name} on {result.model} ({result.instance})",
-        columns=[
+        columns=([Column("model", "model"), Column("gpus", "GPUs", fmt_int)] if joint else []) + [
             Column("length", "length (tokens)", fmt_int),
             Column("measured_s", "measured (s)", fmt_float(3)),
             Column("predicted_s", "fitted (s)", fmt_float(3)),
@@ -121,9 +133,9 @@ def calibration_view(result: CalibrationResult) -> Report:
         ],
         rows=rows,
         meta={"model": result.model, "hardware": result.hardware.name, "instance": result.instance},
-        notes=[f"fitted: {fitted}",
-               f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%"],
-        extra={"fitted": result.fitted, "before": result.before},
+        notes=notes,
+        extra={"fitted": result.fitted, "before": result.before, "uncertainty": result.uncertainty,
+               "leave_one_model_out": result.leave_one_model_out},
     )
 
 

@@ -1,0 +1,306 @@
+"""The instance model against its done-when lines (issue 8): published measurements, Rubin CPX
+scaling, a Groq LPU pipeline, fp8 KV, where the estimate's time goes, and joint calibration."""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+
+import numpy as np
+import pytest
+from conftest import DATA, REPO
+
+from prfaas_plan import api, published
+from prfaas_plan.choices import PrefillCapacity
+from prfaas_plan.timing.instance import Instance
+from prfaas_plan.timing.layout import Layout
+from prfaas_plan.timing.memory import chips_needed
+from prfaas_plan.timing.prefill import RooflinePrefill
+
+PUBLISHED_CSV = DATA / "published_benchmarks.csv"
+KNOWN_MISS = {"B06"}  # TensorRT-LLM DeepSeek-R1 on 8 x H200, 1K/1K: predicted about 2.05x (README)
+
+
+@pytest.fixture(scope="module")
+def predictions():
+    return published.predict_all(str(PUBLISHED_CSV))
+
+
+# --- published measurements -----------------------------------------------------------------
+
+
+def test_every_published_row_is_predicted(predictions):
+    with open(PUBLISHED_CSV, newline="") as f:
+        ids = [row["id"] for row in csv.DictReader(f)]
+    assert [p.id for p in predictions] == ids and len(ids) == 15
+    for p in predictions:
+        assert np.isfinite(p.predicted) and p.predicted > 0, p
+
+
+def test_published_median_error_at_most_25pct(predictions):
+    errors = [p.error for p in predictions]
+    assert statistics.median(errors) <= 0.25
+    summary = published.summary(predictions)
+    assert summary["median_error"] == pytest.approx(statistics.median(errors))
+    assert summary["worst_factor"] == pytest.approx(max(max(p.ratio, 1 / p.ratio) for p in predictions))
+
+
+def test_published_rows_within_2x_but_the_known_miss(predictions):
+    for p in predictions:
+        if p.id not in KNOWN_MISS:
+            assert 0.5 <= p.ratio <= 2.0, p
+
+
+@pytest.mark.xfail(strict=True, reason="B06 is predicted about 2.05x of TensorRT-LLM's published figure (README: "
+                   "'Published measurements'); strict, so a model change that fixes it must update this test")
+def test_published_known_miss_within_2x(predictions):
+    for p in predictions:
+        if p.id in KNOWN_MISS:
+            assert 0.5 <= p.ratio <= 2.0, p
+
+
+def test_published_layouts_follow_the_source(predictions):
+    by_id = {p.id: p for p in predictions}
+    assert by_id["B01"].layout == "dp-attn32 ep32"  # 'EP32 + DP attention'
+    assert by_id["B09"].layout == "tp2"  # 'TP2'
+    assert by_id["B14"].layout == "tp8"
+    assert by_id["B05"].gpus == 5 and "cannot hold" in by_id["B05"].note  # 4 GPUs offload weights to the host
+
+
+def test_published_script_prints_table_and_summary(tmp_path):
+    import subprocess
+    import sys
+
+
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "published.py"), str(PUBLISHED_CSV)],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "B15" in out.stdout and "median |error|" in out.stdout and "worst" in out.stdout
+
+
+# --- Rubin CPX: prefill time falls with chips and precision until something else binds --------
+
+RUBIN_PROMPT = 32768
+
+
+def rubin_ttft(chips: int, precision=None):
+    """One 32K prompt of the 1T hybrid on Rubin CPX, pipelined over 8 stages of chips / 8."""
+    est = api.estimate("prfaas-1t-hybrid", "rubin-cpx", chips, input_tokens=RUBIN_PROMPT, output_tokens=1,
+                       parallel={"tp": chips // 8, "pp": 8}, precision=precision)
+    return est.ttft_s, est.first_token
+
+
+def test_rubin_cpx_prefill_falls_with_chips_until_communication_binds():
+    times, budgets = zip(*(rubin_ttft(n) for n in (8, 16, 32, 64, 128)))
+    assert times[0] > times[1] > times[2] > times[3]  # more chips, less time ...
+    assert times[4] > times[3]  # ... until the PCIe all-reduce costs more than the chips save
+    assert budgets[0].binding == "memory"  # 8 chips: each stage reads its weights per chunk
+    assert [b.binding for b in budgets[2:]] == ["communication"] * 3  # and the report says so
+    assert budgets[4].compute_s < budgets[2].compute_s / 3.9  # compute keeps falling as 1 / chips
+    for t, b in zip(times, budgets):
+        assert b.seconds == pytest.approx(t, rel=1e-9)
+        assert b.compute_s + b.memory_s + b.communication_s + b.overhead_s == pytest.approx(b.seconds, rel=1e-9)
+
+
+@pytest.mark.parametrize("chips", [16, 32, 64])
+def test_rubin_cpx_prefill_falls_as_compute_precision_drops(chips):
+    # the default profile computes in bf16 (experts int4, widened to bf16); then fp8 attention,
+    # fp4 experts (same bytes as int4) and fp4 dense weights
+    steps = [None, {"attention": "fp8"}, {"attention": "fp8", "experts": "fp4"},
+             {"attention": "fp8", "experts": "fp4", "weights": "fp4"}]
+    results = [rubin_ttft(chips, p) for p in steps]
+    times = [t for t, _ in results]
+    computes = [b.compute_s for _, b in results]
+    assert times[1] < times[0] and computes[1] < computes[0]  # attention at 32K is compute-bound
+    # a chunk sends ~170 tokens to each of 384 experts: reading their weights binds, not their
+    # FLOPs, so fp4 expert math changes nothing: memory binds there
+    assert times[2] == pytest.approx(times[1], rel=1e-12)
+    assert times[3] < times[2] and computes[3] < computes[2]  # the dense projections are compute-bound
+    assert results[-1][1].binding in ("memory", "communication")
+    assert results[-1][1].compute_s < 0.25 * results[-1][1].seconds
+
+
+# --- Groq LPU: a pipeline over the chips its weights need ---------------------------------------
+
+
+def test_groq_llama2_70b_decode_is_a_pipeline_at_about_300_tokens_per_user():
+    est = api.estimate("llama-2-70b", "groq-lpu", None, input_tokens=1024, output_tokens=1024, concurrency=1)
+    layout = est.decode.layout
+    model = api.model_of("llama-2-70b")
+    hw = api.hardware_of("groq-lpu")
+    needed, _ = chips_needed(model, Instance(hw, 1), 2048)
+    assert est.gpus == needed and layout.chips == needed
+    assert layout.pp > 1 and layout.pp * layout.tp == needed
+    # 140 GB of fp16 weights on 230 MB chips: no fewer than the weights need at the usable fraction
+    weights = 2 * 68.98e9
+    assert needed >= weights / (hw.memory_gb * 1e9)
+    # every stage's hop is paid, per token
+    assert est.decode.communication_s >= layout.pp * hw.scale_up_latency_us * 1e-6
+    assert 150 <= est.per_user_tokens_per_s <= 600  # published ~300 tokens/s per user (Groq)
+
+
+# --- fp8 KV ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "deepseek-v3", "prfaas-1t-hybrid"])
+def test_fp8_kv_halves_skv_and_phi_kv_exactly(model):
+    lengths = [1024, 32768]
+    bf16 = api.kv_report(model, "h200", 8, lengths, source="roofline")
+    fp8 = api.kv_report(model, "h200", 8, lengths, source="roofline", precision={"kv": "fp8"})
+    assert fp8.kv_model.growing_bytes_per_token == bf16.kv_model.growing_bytes_per_token / 2
+    assert fp8.kv_model.fixed_bytes == bf16.kv_model.fixed_bytes  # recurrent state keeps its own dtype
+    for a, b in zip(bf16.rows, fp8.rows):
+        assert b.prefill_s == a.prefill_s
+        if bf16.kv_model.fixed_bytes == 0:
+            assert b.kv_bytes * 2 == a.kv_bytes
+            assert b.phi_kv_gbps * 2 == pytest.approx(a.phi_kv_gbps, rel=1e-12)
+        else:
+            growing = bf16.kv_model.growing_bytes_per_token * a.length_tokens
+            assert a.kv_bytes - b.kv_bytes == pytest.approx(growing / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "deepseek-v3"])
+def test_fp8_kv_raises_the_memory_limited_decode_batch(model):
+    bf16 = api.decode(model, "h200", 8, 32768)
+    fp8 = api.decode(model, "h200", 8, 32768, precision={"kv": "fp8"})
+    assert fp8.kv_bytes_per_request * 2 == pytest.approx(bf16.kv_bytes_per_request, rel=1e-9)
+    assert fp8.bs_max_memory >= 2 * bf16.bs_max_memory - 1
+
+
+def test_a_precision_change_drops_measured_points():
+    report = api.kv_report("prfaas-1t-hybrid", "h200", 8, [1024])
+    assert report.source == "measured"
+    assert api.kv_report("prfaas-1t-hybrid", "h200", 8, [1024], precision={"kv": "fp8"}).source == "roofline"
+    same = api.precision_of(api.model_of("prfaas-1t-hybrid"), {"kv": "bf16"})
+    assert same.measured  # no change, the measurements still hold
+
+
+# --- where the estimate's time goes ------------------------------------------------------------
+
+
+def test_estimate_ep32_over_four_nodes_charges_the_nic():
+    est = api.estimate("deepseek-v3", "h100", 32, input_tokens=1024, output_tokens=1024,
+                       parallel="{ep: 32, dp_attention: 32}")
+    assert est.prefill.layout == Layout(ep=32, dp_attention=32)
+    for budget in (est.prefill, est.decode):
+        assert budget.nic_bytes > 0 and budget.communication_s > 0
+    # the all-to-all leaves the 8-GPU node for 24 of 32 ranks: most bytes cross the NIC
+    assert est.prefill.nic_bytes > est.prefill.scale_up_bytes
+
+
+def test_estimate_tp8_in_one_node_charges_nvlink_only():
+    est = api.estimate("deepseek-v3", "h200", 8, input_tokens=1024, output_tokens=1024, parallel={"tp": 8})
+    for budget in (est.prefill, est.decode):
+        assert budget.nic_bytes == 0 and budget.scale_up_bytes > 0 and budget.communication_s > 0
+
+
+def test_estimate_cli_shows_the_budget(run_cli):
+    r = run_cli("estimate", "deepseek-v3", "-H", "h100", "-g", "32", "-P", "{ep: 32, dp_attention: 32}",
+                "-i", "1024", "-O", "1024", "-f", "json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    jobs = {b["job"]: b for b in doc["budget"]}
+    assert set(jobs) == {"first token", "prefill pass", "decode step"}
+    assert jobs["prefill pass"]["nic_gb_per_chip"] > 0 and jobs["prefill pass"]["layout"] == "dp-attn32 ep32"
+    r = run_cli("estimate", "deepseek-v3", "-H", "h200", "-g", "8", "-P", "tp=8", "-f", "csv")
+    assert r.code == 0, r.err
+    rows = list(csv.DictReader(r.out.splitlines()))
+    assert len(rows) == 1 and float(rows[0]["e2e_output_tokens_per_s_per_gpu"]) > 0
+
+
+def test_estimate_output_that_looks_like_tokens_is_refused(tmp_path, run_cli, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("estimate", "deepseek-v3", "-H", "h200", "-g", "8", "--output", "2K")
+    assert r.code == 2 and "--output-tokens" in r.err
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- calibration -------------------------------------------------------------------------------
+
+
+def test_fewer_points_than_parameters_is_exit_2(tmp_path, run_cli):
+    points = tmp_path / "one.csv"
+    points.write_text("length,prefill_s\n32768,1.5\n")
+    r = run_cli("calibrate", "-m", "prfaas-1t-hybrid", "-H", "h200", "--points", str(points))
+    assert r.code == 2 and "Traceback" not in r.err
+    assert "--points" in r.err and "1 point cannot determine 3 parameters" in r.err
+    r = run_cli("calibrate", "-m", "prfaas-1t-hybrid", "-H", "h200", "--points", str(points), "--fit", "compute")
+    assert r.code == 0, r.err
+
+
+def joint_points(tmp_path):
+    """Prefill latencies of two models generated from an h200 with known factors, +/- 1% noise."""
+    hw = api.hardware_of("h200")
+    truth = {"matmul": 0.6, "attention": 0.55, "prefill_overhead_s": 0.05}
+    fp8 = hw.efficiency.matmul_fp8 * truth["matmul"] / hw.efficiency.matmul  # the fit keeps the fp8/bf16 ratio
+    true_hw = hw.model_copy(update={"efficiency": hw.efficiency.model_copy(update={**truth, "matmul_fp8": fp8})})
+    lengths = np.array([1024.0, 8192.0, 32768.0, 131072.0])
+    noise = [1.01, 0.99, 1.01, 0.99]
+    path = tmp_path / "joint.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "gpus", "length", "prefill_s"])
+        for name in ("llama-3.1-8b", "deepseek-v3"):
+            model = api.model_of(name)
+            held = RooflinePrefill(model, Instance(hw, 8), capacity=PrefillCapacity.per_request).layout
+            times = RooflinePrefill(model, Instance(true_hw, 8, held)).prefill_s(lengths)
+            for length, t, n in zip(lengths, times, noise):
+                w.writerow([name, 8, int(length), f"{t * n:.6f}"])
+    return path, truth
+
+
+def test_joint_fit_reports_uncertainty_and_leave_one_model_out(tmp_path, run_cli):
+    path, truth = joint_points(tmp_path)
+    r = run_cli("calibrate", "-H", "h200", "--points", str(path), "-f", "json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["model"] == "deepseek-v3+llama-3.1-8b"
+    for key, value in truth.items():
+        sd = doc["uncertainty"][key]
+        assert sd is not None and sd > 0
+        assert abs(doc["fitted"][key] - value) <= 3 * sd + 0.02 * value, (key, doc["fitted"][key], sd)
+    loo = doc["leave_one_model_out"]
+    assert set(loo) == {"llama-3.1-8b", "deepseek-v3"}
+    assert all(e is not None and 0 < e < 0.10 for e in loo.values()), loo
+    assert {row["model"] for row in doc["rows"]} == {"llama-3.1-8b", "deepseek-v3"}
+    table = run_cli("calibrate", "-H", "h200", "--points", str(path))
+    assert "+/-" in table.out and "leave-one-model-out" in table.out
+
+
+def test_joint_fit_without_noise_recovers_the_factors(tmp_path):
+    path, truth = joint_points(tmp_path)
+    text = path.read_text().splitlines()
+    rows = [text[0]] + [",".join(line.split(",")[:3] + [f"{float(line.split(',')[3]) / n:.9f}"])
+                        for line, n in zip(text[1:], [1.01, 0.99, 1.01, 0.99] * 2)]
+    path.write_text("\n".join(rows) + "\n")
+    result = api.calibrate(None, "h200", None, str(path))
+    for key, value in truth.items():
+        assert result.fitted[key] == pytest.approx(value, rel=1e-3)
+    assert all(e < 1e-3 for e in result.leave_one_model_out.values())
+
+
+def test_points_without_a_model_need_model(tmp_path, run_cli):
+    points = tmp_path / "p.csv"
+    points.write_text("length,prefill_s\n1024,0.5\n8192,1.0\n32768,2.0\n")
+    r = run_cli("calibrate", "-H", "h200", "--points", str(points))
+    assert r.code == 2 and "--model" in r.err and "Traceback" not in r.err
+
+
+# --- which prefill capacity sized each pool -----------------------------------------------------
+
+
+def test_plan_reports_the_prefill_capacity_of_each_pool(tmp_path, run_cli):
+    from conftest import write_case_study
+
+    r = run_cli("plan", "-f", "json")
+    assert r.code == 0, r.err
+    curves = json.loads(r.out)["prefill_curves"]
+    assert curves["prfaas"]["source"] == "measured" and curves["prfaas"]["capacity"] == "per_request"
+    assert curves["pd"]["source"] == "roofline (calibrated)" and curves["pd"]["capacity"] == "per_request"
+    scenario = write_case_study(tmp_path, pd__prefill_capacity="saturated")
+    r = run_cli("plan", str(scenario))
+    assert r.code == 0, r.err
+    assert "pd prefill" in r.out and "capacity saturated: batched passes" in r.out
+    saturated = api.plan(str(scenario))
+    assert saturated.point.stages.theta_pdp > 0
