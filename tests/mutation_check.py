@@ -111,6 +111,51 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/optimizer.py",
         "if sol.lambda_max < MIN_CAPACITY_RPS:",
         "if sol.lambda_max < 0:"),
+    # issue 8: the instance model
+    "all-reduce-half-bytes": (
+        "prfaas_plan/timing/collectives.py",
+        "return 2 * steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s",
+        "return 2 * steps(chips) * f.latency_s + (chips - 1) / chips * payload / f.bytes_per_s"),
+    "all-to-all-nic-at-nvlink-speed": (
+        "prfaas_plan/timing/collectives.py",
+        "return latency + np.maximum(intra / up.bytes_per_s, inter / out.bytes_per_s), intra, inter",
+        "return latency + np.maximum(intra / up.bytes_per_s, inter / up.bytes_per_s), intra, inter"),
+    "nic-gbps-as-gbytes": (
+        "prfaas_plan/timing/collectives.py",
+        'return Fabric("NIC", nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)',
+        'return Fabric("NIC", nic_gbps * 1e9 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)'),
+    "gemm-shape-ignores-rows": (
+        "prfaas_plan/timing/cost.py",
+        "return depth * (m + eff.matmul_m0) / m",
+        "return depth"),
+    "kernel-overhead-ignored": (
+        "prfaas_plan/timing/cost.py",
+        "overhead = np.full_like(tokens, w.kernels * eff.kernel_overhead_us * 1e-6)",
+        "overhead = np.zeros_like(tokens)"),
+    "overlap-hides-everything": (
+        "prfaas_plan/timing/cost.py",
+        "exposed = comm - engine.overlap * np.minimum(comm, compute + memory)",
+        "exposed = comm - np.minimum(comm, compute + memory)"),
+    "pipeline-fill-ignored": (
+        "prfaas_plan/timing/prefill.py",
+        "parts = parts.add(longest.scaled(layout.pp - 1))",
+        "parts = parts.add(longest.scaled(0))"),
+    "decode-one-stage-per-step": (
+        "prfaas_plan/timing/decode.py",
+        "parts = stage.scaled(layout.pp)",
+        "parts = stage.scaled(1)"),
+    "mtp-ignored": (
+        "prfaas_plan/timing/decode.py",
+        'tokens_per_s, used = best * mtp / step, "roofline"',
+        'tokens_per_s, used = best / step, "roofline"'),
+    "e2e-no-prefill": (
+        "prfaas_plan/timing/estimate.py",
+        "e2e = output_tokens / (mixed_capacity_s + output_tokens * step / (dec.batch_size * dec.mtp_tokens_per_step))",
+        "e2e = output_tokens / (output_tokens * step / (dec.batch_size * dec.mtp_tokens_per_step))"),
+    "uncertainty-ignores-dof": (
+        "prfaas_plan/timing/calibrate.py",
+        "s2 = float(2 * res.cost) / dof",
+        "s2 = float(2 * res.cost) / points"),
 }
 
 

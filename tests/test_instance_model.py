@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 
 import numpy as np
@@ -304,3 +305,57 @@ def test_plan_reports_the_prefill_capacity_of_each_pool(tmp_path, run_cli):
     assert "pd prefill" in r.out and "capacity saturated: batched passes" in r.out
     saturated = api.plan(str(scenario))
     assert saturated.point.stages.theta_pdp > 0
+
+
+def test_mtp_multiplies_tokens_per_step():
+    one = api.estimate("deepseek-v3", "h200", 8, input_tokens=1024, output_tokens=1024, concurrency=256)
+    two = api.estimate("deepseek-v3", "h200", 8, input_tokens=1024, output_tokens=1024, concurrency=256,
+                       engine={"mtp_tokens_per_step": 1.8})
+    assert two.decode.seconds == pytest.approx(one.decode.seconds, rel=1e-12)  # same step
+    assert two.decode_tokens_per_s == pytest.approx(1.8 * one.decode_tokens_per_s, rel=1e-12)
+    assert two.per_user_tokens_per_s == pytest.approx(1.8 * one.per_user_tokens_per_s, rel=1e-12)
+    assert two.tpot_s == pytest.approx(one.tpot_s / 1.8, rel=1e-12)
+    d1 = api.decode("deepseek-v3", "h200", 8, 4096)
+    d2 = api.decode("deepseek-v3", "h200", 8, 4096, engine={"mtp_tokens_per_step": 1.8})
+    assert d2.tokens_per_s == pytest.approx(1.8 * d1.tokens_per_s, rel=1e-12)
+
+
+def test_e2e_throughput_and_latency_by_hand():
+    i, o, c = 2048, 512, 300
+    est = api.estimate("llama-3.1-8b", "h200", 2, input_tokens=i, output_tokens=o, concurrency=c)
+    model = api.model_of("llama-3.1-8b")
+    inst = api.instance_of(model, "h200", 2).with_layout(est.decode.layout)
+    prefill_s = float(RooflinePrefill(model, inst, fit_tokens=i).capacity_s([float(i)])[0])  # saturated, per prompt
+    step = est.decode.seconds
+    assert est.e2e_output_tokens_per_s == pytest.approx(o / (prefill_s + o * step / c), rel=1e-9)
+    assert est.e2e_output_tokens_per_s < est.decode_tokens_per_s
+    assert est.e2e_latency_s == pytest.approx(est.ttft_s + (o - 1) * est.tpot_s, rel=1e-12)
+    assert est.decode_tokens_per_s == pytest.approx(c / step, rel=1e-12)
+
+
+def test_uncertainty_is_the_standard_error_of_the_fit():
+    """One parameter (compute) on three noisy points: s^2 = sum r^2 / (n - 1) and
+    sd(log x) = s / sqrt(sum J^2), J by finite differences through the public API."""
+    from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate
+
+    model, hw = api.model_of("llama-3.1-8b"), api.hardware_of("h200")
+    held = RooflinePrefill(model, Instance(hw, 8), capacity=PrefillCapacity.per_request).layout
+    lengths = np.array([8192.0, 32768.0, 131072.0])
+    base = RooflinePrefill(model, Instance(hw, 8, held)).prefill_s(lengths)
+    measured = base * np.array([1.2, 0.9, 1.05])
+    result = calibrate(model, hw, 8, [CalibrationPoint(int(l), float(t)) for l, t in zip(lengths, measured)],
+                       fit=["compute"])
+    x = result.fitted["compute"]
+
+    def log_t(scale: float) -> np.ndarray:
+        e = hw.efficiency
+        eff = e.model_copy(update={"matmul": e.matmul * scale, "matmul_fp8": e.matmul_fp8 * scale,
+                                   "attention": e.attention * scale})
+        return np.log(RooflinePrefill(model, Instance(hw.model_copy(update={"efficiency": eff}), 8, held))
+                      .prefill_s(lengths))
+
+    r = log_t(x) - np.log(measured)
+    eps = 1e-4
+    jac = (log_t(x * np.exp(eps)) - log_t(x * np.exp(-eps))) / (2 * eps)
+    sd_log = math.sqrt(float(np.sum(r**2)) / (len(lengths) - 1) / float(np.sum(jac**2)))
+    assert result.uncertainty["compute"] == pytest.approx(x * sd_log, rel=0.02)
