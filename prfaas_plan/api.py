@@ -184,7 +184,7 @@ def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms:
     m = precision_of(model_of(model), precision)
     check_lengths(m, [context_tokens], field="--context")
     with _options({"gpus": "--gpus", "source": "--source", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
-                   "concurrency": "--concurrency"}):
+                   "concurrency": "--concurrency", **SERVING_OPTIONS}):
         inst = instance_of(m, hardware, gpus, parallel, engine)
         return decode_capacity(m, inst, context_tokens, tpot_ms=tpot_ms, max_batch=max_batch,
                                source=_choice(CurveSource, source, "--source"), batch=concurrency)
@@ -237,13 +237,20 @@ def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 10
     decode step. Returns a ``timing.estimate.Estimate``."""
     from .timing.estimate import estimate as run
 
-    names = {"gpus": "--gpus", "concurrency": "--concurrency", "input": "--input", "output": "--output",
-             "tpot_ms": "--tpot-ms", "max_batch": "--max-batch", "context": "--input"}
+    names = {"gpus": "--gpus", "concurrency": "--concurrency", "input": "--input", "output": "--output-tokens",
+             "input + output": "--input + --output-tokens", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
+             "context": "--input", **SERVING_OPTIONS}
     with _options(names):
         m = precision_of(model_of(model), precision)
         check_lengths(m, [input_tokens], field="input")
         inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
         return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch)
+
+
+# the CLI options of the serving settings (profiles.serving), for errors of their fields
+SERVING_OPTIONS = {"overlap": "--overlap", "expert_imbalance": "--expert-imbalance", "mtp_tokens_per_step": "--mtp",
+                   "prefill_tokens_per_pass": "--pass-tokens", "kv": "--kv-dtype", "weights": "--weights-dtype",
+                   "experts": "--experts-dtype", "attention": "--attention-dtype"}
 
 
 @contextmanager

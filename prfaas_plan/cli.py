@@ -125,32 +125,13 @@ def _check_outputs(*paths: tuple[str | None, str]) -> None:
             OutputFiles.check(path, option)
 
 
-@app.command()
-def kv(
-    model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
-    hardware: str = typer.Option("h200", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
-    gpus: int = GPUS_OPT,
-    lengths: str = typer.Option("1K,8K,32K,128K", "--lengths", "-l", help="Comma-separated input lengths (32K, 32k or 32768)."),
-    source: CurveSource = SOURCE_OPT,
-    fmt: OutputFormat = FORMAT_OPT,
-    output: str | None = OUTPUT_OPT,
-) -> None:
-    """S_kv, T_prefill and the KV throughput Phi_kv = S_kv / T_prefill per input length."""
-    from . import api
-    from .units import parse_token_list
-    from .views.timing import kv_view
-
-    _check_outputs((output, "--output"))
-    result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source)
-    _emit(kv_view(result), fmt, output)
-
-
 PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
                             "(tp, dp_attention, ep, pp, replicas). Default: the best layout that fits, per job.")
 KV_DTYPE_OPT = typer.Option(None, "--kv-dtype", help="KV cache dtype (fp8 halves S_kv). Default: the model's.")
 WEIGHTS_DTYPE_OPT = typer.Option(None, "--weights-dtype", help="Weights dtype. Default: the model's.")
 EXPERTS_DTYPE_OPT = typer.Option(None, "--experts-dtype", help="Routed experts' dtype. Default: the model's.")
-ATTENTION_DTYPE_OPT = typer.Option(None, "--attention-dtype", help="Attention compute dtype. Default: the model's.")
+ATTENTION_DTYPE_OPT = typer.Option(None, "--attention-dtype", help="Attention compute dtype (bf16, fp8 or fp4; a chip "
+                                   "without the dtype computes at its next wider peak). Default: the model's.")
 OVERLAP_OPT = typer.Option(None, "--overlap", help="Share of communication hidden behind compute, 0 to 1 "
                            "(two-batch overlap). Default 0.")
 IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. Default 1.18.")
@@ -170,6 +151,33 @@ def _serving(parallel, kv_dtype=None, weights_dtype=None, experts_dtype=None, at
 
 
 @app.command()
+def kv(
+    model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
+    hardware: str = typer.Option("h200", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
+    gpus: int = GPUS_OPT,
+    lengths: str = typer.Option("1K,8K,32K,128K", "--lengths", "-l", help="Comma-separated input lengths (32K, 32k or 32768)."),
+    source: CurveSource = SOURCE_OPT,
+    parallel: str | None = PARALLEL_OPT,
+    kv_dtype: Dtype | None = KV_DTYPE_OPT,
+    weights_dtype: Dtype | None = WEIGHTS_DTYPE_OPT,
+    experts_dtype: Dtype | None = EXPERTS_DTYPE_OPT,
+    attention_dtype: ComputeDtype | None = ATTENTION_DTYPE_OPT,
+    pass_tokens: int | None = PASS_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """S_kv, T_prefill and the KV throughput Phi_kv = S_kv / T_prefill per input length."""
+    from . import api
+    from .units import parse_token_list
+    from .views.timing import kv_view
+
+    _check_outputs((output, "--output"))
+    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens)
+    result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source, **serving)
+    _emit(kv_view(result), fmt, output)
+
+
+@app.command()
 def decode(
     model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
     hardware: str = typer.Option("h20", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
@@ -181,6 +189,8 @@ def decode(
     parallel: str | None = PARALLEL_OPT,
     kv_dtype: Dtype | None = KV_DTYPE_OPT,
     weights_dtype: Dtype | None = WEIGHTS_DTYPE_OPT,
+    experts_dtype: Dtype | None = EXPERTS_DTYPE_OPT,
+    attention_dtype: ComputeDtype | None = ATTENTION_DTYPE_OPT,
     mtp: float | None = MTP_OPT,
     imbalance: float | None = IMBALANCE_OPT,
     overlap: float | None = OVERLAP_OPT,
@@ -194,7 +204,8 @@ def decode(
 
     _check_outputs((output, "--output"))
     ctx = parse_tokens(context, field="--context")
-    serving = _serving(parallel, kv_dtype, weights_dtype, overlap=overlap, imbalance=imbalance, mtp=mtp)
+    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap=overlap,
+                       imbalance=imbalance, mtp=mtp)
     result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source, **serving)
     _emit(decode_view(result, tpot_ms), fmt, output)
 

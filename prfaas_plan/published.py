@@ -13,7 +13,8 @@ row is predicted from the shipped profiles and defaults, with only what the sour
   that offloads weights to host memory), the same kind of layout on the fewest chips that can,
   compared per GPU;
 - the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
-  communication; nothing else is set per row;
+  communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; nothing
+  else is set per row;
 - by kind: ``prefill_tps`` input tokens/s of saturated prefill; ``decode_tps`` output tokens/s
   at the published batch (per GPU x GPUs) and context, or the memory-limited batch;
   ``e2e_tps`` offline output tokens/s at the memory-limited batch; ``e2e_latency`` seconds of

@@ -60,9 +60,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "keys = min(context_tokens, s.index_topk_tokens)",
         "keys = max(context_tokens, s.index_topk_tokens)"),
     "moe-decode-topk-experts": (
-        "prfaas_plan/accounting/ffns/moe.py",
-        "touched = expected_distinct_experts(p.num_experts, p.top_k, tokens)",
-        "touched = p.top_k + 0 * tokens"),
+        "prfaas_plan/timing/cost.py",
+        "touched = math.ceil(e / layout.ep) * (1.0 - (1.0 - k / e) ** tokens)",
+        "touched = k + 0 * tokens"),
     "linear-state-not-written": (
         "prfaas_plan/accounting/mixers/linear.py",
         "return flops, batch * 2 * self.state_bytes",
@@ -118,15 +118,15 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return 2 * steps(chips) * f.latency_s + (chips - 1) / chips * payload / f.bytes_per_s"),
     "all-to-all-nic-at-nvlink-speed": (
         "prfaas_plan/timing/collectives.py",
-        "return latency + np.maximum(intra / up.bytes_per_s, inter / out.bytes_per_s), intra, inter",
-        "return latency + np.maximum(intra / up.bytes_per_s, inter / up.bytes_per_s), intra, inter"),
+        "np.maximum(intra / up.bytes_per_s, inter / out.bytes_per_s), intra, inter",
+        "np.maximum(intra / up.bytes_per_s, inter / up.bytes_per_s), intra, inter"),
     "nic-gbps-as-gbytes": (
         "prfaas_plan/timing/collectives.py",
-        'return Fabric("NIC", nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)',
-        'return Fabric("NIC", nic_gbps * 1e9 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)'),
+        'return Fabric("NIC", hw.nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)',
+        'return Fabric("NIC", hw.nic_gbps * 1e9 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)'),
     "gemm-shape-ignores-rows": (
         "prfaas_plan/timing/cost.py",
-        "return depth * (m + eff.matmul_m0) / m",
+        "return depth * (m + eff.matmul_m0) / np.maximum(m, 1e-9)",
         "return depth"),
     "kernel-overhead-ignored": (
         "prfaas_plan/timing/cost.py",
@@ -156,6 +156,18 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/calibrate.py",
         "s2 = float(2 * res.cost) / dof",
         "s2 = float(2 * res.cost) / points"),
+    "ep-dispatch-spread-over-stage": (
+        "prfaas_plan/timing/cost.py",
+        "sent = tokens / (max(busy, 1) * tp) * w.top_k",
+        "sent = tokens / stage * w.top_k"),
+    "mtp-drafts-free": (
+        "prfaas_plan/timing/decode.py",
+        "q = math.ceil(mtp - 1e-9)",
+        "q = 1"),
+    "output-head-every-stage": (
+        "prfaas_plan/timing/cost.py",
+        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)",
+        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp if count > 1 else 1)"),
 }
 
 

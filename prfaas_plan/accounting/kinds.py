@@ -147,10 +147,6 @@ class FfnKind:
         p = self.params(hidden)
         return 2 * tokens * p.dense, 2 * tokens * p.per_expert * p.top_k
 
-    def weight_bytes(self, tokens: np.ndarray, hidden: int) -> np.ndarray:
-        """Bytes of weights read to process ``tokens`` tokens in one pass (every dense weight once)."""
-        return np.full_like(tokens, self.params(hidden).dense * dtype_bytes(self.dtypes.weights), dtype=float)
-
 
 MIXERS: dict[str, type[MixerKind]] = {}
 FFNS: dict[str, type[FfnKind]] = {}

@@ -22,6 +22,7 @@ from __future__ import annotations
 from pydantic import model_validator
 
 from ..choices import ComputeDtype, Dtype
+from ..errors import warn
 from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
 from ._base import Float, Int, StrictModel
 from .model import ModelProfile
@@ -69,4 +70,8 @@ class PrecisionSpec(StrictModel):
         dtypes = model.dtypes.model_copy(update=update)
         if dtypes == model.dtypes:
             return model
+        if model.measured:
+            warn(f"{model.name}'s measured points were taken at its own dtypes, so with these precision overrides "
+                 "the roofline stands for them (and sizes prefill pools by saturated passes unless a pool says "
+                 "prefill_capacity: per_request)")
         return model.model_copy(update={"dtypes": dtypes, "measured": []})

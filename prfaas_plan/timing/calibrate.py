@@ -91,7 +91,7 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
             seconds = float(row[ti])
             kv = float(row[ki]) if ki is not None and row[ki].strip() else None
             model = row[mi].strip() or None if mi is not None else None
-            gpus = _gpus(row[gi].strip(), where, path) if gi is not None and row[gi].strip() else None
+            gpus = _gpus(row[gi].strip()) if gi is not None and row[gi].strip() else None
         except IndexError:
             raise PlanInputError("too few columns", source=path, field=where) from None
         except ValueError:
@@ -110,10 +110,12 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
     return sorted(points, key=lambda p: (p.model or "", p.gpus or 0, p.length_tokens))
 
 
-def _gpus(text: str, where: str, path: str) -> int:
+def _gpus(text: str) -> int:
+    """A chip count from the CSV (the caller names the file and line)."""
     if not text.isdigit():
-        raise PlanInputError(f"gpus must be a whole number, got {shorten(text, 20)}", source=path, field=where)
-    return CHIPS_PER_INSTANCE.check(int(text), f"{where}: gpus", path) or int(text)
+        raise PlanInputError(f"must be a whole number, got {shorten(text, 20)}", field="gpus")
+    CHIPS_PER_INSTANCE.check(int(text), "gpus")
+    return int(text)
 
 
 @dataclass(frozen=True)

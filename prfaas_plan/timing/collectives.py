@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import PlanInputError
 from ..profiles.hardware import HardwareProfile
 
 
@@ -40,8 +41,12 @@ def scale_up(hw: HardwareProfile) -> Fabric:
 
 
 def scale_out(hw: HardwareProfile) -> Fabric:
-    nic_gbps = hw.nic_gbps if hw.nic_gbps is not None else hw.scale_up_gb_per_s * 8  # no NIC: the same links
-    return Fabric("NIC", nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)
+    """The scale-out NIC of each chip; a profile without ``nic_gbps`` cannot span scale-up domains."""
+    if hw.nic_gbps is None:
+        raise PlanInputError(f"hardware '{hw.name}' has no nic_gbps, so an instance cannot span more than one scale-up "
+                             f"domain of {hw.scale_up_domain_chips} chips: add nic_gbps to the profile, or use fewer "
+                             "chips per instance", field="nic_gbps")
+    return Fabric("NIC", hw.nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)
 
 
 def steps(chips: int) -> int:
@@ -92,9 +97,11 @@ def all_to_all_s(hw: HardwareProfile, chips: int, bytes_per_chip, top_k: int = 1
         per_expert = top_k * (domains - 1) / domains
         distinct = domains * (1 - (1 - 1 / domains) ** top_k) * (domains - 1) / domains
         inter = inter * min(1.0, distinct / per_expert)
-    up, out = scale_up(hw), scale_out(hw)
-    latency = steps(chips) * (out.latency_s if chips > hw.scale_up_domain_chips else up.latency_s)
-    return latency + np.maximum(intra / up.bytes_per_s, inter / out.bytes_per_s), intra, inter
+    up = scale_up(hw)
+    if chips <= hw.scale_up_domain_chips:
+        return steps(chips) * up.latency_s + intra / up.bytes_per_s, intra, inter
+    out = scale_out(hw)
+    return steps(chips) * out.latency_s + np.maximum(intra / up.bytes_per_s, inter / out.bytes_per_s), intra, inter
 
 
 def hop_s(hw: HardwareProfile, crosses_domain: bool, payload_bytes) -> np.ndarray:

@@ -20,10 +20,11 @@ pool is saturated; one for a lone request):
   over S, or with DP attention an all-gather and a reduce-scatter over S, or with EP the
   dispatch (FP8 when the experts are FP8) and combine all-to-all of T x top_k x h over the
   ep ranks; only ``1 - overlap`` of the smaller of communication and kernels is exposed;
-- ``kernel_overhead_us`` per kernel of the layer (``accounting.work``), the output projection on
-  the last stage, and a
-  pipeline hop per stage when pp > 1.
-A stage holds 1/pp of every layer group. The part that takes the most time is what binds.
+- ``kernel_overhead_us`` per kernel of the layer (``accounting.work``), and a pipeline hop per
+  stage when pp > 1.
+The cost is that of the mean stage: 1/pp of every layer group and of the output projection
+(which sits on the last stage), so that pp stages add up to the model once. The part that
+takes the most time is what binds.
 """
 
 from __future__ import annotations
@@ -54,10 +55,11 @@ PARTS = ("compute", "memory", "communication", "overhead")
 class Engine:
     """What the serving engine does beyond the hardware (``profiles.serving.EngineSpec``)."""
 
-    overlap: float = 0.0  # share of min(communication, kernels) hidden (two-batch overlap: up to 1)
-    expert_imbalance: float = 1.18  # tokens on the busiest expert rank / the mean, with expert parallelism
-    prefill_tokens_per_pass: int = 8192  # chunked-prefill budget per attention group
-    mtp_tokens_per_step: float = 1.0  # tokens accepted per decode step (multi-token prediction, speculation)
+    # defaults: EngineSpec's (one place)
+    overlap: float = EngineSpec.model_fields["overlap"].default  # share of min(communication, kernels) hidden
+    expert_imbalance: float = EngineSpec.model_fields["expert_imbalance"].default  # busiest expert rank / mean (EP)
+    prefill_tokens_per_pass: int = EngineSpec.model_fields["prefill_tokens_per_pass"].default  # per attention group
+    mtp_tokens_per_step: float = EngineSpec.model_fields["mtp_tokens_per_step"].default  # accepted per decode step
 
     @classmethod
     def of(cls, spec: EngineSpec | None) -> Engine:
@@ -90,11 +92,6 @@ class PassCost:
     def scaled(self, factor) -> PassCost:
         return PassCost(*(getattr(self, f) * factor for f in self.__dataclass_fields__))
 
-    def longer(self, other: PassCost) -> PassCost:
-        """Per point of the arrays, the parts of whichever pass takes longer."""
-        pick = other.total_s > self.total_s
-        return PassCost(*(np.where(pick, getattr(other, f), getattr(self, f)) for f in self.__dataclass_fields__))
-
 
 def peaks(model: ModelProfile, hw: HardwareProfile) -> tuple[float, float, float]:
     """Achievable FLOP/s of one chip for (dense matmuls, routed experts, attention cores)."""
@@ -120,10 +117,10 @@ def stage_cost(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine:
     busy = layout.dp_attention if busy_groups is None else busy_groups
     r = np.asarray(requests, dtype=float)
     total = None
-    last = len(groups) - 1
-    for k, (count, work) in enumerate(groups):
-        share = count if k == last else count / layout.pp  # the output projection sits on the last stage
-        cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(share)
+    for count, work in groups:
+        # 1/pp of every layer group and of the output projection (on the last stage): the mean stage,
+        # so that pp stages add up to the whole model once
+        cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)
         total = cost if total is None else total.add(cost)
     if layout.pp > 1:
         work = groups[0][1]
@@ -135,15 +132,18 @@ def stage_cost(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine:
 
 def _shape(hw: HardwareProfile, gemms, rows) -> np.ndarray:
     """How much longer than at the matmul fraction a part's GEMMs take for their shapes:
-    sum_i p_i (1 + k0 / K_i) / sum_i p_i, times (M + m0) / M for M rows per matrix (k0, m0:
+    sum_i p_i (1 + k0 / K_i) / sum_i p_i, times (M + m0) / M for M >= m0 rows per matrix (k0, m0:
     ``efficiency.matmul_k0`` and ``matmul_m0``; DeepGEMM's FP8 GEMMs on H800 fall from 1,358 TFLOPS
     at K = 16,384 to 990 at K = 1,536 and 590 at K = 512, and its grouped GEMMs from 1,233 at
     1,024 rows per expert to 932 at 256)."""
     eff = hw.efficiency
     total = sum(p for p, _ in gemms)
     depth = sum(p * (1 + eff.matmul_k0 / k) for p, k in gemms) / total if total else 1.0
-    m = np.maximum(np.asarray(rows, dtype=float), 1e-9)
-    return depth * (m + eff.matmul_m0) / m
+    # fitted on 256 to 1,024 rows; below m0 rows the factor stays at the 2x it reaches there:
+    # small-batch kernels swap the operands and pad the tokens to 8-16 rows, not to a full tile,
+    # so a GEMM of a few rows is bound by reading its weights, not by padded tensor-core work
+    m = np.maximum(np.asarray(rows, dtype=float), eff.matmul_m0)
+    return depth * (m + eff.matmul_m0) / np.maximum(m, 1e-9)
 
 
 def _roofline(flops, flop_rate, nbytes, byte_rate) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +214,9 @@ def _communication(model: ModelProfile, hw: HardwareProfile, layout: Layout, eng
         return time, up, nic
     if w.num_experts and layout.ep > 1:
         dispatch_b = 1.0 if (model.dtypes.experts or model.dtypes.weights) in (Dtype.fp8, Dtype.fp4) else act
-        sent = tokens / stage * w.top_k * h * (1 - 1 / layout.ep) * engine.expert_imbalance  # the busiest rank
+        # sent by each chip that holds tokens (busy groups x tp of them; a lone prompt's group sends all of its
+        # routed tokens), with the busiest rank's imbalance
+        sent = tokens / (max(busy, 1) * tp) * w.top_k * h * (1 - 1 / layout.ep) * engine.expert_imbalance
         for nbytes in (sent * dispatch_b, sent * act):  # dispatch, then combine
             t, intra, inter = coll.all_to_all_s(hw, layout.ep, nbytes, w.top_k, dedupe=prefill)
             time, up, nic = time + t, up + intra, nic + inter
@@ -229,9 +231,10 @@ def _communication(model: ModelProfile, hw: HardwareProfile, layout: Layout, eng
 
 
 def weights_per_chip(model: ModelProfile, layout: Layout, groups: list[tuple[int, Work]]) -> float:
-    """Bytes of weights one chip holds: attention and (with EP) shared experts / tp, dense FFN / S,
-    ceil(E / ep) routed experts / (S / ep), 1/pp of the layers, the embeddings / tp; scaled to the
-    declared parameter count when the profile gives one."""
+    """Bytes of weights the fullest chip holds: attention and (with EP) shared experts / tp, dense
+    FFN / S, ceil(E / ep) routed experts / (S / ep), 1/pp of the layers, and the embeddings / tp
+    (with pp > 1 an end stage holds one vocab x h matrix: the input embedding on the first, the
+    output head on the last); scaled to the declared parameter count when the profile gives one."""
     from ..accounting.params import count_params, weight_bytes
 
     tp, stage = layout.tp, layout.stage_chips
@@ -243,7 +246,8 @@ def weights_per_chip(model: ModelProfile, layout: Layout, groups: list[tuple[int
         total += count / layout.pp * per
     counts = count_params(model)
     embeddings = counts.embedding * dtype_bytes(model.dtypes.weights)
-    total += embeddings / tp / layout.pp
+    one_matrix = model.vocab_size * model.hidden_size * dtype_bytes(model.dtypes.weights)
+    total += (embeddings if layout.pp == 1 else one_matrix) / tp
     architecture = _architecture_bytes(model, groups) + embeddings
     return total * weight_bytes(model) / architecture if architecture > 0 else total
 

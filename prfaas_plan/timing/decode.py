@@ -7,7 +7,8 @@ fewer requests than stages, each request is a micro-batch of its own and stages 
 
     stage_s(b)   one micro-batch of b requests through one stage (``timing.cost.stage_cost`` of
                  ``accounting.work.decode_work``: weights once per step, each request's KV and
-                 state at the context, collectives, ``layer_overhead_s`` per layer, a hop)
+                 state at the context, collectives, kernel overheads, a hop); with multi-token
+                 prediction each request runs ceil(mtp) query tokens (FLOPs x ceil(mtp), KV once)
     TPOT(B)      = pp x stage_s(max(B / (R pp), min(B / R, 1))) + decode_step_overhead_s
     tokens/s     = B x mtp_tokens_per_step / TPOT(B)                       (per instance)
     per user     = mtp_tokens_per_step / TPOT(B)
@@ -22,7 +23,8 @@ Without a given layout, the fitting layout with the most tokens/s (within the TP
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,12 +47,24 @@ def step_cost(model: ModelProfile, instance: Instance, layout: Layout, batch_siz
     per_replica = b / layout.replicas
     # pp micro-batches in flight; with fewer requests than stages each is its own micro-batch
     micro = np.maximum(np.maximum(per_replica / layout.pp, np.minimum(per_replica, 1.0)), 1e-9)
-    stage = stage_cost(model, instance.hardware, layout, instance.engine, decode_work(model, micro, context_tokens))
+    stage = stage_cost(model, instance.hardware, layout, instance.engine,
+                       _step_work(model, micro, context_tokens, instance.engine.mtp_tokens_per_step))
     parts = stage.scaled(layout.pp)
     overhead = instance.hardware.efficiency.decode_step_overhead_s
     parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s, parts.overhead_s + overhead,
                      parts.scale_up_bytes, parts.nic_bytes)
     return parts.total_s, parts
+
+
+def _step_work(model: ModelProfile, micro: np.ndarray, context_tokens: float, mtp: float):
+    """The work of one step for ``micro`` requests: with multi-token prediction each request runs
+    q = ceil(mtp) query tokens (the fewest a step must verify to accept mtp on average), so the
+    FLOPs, activations and collectives scale by q while each request's KV is still read once."""
+    q = math.ceil(mtp - 1e-9)
+    groups = decode_work(model, micro * q, context_tokens)
+    if q == 1:
+        return groups
+    return [(count, replace(w, kv_bytes=w.kv_bytes / q)) for count, w in groups]
 
 
 def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float,
@@ -188,6 +202,11 @@ def decode_capacity(
     seconds, parts = step_cost(model, instance, layout, [best], context_tokens)
     step = float(seconds[0])
     mtp = instance.engine.mtp_tokens_per_step
+    if batch is not None and tpot_ms is not None and step / mtp * 1e3 > tpot_ms * (1 + 1e-9):
+        raise PlanInputError(f"{batch:,} running requests take {step / mtp * 1e3:.2f} ms per output token on "
+                             f"{instance.label} as {layout.label}, above the TPOT limit of {tpot_ms:g} ms: give "
+                             "fewer, or leave the concurrency out to get the largest batch within the limit",
+                             field="concurrency")
     tokens_per_s, used = best * mtp / step, "roofline"
     measured = measured_for(model, instance) if source != CurveSource.roofline else None
     if measured is not None and measured.decode_tokens_per_s is not None:

@@ -5,7 +5,8 @@ For I input and O output tokens per request and C running requests (default: as 
 memory holds with each request's KV reserved for its whole length I + O, so that none is ever
 evicted; steps read the KV at the mean decode context I + O / 2):
 
-    TTFT            one prompt of I tokens on an idle instance (``RooflinePrefill.prefill_s``)
+    TTFT            one prompt of I tokens on an idle instance (``RooflinePrefill.prefill_s``), on
+                    the given layout or else the one that serves a lone prompt fastest
     prefill tok/s   I / capacity_s(I), capacity_s the instance-seconds of one prompt in
                     saturated passes (``RooflinePrefill.capacity_s``), input tokens/s
     TPOT            one decode step at C requests, context I + O / 2, over the tokens a step
@@ -82,7 +83,7 @@ class Estimate:
     per_user_tokens_per_s: float
     e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips
     e2e_latency_s: float  # of a request among `concurrency` started together
-    first_token: Budget  # one prompt alone on the idle instance (the TTFT), on the prefill layout
+    first_token: Budget  # one prompt alone on the idle instance (the TTFT), on its own best layout
     prefill: Budget
     decode: Budget
     decode_capacity: DecodeCapacity
@@ -98,12 +99,15 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     TOKENS.check(input_tokens, "input")
     TOKENS.check(output_tokens, "output")
     context = input_tokens + output_tokens // 2
-    check_lengths(model, [input_tokens + output_tokens], field="output")
+    check_lengths(model, [input_tokens + output_tokens], field="input + output")
     dec = decode_capacity(model, instance, context, tpot_ms=tpot_ms, max_batch=max_batch, batch=concurrency,
                           reserve_tokens=input_tokens + output_tokens)
     roof = RooflinePrefill(model, instance, capacity=PrefillCapacity.saturated, fit_tokens=input_tokens)
     at = np.array([float(input_tokens)])
-    ttft, single = roof.single_prompt(at)
+    # TTFT: one prompt alone, on the instance's layout or else the layout that serves it fastest
+    lone = roof if instance.layout is not None else RooflinePrefill(
+        model, instance, capacity=PrefillCapacity.per_request, fit_tokens=input_tokens)
+    ttft, single = lone.single_prompt(at)
     capacity_s = float(roof.capacity_s(at)[0])
     per_group, pass_s, pass_cost = roof.saturated_pass(at)
     prompts = float(per_group[0]) * roof.layout.dp_attention
@@ -131,7 +135,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         per_user_tokens_per_s=1.0 / tpot,
         e2e_output_tokens_per_s=e2e,
         e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,
-        first_token=Budget.of("first token", roof.layout, float(input_tokens), single),
+        first_token=Budget.of("first token", lone.layout, float(input_tokens), single),
         prefill=Budget.of("prefill pass", roof.layout, prompts * input_tokens * roof.layout.replicas, pass_cost),
         decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),
         decode_capacity=dec,

@@ -84,10 +84,14 @@ def parse_layout(spec: str | dict | Layout, field: str = "--parallel") -> Layout
             key, sep, value = part.partition("=")
             if not sep:
                 raise PlanInputError(f"{show(part)} is not name=value (e.g. tp=8 or ep=32,dp_attention=32)", field=field)
+            if key in items:
+                raise PlanInputError(f"{show(key)} is given twice", field=field)
             try:
                 items[key] = int(value)
             except ValueError:
                 raise PlanInputError(f"{show(value)} is not a whole number", field=f"{field} {key}") from None
+        if not items:
+            raise PlanInputError("is empty: give a layout such as tp=8 or ep=32,dp_attention=32", field=field)
         spec = items
     if not isinstance(spec, dict):
         raise PlanInputError("must be a mapping such as {tp: 8}", field=field)

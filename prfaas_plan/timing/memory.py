@@ -20,11 +20,6 @@ from .instance import Instance
 from .layout import Layout, candidate_layouts, check_layout, heads_of, layout_mismatch
 
 
-def usable_memory_bytes(instance: Instance) -> float:
-    """N x capacity x memory_usable_fraction (bytes)."""
-    return instance.memory_bytes * instance.hardware.efficiency.memory_usable_fraction
-
-
 def usable_per_chip(instance: Instance) -> float:
     return instance.hardware.memory_bytes * instance.hardware.efficiency.memory_usable_fraction
 

@@ -58,7 +58,7 @@ def estimate_view(e: Estimate) -> Report:
     d = e.decode_capacity
     notes = [
         f"prefill: saturated passes of {e.prefill.tokens:,.0f} tokens on {e.prefill.layout.label}; TTFT is one "
-        "prompt alone on an idle instance",
+        f"prompt alone on an idle instance, on {e.first_token.layout.label}",
         f"decode: {e.concurrency:,} running requests ({e.concurrency_source}; memory holds {d.bs_max_memory:,} with "
         f"each request's KV reserved for input + output) at a mean context of {d.context_tokens:,} tokens, on "
         f"{e.decode.layout.label}; weights {d.weight_bytes / 1e9:,.1f} GB per chip",

@@ -111,11 +111,17 @@ def calibration_view(result: CalibrationResult) -> Report:
         for p in result.points
     ]
 
+    spare = len(result.points) - len(result.fitted)
+    missing = ("no standard error: as many parameters as points" if spare <= 0
+               else "no standard error: at a bound of its range, or not determined by these points")
+
     def fitted_text(k: str, v: float) -> str:
         sd = result.uncertainty.get(k)
-        return f"{k} {result.before[k]:.4g} -> {v:.4g}" + (f" +/- {sd:.2g}" if sd is not None else " (exactly determined)")
+        return f"{k} {result.before[k]:.4g} -> {v:.4g}" + (f" +/- {sd:.2g}" if sd is not None else f" ({missing})")
 
-    notes = [f"fitted: {', '.join(fitted_text(k, v) for k, v in result.fitted.items())} (+/- one standard error)",
+    any_sd = any(result.uncertainty.get(k) is not None for k in result.fitted)
+    notes = [f"fitted: {', '.join(fitted_text(k, v) for k, v in result.fitted.items())}"
+             + (" (+/- one standard error)" if any_sd else ""),
              f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%"]
     if result.leave_one_model_out:
         loo = ", ".join(f"{m} {100 * e:.1f}%" if e is not None else f"{m} not determined without it"

@@ -14,7 +14,6 @@ from typing import ClassVar
 import numpy as np
 
 from ...choices import FfnType
-from ...units import dtype_bytes
 from ..kinds import FfnKind, FfnParams, Gemms, ffn_kind
 
 
@@ -44,9 +43,3 @@ class Moe(FfnKind):
         shared = ((s.shared_experts * up * hidden * i_shared, hidden), (s.shared_experts * i_shared * hidden, i_shared),
                   (hidden * s.num_experts, hidden)) if s.shared_experts else ((hidden * s.num_experts, hidden),)
         return shared, ((up * hidden * i_expert, hidden), (i_expert * hidden, i_expert))
-
-    def weight_bytes(self, tokens: np.ndarray, hidden: int) -> np.ndarray:
-        p = self.params(hidden)
-        touched = expected_distinct_experts(p.num_experts, p.top_k, tokens)
-        expert_b = dtype_bytes(self.dtypes.experts or self.dtypes.weights)
-        return super().weight_bytes(tokens, hidden) + touched * p.per_expert * expert_b
