@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..errors import PlanInputError, show
+from ..profiles._base import derived
 from ..profiles.model import ModelProfile, expand_layers
 from ..ranges import CHIPS_PER_INSTANCE
 
@@ -118,19 +119,30 @@ def check_layout(model: ModelProfile, layout: Layout, chips: int, field: str = "
 
 
 def layout_mismatch(model: ModelProfile, layout: Layout) -> str | None:
-    layers = expand_layers(model)
-    if layout.pp > len(layers):
-        return f"{layout.pp} pipeline stages for {len(layers)} layers"
-    for layer in layers:
-        heads = heads_of(layer.mixer)
-        if heads and heads % layout.tp:
-            return f"tp {layout.tp} does not divide the {heads} attention heads"
-        experts = getattr(layer.ffn, "num_experts", 0)
-        if experts and layout.ep > experts:
-            return f"ep {layout.ep} exceeds the {experts} experts"
-    if layout.ep > 1 and not any(getattr(layer.ffn, "num_experts", 0) for layer in layers):
+    """Why a layout cannot run the model (None: it can): more stages than layers, tp not
+    dividing every layer's heads, ep above a layer's experts, or EP on a dense model."""
+    layers, heads, experts = _shape_of(model)
+    if layout.pp > layers:
+        return f"{layout.pp} pipeline stages for {layers} layers"
+    for h in heads:
+        if h % layout.tp:
+            return f"tp {layout.tp} does not divide the {h} attention heads"
+    if experts and layout.ep > min(experts):
+        return f"ep {layout.ep} exceeds the {min(experts)} experts"
+    if layout.ep > 1 and not experts:
         return "expert parallelism needs an MoE model"
     return None
+
+
+def _shape_of(model: ModelProfile) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """(layers, the distinct head counts in layer order, the distinct expert counts), per model."""
+    def compute(m: ModelProfile):
+        layers = expand_layers(m)
+        heads = tuple(dict.fromkeys(h for h in (heads_of(layer.mixer) for layer in layers) if h))
+        experts = tuple(dict.fromkeys(e for e in (getattr(layer.ffn, "num_experts", 0) for layer in layers) if e))
+        return len(layers), heads, experts
+
+    return derived(model, "layout_shape", compute)
 
 
 def heads_of(mixer) -> int:
@@ -147,7 +159,7 @@ def _divisors(n: int) -> list[int]:
 def candidate_layouts(model: ModelProfile, chips: int, max_candidates: int = 4096) -> list[Layout]:
     """Every layout of ``chips`` chips that suits the model (see ``layout_mismatch``), plain layouts
     first. Expert parallelism spans a whole stage (ep = S, the common deployment) or is off."""
-    moe = any(getattr(layer.ffn, "num_experts", 0) for layer in expand_layers(model))
+    moe = bool(_shape_of(model)[2])
     out = []
     for replicas in _divisors(chips):
         replica = chips // replicas

@@ -14,10 +14,13 @@ from ..accounting.kv import KvModel
 from ..accounting.params import weight_bytes
 from ..accounting.work import prefill_work
 from ..errors import PlanInputError
+from ..profiles._base import derived
 from ..profiles.model import ModelProfile, expand_layers
 from .cost import kv_per_chip, weights_per_chip
 from .instance import Instance
 from .layout import Layout, candidate_layouts, check_layout, heads_of, layout_mismatch
+
+CHIP_BYTES_ENTRIES = 4096  # per model: (layout, context) pairs of a layout search or a calibration
 
 
 def usable_per_chip(instance: Instance) -> float:
@@ -54,9 +57,16 @@ def _tp_choices(model: ModelProfile) -> list[int]:
 
 
 def chip_bytes(model: ModelProfile, layout: Layout, context_tokens: int) -> tuple[float, float]:
-    """(weights, KV of one request at the context) on one chip of the layout, bytes."""
-    groups = prefill_work(model, [float(context_tokens)])
-    return weights_per_chip(model, layout, groups), float(kv_per_chip(layout, groups)[0])
+    """(weights, KV of one request at the context) on one chip of the layout, bytes (kept per
+    model: a layout search and a calibration ask for the same ones again and again)."""
+    cache: dict = derived(model, "chip_bytes", lambda _m: {})
+    key = (layout, int(context_tokens))
+    if key not in cache:
+        if len(cache) >= CHIP_BYTES_ENTRIES:
+            cache.pop(next(iter(cache)))
+        groups = prefill_work(model, [float(context_tokens)])
+        cache[key] = (weights_per_chip(model, layout, groups), float(kv_per_chip(layout, groups)[0]))
+    return cache[key]
 
 
 def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int, field: str = "--parallel"
