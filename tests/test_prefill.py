@@ -150,3 +150,30 @@ def test_more_compute_never_slower(model, length, speedup):
             <= RooflinePrefill(m, Instance(hw, 8, layout)).prefill_s([length])[0])
     budget = float(Instance(hw, 8).engine.prefill_tokens_per_pass)
     assert fast_curve.capacity_s([budget])[0] <= slow_curve.capacity_s([budget])[0]
+
+
+def test_chunked_prefill_equals_chunk_by_chunk_costing():
+    """TTFT = the sum of each chunk's stage cost + (pp - 1) x the longest chunk + fixed costs,
+    costed here chunk by chunk with stage_cost (the model shares the full chunks across lengths)."""
+    from prfaas_plan.accounting.work import prefill_work
+    from prfaas_plan.timing.cost import stage_cost
+    from prfaas_plan.timing.layout import Layout
+    from prfaas_plan.timing.prefill import RooflinePrefill
+
+    model = api.model_of("deepseek-v3")
+    inst = api.instance_of(model, "h200", 8, parallel={"tp": 4, "pp": 2})
+    hw, layout, engine = inst.hardware, Layout(tp=4, pp=2), inst.engine
+    budget = engine.prefill_tokens_per_pass
+    lengths = [1000, 8192, 9000, 70000, 131072]
+    got = RooflinePrefill(model, inst).prefill_s(np.array(lengths, dtype=float))
+    for length, t in zip(lengths, got):
+        costs = []
+        for k in range(-(-length // budget)):
+            chunk = min(budget, length - k * budget)
+            cost = stage_cost(model, hw, layout, engine, prefill_work(model, np.array([float(chunk)]), k * budget),
+                              busy_groups=1, prefill=True)
+            costs.append(float(cost.total_s[0]))
+        eff = hw.efficiency
+        expected = sum(costs) + (layout.pp - 1) * max(costs) + len(costs) * eff.prefill_pass_overhead_s \
+            + eff.prefill_overhead_s
+        assert t == pytest.approx(expected, rel=1e-12)

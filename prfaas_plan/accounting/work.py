@@ -136,6 +136,7 @@ def _layer_work(model: ModelProfile, layer: Layer, tokens: np.ndarray, attention
 
 
 WORK_CACHE_ENTRIES = 256  # per model: the chunks a calibration or a plan asks for again and again
+WORK_CACHE_MAX_LENGTHS = 4096  # arrays longer than this are not kept (memory)
 
 
 def prefill_work(model: ModelProfile, lengths_tokens, prefix_tokens=0) -> list[tuple[int, Work]]:
@@ -144,6 +145,8 @@ def prefill_work(model: ModelProfile, lengths_tokens, prefix_tokens=0) -> list[t
     arguments give the same (shared, not to be modified) objects, kept per model."""
     l = np.asarray(lengths_tokens, dtype=float)
     prefix = np.broadcast_to(np.asarray(prefix_tokens, dtype=float), l.shape)
+    if l.size > WORK_CACHE_MAX_LENGTHS:  # a long trace: computed once by its caller, not kept
+        return _prefill_work(model, l, prefix)
     cache: dict = derived(model, "prefill_work", lambda _m: {})
     key = (l.shape, l.tobytes(), prefix.tobytes())
     hit = cache.get(key)

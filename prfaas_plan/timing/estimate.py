@@ -32,7 +32,7 @@ from ..choices import PrefillCapacity
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from ..ranges import TOKENS
-from .cost import PassCost
+from .cost import PARTS, PassCost
 from .decode import DecodeCapacity, decode_capacity
 from .instance import Instance
 from .layout import Layout
@@ -43,7 +43,7 @@ from .prefill import RooflinePrefill, check_lengths
 class Budget:
     """Seconds of one pass split into parts, its binding part and the bytes a chip exchanges."""
 
-    job: str  # 'prefill pass' or 'decode step'
+    job: str  # 'first token', 'prefill pass' or 'decode step'
     layout: Layout
     tokens: float  # tokens the pass carries through the instance
     seconds: float
@@ -56,9 +56,8 @@ class Budget:
 
     @property
     def binding(self) -> str:
-        parts = {"compute": self.compute_s, "memory": self.memory_s, "communication": self.communication_s,
-                 "overhead": self.overhead_s}
-        return max(parts, key=parts.get)
+        """The part with the most time (``cost.PARTS`` order breaks ties, as ``PassCost.binding``)."""
+        return max(PARTS, key=lambda part: getattr(self, f"{part}_s"))
 
     @classmethod
     def of(cls, job: str, layout: Layout, tokens: float, cost: PassCost) -> Budget:
@@ -109,7 +108,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         model, instance, capacity=PrefillCapacity.per_request, fit_tokens=input_tokens)
     ttft, single = lone.single_prompt(at)
     capacity_s = float(roof.capacity_s(at)[0])
-    per_group, pass_s, pass_cost = roof.saturated_pass(at)
+    per_group, _, pass_cost = roof.saturated_pass(at)
     prompts = float(per_group[0]) * roof.layout.dp_attention
     # offline: both jobs on the decode layout
     mixed = RooflinePrefill(model, instance.with_layout(dec.layout), capacity=PrefillCapacity.saturated,

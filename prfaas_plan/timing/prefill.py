@@ -84,14 +84,13 @@ class RooflinePrefill:
 
     def prefill_s(self, lengths_tokens) -> np.ndarray:
         """TTFT of one prompt alone on the instance (seconds)."""
-        total, _ = self.single_prompt(lengths_tokens)
-        return total
+        return _memo(self, "prefill", lengths_tokens, lambda l: self.single_prompt(l)[0])
 
     def capacity_s(self, lengths_tokens) -> np.ndarray:
         """Instance-seconds per request in a saturated pool (or ``prefill_s`` when per request)."""
         if self.capacity == PrefillCapacity.per_request:
             return self.prefill_s(lengths_tokens)
-        return self._saturated(lengths_tokens, self.layout)
+        return _memo(self, "capacity", lengths_tokens, lambda l: self._saturated(l, self.layout))
 
     def kv_bytes(self, lengths_tokens) -> np.ndarray:
         return KvModel.of(self.model).bytes_at(lengths_tokens)
@@ -104,11 +103,9 @@ class RooflinePrefill:
         l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
         budget = engine.prefill_tokens_per_pass
         chunks = np.ceil(l / budget)
-        chunk, prefix, active = _chunks(l, budget)
-        per_chunk = _by_chunk(stage_cost(self.model, self.instance.hardware, layout, engine,
-                                         prefill_work(self.model, chunk, prefix), busy_groups=1, prefill=True), active)
-        parts = _sum_chunks(per_chunk)
-        longest = _longest_chunk(per_chunk)
+        parts, longest = _chunked(l, budget, lambda chunk, prefix, which: stage_cost(
+            self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
+            busy_groups=1, prefill=True))
         # chunks pipeline through the stages: their sum, plus pp - 1 more stages of the longest
         # chunk (the pipeline fill: the same compute, memory and communication, on the later stages)
         parts = parts.add(longest.scaled(layout.pp - 1))
@@ -127,12 +124,15 @@ class RooflinePrefill:
         per_group = np.where(chunks == 1, np.maximum(1.0, np.floor(budget / l)), 1.0)
         per_group = np.minimum(per_group, self._held(layout, l))  # the prompts' KV must fit beside the weights
         requests = per_group * layout.dp_attention
-        chunk, prefix, active = _chunks(l, budget)
-        cost = stage_cost(self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
-                          requests=np.tile(requests, active.shape[0]), prefill=True)
-        overhead = np.full(chunk.shape, self.instance.hardware.efficiency.prefill_pass_overhead_s)
-        zero = np.zeros_like(overhead)
-        parts = _sum_chunks(_by_chunk(cost.add(PassCost(zero, zero, zero, overhead, zero, zero)), active))
+        pass_overhead = self.instance.hardware.efficiency.prefill_pass_overhead_s
+
+        def cost_of(chunk, prefix, which):
+            cost = stage_cost(self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
+                              requests=requests[which], prefill=True)
+            zero = np.zeros_like(chunk)
+            return cost.add(PassCost(zero, zero, zero, zero + pass_overhead, zero, zero))
+
+        parts, _ = _chunked(l, budget, cost_of)
         return per_group, parts.total_s, parts
 
     def _held(self, layout: Layout, lengths: np.ndarray) -> np.ndarray:
@@ -147,31 +147,61 @@ class RooflinePrefill:
         return out.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else out
 
 
-def _chunks(l: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The chunks of a chunked prefill of each length, flattened chunk-major: (chunk tokens,
-    tokens before the chunk, and a (chunks, lengths) mask of the chunks that exist)."""
-    count = int(np.ceil(l.max() / budget))
-    k = np.arange(count, dtype=float)[:, None]
-    active = np.ceil(l / budget)[None, :] > k
-    chunk = np.where(active, np.minimum(budget, l[None, :] - k * budget), 1.0)
-    prefix = np.broadcast_to(k * budget, chunk.shape)
-    return chunk.ravel(), prefix.ravel(), active
+MEMO_ENTRIES = 3  # per curve and quantity: the length arrays a plan asks about again and again
 
 
-def _by_chunk(cost: PassCost, active: np.ndarray) -> PassCost:
-    """A flattened per-chunk cost as (chunks, lengths) arrays, zero where a chunk does not exist."""
-    return PassCost(*(np.where(active, np.broadcast_to(getattr(cost, f), active.size).reshape(active.shape), 0.0)
-                      for f in cost.__dataclass_fields__))
+def _memo(curve, key: str, lengths_tokens, compute) -> np.ndarray:
+    """``compute(lengths)`` kept on the (frozen) curve for the last few length arrays: a plan
+    evaluates its workload's distinct lengths for the throughput table, the latency model and
+    each marginal value. Returns a read-only array."""
+    lengths = np.asarray(lengths_tokens, dtype=float)
+    if lengths.size < 64:  # small queries (layout searches, calibration): not worth keeping
+        return compute(lengths_tokens)
+    cache = curve.__dict__.setdefault("_memo", {})
+    token = (key, lengths.shape, hash(lengths.tobytes()))
+    hit = cache.get(token)
+    if hit is not None and np.array_equal(hit[0], lengths):
+        return hit[1]
+    value = np.asarray(compute(lengths_tokens))
+    value.setflags(write=False)
+    if len(cache) >= MEMO_ENTRIES:
+        cache.pop(next(iter(cache)))
+    cache[token] = (lengths.copy(), value)
+    return value
 
 
-def _sum_chunks(cost: PassCost) -> PassCost:
-    return PassCost(*(getattr(cost, f).sum(axis=0) for f in cost.__dataclass_fields__))
+def _chunked(l: np.ndarray, budget: int, cost_of) -> tuple[PassCost, PassCost]:
+    """(the sum over its chunks, its longest chunk) per length of a chunked prefill.
 
-
-def _longest_chunk(cost: PassCost) -> PassCost:
-    """Per length, the parts of its longest chunk."""
-    pick = np.argmax(cost.total_s, axis=0)[None, :]
-    return PassCost(*(np.take_along_axis(getattr(cost, f), pick, axis=0)[0] for f in cost.__dataclass_fields__))
+    ``cost_of(chunk tokens, tokens before the chunk, which)`` costs flat arrays of chunks, ``which``
+    naming the length each belongs to (for per-length settings). A prompt of n chunks has n - 1
+    full chunks at positions 0 .. n - 2, the same for every length, and a last chunk of its own:
+    the full chunks are costed once per position (cumulative sums and running maxima), the last
+    chunks once per length, so a trace of a million lengths costs two calls, not one per chunk.
+    """
+    n = np.ceil(l / budget).astype(int)
+    index = np.arange(l.size)
+    last = cost_of(l - (n - 1) * budget, (n - 1) * float(budget), index)
+    last = PassCost(*(np.broadcast_to(getattr(last, f), l.shape) for f in last.__dataclass_fields__))
+    if n.max() <= 1:
+        return last, last
+    positions = int(n.max()) - 1
+    multi = int(np.argmax(n > 1))  # full chunks are costed as this length's (they are all alike)
+    full = cost_of(np.full(positions, float(budget)), np.arange(positions) * float(budget),
+                   np.full(positions, multi))
+    fields = list(last.__dataclass_fields__)
+    full_parts = {f: np.broadcast_to(getattr(full, f), (positions,)) for f in fields}
+    before = n - 1  # full chunks ahead of the last one
+    total = PassCost(*(getattr(last, f) + np.concatenate([[0.0], np.cumsum(full_parts[f])])[before] for f in fields))
+    # the longest full chunk among the first k, for every k
+    times = full.total_s * np.ones(positions)
+    best = np.zeros(positions, dtype=int)
+    for k in range(1, positions):
+        best[k] = k if times[k] > times[best[k - 1]] else best[k - 1]
+    pick = best[np.maximum(before, 1) - 1]
+    use_full = (before > 0) & (times[pick] > last.total_s)
+    longest = PassCost(*(np.where(use_full, full_parts[f][pick], getattr(last, f)) for f in fields))
+    return total, longest
 
 
 @dataclass(frozen=True)
@@ -228,7 +258,8 @@ class MeasuredPrefill:
     def prefill_s(self, lengths_tokens) -> np.ndarray:
         xs, pts = self._points()
         ys = np.array([p.prefill_s for p in pts])
-        return self._interp(lengths_tokens, xs, ys, self.roofline.prefill_s, "prefill")
+        return _memo(self, "prefill", lengths_tokens,
+                     lambda l: self._interp(l, xs, ys, self.roofline.prefill_s, "prefill"))
 
     def kv_bytes(self, lengths_tokens) -> np.ndarray:
         xs, pts = self._points()
