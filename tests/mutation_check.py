@@ -168,6 +168,14 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/cost.py",
         "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)",
         "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp if count > 1 else 1)"),
+    "estimate-columns-swapped": (
+        "prfaas_plan/views/estimate.py",
+        'Column("decode_tokens_per_s_per_gpu", "decode tok/s/GPU", fmt_float(0)),',
+        'Column("prefill_tokens_per_s_per_gpu", "decode tok/s/GPU", fmt_float(0)),'),
+    "chunk-sum-off-by-one": (
+        "prfaas_plan/timing/prefill.py",
+        "np.concatenate([[0.0], np.cumsum(full_parts[f])])[before]",
+        "np.concatenate([[0.0], np.cumsum(full_parts[f])])[np.maximum(before - 1, 0)]"),
 }
 
 

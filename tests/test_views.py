@@ -385,6 +385,43 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
         assert row["tokens_per_s"] == pytest.approx(row["batch_size"] / (row["step_ms"] / 1e3), rel=1e-4)
 
 
+ESTIMATE_TABLE = {"input": "input", "output": "output", "concurrency": "concurrency", "TTFT (s)": "ttft_s",
+                  "TPOT (ms)": "tpot_ms", "prefill tok/s/GPU": "prefill_tokens_per_s_per_gpu",
+                  "decode tok/s/GPU": "decode_tokens_per_s_per_gpu", "tok/s/user": "per_user_tokens_per_s",
+                  "e2e tok/s/GPU": "e2e_output_tokens_per_s_per_gpu", "e2e latency (s)": "e2e_latency_s"}
+BUDGET_TABLE = {"pass": "job", "layout": "layout", "tokens": "tokens", "time (ms)": "ms", "compute": "compute_ms",
+                "memory": "memory_ms", "communication": "communication_ms", "overhead": "overhead_ms",
+                "binds": "binding", "scale-up GB/chip": "scale_up_gb_per_chip", "NIC GB/chip": "nic_gb_per_chip"}
+
+
+def test_estimate_columns_show_their_json_fields(run_cli):
+    """estimate: the headline table and CSV show the JSON row; the budget table shows the JSON
+    budget; per-GPU figures are the instance's over its chips; a budget's parts add up to its time."""
+    args = ("estimate", "deepseek-v3", "-H", "h200", "-g", "8", "-i", "2K", "-O", "512", "-P", "ep=8,dp_attention=8")
+    doc, header, csv_rows, text = three_formats(run_cli, *args)
+    check_meta(text, doc, ["model", "instance", "gpus"])
+    rows = doc["rows"]
+    assert len(rows) == 1 and list(rows[0]) == header
+    check_csv(header, csv_rows, rows)
+    headline, budget = parse_tables(text)
+    check_table(headline, ESTIMATE_TABLE, rows)
+    check_table(budget, BUDGET_TABLE, doc["budget"])
+    (row,) = rows
+    assert (row["input"], row["output"]) == (2048, 512)
+    for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "e2e_output_tokens_per_s"):
+        assert row[f"{key}_per_gpu"] == pytest.approx(row[key] / 8, rel=1e-6)
+    assert row["per_user_tokens_per_s"] == pytest.approx(1e3 / row["tpot_ms"], rel=1e-4)
+    for b in doc["budget"]:
+        assert b["compute_ms"] + b["memory_ms"] + b["communication_ms"] + b["overhead_ms"] == pytest.approx(b["ms"],
+                                                                                                         rel=1e-6)
+        parts = {"compute": b["compute_ms"], "memory": b["memory_ms"], "communication": b["communication_ms"],
+                 "overhead": b["overhead_ms"]}
+        assert b["binding"] == max(parts, key=parts.get)
+    jobs = {b["job"]: b for b in doc["budget"]}
+    assert jobs["decode step"]["ms"] == pytest.approx(row["tpot_ms"], rel=1e-4)  # one token per step
+    assert jobs["first token"]["ms"] == pytest.approx(row["ttft_s"] * 1e3, rel=1e-4)
+
+
 def test_decode_weights_in_decimal_gb(run_cli):
     """decode: weight_gb_per_chip is a chip's weight bytes / 1e9 (not GiB); on one chip, all of them."""
     from prfaas_plan import api
