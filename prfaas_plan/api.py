@@ -173,7 +173,8 @@ def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str =
         curve = prefill_curve(m, inst, _choice(CurveSource, source, "--source"), PrefillCapacity.per_request)
     from .accounting.kv import KvModel
 
-    return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths))
+    layout = getattr(curve, "roofline", curve).layout
+    return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths), layout)
 
 
 def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms: float | None = None,

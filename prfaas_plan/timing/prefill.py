@@ -335,6 +335,7 @@ class KvReport:
     source: str  # 'roofline' or 'measured'
     kv_model: KvModel
     rows: list[KvRow]
+    layout: Layout | None = None  # of the one-prompt T_prefill (the roofline's, or its shape's)
 
 
 def kv_table(curve: PrefillCurve, model: ModelProfile, lengths_tokens: list[int]) -> list[KvRow]:

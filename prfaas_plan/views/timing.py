@@ -29,7 +29,8 @@ def kv_view(result: KvReport) -> Report:
         + f" + {kv.fixed_bytes / BYTES_PER_MIB:,.2f} MiB fixed state per request (model architecture)",
         f"T_prefill source: {result.source}"
         + (" (profile's measured points, PCHIP-interpolated; roofline shape outside them)" if result.source == "measured" else
-           " (per-layer roofline with the hardware profile's efficiency factors)"),
+           " (per-layer roofline with the hardware profile's efficiency factors)")
+        + (f"; one prompt alone on {result.layout.label}" if result.layout is not None else ""),
         "Phi_kv = S_kv / T_prefill in decimal Gbps; K = 1024 tokens; MiB = 2^20 B",
     ]
     return Report(
