@@ -158,8 +158,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "s2 = float(2 * res.cost) / points"),
     "ep-dispatch-spread-over-stage": (
         "prfaas_plan/timing/cost.py",
-        "sent = tokens / (max(busy, 1) * tp) * w.top_k",
-        "sent = tokens / stage * w.top_k"),
+        "share = max(1 / (max(busy, 1) * tp), engine.expert_imbalance / stage)",
+        "share = engine.expert_imbalance / stage"),
     "mtp-drafts-free": (
         "prfaas_plan/timing/decode.py",
         "q = math.ceil(mtp - 1e-9)",
@@ -176,6 +176,14 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/prefill.py",
         "np.concatenate([[0.0], np.cumsum(full_parts[f])])[before]",
         "np.concatenate([[0.0], np.cumsum(full_parts[f])])[np.maximum(before - 1, 0)]"),
+    "pipeline-memory-mean-stage": (
+        "prfaas_plan/timing/cost.py",
+        "best = part if best is None else np.maximum(best, part)",
+        "best = (part if best is None else best + part)"),
+    "search-ignores-missing-nic": (
+        "prfaas_plan/timing/memory.py",
+        "return hw.nic_gbps is not None or layout.replica_chips <= hw.scale_up_domain_chips",
+        "return True"),
 }
 
 

@@ -102,7 +102,7 @@ def test_yaml_is_loaded_safely(tmp_path, run_cli):
     (["kv", "minimax-m2.5", "-l", "32Q"], ["not a token count"]),
     (["kv", "minimax-m2.5", "--gpus", "0"], ["--gpus", "must be in [1, 65,536]"]),
     (["kv", "missing-file.yaml"], ["missing-file.yaml", "file not found"]),
-    (["decode", "kimi-k2", "--hardware", "h20"], ["does not fit", "needs at least 13"]),
+    (["decode", "kimi-k2", "--hardware", "h20"], ["does not fit", "needs at least 14"]),
     (["decode", "minimax-m2.5", "--tpot-ms", "-1"], ["--tpot-ms", "must be in [0.01"]),
     (["decode", "minimax-m2.5", "--context", "0"], ["--context", "below 1"]),
     (["calibrate", "--model", "minimax-m2.5", "--hardware", "h200", "--points", "nope.csv"], ["nope.csv", "not found"]),

@@ -10,10 +10,12 @@ import statistics
 
 import numpy as np
 import pytest
+import yaml
 from conftest import DATA, REPO
 
 from prfaas_plan import api, published
 from prfaas_plan.choices import PrefillCapacity
+from prfaas_plan.errors import PlanInputError
 from prfaas_plan.timing.instance import Instance
 from prfaas_plan.timing.layout import Layout
 from prfaas_plan.timing.memory import chips_needed
@@ -384,8 +386,9 @@ def test_uncertainty_is_the_standard_error_of_the_fit():
 
 
 def test_a_lone_prompt_sends_all_its_routed_tokens():
-    """Expert-parallel dispatch is sent by the chips that hold the tokens: one busy attention
-    group of 32 sends 32x what each group sends when the same tokens are spread over all."""
+    """Expert-parallel dispatch is bound by the busier side: one busy attention group of 32 sends
+    all of its routed tokens; spread over all 32 groups, the busiest expert rank receives its
+    share x the imbalance (1.18). So a lone prompt moves 32 / 1.18 x as many bytes per chip."""
     from prfaas_plan.accounting.work import prefill_work
     from prfaas_plan.timing.cost import Engine, stage_cost
 
@@ -394,7 +397,8 @@ def test_a_lone_prompt_sends_all_its_routed_tokens():
     work = [g for g in prefill_work(model, np.array([2048.0])) if g[1].num_experts]  # the MoE layers
     lone = stage_cost(model, hw, layout, Engine(), work, busy_groups=1, prefill=True)
     spread = stage_cost(model, hw, layout, Engine(), work, busy_groups=32, prefill=True)
-    assert float(lone.nic_bytes[0]) == pytest.approx(32 * float(spread.nic_bytes[0]), rel=1e-9)
+    assert float(lone.nic_bytes[0]) == pytest.approx(32 / Engine().expert_imbalance * float(spread.nic_bytes[0]),
+                                                     rel=1e-9)
     assert float(lone.communication_s[0]) > float(spread.communication_s[0])
 
 
@@ -405,3 +409,53 @@ def test_pipeline_reads_the_model_once_per_token():
                          parallel={"pp": 8})
     assert eight.decode.memory_s == pytest.approx(one.decode.memory_s, rel=1e-9)
     assert eight.decode.communication_s > 0  # but pays a hop per stage
+
+
+def test_a_profile_without_a_nic_searches_only_layouts_within_its_domain(tmp_path):
+    doc = yaml.safe_load((REPO / "hardware_profiles" / "h20.yaml").read_text())
+    del doc["nic_gbps"]
+    doc["name"] = "h20-no-nic"
+    path = tmp_path / "h20-no-nic.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    est = api.estimate("deepseek-v3", str(path), 16, input_tokens=1024, output_tokens=1024)
+    for budget in (est.first_token, est.prefill, est.decode):
+        assert budget.layout.replica_chips <= 8 and budget.nic_bytes == 0
+    with pytest.raises(PlanInputError, match="nic_gbps"):
+        api.estimate("deepseek-v3", str(path), 16, parallel={"ep": 16, "dp_attention": 16})
+
+
+def test_pipeline_memory_is_that_of_the_fullest_stage():
+    """61 DeepSeek-V3 layers on 8 stages: the first 5 stages hold 8 layers, the last 3 hold 7;
+    3 dense layers sit on stage 1. The fullest chip holds 8 MoE layers (stage 2), more than
+    the mean of 61 / 8 layers, plus nothing of the embeddings (those are on stages 1 and 8)."""
+    from prfaas_plan.accounting.work import prefill_work
+    from prfaas_plan.timing.cost import weights_per_chip
+
+    model = api.model_of("deepseek-v3")
+    groups = prefill_work(model, np.array([1024.0]))
+    whole = weights_per_chip(model, Layout(), groups)
+    dense, moe = [w for _, w in groups[:-1]]
+    assert dense.num_experts == 0 and moe.num_experts > 0
+    per_layer = {id(w): w.mixer_weight_bytes + w.dense_weight_bytes + w.num_experts * w.per_expert_bytes
+                 for w in (dense, moe)}
+    scale = whole / (3 * per_layer[id(dense)] + 58 * per_layer[id(moe)]
+                     + 2 * model.vocab_size * model.hidden_size * 1.0)  # fp8 embeddings; declared-size scaling
+    stage2 = 8 * per_layer[id(moe)] * scale
+    stage1 = (3 * per_layer[id(dense)] + 5 * per_layer[id(moe)] + model.vocab_size * model.hidden_size) * scale
+    assert weights_per_chip(model, Layout(pp=8), groups) == pytest.approx(max(stage1, stage2), rel=1e-9)
+    assert weights_per_chip(model, Layout(pp=8), groups) > whole / 8
+
+
+@pytest.mark.parametrize("fn, lo, hi, root", [
+    (lambda x: math.exp(20 * x) - math.exp(-60), -4.25, 0.357, -3.0),  # values over 70 orders of magnitude
+    (lambda x: (x - 0.2) ** 3, -4.0, 1.0, 0.2),  # flat at the root
+    (lambda x: -1.0 if x < 0.3 else 1.0, -4.0, 1.0, 0.3),  # a step
+    (lambda x: 2 * x - 1, -4.0, 1.0, 0.5),
+])
+def test_calibration_root_finder_meets_its_tolerance(fn, lo, hi, root):
+    from prfaas_plan.timing.calibrate import _bisect
+
+    assert _bisect(fn, lo, hi) == pytest.approx(root, abs=1e-9)
+    if fn(root) == 0:
+        assert _bisect(fn, root, hi) == root  # a root at the bracket's end
+    assert _bisect(lambda x: fn(x) + 1e9, lo, hi) is None  # no sign change

@@ -305,10 +305,12 @@ class _Fit:
         return None if x is None else SimpleNamespace(x=x, cost=0.0, jac=None)
 
 
-def _bisect(fn, lo: float, hi: float, iterations: int = 100, tol: float = 1e-12) -> float | None:
-    """Root of a monotone ``fn`` on [lo, hi] (here log fractions); None without a sign change.
-    The Illinois variant of false position: the bracket is kept, as in bisection, and the stale
-    end's value is halved, so the root is found in about ten evaluations rather than sixty."""
+def _bisect(fn, lo: float, hi: float, iterations: int = 200, xtol: float = 1e-12) -> float | None:
+    """Root of a monotone ``fn`` on [lo, hi] (here log fractions) to within ``xtol`` (relative);
+    None without a sign change. The Illinois variant of false position keeps the bracket, as
+    bisection does, and halves the stale end's value; a step that does not halve the bracket is
+    followed by a bisection step, so it is never slower than bisection by more than 2x, and on
+    smooth functions takes about ten evaluations rather than sixty."""
     f_lo, f_hi = fn(lo), fn(hi)
     if f_lo == 0:
         return lo
@@ -316,14 +318,16 @@ def _bisect(fn, lo: float, hi: float, iterations: int = 100, tol: float = 1e-12)
         return hi
     if f_lo * f_hi > 0:
         return None
-    scale = abs(f_lo) + abs(f_hi)
-    side = 0
+    side, bisect_next = 0, False
     for _ in range(iterations):
-        x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        width = hi - lo
+        if width <= xtol * max(1.0, abs(lo), abs(hi)):
+            break
+        x = (lo + hi) / 2 if bisect_next else (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
         if not lo < x < hi:
             x = (lo + hi) / 2
         fx = fn(x)
-        if abs(fx) <= tol * scale or hi - lo <= tol:
+        if fx == 0:
             return x
         if (fx > 0) == (f_lo > 0):
             lo, f_lo = x, fx
@@ -335,6 +339,7 @@ def _bisect(fn, lo: float, hi: float, iterations: int = 100, tol: float = 1e-12)
             if side == 1:
                 f_lo /= 2
             side = 1
+        bisect_next = (hi - lo) > width / 2
     return (lo + hi) / 2
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from ..accounting.work import Work
 from ..choices import ComputeDtype, Dtype
 from ..profiles.hardware import HardwareProfile
-from ..profiles.model import ModelProfile
+from ..profiles.model import ModelProfile, expand_layers
 from ..profiles.serving import EngineSpec
 from ..units import dtype_bytes
 from . import collectives as coll
@@ -214,9 +214,11 @@ def _communication(model: ModelProfile, hw: HardwareProfile, layout: Layout, eng
         return time, up, nic
     if w.num_experts and layout.ep > 1:
         dispatch_b = 1.0 if (model.dtypes.experts or model.dtypes.weights) in (Dtype.fp8, Dtype.fp4) else act
-        # sent by each chip that holds tokens (busy groups x tp of them; a lone prompt's group sends all of its
-        # routed tokens), with the busiest rank's imbalance
-        sent = tokens / (max(busy, 1) * tp) * w.top_k * h * (1 - 1 / layout.ep) * engine.expert_imbalance
+        # the busier side per chip: each chip that holds tokens sends its share (busy groups x tp of them: a
+        # lone prompt's group sends all of its routed tokens), and the busiest expert rank receives its share
+        # x the imbalance
+        share = max(1 / (max(busy, 1) * tp), engine.expert_imbalance / stage)
+        sent = tokens * share * w.top_k * h * (1 - 1 / layout.ep)
         for nbytes in (sent * dispatch_b, sent * act):  # dispatch, then combine
             t, intra, inter = coll.all_to_all_s(hw, layout.ep, nbytes, w.top_k, dedupe=prefill)
             time, up, nic = time + t, up + intra, nic + inter
@@ -238,18 +240,21 @@ def weights_per_chip(model: ModelProfile, layout: Layout, groups: list[tuple[int
     from ..accounting.params import count_params, weight_bytes
 
     tp, stage = layout.tp, layout.stage_chips
-    total = 0.0
-    for count, w in groups[:-1]:
+    per_group = []
+    for _, w in groups[:-1]:
         ep_on = w.num_experts > 0 and layout.ep > 1
         per = w.mixer_weight_bytes / tp + w.dense_weight_bytes / (tp if ep_on else stage)
         per += math.ceil(w.num_experts / layout.ep) * w.per_expert_bytes / layout.moe_tp if w.num_experts else 0.0
-        total += count / layout.pp * per
+        per_group.append(per)
     counts = count_params(model)
     embeddings = counts.embedding * dtype_bytes(model.dtypes.weights)
     one_matrix = model.vocab_size * model.hidden_size * dtype_bytes(model.dtypes.weights)
-    total += (embeddings if layout.pp == 1 else one_matrix) / tp
+    if layout.pp == 1:
+        total = heaviest_stage(model, 1, per_group) + embeddings / tp
+    else:  # the input embedding on the first stage, the output head on the last
+        total = heaviest_stage(model, layout.pp, per_group, ends=one_matrix / tp)
     architecture = _architecture_bytes(model, groups) + embeddings
-    return total * weight_bytes(model) / architecture if architecture > 0 else total
+    return float(total * weight_bytes(model) / architecture if architecture > 0 else total)
 
 
 def _architecture_bytes(model: ModelProfile, groups: list[tuple[int, Work]]) -> float:
@@ -257,7 +262,31 @@ def _architecture_bytes(model: ModelProfile, groups: list[tuple[int, Work]]) -> 
                for count, w in groups[:-1])
 
 
-def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]]) -> np.ndarray:
+def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]], model: ModelProfile | None = None) -> np.ndarray:
     """KV bytes one chip holds per request (from prefill work of the request's context): each layer's
-    KV over min(tp, kv_ways) chips of its attention group, 1/pp of the layers."""
-    return sum(count / layout.pp * w.kv_bytes / min(layout.tp, w.kv_ways) for count, w in groups[:-1])
+    KV over min(tp, kv_ways) chips of its attention group, on the stage that holds the most (with
+    ``model``; without, 1/pp of the layers)."""
+    per_group = [w.kv_bytes / min(layout.tp, w.kv_ways) for _, w in groups[:-1]]
+    if model is None or layout.pp == 1:
+        return sum(count / layout.pp * kv for (count, _), kv in zip(groups[:-1], per_group))
+    return heaviest_stage(model, layout.pp, per_group)
+
+
+def heaviest_stage(model: ModelProfile, pp: int, per_group: list, ends: float = 0.0):
+    """The largest sum over one pipeline stage of a per-layer quantity given per layer group (in
+    ``accounting.work.layer_groups`` order), ``ends`` added to the first and the last stage: the
+    layers split into pp contiguous stages, the first L mod pp of them one layer longer."""
+    from ..accounting.work import layer_groups
+
+    keys = [(layer.mixer_name, layer.ffn_name) for _, layer in layer_groups(model)]
+    value = dict(zip(keys, per_group))
+    layers = [value[(layer.mixer_name, layer.ffn_name)] for layer in expand_layers(model)]
+    if pp == 1:
+        return sum(layers) + ends
+    sizes = [len(layers) // pp + (1 if i < len(layers) % pp else 0) for i in range(pp)]
+    best, start = None, 0
+    for i, size in enumerate(sizes):
+        part = sum(layers[start:start + size]) + (ends if i in (0, pp - 1) else 0.0)
+        start += size
+        best = part if best is None else np.maximum(best, part)
+    return best

@@ -80,7 +80,7 @@ def memory_batch(model: ModelProfile, instance: Instance, layout: Layout, contex
     """(BS_max from memory, weight bytes per chip, KV bytes per chip per request) on a layout."""
     groups = prefill_work(model, [float(context_tokens)])
     weights = weights_per_chip(model, layout, groups)
-    kv = float(kv_per_chip(layout, groups)[0])
+    kv = float(kv_per_chip(layout, groups, model)[0])
     per_group = int((usable_per_chip(instance) - weights) // kv) if kv > 0 else int(DECODE_BATCH.hi)
     return max(per_group, 0) * layout.dp_attention * layout.replicas, weights, kv
 

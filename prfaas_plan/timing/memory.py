@@ -44,10 +44,17 @@ def chips_needed(model: ModelProfile, instance: Instance, context_tokens: int) -
                 layout = Layout(tp=tp, ep=ep, pp=pp)
                 if best[0] and layout.chips >= best[0]:
                     break
+                if not reachable(instance.hardware, layout):
+                    break
                 if layout_mismatch(model, layout) is None and sum(chip_bytes(model, layout, context_tokens)) <= usable:
                     best = (layout.chips, layout)
                     break
     return best
+
+
+def reachable(hw, layout: Layout) -> bool:
+    """A replica can communicate: it fits one scale-up domain, or the chips have a NIC."""
+    return hw.nic_gbps is not None or layout.replica_chips <= hw.scale_up_domain_chips
 
 
 def _tp_choices(model: ModelProfile) -> list[int]:
@@ -65,7 +72,7 @@ def chip_bytes(model: ModelProfile, layout: Layout, context_tokens: int) -> tupl
         if len(cache) >= CHIP_BYTES_ENTRIES:
             cache.pop(next(iter(cache)))
         groups = prefill_work(model, [float(context_tokens)])
-        cache[key] = (weights_per_chip(model, layout, groups), float(kv_per_chip(layout, groups)[0]))
+        cache[key] = (weights_per_chip(model, layout, groups), float(kv_per_chip(layout, groups, model)[0]))
     return cache[key]
 
 
@@ -81,8 +88,14 @@ def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int
                                  f"{(weights + kv) / 1e9:.1f} GB per chip (weights {weights / 1e9:.1f} GB) against "
                                  f"{usable / 1e9:.1f} GB usable", field=field)
         return [instance.layout]
-    fits = [layout for layout in candidate_layouts(model, instance.gpus)
-            if sum(chip_bytes(model, layout, context_tokens)) <= usable]
+    candidates = candidate_layouts(model, instance.gpus)
+    hw = instance.hardware
+    fits = [layout for layout in candidates
+            if reachable(hw, layout) and sum(chip_bytes(model, layout, context_tokens)) <= usable]
+    if not fits and any(sum(chip_bytes(model, layout, context_tokens)) <= usable for layout in candidates):
+        raise PlanInputError(f"{model.name} fits {instance.label} only in layouts that span more than one scale-up "
+                             f"domain of {hw.scale_up_domain_chips} chips, and '{hw.name}' has no nic_gbps: add "
+                             "nic_gbps to the profile", field="nic_gbps")
     if not fits:
         need, layout = chips_needed(model, instance, context_tokens)
         w_bytes = weight_bytes(model)

@@ -139,7 +139,7 @@ class RooflinePrefill:
         """Prompts of each length whose KV one attention group's chips hold beside the weights (>= 1)."""
         groups = prefill_work(self.model, lengths)
         free = usable_per_chip(self.instance) - weights_per_chip(self.model, layout, groups)
-        return np.maximum(1.0, np.floor(free / np.maximum(kv_per_chip(layout, groups), 1.0)))
+        return np.maximum(1.0, np.floor(free / np.maximum(kv_per_chip(layout, groups, self.model), 1.0)))
 
     def _saturated(self, lengths_tokens, layout: Layout) -> np.ndarray:
         per_group, seconds, _ = self.saturated_pass(lengths_tokens, layout)
@@ -153,7 +153,7 @@ MEMO_ENTRIES = 3  # per curve and quantity: the length arrays a plan asks about 
 def _memo(curve, key: str, lengths_tokens, compute) -> np.ndarray:
     """``compute(lengths)`` kept on the (frozen) curve for the last few length arrays: a plan
     evaluates its workload's distinct lengths for the throughput table, the latency model and
-    each marginal value. Returns a read-only array."""
+    each marginal value. Returns a copy the caller may change."""
     lengths = np.asarray(lengths_tokens, dtype=float)
     if lengths.size < 64:  # small queries (layout searches, calibration): not worth keeping
         return compute(lengths_tokens)
@@ -161,13 +161,12 @@ def _memo(curve, key: str, lengths_tokens, compute) -> np.ndarray:
     token = (key, lengths.shape, hash(lengths.tobytes()))
     hit = cache.get(token)
     if hit is not None and np.array_equal(hit[0], lengths):
-        return hit[1]
-    value = np.asarray(compute(lengths_tokens))
-    value.setflags(write=False)
+        return hit[1].copy()
+    value = np.array(compute(lengths_tokens))
     if len(cache) >= MEMO_ENTRIES:
         cache.pop(next(iter(cache)))
     cache[token] = (lengths.copy(), value)
-    return value
+    return value.copy()
 
 
 def _chunked(l: np.ndarray, budget: int, cost_of) -> tuple[PassCost, PassCost]:
