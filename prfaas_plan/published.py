@@ -156,8 +156,17 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
 
 
 def predict_all(path: str) -> list[Prediction]:
+    """Every row's prediction; a row with a missing or malformed field is a PlanInputError naming it."""
     folder = Path(path).resolve().parent
-    return [predict_row(row, folder) for row in read_rows(path)]
+    out = []
+    for n, row in enumerate(read_rows(path), start=2):
+        try:
+            out.append(predict_row(row, folder))
+        except KeyError as exc:
+            raise PlanInputError(f"no column {exc}", source=path, field=f"line {n}") from None
+        except (ValueError, OverflowError, TypeError) as exc:
+            raise PlanInputError(f"malformed value ({str(exc)[:80]})", source=path, field=f"line {n}") from None
+    return out
 
 
 def summary(predictions: list[Prediction]) -> dict[str, float]:

@@ -459,3 +459,17 @@ def test_calibration_root_finder_meets_its_tolerance(fn, lo, hi, root):
     if fn(root) == 0:
         assert _bisect(fn, root, hi) == root  # a root at the bracket's end
     assert _bisect(lambda x: fn(x) + 1e9, lo, hi) is None  # no sign change
+
+
+@pytest.mark.parametrize("column, value", [("gpus", "abc"), ("input_len", "1e400")])
+def test_a_malformed_published_row_is_one_error(tmp_path, column, value):
+    with open(PUBLISHED_CSV, newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0][column] = value
+    path = tmp_path / "bad.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerow(rows[0])
+    with pytest.raises(PlanInputError, match="line 2"):
+        published.predict_all(str(path))

@@ -194,9 +194,8 @@ def _chunked(l: np.ndarray, budget: int, cost_of) -> tuple[PassCost, PassCost]:
     total = PassCost(*(getattr(last, f) + np.concatenate([[0.0], np.cumsum(full_parts[f])])[before] for f in fields))
     # the longest full chunk among the first k, for every k
     times = full.total_s * np.ones(positions)
-    best = np.zeros(positions, dtype=int)
-    for k in range(1, positions):
-        best[k] = k if times[k] > times[best[k - 1]] else best[k - 1]
+    earlier = np.concatenate([[-np.inf], np.maximum.accumulate(times)[:-1]])
+    best = np.maximum.accumulate(np.where(times > earlier, np.arange(positions), 0))  # first longest
     pick = best[np.maximum(before, 1) - 1]
     use_full = (before > 0) & (times[pick] > last.total_s)
     longest = PassCost(*(np.where(use_full, full_parts[f][pick], getattr(last, f)) for f in fields))
