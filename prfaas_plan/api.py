@@ -288,7 +288,7 @@ def scenario_errors(scenario: str):
 
 def inputs(scenario: str):
     """The resolved planning inputs of a scenario (``planner.inputs.PlanInputs``)."""
-    from .planner.inputs import load_inputs
+    from .planner.chips import load_inputs
 
     with scenario_errors(scenario):
         return load_inputs(scenario)
@@ -339,6 +339,43 @@ def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float | N
         if last < start:
             raise PlanInputError(f"need --from <= --to, got {start:g} and {last:g}", field="--from/--to")
         return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)
+
+
+def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None,
+            mode: str = PlanMode.exact, jobs: int = 1, progress=None):
+    """Plan every combination of options under one scenario (``planner.compare``): lists of
+    hardware for the PrfaaS, PD (or PD-P) and decode-only pools (``"none"``: no decode-only
+    pool), of models and of link bandwidths (decimal Gbps); a list left out comes from the
+    scenario's ``compare:`` section. Paths given here are taken from the working directory.
+    Returns a ``planner.compare.Comparison``, ranked."""
+    from pathlib import Path
+
+    from .planner.compare import compare as run
+    from .profiles.registry import resolve_scenario_file
+    from .profiles.scenario_set import scenario_set
+    from .ranges import JOBS
+
+    JOBS.check(jobs, "--jobs")
+    for value in link_gbps or ():
+        LINK_GBPS.check(value, "--link")
+
+    def absolute(refs):
+        return None if not refs else [str(Path(r).resolve()) if looks_like_path(r) else r for r in refs]
+
+    for refs, option, resolve in ((prfaas, "--prfaas", hardware_of), (pd, "--pd", hardware_of),
+                                  (pd_decode, "--decode", hardware_of), (model, "--model", model_of)):
+        for ref in refs or ():
+            if option == "--decode" and ref == "none":
+                continue
+            try:
+                resolve(ref)
+            except PlanInputError as exc:
+                raise PlanInputError(exc.reason, source=exc.source, field=option) from None
+    with scenario_errors(scenario):
+        spec, path = resolve_scenario_file(scenario)
+        scenarios = scenario_set(spec, path, absolute(prfaas), absolute(pd), absolute(pd_decode), absolute(model),
+                                 list(link_gbps) if link_gbps else None)
+        return run(scenarios, _choice(PlanMode, mode, "--mode"), jobs, progress)
 
 
 @dataclass(frozen=True)

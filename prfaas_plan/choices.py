@@ -81,8 +81,12 @@ class Bound(StrEnum):
 
 
 class Role(StrEnum):
+    """A pool of a plan: PrfaaS, the local PD cluster (its PD-P pool when decode has its own),
+    and a decode-only pool of the local cluster."""
+
     prfaas = "prfaas"
     pd = "pd"
+    pd_decode = "pd_decode"
 
 
 class Dtype(StrEnum):

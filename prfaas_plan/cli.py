@@ -371,6 +371,64 @@ def plan(
     _emit(plan_view(api.plan(scenario, mode)), fmt, output)
 
 
+def _list(value: str | None, option: str, number: bool = False) -> list | None:
+    """A comma-separated option as a list (numbers for ``number``); None when not given."""
+    if value is None:
+        return None
+    items = [item.strip() for item in value.split(",")]
+    if not all(items):
+        raise PlanInputError(f"an empty item in {show(value)}; separate items with single commas", field=option)
+    if not number:
+        return items
+    try:
+        return [float(item) for item in items]
+    except ValueError:
+        raise PlanInputError(f"expected numbers separated by commas, got {show(value)}", field=option) from None
+
+
+@app.command()
+def compare(
+    scenario: str = SCENARIO_ARG,
+    prfaas: str | None = typer.Option(None, "--prfaas", help="PrfaaS hardware to compare, comma-separated "
+                                      "(e.g. h200,b200,rubin-cpx)."),
+    pd: str | None = typer.Option(None, "--pd", help="PD (or PD-P) hardware to compare, comma-separated."),
+    decode: str | None = typer.Option(None, "--decode", help="Decode-only pool hardware, comma-separated; "
+                                      "'none' plans without one."),
+    model: str | None = typer.Option(None, "--model", help="Models to compare, comma-separated."),
+    link: str | None = typer.Option(None, "--link", help="Link bandwidths to compare, decimal Gbps, comma-separated."),
+    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, at most "
+                             "one per option)."),
+    plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front "
+                                         "(.png, .svg or .pdf)."),
+    mode: PlanMode = MODE_OPT,
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """Plan every combination of hardware, model and link options under one scenario; rank them, mark the
+    Pareto front over $/hour, req/s and TTFT P90, and say why each infeasible option failed."""
+    import os
+
+    from . import api
+    from .views.compare import compare_view
+
+    if plot_file:
+        from .plot import check_format
+
+        check_format(plot_file, "--plot")
+    _check_outputs((output, "--output"), (plot_file, "--plot"))
+    lists = dict(prfaas=_list(prfaas, "--prfaas"), pd=_list(pd, "--pd"), pd_decode=_list(decode, "--decode"),
+                 model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
+    workers = jobs or max(1, min(os.cpu_count() or 1, 64))
+    with _progress("planning options", minimum=2) as progress:
+        result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, **lists)
+    figures = ()
+    if plot_file:
+        from .plot import compare_figure
+
+        figures = ((compare_figure(result), plot_file, "--plot"),)
+    _emit(compare_view(result), fmt, output, figures)
+
+
 @app.command()
 def sweep(
     scenario: str = SCENARIO_ARG,

@@ -46,8 +46,8 @@ def figure5(data, t_max_tokens: float | None = None):
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     rows = sweep_np(inputs, table, sol)
     n_p = _values(rows, "n_p")
-    left.plot(n_p, _values(rows, "prefill_bound"), marker="o", label="prefill bound")
-    left.plot(n_p, _values(rows, "decode_bound"), marker="s", label="decode bound")
+    left.plot(n_p, _values(rows, "prefill_bound_rps"), marker="o", label="prefill bound")
+    left.plot(n_p, _values(rows, "decode_bound_rps"), marker="s", label="decode bound")
     left.axvline(sol.n_p, color="grey", ls=":", lw=1)
     left.plot([sol.n_p], [sol.lambda_max], "k*", ms=12, label=f"optimum N_p={sol.n_p}, Λ={sol.lambda_max:.2f}")
     left.set(xlabel=f"N_p (N_d = {sol.n_p + sol.n_d} - N_p)", ylabel="throughput bound (req/s)",
@@ -58,9 +58,9 @@ def figure5(data, t_max_tokens: float | None = None):
     t = _values(t_rows, "threshold_tokens")
     keep = t <= (t_max_tokens or max(60 * TOKENS_PER_K, 2 * sol.threshold_tokens))
     k = TOKENS_PER_K
-    right.plot(t[keep] / k, _values(t_rows, "prfaas_bound")[keep], label="PrfaaS bound Θ_prfaas/p")
-    right.plot(t[keep] / k, _values(t_rows, "pd_prefill_bound")[keep], label="PD-P bound Θ_pdp/(1-p)")
-    right.axhline(float(t_rows[0]["pd_decode_bound"]), color="grey", ls="--", lw=1, label="decode bound")
+    right.plot(t[keep] / k, _values(t_rows, "prfaas_bound_rps")[keep], label="PrfaaS bound Θ_prfaas/p")
+    right.plot(t[keep] / k, _values(t_rows, "pd_prefill_bound_rps")[keep], label="PD-P bound Θ_pdp/(1-p)")
+    right.axhline(float(t_rows[0]["pd_decode_bound_rps"]), color="grey", ls="--", lw=1, label="decode bound")
     right.plot([sol.threshold_tokens / k], [sol.lambda_max], "k*", ms=12,
                label=f"optimum t={sol.threshold_tokens / k:.1f}K, Λ={sol.lambda_max:.2f}")
     top = 3 * max(sol.lambda_max, 1e-9)
@@ -106,4 +106,30 @@ def timeseries_figure(result):
     th.set(ylabel=f"threshold ({K_LABEL})", xlabel="simulated time (s)")
     cfg = result.config
     fig.suptitle(f"{result.deployment.name}: {cfg.rate_rps:.2f} req/s, {cfg.arrivals} arrivals, {cfg.policy} policy")
+    return fig
+
+
+def compare_figure(comparison):
+    """The options of a comparison: provisioned $/hour against req/s served (Lambda_max, or the
+    SLO goodput), coloured by TTFT P90 at the operating rate; the Pareto front joined and labelled."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    rows = [(i, r) for i, r in enumerate(comparison.results) if r.feasible and r.usd_per_hour is not None]
+    if rows:
+        cost = np.array([r.usd_per_hour for _, r in rows])
+        rate = np.array([r.capacity_rps for _, r in rows])
+        ttft = np.array([np.nan if r.ttft_p90_s is None else r.ttft_p90_s for _, r in rows])
+        dots = ax.scatter(cost, rate, c=ttft, cmap="viridis_r", s=40, zorder=3)
+        fig.colorbar(dots, ax=ax, label="TTFT P90 at the operating rate (s)")
+        front = sorted((r.usd_per_hour, r.capacity_rps, r.option.label) for i, r in rows if i in comparison.pareto)
+        if front:
+            ax.plot([f[0] for f in front], [f[1] for f in front], "k--", lw=1, zorder=2, label="Pareto front")
+            for x, y, label in front:
+                ax.annotate(label, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+            ax.legend(loc="lower right")
+    ax.set_xlabel("provisioned cost ($/hour)")
+    ax.set_ylabel("requests/s served")
+    ax.set_title(f"{comparison.name}: {len(comparison.results)} options ({comparison.objective})")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
     return fig

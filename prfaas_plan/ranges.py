@@ -105,6 +105,16 @@ GPU_BUDGET_ENTRIES = Range(0, 64, "hardware names", "entries of budgets.gpus")
 COARSE_THRESHOLDS = Range(4, 2_048, "thresholds", "optimiser.coarse_thresholds (MILP candidates)")
 OPERATING_LOAD = Range(0, 0.999, "x Lambda_max", "latency.operating_load (the reported rate)", lo_open=True)
 MIXTURE_COMPONENTS = Range(1, 1_000, "components", "components of a mixture workload")
+PURCHASE_USD_PER_GPU = Range(1, 1e7, "$/chip", "a purchase price per chip (cost.purchase_usd_per_gpu)")
+DEPRECIATION_YEARS = Range(0.25, 30, "years", "a depreciation period (cost.depreciation_years)")
+COST_OF_CAPITAL = Range(0, 1, "/year", "a cost of capital (cost.cost_of_capital, 0.08 = 8% a year)")
+USD_PER_KWH = Range(0, 10, "$/kWh", "an electricity price (site.usd_per_kwh)")
+PUE = Range(1, 5, "", "a power usage effectiveness (site.pue)")
+IDLE_POWER_FRACTION = Range(0, 1, "x TDP", "an idle chip's draw (site.idle_power_fraction)")
+USD_PER_GBPS_MONTH = Range(0, 1e6, "$/Gbps-month", "a committed link price (link.usd_per_gbps_month)")
+USD_PER_GB = Range(0, 1e3, "$/GB", "an egress price (link.usd_per_gb_egress)")
+COMPARE_OPTIONS = Range(1, 512, "options", "combinations one compare plans")
+JOBS = Range(1, 64, "processes", "parallel processes of compare (--jobs)")
 MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
 MIN_CAPACITY_RPS = 1e-3  # a plan below this Lambda_max (3.6 requests/hour) is an error, not a table of zeros
 
@@ -123,7 +133,9 @@ NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGE
            EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
            PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, POINTS, SIM_SECONDS, SEED,
            LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS,
-           BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD)
+           BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD, PURCHASE_USD_PER_GPU,
+           DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH, PUE, IDLE_POWER_FRACTION, USD_PER_GBPS_MONTH, USD_PER_GB,
+           COMPARE_OPTIONS, JOBS)
 
 
 def markdown_table() -> str:

@@ -74,7 +74,7 @@ def case_study_file():
 @pytest.fixture(scope="session")
 def case_inputs():
     """The case study resolved once (``PlanInputs``; frozen, so tests cannot change it)."""
-    from prfaas_plan.planner.inputs import load_inputs
+    from prfaas_plan.planner.chips import load_inputs
 
     return load_inputs("paper-case-study")
 

@@ -37,12 +37,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "<= inputs.link.usable_bytes_per_s"),
     "plan-columns-swapped": (
         "prfaas_plan/views/plan.py",
-        'Column("theta_pdp", "Θ_pdp", num(2)),',
-        'Column("theta_pdp", "Θ_pdd", num(2)),'),
+        'Column("theta_pdp_rps", "Θ_pdp", num(2)),',
+        'Column("theta_pdp_rps", "Θ_pdd", num(2)),'),
     "plan-csv-swapped": (
         "prfaas_plan/views/plan.py",
-        '"n_d", "theta_prfaas", "theta_pdp", "theta_pdd",',
-        '"n_d", "theta_prfaas", "theta_pdd", "theta_pdp",'),
+        '"theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps",',
+        '"theta_pdd_rps", "theta_pdp_rps", "lambda_max_rps",'),
     "swa-prefill-flops": (
         "prfaas_plan/accounting/mixers/gqa.py",
         "return self._flops_per_key() * causal_keys(lengths, self.window_tokens)",
@@ -184,6 +184,51 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/memory.py",
         "return hw.nic_gbps is not None or layout.replica_chips <= hw.scale_up_domain_chips",
         "return True"),
+    # issue 9: pools per phase, cost of ownership, operating point, compare
+    "crf-simple-interest": (
+        "prfaas_plan/planner/cost.py",
+        "return rate_per_year * growth / (growth - 1.0)",
+        "return 1.0 / years + rate_per_year"),
+    "power-ignores-idle": (
+        "prfaas_plan/planner/cost.py",
+        "return self.tdp_w * (self.idle_power_fraction + (1.0 - self.idle_power_fraction) * busy) * self.pue",
+        "return self.tdp_w * busy * self.pue"),
+    "blended-counts-output-only": (
+        "prfaas_plan/planner/cost.py",
+        "return self._per_mtok(self.input_mean_tokens + self.output_mean_tokens)",
+        "return self._per_mtok(self.output_mean_tokens)"),
+    "egress-per-gib": (
+        "prfaas_plan/planner/cost.py",
+        "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 1e9",
+        "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 2**30"),
+    "month-of-30-days": (
+        "prfaas_plan/planner/cost.py",
+        "HOURS_PER_MONTH = HOURS_PER_YEAR / 12  # 730",
+        "HOURS_PER_MONTH = 720.0"),
+    "min-cost-reported-at-lambda-max": (
+        "prfaas_plan/planner/plan.py",
+        "        result.operating_rate_rps, result.operating_basis = target, \"target rate\"",
+        "        result.operating_rate_rps, result.operating_basis = result.point.lambda_max, \"target rate\""),
+    "budget-block-not-named": (
+        "prfaas_plan/planner/plan.py",
+        "        out += [x for x in _blocking(inputs, limits, grown) if x not in out]",
+        "        pass"),
+    "decode-on-the-pd-pool": (
+        "prfaas_plan/planner/inputs.py",
+        "        decoder = chosen.get(Role.pd_decode, chosen[Role.pd])",
+        "        decoder = chosen[Role.pd]"),
+    "auto-chips-not-the-fewest": (
+        "prfaas_plan/planner/inputs.py",
+        "    return tuple(range(least, cap + 1, least))",
+        "    return tuple(range(least + 1, cap + 2, least))"),
+    "compare-ranks-cheapest-first": (
+        "prfaas_plan/planner/compare.py",
+        "        return (0, -r.capacity_rps, cost, ttft)",
+        "        return (0, cost, -r.capacity_rps, ttft)"),
+    "homogeneous-ignores-budgets": (
+        "prfaas_plan/planner/plan.py",
+        "    count = _most(total, local)",
+        "    count = total"),
 }
 
 

@@ -87,7 +87,7 @@ def test_prefix_cache_keeps_the_full_context_for_decode(tmp_path):
 
 def test_unknown_or_negative_gpu_budget(tmp_path, run_cli, case_study_file):
     res = run_cli("plan", case_study_file(tmp_path, budgets={"gpus": {"h2OO": 8}}))
-    assert res.code == 2 and "budgets.gpus.h2OO" in res.err and "neither pool" in res.err
+    assert res.code == 2 and "budgets.gpus.h2OO" in res.err and "no pool uses" in res.err
     res = run_cli("plan", case_study_file(tmp_path, budgets={"gpus": {"h20": -8}}))
     assert res.code == 2 and "budgets.gpus" in res.err
 

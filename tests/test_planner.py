@@ -98,15 +98,16 @@ def test_plan_json_schema(run_cli):
     res = run_cli("plan", "paper-case-study", "--mode", "paper", "-f", "json")
     doc = json.loads(res.out)
     assert doc["mode"] == "paper"
-    for key in ("threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas", "theta_pdp", "theta_pdd",
-                "lambda_max", "egress_gbps", "binding"):
+    for key in ("threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps", "theta_pdp_rps", "theta_pdd_rps",
+                "lambda_max_rps", "egress_gbps", "binding"):
         assert key in doc["prfaas_pd"]
-    assert {"n_p", "n_d", "lambda_max"} <= set(doc["baselines"]["homogeneous"])
-    assert {"n_prfaas", "n_d", "lambda_max"} <= set(doc["baselines"]["naive_heterogeneous"])
+    assert {"n_p", "n_d", "lambda_max_rps"} <= set(doc["baselines"]["homogeneous"])
+    assert {"n_prfaas", "n_d", "lambda_max_rps"} <= set(doc["baselines"]["naive_heterogeneous"])
     csv_out = run_cli("plan", "--mode", "paper", "-f", "csv").out.splitlines()
-    assert csv_out[0].startswith("deployment,") and csv_out[1].startswith("prfaas_pd,")
-    lam = float(csv_out[1].split(",")[csv_out[0].split(",").index("lambda_max")])
-    assert lam == pytest.approx(doc["prfaas_pd"]["lambda_max"])
+    assert csv_out[0].startswith("scenario,model,") and csv_out[1].startswith("paper-case-study,prfaas-1t-hybrid,h200,8,h20,8")
+    assert ",prfaas_pd," in csv_out[1]
+    lam = float(csv_out[1].split(",")[csv_out[0].split(",").index("lambda_max_rps")])
+    assert lam == pytest.approx(doc["prfaas_pd"]["lambda_max_rps"])
 
 
 def test_lambda_never_exceeds_a_stage_bound(case):

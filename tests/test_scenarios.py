@@ -101,7 +101,7 @@ def test_trace_workload_plans(tmp_path, run_cli, scenario):
     doc = json.loads(res.out)["prfaas_pd"]
     # a sampled trace of the same distribution lands near the analytic plan
     assert (doc["n_prfaas"], doc["n_p"], doc["n_d"]) == (4, 3, 5)
-    assert doc["lambda_max"] == pytest.approx(3.24, rel=0.05)
+    assert doc["lambda_max_rps"] == pytest.approx(3.24, rel=0.05)
 
 
 def test_validate_scenario_files(tmp_path, run_cli, scenario):

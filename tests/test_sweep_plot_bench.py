@@ -23,7 +23,7 @@ def test_sweep_bandwidth_is_a_router_table(run_cli):
     assert res.code == 0, res.err
     table = rows(res.out)
     assert len(table) == 40
-    lam = [float(r["lambda_max"]) for r in table]
+    lam = [float(r["lambda_max_rps"]) for r in table]
     t = [float(r["threshold_tokens"]) for r in table]
     assert lam == sorted(lam)  # more bandwidth never hurts
     assert t == sorted(t, reverse=True)  # and lets the router lower its threshold
@@ -34,18 +34,18 @@ def test_sweep_bandwidth_is_a_router_table(run_cli):
 
 def test_sweep_threshold_and_np(run_cli, case_plan):
     thr = rows(run_cli("sweep", "--over", "threshold").out)
-    best = max(float(r["lambda_max"]) for r in thr)
+    best = max(float(r["lambda_max_rps"]) for r in thr)
     assert best == pytest.approx(case_plan.point.lambda_max, rel=1e-6)  # the plan's optimum is on the curve
     coarse = rows(run_cli("sweep", "--over", "threshold", "--points", "50").out)
-    assert len(coarse) == 50 and max(float(r["lambda_max"]) for r in coarse) <= best
+    assert len(coarse) == 50 and max(float(r["lambda_max_rps"]) for r in coarse) <= best
     npr = rows(run_cli("sweep", "--over", "np").out)
     assert [int(r["n_p"]) + int(r["n_d"]) for r in npr] == [8] * 9
-    assert max(float(r["lambda_max"]) for r in npr) == pytest.approx(best, rel=1e-3)
+    assert max(float(r["lambda_max_rps"]) for r in npr) == pytest.approx(best, rel=1e-3)
 
 
 def test_sweep_instances(run_cli):
     table = rows(run_cli("sweep", "--over", "instances", "--to", "6").out)
-    lam = [float(r["lambda_max"]) for r in table]
+    lam = [float(r["lambda_max_rps"]) for r in table]
     assert lam == sorted(lam) and int(table[0]["n_prfaas"]) == 0 and float(table[0]["p"]) == 0
 
 
@@ -97,7 +97,7 @@ def test_benchmark_script_runs(tmp_path):
     subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py")], env=env, cwd=REPO, check=False,
                    capture_output=True, timeout=300)
     text = (tmp_path / "r.md").read_text()
-    assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 6
+    assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 8
 
 
 def test_instances_sweep_keeps_the_budgets(run_cli, tmp_path, case_study_file):
@@ -107,4 +107,4 @@ def test_instances_sweep_keeps_the_budgets(run_cli, tmp_path, case_study_file):
     rows_ = rows(run_cli("sweep", path, "--over", "instances", "--to", "6").out)
     row = next(r for r in rows_ if int(r["n_prfaas"]) == plan_doc["n_prfaas"])
     assert int(row["n_p"]) + int(row["n_d"]) <= 6  # 48 H20 chips = 6 PD instances
-    assert float(row["lambda_max"]) == pytest.approx(plan_doc["lambda_max"], rel=1e-6)
+    assert float(row["lambda_max_rps"]) == pytest.approx(plan_doc["lambda_max_rps"], rel=1e-6)

@@ -51,15 +51,21 @@ STABILITY_LABELS = {True: "stable", False: "growing", None: "unknown (too few sa
 PLAN_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
     "N_prfaas": "n_prfaas", "N_p": "n_p", "N_d": "n_d",
-    "Θ_prfaas": "theta_prfaas", "Θ_pdp": "theta_pdp", "Θ_pdd": "theta_pdd",
-    "Λ_max": "lambda_max",
+    "Θ_prfaas": "theta_prfaas_rps", "Θ_pdp": "theta_pdp_rps", "Θ_pdd": "theta_pdd_rps",
+    "Λ_max": "lambda_max_rps",
     "bound by": Col("binding", labels=BOUND_LABELS),
     "$/h": "usd_per_hour",
     "vs homog": "ratio_vs_homogeneous",
 }
 # The CSV of a plan: every deployment row with the operating-point fields, in this order.
-PLAN_CSV = ["deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas", "theta_pdp", "theta_pdd",
-            "lambda_max", "binding", "egress_gbps", "usd_per_hour", "ratio_vs_homogeneous"]
+IDENTITY_CSV = ["scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
+                "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps"]
+OPERATING_CSV = ["operating_rate_rps", "ttft_p90_s", "operating_link_utilisation", "usd_per_hour_operating",
+                 "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
+                 "link_usd_per_hour"]
+PLAN_CSV = [*IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
+            "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
+            "ratio_vs_homogeneous", *OPERATING_CSV]
 LATENCY_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
     "rate req/s": "rate_rps", "TTFT mean s": "ttft_mean_s", "P90 s": "ttft_p90_s", "P99 s": "ttft_p99_s",
@@ -96,12 +102,12 @@ SIMULATION_TABLE = {
 }
 # Sweeps label each column with its key (the keys carry the units).
 SWEEP_KEYS = {
-    "threshold": ["threshold_tokens", "p", "l_long_tokens", "l_short_tokens", "prfaas_bound", "link_bound",
-                  "pd_prefill_bound", "pd_decode_bound", "lambda_max"],
-    "np": ["n_p", "n_d", "prefill_bound", "decode_bound", "lambda_max"],
-    "bandwidth": ["usable_gbps", "threshold_tokens", "p", "lambda_max", "egress_gbps"],
+    "threshold": ["threshold_tokens", "p", "l_long_tokens", "l_short_tokens", "prfaas_bound_rps", "link_bound_rps",
+                  "pd_prefill_bound_rps", "pd_decode_bound_rps", "lambda_max_rps"],
+    "np": ["n_p", "n_d", "prefill_bound_rps", "decode_bound_rps", "lambda_max_rps"],
+    "bandwidth": ["usable_gbps", "threshold_tokens", "p", "lambda_max_rps", "egress_gbps"],
     "rate": ["deployment", "rate_rps", "load", "ttft_mean_s", "ttft_p90_s", "ttft_p99_s", "tpot_ms"],
-    "instances": ["n_prfaas", "threshold_tokens", "p", "n_p", "n_d", "lambda_max", "usd_per_hour"],
+    "instances": ["n_prfaas", "threshold_tokens", "p", "n_p", "n_d", "lambda_max_rps", "usd_per_hour"],
 }
 
 CALIBRATE = ("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8",
@@ -271,9 +277,28 @@ def check_rows_report(run_cli, args: tuple[str, ...], mapping: dict) -> tuple[di
 # plan
 
 
+# where each operating-point CSV column lives in a plan's JSON document
+OPERATING_JSON = {"operating_rate_rps": ("rate_rps",), "ttft_p90_s": ("ttft_p90_s",),
+                  "operating_link_utilisation": ("link_utilisation",), "usd_per_hour_operating": ("cost", "usd_per_hour"),
+                  "usd_per_mtok_output": ("cost", "usd_per_mtok_output"),
+                  "usd_per_mtok_blended": ("cost", "usd_per_mtok_blended"), "power_kw": ("cost", "power_kw"),
+                  "joules_per_output_token": ("cost", "joules_per_output_token"),
+                  "link_usd_per_hour": ("cost", "link_usd_per_hour")}
+
+
+def _at(doc: dict, path: tuple[str, ...]):
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
 def plan_rows(doc: dict) -> list[dict]:
-    """The deployment rows of a plan's JSON: the plan itself, then the baselines."""
-    return [{"deployment": "prfaas_pd", **doc["prfaas_pd"]}, *({"deployment": name, **b} for name, b in doc["baselines"].items())]
+    """The deployment rows of a plan's JSON: the plan itself (with its identity and operating
+    point), then the baselines (identity only)."""
+    ident = doc["identity"]
+    operating = {k: _at(doc["operating"], path) for k, path in OPERATING_JSON.items()}
+    return [{**ident, "deployment": "prfaas_pd", **doc["prfaas_pd"], **operating},
+            *({**ident, "deployment": name, **b} for name, b in doc["baselines"].items())]
 
 
 def baseline_extras(doc: dict) -> dict[int, dict]:
@@ -285,7 +310,8 @@ def baseline_extras(doc: dict) -> dict[int, dict]:
     for i, (name, b) in enumerate(doc["baselines"].items(), start=1):
         offloaded = name == "naive_heterogeneous"
         assert (b["threshold_tokens"], b["p"]) == ((0.0, 1.0) if offloaded else (None, 0.0)), name
-        extras[i] = {"theta_prfaas": None, "theta_pdp": None, "theta_pdd": None}
+        extras[i] = {"theta_prfaas_rps": None, "theta_pdp_rps": None, "theta_pdd_rps": None,
+                     **dict.fromkeys(OPERATING_CSV)}
     return extras
 
 
@@ -559,3 +585,22 @@ def test_simulate_columns_show_their_json_fields(run_cli):
     assert cells and all(len(series[k]) == len(cells) for k in header)
     check_csv(header, [dict(zip(header, row)) for row in cells],
               [{k: series[k][i] for k in header} for i in range(len(cells))])
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+
+COMPARE_TABLE = {"#": "rank", "front": "front", "PrfaaS / PD / decode": "pools", "model": "model",
+                 "link Gbps": "link_gbps", "chips/inst": "chips", "N_f/N_p/N_d": "counts", "Λ_max req/s": "capacity_rps",
+                 "$/h": "usd_per_hour", "$/Mtok out": "usd_per_mtok_output", "TTFT P90 s": "ttft_p90_s",
+                 "kW": "power_kw", "status": "status"}
+
+
+def test_compare_columns_show_their_json_fields(run_cli):
+    """compare: every CSV cell and every table cell is the JSON field of its option row."""
+    doc, header, csv_rows, text = three_formats(run_cli, "compare", "--prfaas", "h200,b200", "--jobs", "1")
+    rows = doc["options"]
+    assert [r["rank"] for r in rows] == [1, 2]
+    check_csv(header, csv_rows, rows)
+    check_meta(text, doc, ["scenario", "objective"])
+    check_table(table_titled(parse_tables(text), "Compare:"), COMPARE_TABLE, rows)

@@ -15,6 +15,7 @@ so a derived figure can never be left behind by a changed input.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod, PrefillCapac
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
-from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model, resolve_scenario_file
+from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
@@ -32,11 +33,12 @@ from ..timing.cost import Engine
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
 from ..timing.layout import check_layout, parse_layout
-from ..timing.memory import require_fit
+from ..timing.memory import chips_needed, require_fit
 from ..timing.prefill import PrefillCurve, prefill_curve
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.distributions import LengthDistribution, build_distribution, with_prefix_cache
 from ..yamlio import is_regular_file
+from .cost import ChipCost, LinkCost, chip_cost
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,12 @@ class Link:
     bandwidth_bytes_per_s: float  # the link's raw rate
     usable_fraction: float  # share of it that KV transfers may use
     rtt_s: float
+    cost: LinkCost = LinkCost()
+
+    @property
+    def fixed_usd_per_hour(self) -> float:
+        """The committed price of the raw bandwidth, per hour."""
+        return self.cost.fixed_usd_per_hour(self.bandwidth_gbps)
 
     @property
     def usable_bytes_per_s(self) -> float:
@@ -79,12 +87,15 @@ class Link:
 
 @dataclass(frozen=True)
 class Pool:
-    """One pool of identical instances: the PrfaaS cluster, or the local PD cluster."""
+    """One pool of identical instances: the PrfaaS cluster, the local PD cluster (its PD-P
+    pool when decode has its own), or a decode-only pool (``curve`` None: it never prefills)."""
 
     role: Role
     instance: Instance
-    curve: PrefillCurve
+    curve: PrefillCurve | None
     calibration: CalibrationResult | None = None
+    cost: ChipCost = ChipCost(None, "rental", None, 0.0, 1.0, 0.0)
+    chip_options: tuple[int, ...] = ()  # the chips per instance it was chosen from (empty: fixed)
 
     @property
     def hardware_name(self) -> str:
@@ -96,7 +107,8 @@ class Pool:
 
     @property
     def usd_per_hour_per_instance(self) -> float | None:
-        price = self.instance.hardware.price_usd_per_gpu_hour
+        """Provisioned $/hour of one instance: capital (or rental) + power at full load."""
+        price = self.cost.provisioned_usd_per_hour
         return None if price is None else price * self.instance.gpus
 
 
@@ -132,10 +144,16 @@ class Limits:
 
     prfaas_min: int
     prfaas_max: int
-    pd_min: int  # N_p + N_d
+    pd_min: int  # N_p + N_d; with a decode-only pool, N_p
     pd_max: int
     gpu_budget: dict[str, int] = field(default_factory=dict)  # hardware name -> most chips
-    usd_per_hour: float | None = None
+    usd_per_hour: float | None = None  # provisioned $/hour, the committed link included
+    decode_min: int | None = None  # N_d of a decode-only pool (None: decode shares the PD pool)
+    decode_max: int | None = None
+
+    @property
+    def separate_decode(self) -> bool:
+        return self.decode_max is not None
 
 
 @dataclass(frozen=True)
@@ -181,6 +199,33 @@ class PlanInputs:
     latency: LatencySettings = LatencySettings()
     optimiser: OptimiserSettings = OptimiserSettings()
     notes: tuple[str, ...] = ()
+    pd_decode: Pool | None = None  # a decode-only pool; None: the PD pool decodes too
+
+    def identity(self) -> dict:
+        """What a plan of these inputs is: the scenario, the model, each pool's hardware and chips
+        per instance, and the link (decimal Gbps). Every CSV row of ``plan`` and ``compare`` starts
+        with it."""
+        dec = self.pd_decode
+        return {
+            "scenario": self.name,
+            "model": self.model.name,
+            "prfaas_hardware": self.prfaas.hardware_name,
+            "prfaas_gpus_per_instance": self.prfaas.gpus_per_instance,
+            "pd_hardware": self.pd.hardware_name,
+            "pd_gpus_per_instance": self.pd.gpus_per_instance,
+            "pd_decode_hardware": None if dec is None else dec.hardware_name,
+            "pd_decode_gpus_per_instance": None if dec is None else dec.gpus_per_instance,
+            "link_gbps": round(self.link.bandwidth_gbps, 6),
+        }
+
+    @property
+    def decode_pool(self) -> Pool:
+        """The pool whose instances decode (N_d of them)."""
+        return self.pd_decode or self.pd
+
+    @property
+    def pools(self) -> tuple[Pool, ...]:
+        return (self.prfaas, self.pd) + ((self.pd_decode,) if self.pd_decode is not None else ())
 
     @property
     def input_dist(self) -> LengthDistribution:
@@ -209,12 +254,13 @@ class PlanInputs:
     def with_limits(self, **changes) -> PlanInputs:
         """The same scenario with some decision ranges or budgets changed (``prfaas_max=6``)."""
         for name, value in changes.items():
-            if name in ("prfaas_min", "prfaas_max", "pd_min", "pd_max"):
+            if name in ("prfaas_min", "prfaas_max", "pd_min", "pd_max", "decode_min", "decode_max"):
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise PlanInputError(f"must be an integer, got {value!r:.40}", field=name)
                 INSTANCES.check(value, name)
         limits = replace(self.limits, **changes)
-        for role, lo, hi in (("prfaas", limits.prfaas_min, limits.prfaas_max), ("pd", limits.pd_min, limits.pd_max)):
+        for role, lo, hi in (("prfaas", limits.prfaas_min, limits.prfaas_max), ("pd", limits.pd_min, limits.pd_max),
+                             ("pd_decode", limits.decode_min or 0, limits.decode_max or 0)):
             if lo > hi:
                 raise PlanInputError(f"min ({lo}) is above max ({hi})", field=f"{role}.instances")
         return replace(self, limits=limits)
@@ -241,40 +287,78 @@ def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
     return str(candidate)
 
 
-def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, base: Path | None, source: str | None) -> Pool:
+def _hardware(role: Role, spec: ClusterSpec, base: Path | None, source: str | None) -> HardwareProfile:
     try:
-        hardware: HardwareProfile = resolve_hardware(_ref(spec.hardware, base, source, f"{role}.hardware"))
+        return resolve_hardware(_ref(spec.hardware, base, source, f"{role}.hardware"))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or f"{role}.hardware") from None
+
+
+def chip_options(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, need_tokens: int,
+                 source: str | None) -> tuple[int, ...]:
+    """The chips per instance a pool may have: the given count, the given list, or for ``auto`` the
+    fewest chips whose memory holds the model and one request of ``need_tokens`` in some layout
+    (``timing.memory.chips_needed``: SRAM for an LPU, HBM for a GPU) and its multiples up to
+    ``max_gpus_per_instance`` (default: twice that count)."""
+    given = spec.gpus_per_instance
+    if isinstance(given, int):
+        return (given,)
+    if isinstance(given, list):
+        return tuple(sorted(set(given)))
+    least, _ = chips_needed(model, Instance(hardware, 1), need_tokens)
+    if not least:
+        raise PlanInputError(f"no layout of {hardware.name} chips holds {model.name} and a {need_tokens:,}-token "
+                             "request", source=source, field=f"{role}.gpus_per_instance")
+    cap = spec.max_gpus_per_instance or 2 * least
+    if cap < least:
+        raise PlanInputError(f"max_gpus_per_instance {cap} is below the {least} chips {model.name} needs on "
+                             f"{hardware.name}", source=source, field=f"{role}.max_gpus_per_instance")
+    return tuple(range(least, cap + 1, least))
+
+
+def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, gpus: int,
+          options: tuple[int, ...], source: str | None, prefills: bool = True) -> Pool:
     layout = None if spec.parallel is None else parse_layout(spec.parallel)
     engine = Engine.of(spec.engine)
     if layout is not None:
         try:
-            check_layout(model, layout, spec.gpus_per_instance, field="parallel")
+            check_layout(model, layout, gpus, field="parallel")
         except PlanInputError as exc:
             raise PlanInputError(exc.reason, source=source, field=f"{role}.parallel") from None
+    cost = chip_cost(hardware, spec.cost, spec.site)
     calibration = None
     if spec.calibration_points:
         points = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
         try:
-            calibration = calibrate(model, hardware, spec.gpus_per_instance, points, name=f"{hardware.name}",
+            calibration = calibrate(model, hardware, gpus, points, name=f"{hardware.name}",
                                     fit=spec.calibration_fit, layout=layout, engine=engine)
         except PlanInputError as exc:
             field = "calibration_fit" if exc.field == "--fit" else "calibration_points"
             raise PlanInputError(exc.reason, source=source, field=f"{role}.{field}") from None
         hardware = calibration.hardware
-    instance = Instance(hardware, spec.gpus_per_instance, layout, engine)
+    instance = Instance(hardware, gpus, layout, engine)
+    options = options if len(options) > 1 else ()
+    if not prefills:
+        return Pool(role, instance, None, calibration, cost, options)
     # A calibration fits measured latencies: like measured points, it counts per request by default.
     capacity = spec.prefill_capacity or (PrefillCapacity.per_request if calibration else None)
     try:
         curve = prefill_curve(model, instance, spec.source, capacity)
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=source, field=f"{role}.{exc.field or 'gpus_per_instance'}") from None
-    return Pool(role, instance, curve, calibration)
+    return Pool(role, instance, curve, calibration, cost, options)
 
 
 def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
-    """Resolve a validated scenario (see the module docstring); errors name ``source``."""
+    """Resolve a validated scenario (see the module docstring), each pool at its fewest chips
+    per instance; errors name ``source``. ``planner.chips`` chooses among several."""
+    return build_variants(scenario, source, first_only=True)[0]
+
+
+def build_variants(scenario: Scenario, source: str | None = None, first_only: bool = False) -> list[PlanInputs]:
+    """The resolved inputs of every combination of the pools' chips per instance (one when each
+    pool has one count, or with ``first_only``). Combinations whose pools do not hold the model
+    are left out; if none does, the first one's error is raised."""
     base = Path(source).resolve().parent if source else None
     try:
         model = resolve_model(_ref(scenario.model, base, source, "model"))
@@ -287,39 +371,81 @@ def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
     if mismatch:
         warn(mismatch)
         notes.append(mismatch)
-    prfaas = _pool(Role.prfaas, scenario.prfaas, model, base, source)
-    pd = _pool(Role.pd, scenario.pd, model, base, source)
     workload = _workload(scenario, source)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
         raise PlanInputError(f"inputs reach {longest} tokens, beyond {model.name}'s context of "
                              f"{model.max_context_tokens}", source=source, field="workload.input")
-    limits = _limits(scenario, prfaas, pd, source)
     context = _decode_context(scenario, model, workload, source)
-    for pool, count_max, need in ((prfaas, limits.prfaas_max, longest), (pd, limits.pd_max, max(context, longest))):
-        if count_max > 0:
+    separate = scenario.pd_decode is not None
+    specs = {Role.prfaas: (scenario.prfaas, longest), Role.pd: (scenario.pd, longest if separate else max(context, longest))}
+    if separate:
+        specs[Role.pd_decode] = (scenario.pd_decode, max(context, longest))
+    hardware = {role: _hardware(role, spec, base, source) for role, (spec, _) in specs.items()}
+    options = {role: chip_options(role, spec, model, hardware[role], need, source)
+               for role, (spec, need) in specs.items()}
+    roles = list(specs)
+    combos = [tuple(options[r][0] for r in roles)] if first_only else list(itertools.product(*(options[r] for r in roles)))
+    pools: dict[tuple[Role, int], Pool | PlanInputError] = {}
+    decodes: dict[int, Decode] = {}
+
+    def pool_of(role: Role, gpus: int) -> Pool:
+        key = (role, gpus)
+        if key not in pools:
+            spec, need = specs[role]
             try:
-                require_fit(model, pool.instance, need)
+                pool = _pool(role, spec, model, hardware[role], gpus, options[role], source, role != Role.pd_decode)
+                if spec.count_range[1] > 0:
+                    try:
+                        require_fit(model, pool.instance, need)
+                    except PlanInputError as exc:
+                        raise PlanInputError(exc.reason, source=source, field=f"{role}.gpus_per_instance") from None
+                pools[key] = pool
             except PlanInputError as exc:
-                raise PlanInputError(exc.reason, source=source, field=f"{pool.role}.gpus_per_instance") from None
-    decode = _decode(scenario, model, pd, context, source)
+                pools[key] = exc
+        if isinstance(pools[key], PlanInputError):
+            raise pools[key]
+        return pools[key]
+
+    out: list[PlanInputs] = []
+    first_error: PlanInputError | None = None
+    for combo in combos:
+        try:
+            chosen = {role: pool_of(role, gpus) for role, gpus in zip(roles, combo)}
+        except PlanInputError as exc:
+            first_error = first_error or exc
+            continue
+        decoder = chosen.get(Role.pd_decode, chosen[Role.pd])
+        if decoder.gpus_per_instance not in decodes:
+            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, context, source)
+        out.append(_assemble(scenario, source, model, chosen, workload, decodes[decoder.gpus_per_instance], notes))
+    if not out:
+        raise first_error
+    return out
+
+
+def _assemble(scenario: Scenario, source: str | None, model: ModelProfile, chosen: dict, workload: Workload,
+              decode: Decode, notes: list[str]) -> PlanInputs:
     link = scenario.link
     slo = scenario.slo
+    prfaas, pd, pd_decode = chosen[Role.prfaas], chosen[Role.pd], chosen.get(Role.pd_decode)
     return PlanInputs(
         name=scenario.name,
         source=source,
         model=model,
         prfaas=prfaas,
         pd=pd,
-        link=Link(gbps_to_bytes_per_s(link.bandwidth_gbps), link.usable_fraction, link.rtt_ms / 1000.0),
+        link=Link(gbps_to_bytes_per_s(link.bandwidth_gbps), link.usable_fraction, link.rtt_ms / 1000.0,
+                  LinkCost(link.usd_per_gbps_month, link.usd_per_gb_egress)),
         workload=workload,
         decode=decode,
-        limits=limits,
+        limits=_limits(scenario, [p for p in (prfaas, pd, pd_decode) if p is not None], source),
         objective=Objective(scenario.objective.type, scenario.objective.target_rate_rps),
         slo=None if slo is None else Slo(slo.ttft_p90_s, slo.ttft_p99_s, slo.tpot_ms),
         latency=LatencySettings(scenario.latency.operating_load, scenario.latency.arrival_cv ** 2),
         optimiser=OptimiserSettings(scenario.optimiser.method, scenario.optimiser.coarse_thresholds),
         notes=tuple(notes),
+        pd_decode=pd_decode,
     )
 
 
@@ -348,6 +474,7 @@ def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload,
 
 
 def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, context: int, source: str | None) -> Decode:
+    """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool) sustains."""
     dec = scenario.decode
     if dec.tokens_per_s_per_instance is not None:
         return Decode(context, dec.tpot_ms, dec.max_batch, dec.tokens_per_s_per_instance, DecodeSource.scenario, None)
@@ -358,15 +485,16 @@ def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, context: int, sou
     return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s, DecodeSource(capacity.source), capacity)
 
 
-def _limits(scenario: Scenario, prfaas: Pool, pd: Pool, source: str | None) -> Limits:
+def _limits(scenario: Scenario, pools: list[Pool], source: str | None) -> Limits:
     """Instance ranges and budgets; every GPU budget names a hardware the scenario uses."""
-    names = {prfaas.hardware_name, pd.hardware_name}
+    names = {pool.hardware_name for pool in pools}
     for name in scenario.budgets.gpus:
         if name not in names:
-            raise PlanInputError(f"budget for '{name}', which neither pool uses (they use "
+            raise PlanInputError(f"budget for '{name}', which no pool uses (they use "
                                  f"{', '.join(sorted(names))})", source=source, field=f"budgets.gpus.{name}")
     (f_lo, f_hi), (pd_lo, pd_hi) = scenario.prfaas.count_range, scenario.pd.count_range
-    return Limits(f_lo, f_hi, pd_lo, pd_hi, dict(scenario.budgets.gpus), scenario.budgets.usd_per_hour)
+    d_lo, d_hi = scenario.pd_decode.count_range if scenario.pd_decode is not None else (None, None)
+    return Limits(f_lo, f_hi, pd_lo, pd_hi, dict(scenario.budgets.gpus), scenario.budgets.usd_per_hour, d_lo, d_hi)
 
 
 def validate_scenario(data: object, source: str) -> Scenario:
@@ -377,9 +505,3 @@ def validate_scenario(data: object, source: str) -> Scenario:
     except PlanInputError as exc:
         raise exc.with_source(source) from None
     return scenario
-
-
-def load_inputs(ref: str) -> PlanInputs:
-    """A shipped scenario name or a scenario YAML path -> resolved planning inputs."""
-    scenario, path = resolve_scenario_file(ref)
-    return build_inputs(scenario, path)

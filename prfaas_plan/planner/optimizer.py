@@ -49,35 +49,44 @@ class Solution:
     usd_per_hour: float | None
 
 
-def _cost_terms(inputs: PlanInputs) -> tuple[float | None, float | None]:
-    return inputs.prfaas.usd_per_hour_per_instance, inputs.pd.usd_per_hour_per_instance
+def _cost_terms(inputs: PlanInputs) -> tuple[float | None, float | None, float | None]:
+    """Provisioned $/hour of one PrfaaS, PD(-P) and decoding instance."""
+    return (inputs.prfaas.usd_per_hour_per_instance, inputs.pd.usd_per_hour_per_instance,
+            inputs.decode_pool.usd_per_hour_per_instance)
 
 
-def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_pd: int) -> float | None:
-    c_f, c_pd = _cost_terms(inputs)
-    if (n_prfaas and c_f is None) or (n_pd and c_pd is None):
+def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float | None:
+    """Provisioned $/hour of the counts (capital + full-load power) plus the committed link
+    (counted when PrfaaS instances use it); None when a used pool has no price."""
+    c_f, c_p, c_d = _cost_terms(inputs)
+    if (n_prfaas and c_f is None) or (n_p and c_p is None) or (n_d and c_d is None):
         return None
-    return (c_f or 0.0) * n_prfaas + (c_pd or 0.0) * n_pd
+    link = inputs.link.fixed_usd_per_hour if n_prfaas else 0.0
+    return (c_f or 0.0) * n_prfaas + (c_p or 0.0) * n_p + (c_d or 0.0) * n_d + link
 
 
 def _check(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
-    if limits.pd_max == 0 or inputs.decode_rps_per_instance <= 0:
-        raise PlanInputError("zero decode capacity: the PD cluster has no instances to decode", field="pd.instances")
+    decode_max = limits.decode_max if limits.separate_decode else limits.pd_max
+    if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
+        raise PlanInputError("zero decode capacity: the PD cluster has no instances to decode",
+                             field="pd_decode.instances" if limits.separate_decode else "pd.instances")
     needs_price = objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None
     if needs_price:
-        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max)):
+        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max),
+                                (inputs.decode_pool, decode_max)):
             if count_max > 0 and pool.usd_per_hour_per_instance is None:
-                raise PlanInputError(f"hardware '{pool.hardware_name}' has no price_usd_per_gpu_hour, "
-                                     "needed for a cost objective or budget", field=f"{pool.role}.hardware")
+                raise PlanInputError(f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its "
+                                     "profile, or the pool's cost), needed for a cost objective or budget",
+                                     field=f"{pool.role}.hardware")
 
 
 def _gpu_rows(inputs: PlanInputs, limits: Limits):
-    """(budget, gpus per PrfaaS instance, gpus per PD instance) for each budgeted hardware."""
+    """(budget, chips per PrfaaS, PD(-P) and decoding instance) for each budgeted hardware."""
     rows = []
     for name, budget in limits.gpu_budget.items():
-        g_f = inputs.prfaas.gpus_per_instance if inputs.prfaas.hardware_name == name else 0
-        g_pd = inputs.pd.gpus_per_instance if inputs.pd.hardware_name == name else 0
-        rows.append((budget, g_f, g_pd))
+        sizes = tuple(pool.gpus_per_instance if pool.hardware_name == name else 0
+                      for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool))
+        rows.append((budget, *sizes))
     return rows
 
 
@@ -86,20 +95,23 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     import pulp
 
     r_d = inputs.decode_rps_per_instance
-    upper = r_d * limits.pd_max
+    separate = limits.separate_decode
+    decode_max = limits.decode_max if separate else limits.pd_max
+    upper = r_d * decode_max
     maximise = objective == ObjectiveKind.max_throughput
     prob = pulp.LpProblem("prfaas", pulp.LpMaximize if maximise else pulp.LpMinimize)
     var = prob.add_variable
     nf = var("n_prfaas", limits.prfaas_min, limits.prfaas_max, cat="Integer")
-    np_ = var("n_p", 0, limits.pd_max, cat="Integer")
-    nd = var("n_d", 0, limits.pd_max, cat="Integer")
+    np_ = var("n_p", limits.pd_min if separate else 0, limits.pd_max, cat="Integer")
+    nd = var("n_d", limits.decode_min if separate else 0, decode_max, cat="Integer")
     z = [var(f"z{i}", 0, 1, cat="Binary") for i in range(len(cand))]
     lam = [var(f"lam{i}", 0, upper) for i in range(len(cand))]
     total = pulp.lpSum(lam)
-    c_f, c_pd = _cost_terms(inputs)
-    cost = (c_f or 0.0) * nf + (c_pd or 0.0) * (np_ + nd)
+    c_f, c_p, c_d = _cost_terms(inputs)
+    cost = (c_f or 0.0) * nf + (c_p or 0.0) * np_ + (c_d or 0.0) * nd
     if maximise:
-        prob += total - _TIE * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max)
+        prob += total - _TIE * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max
+                                                             + (decode_max if separate else 0))
     else:
         prob += cost
         prob += total >= target_rps
@@ -114,12 +126,16 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
         prob += pulp.lpSum((w / scale) * l for w, l in link_terms) <= inputs.link.usable_bytes_per_s / scale
     prob += pulp.lpSum(float(w) * l for w, l in zip(w_p, lam) if w > 0) <= np_
     prob += total <= r_d * nd
-    prob += np_ + nd >= limits.pd_min
-    prob += np_ + nd <= limits.pd_max
-    for budget, g_f, g_pd in _gpu_rows(inputs, limits):
-        prob += g_f * nf + g_pd * (np_ + nd) <= budget
+    if not separate:
+        prob += np_ + nd >= limits.pd_min
+        prob += np_ + nd <= limits.pd_max
+    for budget, g_f, g_p, g_d in _gpu_rows(inputs, limits):
+        prob += g_f * nf + g_p * np_ + g_d * nd <= budget
     if limits.usd_per_hour is not None:
-        prob += cost <= limits.usd_per_hour
+        # the committed link is paid whenever it carries KV: counted as if PrfaaS were used (a
+        # plan without PrfaaS instances that only fits without it is found by the polish step)
+        link = inputs.link.fixed_usd_per_hour if limits.prfaas_max > 0 else 0.0
+        prob += cost <= limits.usd_per_hour - link
     with warnings.catch_warnings():
         # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -131,7 +147,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     idx = int(cand[chosen])
     lam_value = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
     return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam_value,
-                    usd_per_hour(inputs, n_f, n_p + n_d))
+                    usd_per_hour(inputs, n_f, n_p, n_d))
 
 
 def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
@@ -213,18 +229,31 @@ def _polish(table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Li
     still reaches the target wins, with ties broken by Lambda_max."""
     idx = np.arange(len(table))
     best = sol
-    for n_f in range(sol.n_prfaas - 1, sol.n_prfaas + 2):
-        for n_pd in range(sol.n_p + sol.n_d - 1, sol.n_p + sol.n_d + 2):
-            cost = _feasible(inputs, limits, n_f, n_pd)
-            if cost is False:
-                continue
-            for n_p in range(n_pd + 1):
-                lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
-                k = int(np.argmax(lam))
-                cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
-                if _improves(cand, best, objective, target_rps):
-                    best = cand
+    for n_f, n_p, n_d in _neighbours(sol, limits):
+        cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
+        if cost is False:
+            continue
+        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
+        k = int(np.argmax(lam))
+        cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
+        if _improves(cand, best, objective, target_rps):
+            best = cand
     return _balance(table, best, inputs)
+
+
+def _neighbours(sol: Solution, limits: Limits):
+    """N_prfaas +- 1 with, for a shared PD pool, every split of N_pd +- 1; for a decode-only pool,
+    N_p +- 1 and N_d +- 1."""
+    for n_f in range(sol.n_prfaas - 1, sol.n_prfaas + 2):
+        if limits.separate_decode:
+            for n_p in range(sol.n_p - 1, sol.n_p + 2):
+                for n_d in range(sol.n_d - 1, sol.n_d + 2):
+                    if n_p >= 0 and n_d >= 0:
+                        yield n_f, n_p, n_d
+        else:
+            for n_pd in range(sol.n_p + sol.n_d - 1, sol.n_p + sol.n_d + 2):
+                for n_p in range(n_pd + 1):
+                    yield n_f, n_p, n_pd - n_p
 
 
 def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
@@ -252,31 +281,45 @@ def _infeasible(objective: ObjectiveKind, target_rps: float | None) -> PlanInput
     return PlanInputError("no plan fits the instance ranges and budgets (GPU or $/hour)", field="budgets")
 
 
-def _feasible(inputs: PlanInputs, limits: Limits, n_f: int, n_pd: int):
-    """$/hour of (N_prfaas, N_pd) if it is within the ranges and budgets (None: unpriced), else False."""
-    if not (limits.prfaas_min <= n_f <= limits.prfaas_max and limits.pd_min <= n_pd <= limits.pd_max):
+def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int):
+    """Provisioned $/hour of (N_prfaas, N_p, N_d) if it is within the ranges and budgets (None:
+    unpriced), else False."""
+    if not limits.prfaas_min <= n_f <= limits.prfaas_max:
         return False
-    if any(g_f * n_f + g_pd * n_pd > budget for budget, g_f, g_pd in _gpu_rows(inputs, limits)):
+    if limits.separate_decode:
+        if not (limits.pd_min <= n_p <= limits.pd_max and limits.decode_min <= n_d <= limits.decode_max):
+            return False
+    elif not limits.pd_min <= n_p + n_d <= limits.pd_max:
         return False
-    cost = usd_per_hour(inputs, n_f, n_pd)
+    if any(g_f * n_f + g_p * n_p + g_d * n_d > budget for budget, g_f, g_p, g_d in _gpu_rows(inputs, limits)):
+        return False
+    cost = usd_per_hour(inputs, n_f, n_p, n_d)
     if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
         return False
     return cost
 
 
 def count_combinations(inputs: PlanInputs, limits: Limits):
-    """Every feasible (N_prfaas, N_pd, $/hour) within the ranges and budgets."""
+    """Every feasible (N_prfaas, N_p, N_d, $/hour) within the ranges and budgets."""
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
-        for n_pd in range(limits.pd_min, limits.pd_max + 1):
-            cost = _feasible(inputs, limits, n_f, n_pd)
+        if limits.separate_decode:
+            pairs = ((n_p, n_d) for n_p in range(limits.pd_min, limits.pd_max + 1)
+                     for n_d in range(limits.decode_min, limits.decode_max + 1))
+        else:
+            pairs = ((n_p, n_pd - n_p) for n_pd in range(limits.pd_min, limits.pd_max + 1) for n_p in range(n_pd + 1))
+        for n_p, n_d in pairs:
+            cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
             if cost is not False:
-                yield n_f, n_pd, cost
+                yield n_f, n_p, n_d, cost
 
 
 def combination_count(limits: Limits) -> int:
     """Number of (N_prfaas, N_p, N_d) combinations an enumeration visits."""
-    pd = sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
-    return (limits.prfaas_max - limits.prfaas_min + 1) * pd
+    if limits.separate_decode:
+        local = (limits.pd_max - limits.pd_min + 1) * (limits.decode_max - limits.decode_min + 1)
+    else:
+        local = sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
+    return (limits.prfaas_max - limits.prfaas_min + 1) * local
 
 
 def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None,
@@ -288,16 +331,15 @@ def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | N
     _check(inputs, limits, objective)
     best: Solution | None = None
     idx = np.arange(len(table))
-    for n_f, n_pd, cost in count_combinations(inputs, limits):
-        for n_p in range(0, n_pd + 1):
-            lam = bounds(table, idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
-            k = int(np.argmax(lam))
-            cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_pd - n_p, float(lam[k]), cost)
-            if best is None:
-                if objective == ObjectiveKind.max_throughput or cand.lambda_max >= target_rps * (1 - 1e-12):
-                    best = cand
-            elif _improves(cand, best, objective, target_rps):
+    for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
+        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
+        k = int(np.argmax(lam))
+        cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
+        if best is None:
+            if objective == ObjectiveKind.max_throughput or cand.lambda_max >= target_rps * (1 - 1e-12):
                 best = cand
+        elif _improves(cand, best, objective, target_rps):
+            best = cand
     if best is None:
         raise _infeasible(objective, target_rps)
     return _balance(table, best, inputs)

@@ -1,32 +1,42 @@
 """A full plan: the PrfaaS-PD operating point, the baselines, marginal values and the
 Jensen gap between the ``exact`` and ``paper`` modes.
 
-Baselines on the same workload (PRFAAS.md section 4):
+Baselines on the same workload (PRFAAS.md section 4), under the scenario's budgets:
 - homogeneous PD: local hardware only, the same number of instances as the PrfaaS-PD
-  plan (and, where prices are known, as many as the same $/hour buys), the best
-  N_p / N_d split, no offload;
+  plan (the paper's comparison; fewer if a GPU or $/hour budget stops them), the best
+  N_p / N_d split, no offload; with a decode-only pool, the PrfaaS instances become PD-P
+  instances and the decode pool keeps its count;
+- homogeneous at equal cost: as many local instances as the plan's provisioned $/hour buys
+  (``planner.cost``: the same cost model, the link's price spent on instances too), within
+  the GPU budgets;
 - naive heterogeneous: every prefill on the PrfaaS instances (t = 0), every PD instance
-  decodes.
+  decodes (with a decode-only pool: no PD-P instance); without PrfaaS instances in the plan,
+  as many as the ranges and budgets allow.
+
+Numbers at the user's operating point: the target rate (``min_cost``), else the SLO goodput,
+else ``operating_load`` x Lambda_max. Latency, link utilisation and the cost of ownership
+(``cost.Tco``: $/hour by component, $/Mtok, kW, J/token) are given at that rate.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..choices import Bound, DeploymentName, ObjectiveKind, PlanMode
+from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..units import bytes_per_s_to_gbps
+from .cost import Tco, pool_tco
 from .decode_model import decode_model
 from .deployment import deployments_of
 from .inputs import Limits, PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
-from .optimizer import Solution, optimise, usd_per_hour
+from .optimizer import Solution, count_combinations, feasible_cost, optimise, usd_per_hour
 from .slo import slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
-
-SECONDS_PER_HOUR = 3600.0
 
 
 @dataclass(frozen=True)
@@ -41,9 +51,8 @@ class OperatingPoint:
     stages: StageThroughputs
     gpus: dict[str, int]
     link_utilisation: float  # egress at Lambda_max / usable link bandwidth (Link.utilisation)
-    usd_per_hour: float | None
-    usd_per_million_output_tokens: float | None
-    tight: list[str]  # bounds within 1% of lambda_max, plus saturated limits and budgets
+    usd_per_hour: float | None  # provisioned (capital + full-load power + committed link): what budgets count
+    tight: list[str]  # bounds within 1% of lambda_max, saturated instance ranges, and budgets that stop a gain
 
     @property
     def lambda_max(self) -> float:
@@ -62,13 +71,28 @@ class Baseline:
     egress_gbps: float = 0.0  # KV egress at its Lambda_max (naive: everything crosses the link)
 
 
+@dataclass(frozen=True)
+class Marginal:
+    """What one more unit of a resource adds to the max-throughput Lambda_max, re-optimised
+    (threshold and the other counts) with the instance range raised by one and the budgets
+    raised by the unit's price; ``held_lambda_rps`` is the gain with the budgets held. Valued at
+    the plan's provisioned $/hour per req/s of Lambda_max."""
+
+    what: str  # per_gbps, per_prfaas_instance, per_pd_instance, per_decode_instance
+    lambda_rps: float
+    held_lambda_rps: float
+    price_usd_per_hour: float | None  # of the unit (None: unpriced)
+    value_usd_per_hour: float | None  # lambda_rps x the plan's $/hour per req/s
+    blocked_by: tuple[str, ...] = ()  # budgets that stop the gain when held
+
+
 @dataclass
 class PlanResult:
     mode: PlanMode
     inputs: PlanInputs
     point: OperatingPoint
     baselines: dict[str, Baseline]
-    marginal: dict[str, float]  # d Lambda_max for +1 Gbps, +1 PrfaaS instance, +1 PD instance
+    marginal: dict[str, float]  # d Lambda_max for +1 Gbps, +1 PrfaaS instance, +1 PD instance (+1 decode instance)
     max_throughput_lambda: float  # Lambda_max of the max-throughput plan in this mode
     other_mode_lambda: float  # the same, optimised in the other mode
     exact_lambda_at_paper_point: float | None  # exact-mode Lambda at the paper-mode operating point
@@ -78,6 +102,14 @@ class PlanResult:
     goodput_rps: float | None = None  # with an SLO
     common_rate_rps: float = 0.0  # one rate for comparing the deployments' latency
     common_latency: dict[str, LatencyResult] = field(default_factory=dict)
+    marginals: dict[str, Marginal] = field(default_factory=dict)
+    operating_basis: str = ""  # target rate, SLO goodput, or operating_load x Lambda_max
+    tco: Tco | None = None  # the cost of ownership at the operating rate
+
+    @property
+    def ttft_p90_s(self) -> float | None:
+        lat = self.operating_latency
+        return None if lat is None or not np.isfinite(lat.overall_p90_s) else float(lat.overall_p90_s)
 
     def ratio(self, name: str) -> float | None:
         """Lambda_max of a deployment over the homogeneous baseline's (None when the baseline
@@ -111,25 +143,13 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     tight: list[str] = [name for name in BOUNDS if float(getattr(b, name)) <= lam * 1.01]
     if sol.n_prfaas == limits.prfaas_max and limits.prfaas_max > limits.prfaas_min:
         tight.append("prfaas_instances_max")
-    if sol.n_p + sol.n_d == limits.pd_max and limits.pd_max > limits.pd_min:
+    if limits.separate_decode:
+        if sol.n_p == limits.pd_max and limits.pd_max > limits.pd_min:
+            tight.append("pd_instances_max")
+        if sol.n_d == limits.decode_max and limits.decode_max > limits.decode_min:
+            tight.append("pd_decode_instances_max")
+    elif sol.n_p + sol.n_d == limits.pd_max and limits.pd_max > limits.pd_min:
         tight.append("pd_instances_max")
-    gpus: dict[str, int] = {}
-    for pool, count in ((inputs.prfaas, sol.n_prfaas), (inputs.pd, sol.n_p + sol.n_d)):
-        if count:
-            gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + count * pool.gpus_per_instance
-    # A budget is tight when it leaves no room for one more instance of a pool it covers.
-    growable = [pool for pool, room in ((inputs.prfaas, sol.n_prfaas < limits.prfaas_max),
-                                        (inputs.pd, sol.n_p + sol.n_d < limits.pd_max)) if room]
-    for name, budget in limits.gpu_budget.items():
-        sizes = [pool.gpus_per_instance for pool in growable if pool.hardware_name == name]
-        if gpus.get(name, 0) + min(sizes, default=0) > budget or (not sizes and gpus.get(name, 0) >= budget):
-            tight.append(f"gpu_budget_{name}")
-    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
-    if limits.usd_per_hour is not None and cost is not None:
-        prices = [pool.usd_per_hour_per_instance or 0.0 for pool in growable]
-        if cost + min(prices, default=0.0) > limits.usd_per_hour * (1 + 1e-9) or cost >= limits.usd_per_hour * (1 - 1e-9):
-            tight.append("usd_per_hour_budget")
-    per_m = cost / (lam * inputs.output_mean_tokens * SECONDS_PER_HOUR) * 1e6 if cost is not None and lam > 0 else None
     egress_bytes_per_s = lam * float(table.link_work_bytes[idx])
     return OperatingPoint(
         threshold_tokens=sol.threshold_tokens,
@@ -140,80 +160,211 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
         n_p=sol.n_p,
         n_d=sol.n_d,
         stages=stages,
-        gpus=gpus,
+        gpus=gpus_by_hardware(inputs, sol.n_prfaas, sol.n_p, sol.n_d),
         link_utilisation=inputs.link.utilisation(egress_bytes_per_s),
-        usd_per_hour=cost,
-        usd_per_million_output_tokens=per_m,
+        usd_per_hour=usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d),
         tight=tight,
     )
 
 
-def _homogeneous(inputs: PlanInputs, table: ThresholdTable, total: int, name: DeploymentName) -> Baseline:
-    """Best N_p / N_d split of ``total`` local instances, no offload (t at the largest length)."""
-    last = len(table) - 1
-    n_p = np.arange(0, total + 1)
-    lam = bounds(table, last, 0, n_p, total - n_p, inputs).lambda_max
-    k = int(np.argmax(lam))
-    b = bounds(table, last, 0, int(n_p[k]), int(total - n_p[k]), inputs)
-    return Baseline(name, 0, int(n_p[k]), int(total - n_p[k]), float(lam[k]), b.binding(),
-                    usd_per_hour(inputs, 0, total))
+def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> dict[str, int]:
+    """Chips of each hardware the counts use."""
+    gpus: dict[str, int] = {}
+    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
+        if count:
+            gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + count * pool.gpus_per_instance
+    return gpus
 
 
-def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_pd: int) -> Baseline:
-    b = bounds(table, 0, n_prfaas, 0, n_pd, inputs)
-    lam = float(b.lambda_max)
-    return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_pd, lam, b.binding(),
-                    usd_per_hour(inputs, n_prfaas, n_pd), bytes_per_s_to_gbps(lam * float(table.link_work_bytes[0])))
+def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int,
+           rate_rps: float) -> Tco:
+    """The cost of ownership of a deployment at ``rate_rps``: each pool busy for the share of its
+    capacity the rate uses (PrfaaS: rate x p T_long / N_prfaas; PD-P: rate x (1 - p) T_short / N_p;
+    PD-D: rate / (N_d r_d)), the committed link when PrfaaS is used, egress at the rate."""
+    def busy(work: float, servers: float) -> float:
+        return min(1.0, rate_rps * work / servers) if servers > 0 else 0.0
+
+    parts = (
+        pool_tco(inputs.prfaas, n_prfaas, busy(float(table.prfaas_work_s[idx]), n_prfaas)),
+        pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)),
+        pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)),
+    )
+    parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
+    egress = rate_rps * float(table.link_work_bytes[idx])
+    return Tco(rate_rps, parts, inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
+               inputs.link.cost.egress_usd_per_hour(egress), inputs.workload.full_input_dist.mean_tokens(),
+               inputs.output_mean_tokens)
+
+
+def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName,
+              threshold_index: int | None = None) -> Baseline | None:
+    """The best deployment within ``limits`` (max throughput); ``threshold_index`` fixes t
+    (0: everything offloaded). None when no count within the limits fits the budgets."""
+    idx = np.arange(len(table)) if threshold_index is None else threshold_index
+    best = None
+    for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
+        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
+        k = int(np.argmax(lam)) if threshold_index is None else threshold_index
+        value = float(np.max(lam))
+        if best is None or value > best[0] * (1 + 1e-7):
+            best = (value, k, n_f, n_p, n_d, cost)
+    if best is None:
+        return None
+    value, k, n_f, n_p, n_d, cost = best
+    b = bounds(table, k, n_f, n_p, n_d, inputs)
+    egress = bytes_per_s_to_gbps(value * float(table.link_work_bytes[k])) if n_f else 0.0
+    return Baseline(name, n_f, n_p, n_d, value, b.binding(), cost, egress)
+
+
+def _most(upto: int, fits) -> int:
+    """The largest count <= ``upto`` (at least 0) for which ``fits(count)`` holds (0 if none)."""
+    for count in range(max(upto, 0), 0, -1):
+        if fits(count):
+            return count
+    return 0
 
 
 def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: list[str]) -> dict[str, Baseline]:
-    """The homogeneous (same instance count, and same $/hour where priced) and naive baselines;
-    an equal-cost baseline that would need more than ``ranges.INSTANCES`` local instances is
-    left out with a note."""
-    total = sol.n_prfaas + sol.n_p + sol.n_d
-    out = {DeploymentName.homogeneous: _homogeneous(inputs, table, total, DeploymentName.homogeneous)}
-    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p + sol.n_d)
+    """The homogeneous (same instance count), equal-cost and naive baselines under the
+    scenario's budgets (see the module docstring); one that cannot be built is left out with a
+    note."""
+    limits = inputs.limits
+    free = replace(limits, prfaas_min=0, prfaas_max=0, pd_min=0, pd_max=int(INSTANCES.hi))
+    if limits.separate_decode:
+        free = replace(free, decode_min=sol.n_d, decode_max=sol.n_d)
+        local = lambda n: feasible_cost(inputs, free, 0, n, sol.n_d) is not False  # noqa: E731
+    else:
+        local = lambda n: feasible_cost(inputs, free, 0, n, 0) is not False  # noqa: E731
+    out: dict[str, Baseline] = {}
+    total = sol.n_prfaas + sol.n_p + (0 if limits.separate_decode else sol.n_d)
+    count = _most(total, local)
+    if count < total:
+        notes.append(f"the homogeneous baseline has {count} local instances, not {total}: the budgets stop more")
+    homog = _baseline(inputs, table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous,
+                      len(table) - 1)
+    if homog is not None:
+        out[DeploymentName.homogeneous] = homog
+    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_pd = inputs.pd.usd_per_hour_per_instance
     if cost is not None and per_pd:
-        equal = int(cost / per_pd + 1e-9)
-        if equal <= INSTANCES.hi:
-            out[DeploymentName.homogeneous_equal_cost] = _homogeneous(inputs, table, equal,
-                                                                      DeploymentName.homogeneous_equal_cost)
-        else:
+        spare = cost - (sol.n_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0)
+                        if limits.separate_decode else 0.0)
+        equal = int(spare / per_pd + 1e-9)
+        if equal > INSTANCES.hi:
             notes.append(f"the equal-cost homogeneous baseline would need {equal:,} PD instances (more than "
                          f"{int(INSTANCES.hi):,}); it is left out")
-    n_naive_prfaas = sol.n_prfaas or inputs.limits.prfaas_max
-    if n_naive_prfaas:
-        out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive_prfaas, sol.n_p + sol.n_d)
+        else:
+            capped = _most(equal, lambda n: feasible_cost(inputs, replace(free, usd_per_hour=None), 0, n,
+                                               sol.n_d if limits.separate_decode else 0) is not False)
+            same = _baseline(inputs, table, replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
+                             DeploymentName.homogeneous_equal_cost, len(table) - 1)
+            if same is not None and same.lambda_max >= MIN_CAPACITY_RPS:
+                out[DeploymentName.homogeneous_equal_cost] = same
+            else:
+                notes.append(f"the plan's ${cost:,.0f}/hour buys {capped} PD instances beside the decode pool, which "
+                             "serve no request: the equal-cost homogeneous baseline is left out")
+    n_pd = sol.n_p + sol.n_d
+    naive_d = sol.n_d if limits.separate_decode else n_pd
+    naive_limits = replace(limits, prfaas_min=0, pd_min=0, pd_max=int(INSTANCES.hi))
+    if limits.separate_decode:
+        naive_limits = replace(naive_limits, decode_min=0, decode_max=int(INSTANCES.hi))
+    n_naive = sol.n_prfaas or _most(limits.prfaas_max, lambda n: feasible_cost(inputs, naive_limits, n, 0, naive_d) is not False)
+    if n_naive:
+        out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive, naive_d)
     else:
-        notes.append("no PrfaaS instance is allowed, so the naive baseline (all prefill on PrfaaS) is left out")
+        notes.append("no PrfaaS instance is allowed (ranges or budgets), so the naive baseline (all prefill on "
+                     "PrfaaS) is left out")
     return out
 
 
-def _bumped(limits: Limits, which: str) -> Limits:
+def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_d: int) -> Baseline:
+    b = bounds(table, 0, n_prfaas, 0, n_d, inputs)
+    lam = float(b.lambda_max)
+    return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_d, lam, b.binding(),
+                    usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(lam * float(table.link_work_bytes[0])))
+
+
+_COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}
+
+
+def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[Limits, Solution]:
+    """Limits that require one more instance of a pool than ``sol`` has (the other counts free
+    within their ranges), and ``sol``'s counts with that instance added."""
+    lo, hi = _COUNT[which]
     if which == "prfaas":
-        fixed = limits.prfaas_min == limits.prfaas_max
-        return replace(limits, prfaas_max=limits.prfaas_max + 1, prfaas_min=limits.prfaas_min + int(fixed))
-    fixed = limits.pd_min == limits.pd_max
-    return replace(limits, pd_max=limits.pd_max + 1, pd_min=limits.pd_min + int(fixed))
+        now, grown = sol.n_prfaas, replace(sol, n_prfaas=sol.n_prfaas + 1)
+    elif which == "decode":
+        now, grown = sol.n_d, replace(sol, n_d=sol.n_d + 1)
+    else:  # the PD pool: N_p + N_d when shared, N_p beside a decode-only pool
+        now = sol.n_p if limits.separate_decode else sol.n_p + sol.n_d
+        grown = replace(sol, n_p=sol.n_p + 1)
+    return replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
+
+
+def _raised(limits: Limits, hardware: str | None, chips: int, usd_per_hour: float | None) -> Limits:
+    """The budgets raised by one unit's chips (of ``hardware``) and price."""
+    gpus = dict(limits.gpu_budget)
+    if hardware in gpus:
+        gpus[hardware] += chips
+    usd = limits.usd_per_hour
+    if usd is not None and usd_per_hour is not None:
+        usd += usd_per_hour
+    return replace(limits, gpu_budget=gpus, usd_per_hour=usd)
+
+
+def _blocking(inputs: PlanInputs, limits: Limits, sol: Solution) -> tuple[str, ...]:
+    """The budgets of ``limits`` that the counts of ``sol`` exceed."""
+    out = [f"gpu_budget_{name}" for name, budget in limits.gpu_budget.items()
+           if gpus_by_hardware(inputs, sol.n_prfaas, sol.n_p, sol.n_d).get(name, 0) > budget]
+    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
+    if limits.usd_per_hour is not None and cost is not None and cost > limits.usd_per_hour * (1 + 1e-9):
+        out.append("usd_per_hour_budget")
+    return tuple(out)
 
 
 def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode,
-                    limits: Limits) -> dict[str, float]:
-    """Finite differences of the max-throughput Lambda_max (``sol``): re-optimised with +1 Gbps of
-    usable link, +1 PrfaaS instance, +1 PD instance."""
+                    limits: Limits) -> dict[str, Marginal]:
+    """Finite differences of the max-throughput Lambda_max (``sol``): +1 Gbps of usable link, and
+    one more instance of each pool (the threshold and the other counts re-optimised within their
+    ranges), each with the budgets raised by the unit's price: what the unit is worth if bought.
+    A budget that the unit would break with the budgets held is named (``Marginal.blocked_by``);
+    the gain with the budgets held is then 0."""
     base = sol.lambda_max
-    more_link = inputs.with_usable_link_gbps(inputs.link.usable_gbps + 1.0)
     what_if = dict(objective=ObjectiveKind.max_throughput)  # the scenario's optimiser method, as the plan
-    return {
-        "per_gbps": optimise(more_link, threshold_table(more_link, mode), limits=limits, **what_if).lambda_max - base,
-        "per_prfaas_instance": optimise(inputs, table, limits=_bumped(limits, "prfaas"), **what_if).lambda_max - base,
-        "per_pd_instance": optimise(inputs, table, limits=_bumped(limits, "pd"), **what_if).lambda_max - base,
-    }
+    plan_cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
+    per_rps = plan_cost / base if plan_cost is not None and base > 0 else None
+    link = inputs.link
+    more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
+    link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
+    out = {}
+    bought = optimise(more_link, threshold_table(more_link, mode), limits=_raised(limits, None, 0, link_price),
+                      **what_if)
+    blocked = _blocking(more_link, limits, sol) if sol.n_prfaas else ()
+    out["per_gbps"] = _marginal("per_gbps", bought.lambda_max - base, blocked, link_price, per_rps)
+    pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
+    if limits.separate_decode:
+        pools.append(("per_decode_instance", "decode", inputs.decode_pool))
+    for what, which, pool in pools:
+        forced, grown = _one_more(limits, sol, which)
+        price = pool.usd_per_hour_per_instance
+        try:
+            gain = optimise(inputs, table, limits=_raised(forced, pool.hardware_name, pool.gpus_per_instance, price),
+                            **what_if).lambda_max - base
+        except PlanInputError:  # no plan with one more of this pool (e.g. its instances are unpriced)
+            continue
+        out[what] = _marginal(what, gain, _blocking(inputs, limits, grown), price, per_rps)
+    return out
 
 
-def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True) -> PlanResult:
-    """Optimise the PrfaaS-PD deployment and compare it with the baselines."""
+def _marginal(what: str, gain: float, blocked: tuple[str, ...], price: float | None, per_rps: float | None
+              ) -> Marginal:
+    return Marginal(what, gain, 0.0 if blocked else gain, price, None if per_rps is None else gain * per_rps, blocked)
+
+
+def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True,
+         with_other_mode: bool = True) -> PlanResult:
+    """Optimise the PrfaaS-PD deployment and compare it with the baselines (``with_other_mode``:
+    also optimise in the other mode, for the Jensen gap; without it the gap is not known, NaN)."""
     mode = PlanMode(mode)
     limits = inputs.limits
     table = threshold_table(inputs, mode)
@@ -235,22 +386,45 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     else:
         sol = throughput_sol
     point = operating_point(inputs, table, sol, limits)
-    other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
-    other_table = threshold_table(inputs, other)
-    other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
-    other_lambda = other_sol.lambda_max
-    paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
-    exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
-                                  paper_sol.n_d, inputs).lambda_max)
+    other_lambda, exact_at_paper = math.nan, None
+    if with_other_mode:
+        other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
+        other_table = threshold_table(inputs, other)
+        other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
+        other_lambda = other_sol.lambda_max
+        paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
+        exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
+                                      paper_sol.n_d, inputs).lambda_max)
     notes = list(inputs.notes)
     if point.p == 0.0:
         notes.append("no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
                      "profitably, so this is a local-only plan")
-    marginal = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
-    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol, notes), marginal,
-                        throughput_sol.lambda_max, other_lambda, exact_at_paper, notes)
+    marginals = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
+    point.tight.extend(_exhausted(inputs, sol, limits))
+    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol, notes),
+                        {k: m.lambda_rps for k, m in marginals.items()}, throughput_sol.lambda_max, other_lambda,
+                        exact_at_paper, notes, marginals=marginals)
     _add_latency(result, decode, good)
+    rate = result.operating_rate_rps
+    result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
     return result
+
+
+def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
+    """Budgets that leave no room for one more instance of a pool that may still grow."""
+    steps = []
+    if sol.n_prfaas < limits.prfaas_max:
+        steps.append((1, 0, 0))
+    if limits.separate_decode:
+        steps += [step for step, room in (((0, 1, 0), sol.n_p < limits.pd_max),
+                                          ((0, 0, 1), sol.n_d < limits.decode_max)) if room]
+    elif sol.n_p + sol.n_d < limits.pd_max:
+        steps.append((0, 1, 0))
+    out: list[str] = []
+    for a, b, c in steps:
+        grown = Solution(0, 0.0, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c, 0.0, None)
+        out += [x for x in _blocking(inputs, limits, grown) if x not in out]
+    return out
 
 
 def _add_latency(result: PlanResult, decode, good: float | None) -> None:
@@ -261,7 +435,14 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
     deps = deployments_of(result)
     models = {name: LatencyModel(inputs, dep, decode, support) for name, dep in deps.items()}
     result.goodput_rps = good
-    result.operating_rate_rps = good if good is not None else settings.operating_load * result.point.lambda_max
+    target = inputs.objective.target_rate_rps if inputs.objective.kind == ObjectiveKind.min_cost else None
+    if target is not None:
+        result.operating_rate_rps, result.operating_basis = target, "target rate"
+    elif good is not None:
+        result.operating_rate_rps, result.operating_basis = good, "SLO goodput"
+    else:
+        result.operating_rate_rps = settings.operating_load * result.point.lambda_max
+        result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"
     result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
     # one common rate that every compared deployment with real capacity can carry
     lams = {DeploymentName.prfaas_pd: result.point.lambda_max,

@@ -21,7 +21,7 @@ from .decode_model import DecodeModel
 from .deployment import Deployment
 from .inputs import Limits, PlanInputs, Slo
 from .latency import LatencyModel, SupportArrays
-from .optimizer import coarse_indices, count_combinations
+from .optimizer import coarse_indices, combination_count, count_combinations
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -59,20 +59,19 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
     """Maximise goodput under the SLO, or minimise $/hour with goodput >= target."""
     limits = limits or inputs.limits
     min_cost = ObjectiveKind(objective) == ObjectiveKind.min_cost
-    combos = list(count_combinations(inputs, limits))
-    splits = sum(n_pd + 1 for _, n_pd, _ in combos)
+    splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:
         raise PlanInputError(f"{splits} instance-count combinations are too many for SLO planning "
                              f"(at most {MAX_COMBINATIONS}); narrow the instance ranges", field="slo")
+    combos = list(count_combinations(inputs, limits))
     scv = inputs.latency.arrival_scv
     support = SupportArrays.of(inputs)
     coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
     all_idx = np.arange(len(table))
     candidates = []
-    for n_f, n_pd, cost in combos:
-        for n_p in range(n_pd + 1):
-            lam = bounds(table, all_idx, n_f, n_p, n_pd - n_p, inputs).lambda_max
-            candidates.append((float(lam.max()), n_f, n_p, n_pd - n_p, cost, lam))
+    for n_f, n_p, n_d, cost in combos:
+        lam = bounds(table, all_idx, n_f, n_p, n_d, inputs).lambda_max
+        candidates.append((float(lam.max()), n_f, n_p, n_d, cost, lam))
     if min_cost:
         candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]))
     else:

@@ -47,8 +47,9 @@ def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, po
     return [
         {"threshold_tokens": float(table.thresholds_tokens[i]), "p": _round(p[k]),
          "l_long_tokens": _round(table.l_long_tokens[i], 1), "l_short_tokens": _round(table.l_short_tokens[i], 1),
-         "prfaas_bound": _round(prfaas[k]), "link_bound": _round(b.link[k]), "pd_prefill_bound": _round(b.pd_prefill[k]),
-         "pd_decode_bound": _round(b.pd_decode), "lambda_max": _round(b.lambda_max[k])}
+         "prfaas_bound_rps": _round(prfaas[k]), "link_bound_rps": _round(b.link[k]),
+         "pd_prefill_bound_rps": _round(b.pd_prefill[k]),
+         "pd_decode_bound_rps": _round(b.pd_decode), "lambda_max_rps": _round(b.lambda_max[k])}
         for k, i in enumerate(idx)
     ]
 
@@ -60,8 +61,8 @@ def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[d
     b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, total - n_p, inputs)
     prefill = np.minimum(b.prfaas, b.pd_prefill)
     return [
-        {"n_p": int(n), "n_d": int(total - n), "prefill_bound": _round(prefill[k]),
-         "decode_bound": _round(b.pd_decode[k]), "lambda_max": _round(b.lambda_max[k])}
+        {"n_p": int(n), "n_d": int(total - n), "prefill_bound_rps": _round(prefill[k]),
+         "decode_bound_rps": _round(b.pd_decode[k]), "lambda_max_rps": _round(b.lambda_max[k])}
         for k, n in enumerate(n_p)
     ]
 
@@ -83,7 +84,7 @@ def sweep_bandwidth(inputs: PlanInputs, table: ThresholdTable, sol: Solution, gb
         best = np.argmax(lam, axis=1)
         for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
             rows.append({"usable_gbps": float(g), "threshold_tokens": float(table.thresholds_tokens[k]),
-                         "p": _round(table.p[k]), "lambda_max": _round(value),
+                         "p": _round(table.p[k]), "lambda_max_rps": _round(value),
                          "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4)})
         progress(min(start + _CHUNK, len(gbps)), len(gbps))
     return rows
@@ -108,11 +109,11 @@ def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, points
             sol = optimise(inputs, table, objective="max_throughput", limits=limits)
         except Infeasible:
             rows.append({"n_prfaas": n, "threshold_tokens": None, "p": None, "n_p": None, "n_d": None,
-                         "lambda_max": None, "usd_per_hour": None})
+                         "lambda_max_rps": None, "usd_per_hour": None})
         else:
             rows.append({"n_prfaas": n, "threshold_tokens": sol.threshold_tokens,
                          "p": _round(table.p[sol.threshold_index]), "n_p": sol.n_p, "n_d": sol.n_d,
-                         "lambda_max": _round(sol.lambda_max), "usd_per_hour": sol.usd_per_hour})
+                         "lambda_max_rps": _round(sol.lambda_max), "usd_per_hour": sol.usd_per_hour})
         progress(k + 1, len(counts))
     return rows
 

@@ -9,7 +9,7 @@ hardware's efficiency factors on the scenario's model before planning (see
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator
 
@@ -31,10 +31,13 @@ from ..ranges import (
     RTT_MS,
     SLO_SECONDS,
     TPOT_MS,
+    USD_PER_GB,
+    USD_PER_GBPS_MONTH,
     USD_PER_HOUR_BUDGET,
     Range,
 )
 from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
+from .cost_spec import CostSpec, SiteSpec
 from .serving import EngineSpec, LayoutSpec, PrecisionSpec
 from .workload_spec import FixedSpec, LengthSpec
 
@@ -59,10 +62,23 @@ class CalibrationPointSpec(StrictModel):
     prefill_s: Float(PREFILL_SECONDS)
 
 
+_CHIPS = Int(CHIPS_PER_INSTANCE)
+AUTO = "auto"
+
+
 class ClusterSpec(StrictModel):
+    """One pool of identical instances. ``gpus_per_instance``: a count, a list to choose from,
+    or ``auto`` (the fewest chips whose memory holds the model and the longest request, and
+    its multiples up to ``max_gpus_per_instance``, default twice that count); the planner
+    chooses among several."""
+
     hardware: Path  # shipped name or YAML path (relative to the scenario file)
-    gpus_per_instance: Int(CHIPS_PER_INSTANCE) = 8
+    gpus_per_instance: _CHIPS | Annotated[list[_CHIPS], Field(min_length=1, max_length=16)] | Literal["auto"] = Field(
+        8, union_mode="left_to_right")
+    max_gpus_per_instance: _CHIPS | None = None  # the cap of `auto`
     instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
+    cost: CostSpec = Field(default_factory=CostSpec)  # rental (default: the profile's example price) or purchase
+    site: SiteSpec = Field(default_factory=SiteSpec)  # electricity price, PUE, idle draw
     source: CurveSource = CurveSource.auto  # prefill curve source
     parallel: LayoutSpec | None = None  # the instance's layout (default: the best that fits, per job)
     engine: EngineSpec = Field(default_factory=EngineSpec)
@@ -71,6 +87,12 @@ class ClusterSpec(StrictModel):
         default_factory=list)
     calibration_fit: List(FitParam) | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
+
+    @model_validator(mode="after")
+    def _cap(self):
+        if self.max_gpus_per_instance is not None and self.gpus_per_instance != AUTO:
+            raise ValueError("max_gpus_per_instance is the cap of gpus_per_instance: auto")
+        return self
 
     @property
     def count_range(self) -> tuple[int, int]:
@@ -83,6 +105,9 @@ class LinkSpec(StrictModel):
     bandwidth_gbps: Float(LINK_GBPS)  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
     usable_fraction: _FRACTION = 1.0  # share of the link KV transfers may use
     rtt_ms: Float(RTT_MS) = 0.0
+    usd_per_gbps_month: Float(USD_PER_GBPS_MONTH) = 0.0  # committed price on the raw bandwidth
+    usd_per_gb_egress: Float(USD_PER_GB) = 0.0  # metered price per decimal GB of KV shipped
+    cost_note: Text = ""
 
 
 class PrefixCacheSpec(StrictModel):
@@ -160,6 +185,18 @@ class OptimiserSpec(StrictModel):
     coarse_thresholds: Int(COARSE_THRESHOLDS) = 48  # MILP candidates (quantiles of L)
 
 
+class CompareSpec(StrictModel):
+    """Options that ``prfaas-plan compare`` plans in every combination (each list replaces one
+    part of the scenario; an empty list keeps the scenario's own). ``pd_decode: [none]`` plans
+    without a separate decode pool."""
+
+    prfaas: List(Path) = Field(default_factory=list)  # hardware of the PrfaaS pool
+    pd: List(Path) = Field(default_factory=list)  # hardware of the PD (or PD-P) pool
+    pd_decode: List(Path) = Field(default_factory=list)  # hardware of a decode-only pool, or "none"
+    model: List(Path) = Field(default_factory=list)
+    link_gbps: List(Float(LINK_GBPS)) = Field(default_factory=list)
+
+
 class Scenario(StrictModel):
     name: Name
     description: Text = ""
@@ -167,7 +204,8 @@ class Scenario(StrictModel):
     model: Path  # shipped name or YAML path
     precision: PrecisionSpec | None = None  # dtype overrides of the model (weights, experts, kv, attention)
     prfaas: ClusterSpec
-    pd: ClusterSpec
+    pd: ClusterSpec  # the local PD cluster; with pd_decode, its prefill (PD-P) pool only
+    pd_decode: ClusterSpec | None = None  # a decode-only pool of the local cluster (e.g. LPUs beside H200 PD-P)
     link: LinkSpec
     workload: WorkloadSpec
     decode: DecodeSpec = Field(default_factory=DecodeSpec)
@@ -176,6 +214,13 @@ class Scenario(StrictModel):
     slo: SloSpec | None = None
     latency: LatencySpec = Field(default_factory=LatencySpec)
     optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)
+    compare: CompareSpec | None = None  # options of `prfaas-plan compare`
+
+    @model_validator(mode="after")
+    def _decode_pool(self):
+        if self.pd_decode is not None and self.pd_decode.count_range[1] == 0:
+            raise ValueError("pd_decode has no instances: give it some, or leave pd_decode out")
+        return self
 
 
 def load_scenario(data: object, source: str | None = None) -> Scenario:

@@ -54,10 +54,55 @@ def prefill_basis(pool) -> dict[str, str]:
     return {"source": source, "capacity": str(curve.capacity), "layout": layout}
 
 
+def tco_json(tco) -> dict:
+    """The cost of ownership at one rate ($/hour by component, $/Mtok per output token and
+    blended over input + output tokens, facility kW and joules per token)."""
+    if tco is None:
+        return {}
+    return {
+        "rate_rps": round(tco.rate_rps, 6),
+        "usd_per_hour": _opt(tco.usd_per_hour, 4),
+        "capital_usd_per_hour": _opt(tco.capital_usd_per_hour, 4),
+        "power_usd_per_hour": round(tco.power_usd_per_hour, 4),
+        "link_usd_per_hour": round(tco.link_usd_per_hour, 4),
+        "link_fixed_usd_per_hour": round(tco.link_fixed_usd_per_hour, 4),
+        "link_egress_usd_per_hour": round(tco.link_egress_usd_per_hour, 4),
+        "usd_per_mtok_output": _opt(tco.usd_per_mtok_output, 6),
+        "usd_per_mtok_blended": _opt(tco.usd_per_mtok_blended, 6),
+        "power_kw": round(tco.power_kw, 4),
+        "joules_per_output_token": _opt(tco.joules_per_output_token, 4),
+        "joules_per_token": _opt(tco.joules_per_token, 4),
+        "pools": [{"role": p.role, "hardware": p.hardware, "instances": p.instances, "chips": p.chips,
+                   "busy": round(p.busy, 6), "basis": p.basis, "capital_usd_per_hour": _opt(p.capital_usd_per_hour, 4),
+                   "power_usd_per_hour": round(p.power_usd_per_hour, 4), "power_kw": round(p.power_kw, 4)}
+                  for p in tco.pools],
+    }
+
+
+def operating_json(result) -> dict:
+    """Numbers at the operating rate: the target rate, else the SLO goodput, else
+    operating_load x Lambda_max."""
+    lat = result.operating_latency
+    return {
+        "rate_rps": round(result.operating_rate_rps, 6),
+        "basis": result.operating_basis,
+        "ttft_mean_s": None if lat is None else _opt(lat.overall_mean_s, 4),
+        "ttft_p90_s": None if lat is None else _opt(lat.overall_p90_s, 4),
+        "tpot_ms": None if lat is None else _opt(lat.tpot_ms, 4),
+        "link_utilisation": None if lat is None else _opt(lat.link_utilisation, 6),
+        "cost": tco_json(result.tco),
+    }
+
+
+IDENTITY_CSV = ("scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
+                "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps")
+
+
 def plan_json(result) -> dict:
-    """The plan as JSON: operating point, baselines, ratios, marginal values, Jensen gap,
-    latency. Rates in requests/s, bandwidth in decimal Gbps, link utilisation against the
-    usable bandwidth."""
+    """The plan as JSON: identity, operating point, baselines, ratios, marginal values, Jensen
+    gap, latency and cost. Rates in requests/s, bandwidth in decimal Gbps, link utilisation
+    against the usable bandwidth, $/hour provisioned for deployments (what budgets count) and
+    at the operating rate under ``operating``."""
     pt, st = result.point, result.point.stages
     inputs = result.inputs
     link = inputs.link
@@ -65,6 +110,7 @@ def plan_json(result) -> dict:
         "scenario": inputs.name,
         "model": inputs.model.name,
         "mode": result.mode,
+        "identity": inputs.identity(),
         "prefill_curves": {str(pool.role): prefill_basis(pool) for pool in (inputs.prfaas, inputs.pd)},
         "prfaas_pd": {
             "threshold_tokens": pt.threshold_tokens,
@@ -75,22 +121,22 @@ def plan_json(result) -> dict:
             "n_p": pt.n_p,
             "n_d": pt.n_d,
             "gpus": pt.gpus,
-            "theta_prfaas": round(st.theta_prfaas, 6),
-            "theta_pdp": round(st.theta_pdp, 6),
-            "theta_pdd": round(st.theta_pdd, 6),
-            "lambda_max": round(st.lambda_max, 6),
+            "theta_prfaas_rps": round(st.theta_prfaas, 6),
+            "theta_pdp_rps": round(st.theta_pdp, 6),
+            "theta_pdd_rps": round(st.theta_pdd, 6),
+            "lambda_max_rps": round(st.lambda_max, 6),
             "binding": st.binding,
             "tight": pt.tight,
             "egress_gbps": round(st.egress_gbps, 4),
             "link_utilisation": _opt(pt.link_utilisation, 6),
             "usd_per_hour": _opt(pt.usd_per_hour, 2),
-            "usd_per_million_output_tokens": _opt(pt.usd_per_million_output_tokens, 4),
             "ratio_vs_homogeneous": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
         },
+        "operating": operating_json(result),
         "baselines": {
             name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
                    "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
-                   "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max": round(b.lambda_max, 6),
+                   "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
                    "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4), "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
@@ -101,6 +147,10 @@ def plan_json(result) -> dict:
         "link": {"bandwidth_gbps": round(link.bandwidth_gbps, 6), "usable_gbps": round(link.usable_gbps, 6),
                  "usable_fraction": link.usable_fraction, "rtt_ms": round(link.rtt_s * 1000, 6)},
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
+        "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "held_lambda_rps": round(m.held_lambda_rps, 6),
+                         "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
+                         "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by)}
+                     for k, m in result.marginals.items()},
         "jensen": {
             "lambda_exact": round(result.lambda_by_mode(PlanMode.exact), 6),
             "lambda_paper": round(result.lambda_by_mode(PlanMode.paper), 6),
@@ -115,11 +165,32 @@ def plan_json(result) -> dict:
     }
 
 
+# operating-point columns of the plan's CSV (the PrfaaS-PD row; blank for the baselines)
+OPERATING_CSV = ("operating_rate_rps", "ttft_p90_s", "operating_link_utilisation", "usd_per_hour_operating",
+                 "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
+                 "link_usd_per_hour")
+
+
+def operating_columns(doc: dict) -> dict:
+    """The flat operating-point cells of a plan document (``OPERATING_CSV``)."""
+    op, cost = doc["operating"], doc["operating"]["cost"]
+    return {"operating_rate_rps": op["rate_rps"], "ttft_p90_s": op["ttft_p90_s"],
+            "operating_link_utilisation": op["link_utilisation"], "usd_per_hour_operating": cost.get("usd_per_hour"),
+            "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
+            "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"), "power_kw": cost.get("power_kw"),
+            "joules_per_output_token": cost.get("joules_per_output_token"),
+            "link_usd_per_hour": cost.get("link_usd_per_hour")}
+
+
 def _rows(doc: dict) -> list[dict]:
-    """One row per deployment, read from the JSON document (baselines have no Θ)."""
-    rows = [{"deployment": DeploymentName.prfaas_pd, **doc["prfaas_pd"]}]
+    """One row per deployment, read from the JSON document (baselines have no Θ and no
+    operating point)."""
+    ident = doc["identity"]
+    rows = [{**ident, "deployment": DeploymentName.prfaas_pd, **doc["prfaas_pd"], **operating_columns(doc)}]
+    blank = dict.fromkeys(OPERATING_CSV)
     for name, b in doc["baselines"].items():
-        rows.append({"deployment": name, "theta_prfaas": None, "theta_pdp": None, "theta_pdd": None, **b})
+        rows.append({**ident, "deployment": name, "theta_prfaas_rps": None, "theta_pdp_rps": None,
+                     "theta_pdd_rps": None, **blank, **b})
     return rows
 
 
@@ -132,29 +203,33 @@ def plan_view(result) -> Report:
     columns = [
         Column("deployment", "deployment", _label, justify="left", min_width=14),
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
-        Column("theta_prfaas", "Θ_prfaas", num(2)), Column("theta_pdp", "Θ_pdp", num(2)),
-        Column("theta_pdd", "Θ_pdd", num(2)), Column("lambda_max", "Λ_max", num(2)),
+        Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
+        Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
         Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
         Column("usd_per_hour", "$/h", num(0)),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = [Column(key, key) for key in (
-        "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas", "theta_pdp", "theta_pdd",
-        "lambda_max", "binding", "egress_gbps", "usd_per_hour", "ratio_vs_homogeneous")]
+        *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
+        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
+        "ratio_vs_homogeneous", *OPERATING_CSV)]
     link = inputs.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
         ("offloaded share p", f"{pt.p:.3f}"),
         ("l_long / l_short", f"{_tokens(pt.l_long_tokens)} / {_tokens(pt.l_short_tokens)} tokens"),
-        ("instances", f"N_prfaas {pt.n_prfaas} x {inputs.prfaas.instance.label}, N_p {pt.n_p} + N_d {pt.n_d} "
-                      f"x {inputs.pd.instance.label}"),
+        ("instances", f"N_prfaas {pt.n_prfaas} x {inputs.prfaas.instance.label}, "
+                      + (f"N_p {pt.n_p} x {inputs.pd.instance.label} (PD-P), N_d {pt.n_d} x "
+                         f"{inputs.pd_decode.instance.label} (decode-only pool)" if inputs.pd_decode is not None
+                         else f"N_p {pt.n_p} + N_d {pt.n_d} x {inputs.pd.instance.label}")),
         ("GPUs", ", ".join(f"{n} {k}" for k, n in pt.gpus.items()) or "-"),
         ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
         ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
                    f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
-        ("cost", "-" if pt.usd_per_hour is None else f"${pt.usd_per_hour:,.0f}/hour" + (
-            "" if pt.usd_per_million_output_tokens is None
-            else f", ${pt.usd_per_million_output_tokens:,.3f} per million output tokens")),
+        ("provisioned cost", "-" if pt.usd_per_hour is None else
+         f"${pt.usd_per_hour:,.2f}/hour (capital or rental + power at full load + committed link: what budgets "
+         "and min_cost count)"),
+        *_operating_details(result),
         ("decode", f"{inputs.decode.tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
                    f"({inputs.decode.source}) at {inputs.decode.context_tokens:,} tokens of context; "
                    f"mean output {inputs.output_mean_tokens:,.0f} tokens"),
@@ -170,11 +245,7 @@ def plan_view(result) -> Report:
             fitted = ", ".join(f"{k} {v:.3g}" for k, v in cal.fitted.items())
             details.append((f"{pool.role} calibration", f"{pool.hardware_name} fitted on {len(cal.points)} points "
                                                          f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
-    if result.marginal:
-        m = result.marginal
-        details.append(("marginal Λ_max", f"+1 usable Gbps: {m['per_gbps']:+.4f}, +1 PrfaaS instance: "
-                                          f"{m['per_prfaas_instance']:+.3f}, +1 PD instance: "
-                                          f"{m['per_pd_instance']:+.3f} req/s"))
+    details += _marginal_details(result)
     exact, paper = result.lambda_by_mode(PlanMode.exact), result.lambda_by_mode(PlanMode.paper)
     details.append(("Jensen gap", f"exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
                                   f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is convex)"))
@@ -186,6 +257,54 @@ def plan_view(result) -> Report:
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
         notes=list(result.notes), json_doc=doc, sections=[section, latency_view(result, doc["latency"])],
     )
+
+
+_MARGINAL_LABELS = {"per_gbps": "+1 usable Gbps", "per_prfaas_instance": "+1 PrfaaS instance",
+                    "per_pd_instance": "+1 PD instance", "per_decode_instance": "+1 decode instance"}
+
+
+def _usd(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"${value:,.{digits}f}"
+
+
+def _operating_details(result) -> list[tuple[str, str]]:
+    """The operating rate, latency, link and cost there."""
+    lat, tco = result.operating_latency, result.tco
+    rows = [("operating rate", f"{result.operating_rate_rps:.3f} req/s ({result.operating_basis})")]
+    if lat is not None:
+        rows.append(("at that rate", f"TTFT mean {lat.overall_mean_s:.2f} s, P90 {lat.overall_p90_s:.2f} s; TPOT "
+                                     f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
+    if tco is not None:
+        parts = ", ".join(f"{p.role} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%" for p in tco.pools if p.instances)
+        rows.append(("cost at that rate",
+                     f"{_usd(tco.usd_per_hour)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
+                     f"{_usd(tco.power_usd_per_hour)} + link {_usd(tco.link_usd_per_hour)} (committed "
+                     f"{_usd(tco.link_fixed_usd_per_hour)}, egress {_usd(tco.link_egress_usd_per_hour)})"))
+        rows.append(("$ per million tokens", f"{_usd(tco.usd_per_mtok_output, 4)} per million output tokens; "
+                                             f"{_usd(tco.usd_per_mtok_blended, 4)} per million tokens blended over "
+                                             "input (the full prompt) and output"))
+        per_out = tco.joules_per_output_token
+        rows.append(("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
+                              + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
+                                                             f"{tco.joules_per_token:,.2f} J per token")))
+    return rows
+
+
+def _marginal_details(result) -> list[tuple[str, str]]:
+    """Each marginal value: the Λ gain, what it is worth and costs in $/hour, what was held."""
+    rows = []
+    for what, m in result.marginals.items():
+        text = f"{m.lambda_rps:+.4f} req/s"
+        if m.value_usd_per_hour is not None:
+            text += f", worth {_usd(m.value_usd_per_hour)}/hour against a price of {_usd(m.price_usd_per_hour)}/hour"
+        if m.blocked_by:
+            text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s (blocked by {', '.join(m.blocked_by)})"
+        rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
+    if rows:
+        rows.append(("marginal values", "max-throughput Λ_max re-optimised (threshold and the other counts) with one "
+                                        "more unit and the budgets raised by its price; worth = gain x the plan's "
+                                        "provisioned $/hour per req/s"))
+    return rows
 
 
 def _pct(fraction: float) -> str:
@@ -236,8 +355,8 @@ def latency_view(result, doc: dict | None = None) -> Report:
     sec = _num(2)
     pct = lambda v: "n/a" if v is None else f"{-100 * v:+.0f}%"  # noqa: E731
     notes = [f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
-             f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s"
-             + (" (SLO goodput)" if result.goodput_rps is not None else " (operating_load x Λ_max)"),
+             f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
+             f"({result.operating_basis})",
              f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])} "
              f"(paper: mean -50%, P90 -64%, at an unstated load)",
              "closed form: Erlang C with the Allen-Cunneen correction per prefill path, pipelined KV transfer on a "

@@ -1,0 +1,72 @@
+"""Chips per instance chosen by the planner: where a pool offers several counts (a list, or
+``auto``: the fewest chips that hold the model and its multiples up to a cap), every
+combination is resolved (``inputs.build_variants``) and optimised under the scenario's own
+objective (max throughput, or min cost at the target rate; with an SLO, its goodput), and
+the best is kept: the most req/s (ties: the lower provisioned $/hour, then fewer chips), or
+the lowest $/hour (ties: the most req/s). Combinations whose pools do not hold the model,
+or with no plan within the ranges and budgets, are left out; if none is left, the error of
+the smallest is raised.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..choices import ObjectiveKind
+from ..errors import PlanInputError
+from ..profiles.registry import resolve_scenario_file
+from .inputs import PlanInputs, build_variants
+
+
+def _score(inputs: PlanInputs) -> tuple:
+    """A sort key of one combination, lower is better."""
+    from .decode_model import decode_model
+    from .optimizer import optimise
+    from .slo import slo_optimise
+    from .throughput import threshold_table
+
+    table = threshold_table(inputs)
+    objective = inputs.objective
+    if inputs.slo is not None:
+        chosen = slo_optimise(inputs, table, decode_model(inputs), inputs.slo, objective=objective.kind,
+                              target_rps=objective.target_rate_rps)
+        rate, cost = chosen.goodput_rps, chosen.usd_per_hour
+    else:
+        sol = optimise(inputs, table)
+        rate, cost = sol.lambda_max, sol.usd_per_hour
+    cost = math.inf if cost is None else cost
+    chips = sum(pool.gpus_per_instance for pool in inputs.pools)
+    if objective.kind == ObjectiveKind.min_cost:
+        return (cost, -rate, chips)
+    return (-round(rate, 9), cost, chips)
+
+
+def resolve(scenario, source: str | None = None) -> PlanInputs:
+    """The scenario's planning inputs, with each pool's chips per instance chosen (see the module
+    docstring); a note records the choice."""
+    variants = build_variants(scenario, source)
+    if len(variants) == 1:
+        return variants[0]
+    scored, first_error = [], None
+    for k, inputs in enumerate(variants):
+        try:
+            scored.append((_score(inputs), k, inputs))
+        except PlanInputError as exc:
+            first_error = first_error or exc
+    if not scored:
+        raise first_error.with_source(source) if source else first_error
+    scored.sort(key=lambda item: (item[0], item[1]))
+    best = scored[0][2]
+    chosen = "; ".join(f"{pool.role} {pool.gpus_per_instance} of {list(pool.chip_options)}"
+                       for pool in best.pools if pool.chip_options)
+    from dataclasses import replace
+
+    return replace(best, notes=best.notes + (f"chips per instance chosen by the planner ({len(scored)} of "
+                                             f"{len(variants)} combinations planned): {chosen}",))
+
+
+def load_inputs(ref: str) -> PlanInputs:
+    """A shipped scenario name or a scenario YAML path -> resolved planning inputs, with chips
+    per instance chosen where a pool offers several."""
+    scenario, path = resolve_scenario_file(ref)
+    return resolve(scenario, path)

@@ -1,0 +1,164 @@
+"""A procurement question in one run: plan every option of a scenario set
+(``profiles.scenario_set``: variants of one scenario by hardware, model and link).
+
+Every option is planned exactly as ``prfaas-plan plan`` plans that scenario (the same
+objective, SLO and budgets), without marginal values. The ranking: most req/s (the SLO
+goodput, else Lambda_max) for ``max_throughput``, least provisioned $/hour for ``min_cost``;
+ties by the other, then by TTFT P90. The Pareto front is over $/hour (less is better), req/s
+(more) and TTFT P90 at the operating rate (less). An option that cannot be planned says why:
+it does not fit, is over budget, misses the SLO, or cannot reach the target rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..choices import ObjectiveKind, PlanMode
+from ..errors import PlanInputError
+from ..profiles.scenario_set import CompareOption, ScenarioSet
+from ..ranges import JOBS
+from .cost import Tco
+
+
+@dataclass(frozen=True)
+class OptionResult:
+    """One option's plan, reduced to what a comparison shows (picklable, for worker processes)."""
+
+    option: CompareOption
+    identity: dict | None = None
+    failure: str | None = None  # does not fit, over budget, misses the SLO, cannot reach the target rate, invalid
+    reason: str | None = None
+    lambda_max_rps: float | None = None
+    goodput_rps: float | None = None
+    threshold_tokens: float | None = None
+    p: float | None = None
+    n_prfaas: int | None = None
+    n_p: int | None = None
+    n_d: int | None = None
+    gpus: dict = field(default_factory=dict)
+    usd_per_hour: float | None = None  # provisioned
+    binding: str | None = None
+    tight: tuple[str, ...] = ()
+    operating_rate_rps: float | None = None
+    operating_basis: str = ""
+    ttft_p90_s: float | None = None
+    tpot_ms: float | None = None
+    link_utilisation: float | None = None
+    tco: Tco | None = None
+    ratio_vs_homogeneous: float | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        return self.failure is None
+
+    @property
+    def capacity_rps(self) -> float | None:
+        """What the option serves: its SLO goodput, else its Lambda_max."""
+        return self.goodput_rps if self.goodput_rps is not None else self.lambda_max_rps
+
+
+@dataclass
+class Comparison:
+    name: str  # the scenario's
+    objective: ObjectiveKind
+    results: list[OptionResult]  # ranked, best first; infeasible options last
+    pareto: set[int]  # indices into results on the Pareto front
+
+    @property
+    def feasible(self) -> list[OptionResult]:
+        return [r for r in self.results if r.feasible]
+
+
+def _failure(exc: PlanInputError) -> str:
+    field_, reason = exc.field or "", exc.reason
+    if field_.endswith("gpus_per_instance") or "does not fit" in reason or "holds" in reason:
+        return "does not fit"
+    if field_ == "slo":
+        return "misses the SLO"
+    if field_ == "objective.target_rate_rps":
+        return "cannot reach the target rate"
+    if field_.startswith("budgets") or "budget" in reason:
+        return "over budget"
+    return "invalid"
+
+
+def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanMode.exact) -> OptionResult:
+    """Plan one option (as ``plan`` would, without marginal values)."""
+    from .chips import resolve
+    from .plan import plan
+
+    variant, notes = scenarios.variant(option)
+    try:
+        result = plan(resolve(variant, scenarios.source), mode, with_marginals=False, with_other_mode=False)
+    except PlanInputError as exc:
+        return OptionResult(option, failure=_failure(exc), reason=exc.reason if not exc.field
+                            else f"{exc.field}: {exc.reason}", notes=tuple(notes))
+    pt, lat = result.point, result.operating_latency
+    finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
+    return OptionResult(
+        option, identity=result.inputs.identity(), lambda_max_rps=pt.lambda_max, goodput_rps=result.goodput_rps,
+        threshold_tokens=pt.threshold_tokens, p=pt.p, n_prfaas=pt.n_prfaas, n_p=pt.n_p, n_d=pt.n_d, gpus=dict(pt.gpus),
+        usd_per_hour=pt.usd_per_hour, binding=str(pt.stages.binding), tight=tuple(str(t) for t in pt.tight),
+        operating_rate_rps=result.operating_rate_rps, operating_basis=result.operating_basis,
+        ttft_p90_s=finite(lat.overall_p90_s), tpot_ms=finite(lat.tpot_ms), link_utilisation=finite(lat.link_utilisation),
+        tco=result.tco, ratio_vs_homogeneous=result.ratio("prfaas_pd"), notes=tuple(notes + list(result.notes)))
+
+
+def rank_key(objective: ObjectiveKind):
+    """Sort key of results: feasible first, then by the objective (see the module docstring)."""
+    def key(r: OptionResult):
+        if not r.feasible:
+            return (1, 0.0, 0.0, 0.0)
+        cost = math.inf if r.usd_per_hour is None else r.usd_per_hour
+        ttft = math.inf if r.ttft_p90_s is None else r.ttft_p90_s
+        if objective == ObjectiveKind.min_cost:
+            return (0, cost, -r.capacity_rps, ttft)
+        return (0, -r.capacity_rps, cost, ttft)
+    return key
+
+
+def pareto_front(results: list[OptionResult]) -> set[int]:
+    """Indices of feasible, priced results that no other dominates on ($/hour, req/s, TTFT P90)."""
+    points = {i: (r.usd_per_hour, -r.capacity_rps, math.inf if r.ttft_p90_s is None else r.ttft_p90_s)
+              for i, r in enumerate(results) if r.feasible and r.usd_per_hour is not None}
+    front = set()
+    for i, a in points.items():
+        dominated = any(all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a))
+                        for j, b in points.items() if j != i)
+        if not dominated:
+            front.add(i)
+    return front
+
+
+def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None) -> Comparison:
+    """Plan every option (in ``jobs`` processes when above one), rank them and mark the front."""
+    JOBS.check(jobs, "--jobs")
+    progress = progress or (lambda done, total: None)
+    options = scenarios.options
+    total = len(options)
+    if jobs > 1 and total > 1:
+        results = _in_processes(scenarios, mode, min(jobs, total), progress)
+    else:
+        results = []
+        for k, option in enumerate(options):
+            results.append(plan_option(scenarios, option, mode))
+            progress(k + 1, total)
+    results.sort(key=rank_key(scenarios.objective))
+    return Comparison(scenarios.name, scenarios.objective, results, pareto_front(results))
+
+
+def _in_processes(scenarios: ScenarioSet, mode, jobs: int, progress) -> list[OptionResult]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    options = scenarios.options
+    out: list[OptionResult | None] = [None] * len(options)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(plan_option, scenarios, option, mode): k for k, option in enumerate(options)}
+        for done, future in enumerate(as_completed(futures), start=1):
+            out[futures[future]] = future.result()
+            progress(done, len(options))
+    return out

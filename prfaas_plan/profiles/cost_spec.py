@@ -1,0 +1,46 @@
+"""What a pool's chips cost and where they run: the schema of a scenario's ``cost`` and
+``site`` (``planner.cost`` turns them into $/hour).
+
+- ``cost``: rented at ``usd_per_gpu_hour`` (default: the hardware profile's example price), or
+  bought at ``purchase_usd_per_gpu`` and depreciated over ``depreciation_years`` at
+  ``cost_of_capital`` a year (capital recovery factor). Prices are editable assumptions.
+- ``site``: ``usd_per_kwh`` (omitted: power is in a rental's price; for a purchase it is then
+  ``planner.cost.DEFAULT_USD_PER_KWH``), ``pue`` (facility power over IT power) and
+  ``idle_power_fraction`` (an idle chip's draw as a share of TDP).
+"""
+
+from __future__ import annotations
+
+from pydantic import model_validator
+
+from ..ranges import (
+    COST_OF_CAPITAL,
+    DEPRECIATION_YEARS,
+    IDLE_POWER_FRACTION,
+    PRICE_USD_PER_GPU_HOUR,
+    PUE,
+    PURCHASE_USD_PER_GPU,
+    USD_PER_KWH,
+)
+from ._base import Float, StrictModel, Text
+
+
+class CostSpec(StrictModel):
+    usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # rental; default: the profile's price
+    purchase_usd_per_gpu: Float(PURCHASE_USD_PER_GPU) | None = None  # chip + its share of server and network
+    depreciation_years: Float(DEPRECIATION_YEARS) = 4.0
+    cost_of_capital: Float(COST_OF_CAPITAL) = 0.0  # a year (0.08: 8%)
+    note: Text = ""
+
+    @model_validator(mode="after")
+    def _one_basis(self):
+        if self.usd_per_gpu_hour is not None and self.purchase_usd_per_gpu is not None:
+            raise ValueError("give usd_per_gpu_hour (rental) or purchase_usd_per_gpu, not both")
+        return self
+
+
+class SiteSpec(StrictModel):
+    usd_per_kwh: Float(USD_PER_KWH) | None = None
+    pue: Float(PUE) = 1.3
+    idle_power_fraction: Float(IDLE_POWER_FRACTION) = 0.3
+    note: Text = ""

@@ -1,0 +1,108 @@
+"""The report of ``prfaas-plan compare``: one row per option, ranked, the Pareto front marked.
+
+The JSON document holds every row; the table and the CSV read their cells from the same rows
+by key, so a column can only show the field of its name. CSV rows carry the option's
+identity (scenario, model, each pool's hardware and chips per instance, link) and every
+column its unit.
+"""
+
+from __future__ import annotations
+
+from ..report import Column, Report
+from .plan import IDENTITY_CSV, tco_json
+
+METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
+              "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour", "operating_rate_rps",
+              "ttft_p90_s", "tpot_ms", "link_utilisation", "usd_per_hour_operating", "usd_per_mtok_output",
+              "usd_per_mtok_blended", "power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
+              "ratio_vs_homogeneous")
+
+
+def _round(value, digits: int = 6):
+    return None if value is None else round(float(value), digits)
+
+
+def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
+    """One option as a flat row (identity, then metrics with units in the keys)."""
+    ident = dict.fromkeys(IDENTITY_CSV)
+    ident.update({"scenario": None, "prfaas_hardware": r.option.prfaas, "pd_hardware": r.option.pd,
+                  "pd_decode_hardware": r.option.pd_decode, "model": r.option.model, "link_gbps": r.option.link_gbps})
+    if r.identity:
+        ident.update(r.identity)
+    cost = tco_json(r.tco) if r.tco is not None else {}
+    return {
+        **ident, "option": r.option.label, "rank": rank, "pareto": pareto if r.feasible else None,
+        "status": "ok" if r.feasible else r.failure, "reason": r.reason, "objective": objective,
+        "capacity_rps": _round(r.capacity_rps), "lambda_max_rps": _round(r.lambda_max_rps),
+        "goodput_rps": _round(r.goodput_rps), "threshold_tokens": r.threshold_tokens, "n_prfaas": r.n_prfaas,
+        "n_p": r.n_p, "n_d": r.n_d, "gpus_total": sum(r.gpus.values()) if r.feasible else None,
+        "usd_per_hour": _round(r.usd_per_hour, 4), "operating_rate_rps": _round(r.operating_rate_rps),
+        "ttft_p90_s": _round(r.ttft_p90_s, 4), "tpot_ms": _round(r.tpot_ms, 4),
+        "link_utilisation": _round(r.link_utilisation), "usd_per_hour_operating": cost.get("usd_per_hour"),
+        "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
+        "power_kw": cost.get("power_kw"), "joules_per_output_token": cost.get("joules_per_output_token"),
+        "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
+        "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
+    }
+
+
+def compare_rows(comparison) -> list[dict]:
+    rows, rank = [], 0
+    for i, r in enumerate(comparison.results):
+        rank += r.feasible
+        rows.append(option_row(rank if r.feasible else None, r, i in comparison.pareto, comparison.objective))
+    return rows
+
+
+def _num(digits: int):
+    return lambda v: "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _chips(row: dict) -> str:
+    parts = [f"{row['prfaas_gpus_per_instance']}", f"{row['pd_gpus_per_instance']}"]
+    if row["pd_decode_gpus_per_instance"] is not None:
+        parts.append(f"{row['pd_decode_gpus_per_instance']}")
+    return "/".join(p if p != "None" else "-" for p in parts)
+
+
+def compare_view(comparison) -> Report:
+    rows = compare_rows(comparison)
+    for row in rows:
+        row["pools"] = " / ".join(str(row[k]) for k in ("prfaas_hardware", "pd_hardware", "pd_decode_hardware")
+                                  if row[k] is not None)
+        row["chips"] = _chips(row) if row["status"] == "ok" else "-"
+        row["counts"] = "-" if row["n_p"] is None else f"{row['n_prfaas']}/{row['n_p']}/{row['n_d']}"
+        row["front"] = "*" if row["pareto"] else "-"
+    served = "goodput" if any(r.goodput_rps is not None for r in comparison.results) else "Λ_max"
+    columns = [
+        Column("rank", "#", lambda v: "-" if v is None else str(v)),
+        Column("front", "front", justify="left"),
+        Column("pools", "PrfaaS / PD / decode", justify="left", min_width=16),
+        Column("model", "model", lambda v: "-" if v is None else str(v), justify="left"),
+        Column("link_gbps", "link Gbps", _num(0)),
+        Column("chips", "chips/inst", justify="right"),
+        Column("counts", "N_f/N_p/N_d", justify="right"),
+        Column("capacity_rps", f"{served} req/s", _num(3)),
+        Column("usd_per_hour", "$/h", _num(0)),
+        Column("usd_per_mtok_output", "$/Mtok out", _num(3)),
+        Column("ttft_p90_s", "TTFT P90 s", _num(2)),
+        Column("power_kw", "kW", _num(1)),
+        Column("status", "status", justify="left"),
+    ]
+    csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV)]
+    notes = [f"ranked by {'least provisioned $/hour' if comparison.objective == 'min_cost' else 'most req/s'} "
+             f"({served}); * marks the Pareto front over $/hour, req/s and TTFT P90 at the operating rate",
+             "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
+             "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)"]
+    for row in rows:
+        if row["status"] != "ok":
+            notes.append(f"{row['option']}: {row['status']}: {row['reason']}")
+    failed = sum(r["status"] != "ok" for r in rows)
+    return Report(
+        title=f"Compare: {comparison.name} ({len(rows)} options, {len(rows) - failed} feasible; "
+              f"objective {comparison.objective})",
+        columns=columns, rows=rows, csv_columns=csv_columns,
+        meta={"scenario": comparison.name, "objective": str(comparison.objective)}, notes=notes,
+        json_doc={"scenario": comparison.name, "objective": str(comparison.objective),
+                  "options": rows},
+    )
