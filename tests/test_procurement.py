@@ -488,3 +488,11 @@ def test_old_scenarios_keep_their_figures(case_inputs):
     assert (round(pt.threshold_tokens), pt.n_prfaas, pt.n_p, pt.n_d) == (19349, 4, 3, 5)
     assert pt.lambda_max == pytest.approx(3.2369, rel=1e-4)
     assert case_inputs.pd_decode is None and pt.usd_per_hour == 4 * H200_8_USD_HOUR + 8 * H20_8_USD_HOUR
+
+
+def test_np_sweep_with_a_decode_only_pool_keeps_its_decode_count(run_cli):
+    """With a decode-only pool, the N_p sweep runs over the PD-P range with N_d at the plan's."""
+    plan_doc = json.loads(run_cli("plan", "phase-split", "-f", "json").out)["prfaas_pd"]
+    rows = list(csv.DictReader(io.StringIO(run_cli("sweep", "phase-split", "--over", "np").out)))
+    assert [int(r["n_p"]) for r in rows] == list(range(0, 17))
+    assert {int(r["n_d"]) for r in rows} == {plan_doc["n_d"]}

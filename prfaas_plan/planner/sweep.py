@@ -55,13 +55,18 @@ def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, po
 
 
 def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[dict]:
-    """Prefill and decode bounds against N_p at the plan's threshold and PD total."""
-    total = sol.n_p + sol.n_d
-    n_p = np.arange(0, total + 1)
-    b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, total - n_p, inputs)
+    """Prefill and decode bounds against N_p at the plan's threshold and PD total (with a
+    decode-only pool: N_p over the PD-P pool's range, N_d kept at the plan's)."""
+    if inputs.limits.separate_decode:
+        n_p = np.arange(inputs.limits.pd_min, inputs.limits.pd_max + 1)
+        n_d = np.full_like(n_p, sol.n_d)
+    else:
+        n_p = np.arange(0, sol.n_p + sol.n_d + 1)
+        n_d = sol.n_p + sol.n_d - n_p
+    b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, n_d, inputs)
     prefill = np.minimum(b.prfaas, b.pd_prefill)
     return [
-        {"n_p": int(n), "n_d": int(total - n), "prefill_bound_rps": _round(prefill[k]),
+        {"n_p": int(n), "n_d": int(n_d[k]), "prefill_bound_rps": _round(prefill[k]),
          "decode_bound_rps": _round(b.pd_decode[k]), "lambda_max_rps": _round(b.lambda_max[k])}
         for k, n in enumerate(n_p)
     ]
