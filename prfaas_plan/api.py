@@ -351,8 +351,9 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
     from pathlib import Path
 
     from .planner.compare import compare as run
+    from .planner.inputs import check_references
     from .profiles.registry import resolve_scenario_file
-    from .profiles.scenario_set import scenario_set
+    from .profiles.scenario_set import CompareOption, scenario_set
     from .ranges import JOBS
 
     JOBS.check(jobs, "--jobs")
@@ -375,6 +376,10 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
         spec, path = resolve_scenario_file(scenario)
         scenarios = scenario_set(spec, path, absolute(prfaas), absolute(pd), absolute(pd_decode), absolute(model),
                                  list(link_gbps) if link_gbps else None)
+        if scenarios.options == (CompareOption(),):
+            raise PlanInputError("no options to compare: give --prfaas, --pd, --decode, --model or --link, or a "
+                                 "compare: section in the scenario", field="compare")
+        check_references(spec, path, scenarios.options)
         return run(scenarios, _choice(PlanMode, mode, "--mode"), jobs, progress)
 
 

@@ -118,11 +118,18 @@ def _one_line(text: str) -> str:
 
 def _check_outputs(*paths: tuple[str | None, str]) -> None:
     """Refuse unusable output paths before any work is done."""
+    from pathlib import Path
+
     from .yamlio import OutputFiles
 
+    seen: dict[str, str] = {}
     for path, option in paths:
         if path:
             OutputFiles.check(path, option)
+            key = str(Path(path).resolve())
+            if key in seen:
+                raise PlanInputError(f"the same file as {seen[key]}: give each output its own file", field=option)
+            seen[key] = option
 
 
 PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
@@ -396,8 +403,8 @@ def compare(
                                       "'none' plans without one."),
     model: str | None = typer.Option(None, "--model", help="Models to compare, comma-separated."),
     link: str | None = typer.Option(None, "--link", help="Link bandwidths to compare, decimal Gbps, comma-separated."),
-    jobs: int = typer.Option(0, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, at most "
-                             "one per option)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, "
+                                    "at most one per option)."),
     plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front "
                                          "(.png, .svg or .pdf)."),
     mode: PlanMode = MODE_OPT,
@@ -418,7 +425,7 @@ def compare(
     _check_outputs((output, "--output"), (plot_file, "--plot"))
     lists = dict(prfaas=_list(prfaas, "--prfaas"), pd=_list(pd, "--pd"), pd_decode=_list(decode, "--decode"),
                  model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
-    workers = jobs or max(1, min(os.cpu_count() or 1, 64))
+    workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
     with _progress("planning options", minimum=2) as progress:
         result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, **lists)
     figures = ()

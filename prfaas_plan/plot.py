@@ -121,12 +121,20 @@ def compare_figure(comparison):
         ttft = np.array([np.nan if r.ttft_p90_s is None else r.ttft_p90_s for _, r in rows])
         dots = ax.scatter(cost, rate, c=ttft, cmap="viridis_r", s=40, zorder=3)
         fig.colorbar(dots, ax=ax, label="TTFT P90 at the operating rate (s)")
-        front = sorted((r.usd_per_hour, r.capacity_rps, r.option.label) for i, r in rows if i in comparison.pareto)
-        if front:
-            ax.plot([f[0] for f in front], [f[1] for f in front], "k--", lw=1, zorder=2, label="Pareto front")
-            for x, y, label in front:
-                ax.annotate(label, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
-            ax.legend(loc="lower right")
+        # the 2-D front over ($/hour, req/s) as a staircase; points on the 3-D front (TTFT too) starred
+        steps, best = [], -np.inf
+        for x, y in sorted(zip(cost, rate), key=lambda xy: (xy[0], -xy[1])):
+            if y > best:
+                steps.append((x, y))
+                best = y
+        ax.step([x for x, _ in steps], [y for _, y in steps], "k--", where="post", lw=1, zorder=2,
+                label="front over $/hour and req/s")
+        front = [(r.usd_per_hour, r.capacity_rps, r.option.label) for i, r in rows if i in comparison.pareto]
+        ax.scatter([f[0] for f in front], [f[1] for f in front], marker="*", s=160, facecolors="none",
+                   edgecolors="k", zorder=4, label="Pareto front (with TTFT P90)")
+        for x, y, label in front:
+            ax.annotate(label, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        ax.legend(loc="lower right")
     ax.set_xlabel("provisioned cost ($/hour)")
     ax.set_ylabel("requests/s served")
     ax.set_title(f"{comparison.name}: {len(comparison.results)} options ({comparison.objective})")

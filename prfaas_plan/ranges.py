@@ -116,6 +116,7 @@ USD_PER_GB = Range(0, 1e3, "$/GB", "an egress price (link.usd_per_gb_egress)")
 COMPARE_OPTIONS = Range(1, 512, "options", "combinations one compare plans")
 JOBS = Range(1, 64, "processes", "parallel processes of compare (--jobs)")
 MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
+MAX_CHIP_COMBINATIONS = 64  # combinations of the pools' chips per instance one plan resolves
 MIN_CAPACITY_RPS = 1e-3  # a plan below this Lambda_max (3.6 requests/hour) is an error, not a table of zeros
 
 # Files: each input is read whole, so its size is bounded before reading.
@@ -143,6 +144,7 @@ def markdown_table() -> str:
     lines = ["| what | range |", "|---|---|"]
     lines += [f"| {r.what} | {r.describe()} |" for r in NUMERIC]
     lines.append(f"| a plan's Lambda_max | at least {MIN_CAPACITY_RPS:g} requests/s, else an error |")
+    lines.append(f"| chips per instance (lists, auto) | at most {MAX_CHIP_COMBINATIONS} combinations over the pools |")
     lines.append(f"| YAML/JSON files | at most {MAX_PROFILE_BYTES // 2**20} MiB, {MAX_DEPTH} levels deep, "
                  f"{MAX_NODES:,} values after aliases, integers of at most {MAX_INT_DIGITS} digits |")
     lines.append(f"| a length distribution (trace, histogram, mixture, prefix cache) | at most {MAX_SUPPORT_POINTS:,} "

@@ -229,6 +229,18 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/plan.py",
         "    count = _most(total, local)",
         "    count = total"),
+    "milp-link-free": (
+        "prfaas_plan/planner/optimizer.py",
+        "        prob += nf <= limits.prfaas_max * uses_link",
+        "        pass"),
+    "slo-idle-check-inverted": (
+        "prfaas_plan/planner/slo.py",
+        "    if not any(idle_ok(int(k)) for k in coarse):",
+        "    if any(idle_ok(int(k)) for k in coarse):"),
+    "compare-keeps-old-cost": (
+        "prfaas_plan/profiles/scenario_set.py",
+        '"calibration_fit": None, "cost": CostSpec()})',
+        '"calibration_fit": None})'),
 }
 
 

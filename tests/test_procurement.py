@@ -409,7 +409,7 @@ def test_compare_csv_columns_carry_identity_and_units(run_cli):
         assert column in header
     unitless = {"scenario", "model", "prfaas_hardware", "pd_hardware", "pd_decode_hardware", "option", "rank",
                 "pareto", "status", "reason", "objective", "binding", "n_prfaas", "n_p", "n_d",
-                "ratio_vs_homogeneous", "link_utilisation"}
+                "ratio_vs_homogeneous", "link_utilisation", "notes"}
     units = ("_rps", "_s", "_ms", "_gbps", "_tokens", "_usd_per_hour", "usd_per_hour", "_kw", "_instance",
              "usd_per_mtok_output", "usd_per_mtok_blended", "_per_output_token", "gpus_total", "usd_per_hour_operating")
     for column in set(header) - unitless:
@@ -496,3 +496,103 @@ def test_np_sweep_with_a_decode_only_pool_keeps_its_decode_count(run_cli):
     rows = list(csv.DictReader(io.StringIO(run_cli("sweep", "phase-split", "--over", "np").out)))
     assert [int(r["n_p"]) for r in rows] == list(range(0, 17))
     assert {int(r["n_d"]) for r in rows} == {plan_doc["n_d"]}
+
+
+@pytest.mark.parametrize("objective, budgets", [
+    ({"type": "min_cost", "target_rate_rps": 3.0}, {}),
+    ({"type": "max_throughput"}, {"usd_per_hour": 600}),
+])
+def test_milp_pays_the_committed_link_only_when_prfaas_is_used(objective, budgets):
+    """A link at $2,000/Gbps-month ($274/hour for 100 Gbps) is paid only by plans with PrfaaS
+    instances: the MILP (link as a binary) finds the same optimum as the enumeration, here a
+    local-only plan that does not pay for the link."""
+    found = {}
+    for method in ("milp", "enumerate"):
+        doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, pd__instances={"min": 0, "max": 40},
+                           link__usd_per_gbps_month=2000.0, objective=objective, budgets=budgets,
+                           optimiser={"method": method})
+        pt = plan(inputs_of(doc), with_marginals=False).point
+        found[method] = (pt.n_prfaas, pt.n_p + pt.n_d, round(pt.lambda_max, 9), pt.usd_per_hour)
+    assert found["milp"] == found["enumerate"]
+    assert found["milp"][0] == 0  # the link costs more than offloading saves
+
+
+def test_compare_prices_swapped_hardware_at_its_own_price():
+    """A pool's purchase cost belongs to its hardware: an option that swaps the hardware is priced
+    at the new profile's rental (B200: $6.3 per chip-hour), and the report says so."""
+    from prfaas_plan.planner.compare import plan_option
+    from prfaas_plan.profiles.scenario_set import CompareOption, scenario_set
+
+    doc = scenario_doc(prfaas__cost={"purchase_usd_per_gpu": 25000})
+    scenarios = scenario_set(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
+    b200 = plan_option(scenarios, CompareOption(prfaas="b200"))
+    assert b200.usd_per_hour == pytest.approx(b200.n_prfaas * 8 * 6.3 + (b200.n_p + b200.n_d) * H20_8_USD_HOUR)
+    assert any("cost of h200 dropped" in n for n in b200.notes)
+    h200 = plan_option(scenarios, CompareOption(prfaas="h200"))
+    per_chip = 25000 * 0.25 / 8760  # the scenario's purchase, 4 years at 0%, power in the rental's absence
+    assert h200.usd_per_hour == pytest.approx(4 * 8 * (per_chip + 0.7 * 1.3 * 0.08) + 8 * H20_8_USD_HOUR, rel=1e-9)
+
+
+def test_failed_options_keep_their_identity_and_say_why(run_cli, tmp_path):
+    doc = scenario_doc(budgets={"usd_per_hour": 300})
+    rows = _compare_csv(run_cli, write(tmp_path, doc), "--prfaas", "h200,mi355x", "--jobs", "1")
+    failed = next(r for r in rows if r["status"] != "ok")
+    assert failed["status"] == "no price" and failed["rank"] == ""
+    assert (failed["scenario"], failed["model"], failed["prfaas_hardware"], failed["pd_hardware"],
+            failed["link_gbps"]) == ("paper-case-study", "prfaas-1t-hybrid", "mi355x", "h20", "100.0")
+
+
+def test_compare_section_references_are_checked(run_cli, tmp_path):
+    """A typo in the compare: section is an error of validate and of compare, naming the field."""
+    path = write(tmp_path, scenario_doc(compare={"prfaas": ["h200", "b2000"]}))
+    for args in (("validate", path), ("compare", path)):
+        res = run_cli(*args)
+        assert res.code == 2 and "compare.prfaas" in res.err and "b2000" in res.err, res.err
+    res = run_cli("compare")
+    assert res.code == 2 and "no options to compare" in res.err
+
+
+def test_validate_and_plan_accept_a_chips_list_whose_first_count_does_not_fit(run_cli, tmp_path):
+    """[4, 8] H200 chips for the 1T model: 4 do not hold it, 8 do; the plan uses 8 and says 4 was left out."""
+    path = write(tmp_path, scenario_doc(prfaas__gpus_per_instance=[4, 8]))
+    assert run_cli("validate", path).code == 0
+    doc = json.loads(run_cli("plan", path, "-f", "json").out)
+    assert doc["identity"]["prfaas_gpus_per_instance"] == 8
+    assert any("left out" in n and "4xh200" in n for n in doc["notes"])
+
+
+def test_too_many_chip_combinations_is_an_error(run_cli, tmp_path):
+    path = write(tmp_path, scenario_doc(prfaas__gpus_per_instance=list(range(5, 14)),
+                                        pd__gpus_per_instance=list(range(8, 16)), pd__calibration_points=None,
+                                        pd__calibration_fit=None))
+    res = run_cli("plan", path)
+    assert res.code == 2 and "72 combinations of chips per instance" in res.err
+
+
+def test_slo_missed_even_when_idle_fails_fast():
+    """A TTFT target below any prefill time is refused without searching every count."""
+    import time
+
+    doc = scenario_doc(prfaas__instances={"min": 0, "max": 20}, pd__instances={"min": 0, "max": 20},
+                       slo={"ttft_p90_s": 0.05})
+    start = time.perf_counter()
+    with pytest.raises(PlanInputError, match="even on an idle deployment"):
+        plan(inputs_of(doc), with_marginals=False)
+    assert time.perf_counter() - start < 60  # a guard against the exhaustive search, not a benchmark
+
+
+def test_first_prfaas_instance_is_priced_with_the_link_it_brings():
+    """With no PrfaaS instance in the plan, one more brings the committed link: its price is the
+    instance's plus the link's ($2,000/Gbps-month x 100 Gbps / 730 h)."""
+    doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, link__usd_per_gbps_month=2000.0,
+                       budgets={"usd_per_hour": 600}, pd__instances={"min": 0, "max": 40})
+    result = plan(inputs_of(doc))
+    assert result.point.n_prfaas == 0
+    m = result.marginals["per_prfaas_instance"]
+    assert m.price_usd_per_hour == pytest.approx(H200_8_USD_HOUR + 2000.0 * 100 / 730, rel=1e-12)
+
+
+def test_power_of_a_profile_without_tdp_is_flagged(tmp_path):
+    """Rubin CPX has no published TDP: the plan says its power is not counted."""
+    result = api.plan("phase-split")
+    assert any("no tdp_w" in n and "rubin-cpx" in n for n in result.notes)

@@ -6,7 +6,8 @@ objective, SLO and budgets), without marginal values. The ranking: most req/s (t
 goodput, else Lambda_max) for ``max_throughput``, least provisioned $/hour for ``min_cost``;
 ties by the other, then by TTFT P90. The Pareto front is over $/hour (less is better), req/s
 (more) and TTFT P90 at the operating rate (less). An option that cannot be planned says why:
-it does not fit, is over budget, misses the SLO, or cannot reach the target rate.
+it does not fit, is over budget, misses the SLO, cannot reach the target rate, has no price
+(for a cost objective or budget), or is too large to plan.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..choices import ObjectiveKind, PlanMode
 from ..errors import PlanInputError
-from ..profiles.scenario_set import CompareOption, ScenarioSet
+from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
 from ..ranges import JOBS
 from .cost import Tco
 
@@ -72,14 +73,19 @@ class Comparison:
 
 
 def _failure(exc: PlanInputError) -> str:
+    """Why an option could not be planned, from its error's field and reason."""
     field_, reason = exc.field or "", exc.reason
+    if "no price" in reason:
+        return "no price"
+    if "too many" in reason or "combinations" in reason:
+        return "too large"
     if field_.endswith("gpus_per_instance") or "does not fit" in reason or "holds" in reason:
         return "does not fit"
     if field_ == "slo":
         return "misses the SLO"
     if field_ == "objective.target_rate_rps":
         return "cannot reach the target rate"
-    if field_.startswith("budgets") or "budget" in reason:
+    if field_ == "budgets" or field_.startswith("budgets.") or "ranges and budgets" in reason:
         return "over budget"
     return "invalid"
 
@@ -93,8 +99,8 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     try:
         result = plan(resolve(variant, scenarios.source), mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
-        return OptionResult(option, failure=_failure(exc), reason=exc.reason if not exc.field
-                            else f"{exc.field}: {exc.reason}", notes=tuple(notes))
+        return OptionResult(option, identity=describe(variant), failure=_failure(exc),
+                            reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes))
     pt, lat = result.point, result.operating_latency
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(

@@ -27,7 +27,7 @@ from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
-from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
+from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS, MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.cost import Engine
 from ..timing.decode import DecodeCapacity, decode_capacity
@@ -385,6 +385,10 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
     options = {role: chip_options(role, spec, model, hardware[role], need, source)
                for role, (spec, need) in specs.items()}
     roles = list(specs)
+    count = math.prod(len(options[r]) for r in roles)
+    if count > MAX_CHIP_COMBINATIONS:
+        raise PlanInputError(f"{count} combinations of chips per instance (at most {MAX_CHIP_COMBINATIONS}): shorten the "
+                             "lists or lower max_gpus_per_instance", source=source, field="gpus_per_instance")
     combos = [tuple(options[r][0] for r in roles)] if first_only else list(itertools.product(*(options[r] for r in roles)))
     pools: dict[tuple[Role, int], Pool | PlanInputError] = {}
     decodes: dict[int, Decode] = {}
@@ -409,11 +413,13 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
 
     out: list[PlanInputs] = []
     first_error: PlanInputError | None = None
+    skipped: dict[str, None] = {}
     for combo in combos:
         try:
             chosen = {role: pool_of(role, gpus) for role, gpus in zip(roles, combo)}
         except PlanInputError as exc:
             first_error = first_error or exc
+            skipped[f"{exc.field}: {exc.reason}"] = None
             continue
         decoder = chosen.get(Role.pd_decode, chosen[Role.pd])
         if decoder.gpus_per_instance not in decodes:
@@ -421,6 +427,9 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         out.append(_assemble(scenario, source, model, chosen, workload, decodes[decoder.gpus_per_instance], notes))
     if not out:
         raise first_error
+    if skipped:
+        left_out = tuple(f"chips per instance left out, {reason}" for reason in skipped)
+        out = [replace(inputs, notes=inputs.notes + left_out) for inputs in out]
     return out
 
 
@@ -501,7 +510,22 @@ def validate_scenario(data: object, source: str) -> Scenario:
     """Check a parsed scenario file completely (schema, references, workload, fit)."""
     scenario = load_scenario(data, source)
     try:
-        build_inputs(scenario, source)
+        build_variants(scenario, source)
+        check_references(scenario, source)
     except PlanInputError as exc:
         raise exc.with_source(source) from None
     return scenario
+
+
+def check_references(scenario: Scenario, source: str | None, options=()) -> None:
+    """Every hardware and model that the ``compare:`` section or ``options`` name resolves
+    (a path relative to the scenario's folder); an error names the first that does not."""
+    from ..profiles.scenario_set import references
+
+    base = Path(source).resolve().parent if source else None
+    for field_, ref, kind in references(scenario, tuple(options)):
+        resolver = resolve_hardware if kind == "hardware" else resolve_model
+        try:
+            resolver(_ref(ref, base, source, field_))
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, source=source, field=field_) from None

@@ -9,7 +9,8 @@ lambda_k >= 0 that may be non-zero only for the chosen k, and integer instance c
     sum_k lambda_k * p_k S_long_k      <= B_out         (link egress, bytes/s)
     sum_k lambda_k * (1-p_k) T_short_k <= N_p           (PD prefill)
     sum_k lambda_k                     <= r_d N_d       (PD decode)
-    instance ranges, GPU budgets per hardware, $/hour budget
+    instance ranges, GPU budgets per hardware, $/hour budget (provisioned: each pool's
+    instances at their price, plus the committed link times a binary u >= N_prfaas / max)
 
 maximising sum_k lambda_k (= Lambda_max), or minimising $/hour subject to
 sum_k lambda_k >= a target rate. It is solved first over a coarse grid of thresholds
@@ -109,6 +110,12 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     total = pulp.lpSum(lam)
     c_f, c_p, c_d = _cost_terms(inputs)
     cost = (c_f or 0.0) * nf + (c_p or 0.0) * np_ + (c_d or 0.0) * nd
+    link_usd = inputs.link.fixed_usd_per_hour
+    if link_usd > 0 and limits.prfaas_max > 0:
+        # the committed link is paid when PrfaaS instances use it: a binary that N_prfaas > 0 needs
+        uses_link = var("uses_link", 0, 1, cat="Binary")
+        prob += nf <= limits.prfaas_max * uses_link
+        cost = cost + link_usd * uses_link
     if maximise:
         prob += total - _TIE * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max
                                                              + (decode_max if separate else 0))
@@ -132,10 +139,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     for budget, g_f, g_p, g_d in _gpu_rows(inputs, limits):
         prob += g_f * nf + g_p * np_ + g_d * nd <= budget
     if limits.usd_per_hour is not None:
-        # the committed link is paid whenever it carries KV: counted as if PrfaaS were used (a
-        # plan without PrfaaS instances that only fits without it is found by the polish step)
-        link = inputs.link.fixed_usd_per_hour if limits.prfaas_max > 0 else 0.0
-        prob += cost <= limits.usd_per_hour - link
+        prob += cost <= limits.usd_per_hour
     with warnings.catch_warnings():
         # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
         warnings.simplefilter("ignore", DeprecationWarning)

@@ -261,8 +261,9 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
             if same is not None and same.lambda_max >= MIN_CAPACITY_RPS:
                 out[DeploymentName.homogeneous_equal_cost] = same
             else:
-                notes.append(f"the plan's ${cost:,.0f}/hour buys {capped} PD instances beside the decode pool, which "
-                             "serve no request: the equal-cost homogeneous baseline is left out")
+                beside = " beside the decode pool" if limits.separate_decode else ""
+                notes.append(f"the plan's ${cost:,.0f}/hour buys {capped} PD instances{beside}, which serve no "
+                             "request: the equal-cost homogeneous baseline is left out")
     n_pd = sol.n_p + sol.n_d
     naive_d = sol.n_d if limits.separate_decode else n_pd
     naive_limits = replace(limits, prfaas_min=0, pd_min=0, pd_max=int(INSTANCES.hi))
@@ -328,7 +329,8 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     one more instance of each pool (the threshold and the other counts re-optimised within their
     ranges), each with the budgets raised by the unit's price: what the unit is worth if bought.
     A budget that the unit would break with the budgets held is named (``Marginal.blocked_by``);
-    the gain with the budgets held is then 0."""
+    with budgets set, the gain is also re-optimised with them held (0 where they do not allow
+    the unit). The first PrfaaS instance's price includes the committed link it brings."""
     base = sol.lambda_max
     what_if = dict(objective=ObjectiveKind.max_throughput)  # the scenario's optimiser method, as the plan
     plan_cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
@@ -344,21 +346,32 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
     if limits.separate_decode:
         pools.append(("per_decode_instance", "decode", inputs.decode_pool))
+    budgeted = bool(limits.gpu_budget) or limits.usd_per_hour is not None
     for what, which, pool in pools:
         forced, grown = _one_more(limits, sol, which)
         price = pool.usd_per_hour_per_instance
+        if price is not None and which == "prfaas" and sol.n_prfaas == 0:
+            price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
         try:
             gain = optimise(inputs, table, limits=_raised(forced, pool.hardware_name, pool.gpus_per_instance, price),
                             **what_if).lambda_max - base
         except PlanInputError:  # no plan with one more of this pool (e.g. its instances are unpriced)
             continue
-        out[what] = _marginal(what, gain, _blocking(inputs, limits, grown), price, per_rps)
+        blocked = _blocking(inputs, limits, grown)
+        held = gain
+        if budgeted:  # the same unit with the budgets as they are (0 when they do not allow it)
+            try:
+                held = optimise(inputs, table, limits=forced, **what_if).lambda_max - base
+            except PlanInputError:
+                held = 0.0
+        out[what] = _marginal(what, gain, blocked, price, per_rps, held)
     return out
 
 
-def _marginal(what: str, gain: float, blocked: tuple[str, ...], price: float | None, per_rps: float | None
-              ) -> Marginal:
-    return Marginal(what, gain, 0.0 if blocked else gain, price, None if per_rps is None else gain * per_rps, blocked)
+def _marginal(what: str, gain: float, blocked: tuple[str, ...], price: float | None, per_rps: float | None,
+              held: float | None = None) -> Marginal:
+    held = (0.0 if blocked else gain) if held is None else held
+    return Marginal(what, gain, held, price, None if per_rps is None else gain * per_rps, blocked)
 
 
 def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True,
@@ -407,6 +420,11 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     _add_latency(result, decode, good)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
+    unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
+                      if p.instances and pool.cost.tdp_w is None})
+    if unknown:
+        result.notes.append(f"no tdp_w in the profile of {', '.join(unknown)}: its power (kW, J/token, $ of power) "
+                            "is not counted")
     return result
 
 

@@ -3,7 +3,8 @@ deployment that maximises it, or the cheapest one that reaches a target rate und
 
 Goodput of a deployment = the largest rate <= its Lambda_max at which the closed-form
 latency (``planner.latency``) meets every target; latency grows with the rate, so it is
-found by bisection. The search enumerates instance-count combinations (largest
+found by bisection. A threshold that misses the SLO on an idle deployment (its prefill and
+transfer alone are too slow) is skipped for every count. The search enumerates instance-count combinations (largest
 throughput bound first, pruning any whose Lambda_max cannot beat the best goodput found)
 and, for each, candidate thresholds at quantiles of L, then refines t between the
 neighbours of the best one.
@@ -26,6 +27,7 @@ from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
 _BISECTIONS = 30
+IDLE_RATE_RPS = 1e-6  # "an idle deployment": a rate at which no request waits
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ def goodput(model: LatencyModel, slo, upper_rps: float, arrival_scv: float = 1.0
         return 0.0
     if model.meets(upper_rps * (1 - 1e-9), slo, arrival_scv):
         return upper_rps * (1 - 1e-9)
+    if not model.meets(upper_rps * 2.0 ** -_BISECTIONS, slo, arrival_scv):
+        return 0.0  # missed even on an idle deployment: no bisection can find a rate
     lo, hi = 0.0, upper_rps
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
@@ -78,8 +82,24 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
         candidates.sort(key=lambda c: -c[0])
     best: SloPlan | None = None
 
+    idle: dict[int, bool] = {}
+
+    def idle_ok(k: int) -> bool:
+        """Whether threshold k meets the SLO on an idle deployment (no queueing: prefill, transfer
+        and the smallest decode batch only), which no instance count changes."""
+        if k not in idle:
+            dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), 1, 1, 1)
+            idle[k] = LatencyModel(inputs, dep, decode, support).meets(IDLE_RATE_RPS, slo, scv)
+        return idle[k]
+
+    if not any(idle_ok(int(k)) for k in coarse):
+        raise PlanInputError("no routing threshold meets it even on an idle deployment (prefill and KV transfer "
+                             "alone exceed the targets)", field="slo")
+
     def evaluate(k: int, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost) -> SloPlan:
         dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
+        if not idle_ok(k):
+            return SloPlan(dep, k, 0.0, float(lam[k]), cost)
         good = goodput(LatencyModel(inputs, dep, decode, support), slo, float(lam[k]), scv)
         return SloPlan(dep, k, good, float(lam[k]), cost)
 

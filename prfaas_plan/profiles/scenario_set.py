@@ -3,10 +3,12 @@
 Each option replaces parts of the scenario: the PrfaaS pool's hardware, the PD (or PD-P)
 pool's hardware, a decode-only pool's hardware (``none``: no separate pool), the model and
 the link's bandwidth. A replaced pool keeps its instance range, chips per instance (use
-``auto`` to size each hardware), cost and site, and drops what was measured on the old one
-(calibration points, a fixed layout); a new model or decode hardware drops a measured decode
-rate. GPU budgets for hardware an option does not use are left out. A decode-only pool that
-the scenario lacks gets ``auto`` chips and the PD pool's instance range (at least one).
+``auto`` to size each hardware) and site, and drops what belonged to the old hardware
+(calibration points, a fixed layout, its cost: the new hardware is priced at its profile's
+example rental); a new model or decode hardware drops a measured decode rate. GPU budgets for
+hardware an option does not use are left out (noted). A decode-only pool that the scenario
+lacks gets ``auto`` chips and 1 to the PD pool's maximum instances, beside 0 to that many
+PD-P instances.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from ..choices import ObjectiveKind
 from ..errors import PlanInputError
 from ..ranges import COMPARE_OPTIONS
+from .cost_spec import CostSpec
 from .registry import looks_like_path
 from .scenario import AUTO, ClusterSpec, CountRange, Scenario
 
@@ -90,31 +93,39 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
     notes: list[str] = []
     update: dict = {}
 
-    def swapped(spec: ClusterSpec, hardware: str) -> ClusterSpec:
+    def swapped(role: str, spec: ClusterSpec, hardware: str) -> ClusterSpec:
         if hardware == spec.hardware:
             return spec
-        if spec.calibration_points or spec.parallel is not None:
-            notes.append(f"{hardware}: the scenario's calibration points and layout of {spec.hardware} are dropped")
+        dropped = [what for what, present in (("calibration points", spec.calibration_points),
+                                              ("layout", spec.parallel is not None),
+                                              ("cost", spec.cost != CostSpec())) if present]
+        if dropped:
+            notes.append(f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
+                         + (" (priced at the profile's example rental)" if "cost" in dropped else ""))
         return spec.model_copy(update={"hardware": hardware, "calibration_points": [], "parallel": None,
-                                       "calibration_fit": None})
+                                       "calibration_fit": None, "cost": CostSpec()})
 
     decode_changed = False
     if option.prfaas is not None:
-        update["prfaas"] = swapped(scenario.prfaas, option.prfaas)
+        update["prfaas"] = swapped("prfaas", scenario.prfaas, option.prfaas)
     if option.pd is not None:
-        update["pd"] = swapped(scenario.pd, option.pd)
+        update["pd"] = swapped("pd", scenario.pd, option.pd)
         decode_changed |= scenario.pd_decode is None and option.pd != scenario.pd.hardware
     if option.pd_decode == NO_DECODE_POOL:
         decode_changed |= scenario.pd_decode is not None
         update["pd_decode"] = None
     elif option.pd_decode is not None:
         if scenario.pd_decode is not None:
-            update["pd_decode"] = swapped(scenario.pd_decode, option.pd_decode)
+            update["pd_decode"] = swapped("pd_decode", scenario.pd_decode, option.pd_decode)
             decode_changed |= option.pd_decode != scenario.pd_decode.hardware
         else:
             lo, hi = scenario.pd.count_range
             update["pd_decode"] = ClusterSpec(hardware=option.pd_decode, gpus_per_instance=AUTO,
-                                              instances=CountRange(min=max(1, lo), max=max(1, hi)))
+                                              instances=CountRange(min=1, max=max(1, hi)))
+            pd = update.get("pd", scenario.pd)
+            update["pd"] = pd.model_copy(update={"instances": CountRange(min=0, max=hi)})
+            notes.append(f"a decode-only pool of {option.pd_decode} (auto chips, 1 to {max(1, hi)} instances) beside "
+                         f"0 to {hi} PD-P instances")
             decode_changed = True
     if option.model is not None and option.model != scenario.model:
         update["model"] = option.model
@@ -123,10 +134,10 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
             spec = update.get(role, getattr(scenario, role))
             if spec is not None and spec.calibration_points:
                 update[role] = spec.model_copy(update={"calibration_points": [], "calibration_fit": None})
-                notes.append(f"{role}: calibration points measured on {scenario.model} are dropped")
+                notes.append(f"{role}: calibration points measured on {scenario.model} dropped")
     if decode_changed and scenario.decode.tokens_per_s_per_instance is not None:
         update["decode"] = scenario.decode.model_copy(update={"tokens_per_s_per_instance": None})
-        notes.append("the scenario's measured decode tokens/s is dropped: the roofline of the new decode pool is used")
+        notes.append("the scenario's measured decode tokens/s dropped: the new decode pool's roofline is used")
     if option.link_gbps is not None:
         update["link"] = scenario.link.model_copy(update={"bandwidth_gbps": option.link_gbps})
     out = scenario.model_copy(update=update)
@@ -134,5 +145,28 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
     if not any(looks_like_path(ref) for ref in used):  # shipped references are the profiles' names
         kept = {k: v for k, v in out.budgets.gpus.items() if k in used}
         if len(kept) < len(out.budgets.gpus):
+            notes.append(f"GPU budgets of hardware this option does not use ignored: "
+                         f"{', '.join(sorted(set(out.budgets.gpus) - set(kept)))}")
             out = out.model_copy(update={"budgets": out.budgets.model_copy(update={"gpus": kept})})
     return out, notes
+
+
+def describe(scenario: Scenario) -> dict:
+    """The identity of a scenario as written (references, not resolved profiles): for options
+    that could not be planned."""
+    dec = scenario.pd_decode
+    return {"scenario": scenario.name, "model": scenario.model, "prfaas_hardware": scenario.prfaas.hardware,
+            "pd_hardware": scenario.pd.hardware, "pd_decode_hardware": None if dec is None else dec.hardware,
+            "link_gbps": float(scenario.link.bandwidth_gbps)}
+
+
+def references(scenario: Scenario, options: tuple[CompareOption, ...] = ()) -> list[tuple[str, str, str]]:
+    """(field, reference, kind) of every hardware and model an option set names ('hardware' or
+    'model'), from ``options`` and the scenario's ``compare:`` section; each once."""
+    spec = scenario.compare
+    out: list[tuple[str, str, str]] = []
+    for name, kind in (("prfaas", "hardware"), ("pd", "hardware"), ("pd_decode", "hardware"), ("model", "model")):
+        refs = [getattr(o, name) for o in options] + (list(getattr(spec, name)) if spec is not None else [])
+        for ref in dict.fromkeys(r for r in refs if r is not None and r != NO_DECODE_POOL):
+            out.append((f"compare.{name}", ref, kind))
+    return out

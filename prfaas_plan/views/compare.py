@@ -15,7 +15,7 @@ METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps",
               "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour", "operating_rate_rps",
               "ttft_p90_s", "tpot_ms", "link_utilisation", "usd_per_hour_operating", "usd_per_mtok_output",
               "usd_per_mtok_blended", "power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
-              "ratio_vs_homogeneous")
+              "ratio_vs_homogeneous", "notes")
 
 
 def _round(value, digits: int = 6):
@@ -43,6 +43,7 @@ def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
         "power_kw": cost.get("power_kw"), "joules_per_output_token": cost.get("joules_per_output_token"),
         "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
+        "notes": "; ".join(r.notes),
     }
 
 
@@ -90,16 +91,23 @@ def compare_view(comparison) -> Report:
         Column("status", "status", justify="left"),
     ]
     csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV)]
-    notes = [f"ranked by {'least provisioned $/hour' if comparison.objective == 'min_cost' else 'most req/s'} "
-             f"({served}); * marks the Pareto front over $/hour, req/s and TTFT P90 at the operating rate",
+    ranked = "least provisioned $/hour" if comparison.objective == "min_cost" else f"most req/s ({served})"
+    notes = [f"ranked by {ranked}; * marks the Pareto front over $/hour, req/s and TTFT P90 at each option's "
+             "operating rate",
              "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
              "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)"]
+    shared: dict[str, list[str]] = {}
     for row in rows:
         if row["status"] != "ok":
             notes.append(f"{row['option']}: {row['status']}: {row['reason']}")
+        for note in filter(None, row["notes"].split("; ")):
+            shared.setdefault(note, []).append(row["option"])
+    for note, options in shared.items():
+        notes.append(f"{note} ({'every option' if len(options) == len(rows) else ', '.join(options)})")
     failed = sum(r["status"] != "ok" for r in rows)
     return Report(
-        title=f"Compare: {comparison.name} ({len(rows)} options, {len(rows) - failed} feasible; "
+        title=f"Compare: {comparison.name} ({len(rows)} option{'s' if len(rows) != 1 else ''}, "
+              f"{len(rows) - failed} feasible; "
               f"objective {comparison.objective})",
         columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": comparison.name, "objective": str(comparison.objective)}, notes=notes,

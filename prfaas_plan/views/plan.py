@@ -299,6 +299,8 @@ def _marginal_details(result) -> list[tuple[str, str]]:
             text += f", worth {_usd(m.value_usd_per_hour)}/hour against a price of {_usd(m.price_usd_per_hour)}/hour"
         if m.blocked_by:
             text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s (blocked by {', '.join(m.blocked_by)})"
+        elif abs(m.held_lambda_rps - m.lambda_rps) > 1e-9:
+            text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s"
         rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
     if rows:
         rows.append(("marginal values", "max-throughput Λ_max re-optimised (threshold and the other counts) with one "
