@@ -383,6 +383,63 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
         return run(scenarios, _choice(PlanMode, mode, "--mode"), jobs, progress)
 
 
+def robust(scenario: str):
+    """One set of instance counts for the cases of the scenario's ``robust:`` section
+    (``planner.robust``). Returns a ``planner.robust.RobustPlan``."""
+    from .planner.robust import robust_inputs, robust_plan
+    from .profiles.registry import resolve_scenario_file
+
+    with scenario_errors(scenario):
+        spec, path = resolve_scenario_file(scenario)
+        objective, cases = robust_inputs(spec, path)
+        return robust_plan(cases, objective)
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    """A plan's routing table: the counts it is for and one row per available bandwidth."""
+
+    inputs: object  # planner.inputs.PlanInputs
+    point: object  # planner.plan.OperatingPoint of the plan
+    rows: list  # planner.route_table.RouteRow, ascending in bandwidth
+
+
+def route_table(scenario: str, mode: str = PlanMode.exact, start: float | None = None, stop: float | None = None,
+                points: int | None = None) -> RouteTable:
+    """The threshold a router should use at each available bandwidth, for the instance counts the
+    scenario's plan buys (``planner.route_table``). Default grid: 0, and 32 bandwidths from 1% to
+    twice the usable bandwidth, and the usable bandwidth; with ``start``/``stop`` (decimal Gbps),
+    ``points`` evenly spaced ones (default 50) and the usable bandwidth when it lies between."""
+    import numpy as np
+
+    from .planner import route_table as rt
+    from .planner.optimizer import Solution
+    from .planner.throughput import threshold_table
+
+    mode = _choice(PlanMode, mode, "--mode")
+    if points is not None:
+        POINTS.check(points, "--points")
+    result = plan(scenario, mode, with_marginals=False)
+    resolved = result.inputs
+    with scenario_errors(scenario):
+        usable = resolved.link.usable_gbps
+        if start is None and stop is None:
+            grid = rt.default_grid(resolved, points or 33)
+        else:
+            first = LINK_GBPS.check(start, "--from") if start is not None else 0.0
+            last = LINK_GBPS.check(stop, "--to") if stop is not None else 2 * usable
+            if last < first:
+                raise PlanInputError(f"need --from <= --to, got {first:g} and {last:g}", field="--from/--to")
+            grid = np.linspace(first, last, points or 50)
+            if first <= usable <= last:
+                grid = np.append(grid, usable)
+        pt = result.point
+        table = threshold_table(resolved, mode)
+        k = int(np.searchsorted(table.thresholds_tokens, pt.threshold_tokens))
+        sol = Solution(k, pt.threshold_tokens, pt.n_prfaas, pt.n_p, pt.n_d, pt.lambda_max, pt.usd_per_hour)
+        return RouteTable(resolved, pt, rt.route_table(resolved, table, sol, grid))
+
+
 @dataclass(frozen=True)
 class Figure5Data:
     """What the paper's figure 5 shows for a scenario: its inputs, threshold table and plan."""

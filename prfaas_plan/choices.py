@@ -37,6 +37,14 @@ class ObjectiveKind(StrEnum):
     min_cost = "min_cost"
 
 
+class RobustObjective(StrEnum):
+    """What one set of instance counts serves across the cases of ``robust:``."""
+
+    worst_case = "worst_case"  # the largest Lambda_max of the worst case
+    weighted = "weighted"  # the largest weighted mean of Lambda_max
+    min_cost = "min_cost"  # the lowest $/hour meeting every case's target rate
+
+
 class OptimiserMethod(StrEnum):
     """``milp``: pulp/CBC; ``enumerate``: exhaustive; ``auto``: enumerate small count spaces."""
 

@@ -459,6 +459,39 @@ def sweep(
 
 
 @app.command()
+def robust(
+    scenario: str = SCENARIO_ARG,
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """One set of instance counts for the scenario's robust: cases (workload mixes, rates, bandwidths)."""
+    from . import api
+    from .views.plan import robust_view
+
+    _check_outputs((output, "--output"))
+    result = api.robust(scenario)
+    _emit(robust_view(result, api.inputs(scenario)), fmt, output)
+
+
+@app.command("route-table")
+def route_table(
+    scenario: str = SCENARIO_ARG,
+    mode: PlanMode = MODE_OPT,
+    start: float | None = typer.Option(None, "--from", help="First usable Gbps (default: 0, then 1% to 2x the link's)."),
+    stop: float | None = typer.Option(None, "--to", help="Last usable Gbps (default: twice the link's usable)."),
+    points: int | None = typer.Option(None, "--points", help="Bandwidths, 2 to 10,000 (default 33; 50 with --from/--to)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format (csv or json for a router)."),
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """The threshold a bandwidth-aware router should use at each available bandwidth, for the plan's counts."""
+    from . import api
+    from .views.plan import route_table_view
+
+    _check_outputs((output, "--output"))
+    _emit(route_table_view(api.route_table(scenario, mode, start, stop, points)), fmt, output)
+
+
+@app.command()
 def plot(
     scenario: str = SCENARIO_ARG,
     output: str = typer.Option(..., "--output", "-o", help="Figure file: .png, .svg or .pdf."),

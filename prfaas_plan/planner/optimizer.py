@@ -36,7 +36,7 @@ from ..ranges import MIN_CAPACITY_RPS
 from .inputs import Limits, PlanInputs
 from .throughput import ThresholdTable, bounds, threshold_table
 
-_TIE = 1e-7  # relative tolerance when comparing Lambda values
+TIE_REL = 1e-7  # relative tolerance when comparing Lambda values
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
         prob += nf <= limits.prfaas_max * uses_link
         cost = cost + link_usd * uses_link
     if maximise:
-        prob += total - _TIE * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max
+        prob += total - TIE_REL * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max
                                                              + (decode_max if separate else 0))
     else:
         prob += cost
@@ -168,10 +168,10 @@ def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Soluti
     b = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, inputs)
     lam = b.lambda_max
     best = lam.max()
-    if best < sol.lambda_max * (1 - _TIE):
+    if best < sol.lambda_max * (1 - TIE_REL):
         return sol
     prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
-    tied = lam >= best * (1 - _TIE)
+    tied = lam >= best * (1 - TIE_REL)
     idx = int(np.argmax(np.where(tied, prefill, -np.inf)))
     return replace(sol, threshold_index=idx, threshold_tokens=float(table.thresholds_tokens[idx]),
                    lambda_max=float(lam[idx]))
@@ -262,19 +262,19 @@ def _neighbours(sol: Solution, limits: Limits):
 
 def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
     if objective == ObjectiveKind.max_throughput:
-        if a.lambda_max > b.lambda_max * (1 + _TIE):
+        if a.lambda_max > b.lambda_max * (1 + TIE_REL):
             return True
-        tie = a.lambda_max >= b.lambda_max * (1 - _TIE)
+        tie = a.lambda_max >= b.lambda_max * (1 - TIE_REL)
         return tie and a.n_prfaas + a.n_p + a.n_d < b.n_prfaas + b.n_p + b.n_d
     if a.lambda_max < target_rps * (1 - 1e-12):
         return False
     ca, cb = a.usd_per_hour or 0.0, b.usd_per_hour or 0.0
-    return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + _TIE))
+    return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + TIE_REL))
 
 
 def _better(a: Solution, b: Solution, objective: ObjectiveKind) -> bool:
     if objective == ObjectiveKind.max_throughput:
-        return a.lambda_max > b.lambda_max * (1 + _TIE)
+        return a.lambda_max > b.lambda_max * (1 + TIE_REL)
     return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
 
 

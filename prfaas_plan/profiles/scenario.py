@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator
 
-from ..choices import CurveSource, FitParam, ObjectiveKind, OptimiserMethod, PrefillCapacity, WorkloadType
+from ..choices import CurveSource, FitParam, ObjectiveKind, OptimiserMethod, PrefillCapacity, RobustObjective, WorkloadType
 from ..ranges import (
     ARRIVAL_CV,
     CALIBRATION_POINTS,
@@ -197,6 +197,33 @@ class CompareSpec(StrictModel):
     link_gbps: List(Float(LINK_GBPS)) = Field(default_factory=list)
 
 
+class RobustCaseSpec(StrictModel):
+    """One case of a robust plan: what it changes of the scenario (the rest is kept)."""
+
+    name: Name
+    weight: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.0  # of ``weighted``; the weights sum to 1
+    workload: WorkloadSpec | None = None  # replaces the scenario's workload
+    link_gbps: Float(LINK_GBPS) | None = None  # replaces the link's bandwidth
+    target_rate_rps: Float(RATE_RPS) | None = None  # of ``min_cost`` (default: the objective's)
+
+
+class RobustSpec(StrictModel):
+    """Several workload mixes, rates or bandwidths served by one set of instance counts (each case
+    with its own threshold and PD split)."""
+
+    objective: RobustObjective = RobustObjective.worst_case
+    cases: Annotated[list[RobustCaseSpec], Field(min_length=2, max_length=16)]
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        names = [c.name for c in self.cases]
+        if len(set(names)) < len(names):
+            raise ValueError("case names must differ")
+        if self.objective == RobustObjective.weighted and abs(sum(c.weight for c in self.cases) - 1.0) > 1e-6:
+            raise ValueError(f"weights sum to {sum(c.weight for c in self.cases):g}, not 1")
+        return self
+
+
 class Scenario(StrictModel):
     name: Name
     description: Text = ""
@@ -215,6 +242,7 @@ class Scenario(StrictModel):
     latency: LatencySpec = Field(default_factory=LatencySpec)
     optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)
     compare: CompareSpec | None = None  # options of `prfaas-plan compare`
+    robust: RobustSpec | None = None  # cases of `prfaas-plan robust`
 
     @model_validator(mode="after")
     def _decode_pool(self):

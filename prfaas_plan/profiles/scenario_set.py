@@ -170,3 +170,26 @@ def references(scenario: Scenario, options: tuple[CompareOption, ...] = ()) -> l
         for ref in dict.fromkeys(r for r in refs if r is not None and r != NO_DECODE_POOL):
             out.append((f"compare.{name}", ref, kind))
     return out
+
+
+def robust_cases(scenario: Scenario) -> list[tuple[str, float, Scenario, float | None]]:
+    """(name, weight, scenario, target rate) of each case of ``robust:``: the scenario with the
+    case's workload and link bandwidth, the target rate of ``min_cost`` (the case's, else the
+    objective's)."""
+    spec = scenario.robust
+    if spec is None:
+        raise PlanInputError("the scenario has no robust: section (cases to plan for)", field="robust")
+    out = []
+    for case in spec.cases:
+        update: dict = {}
+        if case.workload is not None:
+            update["workload"] = case.workload
+        if case.link_gbps is not None:
+            update["link"] = scenario.link.model_copy(update={"bandwidth_gbps": case.link_gbps})
+        target = case.target_rate_rps if case.target_rate_rps is not None else scenario.objective.target_rate_rps
+        out.append((case.name, case.weight, scenario.model_copy(update=update), target))
+    return out
+
+
+def robust_objective(scenario: Scenario) -> ObjectiveKind | str:
+    return scenario.robust.objective

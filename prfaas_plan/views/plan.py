@@ -390,3 +390,48 @@ def sweep_view(rows: list[dict], over: str, scenario: str) -> Report:
     """Rows of a sweep (keys carry units); the table rounds, CSV and JSON keep the values."""
     columns = [Column(key, key, _auto, justify="right") for key in (rows[0] if rows else {})]
     return Report(title=f"Sweep over {over}: {scenario}", columns=columns, rows=rows)
+
+
+def route_table_view(table) -> Report:
+    """The routing table (one row per available bandwidth) and the counts it is for."""
+    inputs, pt = table.inputs, table.point
+    rows = [{"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
+             "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
+             "binding": str(r.binding), "planned": r.planned} for r in table.rows]
+    meta = {**inputs.identity(), "n_prfaas": pt.n_prfaas, "n_p": pt.n_p, "n_d": pt.n_d}
+    return Report(
+        title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
+        columns=[Column("usable_gbps", "usable Gbps", _auto), Column("threshold_tokens", "threshold (tokens)", _auto),
+                 Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
+                 Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
+                 Column("planned", "planned", justify="left")],
+        rows=rows, meta=meta,
+        notes=[f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
+               "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth"],
+    )
+
+
+def robust_view(result, inputs) -> Report:
+    """A robust plan: the shared counts and, per case, its threshold, split, Lambda_max and the loss
+    against the case planned alone."""
+    ident = inputs.identity()
+    rows = [{**ident, "case": c.name, "weight": c.weight, "target_rate_rps": c.target_rate_rps,
+             "n_prfaas": result.n_prfaas, "threshold_tokens": c.threshold_tokens, "p": round(c.p, 6), "n_p": c.n_p,
+             "n_d": c.n_d, "lambda_max_rps": round(c.lambda_max_rps, 6), "own_lambda_rps": round(c.own_lambda_rps, 6),
+             "loss": round(c.loss, 6), "own_counts": "/".join(map(str, c.own_counts))} for c in result.cases]
+    shared = (f"N_prfaas {result.n_prfaas}, " + (f"N_p {result.n_pd}, N_d {result.n_decode}" if result.n_decode is not None
+                                                 else f"N_pd {result.n_pd} (split per case)"))
+    cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
+    return Report(
+        title=f"Robust plan: {inputs.name} ({result.objective}; shared {shared}; {cost})",
+        columns=[Column("case", "case", justify="left"), Column("weight", "weight", _auto),
+                 Column("target_rate_rps", "target req/s", _auto), Column("threshold_tokens", "t (tokens)", _auto),
+                 Column("p", "p", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
+                 Column("lambda_max_rps", "Λ_max req/s", _auto), Column("own_lambda_rps", "alone req/s", _auto),
+                 Column("loss", "loss", lambda v: f"{100 * v:.1f}%"), Column("own_counts", "alone N_f/N_p/N_d",
+                                                                              justify="right")],
+        rows=rows, meta={"scenario": inputs.name, "objective": str(result.objective)},
+        csv_columns=[Column(k, k) for k in rows[0]],
+        notes=[f"worst case {result.worst_lambda_rps:.3f} req/s, weighted {result.weighted_lambda_rps:.3f} req/s; "
+               "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and budgets"],
+    )

@@ -1,0 +1,190 @@
+"""Robust plans: one set of instance counts for several cases (workload mixes, rates or link
+bandwidths, ``robust:`` in a scenario), each case with its own threshold and PD split.
+
+The counts bought are shared: N_prfaas and the PD pool's N_pd = N_p + N_d (with a
+decode-only pool, N_p and N_d themselves). For given counts each case is evaluated exactly:
+every N_p / N_d split of N_pd and every threshold (vectorised), its Lambda_max_c the best.
+Objectives over the cases:
+
+- ``worst_case``: maximise min_c Lambda_max_c;
+- ``weighted``: maximise sum_c w_c Lambda_max_c (the weights sum to 1);
+- ``min_cost``: minimise the provisioned $/hour with Lambda_max_c >= target_c for every case.
+
+Every count combination within the scenario's ranges and budgets is enumerated (at most
+``MAX_SHARED_COMBINATIONS``); ties go to fewer instances (for ``min_cost``: to the larger
+worst case). Each case is also planned alone with the same ranges and budgets (its own
+optimum), and the report gives each case's loss against it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..choices import ObjectiveKind, RobustObjective
+from ..errors import PlanInputError
+from ..ranges import MIN_CAPACITY_RPS
+from .inputs import Limits, PlanInputs
+from .optimizer import TIE_REL, feasible_cost, optimise
+from .throughput import ThresholdTable, bounds, threshold_table
+
+MAX_SHARED_COMBINATIONS = 20_000
+
+
+@dataclass(frozen=True)
+class RobustCase:
+    """One case's inputs and what it weighs."""
+
+    name: str
+    weight: float
+    inputs: PlanInputs
+    target_rate_rps: float | None = None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: str
+    weight: float
+    target_rate_rps: float | None
+    threshold_tokens: float
+    p: float
+    n_p: int
+    n_d: int
+    lambda_max_rps: float  # with the shared counts
+    own_lambda_rps: float  # the case planned alone (max throughput within the same ranges and budgets)
+    own_counts: tuple[int, int, int]  # its N_prfaas, N_p, N_d
+
+    @property
+    def loss(self) -> float:
+        """1 - Lambda_max with the shared counts / the case's own optimum."""
+        return 1.0 - self.lambda_max_rps / self.own_lambda_rps if self.own_lambda_rps > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class RobustPlan:
+    objective: RobustObjective
+    n_prfaas: int
+    n_pd: int  # N_p + N_d (shared pool), or N_p (decode-only pool beside it)
+    n_decode: int | None  # N_d of a decode-only pool
+    usd_per_hour: float | None  # provisioned
+    cases: tuple[CaseResult, ...]
+
+    @property
+    def worst_lambda_rps(self) -> float:
+        return min(c.lambda_max_rps for c in self.cases)
+
+    @property
+    def weighted_lambda_rps(self) -> float:
+        return sum(c.weight * c.lambda_max_rps for c in self.cases)
+
+
+def case_best(inputs: PlanInputs, table: ThresholdTable, n_f: int, n_p: int, n_d: int, shared: bool
+              ) -> tuple[float, int, int, int]:
+    """(Lambda_max, threshold index, N_p, N_d) of one case with counts (N_p + N_d split freely when
+    ``shared``), over every threshold and split."""
+    idx = np.arange(len(table))
+    if shared:
+        total = n_p + n_d
+        splits = np.arange(total + 1)
+        lam = bounds(table, idx[None, :], n_f, splits[:, None], (total - splits)[:, None], inputs).lambda_max
+        lam = np.broadcast_to(lam, (len(splits), len(idx)))
+        i, k = np.unravel_index(int(np.argmax(lam)), lam.shape)
+        return float(lam[i, k]), int(k), int(splits[i]), int(total - splits[i])
+    lam = np.broadcast_to(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max, idx.shape)
+    k = int(np.argmax(lam))
+    return float(lam[k]), k, n_p, n_d
+
+
+def _shared_counts(inputs: PlanInputs, limits: Limits):
+    """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
+    pool N_p carries the whole count (N_d = 0) and each case splits it."""
+    separate = limits.separate_decode
+    pd_counts = range(limits.pd_min, limits.pd_max + 1)
+    count = (limits.prfaas_max - limits.prfaas_min + 1) * len(pd_counts) * (
+        (limits.decode_max - limits.decode_min + 1) if separate else 1)
+    if count > MAX_SHARED_COMBINATIONS:
+        raise PlanInputError(f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the "
+                             "instance ranges", field="robust")
+    for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
+        for n_p in pd_counts:
+            for n_d in (range(limits.decode_min, limits.decode_max + 1) if separate else (0,)):
+                cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
+                if cost is not False:
+                    yield n_f, n_p, n_d, cost
+
+
+def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
+    """Whether score ``a`` beats ``b``: (value, instances) for the throughput objectives, (cost,
+    worst case, instances) for min_cost; values within a relative TIE_REL tie."""
+    if objective == RobustObjective.min_cost:
+        if a[0] < b[0] - 1e-9:
+            return True
+        return abs(a[0] - b[0]) <= 1e-9 and (a[1] > b[1] * (1 + TIE_REL) or (a[1] >= b[1] * (1 - TIE_REL)
+                                                                              and a[2] < b[2]))
+    if a[0] > b[0] * (1 + TIE_REL):
+        return True
+    return a[0] >= b[0] * (1 - TIE_REL) and a[1] < b[1]
+
+
+def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective, list[RobustCase]]:
+    """The resolved inputs of each case of a scenario's ``robust:`` section, all with the chips per
+    instance the first case's plan chooses (counts are shared, so instances must be alike)."""
+    from ..profiles.scenario_set import robust_cases, robust_objective
+    from .chips import resolve
+    from .inputs import build_variants
+
+    specs = robust_cases(scenario)
+    first = resolve(specs[0][2], source)
+    chips = tuple(pool.gpus_per_instance for pool in first.pools)
+    cases = [RobustCase(specs[0][0], specs[0][1], first, specs[0][3])]
+    for name, weight, variant, target in specs[1:]:
+        same = [v for v in build_variants(variant, source) if tuple(p.gpus_per_instance for p in v.pools) == chips]
+        if not same:
+            raise PlanInputError(f"case {name}: the chips per instance of the first case ({chips}) do not hold its "
+                                 "requests", source=source, field="robust.cases")
+        cases.append(RobustCase(name, weight, same[0], target))
+    return robust_objective(scenario), cases
+
+
+def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPlan:
+    """The shared counts that serve the cases best (see the module docstring)."""
+    objective = RobustObjective(objective)
+    base = cases[0].inputs
+    limits = base.limits
+    shared = not limits.separate_decode
+    if objective == RobustObjective.min_cost:
+        missing = [c.name for c in cases if c.target_rate_rps is None]
+        if missing:
+            raise PlanInputError(f"min_cost needs a target rate for every case ({', '.join(missing)} has none): give "
+                                 "target_rate_rps per case or in the objective", field="robust.cases")
+    tables = [threshold_table(c.inputs) for c in cases]
+    best, best_score = None, None
+    for n_f, n_p, n_d, cost in _shared_counts(base, limits):
+        per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
+        lams = [r[0] for r in per_case]
+        if objective == RobustObjective.min_cost:
+            if any(lam < c.target_rate_rps * (1 - 1e-12) for lam, c in zip(lams, cases)):
+                continue
+            score = (math.inf if cost is None else cost, min(lams), n_f + n_p + n_d)
+        else:
+            value = min(lams) if objective == RobustObjective.worst_case else sum(
+                c.weight * lam for c, lam in zip(cases, lams))
+            score = (value, n_f + n_p + n_d)
+        if best_score is None or _better(score, best_score, objective):
+            best, best_score = (n_f, n_p, n_d, cost, per_case), score
+    if best is None:
+        what = "reaches every case's target rate" if objective == RobustObjective.min_cost else "fits"
+        raise PlanInputError(f"no set of instance counts within the ranges and budgets {what}", field="robust")
+    n_f, n_p, n_d, cost, per_case = best
+    if objective != RobustObjective.min_cost and max(r[0] for r in per_case) < MIN_CAPACITY_RPS:
+        raise PlanInputError("no shared counts serve any case: every case has effectively no capacity",
+                             field="robust")
+    results = []
+    for case, table, (lam, k, case_np, case_nd) in zip(cases, tables, per_case):
+        own = optimise(case.inputs, table, objective=ObjectiveKind.max_throughput)
+        results.append(CaseResult(case.name, case.weight, case.target_rate_rps, float(table.thresholds_tokens[k]),
+                                  float(table.p[k]), case_np, case_nd, lam, own.lambda_max,
+                                  (own.n_prfaas, own.n_p, own.n_d)))
+    return RobustPlan(objective, n_f, n_p + (n_d if shared else 0), None if shared else n_d, cost, tuple(results))

@@ -1,0 +1,77 @@
+"""The routing table a bandwidth-aware router loads (the paper's short-term scheduling,
+PRFAAS.md section 3.4.3).
+
+For each available (usable) link bandwidth B on a grid, the threshold t(B) a router should
+use with the plan's instance counts: the t with the largest Lambda_max at B and, among ties,
+the balance point of eq. 7 (the largest min(PrfaaS bound, PD-P bound)), the optimiser's own
+rule, so that at the scenario's usable bandwidth the table gives the plan's t. As B falls the
+link bound of every offloading threshold falls with it, so t(B) rises (fewer, longer
+requests are offloaded) until nothing is; at B = 0 everything stays local. A router reads
+the row of the largest bandwidth at or below the one it measures and sends a request to
+PrfaaS when its uncached input exceeds that row's threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..choices import Bound
+from ..errors import PlanInputError
+from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
+from .inputs import PlanInputs
+from .optimizer import TIE_REL, Solution
+from .throughput import BOUNDS, ThresholdTable, bounds
+
+
+@dataclass(frozen=True)
+class RouteRow:
+    usable_gbps: float  # available bandwidth for KV, decimal Gbps
+    threshold_tokens: float  # offload a request whose uncached input exceeds this
+    p: float  # share of requests offloaded
+    lambda_max_rps: float  # sustainable rate with the plan's counts at this bandwidth
+    egress_gbps: float  # KV egress at that rate
+    binding: Bound
+    planned: bool  # the scenario's own usable bandwidth
+
+
+def best_thresholds(table: ThresholdTable, inputs: PlanInputs, sol: Solution, link_bytes_per_s: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Per link bandwidth (bytes/s): the index of the best threshold for the plan's counts (ties:
+    the balance point of eq. 7) and its Lambda_max."""
+    idx = np.arange(len(table))
+    b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=link_bytes_per_s[:, None])
+    shape = (len(link_bytes_per_s), len(idx))
+    lam = np.broadcast_to(b.lambda_max, shape)
+    best = lam.max(axis=1, keepdims=True)
+    prefill = np.broadcast_to(np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill), shape)
+    pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)
+    return pick, lam[np.arange(len(pick)), pick]
+
+
+def default_grid(inputs: PlanInputs, points: int = 33) -> np.ndarray:
+    """0, then ``points - 1`` bandwidths spaced geometrically from 1% to twice the usable bandwidth,
+    and the usable bandwidth itself (decimal Gbps)."""
+    usable = inputs.link.usable_gbps
+    if usable <= 0:
+        return np.array([0.0])
+    return np.unique(np.concatenate(([0.0, usable], np.geomspace(usable / 100, 2 * usable, max(points - 1, 1)))))
+
+
+def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable_gbps: np.ndarray) -> list[RouteRow]:
+    """The routing table over ``usable_gbps`` (see the module docstring), ascending."""
+    grid = np.unique(np.asarray(usable_gbps, dtype=float))
+    if grid.size == 0 or np.any(~np.isfinite(grid)) or np.any(grid < 0):
+        raise PlanInputError("bandwidths must be finite and >= 0", field="--from/--to")
+    link = gbps_to_bytes_per_s(grid)
+    pick, lam = best_thresholds(table, inputs, sol, link)
+    planned = inputs.link.usable_gbps
+    rows = []
+    for g, k, value, bps in zip(grid, pick, lam, link):
+        b = bounds(table, int(k), sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=float(bps))
+        values = [float(np.asarray(getattr(b, name))) for name in BOUNDS]
+        rows.append(RouteRow(float(g), float(table.thresholds_tokens[k]), float(table.p[k]), float(value),
+                             bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
+                             BOUNDS[int(np.argmin(values))], bool(np.isclose(g, planned, rtol=1e-12, atol=0))))
+    return rows

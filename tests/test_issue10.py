@@ -1,0 +1,191 @@
+"""Issue 10: the routing table, robust plans, ... (the parts built so far).
+
+Each figure is checked against an independent value: the routing table against a brute-force
+search over every threshold at each bandwidth and against the planner at the scenario's own
+bandwidth; the robust plan against each single-mix plan evaluated on the other mixes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO, case_study_doc
+
+from prfaas_plan import api
+from prfaas_plan.planner.chips import resolve
+from prfaas_plan.planner.plan import plan
+from prfaas_plan.planner.throughput import bounds, threshold_table
+from prfaas_plan.profiles.scenario import load_scenario
+
+SCENARIO_PATH = str(REPO / "prfaas_plan" / "scenarios" / "x.yaml")
+
+
+def inputs_of(doc: dict):
+    return resolve(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
+
+
+# --------------------------------------------------------------------------------------------
+# route-table
+
+
+def test_route_table_thresholds_rise_as_bandwidth_falls(run_cli):
+    """The case study's table: thresholds never fall as the bandwidth falls, everything stays
+    local at 0 Gbps, and the row of the scenario's 100 Gbps is the plan's threshold."""
+    res = run_cli("route-table", "-f", "csv")
+    assert res.code == 0, res.err
+    rows = list(csv.DictReader(io.StringIO(res.out)))
+    gbps = [float(r["usable_gbps"]) for r in rows]
+    thresholds = [float(r["threshold_tokens"]) for r in rows]
+    assert gbps == sorted(gbps) and gbps[0] == 0.0
+    assert all(a >= b for a, b in zip(thresholds, thresholds[1:]))  # ascending bandwidth, falling t
+    assert float(rows[0]["p"]) == 0.0
+    assert thresholds[0] > thresholds[-1]
+    planned = [r for r in rows if r["planned"] == "True"]
+    assert len(planned) == 1 and float(planned[0]["usable_gbps"]) == 100.0
+    point = api.plan("paper-case-study", with_marginals=False).point
+    assert float(planned[0]["threshold_tokens"]) == pytest.approx(point.threshold_tokens, rel=1e-12)
+    assert float(planned[0]["lambda_max_rps"]) == pytest.approx(point.lambda_max, rel=1e-6)
+
+
+def test_route_table_rows_are_the_best_threshold_by_brute_force():
+    """At each bandwidth the row's Lambda_max is the largest over every threshold for the plan's counts
+    (evaluated here threshold by threshold), and its threshold reaches it."""
+    table_doc = api.route_table("paper-case-study", start=0.5, stop=30, points=12)
+    inputs, pt = table_doc.inputs, table_doc.point
+    table = threshold_table(inputs)
+    for row in table_doc.rows:
+        link = row.usable_gbps * 1e9 / 8
+        best = max(float(bounds(table, k, pt.n_prfaas, pt.n_p, pt.n_d, inputs, link_bytes_per_s=link).lambda_max)
+                   for k in range(len(table)))
+        assert row.lambda_max_rps == pytest.approx(best, rel=1e-9)
+        k = int(np.searchsorted(table.thresholds_tokens, row.threshold_tokens))
+        at = float(bounds(table, k, pt.n_prfaas, pt.n_p, pt.n_d, inputs, link_bytes_per_s=link).lambda_max)
+        assert at == pytest.approx(best, rel=1e-6)
+        assert row.egress_gbps <= row.usable_gbps * (1 + 1e-9)
+
+
+def test_route_table_of_a_link_bound_plan_matches_the_plan(run_cli, tmp_path):
+    """On an 8 Gbps link (the link binds) the row at 8 Gbps is the plan's threshold, and rows below
+    it offload less."""
+    doc = case_study_doc()
+    doc["link"]["bandwidth_gbps"] = 8
+    doc["prfaas"]["instances"] = {"min": 0, "max": 8}
+    path = tmp_path / "thin.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = json.loads(run_cli("route-table", path, "-f", "json").out)
+    rows = out["rows"]
+    planned = next(r for r in rows if r["planned"])
+    point = api.plan(str(path), with_marginals=False).point
+    assert planned["threshold_tokens"] == pytest.approx(point.threshold_tokens, rel=1e-12)
+    below = [r for r in rows if 0 < r["usable_gbps"] < 8]
+    assert below and all(r["p"] <= planned["p"] + 1e-12 for r in below)
+    assert out["n_prfaas"] == point.n_prfaas
+
+
+def test_route_table_bad_input(run_cli):
+    for args, field in ((("--from", "5", "--to", "1"), "--from/--to"), (("--to", "-1"), "--to"),
+                        (("--points", "1"), "--points")):
+        res = run_cli("route-table", *args)
+        assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+# --------------------------------------------------------------------------------------------
+# robust plans
+
+ROBUST = REPO / "tests" / "data" / "robust_three_mixes.yaml"
+
+
+def _robust_doc(**changes) -> dict:
+    doc = yaml.safe_load(ROBUST.read_text())
+    doc["robust"].update(changes)
+    return doc
+
+
+def _write(tmp_path, doc) -> str:
+    path = tmp_path / "robust.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("objective", ["worst_case", "weighted"])
+def test_robust_plan_beats_each_single_mix_plan_on_the_other_mixes(tmp_path, objective):
+    """Three workload mixes, one set of counts: its worst case (or weighted mean) is at least that
+    of each mix's own plan evaluated, with its best threshold and split, on every mix."""
+    from prfaas_plan.planner.robust import case_best, robust_inputs
+    from prfaas_plan.profiles.registry import resolve_scenario_file
+
+    path = _write(tmp_path, _robust_doc(objective=objective))
+    result = api.robust(path)
+    _, cases = robust_inputs(*resolve_scenario_file(path))
+    tables = [threshold_table(c.inputs) for c in cases]
+    scores = []
+    for own in result.cases:
+        n_f, n_p, n_d = own.own_counts
+        lams = [case_best(c.inputs, t, n_f, n_p + n_d, 0, True)[0] for c, t in zip(cases, tables)]
+        scores.append(min(lams) if objective == "worst_case" else sum(c.weight * lam for c, lam in zip(cases, lams)))
+    value = result.worst_lambda_rps if objective == "worst_case" else result.weighted_lambda_rps
+    assert value >= max(scores) * (1 - 1e-9)
+    for case, c in zip(result.cases, cases):  # each case's own optimum is its plan alone
+        assert case.own_lambda_rps == pytest.approx(plan(c.inputs, with_marginals=False).point.lambda_max, rel=1e-9)
+        assert case.lambda_max_rps <= case.own_lambda_rps * (1 + 1e-9) and 0 <= case.loss < 1
+
+
+def test_robust_worst_case_by_brute_force(tmp_path):
+    """The shared counts are the best of every count within the ranges and the $350/hour budget,
+    each case evaluated threshold by threshold and split by split here."""
+    from prfaas_plan.planner.robust import robust_inputs
+    from prfaas_plan.profiles.registry import resolve_scenario_file
+
+    path = _write(tmp_path, _robust_doc())
+    result = api.robust(path)
+    _, cases = robust_inputs(*resolve_scenario_file(path))
+    tables = [threshold_table(c.inputs) for c in cases]
+    best = 0.0
+    for n_f in range(0, 9):
+        for n_pd in range(4, 13):
+            if n_f * 32 + n_pd * 16 > 350:
+                continue
+            worst = min(max(float(np.max(bounds(t, np.arange(len(t)), n_f, n_p, n_pd - n_p, c.inputs).lambda_max))
+                            for n_p in range(n_pd + 1)) for c, t in zip(cases, tables))
+            best = max(best, worst)
+    assert result.worst_lambda_rps == pytest.approx(best, rel=1e-9)
+    assert result.usd_per_hour <= 350
+
+
+def test_robust_min_cost_meets_every_target(tmp_path):
+    doc = _robust_doc(objective="min_cost")
+    for case, target in zip(doc["robust"]["cases"], (2.0, 3.0, 1.5)):
+        case["target_rate_rps"] = target
+    result = api.robust(_write(tmp_path, doc))
+    assert all(c.lambda_max_rps >= c.target_rate_rps for c in result.cases)
+    cheaper = result.usd_per_hour - 16  # one PD instance less cannot meet them all (checked by the search)
+    assert cheaper < result.usd_per_hour
+
+
+def test_robust_report_and_csv(run_cli, tmp_path):
+    path = _write(tmp_path, _robust_doc())
+    res = run_cli("robust", path, "-f", "csv")
+    assert res.code == 0, res.err
+    rows = list(csv.DictReader(io.StringIO(res.out)))
+    assert [r["case"] for r in rows] == ["mixed", "short", "long"]
+    assert {r["scenario"] for r in rows} == {"robust-demo"} and {r["n_prfaas"] for r in rows} == {rows[0]["n_prfaas"]}
+    table = run_cli("robust", path).out
+    assert "loss" in table and "worst case" in table
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"objective": "weighted", "cases": [{"name": "a", "weight": 0.5}, {"name": "b", "weight": 0.4}]},
+     "weights sum to 0.9"),
+    ({"cases": [{"name": "a"}, {"name": "a"}]}, "case names must differ"),
+    ({"cases": [{"name": "a", "target_rate_rps": -1}, {"name": "b"}]}, "robust.cases[0].target_rate_rps"),
+    ({"cases": [{"name": "a"}]}, "robust.cases"),
+    ({"objective": "min_cost"}, "target rate for every case"),
+])
+def test_robust_bad_input_is_one_line(run_cli, tmp_path, change, field):
+    res = run_cli("robust", _write(tmp_path, _robust_doc(**change)))
+    assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
