@@ -37,6 +37,16 @@ class ObjectiveKind(StrEnum):
     min_cost = "min_cost"
 
 
+class CacheRegime(StrEnum):
+    """Cache-aware routing (``workload.cluster_caches.regime``): ``scarce`` bandwidth (each
+    cluster's own cache decides), ``plentiful`` (the best cache anywhere, cached KV crosses the
+    link), or ``auto`` (the planner keeps the regime whose plan is better)."""
+
+    auto = "auto"
+    scarce = "scarce"
+    plentiful = "plentiful"
+
+
 class RobustObjective(StrEnum):
     """What one set of instance counts serves across the cases of ``robust:``."""
 

@@ -189,3 +189,120 @@ def test_robust_report_and_csv(run_cli, tmp_path):
 def test_robust_bad_input_is_one_line(run_cli, tmp_path, change, field):
     res = run_cli("robust", _write(tmp_path, _robust_doc(**change)))
     assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+# --------------------------------------------------------------------------------------------
+# cache-aware routing
+
+SHORT, LONG = 8192, 65536
+
+
+def cache_doc(gbps: float, pd_cache=None, prfaas_cache=None, regime="auto", prfaas_max: int = 8) -> dict:
+    doc = case_study_doc()
+    doc["workload"]["input"] = {"type": "mixture", "components": [
+        {"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}]}
+    caches = {"regime": regime}
+    if pd_cache:
+        caches["pd"] = {"hit_fractions": list(pd_cache), "probs": [1] * len(pd_cache)}
+    if prfaas_cache:
+        caches["prfaas"] = {"hit_fractions": list(prfaas_cache), "probs": [1] * len(prfaas_cache)}
+    doc["workload"]["cluster_caches"] = caches
+    doc["link"]["bandwidth_gbps"] = gbps
+    doc["prfaas"]["instances"] = {"min": 0, "max": prfaas_max}
+    return doc
+
+
+def _table_by_hand(inputs, classes, t):
+    """Work per request at threshold t from (prob, route, prfaas tokens, pd tokens, offload KV tokens,
+    local KV tokens) classes written out by hand."""
+    f, pd = inputs.prfaas.curve, inputs.pd.curve
+    T = lambda c, n: float(c.capacity_s(np.array([float(n)]))[0])  # noqa: E731
+    S = lambda n: float(f.kv_bytes(np.array([float(n)]))[0]) if n > 0 else 0.0  # noqa: E731
+    prfaas = sum(w * T(f, cf) for w, r, cf, cp, off, loc in classes if r > t)
+    link = sum(w * S(off) for w, r, cf, cp, off, loc in classes if r > t) + sum(
+        w * S(loc) for w, r, cf, cp, off, loc in classes if r <= t)
+    local = sum(w * T(pd, cp) for w, r, cf, cp, off, loc in classes if r <= t)
+    return prfaas, link, local
+
+
+def test_scarce_bandwidth_routes_on_the_pd_uncached_length():
+    """A PD cache only (h = 0 or 0.5) on a thin 5 Gbps link: the planner keeps the scarce rule; requests
+    route on L (1 - h); PrfaaS (no cache) computes all of L and ships the KV of L (1 - h); the table
+    equals the hand computation at every threshold and the plan is its brute-force optimum."""
+    inputs = inputs_of(cache_doc(5.0, pd_cache=(0.0, 0.5)))
+    assert inputs.workload.routed.regime == "scarce"
+    assert any("cache regime: scarce" in n for n in inputs.notes)
+    classes = [(0.25, L * (1 - h), L, L * (1 - h), L * (1 - h), 0) for L in (SHORT, LONG) for h in (0.0, 0.5)]
+    assert sorted(inputs.input_dist.lengths_tokens) == sorted({c[1] for c in classes})
+    table = threshold_table(inputs)
+    for k, t in enumerate(table.thresholds_tokens):
+        hand = _table_by_hand(inputs, classes, t)
+        got = (table.prfaas_work_s[k], table.link_work_bytes[k], table.pd_work_s[k])
+        assert got == pytest.approx(hand, rel=1e-9)
+    point = plan(inputs, with_marginals=False).point
+    best = 0.0
+    for k in range(len(table)):
+        for n_f in range(9):
+            for n_p in range(9):
+                lam = float(bounds(table, k, n_f, n_p, 8 - n_p, inputs).lambda_max)
+                best = max(best, lam)
+    assert point.lambda_max == pytest.approx(best, rel=1e-9)
+
+
+def test_plentiful_bandwidth_uses_the_best_cache_and_ships_cached_kv():
+    """Caches in both clusters (PD h = 0 or 0.5, PrfaaS g = 0 or 0.75) on 400 Gbps: the planner keeps the
+    plentiful rule; requests route on L (1 - max(h, g)); a local request whose PrfaaS prefix is longer
+    receives L (g - h) tokens of cached KV over the link, which the plan's egress includes (two PrfaaS
+    instances at most, so that short requests stay local)."""
+    inputs = inputs_of(cache_doc(400.0, pd_cache=(0.0, 0.5), prfaas_cache=(0.0, 0.75), prfaas_max=2))
+    assert inputs.workload.routed.regime == "plentiful"
+    classes = []
+    for L in (SHORT, LONG):
+        for h in (0.0, 0.5):
+            for g in (0.0, 0.75):
+                u = L * (1 - max(h, g))
+                classes.append((0.125, u, u, u, L * (1 - h), L * max(g - h, 0.0)))
+    table = threshold_table(inputs)
+    for k, t in enumerate(table.thresholds_tokens):
+        assert (table.prfaas_work_s[k], table.link_work_bytes[k], table.pd_work_s[k]) == pytest.approx(
+            _table_by_hand(inputs, classes, t), rel=1e-9)
+    result = plan(inputs, with_marginals=False)
+    t = result.point.threshold_tokens
+    S = lambda n: float(inputs.prfaas.curve.kv_bytes(np.array([float(n)]))[0])  # noqa: E731
+    cached = sum(w * S(loc) for w, r, cf, cp, off, loc in classes if r <= t and loc > 0)
+    assert cached > 0
+    assert result.cache["cache_egress_gbps"] == pytest.approx(result.point.lambda_max * cached * 8 / 1e9, rel=1e-9)
+    offloaded = sum(w * S(off) for w, r, cf, cp, off, loc in classes if r > t)
+    assert result.point.stages.egress_gbps == pytest.approx(
+        result.point.lambda_max * (offloaded + cached) * 8 / 1e9, rel=1e-6)
+    assert result.point.lambda_max > result.cache["lambda_without_caches_rps"]
+
+
+def test_a_forced_regime_and_the_old_single_cache_still_work(run_cli, tmp_path):
+    inputs = inputs_of(cache_doc(400.0, pd_cache=(0.0, 0.5), prfaas_cache=(0.0, 0.75), regime="scarce"))
+    assert inputs.workload.routed.regime == "scarce"
+    assert not any("cache regime" in n for n in inputs.notes)
+    doc = cache_doc(100.0, pd_cache=(0.0, 0.5))
+    doc["workload"]["prefix_cache"] = {"hit_fractions": [0.0], "probs": [1.0]}
+    path = tmp_path / "both.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path)
+    assert res.code == 2 and "prefix_cache" in res.err and "cluster_caches" in res.err
+
+
+def test_route_table_switches_cache_regime_by_bandwidth():
+    """With caches in both clusters and regime auto, the table routes by the scarce rule when
+    bandwidth is short and by the plentiful rule when it is ample, and each row gives the better."""
+    path = REPO / "tests" / "data" / "cluster_caches.yaml"
+    table = api.route_table(str(path))
+    regimes = [r.cache_regime for r in table.rows]
+    assert regimes[0] == "scarce" and regimes[-1] == "plentiful"
+    assert regimes == sorted(regimes, key=lambda r: r == "plentiful")  # one switch, scarce below
+    inputs, pt = table.inputs, table.point
+    for regime in ("scarce", "plentiful"):
+        other = inputs.with_cache_regime(regime)
+        t = threshold_table(other)
+        for row in table.rows[::8]:
+            best = float(np.max(bounds(t, np.arange(len(t)), pt.n_prfaas, pt.n_p, pt.n_d, other,
+                                       link_bytes_per_s=row.usable_gbps * 1.25e8).lambda_max))
+            assert row.lambda_max_rps >= best * (1 - 1e-9)

@@ -11,8 +11,9 @@ the smallest is raised.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from ..choices import ObjectiveKind
+from ..choices import CacheRegime, ObjectiveKind
 from ..errors import PlanInputError
 from ..profiles.registry import resolve_scenario_file
 from .inputs import PlanInputs, build_variants
@@ -43,7 +44,38 @@ def _score(inputs: PlanInputs) -> tuple:
 
 def resolve(scenario, source: str | None = None) -> PlanInputs:
     """The scenario's planning inputs, with each pool's chips per instance chosen (see the module
-    docstring); a note records the choice."""
+    docstring) and, for cache-aware routing with ``regime: auto``, the cache regime; notes record
+    the choices."""
+    return _cache_regime(_chips(scenario, source))
+
+
+def _cache_regime(inputs: PlanInputs) -> PlanInputs:
+    """With ``cluster_caches.regime: auto``, the regime whose plan is better by the scenario's own
+    objective (scarce: each cluster's cache, no cache on the link; plentiful: the best cache anywhere,
+    cached KV across the link); the report says which, and what the other gives."""
+    caches = inputs.workload.caches
+    if caches is None or caches.regime != CacheRegime.auto:
+        return inputs
+    scored = []
+    for regime in (CacheRegime.scarce, CacheRegime.plentiful):
+        variant = inputs.with_cache_regime(regime)
+        try:
+            scored.append((_score(variant), regime, variant))
+        except PlanInputError:
+            continue
+    if not scored:
+        return inputs
+    scored.sort(key=lambda item: item[0])
+    (_, regime, best), others = scored[0], scored[1:]
+    other = ""
+    if others:
+        (value, *_), name, _ = others[0]
+        other = (f"; the {name} rule would cost ${value:,.2f}/hour" if inputs.objective.kind == ObjectiveKind.min_cost
+                 else f"; the {name} rule would serve {-value:.3f} req/s")
+    return replace(best, notes=best.notes + (f"cache regime: {regime} (chosen by the plan{other})",))
+
+
+def _chips(scenario, source: str | None = None) -> PlanInputs:
     variants = build_variants(scenario, source)
     if len(variants) == 1:
         return variants[0]
@@ -59,8 +91,6 @@ def resolve(scenario, source: str | None = None) -> PlanInputs:
     best = scored[0][2]
     chosen = "; ".join(f"{pool.role} {pool.gpus_per_instance} of {list(pool.chip_options)}"
                        for pool in best.pools if pool.chip_options)
-    from dataclasses import replace
-
     return replace(best, notes=best.notes + (f"chips per instance chosen by the planner ({len(scored)} of "
                                              f"{len(variants)} combinations planned): {chosen}",))
 

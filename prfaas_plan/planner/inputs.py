@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..accounting.params import declared_params_mismatch
-from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod, PrefillCapacity, Role
+from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, PrefillCapacity, Role
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
@@ -36,6 +36,7 @@ from ..timing.layout import check_layout, parse_layout
 from ..timing.memory import chips_needed, require_fit
 from ..timing.prefill import PrefillCurve, prefill_curve
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
+from ..workload.cluster_cache import ClusterCaches, HitDistribution, RoutedPoints, routed_points
 from ..workload.distributions import LengthDistribution, build_distribution, with_prefix_cache
 from ..yamlio import is_regular_file
 from .cost import ChipCost, LinkCost, chip_cost
@@ -120,6 +121,13 @@ class Workload:
     input_dist: LengthDistribution
     full_input_dist: LengthDistribution
     output_dist: LengthDistribution
+    caches: ClusterCaches | None = None  # prefix caches per cluster (cache-aware routing)
+    routed: RoutedPoints | None = None  # the request classes of the caches' regime; input_dist routes on them
+
+    def with_cache_regime(self, regime: CacheRegime) -> Workload:
+        """The same workload routed under ``regime`` (scarce or plentiful)."""
+        routed = routed_points(self.caches, regime)
+        return replace(self, routed=routed, input_dist=routed.routing_distribution())
 
     @property
     def output_mean_tokens(self) -> float:
@@ -264,6 +272,12 @@ class PlanInputs:
             if lo > hi:
                 raise PlanInputError(f"min ({lo}) is above max ({hi})", field=f"{role}.instances")
         return replace(self, limits=limits)
+
+    def with_cache_regime(self, regime: CacheRegime) -> PlanInputs:
+        """The same scenario routed under a cache regime (``workload.cluster_cache``)."""
+        if self.workload.caches is None:
+            raise PlanInputError("the scenario has no cluster_caches", field="workload.cluster_caches")
+        return replace(self, workload=self.workload.with_cache_regime(regime))
 
     def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
         """The same scenario with a given decode throughput per PD-D instance."""
@@ -468,7 +482,17 @@ def _workload(scenario: Scenario, source: str | None) -> Workload:
         except PlanInputError as exc:
             raise exc.with_field("workload.prefix_cache").with_source(source) from None
     output = build_distribution(spec.output, source, "workload.output")
-    return Workload(uncached, full_input, output)
+    if spec.cluster_caches is None:
+        return Workload(uncached, full_input, output)
+    cc = spec.cluster_caches
+    caches = ClusterCaches(full_input, *(HitDistribution.none() if c is None else
+                                         HitDistribution.of(c.hit_fractions, c.probs) for c in (cc.pd, cc.prfaas)),
+                           cc.regime)
+    try:
+        workload = Workload(uncached, full_input, output, caches)
+        return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
+    except PlanInputError as exc:
+        raise exc.with_field(exc.field or "workload.cluster_caches").with_source(source) from None
 
 
 def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload, source: str | None) -> int:

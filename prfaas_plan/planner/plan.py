@@ -103,6 +103,7 @@ class PlanResult:
     common_rate_rps: float = 0.0  # one rate for comparing the deployments' latency
     common_latency: dict[str, LatencyResult] = field(default_factory=dict)
     marginals: dict[str, Marginal] = field(default_factory=dict)
+    cache: dict | None = None  # cache-aware routing: regime, Lambda_max without the caches, cache KV on the link
     operating_basis: str = ""  # target rate, SLO goodput, or operating_load x Lambda_max
     tco: Tco | None = None  # the cost of ownership at the operating rate
 
@@ -418,6 +419,8 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
                         {k: m.lambda_rps for k, m in marginals.items()}, throughput_sol.lambda_max, other_lambda,
                         exact_at_paper, notes, marginals=marginals)
     _add_latency(result, decode, good)
+    if inputs.workload.routed is not None:
+        result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
     unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
@@ -472,3 +475,23 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
     result.common_rate_rps = settings.operating_load * min(served.values())
     result.common_latency = {name: models[name].at(result.common_rate_rps, settings.arrival_scv) for name in deps
                              if name in served or name == DeploymentName.homogeneous_equal_cost}
+
+
+def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> dict:
+    """What the cluster caches do for the plan: its regime, Lambda_max of the same counts with no
+    cache at all (best threshold), and the egress of cached KV moved to PD (plentiful regime) at
+    Lambda_max, decimal Gbps."""
+    routed = inputs.workload.routed
+    full = inputs.workload.full_input_dist
+    bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
+    bare_table = threshold_table(bare, table.mode)
+    lam_bare = float(np.max(bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d,
+                                   bare).lambda_max))
+    local = routed.route_tokens <= sol.threshold_tokens
+    moved = local & (routed.local_kv_tokens > 0)
+    per_request = 0.0
+    if moved.any():
+        per_request = float(np.sum(routed.probs[moved] * inputs.prfaas.curve.kv_bytes(routed.local_kv_tokens[moved])))
+    return {"regime": str(routed.regime), "lambda_without_caches_rps": lam_bare,
+            "cache_egress_gbps": bytes_per_s_to_gbps(sol.lambda_max * per_request),
+            "mean_hit_pd": inputs.workload.caches.pd.mean_share, "mean_hit_prfaas": inputs.workload.caches.prfaas.mean_share}

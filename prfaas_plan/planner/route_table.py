@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..choices import Bound
+from ..choices import Bound, CacheRegime
 from ..errors import PlanInputError
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from .inputs import PlanInputs
 from .optimizer import TIE_REL, Solution
-from .throughput import BOUNDS, ThresholdTable, bounds
+from .throughput import BOUNDS, ThresholdTable, bounds, threshold_table
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class RouteRow:
     egress_gbps: float  # KV egress at that rate
     binding: Bound
     planned: bool  # the scenario's own usable bandwidth
+    cache_regime: str | None = None  # with cluster caches: the regime this row routes by
 
 
 def best_thresholds(table: ThresholdTable, inputs: PlanInputs, sol: Solution, link_bytes_per_s: np.ndarray
@@ -60,10 +61,29 @@ def default_grid(inputs: PlanInputs, points: int = 33) -> np.ndarray:
 
 
 def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable_gbps: np.ndarray) -> list[RouteRow]:
-    """The routing table over ``usable_gbps`` (see the module docstring), ascending."""
+    """The routing table over ``usable_gbps`` (see the module docstring), ascending. With cluster
+    caches whose regime the planner chooses (``regime: auto``), each bandwidth routes by the
+    better of the scarce and plentiful rules (the plan's own regime wins ties), named per row."""
     grid = np.unique(np.asarray(usable_gbps, dtype=float))
     if grid.size == 0 or np.any(~np.isfinite(grid)) or np.any(grid < 0):
         raise PlanInputError("bandwidths must be finite and >= 0", field="--from/--to")
+    caches = inputs.workload.caches
+    if caches is None or caches.regime != CacheRegime.auto:
+        regime = None if inputs.workload.routed is None else str(inputs.workload.routed.regime)
+        return _rows(inputs, table, sol, grid, regime)
+    own = inputs.workload.routed.regime
+    variants = [(own, inputs, table)]
+    for regime in (CacheRegime.scarce, CacheRegime.plentiful):
+        if regime != own:
+            other = inputs.with_cache_regime(regime)
+            variants.append((regime, other, threshold_table(other, table.mode)))
+    per_regime = [_rows(ins, tab, sol, grid, str(regime)) for regime, ins, tab in variants]
+    return [max(options, key=lambda r: r.lambda_max_rps * (1 + TIE_REL * (r.cache_regime == own)))
+            for options in zip(*per_regime)]
+
+
+def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.ndarray, regime: str | None
+          ) -> list[RouteRow]:
     link = gbps_to_bytes_per_s(grid)
     pick, lam = best_thresholds(table, inputs, sol, link)
     planned = inputs.link.usable_gbps
@@ -73,5 +93,6 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
         values = [float(np.asarray(getattr(b, name))) for name in BOUNDS]
         rows.append(RouteRow(float(g), float(table.thresholds_tokens[k]), float(table.p[k]), float(value),
                              bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
-                             BOUNDS[int(np.argmin(values))], bool(np.isclose(g, planned, rtol=1e-12, atol=0))))
+                             BOUNDS[int(np.argmin(values))], bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
+                             regime))
     return rows

@@ -62,6 +62,8 @@ def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
 def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_tokens=None) -> ThresholdTable:
     """Split statistics and per-request stage work at each threshold (vectorised)."""
     mode = PlanMode(mode)
+    if inputs.workload.routed is not None:
+        return routed_table(inputs, mode, thresholds_tokens)
     t = candidate_thresholds(inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
     dist = inputs.input_dist
     stats = class_stats_table(dist)
@@ -87,6 +89,48 @@ def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_t
         link_work_bytes=np.where(p > 0, p * np.nan_to_num(s_long), 0.0),
         pd_work_s=np.where(q > 0, q * np.nan_to_num(t_short), 0.0),
     )
+
+
+def _per_token_count(fn, tokens: np.ndarray) -> np.ndarray:
+    """fn over the distinct token counts of ``tokens`` (whole tokens), spread back."""
+    values, inverse = np.unique(tokens, return_inverse=True)
+    return np.asarray(fn(values), dtype=float)[inverse]
+
+
+def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> ThresholdTable:
+    """The threshold table of cache-aware routing (``workload.cluster_cache``): request classes by
+    routing length, each with the tokens PrfaaS or PD-P computes and the KV tokens the link carries
+    when it is offloaded or kept local. Work per request at threshold t:
+    PrfaaS E[T_prfaas(c_f); r > t], PD-P E[T_pd(c_pd); r <= t], link E[S(off); r > t] + E[S(local); r <= t].
+    Class means in both modes (the paper's mean-length form has no meaning for mixed classes)."""
+    pts = inputs.workload.routed
+    t = np.concatenate(([0.0], np.unique(pts.route_tokens))) if thresholds_tokens is None else np.asarray(
+        thresholds_tokens, dtype=float)
+    prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
+    w = pts.probs
+    t_f = w * _per_token_count(prfaas.capacity_s, pts.prfaas_tokens)
+    t_pd = w * _per_token_count(pd.capacity_s, pts.pd_tokens)
+    s_off = w * _per_token_count(prfaas.kv_bytes, pts.offload_kv_tokens)
+    moved = pts.local_kv_tokens > 0
+    s_loc = np.zeros_like(w)
+    if moved.any():
+        s_loc[moved] = w[moved] * _per_token_count(prfaas.kv_bytes, pts.local_kv_tokens[moved])
+
+    def head(x):  # sum over classes with r <= t
+        c = np.concatenate(([0.0], np.cumsum(x)))
+        return c[np.searchsorted(pts.route_tokens, t, side="right")]
+
+    def tail(x):  # sum over classes with r > t (a reverse cumulative sum: exactly 0 past the last)
+        c = np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
+        return c[np.searchsorted(pts.route_tokens, t, side="right")]
+
+    p = tail(w)
+    q = 1.0 - p
+    r = w * pts.route_tokens
+    with np.errstate(divide="ignore", invalid="ignore"):
+        l_long = np.where(p > 0, tail(r) / np.where(p > 0, p, 1.0), np.nan)
+        l_short = np.where(q > 0, head(r) / np.where(q > 0, q, 1.0), np.nan)
+    return ThresholdTable(mode, t, p, l_long, l_short, tail(t_f), tail(s_off) + head(s_loc), head(t_pd))
 
 
 def _at(curve, lengths: np.ndarray) -> np.ndarray:

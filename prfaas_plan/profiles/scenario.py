@@ -13,7 +13,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator
 
-from ..choices import CurveSource, FitParam, ObjectiveKind, OptimiserMethod, PrefillCapacity, RobustObjective, WorkloadType
+from ..choices import (
+    CacheRegime,
+    CurveSource,
+    FitParam,
+    ObjectiveKind,
+    OptimiserMethod,
+    PrefillCapacity,
+    RobustObjective,
+    WorkloadType,
+)
 from ..ranges import (
     ARRIVAL_CV,
     CALIBRATION_POINTS,
@@ -123,16 +132,34 @@ class PrefixCacheSpec(StrictModel):
         return self
 
 
+class ClusterCachesSpec(StrictModel):
+    """Prefix caches per cluster (cache-aware routing, ``workload.cluster_cache``); a cluster
+    left out has none."""
+
+    pd: PrefixCacheSpec | None = None
+    prfaas: PrefixCacheSpec | None = None
+    regime: CacheRegime = CacheRegime.auto
+
+    @model_validator(mode="after")
+    def _some(self):
+        if self.pd is None and self.prfaas is None:
+            raise ValueError("give the prefix cache of pd, of prfaas, or of both")
+        return self
+
+
 class WorkloadSpec(StrictModel):
     input: LengthSpec  # uncached-or-not input length distribution (prfaas_plan.workload builds it)
     output: LengthSpec = Field(default_factory=lambda: FixedSpec(type=WorkloadType.fixed, tokens=1024))
-    prefix_cache: PrefixCacheSpec | None = None
+    prefix_cache: PrefixCacheSpec | None = None  # one cache for both clusters
+    cluster_caches: ClusterCachesSpec | None = None  # a cache per cluster, cache-aware routing
 
     @model_validator(mode="after")
     def _no_top_level_weight(self):
         for name in ("input", "output"):
             if getattr(self, name).weight is not None:
                 raise ValueError(f"{name}: weight is only for a mixture's components")
+        if self.prefix_cache is not None and self.cluster_caches is not None:
+            raise ValueError("give prefix_cache (one cache for both clusters) or cluster_caches, not both")
         return self
 
 

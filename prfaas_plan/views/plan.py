@@ -146,6 +146,8 @@ def plan_json(result) -> dict:
             if name == DeploymentName.prfaas_pd or name in result.baselines},
         "link": {"bandwidth_gbps": round(link.bandwidth_gbps, 6), "usable_gbps": round(link.usable_gbps, 6),
                  "usable_fraction": link.usable_fraction, "rtt_ms": round(link.rtt_s * 1000, 6)},
+        "cache": None if result.cache is None else {k: round(v, 6) if isinstance(v, float) else v
+                                                     for k, v in result.cache.items()},
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
         "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "held_lambda_rps": round(m.held_lambda_rps, 6),
                          "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
@@ -230,6 +232,7 @@ def plan_view(result) -> Report:
          f"${pt.usd_per_hour:,.2f}/hour (capital or rental + power at full load + committed link: what budgets "
          "and min_cost count)"),
         *_operating_details(result),
+        *_cache_details(result),
         ("decode", f"{inputs.decode.tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
                    f"({inputs.decode.source}) at {inputs.decode.context_tokens:,} tokens of context; "
                    f"mean output {inputs.output_mean_tokens:,.0f} tokens"),
@@ -288,6 +291,21 @@ def _operating_details(result) -> list[tuple[str, str]]:
                               + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
                                                              f"{tco.joules_per_token:,.2f} J per token")))
     return rows
+
+
+def _cache_details(result) -> list[tuple[str, str]]:
+    c = result.cache
+    if c is None:
+        return []
+    lam = result.point.lambda_max
+    gain = lam / c["lambda_without_caches_rps"] - 1 if c["lambda_without_caches_rps"] > 0 else float("nan")
+    rule = ("each cluster's own cache decides (route on the PD-uncached length)" if c["regime"] == "scarce"
+            else "the best cache anywhere counts; cached KV crosses the link")
+    return [("cache-aware routing", f"{c['regime']} regime: {rule}; mean hit PD {100 * c['mean_hit_pd']:.0f}%, "
+                                    f"PrfaaS {100 * c['mean_hit_prfaas']:.0f}%"),
+            ("what the caches save", f"Λ_max {lam:.3f} req/s against {c['lambda_without_caches_rps']:.3f} without "
+                                     f"caches, same counts ({100 * gain:+.1f}%); cached KV moved to PD "
+                                     f"{c['cache_egress_gbps']:.2f} Gbps at Λ_max")]
 
 
 def _marginal_details(result) -> list[tuple[str, str]]:
@@ -397,14 +415,15 @@ def route_table_view(table) -> Report:
     inputs, pt = table.inputs, table.point
     rows = [{"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
              "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
-             "binding": str(r.binding), "planned": r.planned} for r in table.rows]
+             "binding": str(r.binding), "planned": r.planned, "cache_regime": r.cache_regime} for r in table.rows]
     meta = {**inputs.identity(), "n_prfaas": pt.n_prfaas, "n_p": pt.n_p, "n_d": pt.n_d}
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
         columns=[Column("usable_gbps", "usable Gbps", _auto), Column("threshold_tokens", "threshold (tokens)", _auto),
                  Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
                  Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
-                 Column("planned", "planned", justify="left")],
+                 Column("planned", "planned", justify="left"),
+                 Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
         rows=rows, meta=meta,
         notes=[f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
                "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth"],
