@@ -395,6 +395,47 @@ def robust(scenario: str):
         return robust_plan(cases, objective)
 
 
+def schedule(scenario: str):
+    """The counts to buy for the scenario's ``day:`` and, per window, the PD-P / PD-D split and threshold
+    (``planner.schedule``). Returns (``planner.schedule.DayPlan``, the windows)."""
+    from .planner.schedule import day_plan, windows_of
+    from .profiles.registry import resolve_scenario_file
+    from .profiles.scenario_set import day_windows
+
+    resolved = inputs(scenario)
+    with scenario_errors(scenario):
+        spec, _ = resolve_scenario_file(scenario)
+        specs, conversion_s, max_switches = day_windows(spec)
+        windows = windows_of(resolved, specs)
+        return day_plan(resolved, windows, conversion_s, max_switches), windows
+
+
+def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
+    """Each window of the scenario's day simulated (SimPy) twice at its rate: with the schedule's split and
+    threshold, and with the best static plan's; each from empty queues (``planner.schedule``). Returns
+    (day plan, [(window, schedule's SimResult, static's SimResult)])."""
+    from .choices import DeploymentName
+    from .planner.decode_model import decode_model
+    from .planner.deployment import Deployment
+    from .simulate import SimConfig
+    from .simulate import simulate as run_sim
+
+    REQUESTS.check(requests, "--simulate")
+    day, windows = schedule(scenario)
+    runs = []
+    with scenario_errors(scenario):
+        s_f, s_pd, _ = day.static_counts
+        for window, plan_w, static_w in zip(windows, day.windows, day.static_windows):
+            decode = decode_model(window.inputs)
+            config = SimConfig(rate_rps=window.rate_rps, requests=requests, seed=seed)
+            results = []
+            for n_f, w in ((day.n_prfaas, plan_w), (s_f, static_w)):
+                dep = Deployment(DeploymentName.prfaas_pd, w.threshold_tokens, n_f, w.n_p, w.n_d)
+                results.append(run_sim(window.inputs, dep, decode, config))
+            runs.append((window, *results))
+    return day, runs
+
+
 @dataclass(frozen=True)
 class RouteTable:
     """A plan's routing table: the counts it is for and one row per available bandwidth."""

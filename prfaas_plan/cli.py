@@ -473,6 +473,29 @@ def robust(
     _emit(robust_view(result, api.inputs(scenario)), fmt, output)
 
 
+@app.command()
+def schedule(
+    scenario: str = SCENARIO_ARG,
+    simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate each window with this many "
+                                                 "requests (schedule and static plan) and report whether queues stay "
+                                                 "bounded."),
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """Counts to buy for the scenario's day: windows, and the PD-P / PD-D split and threshold per window."""
+    from . import api
+    from .views.plan import schedule_view
+
+    _check_outputs((output, "--output"))
+    if simulate_requests:
+        day, runs = api.simulate_day(scenario, simulate_requests)
+        report = schedule_view(day, api.inputs(scenario), [(a.stable, b.stable) for _, a, b in runs])
+    else:
+        day, _ = api.schedule(scenario)
+        report = schedule_view(day, api.inputs(scenario))
+    _emit(report, fmt, output)
+
+
 @app.command("route-table")
 def route_table(
     scenario: str = SCENARIO_ARG,

@@ -113,6 +113,10 @@ PUE = Range(1, 5, "", "a power usage effectiveness (site.pue)")
 IDLE_POWER_FRACTION = Range(0, 1, "x TDP", "an idle chip's draw (site.idle_power_fraction)")
 USD_PER_GBPS_MONTH = Range(0, 1e6, "$/Gbps-month", "a committed link price (link.usd_per_gbps_month)")
 USD_PER_GB = Range(0, 1e3, "$/GB", "an egress price (link.usd_per_gb_egress)")
+WINDOW_HOURS = Range(0, 8760, "hours", "a window of the day profile (day.windows[].hours)", lo_open=True)
+INPUT_SCALE = Range(0.01, 100, "x", "a window's input-length factor (day.windows[].input_scale)")
+CONVERSION_S = Range(0, 1e6, "s", "the time one instance takes to switch role (day.conversion_s)")
+DAY_WINDOWS = Range(1, 168, "windows", "windows of a day profile")
 COMPARE_OPTIONS = Range(1, 512, "options", "combinations one compare plans")
 JOBS = Range(1, 64, "processes", "parallel processes of compare (--jobs)")
 MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
@@ -136,7 +140,7 @@ NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGE
            LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS,
            BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD, PURCHASE_USD_PER_GPU,
            DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH, PUE, IDLE_POWER_FRACTION, USD_PER_GBPS_MONTH, USD_PER_GB,
-           COMPARE_OPTIONS, JOBS)
+           COMPARE_OPTIONS, JOBS, WINDOW_HOURS, INPUT_SCALE, CONVERSION_S, DAY_WINDOWS)
 
 
 def markdown_table() -> str:

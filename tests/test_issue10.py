@@ -306,3 +306,115 @@ def test_route_table_switches_cache_regime_by_bandwidth():
             best = float(np.max(bounds(t, np.arange(len(t)), pt.n_prfaas, pt.n_p, pt.n_d, other,
                                        link_bytes_per_s=row.usable_gbps * 1.25e8).lambda_max))
             assert row.lambda_max_rps >= best * (1 - 1e-9)
+
+
+# --------------------------------------------------------------------------------------------
+# a day profile and role rebalancing
+
+DAY = REPO / "tests" / "data" / "day_profile.yaml"
+
+
+def _day_doc(**day_changes) -> dict:
+    doc = yaml.safe_load(DAY.read_text())
+    doc["day"].update(day_changes)
+    return doc
+
+
+def _day(tmp_path, doc):
+    path = tmp_path / "day.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return api.schedule(str(path)), str(path)
+
+
+def test_role_schedule_beats_the_static_split_and_the_simulator_agrees(tmp_path):
+    """12 h at 3.36 req/s, then 12 h at 2.24 req/s with inputs twice as long: switching two PD
+    instances to prefill for the evening serves the day (scale >= 1) where no single split does;
+    simulated, the schedule's queues stay bounded in both windows and the static plan's grow in the
+    window it cannot carry."""
+    path = tmp_path / "day.yaml"
+    path.write_text(DAY.read_text())
+    day, runs = api.simulate_day(str(path), requests=4000)
+    assert day.scale >= 1.0 > day.static_scale and not day.fell_back
+    assert [(w.n_p, w.n_d) for w in day.windows] != [(w.n_p, w.n_d) for w in day.static_windows]
+    assert day.windows[1].n_p > day.windows[0].n_p  # the long evening gets more prefill
+    for (_, sched, static), w, s in zip(runs, day.windows, day.static_windows):
+        assert sched.stable and w.utilisation < 1
+        if s.utilisation > 1:
+            assert static.stable is False
+    assert any(s.utilisation > 1 for s in day.static_windows)
+
+
+def test_schedule_is_the_brute_force_best_sequence(tmp_path):
+    """Every sequence of splits of the 8 PD instances over three windows, scored by hand with the
+    conversion formula (idle f = 300 s / window of the converted instances): the planner's day scale is
+    the best of them."""
+    import itertools
+
+    from prfaas_plan.planner.schedule import _grid
+
+    doc = _day_doc(windows=[{"name": "a", "hours": 2, "rate_rps": 3.0}, {"name": "b", "hours": 1, "rate_rps": 2.0,
+                                                                         "input_scale": 2.0},
+                            {"name": "c", "hours": 3, "rate_rps": 1.2, "input_scale": 1.5}])
+    (day, windows), _ = _day(tmp_path, doc)
+    grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
+    n = day.n_pd
+    best = 0.0
+    for seq in itertools.product(range(n + 1), repeat=3):
+        score = np.inf
+        for k, w in enumerate(windows):
+            cur, prev = seq[k], seq[k - 1]
+            full = grids[k][cur, n - cur]
+            if cur != prev:
+                f = min(1.0, 300 / (w.hours * 3600))
+                full = (1 - f) * full + f * grids[k][min(cur, prev), min(n - cur, n - prev)]
+            score = min(score, full / w.rate_rps)
+        best = max(best, score)
+    assert day.scale == pytest.approx(best, rel=1e-9)
+
+
+def test_very_long_conversion_falls_back_to_the_static_split(tmp_path):
+    (day, _), _ = _day(tmp_path, _day_doc(conversion_s=1e6))
+    assert day.fell_back and len({(w.n_p, w.n_d) for w in day.windows}) == 1
+    assert day.scale == pytest.approx(day.static_scale, rel=1e-12)
+    assert all(w.switched == 0 for w in day.windows)
+
+
+def test_switch_limit_is_kept(tmp_path):
+    (day, _), _ = _day(tmp_path, _day_doc(max_switches_per_window=1))
+    splits = [w.n_p for w in day.windows]
+    assert all(abs(a - b) <= 1 for a, b in zip(splits, splits[1:] + splits[:1]))
+    (free, _), _ = _day(tmp_path, _day_doc())
+    assert day.scale <= free.scale * (1 + 1e-12)
+
+
+def test_min_cost_day_serves_every_window_for_less(tmp_path):
+    """min_cost over PD counts 4..12: the cheapest counts whose schedule serves every window; the best
+    static plan needs at least as much."""
+    doc = _day_doc()
+    doc["pd"]["instances"] = {"min": 4, "max": 12}
+    doc["objective"] = {"type": "min_cost", "target_rate_rps": 1.0}
+    (day, _), _ = _day(tmp_path, doc)
+    assert day.scale >= 1.0 and all(w.utilisation <= 1 for w in day.windows)
+    s_f, s_pd, s_cost = day.static_counts
+    assert day.usd_per_hour <= s_cost
+
+
+@pytest.mark.parametrize("window, field", [
+    ({"hours": 8, "rate_rps": -1.0}, "day.windows[0].rate_rps"),
+    ({"hours": 0, "rate_rps": 1.0}, "day.windows[0].hours"),
+    ({"hours": 8, "rate_rps": 1.0, "input_scale": 0}, "day.windows[0].input_scale"),
+])
+def test_bad_day_profile_is_one_line(run_cli, tmp_path, window, field):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(_day_doc(windows=[window])))
+    res = run_cli("schedule", path)
+    assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+def test_schedule_report_and_csv(run_cli):
+    res = run_cli("schedule", DAY, "-f", "csv")
+    assert res.code == 0, res.err
+    rows = list(csv.DictReader(io.StringIO(res.out)))
+    assert [r["window"] for r in rows] == ["day", "evening"]
+    assert {r["scenario"] for r in rows} == {"day-demo"}
+    assert "day scale" in run_cli("schedule", DAY).out

@@ -28,10 +28,13 @@ from ..ranges import (
     CALIBRATION_POINTS,
     CHIPS_PER_INSTANCE,
     COARSE_THRESHOLDS,
+    CONVERSION_S,
+    DAY_WINDOWS,
     DECODE_BATCH,
     DECODE_TOKENS_PER_S,
     GPU_BUDGET,
     GPU_BUDGET_ENTRIES,
+    INPUT_SCALE,
     INSTANCES,
     LINK_GBPS,
     OPERATING_LOAD,
@@ -43,6 +46,7 @@ from ..ranges import (
     USD_PER_GB,
     USD_PER_GBPS_MONTH,
     USD_PER_HOUR_BUDGET,
+    WINDOW_HOURS,
     Range,
 )
 from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
@@ -251,6 +255,24 @@ class RobustSpec(StrictModel):
         return self
 
 
+class WindowSpec(StrictModel):
+    """One window of a day: its length, its arrival rate and how its input lengths shift."""
+
+    name: Name | None = None
+    hours: Float(WINDOW_HOURS)
+    rate_rps: Float(RATE_RPS)
+    input_scale: Float(INPUT_SCALE) = 1.0  # every input length x this factor (capped at the model's context)
+
+
+class DaySpec(StrictModel):
+    """Traffic that changes through the day: the counts are bought once, the PD-P / PD-D split and
+    the threshold are chosen per window (``planner.schedule``)."""
+
+    windows: Annotated[list[WindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
+    conversion_s: Float(CONVERSION_S) = 300.0  # one instance switching between PD-P and PD-D is idle this long
+    max_switches_per_window: Int(INSTANCES) | None = None  # role switches between consecutive windows (None: any)
+
+
 class Scenario(StrictModel):
     name: Name
     description: Text = ""
@@ -270,6 +292,7 @@ class Scenario(StrictModel):
     optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)
     compare: CompareSpec | None = None  # options of `prfaas-plan compare`
     robust: RobustSpec | None = None  # cases of `prfaas-plan robust`
+    day: DaySpec | None = None  # windows of `prfaas-plan schedule`
 
     @model_validator(mode="after")
     def _decode_pool(self):

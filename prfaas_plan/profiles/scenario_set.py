@@ -193,3 +193,12 @@ def robust_cases(scenario: Scenario) -> list[tuple[str, float, Scenario, float |
 
 def robust_objective(scenario: Scenario) -> ObjectiveKind | str:
     return scenario.robust.objective
+
+
+def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float]], float, int | None]:
+    """((name, hours, rate, input scale) per window, conversion seconds, switch limit) of ``day:``."""
+    day = scenario.day
+    if day is None:
+        raise PlanInputError("the scenario has no day: section (windows of traffic)", field="day")
+    windows = [(w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale) for k, w in enumerate(day.windows)]
+    return windows, day.conversion_s, day.max_switches_per_window

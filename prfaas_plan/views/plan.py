@@ -454,3 +454,41 @@ def robust_view(result, inputs) -> Report:
         notes=[f"worst case {result.worst_lambda_rps:.3f} req/s, weighted {result.weighted_lambda_rps:.3f} req/s; "
                "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and budgets"],
     )
+
+
+def schedule_view(day, inputs, simulated=None) -> Report:
+    """A day's schedule: per window the split, threshold, capacity and utilisation, beside the best
+    static plan."""
+    ident = inputs.identity()
+    rows = []
+    for w, s in zip(day.windows, day.static_windows):
+        rows.append({**ident, "window": w.name, "hours": w.hours, "rate_rps": w.rate_rps, "n_prfaas": day.n_prfaas,
+                     "n_p": w.n_p, "n_d": w.n_d, "switched": w.switched, "threshold_tokens": w.threshold_tokens,
+                     "capacity_rps": round(w.capacity_rps, 6), "utilisation": round(w.utilisation, 6),
+                     "static_n_p": s.n_p, "static_n_d": s.n_d, "static_capacity_rps": round(s.capacity_rps, 6),
+                     "static_utilisation": round(s.utilisation, 6)})
+    stability = {True: "bounded", False: "growing", None: "unknown"}
+    for row, sim in zip(rows, simulated or ()):
+        row["sim_queues"], row["static_sim_queues"] = (stability[x] for x in sim)
+    cost = "-" if day.usd_per_hour is None else f"${day.usd_per_hour:,.2f}/hour"
+    gain = day.scale / day.static_scale - 1 if day.static_scale > 0 else float("inf")
+    s_f, s_pd, s_cost = day.static_counts
+    notes = [f"day scale (the factor by which every window's rate could grow and still be served): schedule "
+             f"{day.scale:.3f}, best static plan {day.static_scale:.3f} ({100 * gain:+.1f}%)",
+             f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
+             + ("" if s_cost is None else f", ${s_cost:,.2f}/hour") + "; one split all day, threshold per window"]
+    if day.fell_back:
+        notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
+    return Report(
+        title=f"Day schedule: {inputs.name} (buy N_prfaas {day.n_prfaas}, N_pd {day.n_pd}; {cost} provisioned)",
+        columns=[Column("window", "window", justify="left"), Column("hours", "hours", _auto),
+                 Column("rate_rps", "rate req/s", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
+                 Column("switched", "switched", _auto), Column("threshold_tokens", "t (tokens)", _auto),
+                 Column("capacity_rps", "capacity req/s", _auto), Column("utilisation", "load", _auto),
+                 Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static cap.", _auto),
+                 Column("static_utilisation", "static load", _auto),
+                 *([Column("sim_queues", "sim queues", justify="left"),
+                    Column("static_sim_queues", "static sim", justify="left")] if simulated else [])],
+        rows=rows, csv_columns=[Column(k, k) for k in rows[0]],
+        meta={"scenario": inputs.name}, notes=notes,
+    )

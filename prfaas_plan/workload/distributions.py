@@ -393,3 +393,8 @@ def _head_tail_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     tail = np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
     return head, tail
 
+
+
+def scaled(dist: LengthDistribution, factor: float, cap_tokens: float) -> LengthDistribution:
+    """Every length x ``factor`` (at least 1 token, at most ``cap_tokens``), equal lengths merged."""
+    return _merged(np.clip(dist.lengths_tokens * factor, 1.0, cap_tokens), np.asarray(dist.probs))

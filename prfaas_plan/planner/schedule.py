@@ -1,0 +1,228 @@
+"""Traffic over a day and role rebalancing (the paper's long-term scheduling).
+
+A day is a sequence of windows, each with an arrival rate and a shift of the input lengths
+(``day:`` in a scenario). The counts are bought once for the day (N_prfaas and the PD pool's
+N_pd); per window the planner chooses the PD-P / PD-D split and the threshold. Switching k
+instances between roles at a window's start leaves them idle for ``conversion_s``: with
+f = min(1, conversion_s / window length), the window's capacity is
+(1 - f) Lambda(N_p, N_d) + f Lambda(min(N_p, N_p'), min(N_d, N_d')), N_p' the previous split;
+at most ``max_switches_per_window`` instances switch between consecutive windows, and the
+day repeats (the last window precedes the first).
+
+The measure is the **day scale** s = min over windows of capacity / rate: the largest factor
+by which the whole day's traffic can grow and still be served (s >= 1: every window is served).
+For given counts the best schedule is a max-min dynamic programme over the splits (each
+starting split tried, the cycle closed); the best **static** plan keeps one split all day (the
+threshold still follows each window). ``max_throughput`` maximises s within the ranges and
+budgets; ``min_cost`` finds the cheapest counts with s >= 1. A schedule that does not beat the
+static plan (e.g. when conversion takes longer than a window) falls back to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..choices import DecodeSource, ObjectiveKind
+from ..errors import PlanInputError
+from ..timing.decode import decode_capacity
+from ..workload.distributions import scaled
+from .inputs import Decode, PlanInputs, Workload
+from .optimizer import TIE_REL, feasible_cost
+from .throughput import ThresholdTable, bounds, threshold_table
+
+MAX_DAY_COMBINATIONS = 5_000
+
+
+@dataclass(frozen=True)
+class Window:
+    name: str
+    hours: float
+    rate_rps: float
+    input_scale: float
+    inputs: PlanInputs
+    table: ThresholdTable
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    name: str
+    hours: float
+    rate_rps: float
+    n_p: int
+    n_d: int
+    threshold_tokens: float
+    capacity_rps: float  # with the conversion of switched instances
+    switched: int  # instances that changed role at the window's start
+
+    @property
+    def utilisation(self) -> float:
+        return self.rate_rps / self.capacity_rps if self.capacity_rps > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class DayPlan:
+    n_prfaas: int
+    n_pd: int
+    usd_per_hour: float | None
+    scale: float  # day scale of the schedule
+    static_scale: float  # of the best static split with the same counts
+    windows: tuple[WindowPlan, ...]
+    static_windows: tuple[WindowPlan, ...]
+    static_counts: tuple[int, int, float | None]  # N_prfaas, N_pd and $/hour of the best static plan
+    fell_back: bool  # the schedule is the static plan (switching does not pay)
+
+
+def window_inputs(inputs: PlanInputs, scale: float) -> PlanInputs:
+    """The scenario's inputs with every input length x ``scale`` (capped at the model's context);
+    a roofline decode rate follows the window's context."""
+    if scale == 1.0:
+        return inputs
+    if inputs.workload.caches is not None:
+        raise PlanInputError("a day profile with input_scale does not combine with cluster_caches yet",
+                             field="day.windows")
+    cap = float(inputs.model.max_context_tokens)
+    w = inputs.workload
+    workload = Workload(scaled(w.input_dist, scale, cap), scaled(w.full_input_dist, scale, cap), w.output_dist)
+    decode = inputs.decode
+    if decode.source != DecodeSource.scenario and decode.capacity is not None:
+        context = int(min(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2), cap))
+        cap_w = decode_capacity(inputs.model, inputs.decode_pool.instance, context, tpot_ms=decode.tpot_ms,
+                                max_batch=decode.max_batch)
+        decode = Decode(context, decode.tpot_ms, decode.max_batch, cap_w.tokens_per_s, DecodeSource(cap_w.source),
+                        cap_w)
+    return replace(inputs, workload=workload, decode=decode)
+
+
+def windows_of(inputs: PlanInputs, specs: list[tuple[str, float, float, float]]) -> list[Window]:
+    out = []
+    for name, hours, rate, scale in specs:
+        w_inputs = window_inputs(inputs, scale)
+        out.append(Window(name, hours, rate, scale, w_inputs, threshold_table(w_inputs)))
+    return out
+
+
+def _grid(window: Window, n_f: int, n_pd: int) -> tuple[np.ndarray, np.ndarray]:
+    """Lambda_max (best threshold) and that threshold's index for a PD-P and b PD-D instances, a + b <= N_pd."""
+    a = np.arange(n_pd + 1)
+    idx = np.arange(len(window.table))
+    lam = bounds(window.table, idx[None, None, :], n_f, a[:, None, None], a[None, :, None], window.inputs).lambda_max
+    lam = np.broadcast_to(lam, (n_pd + 1, n_pd + 1, len(idx)))
+    best = lam.argmax(axis=2)
+    values = np.take_along_axis(lam, best[..., None], axis=2)[..., 0]
+    over = a[:, None] + a[None, :] > n_pd
+    return np.where(over, 0.0, values), best
+
+
+def _scores(window: Window, grid: np.ndarray, n_pd: int, conversion_s: float) -> np.ndarray:
+    """capacity / rate for each (previous split, split) of N_pd, with the switch's idle time."""
+    splits = np.arange(n_pd + 1)
+    full = grid[splits, n_pd - splits]  # by split
+    low = grid[np.minimum.outer(splits, splits), np.minimum.outer(n_pd - splits, n_pd - splits)]
+    f = min(1.0, conversion_s / (window.hours * 3600.0))
+    switched = splits[:, None] != splits[None, :]
+    capacity = np.where(switched, (1 - f) * full[None, :] + f * low, full[None, :])
+    return capacity / window.rate_rps
+
+
+def _best_schedule(scores: list[np.ndarray], max_switches: int | None) -> tuple[float, list[int]]:
+    """Max over cyclic split sequences of min over windows of scores[w][prev, cur]."""
+    n = scores[0].shape[0]
+    splits = np.arange(n)
+    allowed = np.ones((n, n), bool) if max_switches is None else np.abs(splits[:, None] - splits[None, :]) <= max_switches
+    best_value, best_path = -np.inf, []
+    for start in range(n):
+        value = np.full(n, -np.inf)
+        value[start] = np.inf
+        back = []
+        for s in scores:
+            cand = np.where(allowed, np.minimum(value[:, None], s), -np.inf)
+            prev = cand.argmax(axis=0)
+            back.append(prev)
+            value = cand[prev, splits]
+        if value[start] > best_value * (1 + TIE_REL):
+            path, cur = [start], start
+            for prev in reversed(back[1:]):
+                cur = int(prev[cur])
+                path.append(cur)
+            best_value, best_path = float(value[start]), list(reversed(path))
+    return best_value, best_path
+
+
+def _plans(windows: list[Window], grids, splits: list[int], n_pd: int, conversion_s: float) -> tuple[WindowPlan, ...]:
+    out = []
+    for k, (w, (grid, best)) in enumerate(zip(windows, grids)):
+        cur, prev = splits[k], splits[k - 1]
+        score = _scores(w, grid, n_pd, conversion_s)[prev, cur]
+        out.append(WindowPlan(w.name, w.hours, w.rate_rps, cur, n_pd - cur,
+                              float(w.table.thresholds_tokens[best[cur, n_pd - cur]]), score * w.rate_rps,
+                              abs(cur - prev)))
+    return tuple(out)
+
+
+def _evaluate(windows, n_f, n_pd, conversion_s, max_switches):
+    grids = [_grid(w, n_f, n_pd) for w in windows]
+    scores = [_scores(w, g, n_pd, conversion_s) for w, (g, _) in zip(windows, grids)]
+    static_by_split = np.min([np.diagonal(s) for s in scores], axis=0)
+    static_split = int(np.argmax(static_by_split))
+    static = float(static_by_split[static_split])
+    value, path = _best_schedule(scores, max_switches)
+    return grids, value, path, static, static_split
+
+
+def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max_switches: int | None) -> DayPlan:
+    """The counts to buy and the per-window schedule (see the module docstring)."""
+    limits = inputs.limits
+    if limits.separate_decode:
+        raise PlanInputError("role rebalancing needs one PD pool that both prefills and decodes (no pd_decode)",
+                             field="day")
+    count = (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1)
+    if count > MAX_DAY_COMBINATIONS:
+        raise PlanInputError(f"{count} count combinations (at most {MAX_DAY_COMBINATIONS}); narrow the instance "
+                             "ranges", field="day")
+    min_cost = inputs.objective.kind == ObjectiveKind.min_cost
+    best = best_static = None
+    for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
+        for n_pd in range(limits.pd_min, limits.pd_max + 1):
+            cost = feasible_cost(inputs, limits, n_f, n_pd, 0)
+            if cost is False or n_pd == 0:
+                continue
+            grids, value, path, static, static_split = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
+            size = n_f + n_pd
+            cand = (value, cost, size, n_f, n_pd, grids, path)
+            cand_static = (static, cost, size, n_f, n_pd, grids, [static_split] * len(windows))
+            best = _pick(best, cand, min_cost)
+            best_static = _pick(best_static, cand_static, min_cost)
+    if best is None or (min_cost and best[0] < 1.0):
+        what = "serves every window" if min_cost else "fits"
+        raise PlanInputError(f"no count within the ranges and budgets {what}", field="day")
+    value, cost, _, n_f, n_pd, grids, path = best
+    s_value, s_cost, _, s_f, s_pd, s_grids, s_path = best_static
+    same_counts_static = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
+    fell_back = value <= same_counts_static[3] * (1 + TIE_REL)
+    if fell_back:  # switching does not pay: the static split of these counts
+        path, value = [same_counts_static[4]] * len(windows), same_counts_static[3]
+    return DayPlan(n_f, n_pd, cost, value, s_value, _plans(windows, grids, path, n_pd, conversion_s),
+                   _plans(windows, s_grids, s_path, s_pd, conversion_s), (s_f, s_pd, s_cost), fell_back)
+
+
+def _pick(best, cand, min_cost: bool):
+    """The better of two (scale, cost, size, ...) candidates: max scale (ties: cheaper, smaller), or for
+    min_cost the cheapest with scale >= 1 (ties: larger scale)."""
+    if best is None:
+        return cand
+    value, cost, size = cand[:3]
+    b_value, b_cost, b_size = best[:3]
+    cost, b_cost = (np.inf if cost is None else cost), (np.inf if b_cost is None else b_cost)
+    if min_cost:
+        if value < 1.0:
+            return best
+        if b_value < 1.0 or cost < b_cost - 1e-9 or (abs(cost - b_cost) <= 1e-9 and value > b_value * (1 + TIE_REL)):
+            return cand
+        return best
+    if value > b_value * (1 + TIE_REL):
+        return cand
+    if value >= b_value * (1 - TIE_REL) and (cost, size) < (b_cost, b_size):
+        return cand
+    return best
