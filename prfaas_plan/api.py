@@ -76,6 +76,13 @@ def validate_file(path: str):
         raise exc.with_source(path) from None
     if kind == ProfileKind.scenario:
         return kind, validate_scenario(data, path)
+    if kind == ProfileKind.sites:
+        from .planner.sites import sites_inputs
+        from .profiles.sites import load_sites_scenario
+
+        spec = load_sites_scenario(data, path)
+        sites_inputs(spec, path)
+        return kind, spec
     if kind == ProfileKind.model:
         return kind, model_of(load_model_profile(data, path))
     return kind, load_hardware_profile(data, path)
@@ -434,6 +441,22 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
                 results.append(run_sim(window.inputs, dep, decode, config))
             runs.append((window, *results))
     return day, runs
+
+
+def sites(path: str):
+    """Plan a multi-site scenario file (``profiles.sites``, ``planner.sites``). Returns
+    (``planner.sites.SitesPlan``, ``planner.sites.SitesInputs``)."""
+    from .planner.sites import plan_sites, sites_inputs
+    from .profiles.sites import load_sites_scenario
+    from .yamlio import load_yaml_file
+
+    data = load_yaml_file(path)
+    spec = load_sites_scenario(data, path)
+    try:
+        si = sites_inputs(spec, path)
+        return plan_sites(si), si
+    except PlanInputError as exc:
+        raise exc.with_source(path) from None
 
 
 @dataclass(frozen=True)

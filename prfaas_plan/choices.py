@@ -187,6 +187,7 @@ class ProfileKind(StrEnum):
     model = "model"
     hardware = "hardware"
     scenario = "scenario"
+    sites = "sites"  # a multi-site scenario (pd_sites, prfaas_sites, links)
 
 
 class FitParam(StrEnum):

@@ -496,6 +496,21 @@ def schedule(
     _emit(report, fmt, output)
 
 
+@app.command()
+def sites(
+    path: str = typer.Argument(..., help="A multi-site scenario YAML (pd_sites, prfaas_sites, links)."),
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
+    """Plan several PD sites sharing PrfaaS sites over their own links: counts per site, thresholds, traffic per link."""
+    from . import api
+    from .views.plan import sites_view
+
+    _check_outputs((output, "--output"))
+    result, si = api.sites(path)
+    _emit(sites_view(result, si), fmt, output)
+
+
 @app.command("route-table")
 def route_table(
     scenario: str = SCENARIO_ARG,

@@ -418,3 +418,106 @@ def test_schedule_report_and_csv(run_cli):
     assert [r["window"] for r in rows] == ["day", "evening"]
     assert {r["scenario"] for r in rows} == {"day-demo"}
     assert "day scale" in run_cli("schedule", DAY).out
+
+
+# --------------------------------------------------------------------------------------------
+# several sites
+
+def sites_doc(rates=(2.0, 2.0), links=(10.0, 100.0), pd_instances=4, prfaas_max=4) -> dict:
+    mixture = {"type": "mixture", "components": [{"weight": 1, "type": "fixed", "tokens": SHORT},
+                                                 {"weight": 1, "type": "fixed", "tokens": LONG}]}
+    return {
+        "name": "two-edges", "model": "prfaas-1t-hybrid",
+        "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8,
+                          "instances": {"min": 0, "max": prfaas_max}}],
+        "pd_sites": [{"name": name, "hardware": "h20", "gpus_per_instance": 8, "instances": pd_instances,
+                      "rate_rps": rate} for name, rate in zip(("east", "west"), rates)],
+        "links": [{"prfaas": "factory", "pd": name, "bandwidth_gbps": gbps, "rtt_ms": 20}
+                  for name, gbps in zip(("east", "west"), links)],
+        "workload": {"input": mixture, "output": {"type": "fixed", "tokens": 1024}},
+        "decode": {"max_batch": 64, "tokens_per_s_per_instance": 800},
+    }
+
+
+def _sites(tmp_path, doc):
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return api.sites(str(path))
+
+
+def test_two_sites_fill_the_small_link_to_its_cap_and_match_brute_force(tmp_path):
+    """East (10 Gbps) and west (100 Gbps) share one PrfaaS site: the plan sends east's KV up to the
+    10 Gbps and no further, and its demand scale is the brute-force best over the PrfaaS count,
+    each site's threshold and each site's N_p / N_d split."""
+    result, si = _sites(tmp_path, sites_doc(rates=(2.0, 2.0), prfaas_max=8))
+    east = next(s for s in result.pd if s.name == "east")
+    assert east.egress_gbps["factory"] <= 10.0 * (1 + 1e-6)  # within the solver's tolerance
+    assert east.egress_gbps["factory"] == pytest.approx(10.0, rel=1e-6)  # the small link binds
+    tables = {name: threshold_table(si.pairs[name, "factory"]) for name in ("east", "west")}
+    rates = {"east": 2.0, "west": 2.0}
+    r_d = 800 / 1024
+    best = 0.0
+    over = lambda cap, work: cap / work if work > 0 else np.inf  # noqa: E731
+    for n_f in range(9):
+        for ke in range(len(tables["east"])):
+            for kw in range(len(tables["west"])):
+                te, tw = tables["east"], tables["west"]
+                prfaas = over(n_f, rates["east"] * te.prfaas_work_s[ke] + rates["west"] * tw.prfaas_work_s[kw])
+                links = min(over(10e9 / 8, rates["east"] * te.link_work_bytes[ke]),
+                            over(100e9 / 8, rates["west"] * tw.link_work_bytes[kw]))
+                for npe in range(5):
+                    for npw in range(5):
+                        local = min(over(npe, rates["east"] * te.pd_work_s[ke]),
+                                    over(npw, rates["west"] * tw.pd_work_s[kw]),
+                                    r_d * (4 - npe) / rates["east"], r_d * (4 - npw) / rates["west"])
+                        best = max(best, min(prfaas, links, local))
+    assert result.scale == pytest.approx(best, rel=1e-6)
+    assert not result.one_site
+    west = next(s for s in result.pd if s.name == "west")
+    assert west.link_utilisation["factory"] < 0.5  # the wide link has room; the small one is full
+
+
+def test_one_site_scenario_gives_the_case_study_plan_exactly(tmp_path):
+    """The case study written as one PD site and one PrfaaS site: today's plan, figure for figure."""
+    case = case_study_doc()
+    doc = {"name": "one-site", "model": case["model"],
+           "prfaas_sites": [{"name": "factory", **case["prfaas"]}],
+           "pd_sites": [{"name": "local", **case["pd"], "rate_rps": 2.0}],
+           "links": [{"prfaas": "factory", "pd": "local", **case["link"]}],
+           "workload": case["workload"], "decode": case["decode"]}
+    result, _ = _sites(tmp_path, doc)
+    point = api.plan("paper-case-study", with_marginals=False).point
+    site = result.pd[0]
+    assert result.one_site
+    assert (site.threshold_tokens, result.n_prfaas["factory"], site.n_p, site.n_d) == (
+        point.threshold_tokens, point.n_prfaas, point.n_p, point.n_d)
+    assert site.served_rps == point.lambda_max and result.scale == point.lambda_max / 2.0
+    assert site.egress_gbps["factory"] == point.stages.egress_gbps
+
+
+def test_sites_report_per_site_and_total(run_cli, tmp_path):
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(sites_doc()))
+    res = run_cli("sites", path, "-f", "csv")
+    assert res.code == 0, res.err
+    rows = list(csv.DictReader(io.StringIO(res.out)))
+    assert [r["pd_site"] for r in rows] == ["east", "west", "total"]
+    assert float(rows[2]["served_rps"]) == pytest.approx(float(rows[0]["served_rps"]) + float(rows[1]["served_rps"]),
+                                                         rel=1e-5)
+    assert run_cli("validate", path).code == 0
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d["links"][0].update(pd="north"), "links[0].pd: unknown PD site 'north'"),
+    (lambda d: d["links"][1].update(prfaas="plant"), "links[1].prfaas: unknown PrfaaS site 'plant'"),
+    (lambda d: d["pd_sites"][0].update(rate_rps=-1), "pd_sites[0].rate_rps"),
+    (lambda d: d["links"][0].update(bandwidth_gbps=-5), "links[0].bandwidth_gbps"),
+])
+def test_bad_multi_site_input_is_one_line(run_cli, tmp_path, change, field):
+    doc = sites_doc()
+    change(doc)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    for command in ("sites", "validate"):
+        res = run_cli(command, path)
+        assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err

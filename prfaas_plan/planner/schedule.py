@@ -86,7 +86,7 @@ def window_inputs(inputs: PlanInputs, scale: float) -> PlanInputs:
     w = inputs.workload
     workload = Workload(scaled(w.input_dist, scale, cap), scaled(w.full_input_dist, scale, cap), w.output_dist)
     decode = inputs.decode
-    if decode.source != DecodeSource.scenario and decode.capacity is not None:
+    if decode.capacity is not None:  # not a rate the scenario gives
         context = int(min(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2), cap))
         cap_w = decode_capacity(inputs.model, inputs.decode_pool.instance, context, tpot_ms=decode.tpot_ms,
                                 max_batch=decode.max_batch)

@@ -103,6 +103,8 @@ def detect_profile_kind(data: object) -> ProfileKind:
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise PlanInputError(f"expected a mapping of fields at the top level, got {kind}")
+    if "pd_sites" in data or "prfaas_sites" in data:
+        return ProfileKind.sites
     if "prfaas" in data or "workload" in data:
         return ProfileKind.scenario
     if "mixers" in data or "layers" in data:

@@ -1,0 +1,262 @@
+"""Several PD sites sharing PrfaaS sites over links of their own (``profiles.sites``).
+
+Per PD site i (demand r_i req/s, its own workload, hardware and threshold t_i) and PrfaaS
+site j, with the throughput model's work per request at candidate threshold k of site i
+(``planner.throughput``, exact class means): p_ik, PrfaaS seconds T_ijk = E[T_j(L); L > t_k]
+(per offloaded request: T_ijk / p_ik), link bytes S_ijk likewise, PD-P seconds P_ik, and the
+decode rate r_d,i per PD-D instance. A mixed-integer program (pulp/CBC):
+
+    sum_k z_ik = 1,  lambda_ik <= U_i z_ik,            sum_k lambda_ik = s r_i
+    sum_j x_ijk = p_ik lambda_ik                       (site i's offloaded requests, split by PrfaaS site)
+    sum_{i,k} x_ijk T_ijk / p_ik <= N_j                (PrfaaS site j's compute)
+    sum_k x_ijk S_ijk / p_ik <= B_ij                   (each link's usable bandwidth)
+    sum_k lambda_ik P_ik <= N_p,i,   sum_k lambda_ik <= r_d,i N_d,i
+    instance ranges per site, GPU budgets per hardware, $/hour budget (links' committed price
+    paid when they carry traffic)
+
+maximising the common demand scale s (``max_throughput``), or minimising the provisioned
+$/hour with s = 1 (``min_cost``). Thresholds come from ``coarse_thresholds`` quantiles per site,
+then a second programme over the candidates between each site's neighbours. A scenario with
+one PD site and one PrfaaS site is planned by the one-site planner (``planner.plan``), so it
+gives today's plans exactly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..choices import ObjectiveKind
+from ..errors import PlanInputError
+from ..units import bytes_per_s_to_gbps
+from .inputs import PlanInputs, build_inputs
+from .optimizer import coarse_indices
+from .throughput import ThresholdTable, threshold_table
+
+FINE_PER_SITE = 32
+
+
+@dataclass(frozen=True)
+class PdSitePlan:
+    name: str
+    demand_rps: float
+    served_rps: float  # s x demand
+    threshold_tokens: float
+    p: float
+    n_p: int
+    n_d: int
+    offload_rps: dict  # PrfaaS site -> offloaded req/s
+    egress_gbps: dict  # PrfaaS site -> KV egress on that link, decimal Gbps
+    link_utilisation: dict  # PrfaaS site -> egress / usable bandwidth
+
+
+@dataclass(frozen=True)
+class SitesPlan:
+    name: str
+    scale: float  # every site's demand x scale is served
+    n_prfaas: dict  # PrfaaS site -> instances
+    pd: tuple[PdSitePlan, ...]
+    usd_per_hour: float | None  # provisioned
+    one_site: bool  # planned by the one-site planner
+
+
+@dataclass(frozen=True)
+class SitesInputs:
+    name: str
+    pd: list[tuple[str, float]]  # (PD site, demand)
+    prfaas: list[str]
+    linked: dict  # (PrfaaS site, PD site) -> True
+    pairs: dict  # (PD site, PrfaaS site) -> PlanInputs
+    gpu_budget: dict
+    usd_per_hour: float | None
+    objective: ObjectiveKind
+    coarse: int
+
+
+def sites_inputs(spec, source: str | None = None) -> SitesInputs:
+    """Every (PD site, PrfaaS site) pair resolved as a one-site scenario (``profiles.sites.pair_scenario``)."""
+    from ..profiles.sites import pair_scenario, site_names, sites_budgets
+
+    pd, prfaas, linked = site_names(spec)
+    pairs = {}
+    for name, _ in pd:
+        for f in prfaas:
+            try:
+                pairs[name, f] = build_inputs(pair_scenario(spec, name, f), source)
+            except PlanInputError as exc:
+                raise PlanInputError(exc.reason, source=source, field=f"{_site_field(exc.field, name, f)}") from None
+    gpus, usd = sites_budgets(spec)
+    first = next(iter(pairs.values()))
+    return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, first.objective.kind,
+                       first.optimiser.coarse_thresholds)
+
+
+def _site_field(field: str | None, pd: str, prfaas: str) -> str:
+    if not field:
+        return f"pd_sites.{pd}"
+    head, _, rest = field.partition(".")
+    site = {"prfaas": f"prfaas_sites.{prfaas}", "pd": f"pd_sites.{pd}", "link": f"links.{prfaas}-{pd}"}.get(head)
+    return f"{site}.{rest}" if site and rest else (site or field)
+
+
+def plan_sites(si: SitesInputs) -> SitesPlan:
+    """The multi-site plan (see the module docstring)."""
+    if len(si.pd) == 1 and len(si.prfaas) == 1:
+        return _one_site(si)
+    tables = {key: threshold_table(inputs) for key, inputs in si.pairs.items()}
+    cands = {name: coarse_indices(tables[name, si.prfaas[0]], si.coarse) for name, _ in si.pd}
+    sol = _solve(si, tables, cands)
+    if sol is None:
+        raise _infeasible(si)
+    fine = {}
+    for name, _ in si.pd:
+        c = cands[name]
+        pos = int(np.searchsorted(c, sol["k"][name]))
+        lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
+        fine[name] = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int))
+    refined = _solve(si, tables, fine)
+    if refined is not None and _better(refined, sol, si.objective):
+        sol = refined
+    return _result(si, tables, sol)
+
+
+def _better(a: dict, b: dict, objective: ObjectiveKind) -> bool:
+    if objective == ObjectiveKind.min_cost:
+        return a["cost"] < b["cost"] - 1e-9
+    return a["s"] > b["s"] * (1 + 1e-7)
+
+
+def _infeasible(si: SitesInputs) -> PlanInputError:
+    what = "serves every site's rate_rps" if si.objective == ObjectiveKind.min_cost else "fits"
+    return PlanInputError(f"no multi-site plan within the ranges and budgets {what}", field="pd_sites")
+
+
+def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
+    import pulp
+
+    prob_max = si.objective != ObjectiveKind.min_cost
+    prob = pulp.LpProblem("sites", pulp.LpMaximize if prob_max else pulp.LpMinimize)
+    var = prob.add_variable
+    any_pair = {name: si.pairs[name, si.prfaas[0]] for name, _ in si.pd}
+    n_f = {}
+    for f in si.prfaas:
+        lo, hi = (si.pairs[si.pd[0][0], f].limits.prfaas_min, si.pairs[si.pd[0][0], f].limits.prfaas_max)
+        n_f[f] = var(f"nf_{f}", lo, hi, cat="Integer")
+    s = var("s", 0, None) if prob_max else 1.0
+    cost = pulp.lpSum(n_f[f] * (si.pairs[si.pd[0][0], f].prfaas.usd_per_hour_per_instance or 0.0) for f in si.prfaas)
+    gpus: dict[str, list] = {}
+    for f in si.prfaas:
+        pool = si.pairs[si.pd[0][0], f].prfaas
+        gpus.setdefault(pool.hardware_name, []).append(pool.gpus_per_instance * n_f[f])
+    f_work: dict[str, list] = {f: [] for f in si.prfaas}
+    per_site = {}
+    size = 0
+    for name, demand in si.pd:
+        inputs = any_pair[name]
+        lim = inputs.limits
+        n_p = var(f"np_{name}", 0, lim.pd_max, cat="Integer")
+        n_d = var(f"nd_{name}", 0, lim.pd_max, cat="Integer")
+        prob += n_p + n_d >= lim.pd_min
+        prob += n_p + n_d <= lim.pd_max
+        size = size + n_p + n_d
+        cost += (inputs.pd.usd_per_hour_per_instance or 0.0) * (n_p + n_d)
+        gpus.setdefault(inputs.pd.hardware_name, []).append(inputs.pd.gpus_per_instance * (n_p + n_d))
+        upper = inputs.decode_rps_per_instance * lim.pd_max
+        table = tables[name, si.prfaas[0]]
+        ks = [int(k) for k in cands[name]]
+        z = [var(f"z_{name}_{k}", 0, 1, cat="Binary") for k in ks]
+        lam = [var(f"lam_{name}_{k}", 0, upper) for k in ks]
+        prob += pulp.lpSum(z) == 1
+        for zi, li in zip(z, lam):
+            prob += li <= upper * zi
+        prob += pulp.lpSum(lam) == s * demand if prob_max else pulp.lpSum(lam) >= demand
+        prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p
+        prob += pulp.lpSum(lam) <= inputs.decode_rps_per_instance * n_d
+        flows = {}
+        for k, li in zip(ks, lam):
+            p = float(table.p[k])
+            if p <= 0:
+                continue
+            parts = []
+            for f in si.prfaas:
+                if (f, name) not in si.linked:
+                    continue
+                x = var(f"x_{name}_{f}_{k}", 0, upper)
+                parts.append(x)
+                flows.setdefault(f, []).append((k, x))
+                f_work[f].append(float(tables[name, f].prfaas_work_s[k]) / p * x)
+            prob += pulp.lpSum(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
+        for f, items in flows.items():
+            link = si.pairs[name, f].link
+            scale = max(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) for k, _ in items) or 1.0
+            prob += pulp.lpSum(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) / scale * x
+                               for k, x in items) <= link.usable_bytes_per_s / scale
+            if link.fixed_usd_per_hour > 0:
+                used = var(f"u_{name}_{f}", 0, 1, cat="Binary")
+                prob += pulp.lpSum(x for _, x in items) <= upper * used
+                cost += link.fixed_usd_per_hour * used
+        per_site[name] = (ks, z, lam, n_p, n_d, flows)
+    for f in si.prfaas:
+        prob += pulp.lpSum(f_work[f]) <= n_f[f]
+    for hardware, budget in si.gpu_budget.items():
+        if hardware not in gpus:
+            raise PlanInputError(f"budget for '{hardware}', which no site uses", field=f"budgets.gpus.{hardware}")
+        prob += pulp.lpSum(gpus[hardware]) <= budget
+    if si.usd_per_hour is not None:
+        prob += cost <= si.usd_per_hour
+    total = size + pulp.lpSum(n_f.values())
+    prob += (s - 1e-7 * total) if prob_max else cost
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
+    if pulp.LpStatus[status] != "Optimal":
+        return None
+    out = {"s": float(pulp.value(s)) if prob_max else 1.0, "cost": float(pulp.value(cost)), "nf": {}, "k": {},
+           "np": {}, "nd": {}, "x": {}}
+    out["nf"] = {f: int(round(v.value())) for f, v in n_f.items()}
+    for name, (ks, z, _, n_p, n_d, flows) in per_site.items():
+        out["k"][name] = ks[int(np.argmax([zi.value() or 0.0 for zi in z]))]
+        out["np"][name], out["nd"][name] = int(round(n_p.value())), int(round(n_d.value()))
+        out["x"][name] = {f: sum(x.value() or 0.0 for _, x in items) for f, items in flows.items()}
+    return out
+
+
+def _result(si: SitesInputs, tables: dict, sol: dict) -> SitesPlan:
+    sites = []
+    for name, demand in si.pd:
+        k = sol["k"][name]
+        table: ThresholdTable = tables[name, si.prfaas[0]]
+        p = float(table.p[k])
+        offload, egress, util = {}, {}, {}
+        for f, rate in sol["x"][name].items():
+            per_request = float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0
+            link = si.pairs[name, f].link
+            offload[f] = rate
+            egress[f] = bytes_per_s_to_gbps(rate * per_request)
+            util[f] = link.utilisation(rate * per_request)
+        sites.append(PdSitePlan(name, demand, sol["s"] * demand, float(table.thresholds_tokens[k]), p, sol["np"][name],
+                                sol["nd"][name], offload, egress, util))
+    return SitesPlan(si.name, sol["s"], sol["nf"], tuple(sites), sol["cost"], False)
+
+
+def _one_site(si: SitesInputs) -> SitesPlan:
+    """One PD site and one PrfaaS site: the one-site planner, with the demand as the target rate."""
+    from dataclasses import replace
+
+    from .inputs import Limits, Objective
+    from .plan import plan
+
+    (name, demand), f = si.pd[0], si.prfaas[0]
+    inputs: PlanInputs = si.pairs[name, f]
+    limits: Limits = replace(inputs.limits, gpu_budget=si.gpu_budget, usd_per_hour=si.usd_per_hour)
+    objective = Objective(si.objective, demand if si.objective == ObjectiveKind.min_cost else None)
+    result = plan(replace(inputs, limits=limits, objective=objective), with_marginals=False, with_other_mode=False)
+    pt = result.point
+    egress = pt.stages.egress_gbps
+    site = PdSitePlan(name, demand, pt.lambda_max, pt.threshold_tokens, pt.p, pt.n_p, pt.n_d,
+                      {f: pt.lambda_max * pt.p} if (f, name) in si.linked else {},
+                      {f: egress} if (f, name) in si.linked else {},
+                      {f: pt.link_utilisation} if (f, name) in si.linked else {})
+    return SitesPlan(si.name, pt.lambda_max / demand, {f: pt.n_prfaas}, (site,), pt.usd_per_hour, True)

@@ -1,0 +1,118 @@
+"""Multi-site scenario schema: several PD sites (each with its users' rate, workload and
+hardware) sharing one or more PrfaaS sites over links of their own (``planner.sites``).
+
+```yaml
+name: two-edges
+model: prfaas-1t-hybrid
+prfaas_sites:
+  - {name: factory, hardware: h200, gpus_per_instance: 8, instances: {min: 0, max: 8},
+     site: {usd_per_kwh: 0.04}}
+pd_sites:
+  - {name: east, hardware: h20, gpus_per_instance: 8, instances: 8, rate_rps: 1.5}
+  - {name: west, hardware: h20, gpus_per_instance: 8, instances: 8, rate_rps: 1.0,
+     workload: {input: {...}}}
+links:
+  - {prfaas: factory, pd: east, bandwidth_gbps: 10, rtt_ms: 20}
+  - {prfaas: factory, pd: west, bandwidth_gbps: 100, rtt_ms: 60}
+workload: {input: {...}, output: {...}}   # the default of every PD site
+```
+
+A PD site's ``rate_rps`` is its users' demand: ``max_throughput`` maximises the scale s by
+which every site's demand can grow together (s >= 1: all served); ``min_cost`` is the
+cheapest plan with s >= 1. Links are between a PrfaaS site and a PD site (a missing pair has
+no link); each has its bandwidth, usable fraction, RTT and price.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from ..ranges import RATE_RPS
+from ._base import Float, List, Name, StrictModel, Text, validate_or_raise
+from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, ObjectiveSpec, WorkloadSpec
+from .serving import PrecisionSpec
+
+MAX_SITES = 16
+
+
+class PrfaasSiteSpec(ClusterSpec):
+    name: Name
+
+
+class PdSiteSpec(ClusterSpec):
+    name: Name
+    rate_rps: Float(RATE_RPS)  # the site's users' demand
+    workload: WorkloadSpec | None = None  # default: the scenario's
+
+
+class SiteLinkSpec(LinkSpec):
+    prfaas: Name  # a PrfaaS site's name
+    pd: Name  # a PD site's name
+
+
+class SitesScenario(StrictModel):
+    name: Name
+    description: Text = ""
+    notes: List(Text) = Field(default_factory=list)
+    model: Annotated[str, Field(min_length=1, max_length=4096)]
+    precision: PrecisionSpec | None = None
+    prfaas_sites: Annotated[list[PrfaasSiteSpec], Field(min_length=1, max_length=MAX_SITES)]
+    pd_sites: Annotated[list[PdSiteSpec], Field(min_length=1, max_length=MAX_SITES)]
+    links: Annotated[list[SiteLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
+    workload: WorkloadSpec
+    decode: DecodeSpec = Field(default_factory=DecodeSpec)
+    budgets: BudgetSpec = Field(default_factory=BudgetSpec)
+    objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+
+    @model_validator(mode="after")
+    def _names(self):
+        for kind, sites in (("prfaas_sites", self.prfaas_sites), ("pd_sites", self.pd_sites)):
+            names = [s.name for s in sites]
+            if len(set(names)) < len(names):
+                raise ValueError(f"{kind}: site names must differ")
+        prfaas, pd = {s.name for s in self.prfaas_sites}, {s.name for s in self.pd_sites}
+        pairs = set()
+        for k, link in enumerate(self.links):
+            if link.prfaas not in prfaas:
+                raise ValueError(f"links[{k}].prfaas: unknown PrfaaS site '{link.prfaas}' (sites: "
+                                 f"{', '.join(sorted(prfaas))})")
+            if link.pd not in pd:
+                raise ValueError(f"links[{k}].pd: unknown PD site '{link.pd}' (sites: {', '.join(sorted(pd))})")
+            if (link.prfaas, link.pd) in pairs:
+                raise ValueError(f"links[{k}]: a second link from {link.prfaas} to {link.pd}")
+            pairs.add((link.prfaas, link.pd))
+        return self
+
+
+def load_sites_scenario(data: object, source: str | None = None) -> SitesScenario:
+    return validate_or_raise(SitesScenario, data, source)
+
+
+def pair_scenario(spec: SitesScenario, pd_name: str, prfaas_name: str):
+    """The one-site scenario of a PD site and a PrfaaS site: their pools, the link between them
+    (bandwidth 0 if none), the PD site's workload, the shared model, decode settings and objective
+    (budgets are the multi-site planner's). ``planner.sites`` resolves it to take curves from."""
+    from .scenario import LinkSpec, Scenario
+
+    pd = next(s for s in spec.pd_sites if s.name == pd_name)
+    prfaas = next(s for s in spec.prfaas_sites if s.name == prfaas_name)
+    link = next((lk for lk in spec.links if lk.prfaas == prfaas_name and lk.pd == pd_name), None)
+    cluster = ClusterSpec.model_fields
+    pool = lambda site: ClusterSpec(**{k: getattr(site, k) for k in cluster})  # noqa: E731
+    link_spec = LinkSpec(bandwidth_gbps=0.0) if link is None else LinkSpec(
+        **{k: getattr(link, k) for k in LinkSpec.model_fields})
+    return Scenario(name=f"{spec.name}:{pd_name}", model=spec.model, precision=spec.precision, prfaas=pool(prfaas),
+                    pd=pool(pd), link=link_spec, workload=pd.workload or spec.workload, decode=spec.decode,
+                    objective=spec.objective)
+
+
+def site_names(spec: SitesScenario) -> tuple[list[tuple[str, float]], list[str], dict]:
+    """([(PD site, demand req/s)], [PrfaaS site], {(PrfaaS site, PD site): True} for linked pairs)."""
+    return ([(s.name, s.rate_rps) for s in spec.pd_sites], [s.name for s in spec.prfaas_sites],
+            {(lk.prfaas, lk.pd): True for lk in spec.links})
+
+
+def sites_budgets(spec: SitesScenario) -> tuple[dict, float | None]:
+    return dict(spec.budgets.gpus), spec.budgets.usd_per_hour
