@@ -521,3 +521,28 @@ def test_bad_multi_site_input_is_one_line(run_cli, tmp_path, change, field):
     for command in ("sites", "validate"):
         res = run_cli(command, path)
         assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+def test_two_edges_through_a_day_meets_every_constraint():
+    """The README's worked example: every window's plan keeps each site's instances (N_p + N_d is the
+    count bought), serves its demand within decode, PD-P, link and the shared PrfaaS capacity, all
+    checked here against the throughput model's work per request."""
+    result, si = api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
+    assert len(result.windows) == 3 and result.scale == 1.0
+    tables = {key: threshold_table(inputs) for key, inputs in si.pairs.items()}
+    n_f = result.n_prfaas["factory"]
+    for window in result.windows:
+        prfaas_seconds = 0.0
+        for site in window.pd:
+            inputs = si.pairs[site.name, "factory"]
+            table = tables[site.name, "factory"]
+            k = int(np.searchsorted(table.thresholds_tokens, site.threshold_tokens))
+            assert site.n_p + site.n_d == result.n_pd[site.name]
+            assert site.served_rps >= site.demand_rps * (1 - 1e-9)
+            assert site.served_rps <= inputs.decode_rps_per_instance * site.n_d * (1 + 1e-6)
+            assert site.served_rps * table.pd_work_s[k] <= site.n_p * (1 + 1e-6) + 1e-9
+            assert site.offload_rps["factory"] == pytest.approx(site.served_rps * table.p[k], rel=1e-6, abs=1e-9)
+            assert site.link_utilisation["factory"] <= 1 + 1e-6
+            prfaas_seconds += site.served_rps * table.prfaas_work_s[k]
+        assert prfaas_seconds <= n_f * (1 + 1e-6)
+    assert result.usd_per_hour > 0

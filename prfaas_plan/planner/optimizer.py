@@ -144,7 +144,7 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
         # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
         warnings.simplefilter("ignore", DeprecationWarning)
         status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
-    if pulp.LpStatus[status] != "Optimal":
+    if pulp.LpStatus[status] != "Optimal" or not solution_valid(prob):
         return None
     chosen = int(np.argmax([v.value() or 0.0 for v in z]))
     n_f, n_p, n_d = (int(round(v.value())) for v in (nf, np_, nd))
@@ -152,6 +152,12 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
     lam_value = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
     return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam_value,
                     usd_per_hour(inputs, n_f, n_p, n_d))
+
+
+def solution_valid(prob, tolerance: float = 1e-6) -> bool:
+    """Whether CBC's solution meets every constraint (it can report an infeasible programme, found
+    so in presolve, as optimal with a solution that breaks them)."""
+    return all(c.valid(tolerance * max(1.0, abs(c.constant))) for c in prob.constraints.values())
 
 
 def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:

@@ -32,7 +32,7 @@ from ..choices import ObjectiveKind
 from ..errors import PlanInputError
 from ..units import bytes_per_s_to_gbps
 from .inputs import PlanInputs, build_inputs
-from .optimizer import coarse_indices
+from .optimizer import coarse_indices, solution_valid
 from .throughput import ThresholdTable, threshold_table
 
 FINE_PER_SITE = 32
@@ -53,13 +53,28 @@ class PdSitePlan:
 
 
 @dataclass(frozen=True)
+class WindowSites:
+    """One window of the day (or the steady state): each PD site's plan in it."""
+
+    name: str
+    hours: float
+    pd: tuple[PdSitePlan, ...]
+
+
+@dataclass(frozen=True)
 class SitesPlan:
     name: str
-    scale: float  # every site's demand x scale is served
+    scale: float  # every site's demand x scale is served (in every window)
     n_prfaas: dict  # PrfaaS site -> instances
-    pd: tuple[PdSitePlan, ...]
+    n_pd: dict  # PD site -> instances (N_p + N_d, split per window)
+    windows: tuple[WindowSites, ...]
     usd_per_hour: float | None  # provisioned
     one_site: bool  # planned by the one-site planner
+
+    @property
+    def pd(self) -> tuple[PdSitePlan, ...]:
+        """The PD sites' plans of the first (or only) window."""
+        return self.windows[0].pd
 
 
 @dataclass(frozen=True)
@@ -73,11 +88,12 @@ class SitesInputs:
     usd_per_hour: float | None
     objective: ObjectiveKind
     coarse: int
+    windows: list  # (name, hours, {PD site: demand req/s}); one "steady" window without a day
 
 
 def sites_inputs(spec, source: str | None = None) -> SitesInputs:
     """Every (PD site, PrfaaS site) pair resolved as a one-site scenario (``profiles.sites.pair_scenario``)."""
-    from ..profiles.sites import pair_scenario, site_names, sites_budgets
+    from ..profiles.sites import pair_scenario, site_names, sites_budgets, sites_windows
 
     pd, prfaas, linked = site_names(spec)
     pairs = {}
@@ -90,7 +106,7 @@ def sites_inputs(spec, source: str | None = None) -> SitesInputs:
     gpus, usd = sites_budgets(spec)
     first = next(iter(pairs.values()))
     return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, first.objective.kind,
-                       first.optimiser.coarse_thresholds)
+                       first.optimiser.coarse_thresholds, sites_windows(spec))
 
 
 def _site_field(field: str | None, pd: str, prfaas: str) -> str:
@@ -103,7 +119,7 @@ def _site_field(field: str | None, pd: str, prfaas: str) -> str:
 
 def plan_sites(si: SitesInputs) -> SitesPlan:
     """The multi-site plan (see the module docstring)."""
-    if len(si.pd) == 1 and len(si.prfaas) == 1:
+    if len(si.pd) == 1 and len(si.prfaas) == 1 and len(si.windows) == 1:
         return _one_site(si)
     tables = {key: threshold_table(inputs) for key, inputs in si.pairs.items()}
     cands = {name: coarse_indices(tables[name, si.prfaas[0]], si.coarse) for name, _ in si.pd}
@@ -113,9 +129,12 @@ def plan_sites(si: SitesInputs) -> SitesPlan:
     fine = {}
     for name, _ in si.pd:
         c = cands[name]
-        pos = int(np.searchsorted(c, sol["k"][name]))
-        lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
-        fine[name] = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int))
+        picks = set()
+        for w in range(len(si.windows)):
+            pos = int(np.searchsorted(c, sol["k"][w][name]))
+            lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
+            picks |= set(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int).tolist())
+        fine[name] = np.array(sorted(picks))
     refined = _solve(si, tables, fine)
     if refined is not None and _better(refined, sol, si.objective):
         sol = refined
@@ -134,111 +153,124 @@ def _infeasible(si: SitesInputs) -> PlanInputError:
 
 
 def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
+    """One programme over every window: shared counts (N_j per PrfaaS site, N_i per PD site), per
+    window and PD site a threshold, a split of N_i and the offload per PrfaaS site."""
     import pulp
 
     prob_max = si.objective != ObjectiveKind.min_cost
     prob = pulp.LpProblem("sites", pulp.LpMaximize if prob_max else pulp.LpMinimize)
     var = prob.add_variable
-    any_pair = {name: si.pairs[name, si.prfaas[0]] for name, _ in si.pd}
-    n_f = {}
-    for f in si.prfaas:
-        lo, hi = (si.pairs[si.pd[0][0], f].limits.prfaas_min, si.pairs[si.pd[0][0], f].limits.prfaas_max)
-        n_f[f] = var(f"nf_{f}", lo, hi, cat="Integer")
+    first = si.pd[0][0]
+    n_f = {f: var(f"nf_{f}", si.pairs[first, f].limits.prfaas_min, si.pairs[first, f].limits.prfaas_max,
+                  cat="Integer") for f in si.prfaas}
+    n_pd = {name: var(f"npd_{name}", si.pairs[name, si.prfaas[0]].limits.pd_min,
+                      si.pairs[name, si.prfaas[0]].limits.pd_max, cat="Integer") for name, _ in si.pd}
     s = var("s", 0, None) if prob_max else 1.0
-    cost = pulp.lpSum(n_f[f] * (si.pairs[si.pd[0][0], f].prfaas.usd_per_hour_per_instance or 0.0) for f in si.prfaas)
+    cost = pulp.lpSum(n_f[f] * (si.pairs[first, f].prfaas.usd_per_hour_per_instance or 0.0) for f in si.prfaas)
     gpus: dict[str, list] = {}
     for f in si.prfaas:
-        pool = si.pairs[si.pd[0][0], f].prfaas
+        pool = si.pairs[first, f].prfaas
         gpus.setdefault(pool.hardware_name, []).append(pool.gpus_per_instance * n_f[f])
-    f_work: dict[str, list] = {f: [] for f in si.prfaas}
-    per_site = {}
-    size = 0
-    for name, demand in si.pd:
-        inputs = any_pair[name]
-        lim = inputs.limits
-        n_p = var(f"np_{name}", 0, lim.pd_max, cat="Integer")
-        n_d = var(f"nd_{name}", 0, lim.pd_max, cat="Integer")
-        prob += n_p + n_d >= lim.pd_min
-        prob += n_p + n_d <= lim.pd_max
-        size = size + n_p + n_d
-        cost += (inputs.pd.usd_per_hour_per_instance or 0.0) * (n_p + n_d)
-        gpus.setdefault(inputs.pd.hardware_name, []).append(inputs.pd.gpus_per_instance * (n_p + n_d))
-        upper = inputs.decode_rps_per_instance * lim.pd_max
-        table = tables[name, si.prfaas[0]]
-        ks = [int(k) for k in cands[name]]
-        z = [var(f"z_{name}_{k}", 0, 1, cat="Binary") for k in ks]
-        lam = [var(f"lam_{name}_{k}", 0, upper) for k in ks]
-        prob += pulp.lpSum(z) == 1
-        for zi, li in zip(z, lam):
-            prob += li <= upper * zi
-        prob += pulp.lpSum(lam) == s * demand if prob_max else pulp.lpSum(lam) >= demand
-        prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p
-        prob += pulp.lpSum(lam) <= inputs.decode_rps_per_instance * n_d
-        flows = {}
-        for k, li in zip(ks, lam):
-            p = float(table.p[k])
-            if p <= 0:
-                continue
-            parts = []
-            for f in si.prfaas:
-                if (f, name) not in si.linked:
+    for name, _ in si.pd:
+        inputs = si.pairs[name, si.prfaas[0]]
+        cost += (inputs.pd.usd_per_hour_per_instance or 0.0) * n_pd[name]
+        gpus.setdefault(inputs.pd.hardware_name, []).append(inputs.pd.gpus_per_instance * n_pd[name])
+    link_used: dict = {}
+    per_window = []
+    for w, (_, _, demands) in enumerate(si.windows):
+        f_work: dict[str, list] = {f: [] for f in si.prfaas}
+        per_site = {}
+        for name, _ in si.pd:
+            inputs = si.pairs[name, si.prfaas[0]]
+            lim = inputs.limits
+            n_p = var(f"np_{w}_{name}", 0, lim.pd_max, cat="Integer")
+            n_d = var(f"nd_{w}_{name}", 0, lim.pd_max, cat="Integer")
+            prob += n_p + n_d == n_pd[name]
+            upper = inputs.decode_rps_per_instance * lim.pd_max
+            table = tables[name, si.prfaas[0]]
+            ks = [int(k) for k in cands[name]]
+            z = [var(f"z_{w}_{name}_{k}", 0, 1, cat="Binary") for k in ks]
+            lam = [var(f"lam_{w}_{name}_{k}", 0, upper) for k in ks]
+            prob += pulp.lpSum(z) == 1
+            for zi, li in zip(z, lam):
+                prob += li <= upper * zi
+            demand = demands[name]
+            prob += pulp.lpSum(lam) == s * demand if prob_max else pulp.lpSum(lam) >= demand
+            prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p
+            prob += pulp.lpSum(lam) <= inputs.decode_rps_per_instance * n_d
+            flows = {}
+            for k, li in zip(ks, lam):
+                p = float(table.p[k])
+                if p <= 0:
                     continue
-                x = var(f"x_{name}_{f}_{k}", 0, upper)
-                parts.append(x)
-                flows.setdefault(f, []).append((k, x))
-                f_work[f].append(float(tables[name, f].prfaas_work_s[k]) / p * x)
-            prob += pulp.lpSum(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
-        for f, items in flows.items():
-            link = si.pairs[name, f].link
-            scale = max(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) for k, _ in items) or 1.0
-            prob += pulp.lpSum(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) / scale * x
-                               for k, x in items) <= link.usable_bytes_per_s / scale
-            if link.fixed_usd_per_hour > 0:
-                used = var(f"u_{name}_{f}", 0, 1, cat="Binary")
-                prob += pulp.lpSum(x for _, x in items) <= upper * used
-                cost += link.fixed_usd_per_hour * used
-        per_site[name] = (ks, z, lam, n_p, n_d, flows)
-    for f in si.prfaas:
-        prob += pulp.lpSum(f_work[f]) <= n_f[f]
+                parts = []
+                for f in si.prfaas:
+                    if (f, name) not in si.linked:
+                        continue
+                    x = var(f"x_{w}_{name}_{f}_{k}", 0, upper)
+                    parts.append(x)
+                    flows.setdefault(f, []).append((k, x))
+                    f_work[f].append(float(tables[name, f].prfaas_work_s[k]) / p * x)
+                prob += pulp.lpSum(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
+            for f, items in flows.items():
+                link = si.pairs[name, f].link
+                scale = max(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) for k, _ in items) or 1.0
+                prob += pulp.lpSum(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) / scale * x
+                                   for k, x in items) <= link.usable_bytes_per_s / scale
+                if link.fixed_usd_per_hour > 0:
+                    if (name, f) not in link_used:
+                        link_used[name, f] = var(f"u_{name}_{f}", 0, 1, cat="Binary")
+                        cost += link.fixed_usd_per_hour * link_used[name, f]
+                    prob += pulp.lpSum(x for _, x in items) <= upper * link_used[name, f]
+            per_site[name] = (ks, z, n_p, n_d, flows)
+        for f in si.prfaas:
+            prob += pulp.lpSum(f_work[f]) <= n_f[f]
+        per_window.append(per_site)
     for hardware, budget in si.gpu_budget.items():
         if hardware not in gpus:
             raise PlanInputError(f"budget for '{hardware}', which no site uses", field=f"budgets.gpus.{hardware}")
         prob += pulp.lpSum(gpus[hardware]) <= budget
     if si.usd_per_hour is not None:
         prob += cost <= si.usd_per_hour
-    total = size + pulp.lpSum(n_f.values())
+    total = pulp.lpSum(n_pd.values()) + pulp.lpSum(n_f.values())
     prob += (s - 1e-7 * total) if prob_max else cost
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
-    if pulp.LpStatus[status] != "Optimal":
+    if pulp.LpStatus[status] != "Optimal" or not solution_valid(prob):
         return None
-    out = {"s": float(pulp.value(s)) if prob_max else 1.0, "cost": float(pulp.value(cost)), "nf": {}, "k": {},
-           "np": {}, "nd": {}, "x": {}}
-    out["nf"] = {f: int(round(v.value())) for f, v in n_f.items()}
-    for name, (ks, z, _, n_p, n_d, flows) in per_site.items():
-        out["k"][name] = ks[int(np.argmax([zi.value() or 0.0 for zi in z]))]
-        out["np"][name], out["nd"][name] = int(round(n_p.value())), int(round(n_d.value()))
-        out["x"][name] = {f: sum(x.value() or 0.0 for _, x in items) for f, items in flows.items()}
+    out = {"s": float(pulp.value(s)) if prob_max else 1.0, "cost": float(pulp.value(cost)),
+           "nf": {f: int(round(v.value())) for f, v in n_f.items()},
+           "npd": {name: int(round(v.value())) for name, v in n_pd.items()}, "k": [], "np": [], "nd": [], "x": []}
+    for per_site in per_window:
+        k, n_p, n_d, x = {}, {}, {}, {}
+        for name, (ks, z, np_var, nd_var, flows) in per_site.items():
+            k[name] = ks[int(np.argmax([zi.value() or 0.0 for zi in z]))]
+            n_p[name], n_d[name] = int(round(np_var.value())), int(round(nd_var.value()))
+            x[name] = {f: sum(v.value() or 0.0 for _, v in items) for f, items in flows.items()}
+        for key, value in (("k", k), ("np", n_p), ("nd", n_d), ("x", x)):
+            out[key].append(value)
     return out
 
 
 def _result(si: SitesInputs, tables: dict, sol: dict) -> SitesPlan:
-    sites = []
-    for name, demand in si.pd:
-        k = sol["k"][name]
-        table: ThresholdTable = tables[name, si.prfaas[0]]
-        p = float(table.p[k])
-        offload, egress, util = {}, {}, {}
-        for f, rate in sol["x"][name].items():
-            per_request = float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0
-            link = si.pairs[name, f].link
-            offload[f] = rate
-            egress[f] = bytes_per_s_to_gbps(rate * per_request)
-            util[f] = link.utilisation(rate * per_request)
-        sites.append(PdSitePlan(name, demand, sol["s"] * demand, float(table.thresholds_tokens[k]), p, sol["np"][name],
-                                sol["nd"][name], offload, egress, util))
-    return SitesPlan(si.name, sol["s"], sol["nf"], tuple(sites), sol["cost"], False)
+    windows = []
+    for w, (wname, hours, demands) in enumerate(si.windows):
+        sites = []
+        for name, _ in si.pd:
+            k = sol["k"][w][name]
+            table: ThresholdTable = tables[name, si.prfaas[0]]
+            p = float(table.p[k])
+            offload, egress, util = {}, {}, {}
+            for f, rate in sol["x"][w][name].items():
+                per_request = float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0
+                offload[f] = rate
+                egress[f] = bytes_per_s_to_gbps(rate * per_request)
+                util[f] = si.pairs[name, f].link.utilisation(rate * per_request)
+            sites.append(PdSitePlan(name, demands[name], sol["s"] * demands[name], float(table.thresholds_tokens[k]),
+                                    p, sol["np"][w][name], sol["nd"][w][name], offload, egress, util))
+        windows.append(WindowSites(wname, hours, tuple(sites)))
+    return SitesPlan(si.name, sol["s"], sol["nf"], sol["npd"], tuple(windows), sol["cost"], False)
 
 
 def _one_site(si: SitesInputs) -> SitesPlan:
@@ -259,4 +291,5 @@ def _one_site(si: SitesInputs) -> SitesPlan:
                       {f: pt.lambda_max * pt.p} if (f, name) in si.linked else {},
                       {f: egress} if (f, name) in si.linked else {},
                       {f: pt.link_utilisation} if (f, name) in si.linked else {})
-    return SitesPlan(si.name, pt.lambda_max / demand, {f: pt.n_prfaas}, (site,), pt.usd_per_hour, True)
+    return SitesPlan(si.name, pt.lambda_max / demand, {f: pt.n_prfaas}, {name: pt.n_p + pt.n_d},
+                     (WindowSites(si.windows[0][0], si.windows[0][1], (site,)),), pt.usd_per_hour, True)

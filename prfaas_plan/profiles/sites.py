@@ -29,7 +29,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from ..ranges import RATE_RPS
+from ..ranges import DAY_WINDOWS, RATE_RPS, WINDOW_HOURS
 from ._base import Float, List, Name, StrictModel, Text, validate_or_raise
 from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, ObjectiveSpec, WorkloadSpec
 from .serving import PrecisionSpec
@@ -52,6 +52,19 @@ class SiteLinkSpec(LinkSpec):
     pd: Name  # a PD site's name
 
 
+class SitesWindowSpec(StrictModel):
+    """One window of a multi-site day: its length and each PD site's rate (sites left out keep their
+    rate_rps)."""
+
+    name: Name | None = None
+    hours: Float(WINDOW_HOURS)
+    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
+
+
+class SitesDaySpec(StrictModel):
+    windows: Annotated[list[SitesWindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
+
+
 class SitesScenario(StrictModel):
     name: Name
     description: Text = ""
@@ -65,6 +78,7 @@ class SitesScenario(StrictModel):
     decode: DecodeSpec = Field(default_factory=DecodeSpec)
     budgets: BudgetSpec = Field(default_factory=BudgetSpec)
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    day: SitesDaySpec | None = None  # windows of the day: the counts are shared, the splits and thresholds not
 
     @model_validator(mode="after")
     def _names(self):
@@ -83,6 +97,11 @@ class SitesScenario(StrictModel):
             if (link.prfaas, link.pd) in pairs:
                 raise ValueError(f"links[{k}]: a second link from {link.prfaas} to {link.pd}")
             pairs.add((link.prfaas, link.pd))
+        for k, window in enumerate(self.day.windows if self.day else ()):
+            for site in window.rates:
+                if site not in pd:
+                    raise ValueError(f"day.windows[{k}].rates: unknown PD site '{site}' (sites: "
+                                     f"{', '.join(sorted(pd))})")
         return self
 
 
@@ -116,3 +135,11 @@ def site_names(spec: SitesScenario) -> tuple[list[tuple[str, float]], list[str],
 
 def sites_budgets(spec: SitesScenario) -> tuple[dict, float | None]:
     return dict(spec.budgets.gpus), spec.budgets.usd_per_hour
+
+
+def sites_windows(spec: SitesScenario) -> list[tuple[str, float, dict[str, float]]]:
+    """(name, hours, {PD site: demand}) per window of ``day``; without one, one steady window."""
+    base = {s.name: s.rate_rps for s in spec.pd_sites}
+    if spec.day is None:
+        return [("steady", 24.0, base)]
+    return [(w.name or f"w{k}", w.hours, {**base, **w.rates}) for k, w in enumerate(spec.day.windows)]

@@ -495,36 +495,48 @@ def schedule_view(day, inputs, simulated=None) -> Report:
 
 
 def sites_view(result, si) -> Report:
-    """A multi-site plan: one row per PD site and a total; the PrfaaS sites' counts in the notes."""
+    """A multi-site plan: one row per PD site and a total, per window of the day (one steady window
+    without a day); the PrfaaS sites' counts in the notes."""
     rows = []
-    for site in result.pd:
-        rows.append({"scenario": result.name, "pd_site": site.name, "demand_rps": site.demand_rps,
-                     "served_rps": round(site.served_rps, 6), "threshold_tokens": site.threshold_tokens,
-                     "p": round(site.p, 6), "n_p": site.n_p, "n_d": site.n_d,
-                     "offload_rps": round(sum(site.offload_rps.values()), 6),
-                     "egress_gbps": round(sum(site.egress_gbps.values()), 4),
-                     "links": "; ".join(f"{f}: {site.offload_rps[f]:.3f} req/s, {site.egress_gbps[f]:.2f} Gbps "
-                                        f"({100 * site.link_utilisation[f]:.0f}%)" for f in site.offload_rps)})
-    rows.append({"scenario": result.name, "pd_site": "total", "demand_rps": sum(r["demand_rps"] for r in rows),
-                 "served_rps": round(sum(r["served_rps"] for r in rows), 6), "threshold_tokens": None, "p": None,
-                 "n_p": sum(r["n_p"] for r in rows), "n_d": sum(r["n_d"] for r in rows),
-                 "offload_rps": round(sum(r["offload_rps"] for r in rows), 6),
-                 "egress_gbps": round(sum(r["egress_gbps"] for r in rows), 4), "links": ""})
+    for window in result.windows:
+        site_rows = []
+        for site in window.pd:
+            site_rows.append({"scenario": result.name, "window": window.name, "hours": window.hours,
+                              "pd_site": site.name, "n_pd": result.n_pd.get(site.name),
+                              "demand_rps": site.demand_rps, "served_rps": round(site.served_rps, 6),
+                              "threshold_tokens": site.threshold_tokens, "p": round(site.p, 6), "n_p": site.n_p,
+                              "n_d": site.n_d, "offload_rps": round(sum(site.offload_rps.values()), 6),
+                              "egress_gbps": round(sum(site.egress_gbps.values()), 4),
+                              "links": "; ".join(f"{f}: {site.offload_rps[f]:.3f} req/s, {site.egress_gbps[f]:.2f} "
+                                                 f"Gbps ({100 * site.link_utilisation[f]:.0f}%)"
+                                                 for f in site.offload_rps)})
+        site_rows.append({"scenario": result.name, "window": window.name, "hours": window.hours, "pd_site": "total",
+                          "n_pd": sum(r["n_pd"] or 0 for r in site_rows),
+                          "demand_rps": sum(r["demand_rps"] for r in site_rows),
+                          "served_rps": round(sum(r["served_rps"] for r in site_rows), 6), "threshold_tokens": None,
+                          "p": None, "n_p": sum(r["n_p"] for r in site_rows), "n_d": sum(r["n_d"] for r in site_rows),
+                          "offload_rps": round(sum(r["offload_rps"] for r in site_rows), 6),
+                          "egress_gbps": round(sum(r["egress_gbps"] for r in site_rows), 4), "links": ""})
+        rows += site_rows
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
     prfaas = ", ".join(f"{f} {n}" for f, n in result.n_prfaas.items())
-    notes = [f"demand scale {result.scale:.3f}: every site's rate_rps x this is served (>= 1: all served)",
-             f"PrfaaS instances: {prfaas}"]
+    notes = [f"demand scale {result.scale:.3f}: every site's demand x this is served in every window (>= 1: all "
+             "served)", f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items())]
+    if len(result.windows) > 1:
+        notes.append("each window splits each PD site's instances between PD-P and PD-D anew (role switches are "
+                     "taken as free here; prfaas-plan schedule prices them for one site)")
     if result.one_site:
         notes.append("one PD site and one PrfaaS site: planned by the one-site planner (prfaas-plan plan)")
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
-        columns=[Column("pd_site", "PD site", justify="left"), Column("demand_rps", "demand req/s", _auto),
-                 Column("served_rps", "served req/s", _auto), Column("threshold_tokens", "t (tokens)", _auto),
-                 Column("p", "p", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
-                 Column("egress_gbps", "egress Gbps", _auto), Column("links", "offload by PrfaaS site", justify="left")],
+        columns=[Column("window", "window", justify="left"), Column("pd_site", "PD site", justify="left"),
+                 Column("demand_rps", "demand req/s", _auto), Column("served_rps", "served req/s", _auto),
+                 Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto), Column("n_p", "N_p", _auto),
+                 Column("n_d", "N_d", _auto), Column("egress_gbps", "egress Gbps", _auto),
+                 Column("links", "offload by PrfaaS site", justify="left")],
         rows=rows, csv_columns=[Column(k, k) for k in rows[0]],
         meta={"scenario": result.name, "objective": str(si.objective)}, notes=notes,
         json_doc={"scenario": result.name, "objective": str(si.objective), "scale": result.scale,
-                  "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "one_site": result.one_site,
-                  "pd_sites": rows},
+                  "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "n_pd": result.n_pd,
+                  "one_site": result.one_site, "rows": rows},
     )
