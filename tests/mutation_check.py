@@ -241,6 +241,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/profiles/scenario_set.py",
         '"calibration_fit": None, "cost": CostSpec()})',
         '"calibration_fit": None})'),
+    # issue 10: cache-aware routing, robust plans, day schedule, several sites
+    "scarce-prfaas-uses-pd-cache": (
+        "prfaas_plan/workload/cluster_cache.py",
+        "        prfaas = np.broadcast_to(np.maximum(np.round(length * (1 - g)), 1.0), shape)",
+        "        prfaas = pd_missing"),
+    "plentiful-cache-not-on-link": (
+        "prfaas_plan/workload/cluster_cache.py",
+        "        local_kv = np.broadcast_to(np.round(length * np.maximum(g - h, 0.0)), shape)",
+        "        local_kv = np.zeros(shape)"),
+    "switches-cost-nothing": (
+        "prfaas_plan/planner/schedule.py",
+        "    f = min(1.0, conversion_s / (window.hours * 3600.0))",
+        "    f = 0.0"),
+    "sites-link-unbounded": (
+        "prfaas_plan/planner/sites.py",
+        "                                   for k, x in items) <= link.usable_bytes_per_s / scale",
+        "                                   for k, x in items) <= 1e30"),
+    "robust-worst-is-mean": (
+        "prfaas_plan/planner/robust.py",
+        "            value = min(lams) if objective == RobustObjective.worst_case else sum(",
+        "            value = sum(lams) / len(lams) if objective == RobustObjective.worst_case else sum("),
+    "cbc-solution-trusted": (
+        "prfaas_plan/planner/optimizer.py",
+        "    return all(c.valid(tolerance * max(1.0, abs(c.constant))) for c in prob.constraints.values())",
+        "    return True"),
 }
 
 
