@@ -588,6 +588,9 @@ def simulate(
                                      help="table or json: the summary; csv: the time series."),
     output: str | None = OUTPUT_OPT,
     plot_file: str | None = typer.Option(None, "--plot", help="Also draw the time series (.png, .svg, .pdf)."),
+    rebalance: bool = typer.Option(False, "--rebalance", help="PD instances switch between PD-P and PD-D when "
+                                   "one stage queues and the other has room (the paper's long-term scheduling)."),
+    conversion: float = typer.Option(300.0, "--conversion", help="Seconds a switching instance is idle (>= 0)."),
 ) -> None:
     """Discrete-event simulation (SimPy) of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
@@ -599,6 +602,7 @@ def simulate(
         check_format(plot_file, "--plot")
     _check_outputs((output, "--output"), (plot_file, "--plot"))
     options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
+    options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
         run = api.simulate(scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment,
                            mode=mode, progress=progress, **options)

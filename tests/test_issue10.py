@@ -546,3 +546,29 @@ def test_two_edges_through_a_day_meets_every_constraint():
             prfaas_seconds += site.served_rps * table.prfaas_work_s[k]
         assert prfaas_seconds <= n_f * (1 + 1e-6)
     assert result.usd_per_hour > 0
+
+
+# --------------------------------------------------------------------------------------------
+# role rebalancing in the simulator
+
+
+@pytest.mark.slow
+def test_role_switches_let_the_queues_recover_after_a_link_drop():
+    """The case study at 0.8 x Lambda_max with the adaptive threshold and a 90% link drop from 600 s on:
+    with fixed roles the PD-P queue grows without bound; with rebalancing a decode instance becomes a
+    PD-P instance (4 / 4) and the queues stay bounded; with a conversion longer than the run no switch
+    completes and the queues grow as with fixed roles."""
+    common = dict(load=0.8, requests=30_000, policy="adaptive", drop_at_s=600, drop_for_s=1e7, drop_to_fraction=0.1)
+    fixed = api.simulate("paper-case-study", **common).result
+    switching = api.simulate("paper-case-study", rebalance=True, conversion_s=120, **common).result
+    never = api.simulate("paper-case-study", rebalance=True, conversion_s=1e7, **common).result
+    assert fixed.stable is False and never.stable is False
+    assert switching.stable is True
+    assert switching.role_changes and switching.role_changes[0][1:] == (4, 4)
+    assert switching.queue_growth["last_mean"] < fixed.queue_growth["last_mean"] / 10
+    assert not never.role_changes
+
+
+def test_rebalancing_options_are_checked(run_cli):
+    res = run_cli("simulate", "-n", "100", "--rebalance", "--conversion", "-5")
+    assert res.code == 2 and "--conversion" in res.err

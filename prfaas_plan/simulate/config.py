@@ -58,6 +58,10 @@ class SimConfig:
     adaptive_queue_high: int = 4
     adaptive_interval_s: float = 5.0
     adaptive_step_share: float = 0.05  # offloaded share of requests removed per raise (0.05 = 5 points)
+    rebalance: bool = False  # PD instances switch between PD-P and PD-D during the run (``roles.py``)
+    conversion_s: float = 300.0  # one switching instance is idle this long
+    rebalance_interval_s: float = 30.0
+    rebalance_queue_high: int = 8  # requests waiting before a switch is considered
 
     def __post_init__(self) -> None:
         RATE_RPS.check(self.rate_rps, "--rate")
@@ -98,6 +102,9 @@ class SimConfig:
         _integer(self.adaptive_queue_high, "--adaptive-queue-high", minimum=0)
         _positive(self.adaptive_interval_s, "--adaptive-interval")
         _positive(self.adaptive_step_share, "--adaptive-step")
+        _non_negative(self.conversion_s, "--conversion")
+        _positive(self.rebalance_interval_s, "--rebalance-interval")
+        _integer(self.rebalance_queue_high, "--rebalance-queue-high", minimum=0)
         if self.adaptive_step_share > 1:
             raise PlanInputError(f"must be in (0, 1], got {self.adaptive_step_share:g}", field="--adaptive-step")
 

@@ -26,6 +26,7 @@ the run ends when every request has completed.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from .decode_pool import DecodePool
 from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
 from .results import SimResult, summarise
+from .roles import RoleDecodePool, RolePool, rebalance
 from .timeseries import Sampler
 
 ProgressCallback = Callable[[int, int], None]
@@ -112,8 +114,13 @@ class _Run:
         self.link = KvLink(env, schedule)
         # A path without instances gets no requests (``_check``); SimPy needs a capacity >= 1.
         self.prfaas = simpy.Resource(env, capacity=max(deployment.n_prfaas, 1))
-        self.pdp = simpy.Resource(env, capacity=max(deployment.n_p, 1))
-        self.decode = DecodePool(env, deployment.n_d, decode)
+        self.role_changes: list[tuple[float, int, int]] = []
+        if config.rebalance:
+            self.pdp = RolePool(env, deployment.n_p, deployment.n_d)
+            self.decode = RoleDecodePool(env, deployment.n_p, deployment.n_d, decode)
+        else:
+            self.pdp = simpy.Resource(env, capacity=max(deployment.n_p, 1))
+            self.decode = DecodePool(env, deployment.n_d, decode)
         if config.policy == RoutingPolicy.adaptive:
             self.policy: StaticPolicy | AdaptivePolicy = AdaptivePolicy(deployment.threshold_tokens,
                                                                         inputs.input_dist, config)
@@ -132,10 +139,13 @@ class _Run:
 
     def observe(self) -> Observation:
         totals = self.link.totals()
-        return Observation(totals.sent_bytes, totals.backlog_bytes, len(self.prfaas.queue), len(self.pdp.queue))
+        return Observation(totals.sent_bytes, totals.backlog_bytes, len(self.prfaas.queue), self._pdp_queue())
+
+    def _pdp_queue(self) -> int:
+        return self.pdp.queue_length if isinstance(self.pdp, RolePool) else len(self.pdp.queue)
 
     def queues(self) -> tuple[int, int, int]:
-        return len(self.prfaas.queue), len(self.pdp.queue), self.decode.queue_length
+        return len(self.prfaas.queue), self._pdp_queue(), self.decode.queue_length
 
     def result(self) -> SimResult:
         env = self.env
@@ -144,6 +154,10 @@ class _Run:
                                      lambda: self.policy.threshold_tokens, self.finished))
         if isinstance(self.policy, AdaptivePolicy):
             env.process(self.policy.run(env, self.observe, self.schedule.bytes_between, self.finished))
+        if self.config.rebalance:
+            cfg = self.config
+            env.process(rebalance(env, self.pdp, self.decode, cfg.rebalance_interval_s, cfg.rebalance_queue_high,
+                                  cfg.conversion_s, self.finished, self.role_changes))
         env.run()
         remote = np.array(self.remote, dtype=bool)
         per_request = {
@@ -156,8 +170,9 @@ class _Run:
             "tpot_s": np.array(self.tpot_s),
             "done_s": np.array(self.done_s),
         }
-        return summarise(self.config, self.deployment, per_request, np.array(self.completion_order, dtype=np.int64),
-                         self.sampler.rows, self.policy.changes, self.link.totals().sent_bytes)
+        result = summarise(self.config, self.deployment, per_request, np.array(self.completion_order, dtype=np.int64),
+                           self.sampler.rows, self.policy.changes, self.link.totals().sent_bytes)
+        return replace(result, role_changes=tuple(self.role_changes))
 
     def _arrivals(self) -> Generator[simpy.Event, Any, None]:
         env, n, progress = self.env, self.config.requests, self.progress

@@ -53,6 +53,7 @@ class SimResult:
     threshold_changes: tuple[tuple[float, float], ...]  # (time_s, threshold_tokens) at each change
     timeseries: dict[str, np.ndarray] = field(repr=False)  # COLUMNS -> one value per sample
     per_request: dict[str, np.ndarray] = field(repr=False)  # arrival_s, input_tokens, ..., by request index
+    role_changes: tuple[tuple[float, int, int], ...] = ()  # (time_s, N_p, N_d) after each role switch
 
     @property
     def stable(self) -> bool | None:
@@ -81,6 +82,7 @@ class SimResult:
             "egress": self.egress,
             "queue_growth": self.queue_growth,
             "threshold_changes": [list(change) for change in self.threshold_changes],
+            "role_changes": [list(change) for change in self.role_changes],
         }
         if timeseries:
             out["timeseries"] = {name: self.timeseries[name].tolist() for name in COLUMNS}

@@ -48,6 +48,10 @@ def simulation_view(run) -> Report:
         f"{cfg.requests:,} requests, seed {cfg.seed}, arrivals {cfg.arrivals}"
         + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
     ]
+    if cfg.rebalance:
+        last = sim.role_changes[-1] if sim.role_changes else None
+        notes.append(f"role rebalancing (conversion {cfg.conversion_s:g} s): {len(sim.role_changes)} switches"
+                     + ("" if last is None else f", the last at {last[0]:,.0f} s to N_p {last[1]}, N_d {last[2]}"))
     return Report(
         title=f"Simulation: {run.deployment.name} at {cfg.rate_rps:.3f} req/s",
         columns=[Column("path", "path", justify="left"), Column("requests", "measured requests", fmt_int),
