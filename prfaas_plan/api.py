@@ -459,6 +459,17 @@ def sites(path: str):
         raise exc.with_source(path) from None
 
 
+def simulate_sites(path: str, requests: int = 4000, load: float = 0.8, seed: int = 0):
+    """Plan a multi-site scenario and simulate every window of the plan at ``load`` x the rate it
+    serves per site (``simulate.sites``). Returns (plan, inputs, [[SiteSim per PD site] per window])."""
+    from .simulate.sites import simulate_sites as run
+
+    REQUESTS.check(requests, "--simulate")
+    LOAD.check(load, "--load")
+    plan_, si = sites(path)
+    return plan_, si, [run(si, plan_, w, load, requests, seed) for w in range(len(plan_.windows))]
+
+
 @dataclass(frozen=True)
 class RouteTable:
     """A plan's routing table: the counts it is for and one row per available bandwidth."""

@@ -499,6 +499,9 @@ def schedule(
 @app.command()
 def sites(
     path: str = typer.Argument(..., help="A multi-site scenario YAML (pd_sites, prfaas_sites, links)."),
+    simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate every window with this many "
+                                                 "requests per site, at --load x the rate the plan serves."),
+    load: float = typer.Option(0.8, "--load", help="With --simulate: the rate as a fraction of the planned one."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -507,6 +510,10 @@ def sites(
     from .views.plan import sites_view
 
     _check_outputs((output, "--output"))
+    if simulate_requests:
+        result, si, sims = api.simulate_sites(path, simulate_requests, load)
+        _emit(sites_view(result, si, sims, load), fmt, output)
+        return
     result, si = api.sites(path)
     _emit(sites_view(result, si), fmt, output)
 

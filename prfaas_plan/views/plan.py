@@ -494,10 +494,10 @@ def schedule_view(day, inputs, simulated=None) -> Report:
     )
 
 
-def sites_view(result, si) -> Report:
+def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
     """A multi-site plan: one row per PD site and a total, per window of the day (one steady window
     without a day); the PrfaaS sites' counts in the notes."""
-    rows = []
+    rows, rows_by_window = [], []
     for window in result.windows:
         site_rows = []
         for site in window.pd:
@@ -510,6 +510,14 @@ def sites_view(result, si) -> Report:
                               "links": "; ".join(f"{f}: {site.offload_rps[f]:.3f} req/s, {site.egress_gbps[f]:.2f} "
                                                  f"Gbps ({100 * site.link_utilisation[f]:.0f}%)"
                                                  for f in site.offload_rps)})
+        sims = {sim.name: sim for sim in (simulated[len(rows_by_window)] if simulated else ())}
+        for row in site_rows:
+            sim = sims.get(row["pd_site"])
+            if sim is not None:
+                row.update(sim_rate_rps=round(sim.rate_rps, 6), sim_ttft_p90_s=round(sim.ttft_p90_s, 4),
+                           sim_egress_gbps=round(sum(sim.egress_gbps.values()), 4),
+                           sim_queues="bounded" if sim.stable else "growing")
+        rows_by_window.append(window.name)
         site_rows.append({"scenario": result.name, "window": window.name, "hours": window.hours, "pd_site": "total",
                           "n_pd": sum(r["n_pd"] or 0 for r in site_rows),
                           "demand_rps": sum(r["demand_rps"] for r in site_rows),
@@ -527,14 +535,23 @@ def sites_view(result, si) -> Report:
                      "taken as free here; prfaas-plan schedule prices them for one site)")
     if result.one_site:
         notes.append("one PD site and one PrfaaS site: planned by the one-site planner (prfaas-plan plan)")
+    if simulated:
+        notes.append(f"simulated at {load:g} x each site's planned rate, every window from empty queues "
+                     "(SimPy; PrfaaS instances shared by the sites, a link per pair)")
+        for row in rows:
+            for key in ("sim_rate_rps", "sim_ttft_p90_s", "sim_egress_gbps", "sim_queues"):
+                row.setdefault(key, None)
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
         columns=[Column("window", "window", justify="left"), Column("pd_site", "PD site", justify="left"),
                  Column("demand_rps", "demand req/s", _auto), Column("served_rps", "served req/s", _auto),
                  Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto), Column("n_p", "N_p", _auto),
                  Column("n_d", "N_d", _auto), Column("egress_gbps", "egress Gbps", _auto),
-                 Column("links", "offload by PrfaaS site", justify="left")],
-        rows=rows, csv_columns=[Column(k, k) for k in rows[0]],
+                 Column("links", "offload by PrfaaS site", justify="left"),
+                 *([Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto), Column("sim_egress_gbps", "sim egress", _auto),
+                    Column("sim_queues", "sim queues", lambda v: "-" if v is None else str(v), justify="left")]
+                   if simulated else [])],
+        rows=rows, csv_columns=[Column(k, k) for k in dict.fromkeys(k for r in rows for k in r)],
         meta={"scenario": result.name, "objective": str(si.objective)}, notes=notes,
         json_doc={"scenario": result.name, "objective": str(si.objective), "scale": result.scale,
                   "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "n_pd": result.n_pd,
