@@ -594,3 +594,28 @@ def test_sites_cli_simulates_every_window(run_cli):
     assert res.code == 0, res.err
     rows = [r for r in csv.DictReader(io.StringIO(res.out)) if r["pd_site"] != "total"]
     assert len(rows) == 6 and all(r["sim_queues"] == "bounded" for r in rows)
+
+
+def test_latency_model_and_simulator_carry_the_cached_kv():
+    """With caches in both clusters (plentiful regime) the closed-form link load at a rate is the
+    throughput model's link work per request x the rate (offloaded KV plus cached KV moved to PD), and
+    the simulator measures that egress within 10%."""
+    from prfaas_plan.planner.decode_model import decode_model
+    from prfaas_plan.planner.deployment import Deployment
+    from prfaas_plan.planner.latency import LatencyModel
+    from prfaas_plan.simulate import SimConfig, simulate
+
+    inputs = inputs_of(yaml.safe_load((REPO / "tests" / "data" / "cluster_caches.yaml").read_text()))
+    assert inputs.workload.routed.regime == "plentiful"
+    point = plan(inputs, with_marginals=False).point
+    table = threshold_table(inputs)
+    k = int(np.searchsorted(table.thresholds_tokens, point.threshold_tokens))
+    rate = 0.8 * point.lambda_max
+    dep = Deployment("prfaas_pd", point.threshold_tokens, point.n_prfaas, point.n_p, point.n_d)
+    decode = decode_model(inputs)
+    closed = LatencyModel(inputs, dep, decode).at(rate)
+    assert closed.link_utilisation == pytest.approx(rate * table.link_work_bytes[k] / inputs.link.usable_bytes_per_s,
+                                                    rel=1e-9)
+    sim = simulate(inputs, dep, decode, SimConfig(rate_rps=rate, requests=3000))
+    measured_gbps = sim.egress["mean_gbps"]
+    assert measured_gbps == pytest.approx(closed.link_utilisation * inputs.link.usable_gbps, rel=0.1)

@@ -14,6 +14,9 @@ TTFT = queue wait + prefill time (+ KV transfer on the remote path).
   With layer-wise pipelining only the part of S/B_eff that outlasts the prefill adds to
   TTFT, plus the last layer's share S / (layers B_eff) and the RTT:
   X(L) = max(0, S(L)/B_eff - T(L)) + S(L) / (layers * B_eff) + RTT.
+- With cluster caches (``workload.cluster_cache``) the support is the regime's (L, h, g) classes: each
+  path's T at the tokens that cluster computes, S at the KV it ships; a local request that
+  receives cached KV over the link takes max(T, S_cached / B_eff + RTT), and that KV counts in rho_L.
 - TTFT per request = W + s(L), s = T (+ X), T the prefill latency of one prompt; its CDF is a mixture over the class's lengths,
   F(x) = sum_i w_i [(1 - C) 1{x >= s_i} + C (1 - exp(-(x - s_i) / theta)) 1{x >= s_i}],
   inverted numerically for P90 and P99. Overall TTFT mixes the two paths by 1 - p and p.
@@ -32,6 +35,7 @@ from ..profiles.model import expand_layers
 from .decode_model import DecodeModel
 from .deployment import Deployment
 from .inputs import PlanInputs
+from .throughput import per_token_count
 
 QUANTILES = (0.9, 0.99)
 
@@ -171,14 +175,29 @@ class SupportArrays:
     layers: int
     prfaas_hold_s: np.ndarray
     pd_hold_s: np.ndarray
+    local_kv_bytes: np.ndarray | None = None  # cached KV a local request receives over the link (cluster caches)
 
     @classmethod
     def of(cls, inputs: PlanInputs) -> SupportArrays:
-        x = inputs.input_dist.lengths_tokens
-        prfaas_s, pd_s = inputs.prfaas.curve.prefill_s(x), inputs.pd.curve.prefill_s(x)
-        return cls(x, inputs.input_dist.probs, prfaas_s, pd_s, inputs.prfaas.curve.kv_bytes(x),
-                   len(expand_layers(inputs.model)), np.minimum(inputs.prfaas.curve.capacity_s(x), prfaas_s),
-                   np.minimum(inputs.pd.curve.capacity_s(x), pd_s))
+        """Per support point, or with cluster caches per (L, h, g) class of the cache regime: its
+        routing length, each cluster's own tokens, the KV it ships offloaded and received local."""
+        routed = inputs.workload.routed
+        f, pd = inputs.prfaas.curve, inputs.pd.curve
+        layers = len(expand_layers(inputs.model))
+        if routed is None:
+            x = inputs.input_dist.lengths_tokens
+            prfaas_s, pd_s = f.prefill_s(x), pd.prefill_s(x)
+            return cls(x, inputs.input_dist.probs, prfaas_s, pd_s, f.kv_bytes(x), layers,
+                       np.minimum(f.capacity_s(x), prfaas_s), np.minimum(pd.capacity_s(x), pd_s))
+        prfaas_s = per_token_count(f.prefill_s, routed.prfaas_tokens)
+        pd_s = per_token_count(pd.prefill_s, routed.pd_tokens)
+        local_kv = np.zeros_like(routed.probs)
+        moved = routed.local_kv_tokens > 0
+        if moved.any():
+            local_kv[moved] = per_token_count(f.kv_bytes, routed.local_kv_tokens[moved])
+        return cls(routed.route_tokens, routed.probs, prfaas_s, pd_s, per_token_count(f.kv_bytes, routed.offload_kv_tokens),
+                   layers, np.minimum(per_token_count(f.capacity_s, routed.prfaas_tokens), prfaas_s),
+                   np.minimum(per_token_count(pd.capacity_s, routed.pd_tokens), pd_s), local_kv)
 
 
 class LatencyModel:
@@ -196,17 +215,18 @@ class LatencyModel:
                 ("remote", remote, sup.prfaas_s, sup.prfaas_hold_s, deployment.n_prfaas)):
             share = float(sup.weights[mask].sum())
             w = sup.weights[mask] / share if share > 0 else sup.weights[mask]
-            self._paths[name] = (share, w, service[mask], sup.kv_bytes[mask], servers, hold[mask])
+            kv = sup.kv_bytes if name == "remote" else (
+                sup.local_kv_bytes if sup.local_kv_bytes is not None else np.zeros_like(sup.kv_bytes))
+            self._paths[name] = (share, w, service[mask], kv[mask], servers, hold[mask])
         self._layers = sup.layers
-        kv_remote = self._paths["remote"]
-        self._mean_kv = float(np.sum(kv_remote[1] * kv_remote[3])) if kv_remote[1].size else 0.0
+        self._mean_kv = {name: float(np.sum(path[1] * path[3])) if path[1].size else 0.0
+                         for name, path in self._paths.items()}
 
     def _mixtures(self, rate_rps: float, arrival_scv: float):
         """Per path: (share, mixture, PathLatency without quantiles); and the link utilisation."""
         link = self.inputs.link
         bandwidth = link.usable_bytes_per_s
-        lam_remote = rate_rps * self._paths["remote"][0]
-        link_util = link.utilisation(lam_remote * self._mean_kv)
+        link_util = link.utilisation(sum(rate_rps * self._paths[name][0] * self._mean_kv[name] for name in self._paths))
         out = {}
         for name, (share, w, service, kv, servers, hold) in self._paths.items():
             lam = rate_rps * share
@@ -218,6 +238,11 @@ class LatencyModel:
                     total = service + extra + link.rtt_s
                 else:
                     total = np.full_like(service, math.inf)
+            elif name == "local" and service.size and np.any(kv > 0):  # cached KV received during the prefill
+                if bandwidth > 0 and link_util < 1:
+                    total = np.maximum(service, kv / (bandwidth * (1 - link_util)) + link.rtt_s * (kv > 0))
+                else:
+                    total = np.where(kv > 0, math.inf, service)
             util, c, wait, theta = _queue(lam, servers, hold, w, arrival_scv)  # the queue sees the hold time
             if service.size and not np.all(np.isfinite(total)):
                 wait, c, theta = math.inf, 1.0, math.inf

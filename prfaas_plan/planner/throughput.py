@@ -91,7 +91,7 @@ def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_t
     )
 
 
-def _per_token_count(fn, tokens: np.ndarray) -> np.ndarray:
+def per_token_count(fn, tokens: np.ndarray) -> np.ndarray:
     """fn over the distinct token counts of ``tokens`` (whole tokens), spread back."""
     values, inverse = np.unique(tokens, return_inverse=True)
     return np.asarray(fn(values), dtype=float)[inverse]
@@ -108,13 +108,13 @@ def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> 
         thresholds_tokens, dtype=float)
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
     w = pts.probs
-    t_f = w * _per_token_count(prfaas.capacity_s, pts.prfaas_tokens)
-    t_pd = w * _per_token_count(pd.capacity_s, pts.pd_tokens)
-    s_off = w * _per_token_count(prfaas.kv_bytes, pts.offload_kv_tokens)
+    t_f = w * per_token_count(prfaas.capacity_s, pts.prfaas_tokens)
+    t_pd = w * per_token_count(pd.capacity_s, pts.pd_tokens)
+    s_off = w * per_token_count(prfaas.kv_bytes, pts.offload_kv_tokens)
     moved = pts.local_kv_tokens > 0
     s_loc = np.zeros_like(w)
     if moved.any():
-        s_loc[moved] = w[moved] * _per_token_count(prfaas.kv_bytes, pts.local_kv_tokens[moved])
+        s_loc[moved] = w[moved] * per_token_count(prfaas.kv_bytes, pts.local_kv_tokens[moved])
 
     def head(x):  # sum over classes with r <= t
         c = np.concatenate(([0.0], np.cumsum(x)))

@@ -12,6 +12,9 @@ Model, per request (every time in seconds):
    a per-request curve, its share of a batched pass for a saturated one) and its prefill
    ends T_prefill(L) after it started (``inputs.prfaas.curve`` / ``inputs.pd.curve``),
    precomputed for every request.
+   With cluster caches (``workload.cluster_cache``) a request is one (L, h, g) class: it routes on
+   the class's routing length, PrfaaS and PD-P compute their own tokens, and a local request in
+   the plentiful regime receives its cached prefix's KV over the link during its prefill.
 4. Remote only: the KV transfer of S_kv(L) bytes starts with the prefill and is
    pipelined layer by layer over the shared link (``link.py``). TTFT = arrival -> last
    byte sent, plus one RTT (``inputs.link.rtt_s``), after which decode starts.
@@ -91,18 +94,35 @@ class _Run:
         arrival_rng, input_rng, output_rng = (np.random.default_rng(s)
                                               for s in np.random.SeedSequence(config.seed).spawn(3))
         self.arrival_s = arrival_times_s(config, arrival_rng)
-        self.input_tokens = inputs.input_dist.sample(input_rng, n)
         self.output_tokens = inputs.workload.output_dist.sample(output_rng, n)
-        # Curves evaluated once on the distribution's support, then gathered per request.
-        support = inputs.input_dist.lengths_tokens
-        at = np.searchsorted(support, self.input_tokens)
-        self.kv_bytes = inputs.prfaas.curve.kv_bytes(support)[at]
-        self.remote_prefill_s = inputs.prfaas.curve.prefill_s(support)[at]
-        self.local_prefill_s = inputs.pd.curve.prefill_s(support)[at]
+        routed = inputs.workload.routed
+        self.cached_kv_bytes = np.zeros(n)
+        if routed is None:
+            self.input_tokens = inputs.input_dist.sample(input_rng, n)
+            # Curves evaluated once on the distribution's support, then gathered per request.
+            support = inputs.input_dist.lengths_tokens
+            at = np.searchsorted(support, self.input_tokens)
+            remote_tokens = local_tokens = support
+            kv_tokens = support
+        else:
+            # Cache-aware routing (workload.cluster_cache): a request is one (L, h, g) class; it routes
+            # on the class's routing length, each cluster computes its own tokens, and a local request
+            # may receive cached KV over the link.
+            at = np.searchsorted(np.cumsum(routed.probs), input_rng.random(n), side="right").clip(0, routed.probs.size - 1)
+            self.input_tokens = routed.route_tokens[at]
+            remote_tokens, local_tokens, kv_tokens = routed.prfaas_tokens, routed.pd_tokens, routed.offload_kv_tokens
+            moved = routed.local_kv_tokens[at] > 0
+            if moved.any():
+                self.cached_kv_bytes[moved] = inputs.prfaas.curve.kv_bytes(routed.local_kv_tokens[at][moved])
+            remote_tokens, local_tokens, kv_tokens = remote_tokens[at], local_tokens[at], kv_tokens[at]
+            at = slice(None)
+        self.kv_bytes = inputs.prfaas.curve.kv_bytes(kv_tokens)[at]
+        self.remote_prefill_s = inputs.prfaas.curve.prefill_s(remote_tokens)[at]
+        self.local_prefill_s = inputs.pd.curve.prefill_s(local_tokens)[at]
         # An instance is held for a request's share of a pass (its capacity seconds, at most the
         # latency); the prompt's first token comes at its full prefill latency.
-        remote_hold_s = np.minimum(inputs.prfaas.curve.capacity_s(support)[at], self.remote_prefill_s)
-        local_hold_s = np.minimum(inputs.pd.curve.capacity_s(support)[at], self.local_prefill_s)
+        remote_hold_s = np.minimum(inputs.prfaas.curve.capacity_s(remote_tokens)[at], self.remote_prefill_s)
+        local_hold_s = np.minimum(inputs.pd.curve.capacity_s(local_tokens)[at], self.local_prefill_s)
         self.rtt_s = inputs.link.rtt_s
         # Plain lists for the per-event code (numpy scalars are slower in scalar arithmetic).
         self._hot = (self.input_tokens.tolist(), self.output_tokens.tolist(), self.kv_bytes.tolist(),
@@ -207,10 +227,14 @@ class _Run:
         else:
             slot = self.pdp.request()
             yield slot
+            cached = self.cached_kv_bytes[i]
+            moved = self.link.start(cached, local_prefill_s[i]) if cached > 0 else None
             yield env.timeout(local_hold_s[i])
             self.pdp.release(slot)
             if local_prefill_s[i] > local_hold_s[i]:
                 yield env.timeout(local_prefill_s[i] - local_hold_s[i])
+            if moved is not None:  # the cached prefix PrfaaS sends, overlapped with the local prefill
+                yield moved
         self.ttft_s[i] = env.now - arrival_s
         self.tpot_s[i] = yield from self.decode.serve(output_tokens[i])
         self.done_s[i] = env.now
