@@ -619,3 +619,8 @@ def test_latency_model_and_simulator_carry_the_cached_kv():
     sim = simulate(inputs, dep, decode, SimConfig(rate_rps=rate, requests=3000))
     measured_gbps = sim.egress["mean_gbps"]
     assert measured_gbps == pytest.approx(closed.link_utilisation * inputs.link.usable_gbps, rel=0.1)
+
+
+def test_rebalancing_a_separate_decode_pool_is_refused(run_cli):
+    res = run_cli("simulate", "phase-split", "-n", "100", "--rebalance")
+    assert res.code == 2 and "--rebalance" in res.err and "pd_decode" in res.err

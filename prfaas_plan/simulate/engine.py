@@ -67,6 +67,9 @@ def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedu
     """Reject deployments that would leave requests with nowhere to go."""
     if deployment.n_d < 1:
         raise PlanInputError(f"needs at least one decode instance, got {deployment.n_d}", field="n_d")
+    if config.rebalance and inputs.pd_decode is not None:
+        raise PlanInputError("role switches need one PD pool that both prefills and decodes; this scenario "
+                             "decodes on a pool of its own (pd_decode)", field="--rebalance")
     dist = inputs.input_dist
     long = dist.lengths_tokens > deployment.threshold_tokens
     offloaded = float(dist.probs[long].sum())
