@@ -75,7 +75,9 @@ def validate_file(path: str):
     except PlanInputError as exc:
         raise exc.with_source(path) from None
     if kind == ProfileKind.scenario:
-        return kind, validate_scenario(data, path)
+        scenario = validate_scenario(data, path)
+        _validate_sections(scenario, path)
+        return kind, scenario
     if kind == ProfileKind.sites:
         from .planner.sites import sites_inputs
         from .profiles.sites import load_sites_scenario
@@ -86,6 +88,26 @@ def validate_file(path: str):
     if kind == ProfileKind.model:
         return kind, model_of(load_model_profile(data, path))
     return kind, load_hardware_profile(data, path)
+
+
+def _validate_sections(scenario, path: str) -> None:
+    """Resolve what ``robust`` and ``schedule`` would (every case, every window), so that
+    ``validate`` refuses what they would refuse."""
+    try:
+        if scenario.robust is not None:
+            from .planner.robust import robust_inputs
+
+            robust_inputs(scenario, path)
+        if scenario.day is not None:
+            from .planner.chips import resolve
+            from .planner.schedule import check_day, windows_of
+            from .profiles.scenario_set import day_windows
+
+            resolved = resolve(scenario, path)
+            check_day(resolved)
+            windows_of(resolved, day_windows(scenario)[0])
+    except PlanInputError as exc:
+        raise exc.with_source(path) from None
 
 
 def import_model(config_path: str, name: str | None = None) -> tuple[dict, ModelProfile]:
@@ -447,10 +469,14 @@ def sites(path: str):
     """Plan a multi-site scenario file (``profiles.sites``, ``planner.sites``). Returns
     (``planner.sites.SitesPlan``, ``planner.sites.SitesInputs``)."""
     from .planner.sites import plan_sites, sites_inputs
+    from .profiles.registry import scenario_path
     from .profiles.sites import load_sites_scenario
     from .yamlio import load_yaml_file
 
+    path = scenario_path(path)
     data = load_yaml_file(path)
+    if isinstance(data, dict) and "pd_sites" not in data and "prfaas_sites" not in data and "prfaas" in data:
+        raise PlanInputError("a one-site scenario (prfaas, pd): plan it with `prfaas-plan plan`", source=path)
     spec = load_sites_scenario(data, path)
     try:
         si = sites_inputs(spec, path)

@@ -487,7 +487,7 @@ def schedule(
     from .views.plan import schedule_view
 
     _check_outputs((output, "--output"))
-    if simulate_requests:
+    if simulate_requests is not None:
         day, runs = api.simulate_day(scenario, simulate_requests)
         report = schedule_view(day, api.inputs(scenario), [(a.stable, b.stable) for _, a, b in runs])
     else:
@@ -510,7 +510,7 @@ def sites(
     from .views.plan import sites_view
 
     _check_outputs((output, "--output"))
-    if simulate_requests:
+    if simulate_requests is not None:
         result, si, sims = api.simulate_sites(path, simulate_requests, load)
         _emit(sites_view(result, si, sims, load), fmt, output)
         return

@@ -260,8 +260,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "                                   for k, x in items) <= 1e30"),
     "robust-worst-is-mean": (
         "prfaas_plan/planner/robust.py",
-        "            value = min(lams) if objective == RobustObjective.worst_case else sum(",
-        "            value = sum(lams) / len(lams) if objective == RobustObjective.worst_case else sum("),
+        "            value = min(scaled) if objective == RobustObjective.worst_case else weighted",
+        "            value = sum(scaled) / len(scaled) if objective == RobustObjective.worst_case else weighted"),
     "cbc-solution-trusted": (
         "prfaas_plan/planner/optimizer.py",
         "    return all(c.valid(tolerance * max(1.0, abs(c.constant))) for c in prob.constraints.values())",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from conftest import REPO, case_study_doc
 
 from prfaas_plan import api
 from prfaas_plan.planner.chips import resolve
+from prfaas_plan.planner.inputs import Objective
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.profiles.scenario import load_scenario
@@ -161,10 +163,23 @@ def test_robust_min_cost_meets_every_target(tmp_path):
     doc = _robust_doc(objective="min_cost")
     for case, target in zip(doc["robust"]["cases"], (2.0, 3.0, 1.5)):
         case["target_rate_rps"] = target
-    result = api.robust(_write(tmp_path, doc))
+    path = _write(tmp_path, doc)
+    result = api.robust(path)
     assert all(c.lambda_max_rps >= c.target_rate_rps for c in result.cases)
-    cheaper = result.usd_per_hour - 16  # one PD instance less cannot meet them all (checked by the search)
-    assert cheaper < result.usd_per_hour
+    # no cheaper count meets every target: every count within the ranges and the $350 budget, by hand
+    from prfaas_plan.planner.robust import case_best, robust_inputs
+    from prfaas_plan.profiles.registry import resolve_scenario_file
+
+    _, cases = robust_inputs(*resolve_scenario_file(path))
+    tables = [threshold_table(c.inputs) for c in cases]
+    cheapest = min(n_f * 32 + n_pd * 16 for n_f in range(9) for n_pd in range(4, 13)
+                   if n_f * 32 + n_pd * 16 <= 350 and all(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] >= c.target_rate_rps
+                                                          for c, t in zip(cases, tables)))
+    assert result.usd_per_hour == cheapest
+    for case, c in zip(result.cases, cases):  # loss: the extra cost share over the case's own cheapest plan
+        own = plan(replace(c.inputs, objective=Objective("min_cost", c.target_rate_rps)),
+                   with_marginals=False).point.usd_per_hour
+        assert case.loss == pytest.approx(cheapest / own - 1, rel=1e-12)
 
 
 def test_robust_report_and_csv(run_cli, tmp_path):
@@ -624,3 +639,61 @@ def test_latency_model_and_simulator_carry_the_cached_kv():
 def test_rebalancing_a_separate_decode_pool_is_refused(run_cli):
     res = run_cli("simulate", "phase-split", "-n", "100", "--rebalance")
     assert res.code == 2 and "--rebalance" in res.err and "pd_decode" in res.err
+
+
+def test_robust_worst_case_counts_cases_against_their_targets(tmp_path):
+    """With a target per case, worst_case maximises min_c Lambda_c / target_c (by hand over every count)."""
+    from prfaas_plan.planner.robust import case_best, robust_inputs
+    from prfaas_plan.profiles.registry import resolve_scenario_file
+
+    doc = _robust_doc()
+    for case, target in zip(doc["robust"]["cases"], (1.0, 4.0, 1.0)):
+        case["target_rate_rps"] = target
+    path = _write(tmp_path, doc)
+    result = api.robust(path)
+    _, cases = robust_inputs(*resolve_scenario_file(path))
+    tables = [threshold_table(c.inputs) for c in cases]
+    best = max(min(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] / c.target_rate_rps for c, t in zip(cases, tables))
+               for n_f in range(9) for n_pd in range(4, 13) if n_f * 32 + n_pd * 16 <= 350)
+    assert min(c.lambda_max_rps / c.target_rate_rps for c in result.cases) == pytest.approx(best, rel=1e-9)
+
+
+def test_baselines_without_prfaas_use_the_pd_cache_only():
+    """Under the plentiful rule the homogeneous baseline has no PrfaaS cache to draw on: it is the best
+    split of its instances routing everything locally on the PD-uncached length (the scarce classes)."""
+    inputs = inputs_of(yaml.safe_load((REPO / "tests" / "data" / "cluster_caches.yaml").read_text()))
+    assert inputs.workload.routed.regime == "plentiful"
+    result = plan(inputs, with_marginals=False)
+    homog = result.baselines["homogeneous"]
+    local = inputs.with_cache_regime("scarce")
+    table = threshold_table(local)
+    total = homog.n_p + homog.n_d
+    best = max(float(bounds(table, len(table) - 1, 0, n_p, total - n_p, local).lambda_max) for n_p in range(total + 1))
+    assert homog.lambda_max == pytest.approx(best, rel=1e-12)
+    plentiful_table = threshold_table(inputs)
+    flattering = max(float(bounds(plentiful_table, len(plentiful_table) - 1, 0, n_p, total - n_p, inputs).lambda_max)
+                     for n_p in range(total + 1))
+    assert homog.lambda_max < flattering  # the PrfaaS cache would flatter it
+
+
+def test_validate_checks_robust_and_day_sections(run_cli, tmp_path):
+    day = yaml.safe_load(DAY.read_text())
+    day["pd_decode"] = {"hardware": "h20", "gpus_per_instance": 8, "instances": {"min": 1, "max": 4}}
+    path = tmp_path / "day_pdd.yaml"
+    path.write_text(yaml.safe_dump(day))
+    res = run_cli("validate", path)
+    assert res.code == 2 and "day" in res.err and "pd_decode" in res.err
+    robust = _robust_doc()
+    robust["robust"]["cases"][1]["workload"]["input"]["max_tokens"] = 10_000_000
+    path = tmp_path / "robust_long.yaml"
+    path.write_text(yaml.safe_dump(robust))
+    res = run_cli("validate", path)
+    assert res.code == 2 and "context" in res.err
+
+
+def test_commands_name_the_file_kind_they_want(run_cli):
+    res = run_cli("plan", REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml")
+    assert res.code == 2 and "prfaas-plan sites" in res.err
+    res = run_cli("sites", "paper-case-study")
+    assert res.code == 2 and "prfaas-plan plan" in res.err
+    assert run_cli("sites", "two-edges-day").code == 0  # shipped names work

@@ -225,11 +225,29 @@ def _most(upto: int, fits) -> int:
     return 0
 
 
+def local_inputs_of(inputs: PlanInputs) -> PlanInputs:
+    """The inputs a deployment without PrfaaS sees: with cluster caches in the plentiful regime, the
+    PD cache alone (the scarce rule: no PrfaaS cache to draw on, no cached KV on a link)."""
+    from ..choices import CacheRegime
+
+    routed = inputs.workload.routed
+    if routed is None or routed.regime != CacheRegime.plentiful:
+        return inputs
+    return inputs.with_cache_regime(CacheRegime.scarce)
+
+
+def local_only(inputs: PlanInputs, table: ThresholdTable) -> tuple[PlanInputs, ThresholdTable]:
+    """``local_inputs_of`` and its threshold table (``table`` itself when nothing changes)."""
+    local = local_inputs_of(inputs)
+    return (inputs, table) if local is inputs else (local, threshold_table(local, table.mode))
+
+
 def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: list[str]) -> dict[str, Baseline]:
     """The homogeneous (same instance count), equal-cost and naive baselines under the
     scenario's budgets (see the module docstring); one that cannot be built is left out with a
     note."""
     limits = inputs.limits
+    local_inputs, local_table = local_only(inputs, table)
     free = replace(limits, prfaas_min=0, prfaas_max=0, pd_min=0, pd_max=int(INSTANCES.hi))
     if limits.separate_decode:
         free = replace(free, decode_min=sol.n_d, decode_max=sol.n_d)
@@ -241,8 +259,8 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     count = _most(total, local)
     if count < total:
         notes.append(f"the homogeneous baseline has {count} local instances, not {total}: the budgets stop more")
-    homog = _baseline(inputs, table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous,
-                      len(table) - 1)
+    homog = _baseline(local_inputs, local_table, replace(free, pd_min=count, pd_max=count),
+                      DeploymentName.homogeneous, len(local_table) - 1)
     if homog is not None:
         out[DeploymentName.homogeneous] = homog
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
@@ -257,8 +275,8 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
         else:
             capped = _most(equal, lambda n: feasible_cost(inputs, replace(free, usd_per_hour=None), 0, n,
                                                sol.n_d if limits.separate_decode else 0) is not False)
-            same = _baseline(inputs, table, replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
-                             DeploymentName.homogeneous_equal_cost, len(table) - 1)
+            same = _baseline(local_inputs, local_table, replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
+                             DeploymentName.homogeneous_equal_cost, len(local_table) - 1)
             if same is not None and same.lambda_max >= MIN_CAPACITY_RPS:
                 out[DeploymentName.homogeneous_equal_cost] = same
             else:
@@ -454,7 +472,10 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
     settings = inputs.latency
     support = SupportArrays.of(inputs)
     deps = deployments_of(result)
-    models = {name: LatencyModel(inputs, dep, decode, support) for name, dep in deps.items()}
+    local_inputs = local_inputs_of(inputs)
+    local_support = support if local_inputs is inputs else SupportArrays.of(local_inputs)
+    models = {name: LatencyModel(inputs, dep, decode, support) if dep.n_prfaas else
+              LatencyModel(local_inputs, dep, decode, local_support) for name, dep in deps.items()}
     result.goodput_rps = good
     target = inputs.objective.target_rate_rps if inputs.objective.kind == ObjectiveKind.min_cost else None
     if target is not None:

@@ -8,12 +8,15 @@ Objectives over the cases:
 
 - ``worst_case``: maximise min_c Lambda_max_c;
 - ``weighted``: maximise sum_c w_c Lambda_max_c (the weights sum to 1);
+  with a target rate for every case both count Lambda_max_c / target_c instead (the demand each
+  case can grow to), and ties go to the better weighted result, then to fewer instances;
 - ``min_cost``: minimise the provisioned $/hour with Lambda_max_c >= target_c for every case.
 
 Every count combination within the scenario's ranges and budgets is enumerated (at most
 ``MAX_SHARED_COMBINATIONS``); ties go to fewer instances (for ``min_cost``: to the larger
 worst case). Each case is also planned alone with the same ranges and budgets (its own
-optimum), and the report gives each case's loss against it.
+optimum: its max-throughput plan, or for ``min_cost`` its cheapest plan meeting its target), and
+the report gives each case's loss against it (throughput lost, or the extra cost share).
 """
 
 from __future__ import annotations
@@ -55,10 +58,15 @@ class CaseResult:
     lambda_max_rps: float  # with the shared counts
     own_lambda_rps: float  # the case planned alone (max throughput within the same ranges and budgets)
     own_counts: tuple[int, int, int]  # its N_prfaas, N_p, N_d
+    own_usd_per_hour: float | None = None  # min_cost: the case's own cheapest plan meeting its target
+    shared_usd_per_hour: float | None = None  # of the shared counts
 
     @property
     def loss(self) -> float:
-        """1 - Lambda_max with the shared counts / the case's own optimum."""
+        """Throughput objectives: 1 - Lambda_max with the shared counts / the case's own optimum.
+        min_cost: the extra cost of the shared counts over the case's own cheapest plan, a share of it."""
+        if self.own_usd_per_hour is not None and self.shared_usd_per_hour is not None:
+            return self.shared_usd_per_hour / self.own_usd_per_hour - 1.0 if self.own_usd_per_hour > 0 else 0.0
         return 1.0 - self.lambda_max_rps / self.own_lambda_rps if self.own_lambda_rps > 0 else 0.0
 
 
@@ -116,8 +124,8 @@ def _shared_counts(inputs: PlanInputs, limits: Limits):
 
 
 def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
-    """Whether score ``a`` beats ``b``: (value, instances) for the throughput objectives, (cost,
-    worst case, instances) for min_cost; values within a relative TIE_REL tie."""
+    """Whether score ``a`` beats ``b``: (value, weighted value, instances) for the throughput
+    objectives, (cost, worst case, instances) for min_cost; values within a relative TIE_REL tie."""
     if objective == RobustObjective.min_cost:
         if a[0] < b[0] - 1e-9:
             return True
@@ -125,7 +133,11 @@ def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
                                                                               and a[2] < b[2]))
     if a[0] > b[0] * (1 + TIE_REL):
         return True
-    return a[0] >= b[0] * (1 - TIE_REL) and a[1] < b[1]
+    if a[0] < b[0] * (1 - TIE_REL):
+        return False
+    if a[1] > b[1] * (1 + TIE_REL):  # ties on the objective: the better weighted result, then fewer instances
+        return True
+    return a[1] >= b[1] * (1 - TIE_REL) and a[2] < b[2]
 
 
 def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective, list[RobustCase]]:
@@ -160,18 +172,21 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
             raise PlanInputError(f"min_cost needs a target rate for every case ({', '.join(missing)} has none): give "
                                  "target_rate_rps per case or in the objective", field="robust.cases")
     tables = [threshold_table(c.inputs) for c in cases]
+    # with a target rate for every case, cases count relative to their demand (Lambda_c / target_c)
+    normalised = all(c.target_rate_rps is not None for c in cases)
     best, best_score = None, None
     for n_f, n_p, n_d, cost in _shared_counts(base, limits):
         per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
         lams = [r[0] for r in per_case]
+        scaled = [lam / c.target_rate_rps for lam, c in zip(lams, cases)] if normalised else lams
+        weighted = sum(c.weight * x for c, x in zip(cases, scaled))
         if objective == RobustObjective.min_cost:
             if any(lam < c.target_rate_rps * (1 - 1e-12) for lam, c in zip(lams, cases)):
                 continue
-            score = (math.inf if cost is None else cost, min(lams), n_f + n_p + n_d)
+            score = (math.inf if cost is None else cost, min(scaled), n_f + n_p + n_d)
         else:
-            value = min(lams) if objective == RobustObjective.worst_case else sum(
-                c.weight * lam for c, lam in zip(cases, lams))
-            score = (value, n_f + n_p + n_d)
+            value = min(scaled) if objective == RobustObjective.worst_case else weighted
+            score = (value, weighted, n_f + n_p + n_d)
         if best_score is None or _better(score, best_score, objective):
             best, best_score = (n_f, n_p, n_d, cost, per_case), score
     if best is None:
@@ -184,7 +199,12 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     results = []
     for case, table, (lam, k, case_np, case_nd) in zip(cases, tables, per_case):
         own = optimise(case.inputs, table, objective=ObjectiveKind.max_throughput)
+        own_usd = None
+        if objective == RobustObjective.min_cost:
+            cheapest = optimise(case.inputs, table, objective=ObjectiveKind.min_cost, target_rps=case.target_rate_rps)
+            own_usd = cheapest.usd_per_hour
+            own = cheapest
         results.append(CaseResult(case.name, case.weight, case.target_rate_rps, float(table.thresholds_tokens[k]),
                                   float(table.p[k]), case_np, case_nd, lam, own.lambda_max,
-                                  (own.n_prfaas, own.n_p, own.n_d)))
+                                  (own.n_prfaas, own.n_p, own.n_d), own_usd, cost))
     return RobustPlan(objective, n_f, n_p + (n_d if shared else 0), None if shared else n_d, cost, tuple(results))

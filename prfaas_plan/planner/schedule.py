@@ -26,6 +26,7 @@ import numpy as np
 
 from ..choices import DecodeSource, ObjectiveKind
 from ..errors import PlanInputError
+from ..ranges import MIN_CAPACITY_RPS
 from ..timing.decode import decode_capacity
 from ..workload.distributions import scaled
 from .inputs import Decode, PlanInputs, Workload
@@ -171,12 +172,17 @@ def _evaluate(windows, n_f, n_pd, conversion_s, max_switches):
     return grids, value, path, static, static_split
 
 
-def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max_switches: int | None) -> DayPlan:
-    """The counts to buy and the per-window schedule (see the module docstring)."""
-    limits = inputs.limits
-    if limits.separate_decode:
+def check_day(inputs: PlanInputs) -> None:
+    """A day's role rebalancing needs one PD pool that both prefills and decodes."""
+    if inputs.limits.separate_decode:
         raise PlanInputError("role rebalancing needs one PD pool that both prefills and decodes (no pd_decode)",
                              field="day")
+
+
+def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max_switches: int | None) -> DayPlan:
+    """The counts to buy and the per-window schedule (see the module docstring)."""
+    check_day(inputs)
+    limits = inputs.limits
     count = (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1)
     if count > MAX_DAY_COMBINATIONS:
         raise PlanInputError(f"{count} count combinations (at most {MAX_DAY_COMBINATIONS}); narrow the instance "
@@ -197,6 +203,9 @@ def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max
     if best is None or (min_cost and best[0] < 1.0):
         what = "serves every window" if min_cost else "fits"
         raise PlanInputError(f"no count within the ranges and budgets {what}", field="day")
+    if best[0] * min(w.rate_rps for w in windows) < MIN_CAPACITY_RPS:
+        raise PlanInputError(f"no count within the ranges and budgets serves {MIN_CAPACITY_RPS:g} requests/s in "
+                             "every window: it needs prefill and decode capacity", field="day")
     value, cost, _, n_f, n_pd, grids, path = best
     s_value, s_cost, _, s_f, s_pd, s_grids, s_path = best_static
     same_counts_static = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)

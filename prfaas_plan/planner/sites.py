@@ -16,7 +16,9 @@ decode rate r_d,i per PD-D instance. A mixed-integer program (pulp/CBC):
 
 maximising the common demand scale s (``max_throughput``), or minimising the provisioned
 $/hour with s = 1 (``min_cost``). Thresholds come from ``coarse_thresholds`` quantiles per site,
-then a second programme over the candidates between each site's neighbours. A scenario with
+then a second programme over the candidates between each site's neighbours; with many windows
+fewer candidates per site (``CANDIDATE_BUDGET`` over all windows, at least ``MIN_CANDIDATES``),
+and CBC stops after ``SOLVER_TIME_LIMIT_S`` with its best plan, reported as not proven optimal. A scenario with
 one PD site and one PrfaaS site is planned by the one-site planner (``planner.plan``), so it
 gives today's plans exactly.
 """
@@ -36,6 +38,9 @@ from .optimizer import coarse_indices, solution_valid
 from .throughput import ThresholdTable, threshold_table
 
 FINE_PER_SITE = 32
+CANDIDATE_BUDGET = 192  # threshold candidates per site over all windows: 48 for one window, 8 for 24
+MIN_CANDIDATES = 8
+SOLVER_TIME_LIMIT_S = 60  # CBC stops here with its best plan, reported as not proven optimal
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,7 @@ class SitesPlan:
     windows: tuple[WindowSites, ...]
     usd_per_hour: float | None  # provisioned
     one_site: bool  # planned by the one-site planner
+    proven: bool = True  # False: CBC stopped at its time limit with the best plan it had
 
     @property
     def pd(self) -> tuple[PdSitePlan, ...]:
@@ -93,7 +99,7 @@ class SitesInputs:
 
 def sites_inputs(spec, source: str | None = None) -> SitesInputs:
     """Every (PD site, PrfaaS site) pair resolved as a one-site scenario (``profiles.sites.pair_scenario``)."""
-    from ..profiles.sites import pair_scenario, site_names, sites_budgets, sites_windows
+    from ..profiles.sites import pair_scenario, site_names, sites_budgets, sites_objective, sites_windows
 
     pd, prfaas, linked = site_names(spec)
     pairs = {}
@@ -104,8 +110,13 @@ def sites_inputs(spec, source: str | None = None) -> SitesInputs:
             except PlanInputError as exc:
                 raise PlanInputError(exc.reason, source=source, field=f"{_site_field(exc.field, name, f)}") from None
     gpus, usd = sites_budgets(spec)
+    used = {p.hardware_name for inputs in pairs.values() for p in (inputs.prfaas, inputs.pd)}
+    for hardware in gpus:
+        if hardware not in used:
+            raise PlanInputError(f"budget for '{hardware}', which no site uses (they use {', '.join(sorted(used))})",
+                                 source=source, field=f"budgets.gpus.{hardware}")
     first = next(iter(pairs.values()))
-    return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, first.objective.kind,
+    return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, sites_objective(spec),
                        first.optimiser.coarse_thresholds, sites_windows(spec))
 
 
@@ -122,7 +133,8 @@ def plan_sites(si: SitesInputs) -> SitesPlan:
     if len(si.pd) == 1 and len(si.prfaas) == 1 and len(si.windows) == 1:
         return _one_site(si)
     tables = {key: threshold_table(inputs) for key, inputs in si.pairs.items()}
-    cands = {name: coarse_indices(tables[name, si.prfaas[0]], si.coarse) for name, _ in si.pd}
+    per_site = max(MIN_CANDIDATES, min(si.coarse, CANDIDATE_BUDGET // len(si.windows)))
+    cands = {name: coarse_indices(tables[name, si.prfaas[0]], per_site) for name, _ in si.pd}
     sol = _solve(si, tables, cands)
     if sol is None:
         raise _infeasible(si)
@@ -134,7 +146,9 @@ def plan_sites(si: SitesInputs) -> SitesPlan:
             pos = int(np.searchsorted(c, sol["k"][w][name]))
             lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
             picks |= set(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int).tolist())
-        fine[name] = np.array(sorted(picks))
+        picks = np.array(sorted(picks))
+        fine[name] = picks if len(picks) <= per_site * 2 else picks[np.unique(
+            np.linspace(0, len(picks) - 1, per_site * 2).round().astype(int))]
     refined = _solve(si, tables, fine)
     if refined is not None and _better(refined, sol, si.objective):
         sol = refined
@@ -236,10 +250,10 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
     prob += (s - 1e-7 * total) if prob_max else cost
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
-    if pulp.LpStatus[status] != "Optimal" or not solution_valid(prob):
+        status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S))
+    if pulp.LpStatus[status] not in ("Optimal", "Not Solved") or not solution_valid(prob) or s_value(s) is None:
         return None
-    out = {"s": float(pulp.value(s)) if prob_max else 1.0, "cost": float(pulp.value(cost)),
+    out = {"proven": prob.sol_status == pulp.LpSolutionOptimal, "s": s_value(s), "cost": float(pulp.value(cost)),
            "nf": {f: int(round(v.value())) for f, v in n_f.items()},
            "npd": {name: int(round(v.value())) for name, v in n_pd.items()}, "k": [], "np": [], "nd": [], "x": []}
     for per_site in per_window:
@@ -251,6 +265,11 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
         for key, value in (("k", k), ("np", n_p), ("nd", n_d), ("x", x)):
             out[key].append(value)
     return out
+
+
+def s_value(s) -> float | None:
+    """The value of the scale variable (a constant 1.0 for min_cost); None when CBC left it unset."""
+    return s if isinstance(s, float) else s.value()
 
 
 def _result(si: SitesInputs, tables: dict, sol: dict) -> SitesPlan:
@@ -270,7 +289,7 @@ def _result(si: SitesInputs, tables: dict, sol: dict) -> SitesPlan:
             sites.append(PdSitePlan(name, demands[name], sol["s"] * demands[name], float(table.thresholds_tokens[k]),
                                     p, sol["np"][w][name], sol["nd"][w][name], offload, egress, util))
         windows.append(WindowSites(wname, hours, tuple(sites)))
-    return SitesPlan(si.name, sol["s"], sol["nf"], sol["npd"], tuple(windows), sol["cost"], False)
+    return SitesPlan(si.name, sol["s"], sol["nf"], sol["npd"], tuple(windows), sol["cost"], False, sol["proven"])
 
 
 def _one_site(si: SitesInputs) -> SitesPlan:

@@ -95,7 +95,19 @@ def resolve_hardware(ref: str) -> HardwareProfile:
 def resolve_scenario_file(ref: str) -> tuple[Scenario, str]:
     """A shipped scenario name (``paper-case-study``) or a scenario YAML path -> (scenario, path)."""
     path = str(_shipped_path(ref, "scenarios", "scenario"))
-    return _load_cached(path, load_scenario), path
+    return _load_cached(path, _one_site_scenario), path
+
+
+def scenario_path(ref: str) -> str:
+    """The file of a shipped scenario name or a path (multi-site scenarios are shipped there too)."""
+    return str(_shipped_path(ref, "scenarios", "scenario"))
+
+
+def _one_site_scenario(data: object, source: str) -> Scenario:
+    if isinstance(data, dict) and ("pd_sites" in data or "prfaas_sites" in data):
+        raise PlanInputError("a multi-site scenario (pd_sites, prfaas_sites): plan it with `prfaas-plan sites FILE`",
+                             source=source)
+    return load_scenario(data, source)
 
 
 def detect_profile_kind(data: object) -> ProfileKind:

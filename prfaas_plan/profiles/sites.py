@@ -19,7 +19,9 @@ workload: {input: {...}, output: {...}}   # the default of every PD site
 
 A PD site's ``rate_rps`` is its users' demand: ``max_throughput`` maximises the scale s by
 which every site's demand can grow together (s >= 1: all served); ``min_cost`` is the
-cheapest plan with s >= 1. Links are between a PrfaaS site and a PD site (a missing pair has
+cheapest plan with s >= 1 (``objective: {type: min_cost}``; the sites' rates are the targets).
+Chips per instance are counts, and a cache regime is chosen (not ``auto``), per site. Links
+are between a PrfaaS site and a PD site (a missing pair has
 no link); each has its bandwidth, usable fraction, RTT and price.
 """
 
@@ -29,6 +31,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from ..choices import CacheRegime, ObjectiveKind
 from ..ranges import DAY_WINDOWS, RATE_RPS, WINDOW_HOURS
 from ._base import Float, List, Name, StrictModel, Text, validate_or_raise
 from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, ObjectiveSpec, WorkloadSpec
@@ -65,6 +68,13 @@ class SitesDaySpec(StrictModel):
     windows: Annotated[list[SitesWindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
 
 
+class SitesObjectiveSpec(StrictModel):
+    """max_throughput: the largest common demand scale; min_cost: the cheapest plan serving every
+    site's rate_rps (the sites' rates are the targets)."""
+
+    type: ObjectiveKind = ObjectiveKind.max_throughput
+
+
 class SitesScenario(StrictModel):
     name: Name
     description: Text = ""
@@ -77,7 +87,7 @@ class SitesScenario(StrictModel):
     workload: WorkloadSpec
     decode: DecodeSpec = Field(default_factory=DecodeSpec)
     budgets: BudgetSpec = Field(default_factory=BudgetSpec)
-    objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    objective: SitesObjectiveSpec = Field(default_factory=SitesObjectiveSpec)
     day: SitesDaySpec | None = None  # windows of the day: the counts are shared, the splits and thresholds not
 
     @model_validator(mode="after")
@@ -86,6 +96,16 @@ class SitesScenario(StrictModel):
             names = [s.name for s in sites]
             if len(set(names)) < len(names):
                 raise ValueError(f"{kind}: site names must differ")
+        for kind, sites in (("prfaas_sites", self.prfaas_sites), ("pd_sites", self.pd_sites)):
+            for k, site in enumerate(sites):
+                if not isinstance(site.gpus_per_instance, int):
+                    raise ValueError(f"{kind}[{k}].gpus_per_instance: give a count (lists and auto are for one-site "
+                                     "scenarios)")
+        for k, site in enumerate(self.pd_sites):
+            caches = (site.workload or self.workload).cluster_caches
+            if caches is not None and caches.regime == CacheRegime.auto:
+                raise ValueError(f"pd_sites[{k}]: cluster_caches.regime auto is for one-site scenarios; choose "
+                                 "scarce or plentiful")
         prfaas, pd = {s.name for s in self.prfaas_sites}, {s.name for s in self.pd_sites}
         pairs = set()
         for k, link in enumerate(self.links):
@@ -124,7 +144,7 @@ def pair_scenario(spec: SitesScenario, pd_name: str, prfaas_name: str):
         **{k: getattr(link, k) for k in LinkSpec.model_fields})
     return Scenario(name=f"{spec.name}:{pd_name}", model=spec.model, precision=spec.precision, prfaas=pool(prfaas),
                     pd=pool(pd), link=link_spec, workload=pd.workload or spec.workload, decode=spec.decode,
-                    objective=spec.objective)
+                    objective=ObjectiveSpec(type=ObjectiveKind.max_throughput))
 
 
 def site_names(spec: SitesScenario) -> tuple[list[tuple[str, float]], list[str], dict]:
@@ -135,6 +155,10 @@ def site_names(spec: SitesScenario) -> tuple[list[tuple[str, float]], list[str],
 
 def sites_budgets(spec: SitesScenario) -> tuple[dict, float | None]:
     return dict(spec.budgets.gpus), spec.budgets.usd_per_hour
+
+
+def sites_objective(spec: SitesScenario) -> ObjectiveKind:
+    return spec.objective.type
 
 
 def sites_windows(spec: SitesScenario) -> list[tuple[str, float, dict[str, float]]]:

@@ -109,13 +109,12 @@ class RoleDecodePool:
         """Stop one decoding instance (the least loaded), take its slots and wait until it is empty."""
         k = min((k for k, d in enumerate(self.decoding) if d), key=self.running.__getitem__)
         self.decoding[k] = False
-        taken = []
-        self.pending += self.batch
-        for _ in range(self.batch):
-            blocker = self.slots.request(priority=BLOCK)
-            yield blocker
-            self.pending -= 1
-            taken.append(blocker)
+        taken = [self.slots.request(priority=BLOCK) for _ in range(self.batch)]  # all queued at once
+        self.pending += sum(not blocker.triggered for blocker in taken)
+        for blocker in taken:
+            if not blocker.triggered:
+                yield blocker
+                self.pending -= 1
         while self.running[k] > 0:
             yield self.env.timeout(0.05)
         self.blockers[k] = taken

@@ -452,7 +452,12 @@ def robust_view(result, inputs) -> Report:
         rows=rows, meta={"scenario": inputs.name, "objective": str(result.objective)},
         csv_columns=[Column(k, k) for k in rows[0]],
         notes=[f"worst case {result.worst_lambda_rps:.3f} req/s, weighted {result.weighted_lambda_rps:.3f} req/s; "
-               "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and budgets"],
+               + ("loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
+                  if result.objective == "min_cost" else
+                  "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and "
+                  "budgets")
+               + ("; cases count relative to their target rates" if all(c.target_rate_rps for c in result.cases)
+                  and result.objective != "min_cost" else "")],
     )
 
 
@@ -535,6 +540,8 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
                      "taken as free here; prfaas-plan schedule prices them for one site)")
     if result.one_site:
         notes.append("one PD site and one PrfaaS site: planned by the one-site planner (prfaas-plan plan)")
+    if not result.proven:
+        notes.append("the solver stopped at its time limit: this is the best plan it found, not proven optimal")
     if simulated:
         notes.append(f"simulated at {load:g} x each site's planned rate, every window from empty queues "
                      "(SimPy; PrfaaS instances shared by the sites, a link per pair)")
@@ -555,5 +562,5 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
         meta={"scenario": result.name, "objective": str(si.objective)}, notes=notes,
         json_doc={"scenario": result.name, "objective": str(si.objective), "scale": result.scale,
                   "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "n_pd": result.n_pd,
-                  "one_site": result.one_site, "rows": rows},
+                  "one_site": result.one_site, "proven_optimal": result.proven, "rows": rows},
     )
