@@ -697,3 +697,16 @@ def test_commands_name_the_file_kind_they_want(run_cli):
     res = run_cli("sites", "paper-case-study")
     assert res.code == 2 and "prfaas-plan plan" in res.err
     assert run_cli("sites", "two-edges-day").code == 0  # shipped names work
+
+
+@pytest.mark.parametrize("day_change", [{"conversion_s": 1e6}, {"max_switches_per_window": 0}])
+def test_multi_site_day_prices_role_switches(tmp_path, day_change):
+    """With a conversion longer than a window, or no switch allowed, every site keeps one split all day;
+    the plan costs at least as much as with cheap switches."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    free, _ = _sites(tmp_path, doc)
+    doc["day"].update(day_change)
+    fixed, _ = _sites(tmp_path, doc)
+    for name in fixed.n_pd:
+        assert len({(s.n_p, s.n_d) for w in fixed.windows for s in w.pd if s.name == name}) == 1
+    assert fixed.usd_per_hour >= free.usd_per_hour * (1 - 1e-9)

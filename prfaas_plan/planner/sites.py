@@ -18,7 +18,10 @@ maximising the common demand scale s (``max_throughput``), or minimising the pro
 $/hour with s = 1 (``min_cost``). Thresholds come from ``coarse_thresholds`` quantiles per site,
 then a second programme over the candidates between each site's neighbours; with many windows
 fewer candidates per site (``CANDIDATE_BUDGET`` over all windows, at least ``MIN_CANDIDATES``),
-and CBC stops after ``SOLVER_TIME_LIMIT_S`` with its best plan, reported as not proven optimal. A scenario with
+and CBC stops after ``SOLVER_TIME_LIMIT_S`` with its best plan, reported as not proven optimal.
+Over a day, instances that switch role at a window's start (into_p >= N_p,w - N_p,w-1, into_d
+likewise, the day cyclic) are idle for f = min(1, conversion_s / window) of it: PD-P capacity
+N_p - f into_p, decode r_d (N_d - f into_d); at most ``max_switches_per_window`` switch per site. A scenario with
 one PD site and one PrfaaS site is planned by the one-site planner (``planner.plan``), so it
 gives today's plans exactly.
 """
@@ -95,11 +98,13 @@ class SitesInputs:
     objective: ObjectiveKind
     coarse: int
     windows: list  # (name, hours, {PD site: demand req/s}); one "steady" window without a day
+    conversion_s: float = 0.0  # a role switch idles the instance this long
+    max_switches: int | None = None  # per site between consecutive windows
 
 
 def sites_inputs(spec, source: str | None = None) -> SitesInputs:
     """Every (PD site, PrfaaS site) pair resolved as a one-site scenario (``profiles.sites.pair_scenario``)."""
-    from ..profiles.sites import pair_scenario, site_names, sites_budgets, sites_objective, sites_windows
+    from ..profiles.sites import pair_scenario, site_names, sites_budgets, sites_objective, sites_switching, sites_windows
 
     pd, prfaas, linked = site_names(spec)
     pairs = {}
@@ -117,7 +122,7 @@ def sites_inputs(spec, source: str | None = None) -> SitesInputs:
                                  source=source, field=f"budgets.gpus.{hardware}")
     first = next(iter(pairs.values()))
     return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, sites_objective(spec),
-                       first.optimiser.coarse_thresholds, sites_windows(spec))
+                       first.optimiser.coarse_thresholds, sites_windows(spec), *sites_switching(spec))
 
 
 def _site_field(field: str | None, pd: str, prfaas: str) -> str:
@@ -191,6 +196,7 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
         gpus.setdefault(inputs.pd.hardware_name, []).append(inputs.pd.gpus_per_instance * n_pd[name])
     link_used: dict = {}
     per_window = []
+    switches: list = []
     for w, (_, _, demands) in enumerate(si.windows):
         f_work: dict[str, list] = {f: [] for f in si.prfaas}
         per_site = {}
@@ -210,8 +216,14 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
                 prob += li <= upper * zi
             demand = demands[name]
             prob += pulp.lpSum(lam) == s * demand if prob_max else pulp.lpSum(lam) >= demand
-            prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p
-            prob += pulp.lpSum(lam) <= inputs.decode_rps_per_instance * n_d
+            f_idle = min(1.0, si.conversion_s / (si.windows[w][1] * 3600.0)) if len(si.windows) > 1 else 0.0
+            into_p = into_d = 0.0
+            if f_idle > 0 or si.max_switches is not None:
+                into_p = var(f"inp_{w}_{name}", 0, lim.pd_max)  # instances that became PD-P at this window
+                into_d = var(f"ind_{w}_{name}", 0, lim.pd_max)  # and PD-D
+                switches.append((w, name, n_p, into_p, into_d))
+            prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p - f_idle * into_p
+            prob += pulp.lpSum(lam) <= inputs.decode_rps_per_instance * (n_d - f_idle * into_d)
             flows = {}
             for k, li in zip(ks, lam):
                 p = float(table.p[k])
@@ -240,6 +252,16 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
         for f in si.prfaas:
             prob += pulp.lpSum(f_work[f]) <= n_f[f]
         per_window.append(per_site)
+    by_site: dict = {}
+    for w, name, n_p, into_p, into_d in switches:
+        by_site.setdefault(name, {})[w] = (n_p, into_p, into_d)
+    for windows in by_site.values():
+        for w, (n_p, into_p, into_d) in windows.items():
+            prev = windows[(w - 1) % len(si.windows)][0]  # the day repeats: the last window precedes the first
+            prob += into_p >= n_p - prev
+            prob += into_d >= prev - n_p
+            if si.max_switches is not None:
+                prob += into_p + into_d <= si.max_switches
     for hardware, budget in si.gpu_budget.items():
         if hardware not in gpus:
             raise PlanInputError(f"budget for '{hardware}', which no site uses", field=f"budgets.gpus.{hardware}")

@@ -32,8 +32,8 @@ from typing import Annotated
 from pydantic import Field, model_validator
 
 from ..choices import CacheRegime, ObjectiveKind
-from ..ranges import DAY_WINDOWS, RATE_RPS, WINDOW_HOURS
-from ._base import Float, List, Name, StrictModel, Text, validate_or_raise
+from ..ranges import CONVERSION_S, DAY_WINDOWS, INSTANCES, RATE_RPS, WINDOW_HOURS
+from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
 from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, ObjectiveSpec, WorkloadSpec
 from .serving import PrecisionSpec
 
@@ -66,6 +66,8 @@ class SitesWindowSpec(StrictModel):
 
 class SitesDaySpec(StrictModel):
     windows: Annotated[list[SitesWindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
+    conversion_s: Float(CONVERSION_S) = 300.0  # an instance switching between PD-P and PD-D is idle this long
+    max_switches_per_window: Int(INSTANCES) | None = None  # per site, between consecutive windows
 
 
 class SitesObjectiveSpec(StrictModel):
@@ -167,3 +169,10 @@ def sites_windows(spec: SitesScenario) -> list[tuple[str, float, dict[str, float
     if spec.day is None:
         return [("steady", 24.0, base)]
     return [(w.name or f"w{k}", w.hours, {**base, **w.rates}) for k, w in enumerate(spec.day.windows)]
+
+
+def sites_switching(spec: SitesScenario) -> tuple[float, int | None]:
+    """(conversion seconds, switch limit per site and window) of ``day``; no cost without a day."""
+    if spec.day is None:
+        return 0.0, None
+    return spec.day.conversion_s, spec.day.max_switches_per_window

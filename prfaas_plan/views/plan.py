@@ -536,8 +536,9 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
     notes = [f"demand scale {result.scale:.3f}: every site's demand x this is served in every window (>= 1: all "
              "served)", f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items())]
     if len(result.windows) > 1:
-        notes.append("each window splits each PD site's instances between PD-P and PD-D anew (role switches are "
-                     "taken as free here; prfaas-plan schedule prices them for one site)")
+        notes.append(f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
+                     f"switches is idle for the first {si.conversion_s:g} s of its window"
+                     + ("" if si.max_switches is None else f", at most {si.max_switches} switches per site"))
     if result.one_site:
         notes.append("one PD site and one PrfaaS site: planned by the one-site planner (prfaas-plan plan)")
     if not result.proven:
