@@ -266,6 +266,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/optimizer.py",
         "    return all(c.valid(tolerance * max(1.0, abs(c.constant))) for c in prob.constraints.values())",
         "    return True"),
+    "sites-switches-free": (
+        "prfaas_plan/planner/sites.py",
+        "            f_idle = min(1.0, si.conversion_s / (si.windows[w][1] * 3600.0)) if len(si.windows) > 1 else 0.0",
+        "            f_idle = 0.0"),
 }
 
 
