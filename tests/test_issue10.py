@@ -710,3 +710,24 @@ def test_multi_site_day_prices_role_switches(tmp_path, day_change):
     for name in fixed.n_pd:
         assert len({(s.n_p, s.n_d) for w in fixed.windows for s in w.pd if s.name == name}) == 1
     assert fixed.usd_per_hour >= free.usd_per_hour * (1 - 1e-9)
+
+
+def test_solution_check_refuses_a_solution_that_breaks_a_constraint():
+    """CBC can report an infeasible programme as optimal with values that break its constraints (seen
+    on the sites MILP); solution_valid checks every constraint of the values it returned."""
+    import pulp
+
+    from prfaas_plan.planner.optimizer import solution_valid
+
+    prob = pulp.LpProblem("check", pulp.LpMinimize)
+    x = pulp.LpVariable("x", 0, 10, cat="Integer")
+    y = pulp.LpVariable("y", 0, 10)
+    prob += x + y
+    prob += x + y >= 3
+    prob += x - y == 1
+    x.varValue, y.varValue = 2, 1
+    assert solution_valid(prob)
+    x.varValue, y.varValue = 0, 0  # what CBC returned for the infeasible fine pass: zeros
+    assert not solution_valid(prob)
+    x.varValue, y.varValue = 2, 1.0000001  # within the tolerance
+    assert solution_valid(prob)
