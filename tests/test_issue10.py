@@ -731,3 +731,22 @@ def test_solution_check_refuses_a_solution_that_breaks_a_constraint():
     assert not solution_valid(prob)
     x.varValue, y.varValue = 2, 1.0000001  # within the tolerance
     assert solution_valid(prob)
+
+
+def test_searches_that_would_run_for_minutes_are_refused(run_cli, tmp_path):
+    """Robust and schedule searches, and the sites programme, are bounded by their size: a one-line
+    error naming the section, not minutes of silence."""
+    robust = _robust_doc()
+    robust["prfaas"]["instances"] = {"min": 0, "max": 40}
+    robust["pd"]["instances"] = {"min": 0, "max": 100}
+    robust["budgets"] = {}
+    day = _day_doc()
+    day["prfaas"]["instances"] = {"min": 0, "max": 40}
+    day["pd"]["instances"] = {"min": 1, "max": 90}
+    sites = sites_doc()
+    sites["day"] = {"windows": [{"hours": 1, "rates": {"east": 1.0}}] * 150}
+    for command, doc, field in (("robust", robust, "robust"), ("schedule", day, "day"), ("sites", sites, "day.windows")):
+        path = tmp_path / f"{command}.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        res = run_cli(command, path)
+        assert res.code == 2 and field in res.err and "at most" in res.err, (command, res.err)

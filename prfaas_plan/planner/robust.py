@@ -105,6 +105,19 @@ def case_best(inputs: PlanInputs, table: ThresholdTable, n_f: int, n_p: int, n_d
     return float(lam[k]), k, n_p, n_d
 
 
+MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: about 30 s on one core
+
+
+def _check_work(limits: Limits, table_sizes: list[int]) -> None:
+    """Refuse a search that would run for minutes (a one-line error, not a hang)."""
+    splits = sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1)) if not limits.separate_decode else (
+        (limits.pd_max - limits.pd_min + 1) * (limits.decode_max - limits.decode_min + 1))
+    work = (limits.prfaas_max - limits.prfaas_min + 1) * splits * sum(table_sizes)
+    if work > MAX_WORK:
+        raise PlanInputError(f"about {work:.2g} evaluations (at most {MAX_WORK:.2g}, about 30 s): narrow the instance "
+                             "ranges or use fewer cases", field="robust")
+
+
 def _shared_counts(inputs: PlanInputs, limits: Limits):
     """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
     pool N_p carries the whole count (N_d = 0) and each case splits it."""
@@ -172,6 +185,7 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
             raise PlanInputError(f"min_cost needs a target rate for every case ({', '.join(missing)} has none): give "
                                  "target_rate_rps per case or in the objective", field="robust.cases")
     tables = [threshold_table(c.inputs) for c in cases]
+    _check_work(limits, [len(t) for t in tables])
     # with a target rate for every case, cases count relative to their demand (Lambda_c / target_c)
     normalised = all(c.target_rate_rps is not None for c in cases)
     best, best_score = None, None

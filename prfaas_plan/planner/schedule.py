@@ -34,6 +34,7 @@ from .optimizer import TIE_REL, feasible_cost
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_DAY_COMBINATIONS = 5_000
+MAX_DAY_WORK = 3.5e9  # (N_p, N_d, threshold) cells over every count and window: about 30 s on one core
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,11 @@ def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max
     if count > MAX_DAY_COMBINATIONS:
         raise PlanInputError(f"{count} count combinations (at most {MAX_DAY_COMBINATIONS}); narrow the instance "
                              "ranges", field="day")
+    work = (limits.prfaas_max - limits.prfaas_min + 1) * sum(
+        (n + 1) ** 2 for n in range(limits.pd_min, limits.pd_max + 1)) * sum(len(w.table) for w in windows)
+    if work > MAX_DAY_WORK:
+        raise PlanInputError(f"about {work:.2g} evaluations (at most {MAX_DAY_WORK:.2g}, about 30 s): narrow the "
+                             "instance ranges or use fewer windows", field="day")
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
     best = best_static = None
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):

@@ -44,6 +44,7 @@ FINE_PER_SITE = 32
 CANDIDATE_BUDGET = 192  # threshold candidates per site over all windows: 48 for one window, 8 for 24
 MIN_CANDIDATES = 8
 SOLVER_TIME_LIMIT_S = 60  # CBC stops here with its best plan, reported as not proven optimal
+MAX_VARIABLES = 5_000  # of the programme (windows x PD sites x candidates x (2 + PrfaaS sites))
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,10 @@ def plan_sites(si: SitesInputs) -> SitesPlan:
         return _one_site(si)
     tables = {key: threshold_table(inputs) for key, inputs in si.pairs.items()}
     per_site = max(MIN_CANDIDATES, min(si.coarse, CANDIDATE_BUDGET // len(si.windows)))
+    size = len(si.windows) * len(si.pd) * per_site * (2 + len(si.prfaas))
+    if size > MAX_VARIABLES:
+        raise PlanInputError(f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer windows, PD sites or "
+                             "PrfaaS sites", field="day.windows" if len(si.windows) > 1 else "pd_sites")
     cands = {name: coarse_indices(tables[name, si.prfaas[0]], per_site) for name, _ in si.pd}
     sol = _solve(si, tables, cands)
     if sol is None:
