@@ -261,26 +261,27 @@ def precision_of(model: ModelProfile, precision=None) -> ModelProfile:
 
 def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 1024, output_tokens: int = 1024,
              concurrency: int | None = None, parallel=None, precision=None, engine=None,
-             tpot_ms: float | None = None, max_batch: int | None = None):
+             tpot_ms: float | None = None, max_batch: int | None = None, requests: int | None = None):
     """What a benchmark would publish for one instance (``timing.estimate``): TTFT, TPOT,
-    prefill, decode and end-to-end tokens/s, and the time budget of a prefill pass and a
-    decode step. Returns a ``timing.estimate.Estimate``."""
+    prefill, decode and end-to-end tokens/s (``requests``: over an offline run of that many,
+    ``timing.offline``), and the time budget of a prefill pass and a decode step. Returns a
+    ``timing.estimate.Estimate``."""
     from .timing.estimate import estimate as run
 
     names = {"gpus": "--gpus", "concurrency": "--concurrency", "input": "--input", "output": "--output-tokens",
              "input + output": "--input + --output-tokens", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
-             "context": "--input", **SERVING_OPTIONS}
+             "context": "--input", "requests": "--requests", **SERVING_OPTIONS}
     with _options(names):
         m = precision_of(model_of(model), precision)
         check_lengths(m, [input_tokens], field="input")
         inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
-        return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch)
+        return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests)
 
 
 # the CLI options of the serving settings (profiles.serving), for errors of their fields
 SERVING_OPTIONS = {"overlap": "--overlap", "expert_imbalance": "--expert-imbalance", "mtp_tokens_per_step": "--mtp",
-                   "prefill_tokens_per_pass": "--pass-tokens", "kv": "--kv-dtype", "weights": "--weights-dtype",
-                   "experts": "--experts-dtype", "attention": "--attention-dtype"}
+                   "prefill_tokens_per_pass": "--pass-tokens", "chunked_prefill": "--chunked-prefill", "kv": "--kv-dtype",
+                   "weights": "--weights-dtype", "experts": "--experts-dtype", "attention": "--attention-dtype"}
 
 
 @contextmanager

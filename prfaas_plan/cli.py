@@ -143,17 +143,19 @@ OVERLAP_OPT = typer.Option(None, "--overlap", help="Share of communication hidde
                            "(two-batch overlap). Default 0.")
 IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. Default 1.18.")
 MTP_OPT = typer.Option(None, "--mtp", help="Tokens accepted per decode step (multi-token prediction), 1 to 16.")
-PASS_OPT = typer.Option(None, "--pass-tokens", help="Chunked-prefill budget per pass and attention group (tokens). "
-                        "Default 8192.")
+PASS_OPT = typer.Option(None, "--pass-tokens", help="Token budget per pass and attention group (prompt chunks; in an "
+                        "offline run the decode tokens too). Default 8192.")
+CHUNKED_OPT = typer.Option(None, "--chunked-prefill/--no-chunked-prefill", help="Split prompts to fill a pass "
+                           "(default), or admit whole prompts only (TensorRT-LLM's default).")
 
 
 def _serving(parallel, kv_dtype=None, weights_dtype=None, experts_dtype=None, attention_dtype=None, overlap=None,
-             imbalance=None, mtp=None, pass_tokens=None) -> dict:
+             imbalance=None, mtp=None, pass_tokens=None, chunked=None) -> dict:
     """The layout, precision and engine options as ``api`` keyword arguments (None: defaults)."""
     precision = {k: v for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype),
                                    ("attention", attention_dtype)) if v is not None}
     engine = {k: v for k, v in (("overlap", overlap), ("expert_imbalance", imbalance), ("mtp_tokens_per_step", mtp),
-                                ("prefill_tokens_per_pass", pass_tokens)) if v is not None}
+                                ("prefill_tokens_per_pass", pass_tokens), ("chunked_prefill", chunked)) if v is not None}
     return {"parallel": parallel, "precision": precision or None, "engine": engine or None}
 
 
@@ -236,7 +238,13 @@ def estimate(
     imbalance: float | None = IMBALANCE_OPT,
     mtp: float | None = MTP_OPT,
     pass_tokens: int | None = PASS_OPT,
+    chunked: bool | None = CHUNKED_OPT,
     tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
+    max_batch: int | None = typer.Option(None, "--max-batch", help="The engine's limit on running requests per "
+                                         "instance, 1 to 100,000 (default: as many as memory holds)."),
+    requests: int | None = typer.Option(None, "--requests", "-N", help="End-to-end figure of an offline run of this "
+                                        "many requests queued at once, 1 to 1,000,000, ramp-up and drain included "
+                                        "(default: the steady state)."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -251,10 +259,10 @@ def estimate(
                              f"--output-tokens/-O {show(output)}", field="--output")
     _check_outputs((output, "--output"))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
-                       pass_tokens)
+                       pass_tokens, chunked)
     result = api.estimate(model, hardware, gpus, input_tokens=parse_tokens(input_len, field="--input"),
                           output_tokens=parse_tokens(output_len, field="--output-tokens"), concurrency=concurrency,
-                          tpot_ms=tpot_ms, **serving)
+                          tpot_ms=tpot_ms, max_batch=max_batch, requests=requests, **serving)
     _emit(estimate_view(result), fmt, output)
 
 

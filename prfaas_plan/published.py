@@ -13,11 +13,15 @@ row is predicted from the shipped profiles and defaults, with only what the sour
   that offloads weights to host memory), the same kind of layout on the fewest chips that can,
   compared per GPU;
 - the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
-  communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; nothing
-  else is set per row;
+  communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; a run of
+  ``trtllm-bench`` gets the limits that tool sets itself when the command gives none
+  (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
+  chunked prefill); nothing else is set per row;
 - by kind: ``prefill_tps`` input tokens/s of saturated prefill; ``decode_tps`` output tokens/s
   at the published batch (per GPU x GPUs) and context, or the memory-limited batch;
-  ``e2e_tps`` offline output tokens/s at the memory-limited batch; ``e2e_latency`` seconds of
+  ``e2e_tps`` offline output tokens/s at the memory-limited batch (or the engine's limit), over
+  a run of the ``requests`` the source queued (``timing.offline``; blank: the steady state);
+  ``e2e_latency`` seconds of
   a request among ``batch`` started together. A figure per node or per GPU divides the
   instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken as ``DEFAULT_INPUT``.
 """
@@ -32,13 +36,67 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import api
+from .accounting.params import count_params
 from .errors import PlanInputError
+from .profiles.hardware import HardwareProfile
+from .profiles.model import GqaAttention, MlaAttention, ModelProfile
 from .ranges import MAX_CSV_BYTES
+from .units import dtype_bytes
 from .yamlio import read_input_text
 
 TBO_OVERLAP = 0.5  # SGLang two-batch overlap: see the README ("Published measurements")
 DEFAULT_INPUT = 512  # tokens, where a source does not publish the input length
 MAX_CHIPS = 1024  # the most chips tried when the published ones cannot hold the model
+TRTLLM_KV_FRACTION = 0.90  # trtllm-bench's default --kv_cache_free_gpu_mem_fraction
+GIB = 2**30
+
+
+def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, input_tokens: int,
+                        output_tokens: int, fraction: float = TRTLLM_KV_FRACTION) -> tuple[int, int] | None:
+    """(max_batch_size per rank, max_num_tokens per iteration) that ``trtllm-bench throughput``
+    sets when its command gives neither (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py,
+    ``calc_engine_setting`` and ``finetune_setting``; bench/benchmark/utils/general.py
+    ``get_settings``), computed as the tool computes it, from the Hugging Face view of the model:
+
+        KV per token  = 2 x layers x max(tp, kv heads) x head size x KV bytes   (MLA: its 128
+                        "kv heads" of hidden / heads each, as the config reads to the tool)
+        requests      = fraction x (tp x device memory - parameters x weight bytes) / (KV per token x (I + O))
+        batch         = min(requests, 4096), rounded up: to 32 (at least 64) below 256, to 128
+                        below 1,024, else to 256
+        tokens        = min(batch x (1 + I / O), 32768), rounded up: to 256 (at least 2,048) below
+                        4,096, to 512 below 8,192, else to 1,024; without chunked prefill (the
+                        default) at least I + batch
+
+    (device memory: the profile's, in GiB as the tool reads it). None for a model without
+    attention the tool sizes this way."""
+    mixer = next((m for m in model.mixers.values() if isinstance(m, (GqaAttention, MlaAttention))), None)
+    if mixer is None:
+        return None
+    if isinstance(mixer, MlaAttention):
+        kv_heads, head = mixer.num_heads, model.hidden_size // mixer.num_heads
+    else:
+        kv_heads, head = mixer.num_kv_heads, mixer.qk_head_dim
+    kv_gib = 2 * model.layers.count * max(tp_size, kv_heads) * head * dtype_bytes(model.dtypes.kv) / GIB
+    params = model.total_params_b * 1e9 if model.total_params_b else count_params(model).total
+    free_gib = (tp_size * hw.memory_bytes - params * dtype_bytes(model.dtypes.weights)) / GIB
+    requests = fraction * free_gib / (kv_gib * (input_tokens + output_tokens))
+    if requests < 1:
+        return None
+    raw_batch = min(requests, 4096)
+    raw_tokens = min(raw_batch * (1 + input_tokens / output_tokens), 32768)
+    if raw_batch < 256:
+        batch = max(64, 32 * math.ceil(raw_batch / 32))
+    elif raw_batch < 1024:
+        batch = 128 * math.ceil(raw_batch / 128)
+    else:
+        batch = 256 * math.ceil(raw_batch / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return batch, max(tokens, input_tokens + batch)
 
 
 @dataclass(frozen=True)
@@ -115,9 +173,17 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
         engine["overlap"] = TBO_OVERLAP
     if "EPLB" in published:
         engine["expert_imbalance"] = 1.0  # the source balanced experts for its own traffic
-    engine = engine or None
     input_tokens = _int(row["input_len"]) or DEFAULT_INPUT
     output_tokens = max(1, round(float(row["output_len"]))) if row["output_len"] else 1
+    requests = _int(row.get("requests", ""))
+    max_batch = None
+    if "TRTLLM-BENCH" in published and kind_of_layout != "search":
+        limits = trtllm_bench_limits(model, api.hardware_of(row["tool_hw"]), gpus, input_tokens, output_tokens)
+        if limits is not None:
+            per_rank, tokens = limits
+            max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)  # attention DP: a limit per rank
+            engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
+    engine = engine or None
     batch = _int(row["batch"])
     concurrency = None
     if batch is not None:
@@ -129,7 +195,8 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
     while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
         try:
             est = api.estimate(model, row["tool_hw"], gpus, input_tokens=input_tokens, output_tokens=output_tokens,
-                               concurrency=concurrency, parallel=layout_of(kind_of_layout, gpus), engine=engine)
+                               concurrency=concurrency, parallel=layout_of(kind_of_layout, gpus), engine=engine,
+                               max_batch=max_batch, requests=requests if kind == "e2e_tps" else None)
             break
         except PlanInputError as exc:
             if "does not fit" not in str(exc) or gpus >= MAX_CHIPS or concurrency is not None:

@@ -150,8 +150,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         'tokens_per_s, used = best / step, "roofline"'),
     "e2e-no-prefill": (
         "prfaas_plan/timing/estimate.py",
-        "e2e = output_tokens / (mixed_capacity_s + output_tokens * step / (dec.batch_size * dec.mtp_tokens_per_step))",
-        "e2e = output_tokens / (output_tokens * step / (dec.batch_size * dec.mtp_tokens_per_step))"),
+        "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * step / (dec.batch_size * dec.mtp_tokens_per_step))",
+        "e2e = output_tokens / ((output_tokens - 1) * step / (dec.batch_size * dec.mtp_tokens_per_step))"),
     "uncertainty-ignores-dof": (
         "prfaas_plan/timing/calibrate.py",
         "s2 = float(2 * res.cost) / dof",
@@ -270,6 +270,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/sites.py",
         "            f_idle = min(1.0, si.conversion_s / (si.windows[w][1] * 3600.0)) if len(si.windows) > 1 else 0.0",
         "            f_idle = 0.0"),
+    # issue 8: offline runs and trtllm-bench's own limits
+    "offline-run-decodes-one-step-short": (
+        "prfaas_plan/timing/offline.py",
+        "running -= admitted[-window - 1]",
+        "running -= admitted[-window]"),
+    "offline-run-no-token-budget": (
+        "prfaas_plan/timing/offline.py",
+        "room = max(budget_tokens - running, 0.0) / input_tokens",
+        "room = max(budget_tokens, 0.0) / input_tokens"),
+    "e2e-steady-o-decode-steps": (
+        "prfaas_plan/timing/estimate.py",
+        "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * step",
+        "e2e = output_tokens / (mixed_capacity_s + output_tokens * step"),
+    "trtllm-batch-limit-per-instance": (
+        "prfaas_plan/published.py",
+        'max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)',
+        "max_batch = per_rank"),
+    "trtllm-kv-heads-not-tp": (
+        "prfaas_plan/published.py",
+        "kv_gib = 2 * model.layers.count * max(tp_size, kv_heads) * head",
+        "kv_gib = 2 * model.layers.count * kv_heads * head"),
+    "unchunked-long-prompt-split": (
+        "prfaas_plan/timing/cost.py",
+        "return max(self.prefill_tokens_per_pass, int(np.max(lengths_tokens, initial=1)))",
+        "return self.prefill_tokens_per_pass"),
 }
 
 

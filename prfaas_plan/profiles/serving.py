@@ -9,7 +9,10 @@ serving engine's settings and precision overrides of the model. Shared by the sc
   parallelism; default 1.18: SGLang's DeepSeek prefill on 4 x 8 H100 ran 18% slower with its
   default expert placement than with a simulated perfect balance, 50,302 against 59,337 tokens/s
   per node (lmsys.org blog, 2025-05-05); 1 for a perfect load balancer),
-  ``prefill_tokens_per_pass`` (the chunked-prefill budget of one attention group, tokens),
+  ``prefill_tokens_per_pass`` (the token budget of one pass and attention group: prompt chunks,
+  and in an offline run the running requests' decode tokens too), ``chunked_prefill`` (true:
+  prompts are split to fill a pass; false: a pass admits whole prompts only, and a prompt longer
+  than the budget runs in one pass of its own, as TensorRT-LLM does by default),
   ``mtp_tokens_per_step`` (tokens accepted per decode step with multi-token prediction or
   speculative decoding; 1 without).
 - ``precision``: the dtype of the weights, the routed experts, the KV cache and the attention
@@ -48,6 +51,7 @@ class EngineSpec(StrictModel):
     overlap: Float(OVERLAP) = 0.0
     expert_imbalance: Float(EXPERT_IMBALANCE) = 1.18
     prefill_tokens_per_pass: Int(PASS_TOKENS) = 8192
+    chunked_prefill: bool = True
     mtp_tokens_per_step: Float(MTP_TOKENS) = 1.0
 
 

@@ -59,11 +59,19 @@ class Engine:
     overlap: float = EngineSpec.model_fields["overlap"].default  # share of min(communication, kernels) hidden
     expert_imbalance: float = EngineSpec.model_fields["expert_imbalance"].default  # busiest expert rank / mean (EP)
     prefill_tokens_per_pass: int = EngineSpec.model_fields["prefill_tokens_per_pass"].default  # per attention group
+    chunked_prefill: bool = EngineSpec.model_fields["chunked_prefill"].default  # False: whole prompts per pass
     mtp_tokens_per_step: float = EngineSpec.model_fields["mtp_tokens_per_step"].default  # accepted per decode step
 
     @classmethod
     def of(cls, spec: EngineSpec | None) -> Engine:
         return cls() if spec is None else cls(**spec.model_dump())
+
+    def chunk_tokens(self, lengths_tokens: np.ndarray) -> int:
+        """The most tokens of one prompt a pass carries: the budget, or without chunked prefill the
+        longest prompt (a prompt is never split)."""
+        if self.chunked_prefill:
+            return self.prefill_tokens_per_pass
+        return max(self.prefill_tokens_per_pass, int(np.max(lengths_tokens, initial=1)))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,11 @@ evicted; steps read the KV at the mean decode context I + O / 2):
                     accepts (``timing.decode``)
     decode tok/s    C x mtp / step, output tokens/s; per user: mtp / step
     e2e tok/s       offline, prefill and decode on the same chips: each request costs
-                    capacity_s(I) of prefill plus O x step / C of decode, so
-                    output tokens/s = O / (capacity_s(I) + O x step / C)
+                    capacity_s(I) of prefill (which yields its first token) plus (O - 1) x step / (C x mtp)
+                    of decode, so output tokens/s = O / (capacity_s(I) + (O - 1) x step / (C x mtp))
+                    in the steady state;
+                    with a number of requests N, N x O over the run of those N requests
+                    (``timing.offline``: its ramp-up and drain included)
     e2e latency     of C requests started together: TTFT + (O - 1) x TPOT
 
 The prefill and decode layouts are the instance's when given, else each job's best layout
@@ -31,11 +34,12 @@ import numpy as np
 from ..choices import PrefillCapacity
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
-from ..ranges import TOKENS
+from ..ranges import OFFLINE_REQUESTS, TOKENS
 from .cost import PARTS, PassCost
 from .decode import DecodeCapacity, decode_capacity
 from .instance import Instance
 from .layout import Layout
+from .offline import OfflineRun, offline_run
 from .prefill import RooflinePrefill, check_lengths
 
 
@@ -80,23 +84,28 @@ class Estimate:
     tpot_s: float
     decode_tokens_per_s: float  # output tokens/s of the instance at the concurrency
     per_user_tokens_per_s: float
-    e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips
+    e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips (the run of N when given)
+    e2e_steady_tokens_per_s: float  # the same in the steady state (N unbounded)
     e2e_latency_s: float  # of a request among `concurrency` started together
     first_token: Budget  # one prompt alone on the idle instance (the TTFT), on its own best layout
     prefill: Budget
     decode: Budget
     decode_capacity: DecodeCapacity
+    offline: OfflineRun | None = None  # the run of a given number of requests
 
     def per_gpu(self, value: float) -> float:
         return value / self.gpus
 
 
 def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_tokens: int,
-             concurrency: int | None = None, tpot_ms: float | None = None, max_batch: int | None = None
-             ) -> Estimate:
-    """The figures of the module doc for one instance."""
+             concurrency: int | None = None, tpot_ms: float | None = None, max_batch: int | None = None,
+             requests: int | None = None) -> Estimate:
+    """The figures of the module doc for one instance (``requests``: the end-to-end figure of an
+    offline run of that many requests, else the steady state)."""
     TOKENS.check(input_tokens, "input")
     TOKENS.check(output_tokens, "output")
+    if requests is not None:
+        OFFLINE_REQUESTS.check(requests, "requests")
     context = input_tokens + output_tokens // 2
     check_lengths(model, [input_tokens + output_tokens], field="input + output")
     dec = decode_capacity(model, instance, context, tpot_ms=tpot_ms, max_batch=max_batch, batch=concurrency,
@@ -115,10 +124,12 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
                             fit_tokens=input_tokens)
     mixed_capacity_s = float(mixed.capacity_s(at)[0])
     step = dec.step_s
-    e2e = output_tokens / (mixed_capacity_s + output_tokens * step / (dec.batch_size * dec.mtp_tokens_per_step))
+    e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * step / (dec.batch_size * dec.mtp_tokens_per_step))
     tpot = step / dec.mtp_tokens_per_step
     if not (np.isfinite(e2e) and e2e > 0 and capacity_s > 0):
         raise PlanInputError(f"{model.name} on {instance.label} has no capacity at these lengths", field="gpus")
+    run = None if requests is None else offline_run(model, instance.with_layout(dec.layout), dec.layout, input_tokens,
+                                                    output_tokens, requests, dec.batch_size, mixed_capacity_s)
     return Estimate(
         model=model.name,
         instance=instance.label,
@@ -132,11 +143,13 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         tpot_s=tpot,
         decode_tokens_per_s=dec.tokens_per_s,
         per_user_tokens_per_s=1.0 / tpot,
-        e2e_output_tokens_per_s=e2e,
+        e2e_output_tokens_per_s=e2e if run is None else run.output_tokens_per_s,
+        e2e_steady_tokens_per_s=e2e,
         e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,
         first_token=Budget.of("first token", lone.layout, float(input_tokens), single),
         prefill=Budget.of("prefill pass", roof.layout, prompts * input_tokens * roof.layout.replicas, pass_cost),
         decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),
         decode_capacity=dec,
+        offline=run,
     )
 

@@ -101,7 +101,7 @@ class RooflinePrefill:
         layout = layout or self.layout
         eff, engine = self.instance.hardware.efficiency, self.instance.engine
         l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
-        budget = engine.prefill_tokens_per_pass
+        budget = engine.chunk_tokens(l)
         chunks = np.ceil(l / budget)
         parts, longest = _chunked(l, budget, lambda chunk, prefix, which: stage_cost(
             self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
@@ -119,9 +119,8 @@ class RooflinePrefill:
         layout = layout or self.layout
         engine = self.instance.engine
         l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
-        budget = engine.prefill_tokens_per_pass
-        chunks = np.ceil(l / budget)
-        per_group = np.where(chunks == 1, np.maximum(1.0, np.floor(budget / l)), 1.0)
+        budget, chunk = engine.prefill_tokens_per_pass, engine.chunk_tokens(l)
+        per_group = np.where(l <= budget, np.maximum(1.0, np.floor(budget / l)), 1.0)
         per_group = np.minimum(per_group, self._held(layout, l))  # the prompts' KV must fit beside the weights
         requests = per_group * layout.dp_attention
         pass_overhead = self.instance.hardware.efficiency.prefill_pass_overhead_s
@@ -132,7 +131,7 @@ class RooflinePrefill:
             zero = np.zeros_like(chunk)
             return cost.add(PassCost(zero, zero, zero, zero + pass_overhead, zero, zero))
 
-        parts, _ = _chunked(l, budget, cost_of)
+        parts, _ = _chunked(l, chunk, cost_of)
         return per_group, parts.total_s, parts
 
     def _held(self, layout: Layout, lengths: np.ndarray) -> np.ndarray:
