@@ -52,7 +52,8 @@ GIB = 2**30
 
 
 def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, input_tokens: int,
-                        output_tokens: int, fraction: float = TRTLLM_KV_FRACTION) -> tuple[int, int] | None:
+                        output_tokens: int, fraction: float = TRTLLM_KV_FRACTION, pp_size: int = 1
+                        ) -> tuple[int, int] | None:
     """(max_batch_size per rank, max_num_tokens per iteration) that ``trtllm-bench throughput``
     sets when its command gives neither (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py,
     ``calc_engine_setting`` and ``finetune_setting``; bench/benchmark/utils/general.py
@@ -60,15 +61,17 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
 
         KV per token  = 2 x layers x max(tp, kv heads) x head size x KV bytes   (MLA: its 128
                         "kv heads" of hidden / heads each, as the config reads to the tool)
-        requests      = fraction x (tp x device memory - parameters x weight bytes) / (KV per token x (I + O))
-        batch         = min(requests, 4096), rounded up: to 32 (at least 64) below 256, to 128
+        requests      = fraction x (tp x pp x device memory - parameters x weight bytes) / (KV per token x (I + O))
+        batch         = min(requests, 4096) / pp, rounded up: to 32 (at least 64) below 256, to 128
                         below 1,024, else to 256
         tokens        = min(batch x (1 + I / O), 32768), rounded up: to 256 (at least 2,048) below
                         4,096, to 512 below 8,192, else to 1,024; without chunked prefill (the
                         default) at least I + batch
 
-    (device memory: the profile's, in GiB as the tool reads it). None for a model without
-    attention the tool sizes this way."""
+    Device memory is what the chip reports to the tool (CUDA's total memory, in GiB): HBM comes in
+    binary stack sizes, so a datasheet's "141 GB" H200 reports 143,771 MiB = 140.4 GiB and an
+    "80 GB" H100 81,559 MiB = 79.6 GiB; the profile's ``memory_gb`` read as GiB stands for it (within
+    0.5% on both). None for a model without attention the tool sizes this way."""
     mixer = next((m for m in model.mixers.values() if isinstance(m, (GqaAttention, MlaAttention))), None)
     if mixer is None:
         return None
@@ -76,13 +79,13 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
         kv_heads, head = mixer.num_heads, model.hidden_size // mixer.num_heads
     else:
         kv_heads, head = mixer.num_kv_heads, mixer.qk_head_dim
-    kv_gib = 2 * model.layers.count * max(tp_size, kv_heads) * head * dtype_bytes(model.dtypes.kv) / GIB
+    kv_gib_per_token = 2 * model.layers.count * max(tp_size, kv_heads) * head * dtype_bytes(model.dtypes.kv) / GIB
     params = model.total_params_b * 1e9 if model.total_params_b else count_params(model).total
-    free_gib = (tp_size * hw.memory_bytes - params * dtype_bytes(model.dtypes.weights)) / GIB
-    requests = fraction * free_gib / (kv_gib * (input_tokens + output_tokens))
+    free_gib = tp_size * pp_size * hw.memory_gb - params * dtype_bytes(model.dtypes.weights) / GIB
+    requests = fraction * free_gib / (kv_gib_per_token * (input_tokens + output_tokens))
     if requests < 1:
         return None
-    raw_batch = min(requests, 4096)
+    raw_batch = min(requests, 4096) / pp_size
     raw_tokens = min(raw_batch * (1 + input_tokens / output_tokens), 32768)
     if raw_batch < 256:
         batch = max(64, 32 * math.ceil(raw_batch / 32))

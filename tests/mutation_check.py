@@ -150,8 +150,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         'tokens_per_s, used = best / step, "roofline"'),
     "e2e-no-prefill": (
         "prfaas_plan/timing/estimate.py",
-        "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * step / (dec.batch_size * dec.mtp_tokens_per_step))",
-        "e2e = output_tokens / ((output_tokens - 1) * step / (dec.batch_size * dec.mtp_tokens_per_step))"),
+        "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * mixed_step",
+        "e2e = output_tokens / (0.0 + (output_tokens - 1) * mixed_step"),
     "uncertainty-ignores-dof": (
         "prfaas_plan/timing/calibrate.py",
         "s2 = float(2 * res.cost) / dof",
@@ -277,24 +277,36 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "running -= admitted[-window]"),
     "offline-run-no-token-budget": (
         "prfaas_plan/timing/offline.py",
-        "room = max(budget_tokens - running, 0.0) / input_tokens",
+        "room = max(budget_tokens - query * running, 0.0) / input_tokens",
         "room = max(budget_tokens, 0.0) / input_tokens"),
     "e2e-steady-o-decode-steps": (
         "prfaas_plan/timing/estimate.py",
-        "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * step",
-        "e2e = output_tokens / (mixed_capacity_s + output_tokens * step"),
+        "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * mixed_step",
+        "e2e = output_tokens / (mixed_capacity_s + output_tokens * mixed_step"),
     "trtllm-batch-limit-per-instance": (
         "prfaas_plan/published.py",
         'max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)',
         "max_batch = per_rank"),
     "trtllm-kv-heads-not-tp": (
         "prfaas_plan/published.py",
-        "kv_gib = 2 * model.layers.count * max(tp_size, kv_heads) * head",
-        "kv_gib = 2 * model.layers.count * kv_heads * head"),
-    "unchunked-long-prompt-split": (
+        "kv_gib_per_token = 2 * model.layers.count * max(tp_size, kv_heads) * head",
+        "kv_gib_per_token = 2 * model.layers.count * kv_heads * head"),
+    "unchunked-long-prompt-accepted": (
         "prfaas_plan/timing/cost.py",
-        "return max(self.prefill_tokens_per_pass, int(np.max(lengths_tokens, initial=1)))",
-        "return self.prefill_tokens_per_pass"),
+        "        if not self.chunked_prefill and longest > self.prefill_tokens_per_pass:",
+        "        if False:"),
+    "steady-batch-ignores-budget": (
+        "prfaas_plan/timing/estimate.py",
+        "    if room >= dec.batch_size:",
+        "    if True:"),
+    "offline-run-mtp-ignored": (
+        "prfaas_plan/timing/offline.py",
+        "    window = math.ceil((output_tokens - 1) / mtp_tokens_per_step - 1e-9)",
+        "    window = output_tokens - 1"),
+    "offline-run-one-group": (
+        "prfaas_plan/timing/offline.py",
+        "    groups = layout.dp_attention * layout.replicas",
+        "    groups = 1"),
 }
 
 

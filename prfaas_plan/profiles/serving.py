@@ -11,8 +11,8 @@ serving engine's settings and precision overrides of the model. Shared by the sc
   per node (lmsys.org blog, 2025-05-05); 1 for a perfect load balancer),
   ``prefill_tokens_per_pass`` (the token budget of one pass and attention group: prompt chunks,
   and in an offline run the running requests' decode tokens too), ``chunked_prefill`` (true:
-  prompts are split to fill a pass; false: a pass admits whole prompts only, and a prompt longer
-  than the budget runs in one pass of its own, as TensorRT-LLM does by default),
+  prompts are split to fill a pass; false: a pass admits whole prompts only, as TensorRT-LLM
+  does by default, and the budget must hold the longest prompt),
   ``mtp_tokens_per_step`` (tokens accepted per decode step with multi-token prediction or
   speculative decoding; 1 without).
 - ``precision``: the dtype of the weights, the routed experts, the KV cache and the attention

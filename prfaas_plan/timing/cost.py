@@ -36,6 +36,7 @@ import numpy as np
 
 from ..accounting.work import Work
 from ..choices import ComputeDtype, Dtype
+from ..errors import PlanInputError
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..profiles.serving import EngineSpec
@@ -67,11 +68,15 @@ class Engine:
         return cls() if spec is None else cls(**spec.model_dump())
 
     def chunk_tokens(self, lengths_tokens: np.ndarray) -> int:
-        """The most tokens of one prompt a pass carries: the budget, or without chunked prefill the
-        longest prompt (a prompt is never split)."""
-        if self.chunked_prefill:
-            return self.prefill_tokens_per_pass
-        return max(self.prefill_tokens_per_pass, int(np.max(lengths_tokens, initial=1)))
+        """The most tokens of one prompt a pass carries: the budget. Without chunked prefill a prompt
+        is never split, so the budget must hold the longest prompt (engines refuse a longer one:
+        vLLM's max_num_batched_tokens, TensorRT-LLM's max_num_tokens); a PlanInputError if not."""
+        longest = int(np.max(lengths_tokens, initial=1))
+        if not self.chunked_prefill and longest > self.prefill_tokens_per_pass:
+            raise PlanInputError(f"without chunked prefill a pass must hold a whole prompt: {longest:,} tokens is "
+                                 f"more than the budget of {self.prefill_tokens_per_pass:,}; raise "
+                                 "prefill_tokens_per_pass or turn chunked prefill on", field="prefill_tokens_per_pass")
+        return self.prefill_tokens_per_pass
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ evicted; steps read the KV at the mean decode context I + O / 2):
     e2e tok/s       offline, prefill and decode on the same chips: each request costs
                     capacity_s(I) of prefill (which yields its first token) plus (O - 1) x step / (C x mtp)
                     of decode, so output tokens/s = O / (capacity_s(I) + (O - 1) x step / (C x mtp))
-                    in the steady state;
+                    in the steady state, C at most what the token budget per pass leaves room
+                    for (``_mixed_batch``);
                     with a number of requests N, N x O over the run of those N requests
                     (``timing.offline``: its ramp-up and drain included)
     e2e latency     of C requests started together: TTFT + (O - 1) x TPOT
@@ -27,6 +28,7 @@ the decode layout (one set of chips does both jobs). Per GPU figures divide by t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +38,7 @@ from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from ..ranges import OFFLINE_REQUESTS, TOKENS
 from .cost import PARTS, PassCost
-from .decode import DecodeCapacity, decode_capacity
+from .decode import DecodeCapacity, decode_capacity, step_cost
 from .instance import Instance
 from .layout import Layout
 from .offline import OfflineRun, offline_run
@@ -85,7 +87,7 @@ class Estimate:
     decode_tokens_per_s: float  # output tokens/s of the instance at the concurrency
     per_user_tokens_per_s: float
     e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips (the run of N when given)
-    e2e_steady_tokens_per_s: float  # the same in the steady state (N unbounded)
+    e2e_steady_output_tokens_per_s: float  # the same in the steady state (N unbounded)
     e2e_latency_s: float  # of a request among `concurrency` started together
     first_token: Budget  # one prompt alone on the idle instance (the TTFT), on its own best layout
     prefill: Budget
@@ -95,6 +97,26 @@ class Estimate:
 
     def per_gpu(self, value: float) -> float:
         return value / self.gpus
+
+
+def _mixed_batch(model: ModelProfile, instance: Instance, dec: DecodeCapacity, input_tokens: int, output_tokens: int,
+                 context: int) -> tuple[float, float]:
+    """(running requests, step seconds) of the offline steady state: the decode batch, at most what
+    the token budget of a pass leaves room for when each of the g attention groups, per iteration,
+    decodes q = ceil(mtp) tokens for each of its b requests and prefills the b / w prompts that
+    replace the ones finishing (w = ceil((O - 1) / mtp) decode steps a request):
+    b <= P / (q + I / w)."""
+    mtp = dec.mtp_tokens_per_step
+    window = math.ceil((output_tokens - 1) / mtp - 1e-9)
+    if not window:
+        return float(dec.batch_size), dec.step_s
+    layout = dec.layout
+    budget = instance.engine.prefill_tokens_per_pass
+    room = layout.dp_attention * layout.replicas * budget / (math.ceil(mtp - 1e-9) + input_tokens / window)
+    if room >= dec.batch_size:
+        return float(dec.batch_size), dec.step_s
+    seconds, _ = step_cost(model, instance.with_layout(layout), layout, [room], context)
+    return room, float(seconds[0])
 
 
 def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_tokens: int,
@@ -124,12 +146,14 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
                             fit_tokens=input_tokens)
     mixed_capacity_s = float(mixed.capacity_s(at)[0])
     step = dec.step_s
-    e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * step / (dec.batch_size * dec.mtp_tokens_per_step))
+    mixed_batch, mixed_step = _mixed_batch(model, instance, dec, input_tokens, output_tokens, context)
+    e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * mixed_step / (mixed_batch * dec.mtp_tokens_per_step))
     tpot = step / dec.mtp_tokens_per_step
     if not (np.isfinite(e2e) and e2e > 0 and capacity_s > 0):
         raise PlanInputError(f"{model.name} on {instance.label} has no capacity at these lengths", field="gpus")
     run = None if requests is None else offline_run(model, instance.with_layout(dec.layout), dec.layout, input_tokens,
-                                                    output_tokens, requests, dec.batch_size, mixed_capacity_s)
+                                                    output_tokens, requests, dec.batch_size, mixed_capacity_s,
+                                                    context)
     return Estimate(
         model=model.name,
         instance=instance.label,
@@ -144,7 +168,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         decode_tokens_per_s=dec.tokens_per_s,
         per_user_tokens_per_s=1.0 / tpot,
         e2e_output_tokens_per_s=e2e if run is None else run.output_tokens_per_s,
-        e2e_steady_tokens_per_s=e2e,
+        e2e_steady_output_tokens_per_s=e2e,
         e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,
         first_token=Budget.of("first token", lone.layout, float(input_tokens), single),
         prefill=Budget.of("prefill pass", roof.layout, prompts * input_tokens * roof.layout.replicas, pass_cost),

@@ -52,11 +52,11 @@ def estimate_view(e: Estimate) -> Report:
         "per_user_tokens_per_s": round(e.per_user_tokens_per_s, 3),
         "e2e_output_tokens_per_s": round(e.e2e_output_tokens_per_s, 3),
         "e2e_output_tokens_per_s_per_gpu": round(e.per_gpu(e.e2e_output_tokens_per_s), 3),
-        "e2e_steady_output_tokens_per_s": round(e.e2e_steady_tokens_per_s, 3),
+        "e2e_steady_output_tokens_per_s": round(e.e2e_steady_output_tokens_per_s, 3),
         "e2e_latency_s": round(e.e2e_latency_s, 4),
         "requests": None if e.offline is None else e.offline.requests,
         "offline_run_s": None if e.offline is None else round(e.offline.seconds, 4),
-        "offline_mean_batch": None if e.offline is None else round(e.offline.mean_batch, 2),
+        "offline_mean_batch_requests": None if e.offline is None else round(e.offline.mean_batch_requests, 2),
     }
     budgets = [budget_row(e.first_token), budget_row(e.prefill), budget_row(e.decode)]
     d = e.decode_capacity
@@ -69,8 +69,8 @@ def estimate_view(e: Estimate) -> Report:
         "e2e: offline, prefill and decode on the same chips (both on the decode layout); " + (
             "steady state (give --requests for a run of that many)" if e.offline is None else
             f"a run of {e.offline.requests:,} requests queued at once: {e.offline.seconds:,.1f} s over "
-            f"{e.offline.iterations:,} iterations at a mean of {e.offline.mean_batch:,.0f} running "
-            f"({e.per_gpu(e.e2e_steady_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
+            f"{e.offline.iterations:,} iterations at a mean of {e.offline.mean_batch_requests:,.0f} running "
+            f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
         + "; latency of a request among the concurrency started together = TTFT + (output - 1) x TPOT",
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
