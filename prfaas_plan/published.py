@@ -68,10 +68,10 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
                         4,096, to 512 below 8,192, else to 1,024; without chunked prefill (the
                         default) at least I + batch
 
-    Device memory is what the chip reports to the tool (CUDA's total memory, in GiB): HBM comes in
-    binary stack sizes, so a datasheet's "141 GB" H200 reports 143,771 MiB = 140.4 GiB and an
-    "80 GB" H100 81,559 MiB = 79.6 GiB; the profile's ``memory_gb`` read as GiB stands for it (within
-    0.5% on both). None for a model without attention the tool sizes this way."""
+    Device memory is what the chip reports to the tool (CUDA's total memory, in GiB), which the
+    profile's ``memory_gib`` stands for: a "141 GB" H200 reports 143,771 MiB = 140.4 GiB and an
+    "80 GB" H100 81,559 MiB = 79.6 GiB (within 0.5% of the datasheet figures read as GiB). None
+    for a model without attention the tool sizes this way."""
     mixer = next((m for m in model.mixers.values() if isinstance(m, (GqaAttention, MlaAttention))), None)
     if mixer is None:
         return None
@@ -81,7 +81,7 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
         kv_heads, head = mixer.num_kv_heads, mixer.qk_head_dim
     kv_gib_per_token = 2 * model.layers.count * max(tp_size, kv_heads) * head * dtype_bytes(model.dtypes.kv) / GIB
     params = model.total_params_b * 1e9 if model.total_params_b else count_params(model).total
-    free_gib = tp_size * pp_size * hw.memory_gb - params * dtype_bytes(model.dtypes.weights) / GIB
+    free_gib = (tp_size * pp_size * hw.memory_bytes - params * dtype_bytes(model.dtypes.weights)) / GIB
     requests = fraction * free_gib / (kv_gib_per_token * (input_tokens + output_tokens))
     if requests < 1:
         return None

@@ -65,7 +65,7 @@ HEADS = Range(1, 65_536, "heads", "attention or state heads")
 EXPERTS = Range(1, 65_536, "experts", "experts of an MoE layer, top-k, shared experts")
 PARAMS_B = Range(0, 100_000, "billion parameters", "a declared parameter count", lo_open=True)
 TFLOPS = Range(0.001, 1e6, "TFLOPS", "a dense peak per chip")
-MEMORY_GB = Range(0.001, 1e6, "GB", "memory per chip")
+MEMORY_GIB = Range(0.001, 1e6, "GiB", "memory per chip")
 MEMORY_TB_PER_S = Range(0.001, 1e4, "TB/s", "memory bandwidth per chip")
 SCALE_UP_GB_PER_S = Range(0.001, 1e6, "GB/s", "scale-up bandwidth per chip, one direction")
 NIC_GBPS = Range(0.001, 1e6, "Gbps", "scale-out NIC bandwidth per chip")
@@ -134,7 +134,7 @@ MAX_INT_DIGITS = 30  # digits of an integer literal in YAML/JSON
 MAX_NAME_CHARS = 128  # a profile or scenario name
 
 NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGET, LAYERS, WIDTH, HEADS, EXPERTS,
-           PARAMS_B, TFLOPS, MEMORY_GB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
+           PARAMS_B, TFLOPS, MEMORY_GIB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
            PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, COLLECTIVE_LATENCY_US, OVERLAP,
            EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
            PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, OFFLINE_REQUESTS, POINTS, SIM_SECONDS, SEED,

@@ -307,6 +307,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/offline.py",
         "    groups = layout.dp_attention * layout.replicas",
         "    groups = 1"),
+    "chip-memory-decimal": (
+        "prfaas_plan/profiles/hardware.py",
+        "        return self.memory_gib * 2**30",
+        "        return self.memory_gib * 1e9"),
 }
 
 

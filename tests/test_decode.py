@@ -17,12 +17,12 @@ from prfaas_plan.timing.instance import Instance
 def test_bs_max_by_hand_qwen3_8b_on_one_h100():
     d = api.decode("qwen3-8b", "h100", gpus=1, context_tokens=4096)
     weights = 8.2e9 * 2  # declared 8.2B params in bf16
-    usable = 80e9 * 0.9  # 80 GB x memory_usable_fraction
+    usable = 80 * 2**30 * 0.9  # 80 GiB x memory_usable_fraction
     per_request = 147_456 * 4096  # KV bytes at the context
     assert d.weight_bytes == pytest.approx(weights)
-    assert d.bs_max_memory == math.floor((usable - weights) / per_request) == 92
-    assert d.batch_size == 92 and d.limited_by == "memory"
-    assert d.tokens_per_s == pytest.approx(92 / d.step_s)
+    assert d.bs_max_memory == math.floor((usable - weights) / per_request) == 100
+    assert d.batch_size == 100 and d.limited_by == "memory"
+    assert d.tokens_per_s == pytest.approx(100 / d.step_s)
 
 
 def test_step_time_by_hand_memory_bound_batch_of_one():
@@ -58,9 +58,9 @@ def test_max_batch_cap():
 
 
 @pytest.mark.parametrize("model,hardware,gpus,context,needs", [
-    # 1.04 TB fp8 on 8 x 96 GB: 13 x 80 GB would do on average, but 13 stages of 61 layers put 5
-    # layers (about 85 GB) on the fullest chip, so 14 (7 stages of 2)
-    ("kimi-k2", "h20", 8, 32768, 14),
+    # 1.04 TB fp8 on 96 GiB chips (92.8 GB usable each): 11.2 chips on average; 12 stages of 61
+    # layers hold it, the fullest chip included
+    ("kimi-k2", "h20", 8, 32768, 12),
     ("prfaas-1t-hybrid", "groq-lpu", 64, 8192, None),  # 500 GB on 230 MB chips
 ])
 def test_weights_that_do_not_fit_say_how_many_chips(model, hardware, gpus, context, needs):

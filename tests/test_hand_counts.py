@@ -89,7 +89,7 @@ def hardware(**changes):
     """Made-up chip: bf16 100 TFLOPS, fp8 200, 80 GB at 2 TB/s, 100 GB/s scale-up (the schema's 2 us per latency
     step); no GEMM shape term and no kernel cost unless a test sets them."""
     doc = {
-        "name": "toy", "peak_tflops": {"bf16": 100, "fp8": 200}, "memory_gb": 80, "memory_bandwidth_tb_per_s": 2,
+        "name": "toy", "peak_tflops": {"bf16": 100, "fp8": 200}, "memory_gib": 80, "memory_bandwidth_tb_per_s": 2,
         "scale_up_gb_per_s": 100,
         "efficiency": {"matmul": 0.5, "attention": 0.25, "memory": 0.8, "network": 0.5, "nic": 0.9,
                        "prefill_overhead_s": 0, "decode_step_overhead_s": 0, "memory_usable_fraction": 0.9,
@@ -575,7 +575,7 @@ DECODE_OVERHEAD_S = 0.002
 
 def decode_hardware():
     """A slow small chip so the tiny model is memory-bound: 0.01 GB at 0.001 TB/s, 2 ms per decode step."""
-    return hardware(memory_gb=0.01, memory_bandwidth_tb_per_s=0.001, decode_step_overhead_s=DECODE_OVERHEAD_S)
+    return hardware(memory_gib=0.01, memory_bandwidth_tb_per_s=0.001, decode_step_overhead_s=DECODE_OVERHEAD_S)
 
 
 def hand_decode_step_s(batch):
@@ -597,32 +597,32 @@ TP2 = Layout(tp=2)
 
 
 def test_decode_capacity_memory_limit():
-    """Per chip of tp 2: usable 0.01e9 x 0.9 = 9e6 B; weights half of (2 x 100 x 64 + 2 x 33,792) x 2 B = 80,384 B;
-    one request's KV at 1,000 tokens half of 2 x 96 x 1,000 = 96,000 B; BS_max = floor((9e6 - 80,384) / 96,000) =
-    92; step and tokens/s at 92."""
+    """Per chip of tp 2: usable 0.01 GiB x 0.9 = 9,663,676 B; weights half of (2 x 100 x 64 + 2 x 33,792) x 2 B =
+    80,384 B; one request's KV at 1,000 tokens half of 2 x 96 x 1,000 = 96,000 B;
+    BS_max = floor((9,663,676 - 80,384) / 96,000) = 99; step and tokens/s at 99."""
     cap = decode_capacity(model(GQA, DENSE), Instance(decode_hardware(), 2, TP2), DECODE_CONTEXT)
-    usable = 0.01 * 1e9 * 0.9
+    usable = 0.01 * 2**30 * 0.9
     weights = (2 * 100 * 64 + 2 * (9216 + 24576)) * 2 / 2
     kv = 2 * 96 * DECODE_CONTEXT / 2
     assert cap.usable_memory_bytes == pytest.approx(usable, rel=REL)
     assert cap.weight_bytes == pytest.approx(weights, rel=REL) and weights == 80_384
     assert cap.kv_bytes_per_request == pytest.approx(kv, rel=REL)
-    assert cap.bs_max_memory == math.floor((usable - weights) / kv) == 92
-    assert (cap.batch_size, cap.limited_by) == (92, "memory")
-    assert cap.step_s == pytest.approx(hand_decode_step_s(92), rel=1e-9)
-    assert cap.tokens_per_s == pytest.approx(92 / hand_decode_step_s(92), rel=1e-9)
+    assert cap.bs_max_memory == math.floor((usable - weights) / kv) == 99
+    assert (cap.batch_size, cap.limited_by) == (99, "memory")
+    assert cap.step_s == pytest.approx(hand_decode_step_s(99), rel=1e-9)
+    assert cap.tokens_per_s == pytest.approx(99 / hand_decode_step_s(99), rel=1e-9)
 
 
 def test_decode_capacity_tpot_limit():
     """A TPOT limit halfway between the hand-counted T_decode(40) and T_decode(41) gives the largest batch with
-    T <= TPOT, 40 (brute force over B = 1..92); max_batch 10 caps it at 10."""
-    hand = [hand_decode_step_s(b) for b in range(1, 93)]
+    T <= TPOT, 40 (brute force over B = 1..99); max_batch 10 caps it at 10."""
+    hand = [hand_decode_step_s(b) for b in range(1, 100)]
     tpot_ms = 1e3 * (hand[39] + hand[40]) / 2
-    expected = max(b for b in range(1, 93) if hand[b - 1] * 1e3 <= tpot_ms)
+    expected = max(b for b in range(1, 100) if hand[b - 1] * 1e3 <= tpot_ms)
     assert expected == 40
     m, inst = model(GQA, DENSE), Instance(decode_hardware(), 2, TP2)
     cap = decode_capacity(m, inst, DECODE_CONTEXT, tpot_ms=tpot_ms)
-    assert (cap.batch_size, cap.limited_by, cap.bs_max_memory) == (40, "tpot", 92)
+    assert (cap.batch_size, cap.limited_by, cap.bs_max_memory) == (40, "tpot", 99)
     assert cap.step_s == pytest.approx(hand_decode_step_s(40), rel=1e-9)
     capped = decode_capacity(m, inst, DECODE_CONTEXT, max_batch=10)
     assert (capped.batch_size, capped.limited_by) == (10, "max_batch")

@@ -114,7 +114,7 @@ def test_lpu_chips_per_instance_come_from_sram(phase_split):
     inputs = phase_split.inputs
     pool = inputs.pd_decode
     hw = pool.instance.hardware
-    assert hw.memory_gb == 0.23  # SRAM, not HBM
+    assert hw.memory_gib == 0.2148  # 220 MiB of SRAM, not HBM
     sram_bytes = 0.23e9 * hw.efficiency.memory_usable_fraction
     longest = int(inputs.workload.full_input_dist.lengths_tokens[-1])
     least, layout = chips_needed(inputs.model, Instance(hw, 1), longest)
@@ -146,7 +146,7 @@ def test_auto_chips_pick_the_smallest_fitting_count_for_kimi_k2_on_h20():
             return False
 
     smallest = next(n for n in range(1, 64) if fits(n))
-    assert smallest >= 13
+    assert smallest >= 12  # 1.04 TB of fp8 weights over 92.8 GB usable per H20: more than 11 chips
     assert inputs.pd.chip_options[0] == smallest and inputs.pd.chip_options == (smallest, 2 * smallest)
     assert inputs.pd.gpus_per_instance in inputs.pd.chip_options
     # capped at the smallest: that count is used

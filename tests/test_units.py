@@ -63,3 +63,20 @@ def test_format_tokens():
 @given(st.floats(min_value=0, max_value=1e15, allow_nan=False))
 def test_gbps_round_trip(rate):
     assert math.isclose(bytes_per_s_to_gbps(gbps_to_bytes_per_s(rate)), rate, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_chip_memory_is_binary_gib():
+    """A profile's memory_gib is 2^30 B: the "80 GB" H100 holds 80 GiB = 85.9e9 B (CUDA reports
+    81,559 MiB of it), and the old decimal field is refused with advice."""
+    from prfaas_plan import api
+    from prfaas_plan.errors import PlanInputError
+    from prfaas_plan.profiles.hardware import HardwareProfile
+
+    h100 = api.hardware_of("h100")
+    assert h100.memory_gib == 80 and h100.memory_bytes == 80 * 2**30 == 85_899_345_920
+    assert abs(81_559 * 2**20 / h100.memory_bytes - 1) < 0.005
+    assert api.hardware_of("groq-lpu").memory_bytes == pytest.approx(220 * 2**20, rel=1e-3)  # 220 MiB of SRAM
+    data = h100.model_dump(exclude={"calibration"})
+    data["memory_gb"] = data.pop("memory_gib")
+    with pytest.raises((PlanInputError, ValueError), match="memory_gib"):
+        HardwareProfile.model_validate(data)

@@ -19,7 +19,7 @@ from ..ranges import (
     DECODE_STEP_OVERHEAD_S,
     GEMM_SHAPE,
     KERNEL_OVERHEAD_US,
-    MEMORY_GB,
+    MEMORY_GIB,
     MEMORY_TB_PER_S,
     NIC_GBPS,
     PREFILL_OVERHEAD_S,
@@ -69,7 +69,7 @@ class HardwareProfile(StrictModel):
     sources: List(Text) = Field(default_factory=list)
     assumptions: List(Text) = Field(default_factory=list)
     peak_tflops: PeakTflops
-    memory_gb: Float(MEMORY_GB)  # capacity per chip, decimal GB
+    memory_gib: Float(MEMORY_GIB)  # capacity per chip, binary GiB (HBM, GDDR and SRAM come in binary sizes)
     memory_bandwidth_tb_per_s: Float(MEMORY_TB_PER_S)  # per chip, decimal TB/s
     scale_up_gb_per_s: Float(SCALE_UP_GB_PER_S)  # per chip, one direction, decimal GB/s (NVLink, PCIe, ...)
     scale_up_domain_chips: Int(CHIPS_PER_INSTANCE) = 8  # chips on one scale-up fabric (an NVLink node, NVL72: 72)
@@ -81,6 +81,14 @@ class HardwareProfile(StrictModel):
     price_note: Text = ""
     efficiency: Efficiency
     calibration: CalibrationRecord | None = None  # written by `prfaas-plan calibrate`
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data):
+        if isinstance(data, dict) and "memory_gb" in data:
+            raise ValueError("memory_gb is now memory_gib: capacities are binary (an '80 GB' H100 holds 80 GiB, "
+                             "which the chip reports as 79.6 GiB); give the datasheet figure as memory_gib")
+        return data
 
     @model_validator(mode="after")
     def _ordered(self):
@@ -104,7 +112,7 @@ class HardwareProfile(StrictModel):
 
     @property
     def memory_bytes(self) -> float:
-        return self.memory_gb * 1e9
+        return self.memory_gib * 2**30
 
     @property
     def memory_bytes_per_s(self) -> float:
