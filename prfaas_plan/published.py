@@ -87,19 +87,15 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
         return None
     raw_batch = min(requests, 4096) / pp_size
     raw_tokens = min(raw_batch * (1 + input_tokens / output_tokens), 32768)
-    if raw_batch < 256:
-        batch = max(64, 32 * math.ceil(raw_batch / 32))
-    elif raw_batch < 1024:
-        batch = 128 * math.ceil(raw_batch / 128)
-    else:
-        batch = 256 * math.ceil(raw_batch / 256)
-    if raw_tokens < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    batch = max(64, _round_up(raw_batch, ((256, 32), (1024, 128), (math.inf, 256))))
+    tokens = max(2048, _round_up(raw_tokens, ((4096, 256), (8192, 512), (math.inf, 1024))))
     return batch, max(tokens, input_tokens + batch)
+
+
+def _round_up(value: float, tiers: tuple[tuple[float, int], ...]) -> int:
+    """``value`` rounded up to the step of the first tier whose bound it is below."""
+    step = next(step for bound, step in tiers if value < bound)
+    return step * math.ceil(value / step)
 
 
 @dataclass(frozen=True)
