@@ -232,6 +232,13 @@ def predict_all(path: str) -> list[Prediction]:
             raise PlanInputError(f"no column {exc}", source=path, field=f"line {n}") from None
         except (ValueError, OverflowError, TypeError) as exc:
             raise PlanInputError(f"malformed value ({str(exc)[:80]})", source=path, field=f"line {n}") from None
+        except PlanInputError as exc:  # a value out of range, a model that does not fit: name the row
+            if exc.source is not None:
+                raise
+            field = f"line {n}" + (f": {exc.field.lstrip('-')}" if exc.field else "")
+            raise PlanInputError(exc.reason, source=path, field=field) from None
+    if not out:
+        raise PlanInputError("no rows to predict", source=path)
     return out
 
 

@@ -252,3 +252,33 @@ def test_estimate_cli_runs_a_finite_offline_benchmark(tmp_path, run_cli):
 def test_estimate_cli_refuses_out_of_range_counts(args, run_cli):
     result = run_cli("estimate", "llama-3.1-8b", "-g", "1", *args)
     assert result.code == 2 and "must be in" in result.err and "Traceback" not in result.err
+
+
+# --- a CSV of one's own: bad rows are one-line errors naming the file and line ----------------
+
+
+@pytest.mark.parametrize("value,needle", [("-3", "line 2: requests: must be in [1, 1,000,000]"),
+                                          ("nan", "line 2: malformed value"), ("1e400", "line 2: malformed value")])
+def test_published_csv_requests_out_of_range(tmp_path, value, needle):
+    import csv
+
+    from conftest import DATA
+
+    with open(DATA / "published_benchmarks.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    row = next(r for r in rows if r["id"] == "B06")
+    path = tmp_path / "mine.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerow({**row, "requests": value})
+    with pytest.raises(PlanInputError) as err:
+        published.predict_all(str(path))
+    assert str(path) in str(err.value) and needle in str(err.value)
+
+
+def test_published_csv_without_rows(tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("id,kind\n")
+    with pytest.raises(PlanInputError, match="no rows to predict"):
+        published.predict_all(str(path))
