@@ -33,6 +33,7 @@ import numpy as np
 from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
+from .exact import best_over_thresholds
 from .inputs import Limits, PlanInputs
 from .throughput import ThresholdTable, bounds, threshold_table
 
@@ -140,24 +141,58 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
         prob += g_f * nf + g_p * np_ + g_d * nd <= budget
     if limits.usd_per_hour is not None:
         prob += cost <= limits.usd_per_hour
-    with warnings.catch_warnings():
-        # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
-        warnings.simplefilter("ignore", DeprecationWarning)
-        status = prob.solve(pulp.PULP_CBC_CMD(msg=False))
-    if pulp.LpStatus[status] != "Optimal" or not solution_valid(prob):
+    for solver in _solvers():
+        with warnings.catch_warnings():
+            # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            status = prob.solve(solver)
+        if pulp.LpStatus[status] != "Optimal" or not solution_valid(prob):
+            continue
+        chosen = int(np.argmax([v.value() or 0.0 for v in z]))
+        sol = exact_solution(table, int(cand[chosen]), (nf, np_, nd), inputs, limits, objective, target_rps)
+        if sol is not None:
+            return sol
+    return None
+
+
+def _solvers():
+    """CBC as configured by default, then without presolve and with tight tolerances: the retry
+    for a programme whose first answer breaks a constraint or is reported infeasible."""
+    import pulp
+
+    yield pulp.PULP_CBC_CMD(msg=False)
+    yield pulp.PULP_CBC_CMD(msg=False, presolve=False, options=["primalTolerance 1e-10", "integerTolerance 1e-9"])
+
+
+def exact_solution(table: ThresholdTable, idx: int, count_vars, inputs: PlanInputs, limits: Limits,
+                   objective: ObjectiveKind, target_rps: float | None) -> Solution | None:
+    """The solver's counts, rounded and checked exactly against the ranges and budgets, with
+    Lambda_max recomputed by the model at threshold ``idx``; None when the rounded counts break a
+    range or a budget, or (min_cost) miss the target rate."""
+    n_f, n_p, n_d = (int(round(v.value() or 0.0)) for v in count_vars)
+    cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
+    if cost is False:
         return None
-    chosen = int(np.argmax([v.value() or 0.0 for v in z]))
-    n_f, n_p, n_d = (int(round(v.value())) for v in (nf, np_, nd))
-    idx = int(cand[chosen])
-    lam_value = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
-    return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam_value,
-                    usd_per_hour(inputs, n_f, n_p, n_d))
+    lam = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
+    if objective == ObjectiveKind.min_cost and lam < target_rps * (1 - 1e-9):
+        return None
+    return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam, cost)
 
 
-def solution_valid(prob, tolerance: float = 1e-6) -> bool:
+SOLUTION_REL_TOLERANCE = 1e-6  # of a constraint's own scale (its largest term or its constant)
+
+
+def solution_valid(prob, rel_tolerance: float = SOLUTION_REL_TOLERANCE) -> bool:
     """Whether CBC's solution meets every constraint (it can report an infeasible programme, found
-    so in presolve, as optimal with a solution that breaks them)."""
-    return all(c.valid(tolerance * max(1.0, abs(c.constant))) for c in prob.constraints.values())
+    so in presolve, as optimal with a solution that breaks them). The tolerance is relative to
+    each constraint's scale: max(1, |constant|, the largest |coefficient x value|), so a
+    constraint over rates of 100 req/s is not held to an absolute 1e-6 that CBC's own feasibility
+    tolerance (1e-7 per term, relative) can exceed."""
+    for c in prob.constraints.values():
+        scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])
+        if not c.valid(rel_tolerance * scale):
+            return False
+    return True
 
 
 def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
@@ -216,16 +251,41 @@ def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, object
         return enumerate_best(inputs, table, limits, objective, target_rps)
     coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
     sol = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
-    if sol is None:
-        raise _infeasible(objective, target_rps)
-    pos = int(np.searchsorted(coarse, sol.threshold_index))
-    lo = coarse[max(pos - 1, 0)]
-    hi = coarse[min(pos + 1, len(coarse) - 1)]
-    fine = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_MAX_CANDIDATES)).round().astype(int))
-    refined = _solve_milp(table, fine, inputs, limits, objective, target_rps)
-    if refined is not None and _better(refined, sol, objective):
-        sol = refined
-    return _polish(table, sol, inputs, limits, objective, target_rps)
+    if sol is not None:
+        pos = int(np.searchsorted(coarse, sol.threshold_index))
+        lo = coarse[max(pos - 1, 0)]
+        hi = coarse[min(pos + 1, len(coarse) - 1)]
+        fine = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_MAX_CANDIDATES)).round().astype(int))
+        refined = _solve_milp(table, fine, inputs, limits, objective, target_rps)
+        if refined is not None and _better(refined, sol, objective):
+            sol = refined
+        sol = _polish(table, sol, inputs, limits, objective, target_rps)
+    # The certificate: the exact optimum of every threshold (planner.exact). It replaces a MILP answer
+    # that a threshold outside the coarse-to-fine grid beats, and stands in when CBC gave no usable
+    # answer (a solution that breaks a constraint, or an infeasibility that may be wrong); no plan
+    # there either is the proof that none exists, and ``infeasible`` names the reason.
+    certified = _certificate(table, inputs, limits, objective, target_rps)
+    if certified is None:
+        if sol is not None:  # not reached: the certificate covers every combination the MILP can return
+            return sol
+        raise infeasible(inputs, table, limits, objective, target_rps)
+    if sol is None or _improves(certified, sol, objective, target_rps):
+        sol = _balance(table, certified, inputs)
+    return sol
+
+
+def _certificate(table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
+                 target_rps: float | None) -> Solution | None:
+    """The exact optimum over every threshold and count combination (``exact.best_over_thresholds``)
+    as a Solution, its Lambda_max the best threshold's for its counts; None when no plan exists."""
+    best = best_over_thresholds(table, inputs, limits, objective, target_rps)
+    if best is None:
+        return None
+    _, n_f, n_p, n_d = best
+    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
+    k = int(np.argmax(lam))
+    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]),
+                    usd_per_hour(inputs, n_f, n_p, n_d))
 
 
 FINE_MAX_CANDIDATES = 256  # binaries in the fine MILP; the polish step scans every threshold anyway
@@ -284,11 +344,46 @@ def _better(a: Solution, b: Solution, objective: ObjectiveKind) -> bool:
     return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
 
 
-def _infeasible(objective: ObjectiveKind, target_rps: float | None) -> PlanInputError:
-    if objective == ObjectiveKind.min_cost:
-        return PlanInputError(f"no plan within the ranges and budgets reaches {target_rps:g} req/s",
-                              field="objective.target_rate_rps")
-    return PlanInputError("no plan fits the instance ranges and budgets (GPU or $/hour)", field="budgets")
+def _minimal_counts(limits: Limits) -> tuple[int, int, int]:
+    """The smallest counts within the ranges (a shared PD pool: its minimum as PD-D)."""
+    if limits.separate_decode:
+        return limits.prfaas_min, limits.pd_min, limits.decode_min
+    return limits.prfaas_min, 0, limits.pd_min
+
+
+def infeasible(inputs: PlanInputs, table: ThresholdTable, limits: Limits, objective: ObjectiveKind,
+               target_rps: float | None) -> PlanInputError:
+    """The proven reason no plan exists, naming what makes it so. Every budget is a sum of
+    non-negative terms, so the smallest counts are the cheapest under each: when they fit every
+    budget some plan fits, and a max-throughput plan always exists; otherwise the first budget
+    they break is named. A min_cost target is out of reach when the most any plan serves (the
+    certified max-throughput optimum) is below it; a budget is blamed only when one is set and
+    lifting the budgets would reach the target, else the ranges and the demand are."""
+    n_f, n_p, n_d = _minimal_counts(limits)
+    for name, (budget, g_f, g_p, g_d) in zip(limits.gpu_budget, _gpu_rows(inputs, limits)):
+        need = g_f * n_f + g_p * n_p + g_d * n_d
+        if need > budget:
+            return PlanInputError(f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) need {need} "
+                                  f"{name} chips, more than the budget of {budget}", field=f"budgets.gpus.{name}")
+    cost = usd_per_hour(inputs, n_f, n_p, n_d)
+    if limits.usd_per_hour is not None and cost is not None and cost > limits.usd_per_hour + 1e-9:
+        return PlanInputError(f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) cost "
+                              f"${cost:,.2f}/hour, more than the budget of ${limits.usd_per_hour:,.2f}/hour",
+                              field="budgets.usd_per_hour")
+    if objective != ObjectiveKind.min_cost:  # not reached: the smallest counts are a plan
+        return PlanInputError("no plan fits the instance ranges and budgets", field="budgets")
+    best = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits).lambda_max
+    if limits.gpu_budget or limits.usd_per_hour is not None:
+        free = replace(limits, gpu_budget={}, usd_per_hour=None)
+        unbudgeted = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=free).lambda_max
+        if unbudgeted >= target_rps * (1 - 1e-9):
+            return PlanInputError(f"the budgets stop it: within them the most any plan serves is {best:.4g} req/s, "
+                                  f"below the target {target_rps:g} req/s (without the budgets: {unbudgeted:.4g})",
+                                  field="budgets")
+        best = unbudgeted
+    return PlanInputError(f"the most any plan within the instance ranges serves is {best:.4g} req/s, below the "
+                          f"target {target_rps:g} req/s: widen the ranges or lower the target",
+                          field="objective.target_rate_rps")
 
 
 def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int):
@@ -351,7 +446,7 @@ def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | N
         elif _improves(cand, best, objective, target_rps):
             best = cand
     if best is None:
-        raise _infeasible(objective, target_rps)
+        raise infeasible(inputs, table, limits, objective, target_rps)
     return _balance(table, best, inputs)
 
 
