@@ -22,6 +22,7 @@ from conftest import REPO
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from prfaas_plan.choices import ObjectiveKind
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner import optimizer
 from prfaas_plan.planner.chips import load_inputs
@@ -217,3 +218,21 @@ def test_milp_equals_enumeration_on_random_programmes(bases, scenario):
         assert milp.lambda_max >= target * (1 - 1e-9)
         assert milp.usd_per_hour == pytest.approx(exact.usd_per_hour, rel=1e-9, abs=1e-9)
     assert optimizer.feasible_cost(inputs, inputs.limits, milp.n_prfaas, milp.n_p, milp.n_d) is not False
+
+
+@pytest.mark.parametrize("objective,target_rps", [("min_cost", 0.5), ("min_cost", 2.5), ("max_throughput", None)])
+def test_certificate_equals_enumeration_where_range_minimums_bind(bases, objective, target_rps):
+    """The case study fixes 4 PrfaaS and 8 PD instances (min = max): a low target still pays for all
+    8 PD instances, padded as PD-D, exactly as enumeration finds."""
+    from prfaas_plan.planner.exact import best_over_thresholds, usd_per_hour
+
+    inputs, table = bases["case"]
+    inputs = inputs.with_limits(pd_min=8, pd_max=10)
+    k, n_f, n_p, n_d = best_over_thresholds(table, inputs, inputs.limits, ObjectiveKind(objective), target_rps)
+    brute = optimise(inputs, table, objective=objective, target_rps=target_rps, method="enumerate")
+    assert n_p + n_d >= 8
+    if objective == "min_cost":
+        assert usd_per_hour(inputs, n_f, n_p, n_d) == pytest.approx(brute.usd_per_hour)
+    else:
+        lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max.max()
+        assert lam == pytest.approx(brute.lambda_max, rel=1e-9)
