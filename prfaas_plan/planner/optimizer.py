@@ -66,6 +66,16 @@ def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float
     return (c_f or 0.0) * n_prfaas + (c_p or 0.0) * n_p + (c_d or 0.0) * n_d + link
 
 
+def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
+    """'hardware (role)' of each pool the counts use whose hardware has no price."""
+    out = []
+    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
+        name = f"{pool.hardware_name} ({pool.role})"
+        if count and pool.usd_per_hour_per_instance is None and name not in out:
+            out.append(name)
+    return out
+
+
 def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
     """Errors no search can get round: no decode capacity, or no price on a pool that may be used
     while a cost objective or a $/hour budget needs one. Every optimiser calls it (``optimise``,

@@ -34,7 +34,7 @@ from .decode_model import decode_model
 from .deployment import deployments_of
 from .inputs import Limits, PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
-from .optimizer import Solution, count_combinations, feasible_cost, optimise, usd_per_hour
+from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
 from .slo import slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 
@@ -441,6 +441,10 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
+    unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
+    if unpriced:
+        result.notes.append(f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "
+                            "cost): the plan's $/hour, $ per million tokens and marginal worth are not known")
     unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
                       if p.instances and pool.cost.tdp_w is None})
     if unknown:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 import numpy as np
 
 from ..choices import Bound, DeploymentName, PlanMode
+from ..planner.optimizer import unpriced_pools
 from ..report import Column, Report
 from ..units import format_tokens
 
@@ -202,13 +203,14 @@ def plan_view(result) -> Report:
     pt, st = result.point, result.point.stages
     inputs = result.inputs
     num = _num
+    rows = _rows(doc)  # no $/h column when no deployment has a price
     columns = [
         Column("deployment", "deployment", _label, justify="left", min_width=14),
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
         Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
-        Column("usd_per_hour", "$/h", num(0)),
+        *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = [Column(key, key) for key in (
@@ -228,7 +230,7 @@ def plan_view(result) -> Report:
         ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
         ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
                    f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
-        ("provisioned cost", "-" if pt.usd_per_hour is None else
+        ("provisioned cost", _no_price(result) if pt.usd_per_hour is None else
          f"${pt.usd_per_hour:,.2f}/hour (capital or rental + power at full load + committed link: what budgets "
          "and min_cost count)"),
         *_operating_details(result),
@@ -256,7 +258,7 @@ def plan_view(result) -> Report:
                      rows=[{"item": k, "value": v} for k, v in details])
     return Report(
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
-        columns=columns, rows=_rows(doc), csv_columns=csv_columns,
+        columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
         notes=list(result.notes), json_doc=doc, sections=[section, latency_view(result, doc["latency"])],
     )
@@ -279,6 +281,12 @@ def _operating_details(result) -> list[tuple[str, str]]:
                                      f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
     if tco is not None:
         parts = ", ".join(f"{p.role} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%" for p in tco.pools if p.instances)
+        per_out = tco.joules_per_output_token
+        power = ("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
+                          + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
+                                                         f"{tco.joules_per_token:,.2f} J per token"))
+        if tco.usd_per_hour is None:  # no price: no $ lines (the provisioned cost line says why)
+            return [*rows, power]
         rows.append(("cost at that rate",
                      f"{_usd(tco.usd_per_hour)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
                      f"{_usd(tco.power_usd_per_hour)} + link {_usd(tco.link_usd_per_hour)} (committed "
@@ -286,11 +294,14 @@ def _operating_details(result) -> list[tuple[str, str]]:
         rows.append(("$ per million tokens", f"{_usd(tco.usd_per_mtok_output, 4)} per million output tokens; "
                                              f"{_usd(tco.usd_per_mtok_blended, 4)} per million tokens blended over "
                                              "input (the full prompt) and output"))
-        per_out = tco.joules_per_output_token
-        rows.append(("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
-                              + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
-                                                             f"{tco.joules_per_token:,.2f} J per token")))
+        rows.append(power)
     return rows
+
+
+def _no_price(result) -> str:
+    pt = result.point
+    return ("not known: no price for " + ", ".join(unpriced_pools(result.inputs, pt.n_prfaas, pt.n_p, pt.n_d))
+            + " (price_usd_per_gpu_hour in the hardware profile, or the pool's cost)")
 
 
 def _cache_details(result) -> list[tuple[str, str]]:

@@ -1,0 +1,141 @@
+"""Issue 16, items 2 and 4: prices are explicit, and every line of a report describes the plan shown.
+
+Prices: a cost objective or a $/hour budget on a pool whose hardware has no price is a one-line
+error in ``plan`` (exit 2, naming the hardware and the field) and the status ``no price`` in
+``compare``, with or without an SLO (the SLO optimiser used to skip the check and maximise
+throughput instead); a report without any price shows no $ column.
+
+The unpriced hardware is a copy of the shipped H200 profile with its price removed, so that the
+tests do not depend on which shipped profiles happen to lack a price.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+import yaml
+from conftest import REPO, case_study_doc
+
+HARDWARE = REPO / "hardware_profiles"
+
+
+def unpriced_h200(folder) -> str:
+    """The H200 profile without a price, written to ``folder``; returns its path."""
+    doc = yaml.safe_load((HARDWARE / "h200.yaml").read_text())
+    doc.pop("price_usd_per_gpu_hour")
+    doc.pop("price_note", None)
+    doc["name"] = "h200-unpriced"
+    path = folder / "h200-unpriced.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def scenario(folder, prfaas_hardware: str | None = None, pd_hardware: str | None = None, **top) -> str:
+    """The case study with top-level sections replaced (``objective=...``, ``slo=...``)."""
+    doc = case_study_doc()
+    if prfaas_hardware:
+        doc["prfaas"]["hardware"] = prfaas_hardware
+    if pd_hardware:
+        doc["pd"]["hardware"] = pd_hardware
+        doc["pd"].pop("calibration_points")  # measured on H20: not this hardware's
+        doc["pd"].pop("calibration_fit")
+        doc["pd"].pop("calibration_note")
+    doc.update(top)
+    path = folder / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+MIN_COST = {"type": "min_cost", "target_rate_rps": 2.0}
+SLO = {"ttft_p90_s": 10.0}
+
+
+# --------------------------------------------------------------------------------------------
+# A cost objective or a budget on unpriced hardware
+
+
+@pytest.mark.parametrize("top", [
+    {"objective": MIN_COST, "slo": SLO},  # the SLO optimiser skipped the check: max throughput, blank $/h
+    {"objective": MIN_COST},
+    {"budgets": {"usd_per_hour": 1000}, "slo": SLO},
+    {"budgets": {"usd_per_hour": 1000}},
+], ids=["min_cost+slo", "min_cost", "budget+slo", "budget"])
+def test_plan_refuses_a_cost_objective_or_budget_on_unpriced_hardware(tmp_path, run_cli, top):
+    path = scenario(tmp_path, unpriced_h200(tmp_path), **top)
+    out = tmp_path / "plan.json"
+    res = run_cli("plan", path, "-f", "json", "-o", out)
+    assert res.code == 2, res.out
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.err
+    assert "scenario.yaml" in lines[0] and "prfaas.hardware" in lines[0] and "'h200-unpriced' has no price" in lines[0]
+    assert not out.exists()
+
+
+def test_slo_optimiser_checks_prices_itself(tmp_path):
+    """The cause, in the library: ``slo_optimise`` under min_cost raises before any search."""
+    from prfaas_plan.errors import PlanInputError
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.planner.decode_model import decode_model
+    from prfaas_plan.planner.slo import slo_optimise
+    from prfaas_plan.planner.throughput import threshold_table
+
+    inputs = load_inputs(scenario(tmp_path, unpriced_h200(tmp_path), objective=MIN_COST, slo=SLO))
+    with pytest.raises(PlanInputError) as err:
+        slo_optimise(inputs, threshold_table(inputs), decode_model(inputs), inputs.slo, objective="min_cost",
+                     target_rps=2.0)
+    assert err.value.field == "prfaas.hardware" and "no price" in err.value.reason
+
+
+def test_compare_row_of_unpriced_hardware_is_no_price(tmp_path, run_cli):
+    """Table, CSV and JSON: status ``no price`` (not ``ok`` with a blank $/h), no rank, no count."""
+    path = scenario(tmp_path, objective=MIN_COST, slo=SLO)
+    hw = unpriced_h200(tmp_path)
+    args = ("compare", path, "--prfaas", hw, "--pd", "h20", "--decode", "none", "-j", "1")
+    table = run_cli(*args)
+    assert table.code == 0, table.err
+    row = next(line for line in table.out.splitlines() if "h200-unpriced.yaml / h20" in line)
+    assert row.rstrip().endswith("no price") and " ok" not in row
+    doc = json.loads(run_cli(*args, "-f", "json").out)
+    (option,) = doc["options"]
+    assert option["status"] == "no price" and option["rank"] is None and option["n_prfaas"] is None
+    assert "'h200-unpriced' has no price" in option["reason"]
+    (csv_row,) = csv.DictReader(io.StringIO(run_cli(*args, "-f", "csv").out))
+    assert csv_row["status"] == "no price" and csv_row["usd_per_hour"] == ""
+
+
+# --------------------------------------------------------------------------------------------
+# A report without prices shows no $ column
+
+
+def test_no_dollar_columns_without_any_price(tmp_path, run_cli):
+    """Max throughput on unpriced PrfaaS and PD hardware: the plan has no $/h column and says why
+    in one line instead of '-/hour = capital - + ...'; compare has no $/h or $/Mtok column."""
+    hw = unpriced_h200(tmp_path)
+    path = scenario(tmp_path, hw, hw, pd_decode=None)
+    res = run_cli("plan", path)
+    assert res.code == 0, res.err
+    header = next(line for line in res.out.splitlines() if line.strip().startswith("deployment"))
+    assert "$/h" not in header and "Λ_max" in header
+    items = [line.strip() for line in res.out.splitlines()]
+    assert not any(line.startswith(("cost at that rate", "$ per million tokens")) for line in items)
+    assert "provisioned cost              not known: no price for h200-unpriced (prfaas), h200-unpriced (pd)" in res.out
+    cmp = run_cli("compare", path, "--prfaas", hw, "--pd", hw, "-j", "1")
+    assert cmp.code == 0, cmp.err
+    header = next(line for line in cmp.out.splitlines() if line.strip().startswith("#"))
+    assert "$/h" not in header and "$/Mtok" not in header and "status" in header
+    assert "no option has a price" in cmp.out
+
+
+def test_dollar_column_stays_when_some_deployment_is_priced(tmp_path, run_cli):
+    """Unpriced PrfaaS, priced H20: the homogeneous baseline has a price, so the column stays, and
+    a note names the hardware without a price."""
+    res = run_cli("plan", scenario(tmp_path, unpriced_h200(tmp_path)))
+    assert res.code == 0, res.err
+    header = next(line for line in res.out.splitlines() if line.strip().startswith("deployment"))
+    assert "$/h" in header
+    homog = next(line for line in res.out.splitlines() if line.strip().startswith("homogeneous"))
+    assert "192" in homog  # 12 x 8 H20 x $2.0 per GPU-hour
+    assert "no price for h200-unpriced (prfaas)" in res.out
