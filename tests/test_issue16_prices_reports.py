@@ -139,3 +139,63 @@ def test_dollar_column_stays_when_some_deployment_is_priced(tmp_path, run_cli):
     homog = next(line for line in res.out.splitlines() if line.strip().startswith("homogeneous"))
     assert "192" in homog  # 12 x 8 H20 x $2.0 per GPU-hour
     assert "no price for h200-unpriced (prfaas)" in res.out
+
+
+# --------------------------------------------------------------------------------------------
+# kv: the table and its footnote agree
+
+
+KV_1K_ARCHITECTURE_BYTES = (
+    # prfaas-1t-hybrid: 61 layers in the pattern [kda, kda, kda, mla]: MLA at layers 3, 7, ..., 59
+    # (15 layers), KDA at the other 46.
+    15 * (512 + 64) * 2 * 1024  # MLA: (kv_lora_rank 512 + qk_rope_head_dim 64) bf16 per token: 17,280 B/token
+    + 46 * (64 * 128 * 128 * 4  # KDA state: 64 heads x 128 x 128, fp32 (4 MiB a layer)
+            + 24576 * (4 - 1) * 2)  # short convolution: 24,576 channels x (kernel 4 - 1), bf16
+)  # = 17,694,720 + 199,720,960 (190.47 MiB) = 217,415,680 B
+KV_1K_MEASURED_BYTES = round(190.8 * 2**20)  # the profile's Table 5 point: 190.8 MiB at 1,024 tokens
+
+
+def test_kv_architecture_by_hand(run_cli):
+    """The architecture's S_kv(1K), counted by hand above, is the roofline table's and the footnote's."""
+    assert KV_1K_ARCHITECTURE_BYTES == 217_415_680
+    res = run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-g", "8", "--source", "roofline", "-l", "1K", "-f", "json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["rows"][0]["kv_bytes"] == KV_1K_ARCHITECTURE_BYTES and doc["kv_source"] == "architecture"
+    kv = doc["kv_model"]
+    assert kv["growing_bytes_per_token"] * 1024 + kv["fixed_bytes"] == KV_1K_ARCHITECTURE_BYTES
+
+
+def test_kv_footnote_describes_the_measured_table(run_cli):
+    """With the measured source the table shows Table 5's sizes; the footnote says so and gives the
+    architecture's value beside it (it used to claim the formula for the measured numbers)."""
+    res = run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-g", "8")
+    assert res.code == 0, res.err
+    row = next(line for line in res.out.splitlines() if line.strip().startswith("1,024"))
+    assert f"{KV_1K_MEASURED_BYTES:,}" in row
+    note = next(line for line in res.out.splitlines() if line.startswith("- S_kv"))
+    assert "measured" in note and "17,280 B/token x l + 190.47 MiB" in note
+    assert f"{KV_1K_ARCHITECTURE_BYTES:,} B at 1,024 tokens against {KV_1K_MEASURED_BYTES:,} B measured" in note
+
+
+# --------------------------------------------------------------------------------------------
+# simulate: why fewer requests are measured than -n, and which rate is which
+
+
+def test_simulate_says_what_it_counted_and_which_rate_is_which(run_cli):
+    n, rate = 400, 2.0
+    table = run_cli("simulate", "--rate", rate, "-n", n)
+    assert table.code == 0, table.err
+    doc = json.loads(run_cli("simulate", "--rate", rate, "-n", n, "-f", "json").out)
+    warmup = n // 10  # the first 10% of completions (SimConfig.warmup_fraction)
+    assert doc["completed"] == n and doc["ttft"]["overall"]["count"] == n - warmup
+    overall = next(line for line in table.out.splitlines() if line.strip().startswith("overall"))
+    assert f"{n - warmup:,}" in overall.split()[1]
+    assert (f"{n:,} requests simulated (seed 0, arrivals poisson), {n:,} completed; the first {warmup:,} completions "
+            f"(10% warm-up) are left out: {n - warmup:,} measured") in table.out
+    start, end = doc["window_s"]
+    assert (f"rates: asked {rate:.3f} req/s (the arrival process's mean; load {rate / doc['lambda_max']:.2f} of the "
+            f"closed-form Λ_max {doc['lambda_max']:.3f}, the deployment's capacity); measured in the window "
+            f"{start:,.0f}-{end:,.0f} s") in table.out
+    assert (f"offered {doc['offered_rps']:.3f} (arrivals per second), achieved {doc['achieved_rps']:.3f} "
+            "(completions per second)") in table.out
