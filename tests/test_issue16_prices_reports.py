@@ -199,3 +199,66 @@ def test_simulate_says_what_it_counted_and_which_rate_is_which(run_cli):
             f"{start:,.0f}-{end:,.0f} s") in table.out
     assert (f"offered {doc['offered_rps']:.3f} (arrivals per second), achieved {doc['achieved_rps']:.3f} "
             "(completions per second)") in table.out
+
+
+# --------------------------------------------------------------------------------------------
+# The Jensen gap and the marginal values describe the plan shown
+
+
+def _details(result) -> tuple[dict[str, str], dict]:
+    """The plan report's "Operating point" section as {item: text}."""
+    from prfaas_plan.views.plan import plan_view
+
+    report = plan_view(result)
+    return {row["item"]: row["value"] for row in report.sections[0].rows}, report.json_doc
+
+
+def test_jensen_line_of_a_min_cost_plan_is_of_that_plan(tmp_path):
+    """Case study with 0-16 PD instances at a 2 req/s target: the cheapest plan is 4 PrfaaS + 3
+    decode instances (everything offloaded), bound by decode at 3 x 800 / 1024 = 2.34375 req/s in
+    both modes (decode does not depend on the mode), so the gap is 0. The max-throughput plan,
+    which the line used to describe, has 6 decode instances: 6 x 800 / 1024 = 4.6875 req/s."""
+    from prfaas_plan import api
+
+    decode_rps = 800 / 1024  # the scenario's tokens/s per instance over the fixed 1,024-token output
+    path = scenario(tmp_path, objective={"type": "min_cost", "target_rate_rps": 2.0})
+    doc = yaml.safe_load(open(path))
+    doc["pd"]["instances"] = {"min": 0, "max": 16}
+    open(path, "w").write(yaml.safe_dump(doc))
+    details, out = _details(api.plan(path))
+    shown = 3 * decode_rps
+    jensen = details["Jensen gap"]
+    assert "of this plan's counts (4/0/3)" in jensen and f"exact {shown:.3f} vs paper {shown:.3f} req/s" in jensen
+    assert "by 0.0%" in jensen and details["Λ_max"].startswith(f"{shown:.3f} req/s")
+    assert (f"of the max-throughput plan (N_f/N_p/N_d 4/10/6, Λ_max {6 * decode_rps:.3f} req/s), not of the plan "
+            "shown") in details["marginal values"]
+    assert out["jensen"]["lambda_exact"] == pytest.approx(shown, rel=1e-9) == out["prfaas_pd"]["lambda_max_rps"]
+    assert out["jensen"]["lambda_paper"] == pytest.approx(shown, rel=1e-9) and out["jensen"]["gap"] == 0
+
+
+def test_marginal_separates_own_gain_from_the_budget_relaxation():
+    """phase-split ($2,500/hour): the plan is 1 Rubin CPX PrfaaS + 1 LPU decode instance at
+    $1,261.74, bound by decode (r_d). A second LPU instance ($1,248) would come to $2,509.74 with
+    the cheapest prefill: over budget. So one more PD-P instance ($32) adds nothing with the budget
+    held (decode binds); the $32 of budget it would add buys the second LPU instead (1/0/2, +r_d).
+    The report used to credit the PD-P instance with that: "+12.0751 req/s, worth $412.38"."""
+    from prfaas_plan import api
+
+    result = api.plan("phase-split")
+    pt = result.point
+    assert (pt.n_prfaas, pt.n_p, pt.n_d) == (1, 0, 1)
+    r_d = pt.stages.theta_pdd  # one LPU decode instance
+    lpu = result.inputs.decode_pool.usd_per_hour_per_instance
+    assert lpu == pytest.approx(1664 * 0.75) and pt.usd_per_hour + lpu > 2500 >= pt.usd_per_hour
+    pd = result.marginals["per_pd_instance"]
+    assert pd.price_usd_per_hour == pytest.approx(8 * 4.0)
+    assert pd.fits and pd.lambda_rps == pytest.approx(0.0, abs=1e-9) and pd.value_usd_per_hour == pytest.approx(0.0)
+    assert pd.budget_counts == (1, 0, 2) and pd.budget_lambda_rps == pytest.approx(r_d, rel=1e-9)
+    dec = result.marginals["per_decode_instance"]
+    assert not dec.fits and dec.blocked_by == ("usd_per_hour_budget",)
+    assert dec.budget_lambda_rps == pytest.approx(r_d, rel=1e-9)  # $1,248 more buys the instance itself
+    details, out = _details(result)
+    line = details["marginal +1 PD instance"]
+    assert ("price $32.00/hour; own gain with the budgets held +0.0000 req/s, worth $0.00/hour; the budgets raised by "
+            f"its price buy {r_d:+.4f} req/s instead (N_f/N_p/N_d 1/0/2)") == line
+    assert out["marginal"]["per_pd_instance"]["budget_counts"] == [1, 0, 2]

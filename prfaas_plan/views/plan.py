@@ -150,9 +150,11 @@ def plan_json(result) -> dict:
         "cache": None if result.cache is None else {k: round(v, 6) if isinstance(v, float) else v
                                                      for k, v in result.cache.items()},
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
-        "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "held_lambda_rps": round(m.held_lambda_rps, 6),
+        "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "fits_budgets": m.fits,
                          "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
-                         "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by)}
+                         "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by),
+                         "budget_lambda_rps": _opt(m.budget_lambda_rps, 6),
+                         "budget_counts": None if m.budget_counts is None else list(m.budget_counts)}
                      for k, m in result.marginals.items()},
         "jensen": {
             "lambda_exact": round(result.lambda_by_mode(PlanMode.exact), 6),
@@ -252,8 +254,11 @@ def plan_view(result) -> Report:
                                                          f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
     details += _marginal_details(result)
     exact, paper = result.lambda_by_mode(PlanMode.exact), result.lambda_by_mode(PlanMode.paper)
-    details.append(("Jensen gap", f"exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
-                                  f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is convex)"))
+    if np.isfinite(paper):
+        details.append(("Jensen gap", f"of this plan's counts ({pt.n_prfaas}/{pt.n_p}/{pt.n_d}), each mode at its best "
+                                      f"threshold: exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
+                                      f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is "
+                                      "convex)"))
     section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
                      rows=[{"item": k, "value": v} for k, v in details])
     return Report(
@@ -320,21 +325,38 @@ def _cache_details(result) -> list[tuple[str, str]]:
 
 
 def _marginal_details(result) -> list[tuple[str, str]]:
-    """Each marginal value: the Λ gain, what it is worth and costs in $/hour, what was held."""
+    """Each marginal value: the unit's own gain with the budgets held (what it is worth against its
+    price) and, with budgets, what the budgets raised by its price buy instead (and as which counts)."""
     rows = []
     for what, m in result.marginals.items():
-        text = f"{m.lambda_rps:+.4f} req/s"
-        if m.value_usd_per_hour is not None:
-            text += f", worth {_usd(m.value_usd_per_hour)}/hour against a price of {_usd(m.price_usd_per_hour)}/hour"
-        if m.blocked_by:
-            text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s (blocked by {', '.join(m.blocked_by)})"
-        elif abs(m.held_lambda_rps - m.lambda_rps) > 1e-9:
-            text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s"
+        worth = "" if m.value_usd_per_hour is None else f", worth {_usd(m.value_usd_per_hour)}/hour"
+        if m.budget_lambda_rps is None and m.fits:  # no budgets: the unit's gain is all there is
+            text = f"{m.lambda_rps:+.4f} req/s{worth}"
+            if m.price_usd_per_hour is not None:
+                text += f" against a price of {_usd(m.price_usd_per_hour)}/hour"
+        else:
+            text = "" if m.price_usd_per_hour is None else f"price {_usd(m.price_usd_per_hour)}/hour; "
+            text += (f"own gain with the budgets held {m.lambda_rps:+.4f} req/s{worth}" if m.fits else
+                     "own gain with the budgets held: none, they do not allow it")
+            if m.blocked_by:
+                text += f" (the plan plus it breaks {', '.join(m.blocked_by)})"
+            if m.budget_lambda_rps is not None:
+                text += (f"; the budgets raised by its price buy {m.budget_lambda_rps:+.4f} req/s instead "
+                         f"(N_f/N_p/N_d {'/'.join(map(str, m.budget_counts))})")
         rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
     if rows:
-        rows.append(("marginal values", "max-throughput Λ_max re-optimised (threshold and the other counts) with one "
-                                        "more unit and the budgets raised by its price; worth = gain x the plan's "
-                                        "provisioned $/hour per req/s"))
+        pt = result.point
+        anchor = result.marginal_anchor
+        shown = anchor == (pt.n_prfaas, pt.n_p, pt.n_d) and abs(pt.lambda_max - result.max_throughput_lambda) <= \
+            1e-9 * result.max_throughput_lambda
+        of = "" if shown else (f"of the max-throughput plan (N_f/N_p/N_d {'/'.join(map(str, anchor))}, Λ_max "
+                               f"{result.max_throughput_lambda:.3f} req/s), not of the plan shown; ")
+        budgeted = any(m.budget_lambda_rps is not None for m in result.marginals.values())
+        rows.append(("marginal values", f"{of}own gain = max-throughput Λ_max re-optimised (threshold and the other "
+                                        "counts) with one more unit"
+                     + (" and the budgets held; the budgets raised by its price = re-optimised with the budgets raised "
+                        "by the unit's price and chips, the unit not required" if budgeted else "")
+                     + "; worth = own gain x the max-throughput plan's provisioned $/hour per req/s"))
     return rows
 
 
