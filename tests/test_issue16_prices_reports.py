@@ -138,7 +138,7 @@ def test_dollar_column_stays_when_some_deployment_is_priced(tmp_path, run_cli):
     assert "$/h" in header
     homog = next(line for line in res.out.splitlines() if line.strip().startswith("homogeneous"))
     assert "192" in homog  # 12 x 8 H20 x $2.0 per GPU-hour
-    assert "no price for h200-unpriced (prfaas)" in res.out
+    assert "- no price for h200-unpriced (prfaas) (price_usd_per_gpu_hour in its profile" in res.out  # not h20
 
 
 # --------------------------------------------------------------------------------------------
