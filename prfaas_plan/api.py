@@ -203,7 +203,7 @@ def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str =
     from .accounting.kv import KvModel
 
     layout = getattr(curve, "roofline", curve).layout
-    return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths), layout)
+    return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths), layout, curve.kv_source)
 
 
 def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms: float | None = None,

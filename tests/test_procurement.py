@@ -216,21 +216,22 @@ def test_slo_plan_costs_per_token_at_its_goodput():
 
 def test_a_budget_that_stops_a_gain_is_binding_and_marginals_are_priced(run_cli, tmp_path):
     """$200/hour buys 8 H20 instances and two H200 instances; a third (+$32) would add throughput.
-    The budget is named as binding, the marginal PrfaaS instance is blocked by it (0 with the budget
-    held) and its gain is valued at the plan's $/hour per req/s, against its $32/hour price."""
+    The budget is named as binding, the marginal PrfaaS instance is blocked by it (no own gain with
+    the budget held, issue 16) and the $32/hour of budget its price would add buys the third one."""
     doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, budgets={"usd_per_hour": 200})
     result = plan(inputs_of(doc))
     pt = result.point
     assert (pt.n_prfaas, pt.usd_per_hour) == (2, 2 * H200_8_USD_HOUR + 8 * H20_8_USD_HOUR)
     assert "usd_per_hour_budget" in pt.tight
     m = result.marginals["per_prfaas_instance"]
-    assert m.lambda_rps > 0 and m.held_lambda_rps == 0 and m.blocked_by == ("usd_per_hour_budget",)
+    assert m.lambda_rps == 0 and not m.fits and m.blocked_by == ("usd_per_hour_budget",)
     assert m.price_usd_per_hour == H200_8_USD_HOUR
     assert m.value_usd_per_hour == pytest.approx(m.lambda_rps * pt.usd_per_hour / pt.lambda_max, rel=1e-12)
-    # the gain is that of the plan with a third PrfaaS instance and $32/hour more
+    # the budget relaxation buys the plan with a third PrfaaS instance and $32/hour more
     more = scenario_doc(prfaas__instances={"min": 3, "max": 8}, budgets={"usd_per_hour": 232})
-    assert m.lambda_rps == pytest.approx(plan(inputs_of(more), with_marginals=False).point.lambda_max
-                                         - pt.lambda_max, rel=1e-9)
+    assert m.budget_lambda_rps > 0 and m.budget_counts[0] == 3
+    assert m.budget_lambda_rps == pytest.approx(plan(inputs_of(more), with_marginals=False).point.lambda_max
+                                                - pt.lambda_max, rel=1e-9)
     res = run_cli("plan", write(tmp_path, doc), "-f", "json")
     assert res.code == 0, res.err
     out = json.loads(res.out)
@@ -238,7 +239,7 @@ def test_a_budget_that_stops_a_gain_is_binding_and_marginals_are_priced(run_cli,
     assert out["marginal"]["per_prfaas_instance"]["value_usd_per_hour"] == pytest.approx(m.value_usd_per_hour,
                                                                                           rel=1e-5)
     table = run_cli("plan", write(tmp_path, doc)).out
-    assert "blocked by usd_per_hour_budget" in table and "worth $" in table
+    assert "the plan plus it breaks usd_per_hour_budget" in table and "the budgets raised by its price buy" in table
 
 
 # --------------------------------------------------------------------------------------------

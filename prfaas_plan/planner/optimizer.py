@@ -67,7 +67,20 @@ def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float
     return (c_f or 0.0) * n_prfaas + (c_p or 0.0) * n_p + (c_d or 0.0) * n_d + link
 
 
-def _check(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
+def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
+    """'hardware (role)' of each pool the counts use whose hardware has no price."""
+    out = []
+    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
+        name = f"{pool.hardware_name} ({pool.role})"
+        if count and pool.usd_per_hour_per_instance is None and name not in out:
+            out.append(name)
+    return out
+
+
+def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
+    """Errors no search can get round: no decode capacity, or no price on a pool that may be used
+    while a cost objective or a $/hour budget needs one. Every optimiser calls it (``optimise``,
+    ``enumerate_best`` and ``slo.slo_optimise``), with the objective it optimises."""
     decode_max = limits.decode_max if limits.separate_decode else limits.pd_max
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
         raise PlanInputError("zero decode capacity: the PD cluster has no instances to decode",
@@ -245,7 +258,7 @@ def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, object
     limits = limits or inputs.limits
     method = OptimiserMethod(method or inputs.optimiser.method)
     table = table or threshold_table(inputs)
-    _check(inputs, limits, objective)
+    check_limits(inputs, limits, objective)
     if method == OptimiserMethod.enumerate or (
             method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS):
         return enumerate_best(inputs, table, limits, objective, target_rps)
@@ -433,7 +446,7 @@ def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | N
     (vectorised). The reference the MILP is tested against; fast when the space is small."""
     limits = limits or inputs.limits
     objective = ObjectiveKind(objective)
-    _check(inputs, limits, objective)
+    check_limits(inputs, limits, objective)
     best: Solution | None = None
     idx = np.arange(len(table))
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):

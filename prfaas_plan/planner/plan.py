@@ -34,7 +34,7 @@ from .decode_model import decode_model
 from .deployment import deployments_of
 from .inputs import Limits, PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
-from .optimizer import Solution, count_combinations, feasible_cost, optimise, usd_per_hour
+from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
 from .slo import slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 
@@ -73,17 +73,24 @@ class Baseline:
 
 @dataclass(frozen=True)
 class Marginal:
-    """What one more unit of a resource adds to the max-throughput Lambda_max, re-optimised
-    (threshold and the other counts) with the instance range raised by one and the budgets
-    raised by the unit's price; ``held_lambda_rps`` is the gain with the budgets held. Valued at
-    the plan's provisioned $/hour per req/s of Lambda_max."""
+    """One more unit of a resource for the max-throughput plan, two ways, each re-optimised
+    (threshold and the other counts) by the model:
+
+    - ``lambda_rps``, the unit's own gain: one more unit required, the budgets held (0 with
+      ``fits`` False where they do not allow it); valued at the plan's provisioned $/hour per req/s;
+    - ``budget_lambda_rps``, what the budget relaxation buys: the budgets raised by the unit's price
+      (and chips), the unit not required; ``budget_counts`` the counts it buys. None without budgets.
+
+    ``blocked_by`` names the budgets that the plan's counts plus the unit break."""
 
     what: str  # per_gbps, per_prfaas_instance, per_pd_instance, per_decode_instance
     lambda_rps: float
-    held_lambda_rps: float
     price_usd_per_hour: float | None  # of the unit (None: unpriced)
     value_usd_per_hour: float | None  # lambda_rps x the plan's $/hour per req/s
-    blocked_by: tuple[str, ...] = ()  # budgets that stop the gain when held
+    blocked_by: tuple[str, ...] = ()  # budgets that the plan plus the unit breaks
+    fits: bool = True  # whether any plan with the unit is within the budgets held
+    budget_lambda_rps: float | None = None  # Lambda gain of the budgets raised by the unit's price
+    budget_counts: tuple[int, int, int] | None = None  # (N_prfaas, N_p, N_d) that the raised budgets buy
 
 
 @dataclass
@@ -106,6 +113,10 @@ class PlanResult:
     cache: dict | None = None  # cache-aware routing: regime, Lambda_max without the caches, cache KV on the link
     operating_basis: str = ""  # target rate, SLO goodput, or operating_load x Lambda_max
     tco: Tco | None = None  # the cost of ownership at the operating rate
+    # Lambda_max of the plan's counts in each mode, each at its best threshold (the Jensen gap of
+    # the plan shown); NaN in the other mode when it was not computed
+    lambda_of_counts: dict[str, float] = field(default_factory=dict)
+    marginal_anchor: tuple[int, int, int] | None = None  # counts of the max-throughput plan the marginals are of
 
     @property
     def ttft_p90_s(self) -> float | None:
@@ -122,13 +133,16 @@ class PlanResult:
         return value / base if base >= MIN_CAPACITY_RPS else None
 
     def lambda_by_mode(self, mode: str) -> float:
-        """Lambda_max of the max-throughput plan in ``mode`` ('exact' or 'paper')."""
-        return self.max_throughput_lambda if mode == self.mode else self.other_mode_lambda
+        """Lambda_max of the plan's counts in ``mode`` ('exact' or 'paper'), at that mode's best
+        threshold (NaN for the other mode when it was not computed)."""
+        return self.lambda_of_counts.get(mode, math.nan)
 
     @property
     def jensen_gap(self) -> float:
-        """1 - Lambda_exact / Lambda_paper, each at its own optimum."""
+        """1 - Lambda_exact / Lambda_paper of the plan's counts, each mode at its best threshold."""
         exact, paper = self.lambda_by_mode(PlanMode.exact), self.lambda_by_mode(PlanMode.paper)
+        if math.isnan(exact) or math.isnan(paper):
+            return math.nan
         return 1.0 - exact / paper if paper > 0 else 0.0
 
 
@@ -344,53 +358,58 @@ def _blocking(inputs: PlanInputs, limits: Limits, sol: Solution) -> tuple[str, .
 
 def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode,
                     limits: Limits) -> dict[str, Marginal]:
-    """Finite differences of the max-throughput Lambda_max (``sol``): +1 Gbps of usable link, and
-    one more instance of each pool (the threshold and the other counts re-optimised within their
-    ranges), each with the budgets raised by the unit's price: what the unit is worth if bought.
-    A budget that the unit would break with the budgets held is named (``Marginal.blocked_by``);
-    with budgets set, the gain is also re-optimised with them held (0 where they do not allow
-    the unit). The first PrfaaS instance's price includes the committed link it brings."""
+    """Finite differences of the max-throughput Lambda_max (``sol``) for +1 Gbps of usable link and
+    one more instance of each pool (see ``Marginal``): the unit's own gain, re-optimised with the
+    unit required and the budgets held; and, with budgets set, what the budgets raised by the
+    unit's price (and chips) buy, re-optimised without requiring the unit. The first PrfaaS
+    instance's price includes the committed link it brings."""
     base = sol.lambda_max
     what_if = dict(objective=ObjectiveKind.max_throughput)  # the scenario's optimiser method, as the plan
     plan_cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_rps = plan_cost / base if plan_cost is not None and base > 0 else None
+    budgeted = bool(limits.gpu_budget) or limits.usd_per_hour is not None
+
+    def relaxed(hardware: str | None, chips: int, price: float | None) -> tuple[float | None, tuple | None]:
+        """What the budgets raised by one unit's chips and price buy (None without budgets)."""
+        if not budgeted:
+            return None, None
+        try:
+            more = optimise(inputs, table, limits=_raised(limits, hardware, chips, price), **what_if)
+        except PlanInputError:
+            return None, None
+        return more.lambda_max - base, (more.n_prfaas, more.n_p, more.n_d)
+
+    def marginal(what: str, own: float | None, blocked: tuple[str, ...], price: float | None, budget) -> Marginal:
+        gain = 0.0 if own is None else own
+        return Marginal(what, gain, price, None if per_rps is None else gain * per_rps, blocked, own is not None,
+                        *budget)
+
     link = inputs.link
     more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
     link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
-    out = {}
-    bought = optimise(more_link, threshold_table(more_link, mode), limits=_raised(limits, None, 0, link_price),
-                      **what_if)
+    try:
+        own = optimise(more_link, threshold_table(more_link, mode), limits=limits, **what_if).lambda_max - base
+    except PlanInputError:  # the budgets held do not pay for the wider link
+        own = None
     blocked = _blocking(more_link, limits, sol) if sol.n_prfaas else ()
-    out["per_gbps"] = _marginal("per_gbps", bought.lambda_max - base, blocked, link_price, per_rps)
+    out = {"per_gbps": marginal("per_gbps", own, blocked, link_price, relaxed(None, 0, link_price))}
     pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
     if limits.separate_decode:
         pools.append(("per_decode_instance", "decode", inputs.decode_pool))
-    budgeted = bool(limits.gpu_budget) or limits.usd_per_hour is not None
     for what, which, pool in pools:
         forced, grown = _one_more(limits, sol, which)
         price = pool.usd_per_hour_per_instance
         if price is not None and which == "prfaas" and sol.n_prfaas == 0:
             price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
         try:
-            gain = optimise(inputs, table, limits=_raised(forced, pool.hardware_name, pool.gpus_per_instance, price),
-                            **what_if).lambda_max - base
-        except PlanInputError:  # no plan with one more of this pool (e.g. its instances are unpriced)
-            continue
-        blocked = _blocking(inputs, limits, grown)
-        held = gain
-        if budgeted:  # the same unit with the budgets as they are (0 when they do not allow it)
-            try:
-                held = optimise(inputs, table, limits=forced, **what_if).lambda_max - base
-            except PlanInputError:
-                held = 0.0
-        out[what] = _marginal(what, gain, blocked, price, per_rps, held)
+            own = optimise(inputs, table, limits=forced, **what_if).lambda_max - base
+        except PlanInputError:  # no plan with one more of this pool within the budgets held
+            if not budgeted:
+                continue
+            own = None
+        budget = relaxed(pool.hardware_name, pool.gpus_per_instance, price)
+        out[what] = marginal(what, own, _blocking(inputs, limits, grown), price, budget)
     return out
-
-
-def _marginal(what: str, gain: float, blocked: tuple[str, ...], price: float | None, per_rps: float | None,
-              held: float | None = None) -> Marginal:
-    held = (0.0 if blocked else gain) if held is None else held
-    return Marginal(what, gain, held, price, None if per_rps is None else gain * per_rps, blocked)
 
 
 def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True,
@@ -419,9 +438,12 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         sol = throughput_sol
     point = operating_point(inputs, table, sol, limits)
     other_lambda, exact_at_paper = math.nan, None
+    counts = (sol.n_prfaas, sol.n_p, sol.n_d)
+    lambda_of_counts = {mode: _best_lambda(inputs, table, counts)}
     if with_other_mode:
         other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
         other_table = threshold_table(inputs, other)
+        lambda_of_counts[other] = _best_lambda(inputs, other_table, counts)
         other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
         other_lambda = other_sol.lambda_max
         paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
@@ -435,18 +457,28 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     point.tight.extend(_exhausted(inputs, sol, limits))
     result = PlanResult(mode, inputs, point, baselines(inputs, table, sol, notes),
                         {k: m.lambda_rps for k, m in marginals.items()}, throughput_sol.lambda_max, other_lambda,
-                        exact_at_paper, notes, marginals=marginals)
+                        exact_at_paper, notes, marginals=marginals, lambda_of_counts=lambda_of_counts,
+                        marginal_anchor=(throughput_sol.n_prfaas, throughput_sol.n_p, throughput_sol.n_d))
     _add_latency(result, decode, good)
     if inputs.workload.routed is not None:
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
+    unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
+    if unpriced:
+        result.notes.append(f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "
+                            "cost): the plan's $/hour, $ per million tokens and marginal worth are not known")
     unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
                       if p.instances and pool.cost.tdp_w is None})
     if unknown:
         result.notes.append(f"no tdp_w in the profile of {', '.join(unknown)}: its power (kW, J/token, $ of power) "
                             "is not counted")
     return result
+
+
+def _best_lambda(inputs: PlanInputs, table: ThresholdTable, counts: tuple[int, int, int]) -> float:
+    """Lambda_max of the counts (N_prfaas, N_p, N_d) at the table's best threshold."""
+    return float(np.max(bounds(table, np.arange(len(table)), *counts, inputs).lambda_max))
 
 
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:

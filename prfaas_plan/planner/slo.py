@@ -22,7 +22,7 @@ from .decode_model import DecodeModel
 from .deployment import Deployment
 from .inputs import Limits, PlanInputs, Slo
 from .latency import LatencyModel, SupportArrays
-from .optimizer import coarse_indices, combination_count, count_combinations
+from .optimizer import check_limits, coarse_indices, combination_count, count_combinations
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -62,7 +62,9 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
                  limits: Limits | None = None) -> SloPlan:
     """Maximise goodput under the SLO, or minimise $/hour with goodput >= target."""
     limits = limits or inputs.limits
-    min_cost = ObjectiveKind(objective) == ObjectiveKind.min_cost
+    objective = ObjectiveKind(objective)
+    min_cost = objective == ObjectiveKind.min_cost
+    check_limits(inputs, limits, objective)  # an unpriced pool under min_cost or a budget: an error, not a blank $
     splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:
         raise PlanInputError(f"{splits} instance-count combinations are too many for SLO planning "

@@ -95,6 +95,11 @@ class RooflinePrefill:
     def kv_bytes(self, lengths_tokens) -> np.ndarray:
         return KvModel.of(self.model).bytes_at(lengths_tokens)
 
+    @property
+    def kv_source(self) -> str:
+        """Where ``kv_bytes`` comes from: the model's architecture (``accounting.kv.KvModel``)."""
+        return "architecture"
+
     def single_prompt(self, lengths_tokens, layout: Layout | None = None) -> tuple[np.ndarray, PassCost]:
         """(TTFT in seconds, its pass time split into compute, memory, communication, overhead)
         of one prompt of each length alone on the instance."""
@@ -258,6 +263,12 @@ class MeasuredPrefill:
         return _memo(self, "prefill", lengths_tokens,
                      lambda l: self._interp(l, xs, ys, self.roofline.prefill_s, "prefill"))
 
+    @property
+    def kv_source(self) -> str:
+        """Where ``kv_bytes`` comes from: the measured points when they give KV sizes (PCHIP along
+        the architecture's shape), else the model's architecture."""
+        return "measured" if self._points()[1][0].kv is not None else "architecture"
+
     def kv_bytes(self, lengths_tokens) -> np.ndarray:
         xs, pts = self._points()
         if pts[0].kv is None:
@@ -333,6 +344,7 @@ class KvReport:
     kv_model: KvModel
     rows: list[KvRow]
     layout: Layout | None = None  # of the one-prompt T_prefill (the roofline's, or its shape's)
+    kv_source: str = "architecture"  # of the rows' S_kv: 'architecture' (kv_model) or 'measured' (the points)
 
 
 def kv_table(curve: PrefillCurve, model: ModelProfile, lengths_tokens: list[int]) -> list[KvRow]:

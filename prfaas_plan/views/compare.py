@@ -74,6 +74,10 @@ def compare_view(comparison) -> Report:
         row["chips"] = _chips(row) if row["status"] == "ok" else "-"
         row["counts"] = "-" if row["n_p"] is None else f"{row['n_prfaas']}/{row['n_p']}/{row['n_d']}"
         row["front"] = "*" if row["pareto"] else "-"
+    # no $ columns when no option has a price (rather than a column of blanks next to "ok")
+    priced = any(row["usd_per_hour"] is not None for row in rows)
+    priced_columns = [Column("usd_per_hour", "$/h", _num(0)),
+                      Column("usd_per_mtok_output", "$/Mtok out", _num(3))] if priced else []
     served = "goodput" if any(r.goodput_rps is not None for r in comparison.results) else "Λ_max"
     columns = [
         Column("rank", "#", lambda v: "-" if v is None else str(v)),
@@ -84,8 +88,7 @@ def compare_view(comparison) -> Report:
         Column("chips", "chips/inst", justify="right"),
         Column("counts", "N_f/N_p/N_d", justify="right"),
         Column("capacity_rps", f"{served} req/s", _num(3)),
-        Column("usd_per_hour", "$/h", _num(0)),
-        Column("usd_per_mtok_output", "$/Mtok out", _num(3)),
+        *priced_columns,
         Column("ttft_p90_s", "TTFT P90 s", _num(2)),
         Column("power_kw", "kW", _num(1)),
         Column("status", "status", justify="left"),
@@ -95,7 +98,9 @@ def compare_view(comparison) -> Report:
     notes = [f"ranked by {ranked}; * marks the Pareto front over $/hour, req/s and TTFT P90 at each option's "
              "operating rate",
              "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
-             "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)"]
+             "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)" if priced else
+             "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
+             "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)"]
     shared: dict[str, list[str]] = {}
     for row in rows:
         if row["status"] != "ok":

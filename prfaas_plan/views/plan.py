@@ -12,6 +12,7 @@ from dataclasses import asdict
 import numpy as np
 
 from ..choices import Bound, DeploymentName, PlanMode
+from ..planner.optimizer import unpriced_pools
 from ..report import Column, Report
 from ..units import format_tokens
 
@@ -149,9 +150,11 @@ def plan_json(result) -> dict:
         "cache": None if result.cache is None else {k: round(v, 6) if isinstance(v, float) else v
                                                      for k, v in result.cache.items()},
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
-        "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "held_lambda_rps": round(m.held_lambda_rps, 6),
+        "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "fits_budgets": m.fits,
                          "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
-                         "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by)}
+                         "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by),
+                         "budget_lambda_rps": _opt(m.budget_lambda_rps, 6),
+                         "budget_counts": None if m.budget_counts is None else list(m.budget_counts)}
                      for k, m in result.marginals.items()},
         "jensen": {
             "lambda_exact": round(result.lambda_by_mode(PlanMode.exact), 6),
@@ -202,13 +205,14 @@ def plan_view(result) -> Report:
     pt, st = result.point, result.point.stages
     inputs = result.inputs
     num = _num
+    rows = _rows(doc)  # no $/h column when no deployment has a price
     columns = [
         Column("deployment", "deployment", _label, justify="left", min_width=14),
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
         Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
-        Column("usd_per_hour", "$/h", num(0)),
+        *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = [Column(key, key) for key in (
@@ -228,7 +232,7 @@ def plan_view(result) -> Report:
         ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
         ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
                    f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
-        ("provisioned cost", "-" if pt.usd_per_hour is None else
+        ("provisioned cost", _no_price(result) if pt.usd_per_hour is None else
          f"${pt.usd_per_hour:,.2f}/hour (capital or rental + power at full load + committed link: what budgets "
          "and min_cost count)"),
         *_operating_details(result),
@@ -250,13 +254,16 @@ def plan_view(result) -> Report:
                                                          f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
     details += _marginal_details(result)
     exact, paper = result.lambda_by_mode(PlanMode.exact), result.lambda_by_mode(PlanMode.paper)
-    details.append(("Jensen gap", f"exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
-                                  f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is convex)"))
+    if np.isfinite(paper):
+        details.append(("Jensen gap", f"of this plan's counts ({pt.n_prfaas}/{pt.n_p}/{pt.n_d}), each mode at its best "
+                                      f"threshold: exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
+                                      f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is "
+                                      "convex)"))
     section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
                      rows=[{"item": k, "value": v} for k, v in details])
     return Report(
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
-        columns=columns, rows=_rows(doc), csv_columns=csv_columns,
+        columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
         notes=list(result.notes), json_doc=doc, sections=[section, latency_view(result, doc["latency"])],
     )
@@ -279,6 +286,12 @@ def _operating_details(result) -> list[tuple[str, str]]:
                                      f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
     if tco is not None:
         parts = ", ".join(f"{p.role} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%" for p in tco.pools if p.instances)
+        per_out = tco.joules_per_output_token
+        power = ("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
+                          + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
+                                                         f"{tco.joules_per_token:,.2f} J per token"))
+        if tco.usd_per_hour is None:  # no price: no $ lines (the provisioned cost line says why)
+            return [*rows, power]
         rows.append(("cost at that rate",
                      f"{_usd(tco.usd_per_hour)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
                      f"{_usd(tco.power_usd_per_hour)} + link {_usd(tco.link_usd_per_hour)} (committed "
@@ -286,11 +299,14 @@ def _operating_details(result) -> list[tuple[str, str]]:
         rows.append(("$ per million tokens", f"{_usd(tco.usd_per_mtok_output, 4)} per million output tokens; "
                                              f"{_usd(tco.usd_per_mtok_blended, 4)} per million tokens blended over "
                                              "input (the full prompt) and output"))
-        per_out = tco.joules_per_output_token
-        rows.append(("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
-                              + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
-                                                             f"{tco.joules_per_token:,.2f} J per token")))
+        rows.append(power)
     return rows
+
+
+def _no_price(result) -> str:
+    pt = result.point
+    return ("not known: no price for " + ", ".join(unpriced_pools(result.inputs, pt.n_prfaas, pt.n_p, pt.n_d))
+            + " (price_usd_per_gpu_hour in the hardware profile, or the pool's cost)")
 
 
 def _cache_details(result) -> list[tuple[str, str]]:
@@ -309,21 +325,38 @@ def _cache_details(result) -> list[tuple[str, str]]:
 
 
 def _marginal_details(result) -> list[tuple[str, str]]:
-    """Each marginal value: the Λ gain, what it is worth and costs in $/hour, what was held."""
+    """Each marginal value: the unit's own gain with the budgets held (what it is worth against its
+    price) and, with budgets, what the budgets raised by its price buy instead (and as which counts)."""
     rows = []
     for what, m in result.marginals.items():
-        text = f"{m.lambda_rps:+.4f} req/s"
-        if m.value_usd_per_hour is not None:
-            text += f", worth {_usd(m.value_usd_per_hour)}/hour against a price of {_usd(m.price_usd_per_hour)}/hour"
-        if m.blocked_by:
-            text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s (blocked by {', '.join(m.blocked_by)})"
-        elif abs(m.held_lambda_rps - m.lambda_rps) > 1e-9:
-            text += f"; with the budgets held {m.held_lambda_rps:+.4f} req/s"
+        worth = "" if m.value_usd_per_hour is None else f", worth {_usd(m.value_usd_per_hour)}/hour"
+        if m.budget_lambda_rps is None and m.fits:  # no budgets: the unit's gain is all there is
+            text = f"{m.lambda_rps:+.4f} req/s{worth}"
+            if m.price_usd_per_hour is not None:
+                text += f" against a price of {_usd(m.price_usd_per_hour)}/hour"
+        else:
+            text = "" if m.price_usd_per_hour is None else f"price {_usd(m.price_usd_per_hour)}/hour; "
+            text += (f"own gain with the budgets held {m.lambda_rps:+.4f} req/s{worth}" if m.fits else
+                     "own gain with the budgets held: none, they do not allow it")
+            if m.blocked_by:
+                text += f" (the plan plus it breaks {', '.join(m.blocked_by)})"
+            if m.budget_lambda_rps is not None:
+                text += (f"; the budgets raised by its price buy {m.budget_lambda_rps:+.4f} req/s instead "
+                         f"(N_f/N_p/N_d {'/'.join(map(str, m.budget_counts))})")
         rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
     if rows:
-        rows.append(("marginal values", "max-throughput Λ_max re-optimised (threshold and the other counts) with one "
-                                        "more unit and the budgets raised by its price; worth = gain x the plan's "
-                                        "provisioned $/hour per req/s"))
+        pt = result.point
+        anchor = result.marginal_anchor
+        shown = anchor == (pt.n_prfaas, pt.n_p, pt.n_d) and abs(pt.lambda_max - result.max_throughput_lambda) <= \
+            1e-9 * result.max_throughput_lambda
+        of = "" if shown else (f"of the max-throughput plan (N_f/N_p/N_d {'/'.join(map(str, anchor))}, Λ_max "
+                               f"{result.max_throughput_lambda:.3f} req/s), not of the plan shown; ")
+        budgeted = any(m.budget_lambda_rps is not None for m in result.marginals.values())
+        rows.append(("marginal values", f"{of}own gain = max-throughput Λ_max re-optimised (threshold and the other "
+                                        "counts) with one more unit"
+                     + (" and the budgets held; the budgets raised by its price = re-optimised with the budgets raised "
+                        "by the unit's price and chips, the unit not required" if budgeted else "")
+                     + "; worth = own gain x the max-throughput plan's provisioned $/hour per req/s"))
     return rows
 
 

@@ -22,6 +22,20 @@ def _stability(stable: bool | None) -> str:
     return "unknown (too few samples)" if stable is None else ("stable" if stable else "growing")
 
 
+def _counted(sim) -> str:
+    """Why the table measures fewer requests than were simulated: the warm-up left out (the first
+    ``warmup_fraction`` of completions, ``simulate.results``) and any request left unfinished."""
+    cfg = sim.config
+    measured = int(sim.ttft["overall"]["count"])
+    warmup = sim.completed - measured
+    unfinished = cfg.requests - sim.completed
+    return (f"{cfg.requests:,} requests simulated (seed {cfg.seed}, arrivals {cfg.arrivals}"
+            + (f", cv {cfg.cv:g}" if cfg.arrivals == "gamma" else "") + f"), {sim.completed:,} completed"
+            + (f" ({unfinished:,} unfinished, not measured)" if unfinished else "")
+            + f"; the first {warmup:,} completions ({100 * cfg.warmup_fraction:g}% warm-up) are left out: "
+            f"{measured:,} measured")
+
+
 def simulation_view(run) -> Report:
     """TTFT and TPOT per path from the simulator beside the closed form at the same rate."""
     sim, closed = run.result, run.closed_form
@@ -37,16 +51,19 @@ def simulation_view(run) -> Report:
     sec = lambda v: "-" if v is None else f"{v:,.2f}"
     cfg = sim.config
     growth = sim.queue_growth
+    start_s, end_s = sim.window_s
     notes = [
-        f"offered {sim.offered_rps:.3f} req/s, achieved {sim.achieved_rps:.3f} req/s "
-        f"(closed-form Λ_max {run.lambda_max:.3f}); queues {_stability(sim.stable)} "
+        _counted(sim),
+        f"rates: asked {cfg.rate_rps:.3f} req/s (the arrival process's mean; load {cfg.rate_rps / run.lambda_max:.2f} "
+        f"of the closed-form Λ_max {run.lambda_max:.3f}, the deployment's capacity); measured in the window "
+        f"{start_s:,.0f}-{end_s:,.0f} s (end of the warm-up to the last arrival): offered {sim.offered_rps:.3f} "
+        f"(arrivals per second), achieved {sim.achieved_rps:.3f} (completions per second)",
+        f"queues {_stability(sim.stable)} "
         f"(mean total queue in the first / last 20%: {sec(growth.get('first_mean'))} / {sec(growth.get('last_mean'))})",
         f"egress mean {sim.egress.get('mean_gbps') or 0:.2f} Gbps (closed form "
         f"{closed.link_utilisation * run.plan.inputs.link.usable_gbps:.2f}), max {sim.egress.get('max_gbps') or 0:.2f}; "
         f"max link backlog {(sim.egress.get('max_link_backlog_bytes') or 0) / 1e9:.2f} GB; policy {cfg.policy}, "
         f"threshold changed {len(sim.threshold_changes) - 1} times",
-        f"{cfg.requests:,} requests, seed {cfg.seed}, arrivals {cfg.arrivals}"
-        + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
     ]
     if cfg.rebalance:
         last = sim.role_changes[-1] if sim.role_changes else None

@@ -23,10 +23,19 @@ def kv_view(result: KvReport) -> Report:
         }
         for r in result.rows
     ]
+    formula = (f"{kv.growing_bytes_per_token:,.0f} B/token x l"
+               + (f" + window-bounded part up to {kv.window_cap_bytes / BYTES_PER_MIB:,.2f} MiB" if kv.windows else "")
+               + f" + {kv.fixed_bytes / BYTES_PER_MIB:,.2f} MiB fixed state per request")
+    if result.kv_source == "measured":  # the table shows the measured sizes: the formula is not theirs
+        first = result.rows[0]
+        arch = int(round(float(kv.bytes_at([first.length_tokens])[0])))
+        kv_note = (f"S_kv: the profile's measured sizes (PCHIP-interpolated along the architecture's shape), as the "
+                   f"planner uses them; the model architecture gives S_kv(l) = {formula} ({arch:,} B at "
+                   f"{first.length_tokens:,} tokens against {first.kv_bytes:,} B measured)")
+    else:
+        kv_note = f"S_kv(l) = {formula} (model architecture)"
     notes = [
-        f"S_kv(l) = {kv.growing_bytes_per_token:,.0f} B/token x l"
-        + (f" + window-bounded part up to {kv.window_cap_bytes / BYTES_PER_MIB:,.2f} MiB" if kv.windows else "")
-        + f" + {kv.fixed_bytes / BYTES_PER_MIB:,.2f} MiB fixed state per request (model architecture)",
+        kv_note,
         f"T_prefill source: {result.source}"
         + (" (profile's measured points, PCHIP-interpolated; roofline shape outside them)" if result.source == "measured" else
            " (per-layer roofline with the hardware profile's efficiency factors)")
@@ -47,7 +56,8 @@ def kv_view(result: KvReport) -> Report:
               "source": result.source},
         notes=notes,
         extra={"kv_model": {"growing_bytes_per_token": kv.growing_bytes_per_token,
-                            "window_cap_bytes": kv.window_cap_bytes, "fixed_bytes": kv.fixed_bytes}},
+                            "window_cap_bytes": kv.window_cap_bytes, "fixed_bytes": kv.fixed_bytes},
+               "kv_source": result.kv_source},
     )
 
 
