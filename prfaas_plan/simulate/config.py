@@ -55,7 +55,8 @@ class SimConfig:
     warmup_fraction: float = 0.1
     adaptive_util_high: float = 0.9
     adaptive_util_low: float = 0.6
-    adaptive_queue_high: int = 4
+    adaptive_wait_high_s: float = 5.0  # a queue (seconds of work per instance) above this is backed up
+    adaptive_wait_low_s: float = 1.0  # ... at or below this has headroom
     adaptive_interval_s: float = 5.0
     adaptive_step_share: float = 0.05  # offloaded share of requests removed per raise (0.05 = 5 points)
     rebalance: bool = False  # PD instances switch between PD-P and PD-D during the run (``roles.py``)
@@ -99,7 +100,12 @@ class SimConfig:
             raise PlanInputError(
                 f"must be below --adaptive-util-high ({self.adaptive_util_high:g}), got {self.adaptive_util_low:g}",
                 field="--adaptive-util-low")
-        _integer(self.adaptive_queue_high, "--adaptive-queue-high", minimum=0)
+        _non_negative(self.adaptive_wait_low_s, "--adaptive-wait-low")
+        _positive(self.adaptive_wait_high_s, "--adaptive-wait-high")
+        if self.adaptive_wait_low_s >= self.adaptive_wait_high_s:
+            raise PlanInputError(
+                f"must be below --adaptive-wait-high ({self.adaptive_wait_high_s:g}), got {self.adaptive_wait_low_s:g}",
+                field="--adaptive-wait-low")
         _positive(self.adaptive_interval_s, "--adaptive-interval")
         _positive(self.adaptive_step_share, "--adaptive-step")
         _non_negative(self.conversion_s, "--conversion")
