@@ -71,6 +71,19 @@ def test_controller_never_leaves_its_ladder(policy):
     assert policy.decide(0.0, 0.0, 0.0, 50.0) == 0 and policy.decide(0.1, 0.0, 0.0, 0.0) == 0
 
 
+def test_controller_reads_utilisation_and_backlog_seconds(policy):
+    """One 5 s interval on a 2 GB/s link (10 GB of capacity): 7 GB sent and the backlog grown from
+    1 to 4 GB is 10 GB offered (u = 1.0); a 4 GB backlog at 2 GB/s is 2 s of link time."""
+    from prfaas_plan.simulate.policies import Observation
+
+    env, seen = simpy.Environment(), []
+    readings = iter([Observation(0.0, 1e9, 2e9, 0.5, 0.25), Observation(7e9, 4e9, 2e9, 0.5, 0.25)])
+    policy.decide = lambda *signals: seen.append(signals) or 0
+    env.process(policy.run(env, lambda: next(readings), lambda a, b: 2e9 * (b - a), lambda: bool(seen)))
+    env.run()
+    assert seen == [(pytest.approx(1.0), pytest.approx(2.0), 0.5, 0.25)]
+
+
 def test_queued_work_is_the_hold_seconds_of_the_waiting_requests(case_inputs):
     """The controller's queues in seconds: at a stop in an overloaded run, the PD-P (PrfaaS) wait is
     the hold seconds of the last q local (remote) arrivals, q the requests the resource has queued
@@ -156,3 +169,16 @@ def test_role_switch_example_keeps_the_queue_bounded(case_inputs):
     for _, _, n_d in result.role_changes:
         assert n_d * case_inputs.decode_rps_per_instance > rate
     assert result.queue_growth["stable"] is True
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"adaptive_wait_low_s": 6.0}, "--adaptive-wait-low"),  # above the default high bound (5 s)
+    ({"adaptive_wait_high_s": 0.0}, "--adaptive-wait-high"),
+    ({"adaptive_wait_low_s": -1.0}, "--adaptive-wait-low"),
+])
+def test_wait_bounds_are_checked(changes, field):
+    from prfaas_plan.errors import PlanInputError
+
+    with pytest.raises(PlanInputError) as info:
+        SimConfig(rate_rps=1.0, requests=10, **changes)
+    assert info.value.field == field
