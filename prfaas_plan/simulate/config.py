@@ -96,16 +96,10 @@ class SimConfig:
             raise PlanInputError(f"must be in [0, 1), got {self.warmup_fraction:g}", field="--warmup")
         _positive(self.adaptive_util_low, "--adaptive-util-low")
         _positive(self.adaptive_util_high, "--adaptive-util-high")
-        if self.adaptive_util_low >= self.adaptive_util_high:
-            raise PlanInputError(
-                f"must be below --adaptive-util-high ({self.adaptive_util_high:g}), got {self.adaptive_util_low:g}",
-                field="--adaptive-util-low")
+        _below(self.adaptive_util_low, "--adaptive-util-low", self.adaptive_util_high, "--adaptive-util-high")
         _non_negative(self.adaptive_wait_low_s, "--adaptive-wait-low")
         _positive(self.adaptive_wait_high_s, "--adaptive-wait-high")
-        if self.adaptive_wait_low_s >= self.adaptive_wait_high_s:
-            raise PlanInputError(
-                f"must be below --adaptive-wait-high ({self.adaptive_wait_high_s:g}), got {self.adaptive_wait_low_s:g}",
-                field="--adaptive-wait-low")
+        _below(self.adaptive_wait_low_s, "--adaptive-wait-low", self.adaptive_wait_high_s, "--adaptive-wait-high")
         _positive(self.adaptive_interval_s, "--adaptive-interval")
         _positive(self.adaptive_step_share, "--adaptive-step")
         _non_negative(self.conversion_s, "--conversion")
@@ -155,6 +149,12 @@ def _non_negative(value: object, field: str) -> None:
     number = _number(value, field)
     if not (math.isfinite(number) and number >= 0):
         raise PlanInputError(f"must be a finite number >= 0, got {number:g}", field=field)
+
+
+def _below(low: float, low_field: str, high: float, high_field: str) -> None:
+    """A hysteresis band: the lower bound must be below the upper one."""
+    if low >= high:
+        raise PlanInputError(f"must be below {high_field} ({high:g}), got {low:g}", field=low_field)
 
 
 def _integer(value: object, field: str, *, minimum: int) -> None:
