@@ -569,18 +569,19 @@ def test_two_edges_through_a_day_meets_every_constraint():
 
 @pytest.mark.slow
 def test_role_switches_let_the_queues_recover_after_a_link_drop():
-    """The case study at 0.8 x Lambda_max with the adaptive threshold and a 90% link drop from 600 s on:
-    with fixed roles the PD-P queue grows without bound; with rebalancing a decode instance becomes a
-    PD-P instance (4 / 4) and the queues stay bounded; with a conversion longer than the run no switch
-    completes and the queues grow as with fixed roles."""
-    common = dict(load=0.8, requests=30_000, policy="adaptive", drop_at_s=600, drop_for_s=1e7, drop_to_fraction=0.1)
+    """The case study at 0.8 x Lambda_max with the adaptive threshold and a 90% link drop from 600 s on.
+    The threshold keeps PD-P from flooding (issue 16), so fixed roles stay bounded too, near the 3 / 5
+    split's capacity; with rebalancing a decode instance becomes a PD-P instance (4 / 4, the planner's
+    split for a 10 Gbps link) and the queues and TTFT are lower; with a conversion longer than the run
+    no switch completes."""
+    common = dict(load=0.8, requests=10_000, policy="adaptive", drop_at_s=600, drop_for_s=1e7, drop_to_fraction=0.1)
     fixed = api.simulate("paper-case-study", **common).result
     switching = api.simulate("paper-case-study", rebalance=True, conversion_s=120, **common).result
     never = api.simulate("paper-case-study", rebalance=True, conversion_s=1e7, **common).result
-    assert fixed.stable is False and never.stable is False
     assert switching.stable is True
-    assert switching.role_changes and switching.role_changes[0][1:] == (4, 4)
-    assert switching.queue_growth["last_mean"] < fixed.queue_growth["last_mean"] / 10
+    assert [change[1:] for change in switching.role_changes] == [(4, 4)]
+    assert switching.queue_growth["last_mean"] < fixed.queue_growth["last_mean"] / 2
+    assert switching.ttft["overall"]["p90_s"] < fixed.ttft["overall"]["p90_s"]
     assert not never.role_changes
 
 

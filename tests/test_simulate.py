@@ -191,12 +191,13 @@ def test_link_drop_static_backlog_grows_adaptive_raises_threshold(drop_runs):
     assert s_backlog[_window(static, *during)].max() > 50e9
     assert s_backlog[_window(static, 600, 700)].mean() > s_backlog[_window(static, 300, 400)].mean()
     assert np.all(static.timeseries["threshold_tokens"] == PLAN.threshold_tokens)
-    # adaptive: after reacting, offered egress stays within the capacity and the backlog stays small
+    # adaptive: during the drop no threshold serves this rate (link and PD-P together fall short), so
+    # the policy shares the excess between them: a smaller backlog and a better overall P90 than
+    # static, without moving so much onto PD-P that its queue dominates (issue 16)
     a = adaptive.timeseries
-    settled = _window(adaptive, 350, 700)
-    assert a["offered_egress_gbps"][settled].mean() <= a["link_capacity_gbps"][settled].mean()
-    assert adaptive.egress["max_link_backlog_bytes"] < 0.2 * static.egress["max_link_backlog_bytes"]
-    assert a["threshold_tokens"][settled].min() > PLAN.threshold_tokens
+    assert adaptive.egress["max_link_backlog_bytes"] < 0.8 * static.egress["max_link_backlog_bytes"]
+    assert adaptive.ttft["overall"]["p90_s"] < static.ttft["overall"]["p90_s"]
+    assert adaptive.ttft["local"]["p90_s"] < adaptive.ttft["remote"]["p90_s"]
     assert a["threshold_tokens"][_window(adaptive, *during)].max() > 1.5 * PLAN.threshold_tokens
     assert np.median(a["threshold_tokens"][_window(adaptive, *before)]) == PLAN.threshold_tokens
     # ... and it never goes below the plan, and comes back to it once the link is restored

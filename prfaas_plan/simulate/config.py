@@ -55,7 +55,8 @@ class SimConfig:
     warmup_fraction: float = 0.1
     adaptive_util_high: float = 0.9
     adaptive_util_low: float = 0.6
-    adaptive_queue_high: int = 4
+    adaptive_wait_high_s: float = 5.0  # a queue (seconds of work per instance) above this is backed up
+    adaptive_wait_low_s: float = 1.0  # ... at or below this has headroom
     adaptive_interval_s: float = 5.0
     adaptive_step_share: float = 0.05  # offloaded share of requests removed per raise (0.05 = 5 points)
     rebalance: bool = False  # PD instances switch between PD-P and PD-D during the run (``roles.py``)
@@ -95,11 +96,10 @@ class SimConfig:
             raise PlanInputError(f"must be in [0, 1), got {self.warmup_fraction:g}", field="--warmup")
         _positive(self.adaptive_util_low, "--adaptive-util-low")
         _positive(self.adaptive_util_high, "--adaptive-util-high")
-        if self.adaptive_util_low >= self.adaptive_util_high:
-            raise PlanInputError(
-                f"must be below --adaptive-util-high ({self.adaptive_util_high:g}), got {self.adaptive_util_low:g}",
-                field="--adaptive-util-low")
-        _integer(self.adaptive_queue_high, "--adaptive-queue-high", minimum=0)
+        _below(self.adaptive_util_low, "--adaptive-util-low", self.adaptive_util_high, "--adaptive-util-high")
+        _non_negative(self.adaptive_wait_low_s, "--adaptive-wait-low")
+        _positive(self.adaptive_wait_high_s, "--adaptive-wait-high")
+        _below(self.adaptive_wait_low_s, "--adaptive-wait-low", self.adaptive_wait_high_s, "--adaptive-wait-high")
         _positive(self.adaptive_interval_s, "--adaptive-interval")
         _positive(self.adaptive_step_share, "--adaptive-step")
         _non_negative(self.conversion_s, "--conversion")
@@ -149,6 +149,12 @@ def _non_negative(value: object, field: str) -> None:
     number = _number(value, field)
     if not (math.isfinite(number) and number >= 0):
         raise PlanInputError(f"must be a finite number >= 0, got {number:g}", field=field)
+
+
+def _below(low: float, low_field: str, high: float, high_field: str) -> None:
+    """A hysteresis band: the lower bound must be below the upper one."""
+    if low >= high:
+        raise PlanInputError(f"must be below {high_field} ({high:g}), got {low:g}", field=low_field)
 
 
 def _integer(value: object, field: str, *, minimum: int) -> None:

@@ -151,6 +151,9 @@ class _Run:
             self.policy = StaticPolicy(deployment.threshold_tokens)
         self.sampler = Sampler(sample_interval_for(config))
 
+        # Prefill work waiting for an instance (the hold seconds of the queued requests), for the
+        # adaptive policy: divided by the instances it is the wait a new request can expect.
+        self.prfaas_waiting_s = self.pdp_waiting_s = 0.0
         self.remote = [False] * n
         self.ttft_s = [0.0] * n
         self.tpot_s = [0.0] * n
@@ -162,7 +165,10 @@ class _Run:
 
     def observe(self) -> Observation:
         totals = self.link.totals()
-        return Observation(totals.sent_bytes, totals.backlog_bytes, len(self.prfaas.queue), self._pdp_queue())
+        n_p = self.pdp.active if isinstance(self.pdp, RolePool) else self.deployment.n_p
+        return Observation(totals.sent_bytes, totals.backlog_bytes, self.schedule.at(self.env.now),
+                           _per_instance(self.prfaas_waiting_s, self.deployment.n_prfaas),
+                           _per_instance(self.pdp_waiting_s, n_p))
 
     def _pdp_queue(self) -> int:
         return self.pdp.queue_length if isinstance(self.pdp, RolePool) else len(self.pdp.queue)
@@ -218,7 +224,12 @@ class _Run:
             self.remote[i] = True
             prefill_s, hold_s = remote_prefill_s[i], remote_hold_s[i]
             slot = self.prfaas.request()
+            queued = not slot.triggered
+            if queued:
+                self.prfaas_waiting_s += hold_s
             yield slot
+            if queued:
+                self.prfaas_waiting_s = max(self.prfaas_waiting_s - hold_s, 0.0)
             sent = self.link.start(kv_bytes[i], prefill_s)
             yield env.timeout(hold_s)
             self.prfaas.release(slot)
@@ -229,7 +240,12 @@ class _Run:
                 yield env.timeout(self.rtt_s)
         else:
             slot = self.pdp.request()
+            queued = not slot.triggered
+            if queued:
+                self.pdp_waiting_s += local_hold_s[i]
             yield slot
+            if queued:
+                self.pdp_waiting_s = max(self.pdp_waiting_s - local_hold_s[i], 0.0)
             cached = self.cached_kv_bytes[i]
             moved = self.link.start(cached, local_prefill_s[i]) if cached > 0 else None
             yield env.timeout(local_hold_s[i])
@@ -242,3 +258,8 @@ class _Run:
         self.tpot_s[i] = yield from self.decode.serve(output_tokens[i])
         self.done_s[i] = env.now
         self.completion_order.append(i)
+
+
+def _per_instance(work_s: float, instances: int) -> float:
+    """Queued work spread over the instances (s): the wait a request joining the queue can expect."""
+    return work_s / instances if instances > 0 else (0.0 if work_s <= 0 else float("inf"))

@@ -1,4 +1,4 @@
-"""Routing thresholds: static, or adapted to the link and the PrfaaS queue (paper section 3.4.3).
+"""Routing thresholds: static, or adapted to the link and both prefill queues (paper section 3.4.3).
 
 A request whose uncached input L exceeds the current threshold t is prefilled by PrfaaS
 (the remote path), otherwise by PD-P (the local path).
@@ -10,26 +10,37 @@ a ladder above the plan's t0: with p0 = P(L > t0) the plan's offloaded share and
 share (``adaptive_step_share``, 5 points by default), rung k is the quantile
 t_k = F^-1(1 - max(p0 - k Δ, 0)) of the input distribution, so each rung up offloads
 about Δ fewer requests; the top rung (p = 0) keeps everything local. Every
-``adaptive_interval_s`` a controller looks at the last interval:
+``adaptive_interval_s`` a controller reads four signals, the paper's egress utilisation and
+queue depths, each in the unit that says how long a request will wait:
 
-- the link utilisation u = (bytes sent + growth of the backlog) / bytes the link could
-  carry, the backlog being KV produced but not yet sent. Sent plus backlog growth is the
-  KV produced in the interval, so u is the offered load: u > 1 means the backlog grows,
-  while a backlog that drains at full link speed (sent = capacity, backlog shrinking)
-  gives u < 1 and does not push t further up;
-- the PrfaaS queue (requests waiting for a PrfaaS instance) and the PD-P queue.
+- u, the link's offered utilisation over the last interval: (bytes sent + growth of the
+  backlog) / bytes the link could carry, the backlog being KV produced but not yet sent.
+  Sent plus backlog growth is the KV produced, so u > 1 means the backlog grows, while a
+  backlog that drains at full link speed gives u < 1;
+- W_link, the link backlog in seconds of link time: backlog bytes / the capacity now;
+- W_prfaas and W_pdp, each path's queue in seconds of prefill work per instance: the
+  instance-hold seconds of the requests waiting for an instance / the instances (N_prfaas;
+  the PD-P instances now, which role switches change). It is the wait a request joining
+  that queue can expect. The remote path's wait is W_r = W_prfaas + W_link.
 
-It moves one rung up when u > ``adaptive_util_high``, or the PrfaaS queue exceeds
-``adaptive_queue_high`` and is longer than the PD-P queue (so that moving work to PD-P
-helps); it moves one rung down, never below t0, when u < ``adaptive_util_low``, the
-PrfaaS queue is at most half of ``adaptive_queue_high`` and the backlog is below a tenth
-of what the link carries in one interval. Otherwise it holds (hysteresis between the two).
-The link has priority: the policy does not look at whether PD-P can absorb the requests
-it keeps local (re-balancing PD-P and PD-D is the paper's long-term scheduling).
-Over one interval the KV produced by a few concurrent prefills is noisy (in the case
-study, 5-s offered egress swings between ~3 and ~12 Gbps at a mean of ~9.7), so with
-this hysteresis the threshold settles where the mean u is well below the upper bound
-(about 0.75 of a halved 15 Gbps link), not at it.
+With ``adaptive_wait_low_s`` (1 s: PD-P has headroom) and ``adaptive_wait_high_s`` (5 s, one
+controller interval: a queue that does not drain before the next look is backed up):
+
+- up one rung when the remote path saturates (u > ``adaptive_util_high`` or W_prfaas >
+  wait_high) and PD-P has headroom (W_pdp <= wait_low);
+- back to t0 at once when PD-P backs up (W_pdp > wait_high) and the remote path has more
+  room (W_pdp > W_r): the extra local work is what backs it up, and a PD-P queue drains
+  slowly (in the case study a 20K-token prompt holds an H20 instance 3.3 s, and its KV
+  takes 0.56 s of a 7.5 Gbps link);
+- down one rung, never below t0, when the remote path is relaxed (u < ``adaptive_util_low``
+  and W_r <= wait_low) and PD-P is not backed up;
+- otherwise hold (the hysteresis between the bounds). When both paths are backed up no
+  threshold helps (re-balancing PD-P and PD-D is the paper's long-term scheduling).
+
+A backlog that is large but draining (u low) does not raise t: the requests it holds are
+already sent remote, and a raise would only load PD-P before the next burst. Over one
+interval the KV produced by a few concurrent prefills is noisy (in the case study, 5-s
+offered egress swings between ~3 and ~12 Gbps at a mean of ~9.7).
 The threshold's history is recorded as (time_s, threshold_tokens) at each change.
 """
 
@@ -45,16 +56,15 @@ import simpy
 from ..workload.distributions import LengthDistribution
 from .config import SimConfig, adaptive_interval_for
 
-_BACKLOG_SHARE = 0.1  # a backlog below this share of one interval's link capacity counts as drained
-
 
 class Observation(NamedTuple):
-    """What the controller sees at one instant (cumulative link counters in bytes)."""
+    """What the controller sees at one instant."""
 
-    sent_bytes: float
-    backlog_bytes: float
-    prfaas_queue: int
-    pdp_queue: int
+    sent_bytes: float  # cumulative egress since the start
+    backlog_bytes: float  # KV produced but not yet sent
+    capacity_bytes_per_s: float  # the link's usable capacity now
+    prfaas_wait_s: float  # PrfaaS prefill work queued (hold seconds) / N_prfaas
+    pdp_wait_s: float  # PD-P prefill work queued (hold seconds) / the PD-P instances now
 
 
 class StaticPolicy:
@@ -66,7 +76,8 @@ class StaticPolicy:
 
 
 class AdaptivePolicy:
-    """A threshold that climbs a quantile ladder while the link or PrfaaS saturates (see the module docstring)."""
+    """A threshold that climbs a quantile ladder while the remote path saturates and PD-P has
+    headroom (see the module docstring)."""
 
     def __init__(self, plan_threshold_tokens: float, dist: LengthDistribution, config: SimConfig):
         self.ladder_tokens = threshold_ladder(plan_threshold_tokens, dist, config.adaptive_step_share)
@@ -80,29 +91,45 @@ class AdaptivePolicy:
             capacity_bytes_between: Callable[[float, float], float],
             finished: Callable[[], bool]) -> Generator[simpy.Event, Any, None]:
         """SimPy process: every ``adaptive_interval_s``, move at most one rung up or down."""
-        cfg = self._config
         before, before_s = observe(), env.now
         while not finished():
             yield env.timeout(self._interval_s)
             now = observe()
             capacity_bytes = capacity_bytes_between(before_s, env.now)
             offered_bytes = now.sent_bytes - before.sent_bytes + now.backlog_bytes - before.backlog_bytes
-            if capacity_bytes > 0:
-                utilisation = offered_bytes / capacity_bytes
-            else:
-                utilisation = math.inf if offered_bytes > 0 else 0.0
-            crowded = now.prfaas_queue > cfg.adaptive_queue_high and now.prfaas_queue > now.pdp_queue
-            if (utilisation > cfg.adaptive_util_high or crowded) and self._rung + 1 < len(self.ladder_tokens):
-                self._move(env.now, +1)
-            elif (utilisation < cfg.adaptive_util_low and now.prfaas_queue <= cfg.adaptive_queue_high / 2
-                  and now.backlog_bytes <= _BACKLOG_SHARE * capacity_bytes and self._rung > 0):
-                self._move(env.now, -1)
+            step = self.decide(_ratio(offered_bytes, capacity_bytes),
+                               _ratio(now.backlog_bytes, now.capacity_bytes_per_s), now.prfaas_wait_s, now.pdp_wait_s)
+            if step:
+                self._move(env.now, step)
             before, before_s = now, env.now
+
+    def decide(self, utilisation: float, backlog_s: float, prfaas_wait_s: float, pdp_wait_s: float) -> int:
+        """Rungs to move (+1 up, -1 down, -rung back to t0, 0 hold) from one interval's signals:
+        the link's offered utilisation, its backlog (s of link time), the PrfaaS and PD-P queues
+        (s of prefill work per instance); the rules of the module docstring."""
+        cfg = self._config
+        remote_wait_s = prfaas_wait_s + backlog_s
+        if (utilisation > cfg.adaptive_util_high or prfaas_wait_s > cfg.adaptive_wait_high_s) \
+                and pdp_wait_s <= cfg.adaptive_wait_low_s and self._rung + 1 < len(self.ladder_tokens):
+            return +1
+        if self._rung > 0 and pdp_wait_s > cfg.adaptive_wait_high_s and pdp_wait_s > remote_wait_s:
+            return -self._rung
+        if self._rung > 0 and utilisation < cfg.adaptive_util_low and remote_wait_s <= cfg.adaptive_wait_low_s \
+                and pdp_wait_s <= cfg.adaptive_wait_high_s:
+            return -1
+        return 0
 
     def _move(self, now_s: float, step: int) -> None:
         self._rung += step
         self.threshold_tokens = self.ladder_tokens[self._rung]
         self.changes.append((now_s, self.threshold_tokens))
+
+
+def _ratio(amount: float, per: float) -> float:
+    """amount / per, with x / 0 = inf for x > 0 and 0 / 0 = 0."""
+    if per > 0:
+        return amount / per
+    return math.inf if amount > 0 else 0.0
 
 
 def threshold_ladder(plan_threshold_tokens: float, dist: LengthDistribution, step_share: float) -> list[float]:

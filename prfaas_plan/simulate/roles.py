@@ -6,9 +6,11 @@ other role holds its slots there with a *blocker* (a request of higher priority 
 ``simpy.PriorityResource``: granted before waiting requests). Every ``rebalance_interval_s``
 a controller looks at the queues:
 
-- PD-P queue above ``rebalance_queue_high``, no decode queue, decode under 80% of its slots
-  and more than one decode instance: one decode instance stops taking requests, drains (its
-  running requests finish), is idle for ``conversion_s``, then joins PD-P;
+- PD-P queue above ``rebalance_queue_high``, no decode queue, more than one decode instance,
+  and decode still under 80% of its slots with one instance fewer (its running requests over
+  the slots of N_d - 1 instances; a split whose decode cannot carry the traffic is not
+  chosen): one decode instance stops taking requests, drains (its running requests finish),
+  is idle for ``conversion_s``, then joins PD-P;
 - decode queue above the limit, PD-P queue at most half of it and more than one PD-P
   instance: one PD-P instance is taken at its next free moment, idle for ``conversion_s``,
   then decodes.
@@ -93,6 +95,12 @@ class RoleDecodePool:
         active = self.active
         return sum(r for r, d in zip(self.running, self.decoding) if d) / (active * self.batch) if active else 1.0
 
+    def busy_share_without_one(self) -> float:
+        """The busy share the decoding instances would have with one instance fewer (the same
+        running requests over one batch fewer of slots): what giving one to PD-P leaves."""
+        active = self.active
+        return self.busy_share() * active / (active - 1) if active > 1 else 1.0
+
     def serve(self, output_tokens: float) -> Generator[simpy.Event, Any, float]:
         request = self.slots.request(priority=0)
         yield request
@@ -135,8 +143,8 @@ def rebalance(env: simpy.Environment, pdp: RolePool, decode: RoleDecodePool, int
     last = None
     while not finished():
         yield env.timeout(interval_s)
-        if (pdp.queue_length > queue_high and decode.queue_length == 0 and decode.busy_share() < DECODE_BUSY_SHARE
-                and decode.active > 1):
+        if (pdp.queue_length > queue_high and decode.queue_length == 0 and decode.active > 1
+                and decode.busy_share_without_one() < DECODE_BUSY_SHARE):
             want = "to_prefill"
         elif decode.queue_length > queue_high and pdp.queue_length <= queue_high / 2 and pdp.active > 1:
             want = "to_decode"
