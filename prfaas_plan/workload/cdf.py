@@ -11,7 +11,7 @@ sum_i (F_i - F_(i-1)) (t_(i-1) + t_i) / 2, and a quantile is within one sub-bin 
 interpolation.
 
 Checked: tokens strictly increasing, each in [1, 16M]; F non-decreasing, each in [0, 1]; the
-last F equal to 1 within ``F_TOLERANCE`` (then divided by it, so that it is exactly 1); at
+last F equal to 1 within ``F_TOLERANCE`` (the masses are then divided by it, so they sum to 1); at
 most ``ranges.LIST_ITEMS`` points. A file is JSON (``[[tokens, F], ...]`` or
 ``{"cdf": [[tokens, F], ...]}``) read with ``yamlio``'s size, depth and value limits.
 """
@@ -52,7 +52,7 @@ def cdf_buckets(tokens: ArrayLike, fractions: ArrayLike, field: str = "points") 
     if abs(f[-1] - 1.0) > F_TOLERANCE:
         raise PlanInputError(f"the last point must have F = 1 (every request at most its length), got {f[-1]:g}; "
                              "add the point of the longest length", field=f"{field}[{t.size - 1}]")
-    return np.concatenate(([0.0], t)), np.diff(np.concatenate(([0.0], f / f[-1])))
+    return np.concatenate(([0.0], t)), np.diff(np.concatenate(([0.0], f)))  # sum F_n: ``histogram`` normalises
 
 
 def _fraction_problem(value: float) -> str | None:
