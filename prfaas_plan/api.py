@@ -113,10 +113,11 @@ def _validate_sections(scenario, path: str) -> None:
 def import_model(config_path: str, name: str | None = None) -> tuple[dict, ModelProfile]:
     """A model profile (mapping and validated profile) from a Hugging Face config.json.
 
-    Without ``name`` and without ``_name_or_path`` in the config, the name is the family and
-    the size the layer stack counts (``qwen3-8.19b``), so two sizes of a family differ."""
+    Without ``name``, the name says the model (``profiles.hf_import.imported_name``): from
+    ``_name_or_path`` or the file's Hugging Face name, else the model_type, with the size the
+    layer stack counts where the name says none (``kimi-k2-1t``), so two models differ."""
     from .accounting.params import count_params
-    from .profiles.hf_import import profile_from_hf_config
+    from .profiles.hf_import import imported_name, profile_from_hf_config
     from .profiles.model import load_model_profile
     from .yamlio import load_json_file
 
@@ -124,10 +125,11 @@ def import_model(config_path: str, name: str | None = None) -> tuple[dict, Model
     config = load_json_file(config_path)
     data = profile_from_hf_config(config, name=name, source=source)
     profile = load_model_profile(data, source=source)
-    if name is None and not isinstance(config.get("_name_or_path"), str):
-        billions = count_params(profile).total / 1e9
-        data = {**data, "name": f"{profile.name}-{billions:.3g}b"}
-        profile = load_model_profile(data, source=source)
+    if name is None:
+        sized = imported_name(config, source, count_params(profile).total)
+        if sized != profile.name:
+            data = {**data, "name": sized}
+            profile = load_model_profile(data, source=source)
     return data, profile
 
 

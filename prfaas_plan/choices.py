@@ -155,6 +155,7 @@ class WorkloadType(StrEnum):
     lognormal = "lognormal"
     trace = "trace"
     histogram = "histogram"
+    cdf = "cdf"
     mixture = "mixture"
     fixed = "fixed"
 

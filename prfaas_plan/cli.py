@@ -101,7 +101,9 @@ def _emit(report, fmt: OutputFormat, output: str | None, figures=(), preface: st
             return
         from rich.console import Console
 
-        console = Console()
+        from .report import color_disabled
+
+        console = Console(color_system=None if color_disabled() else "auto")
         if preface:
             console.print(preface, highlight=False, markup=False, end="")
         sys.stdout.write(render(report, "table", width=console.width, color=True))
@@ -660,12 +662,22 @@ class _progress:
     def __enter__(self):
         from rich.console import Console
 
-        self._console = Console(stderr=True)
+        from .report import color_disabled
+
+        self._plain = color_disabled()  # NO_COLOR: a plain line redrawn with '\r', no ANSI codes
+        self._console = Console(stderr=True, color_system=None if self._plain else "auto")
         self._bar = None
+        self._shown = 0
         return self.update
 
     def update(self, done: int, total: int) -> None:
         if not self._console.is_terminal or total < self.minimum:
+            return
+        if self._plain:
+            line = f"\r{self.label}: {done:,} / {total:,}"
+            sys.stderr.write(line.ljust(self._shown))
+            sys.stderr.flush()
+            self._shown = len(line)
             return
         if self._bar is None:
             from rich.progress import Progress
@@ -678,6 +690,8 @@ class _progress:
     def __exit__(self, *exc):
         if self._bar is not None:
             self._bar.stop()
+        if self._shown:
+            sys.stderr.write("\r" + " " * self._shown + "\r")
         return False
 
 

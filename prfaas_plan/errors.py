@@ -15,13 +15,23 @@ _MAX_FIELD_CHARS = 60
 
 
 def shorten(text: str, limit: int) -> str:
-    """``text`` on one line, cut in the middle with '...' if longer than ``limit`` characters."""
+    """``text`` on one line, cut in the middle with '...' if longer than ``limit`` characters.
+
+    Each cut moves to the nearest space within a third of its side (at most 30 characters),
+    so that a word, such as a name in a list, is dropped whole rather than cut in two."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
         return text
     keep = max(limit - 3, 2)
     head = keep - keep // 3
-    return text[:head] + "..." + text[len(text) - (keep - head):]
+    start, end = text[:head], text[len(text) - (keep - head):]
+    space = start.rfind(" ")
+    if space > 0 and len(start) - space <= min(30, len(start) // 3):
+        start = start[:space + 1]
+    space = end.find(" ")
+    if 0 <= space <= min(30, len(end) // 3):
+        end = end[space:]
+    return start + "..." + end
 
 
 def show(value: object, limit: int = 40) -> str:

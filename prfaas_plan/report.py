@@ -9,11 +9,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 FORMATS = ("table", "json", "csv")
+
+
+def color_disabled() -> bool:
+    """Whether NO_COLOR is set and not empty (https://no-color.org): then no output carries an
+    ANSI code at all, neither colour nor bold nor italic."""
+    return bool(os.environ.get("NO_COLOR"))
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,8 @@ def to_table(report: Report, width: int | None = None, color: bool = False) -> s
     for row in report.rows:
         table.add_row(*[col.fmt(row[col.key]) for col in report.columns])
     buf = io.StringIO()
-    console = Console(file=buf, width=width or 120, force_terminal=color, color_system="auto" if color else None)
+    console = Console(file=buf, width=width or 120, force_terminal=color,
+                      color_system="auto" if color and not color_disabled() else None)  # None: no ANSI codes
     if report.meta:
         console.print("  ".join(f"[bold]{k}[/bold]: {v}" for k, v in report.meta.items()), highlight=False)
     console.print(table)

@@ -25,7 +25,7 @@ from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod,
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
-from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model
+from ..profiles.registry import canonical_name, looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS, MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
@@ -521,13 +521,18 @@ def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, context: int, sou
 def _limits(scenario: Scenario, pools: list[Pool], source: str | None) -> Limits:
     """Instance ranges and budgets; every GPU budget names a hardware the scenario uses."""
     names = {pool.hardware_name for pool in pools}
-    for name in scenario.budgets.gpus:
-        if name not in names:
+    budgets: dict[str, int] = {}
+    for name, chips in scenario.budgets.gpus.items():
+        key = name if name in names else canonical_name(name, "hardware_profiles") or name  # 'H200' is h200
+        if key not in names:
             raise PlanInputError(f"budget for '{name}', which no pool uses (they use "
                                  f"{', '.join(sorted(names))})", source=source, field=f"budgets.gpus.{name}")
+        if key in budgets:
+            raise PlanInputError(f"a second budget for '{key}'", source=source, field=f"budgets.gpus.{name}")
+        budgets[key] = chips
     (f_lo, f_hi), (pd_lo, pd_hi) = scenario.prfaas.count_range, scenario.pd.count_range
     d_lo, d_hi = scenario.pd_decode.count_range if scenario.pd_decode is not None else (None, None)
-    return Limits(f_lo, f_hi, pd_lo, pd_hi, dict(scenario.budgets.gpus), scenario.budgets.usd_per_hour, d_lo, d_hi)
+    return Limits(f_lo, f_hi, pd_lo, pd_hi, budgets, scenario.budgets.usd_per_hour, d_lo, d_hi)
 
 
 def validate_scenario(data: object, source: str) -> Scenario:

@@ -10,11 +10,13 @@ key fails with a :class:`PlanInputError` naming that key and the model_type.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from ..errors import PlanInputError, show
@@ -528,8 +530,65 @@ def _stack(layers: list[tuple[str, str]]) -> dict:
 
 
 def _slug(text: str) -> str:
-    """'Qwen/Qwen3-8B' -> 'qwen3-8b'."""
+    """'Qwen/Qwen3-8B' -> 'qwen3-8b' (the last path component; '_' and other marks become '-')."""
     return re.sub(r"[^a-z0-9.]+", "-", text.rsplit("/", 1)[-1].lower()).strip("-.")
+
+
+_SIZE_IN_NAME = re.compile(r"(?:^|-)\d+(?:\.\d+)?[bmt](?:-|$)")  # '-70b-', '-1.5b', '-1t'
+_NAME_CHARS = 64  # an imported name is cut to this many characters
+
+
+def spoken_size(params: float) -> str:
+    """A parameter count as model names say it: below 10 (billions, or trillions from 10^12 on)
+    to one decimal, rounded, without '.0' (8.03e9 -> '8b', 1.54e9 -> '1.5b', 1.026e12 -> '1t');
+    from 10 to 999 billions truncated to whole billions, as names do (Llama 3.3 70B counts
+    70.6e9 -> '70b'; Llama 3.1 405B 405.8e9 -> '405b')."""
+    billions = params / 1e9
+    if billions >= 1000:
+        return f"{round(billions / 1000, 1):g}t"
+    if billions >= 10:
+        return f"{math.floor(billions + 1e-9)}b"
+    return f"{round(billions, 1):g}b"
+
+
+def _family(model_type: str) -> str:
+    """The family word of a model_type ('qwen3_moe' -> 'qwen', 'kimi_k2' -> 'kimi')."""
+    match = re.match(r"[a-z]+", model_type.lower())
+    return match.group(0) if match else model_type.lower()
+
+
+def _name_candidates(config: dict, path: str | Path | None) -> list[str]:
+    """Names the config's own identifiers suggest, best first: ``_name_or_path`` (its first
+    word: a repository id or a local folder), then the file's name as Hugging Face writes it
+    (``org--Model-Name.config.json``; a ``config.json``: its folder, or the ``models--org--name``
+    folder of the Hugging Face cache)."""
+    out = []
+    path_name = config.get("_name_or_path")
+    if isinstance(path_name, str) and path_name.split():
+        out.append(path_name.split()[0])
+    if path is not None:
+        path = Path(path)
+        stem = path.name.removesuffix(".json").removesuffix(".config")
+        if stem != "config":
+            out.append(stem)
+        else:
+            cache = next((p.name for p in path.parents if p.name.startswith("models--")), None)
+            out.append(cache if cache is not None else path.parent.name)
+    return [_slug(c.rsplit("--", 1)[-1]) for c in out]
+
+
+def imported_name(config: dict, path: str | Path | None = None, params: float | None = None) -> str:
+    """The name of an imported model: the first of ``_name_candidates`` that names the model's
+    family (its model_type's leading word, so a folder such as 'downloads' is not taken),
+    else the model_type ('kimi_k2' -> 'kimi-k2'); then, unless the name already says a size
+    ('70b'), the counted ``params`` as ``spoken_size`` says it ('kimi-k2-1t')."""
+    model_type = str(config.get("model_type") or "model")
+    family = _family(model_type)
+    name = next((c for c in _name_candidates(config, path) if family in c.replace("-", "")), None)
+    name = (name or _slug(model_type) or "model")[:_NAME_CHARS].strip("-.")
+    if params is not None and not _SIZE_IN_NAME.search(name):
+        name = f"{name}-{spoken_size(params)}"
+    return name
 
 
 def _first(readers: tuple[_Reader, ...], keys: tuple[str, ...]) -> tuple[_Reader, str] | None:
@@ -572,9 +631,8 @@ def profile_from_hf_config(config: dict, *, name: str | None = None, source: str
     """Return a model-profile mapping (plain dict, YAML-dumpable, keys in the schema's order).
 
     ``config`` is a parsed Hugging Face config.json (multimodal configs: its text_config);
-    ``source`` (a path) is named in errors. The name defaults to a slug of
-    ``_name_or_path``, else of ``model_type`` (``api.import_model`` then adds the size, so that
-    two models of one family do not share a name). Parameter counts are left out (optional).
+    ``source`` (a path) is named in errors. The name defaults to ``imported_name`` without a
+    size (``api.import_model`` adds the counted size where the name says none). Parameter counts are left out (optional).
     Raises PlanInputError naming the HF key that is missing or not understood.
     """
     if not isinstance(config, dict):
@@ -599,8 +657,7 @@ def profile_from_hf_config(config: dict, *, name: str | None = None, source: str
 
     n, hidden = text.integer("num_hidden_layers"), text.integer("hidden_size")
     if name is None:
-        path_name = config.get("_name_or_path")
-        name = (_slug(path_name) if isinstance(path_name, str) else "") or _slug(model_type)
+        name = imported_name(config, source)
     archs = ", ".join(config.get("architectures") or []) or model_type
     return {
         "name": name,

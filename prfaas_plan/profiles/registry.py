@@ -45,14 +45,41 @@ def looks_like_path(ref: str) -> bool:
     return ref.endswith(_SUFFIXES) or "/" in ref or is_regular_file(ref)
 
 
+def _key(ref: str) -> str:
+    """How names are compared: case-insensitive, '_' the same as '-' ('Kimi_K2' -> 'kimi-k2')."""
+    return ref.strip().lower().replace("_", "-")
+
+
+def canonical_name(ref: str, kind: str) -> str | None:
+    """The shipped ``kind`` name that ``ref`` means (exact, else the one name equal to it
+    case-insensitively with '_' and '-' the same), or None (no such name, or two)."""
+    names = shipped_names(kind)
+    if ref in names:
+        return ref
+    matches = [name for name in names if _key(name) == _key(ref)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def unknown_name_reason(ref: str, label: str, names: tuple[str, ...], hint: str) -> str:
+    """'unknown hardware 'rubin-cxp'; did you mean 'rubin-cpx'? (shipped: ...; HINT)': up to
+    three close names (difflib, on the compared form of ``_key``), then every name."""
+    import difflib
+
+    keys = {_key(name): name for name in names}
+    close = [keys[k] for k in difflib.get_close_matches(_key(ref), list(keys), n=3, cutoff=0.6)]
+    guess = f"; did you mean {' or '.join(show(name) for name in close)}?" if close else ""
+    return f"unknown {label} {show(ref)}{guess} (shipped: {', '.join(names)}; {hint})"
+
+
 def _shipped_path(ref: str, kind: str, label: str) -> Path:
-    """The file of a reference: the path itself, or the shipped profile of that name."""
+    """The file of a reference: the path itself, or the shipped profile of that name (see
+    ``canonical_name``); an unknown name suggests the closest shipped ones."""
     if looks_like_path(ref):
         return Path(ref)
-    path = _shipped_dir(kind) / f"{ref}.yaml"
-    if not is_regular_file(path):
-        names = ", ".join(shipped_names(kind))
-        raise PlanInputError(f"unknown {label} {show(ref)} (shipped: {names}; or give a YAML file path)")
+    name = canonical_name(ref, kind)
+    path = _shipped_dir(kind) / f"{name}.yaml" if name is not None else None
+    if path is None or not is_regular_file(path):
+        raise PlanInputError(unknown_name_reason(ref, label, shipped_names(kind), "or give a YAML file path"))
     return path
 
 

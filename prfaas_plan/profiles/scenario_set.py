@@ -21,7 +21,7 @@ from ..choices import ObjectiveKind
 from ..errors import PlanInputError
 from ..ranges import COMPARE_OPTIONS
 from .cost_spec import CostSpec
-from .registry import looks_like_path
+from .registry import canonical_name, looks_like_path
 from .scenario import AUTO, ClusterSpec, CountRange, Scenario
 
 NO_DECODE_POOL = "none"
@@ -143,7 +143,8 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
     out = scenario.model_copy(update=update)
     used = {spec.hardware for spec in (out.prfaas, out.pd, out.pd_decode) if spec is not None}
     if not any(looks_like_path(ref) for ref in used):  # shipped references are the profiles' names
-        kept = {k: v for k, v in out.budgets.gpus.items() if k in used}
+        canonical = {canonical_name(ref, "hardware_profiles") or ref for ref in used}  # 'H200' is h200
+        kept = {k: v for k, v in out.budgets.gpus.items() if (canonical_name(k, "hardware_profiles") or k) in canonical}
         if len(kept) < len(out.budgets.gpus):
             notes.append(f"GPU budgets of hardware this option does not use ignored: "
                          f"{', '.join(sorted(set(out.budgets.gpus) - set(kept)))}")

@@ -7,11 +7,12 @@ Token values may be written as counts (``131072``) or with K = 1,024 (``128K``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator, model_validator
 
 from ..choices import WorkloadType
+from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
 from ._base import Float, Int, List, Name, StrictModel, Tokens, _token_count, register_tags
 
@@ -59,6 +60,40 @@ class HistogramSpec(_Spec):
     points_per_bin: Int(BINS) = 16
 
 
+CdfTokens = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=1, le=TOKENS.hi)]
+CdfFraction = Float(Range(0, 1, "", "a cumulative fraction of requests"))
+
+
+def _pair(value: Any) -> Any:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ValueError(f"a point is [tokens, F], got {show(value)}")
+    return tuple(value)
+
+
+CdfPoint = Annotated[tuple[CdfTokens, CdfFraction], BeforeValidator(_pair)]
+CdfPoints = List(CdfPoint, min_length=1)
+"""Points [tokens, F] of a CDF, F = P(L <= tokens); order and F(last) = 1 are checked by
+``workload.cdf.from_cdf``, which names the offending point."""
+
+
+class CdfSpec(_Spec):
+    """A cumulative distribution: F(tokens) = P(L <= tokens) at ``points`` (inline, or a JSON
+    file ``path`` of ``[[tokens, F], ...]`` or ``{"cdf": [...]}``, relative to the scenario),
+    linear between points and from (0, 0) to the first: uniform within each interval."""
+
+    type: Literal[WorkloadType.cdf]
+    points: CdfPoints | None = None
+    path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    points_per_bin: Int(BINS) = 16
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.points is None) == (self.path is None):
+            given = "both" if self.points is not None else "neither"
+            raise ValueError(f"give points (inline [[tokens, F], ...]) or path (a JSON file of them); {given} given")
+        return self
+
+
 class FixedSpec(_Spec):
     """Every request has ``tokens`` tokens."""
 
@@ -82,7 +117,7 @@ class MixtureSpec(_Spec):
 
 
 LengthSpec = Annotated[
-    LognormalSpec | TraceSpec | HistogramSpec | FixedSpec | MixtureSpec, Field(discriminator="type")
+    LognormalSpec | TraceSpec | HistogramSpec | CdfSpec | FixedSpec | MixtureSpec, Field(discriminator="type")
 ]
 MixtureSpec.model_rebuild()
 register_tags(*WorkloadType)

@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike
 from ..choices import WorkloadType
 from ..errors import PlanInputError
 from ..ranges import MAX_SUPPORT_POINTS
+from .cdf import cdf_buckets
 from .trace import read_length_trace
 
 _PROB_SUM_TOLERANCE = 1e-9
@@ -227,6 +228,15 @@ def histogram(edges_tokens: ArrayLike, counts: ArrayLike, points_per_bin: int = 
     return _merged(np.maximum(points.ravel(), 1.0), np.repeat(weights / points_per_bin, points_per_bin))
 
 
+def from_cdf(tokens: ArrayLike, fractions: ArrayLike, points_per_bin: int = 16,
+             field: str = "points") -> LengthDistribution:
+    """The distribution whose CDF is linear through (0, 0) and (tokens_i, fractions_i), with
+    fractions_i = P(L <= tokens_i): the ``histogram`` of ``cdf.cdf_buckets`` (which checks the
+    points; errors name ``{field}[i]``)."""
+    edges, masses = cdf_buckets(tokens, fractions, field)
+    return histogram(edges, masses, points_per_bin)
+
+
 def mixture(components: Sequence[tuple[float, LengthDistribution]]) -> LengthDistribution:
     """P(l) = sum_c w_c P_c(l) / sum_c w_c; equal lengths of different components are merged."""
     if len(components) == 0:
@@ -299,6 +309,8 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
         return build(histogram, edges_tokens=spec.edges_tokens, counts=spec.counts, points_per_bin=spec.points_per_bin)
     if kind == WorkloadType.fixed:
         return build(fixed, tokens=spec.tokens)
+    if kind == WorkloadType.cdf:
+        return _build_cdf(spec, source, field_prefix)
     if kind == WorkloadType.trace:
         trace_path = Path(spec.path)
         if source is not None and not trace_path.is_absolute():
@@ -313,6 +325,28 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
     return build(mixture, components=weighted)
 
 
+def _build_cdf(spec, source: str | None, field_prefix: str) -> LengthDistribution:
+    """A ``cdf`` spec: its inline points, or those of its JSON file (relative to ``source``'s
+    folder; errors in the file name the file and the point)."""
+    from .cdf import read_cdf_file
+
+    if spec.points is not None:
+        points, where, field = spec.points, source, f"{field_prefix}.points"
+    else:
+        path = Path(spec.path)
+        if source is not None and not path.is_absolute():
+            path = Path(source).parent / path
+        points, field = read_cdf_file(path)
+        where = str(path)
+    tokens, fractions = zip(*points)
+    try:
+        return from_cdf(tokens, fractions, spec.points_per_bin, field=field)
+    except PlanInputError as exc:
+        if exc.field == "points_per_bin":  # the support limit: a setting of the scenario, not of a point
+            raise PlanInputError(exc.reason, source=source, field=f"{field_prefix}.points_per_bin") from None
+        raise PlanInputError(exc.reason, source=where, field=exc.field) from None
+
+
 def _support_of(spec) -> int:
     """Distinct lengths a spec builds at most (a trace: 0 here, bounded when read)."""
     kind = spec.type
@@ -322,6 +356,8 @@ def _support_of(spec) -> int:
         return (len(spec.edges_tokens) - 1) * spec.points_per_bin
     if kind == WorkloadType.fixed:
         return 1
+    if kind == WorkloadType.cdf:
+        return 0 if spec.points is None else (len(spec.points) + 1) * spec.points_per_bin
     if kind == WorkloadType.trace:
         return 0
     return sum(_support_of(c) for c in spec.components)
