@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..choices import Basis, CurveSource, DecodeSource, FitParam, PrefillCapacity, PrefillSource
 from ..profiles.model import ModelProfile
-from ..timing.calibrate import CalibrationPoint
+from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.instance import Instance
 from ..timing.prefill import measured_for
 
@@ -49,6 +49,25 @@ def calibration_points(role: str, written: str, given: list[CalibrationPoint], f
         return [], None, notes
     points = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in measured.prefill]
     return points, _FIT_BY_POINTS.get(len(points)), notes
+
+
+_CALIBRATIONS: dict[tuple, CalibrationResult] = {}
+CALIBRATIONS_KEPT = 32
+
+
+def calibrated(model: ModelProfile, hardware, gpus: int, points: list[CalibrationPoint], fit, layout, engine
+               ) -> CalibrationResult:
+    """``timing.calibrate.calibrate``, once per process for the same inputs: a comparison fits the
+    same measured points (a model profile's, for every option on that hardware) again and again."""
+    key = (model.model_dump_json(), hardware.model_dump_json(), gpus,
+           tuple((p.length_tokens, p.prefill_s) for p in points), None if fit is None else tuple(fit), repr(layout),
+           repr(engine))
+    if key not in _CALIBRATIONS:
+        if len(_CALIBRATIONS) >= CALIBRATIONS_KEPT:
+            _CALIBRATIONS.pop(next(iter(_CALIBRATIONS)))
+        _CALIBRATIONS[key] = calibrate(model, hardware, gpus, points, name=hardware.name, fit=fit, layout=layout,
+                                       engine=engine)
+    return _CALIBRATIONS[key]
 
 
 def prefill_settings(curve: CurveSource, capacity: PrefillCapacity | None, calibrated: bool, basis: Basis

@@ -28,7 +28,7 @@ from ..profiles.model import ModelProfile
 from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS, MAX_CHIP_COMBINATIONS
-from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
+from ..timing.calibrate import CalibrationPoint, CalibrationResult
 from ..timing.cost import Engine
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
@@ -39,7 +39,7 @@ from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.cluster_cache import ClusterCaches, HitDistribution, RoutedPoints, routed_points
 from ..workload.distributions import LengthDistribution, build_distribution, with_prefix_cache
 from ..yamlio import is_regular_file
-from .basis import calibration_points, decode_source, measured_decode_rate, prefill_settings
+from .basis import calibrated, calibration_points, decode_source, measured_decode_rate, prefill_settings
 from .cost import ChipCost, LinkCost, chip_cost
 
 
@@ -350,8 +350,7 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: Hardware
                                             spec.source, model, hardware, gpus, basis, prefills)
     if points:
         try:
-            calibration = calibrate(model, hardware, gpus, points, name=f"{hardware.name}", fit=fit, layout=layout,
-                                    engine=engine)
+            calibration = calibrated(model, hardware, gpus, points, fit, layout, engine)
         except PlanInputError as exc:
             field = "calibration_fit" if exc.field == "--fit" else "calibration_points"
             raise PlanInputError(exc.reason, source=source, field=f"{role}.{field}") from None

@@ -65,9 +65,10 @@ def sources_view(rows: list[dict], title: str, notes: list[str]) -> Report:
              if c.key in rows[0]] if rows else []
     return Report(title=title, columns=[
         *first, Column("prfaas_prefill", "PrfaaS prefill", text, justify="left"),
-        Column("prfaas_layout", "layout", text, justify="left"),
-        Column("pd_prefill", "PD prefill", text, justify="left"), Column("pd_layout", "layout", text, justify="left"),
-        Column("decode_source", "decode", text, justify="left"), Column("decode_layout", "layout", text, justify="left"),
+        Column("prfaas_layout", "PrfaaS layout", text, justify="left"),
+        Column("pd_prefill", "PD prefill", text, justify="left"), Column("pd_layout", "PD layout", text, justify="left"),
+        Column("decode_source", "decode", text, justify="left"),
+        Column("decode_layout", "decode layout", text, justify="left"),
     ], rows=shown, notes=notes)
 
 
