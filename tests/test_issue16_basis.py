@@ -178,6 +178,11 @@ def test_basis_from_the_compare_section_and_the_option(tmp_path, run_cli):
     rows = list(csv.DictReader(io.StringIO(run_cli("compare", path, "-f", "csv", "-j", "1", "--basis",
                                                    "model").out)))
     assert [r["basis"] for r in rows] == ["model"]
+    doc["compare"].pop("basis")  # the default: the instance model
+    rows = list(csv.DictReader(io.StringIO(run_cli("compare", _write(tmp_path, doc), "-f", "csv", "-j", "1").out)))
+    assert [(r["basis"], r["prfaas_prefill_capacity"]) for r in rows] == [("model", "saturated")]
+    assert api.compare("paper-case-study", prfaas=["b200"]).basis == "model"  # no compare: section
+    path = _write(tmp_path, {**doc, "compare": {**doc["compare"], "basis": "as-given"}})
     res = run_cli("compare", path, "--basis", "measured")
     assert res.code == 2 and "--basis" in res.err and len(res.err.strip().splitlines()) == 1
     doc["compare"]["basis"] = "modelled"
