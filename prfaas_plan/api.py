@@ -16,7 +16,17 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .choices import ArrivalProcess, CurveSource, DeploymentName, ObjectiveKind, PlanMode, PrefillCapacity, ProfileKind, SweepOver
+from .choices import (
+    ArrivalProcess,
+    Basis,
+    CurveSource,
+    DeploymentName,
+    ObjectiveKind,
+    PlanMode,
+    PrefillCapacity,
+    ProfileKind,
+    SweepOver,
+)
 from .errors import PlanInputError, show, warn
 from .profiles.hardware import HardwareProfile
 from .profiles.model import ModelProfile
@@ -374,12 +384,13 @@ def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float | N
 
 
 def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None,
-            mode: str = PlanMode.exact, jobs: int = 1, progress=None):
+            mode: str = PlanMode.exact, jobs: int = 1, progress=None, basis: str | None = None):
     """Plan every combination of options under one scenario (``planner.compare``): lists of
     hardware for the PrfaaS, PD (or PD-P) and decode-only pools (``"none"``: no decode-only
     pool), of models and of link bandwidths (decimal Gbps); a list left out comes from the
     scenario's ``compare:`` section. Paths given here are taken from the working directory.
-    Returns a ``planner.compare.Comparison``, ranked."""
+    ``basis`` (``choices.Basis``; default: the ``compare:`` section's, else ``model``) sizes every
+    option alike (``planner.basis``). Returns a ``planner.compare.Comparison``, ranked."""
     from pathlib import Path
 
     from .planner.compare import compare as run
@@ -389,6 +400,7 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
     from .ranges import JOBS
 
     JOBS.check(jobs, "--jobs")
+    basis = None if basis is None else _choice(Basis, basis, "--basis")
     for value in link_gbps or ():
         LINK_GBPS.check(value, "--link")
 
@@ -407,7 +419,7 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
     with scenario_errors(scenario):
         spec, path = resolve_scenario_file(scenario)
         scenarios = scenario_set(spec, path, absolute(prfaas), absolute(pd), absolute(pd_decode), absolute(model),
-                                 list(link_gbps) if link_gbps else None)
+                                 list(link_gbps) if link_gbps else None, basis)
         if scenarios.options == (CompareOption(),):
             raise PlanInputError("no options to compare: give --prfaas, --pd, --decode, --model or --link, or a "
                                  "compare: section in the scenario", field="compare")

@@ -182,6 +182,27 @@ class DecodeSource(StrEnum):
     scenario = "scenario"  # the scenario's decode.tokens_per_s_per_instance (measured or implied)
     roofline = "roofline"
     measured = "measured"  # the model profile's measurement on this instance
+    calibrated = "calibrated"  # the roofline's step times scaled to a measurement on this hardware
+
+
+class PrefillSource(StrEnum):
+    """Which prefill curve sized a pool: measured points (PCHIP between them), the roofline
+    calibrated on measured points of its hardware, or the roofline alone."""
+
+    measured = "measured"
+    calibrated = "calibrated"
+    roofline = "roofline"
+
+
+class Basis(StrEnum):
+    """What every option of a comparison is sized on. ``model``: each pool on the instance
+    model (the roofline; calibrated where the pool's own hardware has measured points or a
+    measured decode rate; prefill capacity batched unless the pool fixes it); ``as-given``:
+    the scenario's measured curves and rates where it has them, as ``plan`` uses them. In
+    both, a measurement belongs to the hardware it was measured on."""
+
+    model = "model"
+    as_given = "as-given"
 
 
 class ProfileKind(StrEnum):

@@ -18,6 +18,7 @@ import typer
 from . import __version__
 from .choices import (
     ArrivalProcess,
+    Basis,
     ComputeDtype,
     CurveSource,
     DeploymentName,
@@ -417,6 +418,10 @@ def compare(
                                     "at most one per option)."),
     plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front "
                                          "(.png, .svg or .pdf)."),
+    basis: Basis | None = typer.Option(None, "--basis", help="What every option is sized on: model (each pool on "
+                                       "the instance model, calibrated where its hardware has measured points; the "
+                                       "default, or the compare: section's) or as-given (the scenario's measured "
+                                       "curves, as plan uses them)."),
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -437,7 +442,7 @@ def compare(
                  model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
     workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
     with _progress("planning options", minimum=2) as progress:
-        result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, **lists)
+        result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, **lists)
     figures = ()
     if plot_file:
         from .plot import compare_figure

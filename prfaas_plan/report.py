@@ -2,6 +2,10 @@
 
 Library results are turned into a :class:`Report`; ``render`` writes it as a rich table,
 JSON or CSV. The three formats carry the same row values (the table only formats them).
+
+A table wider than the width it is given is never cropped: its columns are split into parts
+that fit, one below the other, each repeating the columns marked ``keep`` (the row's name);
+a text column that alone does not fit wraps at spaces. Numbers are always whole.
 """
 
 from __future__ import annotations
@@ -10,11 +14,13 @@ import csv
 import io
 import json
 import os
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 FORMATS = ("table", "json", "csv")
+CONTINUED = "(continued)"  # the title of a table's further parts
 
 
 def color_disabled() -> bool:
@@ -30,6 +36,7 @@ class Column:
     fmt: Callable[[Any], str] = str
     justify: str | None = None  # 'left' or 'right'; default: left for plain text, right for numbers
     min_width: int | None = None  # keep labels readable in narrow terminals
+    keep: bool = False  # repeated in every part of a table split to fit the width (the row's name)
 
 
 @dataclass
@@ -85,26 +92,59 @@ def _csv_value(value: Any) -> Any:
     return repr(value) if isinstance(value, float) else value
 
 
+def _widths(report: Report, columns: list[Column]) -> list[int]:
+    """Each column's natural width: its header, its minimum, its widest cell."""
+    return [max([len(col.header), col.min_width or 0, *(len(col.fmt(row[col.key])) for row in report.rows)])
+            for col in columns]
+
+
+def table_width(widths: list[int]) -> int:
+    """Characters of a SIMPLE_HEAD table line with these column widths (one space of padding each
+    side of a cell, one between columns, an edge each side)."""
+    return sum(w + 2 for w in widths) + len(widths) + 1
+
+
+def parts(report: Report, width: int | None) -> list[list[Column]]:
+    """The columns of each part of a table at ``width`` (one part when it fits or no width is
+    given): the ``keep`` columns, then as many of the others, in order, as fit beside them."""
+    columns = report.columns
+    if not width or table_width(_widths(report, columns)) <= width:
+        return [columns]
+    kept = [c for c in columns if c.keep]
+    out: list[list[Column]] = []
+    current: list[Column] = []
+    for col in (c for c in columns if not c.keep):
+        if current and table_width(_widths(report, kept + current + [col])) > width:
+            out.append(current)
+            current = []
+        current.append(col)
+    out.append(current)
+    return [[c for c in columns if c.keep or c in part] for part in out]
+
+
 def to_table(report: Report, width: int | None = None, color: bool = False) -> str:
-    """The report as a table: rich (wrapped to ``width``, in colour) for a terminal; plain text at
-    full width otherwise (files and pipes, where rich's import and layout are not needed)."""
+    """The report as a table: rich (in colour) for a terminal; plain text otherwise (files and
+    pipes, where rich's import is not needed). A table wider than ``width`` is split into parts
+    that fit (``parts``); without a width it is one table, whatever its width."""
     if not color:
-        return _plain(report)
+        return _plain(report, width)
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=report.title, title_justify="left", box=box.SIMPLE_HEAD)
-    for col in report.columns:
-        table.add_column(col.header, justify=_justify(col), min_width=col.min_width)
-    for row in report.rows:
-        table.add_row(*[col.fmt(row[col.key]) for col in report.columns])
     buf = io.StringIO()
     console = Console(file=buf, width=width or 120, force_terminal=color,
                       color_system="auto" if color and not color_disabled() else None)  # None: no ANSI codes
     if report.meta:
         console.print("  ".join(f"[bold]{k}[/bold]: {v}" for k, v in report.meta.items()), highlight=False)
-    console.print(table)
+    for k, columns in enumerate(parts(report, width)):
+        table = Table(title=report.title if k == 0 else CONTINUED, title_justify="left", box=box.SIMPLE_HEAD)
+        for col in columns:
+            table.add_column(col.header, justify=_justify(col), min_width=col.min_width,
+                             overflow="fold", no_wrap=_justify(col) != "left")
+        for row in report.rows:
+            table.add_row(*[col.fmt(row[col.key]) for col in columns])
+        console.print(table)
     for note in report.notes:
         console.print(f"- {note}", highlight=False, soft_wrap=False)
     text = buf.getvalue()
@@ -117,26 +157,48 @@ def _justify(col: Column) -> str:
     return col.justify or ("right" if col.fmt is not str else "left")
 
 
-def _plain(report: Report) -> str:
+def _plain(report: Report, width: int | None = None) -> str:
     """The same layout as rich's SIMPLE_HEAD box, as plain text: the title, the header, a rule,
-    one line per row (cells padded by one space, columns one space apart), then the notes."""
-    headers = [col.header for col in report.columns]
-    cells = [[col.fmt(row[col.key]) for col in report.columns] for row in report.rows]
-    widths = [max([len(h), col.min_width or 0, *(len(r[i]) for r in cells)]) for i, (h, col) in
-              enumerate(zip(headers, report.columns))]
-    right = [_justify(col) == "right" for col in report.columns]
+    one line per row (cells padded by one space, columns one space apart), then the notes; split
+    into parts at ``width`` (``parts``), the widest text column of a part that still does not fit
+    wrapped at spaces, and the title and notes wrapped too."""
+    def fill(text: str, indent: str = "") -> list[str]:
+        return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
+                             break_on_hyphens=False) or [""] if width else [text]
+
+    lines = fill("  ".join(f"{k}: {v}" for k, v in report.meta.items())) if report.meta else []
+    for k, columns in enumerate(parts(report, width)):
+        lines += [*fill(report.title if k == 0 else CONTINUED), ""]
+        lines += _plain_part(report, columns, width) + [""]
+    for note in report.notes:
+        lines += fill(f"- {note}", "  ")
+    text = "\n".join(ln.rstrip() for ln in lines) + "\n"
+    for section in report.sections:
+        text += "\n" + _plain(section, width)
+    return text
+
+
+def _plain_part(report: Report, columns: list[Column], width: int | None) -> list[str]:
+    headers = [col.header for col in columns]
+    cells = [[col.fmt(row[col.key]) for col in columns] for row in report.rows]
+    widths = _widths(report, columns)
+    right = [_justify(col) == "right" for col in columns]
+    texts = [i for i, r in enumerate(right) if not r]
+    if width and texts and table_width(widths) > width:  # wrap the widest text column
+        i = max(texts, key=lambda j: widths[j])
+        widths[i] = max(len(headers[i]), widths[i] - (table_width(widths) - width), 10)
 
     def line(values: list[str]) -> str:
         return " " + " ".join(f" {v.rjust(w) if r else v.ljust(w)} " for v, w, r in zip(values, widths, right))
 
+    def physical(values: list[str]) -> list[str]:
+        wrapped = [textwrap.wrap(v, w, break_long_words=False, break_on_hyphens=False) or [""] if len(v) > w
+                   else [v] for v, w in zip(values, widths)]
+        return [line([cell[k] if k < len(cell) else "" for cell in wrapped])
+                for k in range(max(len(cell) for cell in wrapped))]
+
     rule_width = len(line(headers)) - 2
-    lines = ["  ".join(f"{k}: {v}" for k, v in report.meta.items())] if report.meta else []
-    lines += [report.title, "", line(headers), " " + "─" * rule_width, *(line(r) for r in cells), ""]
-    lines += [f"- {note}" for note in report.notes]
-    text = "\n".join(ln.rstrip() for ln in lines) + "\n"
-    for section in report.sections:
-        text += "\n" + _plain(section)
-    return text
+    return [line(headers), " " + "─" * rule_width, *(ln for r in cells for ln in physical(r))]
 
 
 def render(report: Report, fmt: str, width: int | None = None, color: bool = False) -> str:

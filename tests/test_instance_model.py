@@ -312,7 +312,7 @@ def test_plan_reports_the_prefill_capacity_of_each_pool(tmp_path, run_cli):
     assert r.code == 0, r.err
     curves = json.loads(r.out)["prefill_curves"]
     assert curves["prfaas"]["source"] == "measured" and curves["prfaas"]["capacity"] == "per_request"
-    assert curves["pd"]["source"] == "roofline (calibrated)" and curves["pd"]["capacity"] == "per_request"
+    assert curves["pd"]["source"] == "calibrated" and curves["pd"]["capacity"] == "per_request"
     scenario = write_case_study(tmp_path, pd__prefill_capacity="saturated")
     r = run_cli("plan", str(scenario))
     assert r.code == 0, r.err

@@ -376,7 +376,7 @@ def _compare_csv(run_cli, *args) -> list[dict]:
 def test_compare_two_options_ranks_as_separate_plans(run_cli, tmp_path):
     combos = [(p, "h20", "prfaas-1t-hybrid") for p in ("h200", "b200")]
     expected = _ranked_separately(tmp_path, combos)
-    rows = _compare_csv(run_cli, "--prfaas", "h200,b200", "--jobs", "1")
+    rows = _compare_csv(run_cli, "--prfaas", "h200,b200", "--jobs", "1", "--basis", "as-given")
     assert [(r["prfaas_hardware"], r["pd_hardware"], r["model"]) for r in rows] == [e[3] for e in expected]
     assert [float(r["lambda_max_rps"]) for r in rows] == pytest.approx([e[4] for e in expected], rel=1e-6)
 
@@ -390,7 +390,8 @@ def test_compare_twelve_options_ranks_as_separate_plans(run_cli, tmp_path):
     expected = _ranked_separately(tmp_path, combos)
     plot = tmp_path / "front.png"
     rows = _compare_csv(run_cli, "--prfaas", "h200,b200,rubin-cpx", "--pd", "h20,h200",
-                        "--model", "prfaas-1t-hybrid,kimi-linear-48b", "--jobs", "2", "--plot", str(plot))
+                        "--model", "prfaas-1t-hybrid,kimi-linear-48b", "--jobs", "2", "--plot", str(plot),
+                        "--basis", "as-given")
     assert len(rows) == 12 and plot.stat().st_size > 10_000
     assert [(r["prfaas_hardware"], r["pd_hardware"], r["model"]) for r in rows] == [e[3] for e in expected]
     assert [float(r["lambda_max_rps"]) for r in rows] == pytest.approx([e[4] for e in expected], rel=1e-6)
@@ -410,7 +411,9 @@ def test_compare_csv_columns_carry_identity_and_units(run_cli):
         assert column in header
     unitless = {"scenario", "model", "prfaas_hardware", "pd_hardware", "pd_decode_hardware", "option", "rank",
                 "pareto", "status", "reason", "objective", "binding", "n_prfaas", "n_p", "n_d",
-                "ratio_vs_homogeneous", "link_utilisation", "notes"}
+                "ratio_vs_homogeneous", "link_utilisation", "notes", "basis", "prfaas_prefill_source",
+                "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source", "pd_prefill_capacity", "pd_layout",
+                "decode_source", "decode_layout"}
     units = ("_rps", "_s", "_ms", "_gbps", "_tokens", "_usd_per_hour", "usd_per_hour", "_kw", "_instance",
              "usd_per_mtok_output", "usd_per_mtok_blended", "_per_output_token", "gpus_total", "usd_per_hour_operating")
     for column in set(header) - unitless:
@@ -433,7 +436,7 @@ def test_compare_says_why_options_fail():
     from prfaas_plan.profiles.scenario_set import CompareOption, scenario_set
 
     def outcome(doc, option=CompareOption()):
-        scenarios = scenario_set(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
+        scenarios = scenario_set(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH, basis="as-given")
         return plan_option(scenarios, option)
 
     assert outcome(case_study_doc(), CompareOption(model="kimi-k2")).failure == "does not fit"

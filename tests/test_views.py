@@ -63,9 +63,12 @@ IDENTITY_CSV = ["scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instanc
 OPERATING_CSV = ["operating_rate_rps", "ttft_p90_s", "operating_link_utilisation", "usd_per_hour_operating",
                  "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
                  "link_usd_per_hour"]
+# which curve and rate sized each pool (the JSON's "sources"), the same on every deployment row
+SOURCES_CSV = ["basis", "prfaas_prefill_source", "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source",
+               "pd_prefill_capacity", "pd_layout", "decode_source", "decode_layout"]
 PLAN_CSV = [*IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
             "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
-            "ratio_vs_homogeneous", *OPERATING_CSV]
+            "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCES_CSV]
 LATENCY_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
     "rate req/s": "rate_rps", "TTFT mean s": "ttft_mean_s", "P90 s": "ttft_p90_s", "P99 s": "ttft_p99_s",
@@ -295,7 +298,7 @@ def _at(doc: dict, path: tuple[str, ...]):
 def plan_rows(doc: dict) -> list[dict]:
     """The deployment rows of a plan's JSON: the plan itself (with its identity and operating
     point), then the baselines (identity only)."""
-    ident = doc["identity"]
+    ident = {**doc["identity"], **doc["sources"]}
     operating = {k: _at(doc["operating"], path) for k, path in OPERATING_JSON.items()}
     return [{**ident, "deployment": "prfaas_pd", **doc["prfaas_pd"], **operating},
             *({**ident, "deployment": name, **b} for name, b in doc["baselines"].items())]
@@ -592,7 +595,7 @@ def test_simulate_columns_show_their_json_fields(run_cli):
 # compare
 
 COMPARE_TABLE = {"#": "rank", "front": "front", "PrfaaS / PD / decode": "pools", "model": "model",
-                 "link Gbps": "link_gbps", "chips/inst": "chips", "N_f/N_p/N_d": "counts", "Λ_max req/s": "capacity_rps",
+                 "Gbps": "link_gbps", "chips": "chips", "N_f/N_p/N_d": "counts", "Λ_max req/s": "capacity_rps",
                  "$/h": "usd_per_hour", "$/Mtok out": "usd_per_mtok_output", "TTFT P90 s": "ttft_p90_s",
                  "kW": "power_kw", "status": "status"}
 
@@ -603,5 +606,5 @@ def test_compare_columns_show_their_json_fields(run_cli):
     rows = doc["options"]
     assert [r["rank"] for r in rows] == [1, 2]
     check_csv(header, csv_rows, rows)
-    check_meta(text, doc, ["scenario", "objective"])
+    check_meta(text, doc, ["scenario", "objective", "basis"])
     check_table(table_titled(parse_tables(text), "Compare:"), COMPARE_TABLE, rows)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..choices import CacheRegime, ObjectiveKind
+from ..choices import Basis, CacheRegime, ObjectiveKind
 from ..errors import PlanInputError
 from ..profiles.registry import resolve_scenario_file
 from .inputs import PlanInputs, build_variants
@@ -42,11 +42,11 @@ def _score(inputs: PlanInputs) -> tuple:
     return (-round(rate, 9), cost, chips)
 
 
-def resolve(scenario, source: str | None = None) -> PlanInputs:
-    """The scenario's planning inputs, with each pool's chips per instance chosen (see the module
-    docstring) and, for cache-aware routing with ``regime: auto``, the cache regime; notes record
-    the choices."""
-    return _cache_regime(_chips(scenario, source))
+def resolve(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
+    """The scenario's planning inputs on ``basis`` (``planner.basis``), with each pool's chips per
+    instance chosen (see the module docstring) and, for cache-aware routing with ``regime: auto``,
+    the cache regime; notes record the choices."""
+    return _cache_regime(_chips(scenario, source, basis))
 
 
 def _cache_regime(inputs: PlanInputs) -> PlanInputs:
@@ -75,8 +75,8 @@ def _cache_regime(inputs: PlanInputs) -> PlanInputs:
     return replace(best, notes=best.notes + (f"cache regime: {regime} (chosen by the plan{other})",))
 
 
-def _chips(scenario, source: str | None = None) -> PlanInputs:
-    variants = build_variants(scenario, source)
+def _chips(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
+    variants = build_variants(scenario, source, basis=basis)
     if len(variants) == 1:
         return variants[0]
     scored, first_error = [], None

@@ -1,8 +1,10 @@
 """A procurement question in one run: plan every option of a scenario set
 (``profiles.scenario_set``: variants of one scenario by hardware, model and link).
 
-Every option is planned exactly as ``prfaas-plan plan`` plans that scenario (the same
-objective, SLO and budgets), without marginal values. The ranking: most req/s (the SLO
+Every option is planned as ``prfaas-plan plan`` plans that scenario (the same objective, SLO
+and budgets), without marginal values, on one basis for all (``planner.basis``: ``model``, every
+pool on the instance model, calibrated where its hardware has measured points; or ``as-given``,
+the scenario's measured curves as ``plan`` uses them). The ranking: most req/s (the SLO
 goodput, else Lambda_max) for ``max_throughput``, least provisioned $/hour for ``min_cost``;
 ties by the other, then by TTFT P90. The Pareto front is over $/hour (less is better), req/s
 (more) and TTFT P90 at the operating rate (less). An option that cannot be planned says why:
@@ -15,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..choices import ObjectiveKind, PlanMode
+from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
 from ..ranges import JOBS
@@ -49,6 +51,7 @@ class OptionResult:
     tco: Tco | None = None
     ratio_vs_homogeneous: float | None = None
     notes: tuple[str, ...] = ()
+    sources: dict = field(default_factory=dict)  # the basis and each pool's source (``planner.basis.sources``)
 
     @property
     def feasible(self) -> bool:
@@ -66,6 +69,7 @@ class Comparison:
     objective: ObjectiveKind
     results: list[OptionResult]  # ranked, best first; infeasible options last
     pareto: set[int]  # indices into results on the Pareto front
+    basis: Basis = Basis.model  # what every option is sized on (``planner.basis``)
 
     @property
     def feasible(self) -> list[OptionResult]:
@@ -92,15 +96,18 @@ def _failure(exc: PlanInputError) -> str:
 
 def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanMode.exact) -> OptionResult:
     """Plan one option (as ``plan`` would, without marginal values)."""
+    from .basis import sources
     from .chips import resolve
     from .plan import plan
 
     variant, notes = scenarios.variant(option)
     try:
-        result = plan(resolve(variant, scenarios.source), mode, with_marginals=False, with_other_mode=False)
+        inputs = resolve(variant, scenarios.source, scenarios.basis)
+        result = plan(inputs, mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
         return OptionResult(option, identity=describe(variant), failure=_failure(exc),
-                            reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes))
+                            reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes),
+                            sources={"basis": str(scenarios.basis)})
     pt, lat = result.point, result.operating_latency
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(
@@ -109,7 +116,8 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
         usd_per_hour=pt.usd_per_hour, binding=str(pt.stages.binding), tight=tuple(str(t) for t in pt.tight),
         operating_rate_rps=result.operating_rate_rps, operating_basis=result.operating_basis,
         ttft_p90_s=finite(lat.overall_p90_s), tpot_ms=finite(lat.tpot_ms), link_utilisation=finite(lat.link_utilisation),
-        tco=result.tco, ratio_vs_homogeneous=result.ratio("prfaas_pd"), notes=tuple(notes + list(result.notes)))
+        tco=result.tco, ratio_vs_homogeneous=result.ratio("prfaas_pd"), notes=tuple(notes + list(result.notes)),
+        sources=sources(result.inputs, scenarios.basis))
 
 
 def rank_key(objective: ObjectiveKind):
@@ -152,7 +160,7 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
             results.append(plan_option(scenarios, option, mode))
             progress(k + 1, total)
     results.sort(key=rank_key(scenarios.objective))
-    return Comparison(scenarios.name, scenarios.objective, results, pareto_front(results))
+    return Comparison(scenarios.name, scenarios.objective, results, pareto_front(results), scenarios.basis)
 
 
 def _in_processes(scenarios: ScenarioSet, mode, jobs: int, progress) -> list[OptionResult]:

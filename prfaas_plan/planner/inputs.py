@@ -21,14 +21,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..accounting.params import declared_params_mismatch
-from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, PrefillCapacity, Role
+from ..choices import Basis, CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, Role
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import canonical_name, looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS, MAX_CHIP_COMBINATIONS
-from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
+from ..timing.calibrate import CalibrationPoint, CalibrationResult
 from ..timing.cost import Engine
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
@@ -39,6 +39,7 @@ from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.cluster_cache import ClusterCaches, HitDistribution, RoutedPoints, routed_points
 from ..workload.distributions import LengthDistribution, build_distribution, with_prefix_cache
 from ..yamlio import is_regular_file
+from .basis import calibrated, calibration_points, decode_source, measured_decode_rate, prefill_settings
 from .cost import ChipCost, LinkCost, chip_cost
 
 
@@ -97,6 +98,7 @@ class Pool:
     calibration: CalibrationResult | None = None
     cost: ChipCost = ChipCost(None, "rental", None, 0.0, 1.0, 0.0)
     chip_options: tuple[int, ...] = ()  # the chips per instance it was chosen from (empty: fixed)
+    notes: tuple[str, ...] = ()  # measurements of other hardware left out (``planner.basis``)
 
     @property
     def hardware_name(self) -> str:
@@ -331,7 +333,9 @@ def chip_options(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: H
 
 
 def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, gpus: int,
-          options: tuple[int, ...], source: str | None, prefills: bool = True) -> Pool:
+          options: tuple[int, ...], source: str | None, prefills: bool = True, basis: Basis = Basis.as_given) -> Pool:
+    """One pool on ``basis`` (``planner.basis``: which measured points calibrate it, which curve
+    and capacity size it)."""
     layout = None if spec.parallel is None else parse_layout(spec.parallel)
     engine = Engine.of(spec.engine)
     if layout is not None:
@@ -341,11 +345,12 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: Hardware
             raise PlanInputError(exc.reason, source=source, field=f"{role}.parallel") from None
     cost = chip_cost(hardware, spec.cost, spec.site)
     calibration = None
-    if spec.calibration_points:
-        points = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
+    given = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
+    points, fit, notes = calibration_points(role, spec.hardware, given, spec.calibration_fit, spec.calibration_hardware,
+                                            spec.source, model, hardware, gpus, basis, prefills)
+    if points:
         try:
-            calibration = calibrate(model, hardware, gpus, points, name=f"{hardware.name}",
-                                    fit=spec.calibration_fit, layout=layout, engine=engine)
+            calibration = calibrated(model, hardware, gpus, points, fit, layout, engine)
         except PlanInputError as exc:
             field = "calibration_fit" if exc.field == "--fit" else "calibration_points"
             raise PlanInputError(exc.reason, source=source, field=f"{role}.{field}") from None
@@ -353,26 +358,27 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: Hardware
     instance = Instance(hardware, gpus, layout, engine)
     options = options if len(options) > 1 else ()
     if not prefills:
-        return Pool(role, instance, None, calibration, cost, options)
-    # A calibration fits measured latencies: like measured points, it counts per request by default.
-    capacity = spec.prefill_capacity or (PrefillCapacity.per_request if calibration else None)
+        return Pool(role, instance, None, calibration, cost, options, tuple(notes))
+    curve_source, capacity = prefill_settings(spec.source, spec.prefill_capacity, calibration is not None, basis)
     try:
-        curve = prefill_curve(model, instance, spec.source, capacity)
+        curve = prefill_curve(model, instance, curve_source, capacity)
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=source, field=f"{role}.{exc.field or 'gpus_per_instance'}") from None
-    return Pool(role, instance, curve, calibration, cost, options)
+    return Pool(role, instance, curve, calibration, cost, options, tuple(notes))
 
 
-def build_inputs(scenario: Scenario, source: str | None = None) -> PlanInputs:
+def build_inputs(scenario: Scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
     """Resolve a validated scenario (see the module docstring), each pool at its fewest chips
     per instance; errors name ``source``. ``planner.chips`` chooses among several."""
-    return build_variants(scenario, source, first_only=True)[0]
+    return build_variants(scenario, source, first_only=True, basis=basis)[0]
 
 
-def build_variants(scenario: Scenario, source: str | None = None, first_only: bool = False) -> list[PlanInputs]:
+def build_variants(scenario: Scenario, source: str | None = None, first_only: bool = False,
+                   basis: Basis = Basis.as_given) -> list[PlanInputs]:
     """The resolved inputs of every combination of the pools' chips per instance (one when each
-    pool has one count, or with ``first_only``). Combinations whose pools do not hold the model
-    are left out; if none does, the first one's error is raised."""
+    pool has one count, or with ``first_only``), each pool on ``basis`` (``planner.basis``).
+    Combinations whose pools do not hold the model are left out; if none does, the first one's
+    error is raised."""
     base = Path(source).resolve().parent if source else None
     try:
         model = resolve_model(_ref(scenario.model, base, source, "model"))
@@ -405,14 +411,15 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
                              "lists or lower max_gpus_per_instance", source=source, field="gpus_per_instance")
     combos = [tuple(options[r][0] for r in roles)] if first_only else list(itertools.product(*(options[r] for r in roles)))
     pools: dict[tuple[Role, int], Pool | PlanInputError] = {}
-    decodes: dict[int, Decode] = {}
+    decodes: dict[int, tuple[Decode, list[str]]] = {}
 
     def pool_of(role: Role, gpus: int) -> Pool:
         key = (role, gpus)
         if key not in pools:
             spec, need = specs[role]
             try:
-                pool = _pool(role, spec, model, hardware[role], gpus, options[role], source, role != Role.pd_decode)
+                pool = _pool(role, spec, model, hardware[role], gpus, options[role], source, role != Role.pd_decode,
+                             basis)
                 if spec.count_range[1] > 0:
                     try:
                         require_fit(model, pool.instance, need)
@@ -437,8 +444,11 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
             continue
         decoder = chosen.get(Role.pd_decode, chosen[Role.pd])
         if decoder.gpus_per_instance not in decodes:
-            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, context, source)
-        out.append(_assemble(scenario, source, model, chosen, workload, decodes[decoder.gpus_per_instance], notes))
+            written = (scenario.pd_decode or scenario.pd).hardware
+            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, written, context, source, basis)
+        decode, decode_notes = decodes[decoder.gpus_per_instance]
+        pool_notes = [n for pool in chosen.values() for n in pool.notes]
+        out.append(_assemble(scenario, source, model, chosen, workload, decode, notes + pool_notes + decode_notes))
     if not out:
         raise first_error
     if skipped:
@@ -506,16 +516,21 @@ def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload,
     return given or min(default, model.max_context_tokens)
 
 
-def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, context: int, source: str | None) -> Decode:
-    """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool) sustains."""
+def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, written: str, context: int, source: str | None,
+            basis: Basis = Basis.as_given) -> tuple[Decode, list[str]]:
+    """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool, whose
+    hardware the scenario names ``written``) sustains, on ``basis`` (``planner.basis``); notes."""
     dec = scenario.decode
-    if dec.tokens_per_s_per_instance is not None:
-        return Decode(context, dec.tpot_ms, dec.max_batch, dec.tokens_per_s_per_instance, DecodeSource.scenario, None)
+    rate, notes = measured_decode_rate(dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written)
+    if rate is not None and basis == Basis.as_given:
+        return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
     try:
         capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=source, field=f"decode.{exc.field}" if exc.field else "decode") from None
-    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s, DecodeSource(capacity.source), capacity)
+    used = decode_source(rate is not None, capacity.source, basis)
+    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s if rate is None else rate, used,
+                  capacity), notes
 
 
 def _limits(scenario: Scenario, pools: list[Pool], source: str | None) -> Limits:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, Strict, model_validator
 
 from ..choices import (
+    Basis,
     CacheRegime,
     CurveSource,
     FitParam,
@@ -100,6 +101,18 @@ class ClusterSpec(StrictModel):
         default_factory=list)
     calibration_fit: List(FitParam) | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
+    # the hardware the calibration points were measured on (default: this pool's, as written);
+    # on other hardware they are not used (``planner.inputs``)
+    calibration_hardware: Path | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _measured_on(cls, data):
+        """Calibration points belong to the hardware the file gives the pool."""
+        if isinstance(data, dict) and data.get("calibration_points") and data.get("calibration_hardware") is None \
+                and isinstance(data.get("hardware"), str):
+            data = {**data, "calibration_hardware": data["hardware"]}
+        return data
 
     @model_validator(mode="after")
     def _cap(self):
@@ -173,6 +186,9 @@ class DecodeSpec(StrictModel):
     max_batch: Int(DECODE_BATCH) | None = None
     tokens_per_s_per_instance: Float(DECODE_TOKENS_PER_S) | None = None  # measured: overrides the roofline
     tokens_per_s_note: Text = ""
+    # the hardware the rate was measured on (default: the decoding pool's, as written: pd_decode's,
+    # else pd's); a decoding pool on other hardware does not use it (``planner.inputs``)
+    tokens_per_s_hardware: Path | None = None
 
 
 class BudgetSpec(StrictModel):
@@ -226,6 +242,7 @@ class CompareSpec(StrictModel):
     pd_decode: List(Path) = Field(default_factory=list)  # hardware of a decode-only pool, or "none"
     model: List(Path) = Field(default_factory=list)
     link_gbps: List(Float(LINK_GBPS)) = Field(default_factory=list)
+    basis: Basis = Basis.model  # what every option is sized on (``choices.Basis``)
 
 
 class RobustCaseSpec(StrictModel):
@@ -293,6 +310,19 @@ class Scenario(StrictModel):
     compare: CompareSpec | None = None  # options of `prfaas-plan compare`
     robust: RobustSpec | None = None  # cases of `prfaas-plan robust`
     day: DaySpec | None = None  # windows of `prfaas-plan schedule`
+
+    @model_validator(mode="before")
+    @classmethod
+    def _decode_measured_on(cls, data):
+        """A measured decode rate belongs to the hardware the file gives the decoding pool."""
+        if not isinstance(data, dict) or not isinstance(data.get("decode"), dict):
+            return data
+        decode = data["decode"]
+        pool = data.get("pd_decode") or data.get("pd")
+        if decode.get("tokens_per_s_per_instance") is not None and decode.get("tokens_per_s_hardware") is None \
+                and isinstance(pool, dict) and isinstance(pool.get("hardware"), str):
+            data = {**data, "decode": {**decode, "tokens_per_s_hardware": pool["hardware"]}}
+        return data
 
     @model_validator(mode="after")
     def _decode_pool(self):

@@ -3,9 +3,11 @@
 Each option replaces parts of the scenario: the PrfaaS pool's hardware, the PD (or PD-P)
 pool's hardware, a decode-only pool's hardware (``none``: no separate pool), the model and
 the link's bandwidth. A replaced pool keeps its instance range, chips per instance (use
-``auto`` to size each hardware) and site, and drops what belonged to the old hardware
-(calibration points, a fixed layout, its cost: the new hardware is priced at its profile's
-example rental); a new model or decode hardware drops a measured decode rate. GPU budgets for
+``auto`` to size each hardware) and site, and drops what belonged to the old hardware (a
+fixed layout, its cost: the new hardware is priced at its profile's example rental).
+Measurements carry the hardware they were measured on (``calibration_hardware``,
+``decode.tokens_per_s_hardware``), so a pool on other hardware never uses them
+(``planner.inputs`` says so in a note); a new model drops them all. GPU budgets for
 hardware an option does not use are left out (noted). A decode-only pool that the scenario
 lacks gets ``auto`` chips and 1 to the PD pool's maximum instances, beside 0 to that many
 PD-P instances.
@@ -17,7 +19,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..choices import ObjectiveKind
+from ..choices import Basis, ObjectiveKind
 from ..errors import PlanInputError
 from ..ranges import COMPARE_OPTIONS
 from .cost_spec import CostSpec
@@ -47,11 +49,12 @@ class CompareOption:
 
 @dataclass(frozen=True)
 class ScenarioSet:
-    """A scenario and the options to plan on it."""
+    """A scenario, the options to plan on it and the basis every option is sized on."""
 
     scenario: Scenario
     source: str | None
     options: tuple[CompareOption, ...]
+    basis: Basis = Basis.model
 
     @property
     def name(self) -> str:
@@ -66,9 +69,17 @@ class ScenarioSet:
 
 
 def scenario_set(scenario: Scenario, source: str | None, prfaas=None, pd=None, pd_decode=None, model=None,
-                 link_gbps=None) -> ScenarioSet:
-    """The scenario with every combination of the given lists as its options (``options_of``)."""
-    return ScenarioSet(scenario, source, tuple(options_of(scenario, prfaas, pd, pd_decode, model, link_gbps)))
+                 link_gbps=None, basis: Basis | str | None = None) -> ScenarioSet:
+    """The scenario with every combination of the given lists as its options (``options_of``), on
+    ``basis`` (default: the ``compare:`` section's, else ``model``)."""
+    if basis is None:
+        basis = scenario.compare.basis if scenario.compare is not None else Basis.model
+    try:
+        basis = Basis(basis)
+    except ValueError:
+        raise PlanInputError(f"unknown basis {str(basis)[:40]!r}; choose from {', '.join(Basis)}",
+                             field="basis") from None
+    return ScenarioSet(scenario, source, tuple(options_of(scenario, prfaas, pd, pd_decode, model, link_gbps)), basis)
 
 
 def options_of(scenario: Scenario, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None
@@ -96,28 +107,23 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
     def swapped(role: str, spec: ClusterSpec, hardware: str) -> ClusterSpec:
         if hardware == spec.hardware:
             return spec
-        dropped = [what for what, present in (("calibration points", spec.calibration_points),
-                                              ("layout", spec.parallel is not None),
+        dropped = [what for what, present in (("layout", spec.parallel is not None),
                                               ("cost", spec.cost != CostSpec())) if present]
         if dropped:
             notes.append(f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
                          + (" (priced at the profile's example rental)" if "cost" in dropped else ""))
-        return spec.model_copy(update={"hardware": hardware, "calibration_points": [], "parallel": None,
-                                       "calibration_fit": None, "cost": CostSpec()})
+        # calibration points stay with the hardware they were measured on (calibration_hardware)
+        return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
 
-    decode_changed = False
     if option.prfaas is not None:
         update["prfaas"] = swapped("prfaas", scenario.prfaas, option.prfaas)
     if option.pd is not None:
         update["pd"] = swapped("pd", scenario.pd, option.pd)
-        decode_changed |= scenario.pd_decode is None and option.pd != scenario.pd.hardware
     if option.pd_decode == NO_DECODE_POOL:
-        decode_changed |= scenario.pd_decode is not None
         update["pd_decode"] = None
     elif option.pd_decode is not None:
         if scenario.pd_decode is not None:
             update["pd_decode"] = swapped("pd_decode", scenario.pd_decode, option.pd_decode)
-            decode_changed |= option.pd_decode != scenario.pd_decode.hardware
         else:
             lo, hi = scenario.pd.count_range
             update["pd_decode"] = ClusterSpec(hardware=option.pd_decode, gpus_per_instance=AUTO,
@@ -126,18 +132,17 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
             update["pd"] = pd.model_copy(update={"instances": CountRange(min=0, max=hi)})
             notes.append(f"a decode-only pool of {option.pd_decode} (auto chips, 1 to {max(1, hi)} instances) beside "
                          f"0 to {hi} PD-P instances")
-            decode_changed = True
     if option.model is not None and option.model != scenario.model:
         update["model"] = option.model
-        decode_changed = True
         for role in ("prfaas", "pd", "pd_decode"):
             spec = update.get(role, getattr(scenario, role))
             if spec is not None and spec.calibration_points:
                 update[role] = spec.model_copy(update={"calibration_points": [], "calibration_fit": None})
                 notes.append(f"{role}: calibration points measured on {scenario.model} dropped")
-    if decode_changed and scenario.decode.tokens_per_s_per_instance is not None:
-        update["decode"] = scenario.decode.model_copy(update={"tokens_per_s_per_instance": None})
-        notes.append("the scenario's measured decode tokens/s dropped: the new decode pool's roofline is used")
+        if scenario.decode.tokens_per_s_per_instance is not None:
+            update["decode"] = scenario.decode.model_copy(update={"tokens_per_s_per_instance": None})
+            notes.append(f"the scenario's decode tokens/s measured on {scenario.model} dropped: the decode pool's "
+                         "roofline is used")
     if option.link_gbps is not None:
         update["link"] = scenario.link.model_copy(update={"bandwidth_gbps": option.link_gbps})
     out = scenario.model_copy(update=update)

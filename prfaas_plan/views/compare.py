@@ -8,8 +8,9 @@ column its unit.
 
 from __future__ import annotations
 
+from ..planner.basis import SOURCE_KEYS
 from ..report import Column, Report
-from .plan import IDENTITY_CSV, tco_json
+from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json
 
 METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
               "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour", "operating_rate_rps",
@@ -44,6 +45,7 @@ def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
         "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
         "notes": "; ".join(r.notes),
+        **{key: r.sources.get(key) for key in SOURCE_KEYS},
     }
 
 
@@ -80,12 +82,12 @@ def compare_view(comparison) -> Report:
                       Column("usd_per_mtok_output", "$/Mtok out", _num(3))] if priced else []
     served = "goodput" if any(r.goodput_rps is not None for r in comparison.results) else "Λ_max"
     columns = [
-        Column("rank", "#", lambda v: "-" if v is None else str(v)),
+        Column("rank", "#", lambda v: "-" if v is None else str(v), keep=True),
         Column("front", "front", justify="left"),
-        Column("pools", "PrfaaS / PD / decode", justify="left", min_width=16),
+        Column("pools", "PrfaaS / PD / decode", justify="left", min_width=16, keep=True),
         Column("model", "model", lambda v: "-" if v is None else str(v), justify="left"),
-        Column("link_gbps", "link Gbps", _num(0)),
-        Column("chips", "chips/inst", justify="right"),
+        Column("link_gbps", "Gbps", _num(0)),
+        Column("chips", "chips", justify="right"),
         Column("counts", "N_f/N_p/N_d", justify="right"),
         Column("capacity_rps", f"{served} req/s", _num(3)),
         *priced_columns,
@@ -93,7 +95,7 @@ def compare_view(comparison) -> Report:
         Column("power_kw", "kW", _num(1)),
         Column("status", "status", justify="left"),
     ]
-    csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV)]
+    csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV, *SOURCE_KEYS)]
     ranked = "least provisioned $/hour" if comparison.objective == "min_cost" else f"most req/s ({served})"
     notes = [f"ranked by {ranked}; * marks the Pareto front over $/hour, req/s and TTFT P90 at each option's "
              "operating rate",
@@ -110,12 +112,16 @@ def compare_view(comparison) -> Report:
     for note, options in shared.items():
         notes.append(f"{note} ({'every option' if len(options) == len(rows) else ', '.join(options)})")
     failed = sum(r["status"] != "ok" for r in rows)
+    basis = str(comparison.basis)
+    said = {"model": "every pool on the instance model, calibrated where its own hardware has measured points",
+            "as-given": "the scenario's measurements where it has them, as plan uses them"}[basis]
+    sources = sources_view(rows, f"Sources (basis {basis}: {said})", [SOURCES_NOTE])
     return Report(
         title=f"Compare: {comparison.name} ({len(rows)} option{'s' if len(rows) != 1 else ''}, "
               f"{len(rows) - failed} feasible; "
               f"objective {comparison.objective})",
         columns=columns, rows=rows, csv_columns=csv_columns,
-        meta={"scenario": comparison.name, "objective": str(comparison.objective)}, notes=notes,
-        json_doc={"scenario": comparison.name, "objective": str(comparison.objective),
-                  "options": rows},
+        meta={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis}, notes=notes,
+        json_doc={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis,
+                  "options": rows}, sections=[sources],
     )

@@ -11,7 +11,8 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..choices import Bound, DeploymentName, PlanMode
+from ..choices import Basis, Bound, DeploymentName, PlanMode
+from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import unpriced_pools
 from ..report import Column, Report
 from ..units import format_tokens
@@ -46,13 +47,36 @@ _CAPACITY_TEXT = {
 }
 
 
-def prefill_basis(pool) -> dict[str, str]:
-    """Which prefill curve sized a pool: its source, capacity mode and layout."""
-    curve = pool.curve
-    roofline = getattr(curve, "roofline", curve)
-    source = curve.source + (" (calibrated)" if pool.calibration is not None else "")
-    layout = roofline.layout.label if curve is roofline else f"shape from {roofline.layout.label}"
-    return {"source": source, "capacity": str(curve.capacity), "layout": layout}
+_SOURCE_TEXT = {"measured": "measured curve", "calibrated": "roofline (calibrated) curve", "roofline": "roofline curve"}
+
+
+def sources_view(rows: list[dict], title: str, notes: list[str]) -> Report:
+    """Which curve and rate sized each pool, one row per plan or option (``planner.basis.sources``)."""
+    def pair(source_key: str, capacity_key: str):
+        return lambda row: "-" if row.get(source_key) is None else \
+            f"{row[source_key]}, {str(row[capacity_key]).replace('_', ' ')}"
+
+    shown = []
+    for row in rows:
+        shown.append({**row, "prfaas_prefill": pair("prfaas_prefill_source", "prfaas_prefill_capacity")(row),
+                      "pd_prefill": pair("pd_prefill_source", "pd_prefill_capacity")(row)})
+    text = lambda v: "-" if v is None else str(v)  # noqa: E731
+    first = [c for c in (Column("rank", "#", text, keep=True),
+                         Column("pools", "PrfaaS / PD / decode", text, justify="left", keep=True))
+             if c.key in rows[0]] if rows else []
+    return Report(title=title, columns=[
+        *first, Column("prfaas_prefill", "PrfaaS prefill", text, justify="left"),
+        Column("prfaas_layout", "PrfaaS layout", text, justify="left"),
+        Column("pd_prefill", "PD prefill", text, justify="left"), Column("pd_layout", "PD layout", text, justify="left"),
+        Column("decode_source", "decode", text, justify="left"),
+        Column("decode_layout", "decode layout", text, justify="left"),
+    ], rows=shown, notes=notes)
+
+
+SOURCES_NOTE = ("prefill: measured (the points, PCHIP), calibrated (the roofline fitted to measured points of that "
+                "hardware) or roofline; capacity per request (N / T_prefill) or saturated (batched passes); decode: "
+                "scenario (its measured rate), calibrated (the roofline's steps scaled to a measured rate), measured "
+                "(the model profile's) or roofline")
 
 
 def tco_json(tco) -> dict:
@@ -112,7 +136,8 @@ def plan_json(result) -> dict:
         "model": inputs.model.name,
         "mode": result.mode,
         "identity": inputs.identity(),
-        "prefill_curves": {str(pool.role): prefill_basis(pool) for pool in (inputs.prfaas, inputs.pd)},
+        "prefill_curves": {str(pool.role): prefill_source(pool) for pool in (inputs.prfaas, inputs.pd)},
+        "sources": sources(inputs, Basis.as_given),
         "prfaas_pd": {
             "threshold_tokens": pt.threshold_tokens,
             "p": round(pt.p, 6),
@@ -190,7 +215,7 @@ def operating_columns(doc: dict) -> dict:
 def _rows(doc: dict) -> list[dict]:
     """One row per deployment, read from the JSON document (baselines have no Θ and no
     operating point)."""
-    ident = doc["identity"]
+    ident = {**doc["identity"], **doc["sources"]}
     rows = [{**ident, "deployment": DeploymentName.prfaas_pd, **doc["prfaas_pd"], **operating_columns(doc)}]
     blank = dict.fromkeys(OPERATING_CSV)
     for name, b in doc["baselines"].items():
@@ -207,7 +232,7 @@ def plan_view(result) -> Report:
     num = _num
     rows = _rows(doc)  # no $/h column when no deployment has a price
     columns = [
-        Column("deployment", "deployment", _label, justify="left", min_width=14),
+        Column("deployment", "deployment", _label, justify="left", min_width=14, keep=True),
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
@@ -218,7 +243,7 @@ def plan_view(result) -> Report:
     csv_columns = [Column(key, key) for key in (
         *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
         "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
-        "ratio_vs_homogeneous", *OPERATING_CSV)]
+        "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
     link = inputs.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
@@ -242,8 +267,8 @@ def plan_view(result) -> Report:
                    f"mean output {inputs.output_mean_tokens:,.0f} tokens"),
     ]
     for pool in (inputs.prfaas, inputs.pd):
-        basis = prefill_basis(pool)
-        details.append((f"{pool.role} prefill", f"{basis['source']} curve on {pool.instance.label} "
+        basis = prefill_source(pool)
+        details.append((f"{pool.role} prefill", f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
                                                  f"({basis['layout']}); capacity {basis['capacity'].replace('_', ' ')}: "
                                                  + _CAPACITY_TEXT[basis['capacity']]))
     for pool in (inputs.prfaas, inputs.pd):
@@ -261,11 +286,14 @@ def plan_view(result) -> Report:
                                       "convex)"))
     section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
                      rows=[{"item": k, "value": v} for k, v in details])
+    pools = " / ".join(p.hardware_name for p in inputs.pools)
+    sources_table = sources_view([{**doc["sources"], "pools": pools}], "Sources (basis as-given: the scenario's "
+                                 "measurements where it has them)", [SOURCES_NOTE])
     return Report(
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
         columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
-        notes=list(result.notes), json_doc=doc, sections=[section, latency_view(result, doc["latency"])],
+        notes=list(result.notes), json_doc=doc, sections=[section, sources_table, latency_view(result, doc["latency"])],
     )
 
 
@@ -416,7 +444,7 @@ def latency_view(result, doc: dict | None = None) -> Report:
              "processor-sharing link; TPOT from the decode batch at that rate"]
     return Report(
         title="Latency (closed form)",
-        columns=[Column("deployment", "deployment", _label, justify="left", min_width=15),
+        columns=[Column("deployment", "deployment", _label, justify="left", min_width=15, keep=True),
                  Column("rate_rps", "rate req/s", sec),
                  Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p90_s", "P90 s", sec),
                  Column("ttft_p99_s", "P99 s", sec), Column("local_mean_s", "local s", sec),
