@@ -70,15 +70,14 @@ def test_multi_site_cost_is_instances_at_their_price_plus_used_links(tmp_path):
         link.update(usable_fraction=0.5, usd_per_gbps_month=price)
     result, _ = _sites(tmp_path, doc)
     assert not result.one_site and result.n_prfaas["factory"] > 0
-    links = {site.name: (gbps, price) for site, gbps, price in zip(result.pd, (10.0, 100.0), (60.0, 40.0))}
-    link_usd = sum(price * gbps / HOURS_PER_MONTH for name, (gbps, price) in links.items()
-                   if next(s for s in result.pd if s.name == name).egress_gbps["factory"] > 1e-9)
+    egress = {s.name: s.egress_gbps["factory"] for s in result.pd}
+    link_usd = sum(price * gbps / HOURS_PER_MONTH for name, gbps, price in (("east", 10.0, 60.0), ("west", 100.0, 40.0))
+                   if egress[name] > 1e-9)
     assert link_usd > 0
     hand = (result.n_prfaas["factory"] * usd_per_instance_hour("h200")
             + sum(result.n_pd.values()) * usd_per_instance_hour("h20") + link_usd)
     assert result.usd_per_hour == pytest.approx(hand, rel=1e-9)
-    east = next(s for s in result.pd if s.name == "east")
-    assert east.egress_gbps["factory"] <= 5.0 * (1 + 1e-6)  # the usable half of the 10 Gbps link
+    assert egress["east"] <= 5.0 * (1 + 1e-6)  # the usable half of the 10 Gbps link
 
 
 def test_multi_site_min_cost_buys_prfaas_at_its_instance_price(tmp_path):
