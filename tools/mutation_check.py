@@ -1,17 +1,28 @@
 """Deliberate bugs in the core formulas, each of which some test must catch.
 
-    python tests/mutation_check.py            # every mutant, fast tier (about 10 minutes)
-    python tests/mutation_check.py swa-prefill-flops egress-gib   # some of them
+    python tools/mutation_check.py            # every mutant, fast tier (about 3 minutes each)
+    python tools/mutation_check.py swa-prefill-flops egress-gib   # some of them
+    python tools/mutation_check.py --tests tests/test_issue16_mutants.py sites-day-not-cyclic
+                                              # only those test files (quick, while writing a test)
+    python tools/mutation_check.py --check    # the list still applies (seconds; no test is run)
 
 For each mutant the repository is copied to a temporary folder, one line of the copy's source
-is changed, and the fast tier (``-m "not slow"``) runs there against the copy (PYTHONPATH); a
-mutant that passes every test has escaped. Not part of the suite (it runs the suite many
-times); run it after changing a formula or its tests. The list holds the bugs a review found
-passing the previous suite (issue 7) and the ones the change that added this script touched.
+is changed, and the fast tier (``-m "not slow"``, or the ``--tests`` files) runs there against
+the copy (PYTHONPATH); a mutant that passes every test has escaped (exit 1, naming it). Not part
+of the suite (it runs the suite many times); run it after changing a formula or its tests.
+
+``--check`` runs no test: it checks that every mutant's text occurs exactly once in its file
+and differs from its replacement, and exits 1 naming the stale ones (a formula was rewritten:
+update the mutant's text, or drop it with the code it tested). Run it after any change to the
+source; it takes well under a second.
+
+The list holds the bugs a review found passing the previous suite (issues 7 and 16) and the
+ones the changes that added entries touched.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -311,10 +322,52 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/profiles/hardware.py",
         "        return self.memory_gib * 2**30",
         "        return self.memory_gib * 1e9"),
+    # issue 16: six bugs that passed the whole suite (tests/test_issue16_mutants.py)
+    "link-priced-on-usable": (
+        "prfaas_plan/planner/inputs.py",
+        "return self.cost.fixed_usd_per_hour(self.bandwidth_gbps)",
+        "return self.cost.fixed_usd_per_hour(self.usable_gbps)"),
+    "sites-day-not-cyclic": (
+        "prfaas_plan/planner/sites.py",
+        "prev = windows[(w - 1) % len(si.windows)][0]",
+        "prev = windows[max(w - 1, 0)][0]"),
+    "sites-prfaas-priced-per-chip": (
+        "prfaas_plan/planner/sites.py",
+        "n_f[f] * (si.pairs[first, f].prfaas.usd_per_hour_per_instance or 0.0)",
+        "n_f[f] * (si.pairs[first, f].prfaas.cost.provisioned_usd_per_hour or 0.0)"),
+    "schedule-switch-limit-one-too-tight": (
+        "prfaas_plan/planner/schedule.py",
+        "np.abs(splits[:, None] - splits[None, :]) <= max_switches",
+        "np.abs(splits[:, None] - splits[None, :]) < max_switches"),
+    "schedule-switch-limit-one-too-loose": (
+        "prfaas_plan/planner/schedule.py",
+        "np.abs(splits[:, None] - splits[None, :]) <= max_switches",
+        "np.abs(splits[:, None] - splits[None, :]) <= max_switches + 1"),
+    "robust-weighted-ignores-targets": (
+        "prfaas_plan/planner/robust.py",
+        "weighted = sum(c.weight * x for c, x in zip(cases, scaled))",
+        "weighted = sum(c.weight * x for c, x in zip(cases, lams))"),
+    "memory-batch-one-replica": (
+        "prfaas_plan/timing/decode.py",
+        "return max(per_group, 0) * layout.dp_attention * layout.replicas, weights, kv",
+        "return max(per_group, 0) * layout.dp_attention, weights, kv"),
 }
 
 
-def run(name: str | None) -> bool:
+def stale() -> list[str]:
+    """The mutants whose text does not occur exactly once in their file, or equals the replacement."""
+    out = []
+    for name, (path, old, new) in MUTANTS.items():
+        file = REPO / path
+        count = file.read_text().count(old) if file.is_file() else 0
+        if count != 1 or old == new:
+            why = "no such file" if not file.is_file() else (
+                "text equals its replacement" if old == new else f"text occurs {count} times")
+            out.append(f"{name} ({path}: {why})")
+    return out
+
+
+def run(name: str | None, tests: list[str]) -> bool:
     """True if some test fails with the mutant in place (caught); None runs the unmutated copy."""
     with tempfile.TemporaryDirectory(prefix=f"mutant-{name}-") as tmp:
         copy = Path(tmp) / "repo"
@@ -326,22 +379,40 @@ def run(name: str | None) -> bool:
                 raise SystemExit(f"{name}: the text to replace occurs {source.count(old)} times in {path}")
             (copy / path).write_text(source.replace(old, new))
         env = dict(os.environ, PYTHONPATH=str(copy), PRFAAS_PLAN_SKIP_VENV_TEST="1")
-        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider"],
-                                cwd=copy, env=env, capture_output=True, text=True)
+        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider",
+                                 *tests], cwd=copy, env=env, capture_output=True, text=True)
         return result.returncode != 0
 
 
-def main(names: list[str]) -> int:
-    if run(None):
-        print("the fast tier fails without any mutant: fix that first")
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--check", action="store_true", help="only check that every mutant still applies")
+    parser.add_argument("--tests", action="append", default=[], metavar="PATH",
+                        help="run only these test files or node ids (repeatable; default: the fast tier)")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in MUTANTS]
+    if unknown:
+        print(f"unknown mutant(s): {', '.join(unknown)}")
+        return 2
+    if args.check:
+        bad = [s for s in stale() if not args.names or s.split(" ", 1)[0] in args.names]
+        for line in bad:
+            print(f"STALE    {line}")
+        print(f"{len(bad)} of {len(args.names or MUTANTS)} mutants stale" if bad else
+              f"all {len(args.names or MUTANTS)} mutants apply")
+        return 1 if bad else 0
+    if run(None, args.tests):
+        print("the tests fail without any mutant: fix that first")
         return 2
     escaped = []
-    for name in names or list(MUTANTS):
-        caught = run(name)
+    names = args.names or list(MUTANTS)
+    for name in names:
+        caught = run(name, args.tests)
         print(f"{'caught ' if caught else 'ESCAPED'}  {name}", flush=True)
         if not caught:
             escaped.append(name)
-    print(f"{len(escaped)} of {len(names or MUTANTS)} escaped" + (f": {', '.join(escaped)}" if escaped else ""))
+    print(f"{len(escaped)} of {len(names)} escaped" + (f": {', '.join(escaped)}" if escaped else ""))
     return 1 if escaped else 0
 
 
