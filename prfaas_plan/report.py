@@ -106,10 +106,17 @@ def table_width(widths: list[int]) -> int:
 
 def parts(report: Report, width: int | None) -> list[list[Column]]:
     """The columns of each part of a table at ``width`` (one part when it fits or no width is
-    given): the ``keep`` columns, then as many of the others, in order, as fit beside them."""
+    given): the ``keep`` columns, then as many of the others, in order, as fit beside them. A
+    table with no ``keep`` column (a list of items and values) stays whole while its numbers fit:
+    its text wraps instead."""
     columns = report.columns
     if not width or table_width(_widths(report, columns)) <= width:
         return [columns]
+    if not any(c.keep for c in columns):  # no row name to repeat: wrap the text if the numbers fit
+        wrapped = [w if _justify(c) == "right" else max(len(c.header), c.min_width or 0, 10)
+                   for c, w in zip(columns, _widths(report, columns))]
+        if table_width(wrapped) <= width:
+            return [columns]
     kept = [c for c in columns if c.keep]
     out: list[list[Column]] = []
     current: list[Column] = []

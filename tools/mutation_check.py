@@ -250,8 +250,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if any(idle_ok(int(k)) for k in coarse):"),
     "compare-keeps-old-cost": (
         "prfaas_plan/profiles/scenario_set.py",
-        '"calibration_fit": None, "cost": CostSpec()})',
-        '"calibration_fit": None})'),
+        '"parallel": None, "cost": CostSpec()})',
+        '"parallel": None})'),
     # issue 10: cache-aware routing, robust plans, day schedule, several sites
     "scarce-prfaas-uses-pd-cache": (
         "prfaas_plan/workload/cluster_cache.py",
@@ -275,8 +275,24 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            value = sum(scaled) / len(scaled) if objective == RobustObjective.worst_case else weighted"),
     "cbc-solution-trusted": (
         "prfaas_plan/planner/optimizer.py",
-        "    return all(c.valid(tolerance * max(1.0, abs(c.constant))) for c in prob.constraints.values())",
-        "    return True"),
+        "        if not c.valid(rel_tolerance * scale):",
+        "        if False:"),
+    "solution-tolerance-absolute": (
+        "prfaas_plan/planner/optimizer.py",
+        "scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])",
+        "scale = max(1.0, abs(c.constant))"),
+    "certificate-floor-counts": (
+        "prfaas_plan/planner/exact.py",
+        "    return np.ceil(x * (1 - _CEIL_REL))",
+        "    return np.floor(x * (1 - _CEIL_REL))"),
+    "certificate-ignores-link": (
+        "prfaas_plan/planner/exact.py",
+        "    link_ok = rate_rps * table.link_work_bytes <= inputs.link.usable_bytes_per_s * (1 + _CEIL_REL)",
+        "    link_ok = rate_rps >= 0"),
+    "certificate-no-pd-minimum": (
+        "prfaas_plan/planner/exact.py",
+        "        n_d = np.maximum(n_d, limits.pd_min - n_p)",
+        "        n_d = n_d"),
     "sites-switches-free": (
         "prfaas_plan/planner/sites.py",
         "            f_idle = min(1.0, si.conversion_s / (si.windows[w][1] * 3600.0)) if len(si.windows) > 1 else 0.0",
