@@ -116,20 +116,32 @@ def _one_line(text: str) -> str:
     return shorten(repr(str(text))[1:-1], 200)
 
 
-def _check_outputs(*paths: tuple[str | None, str]) -> None:
-    """Refuse unusable output paths before any work is done."""
+def _check_outputs(*paths: tuple[str | None, str], inputs: tuple[tuple[str | None, str], ...] = (),
+                   figures: tuple[str, ...] = ()) -> None:
+    """Refuse unusable output paths before any work is done: each ((path, option); None: not
+    given) must name a file (``yamlio.OutputFiles.check``: not empty, not a folder, in a folder
+    that exists), none may be the same file as one of ``inputs`` ((path or name, what it is):
+    the files the command reads, compared by device and inode) and no two may be the same;
+    those of ``figures`` (options) must end in a figure format. Files the command reads that
+    are not known yet (a trace a scenario names) are refused again when the outputs are
+    written, before anything is."""
     from pathlib import Path
 
     from .yamlio import OutputFiles
 
     seen: dict[str, str] = {}
     for path, option in paths:
-        if path:
-            OutputFiles.check(path, option)
-            key = str(Path(path).resolve())
-            if key in seen:
-                raise PlanInputError(f"the same file as {seen[key]}: give each output its own file", field=option)
-            seen[key] = option
+        if path is None:
+            continue
+        OutputFiles.check(path, option, inputs)
+        if option in figures:
+            from .plot import check_format
+
+            check_format(path, option)
+        key = str(Path(path).resolve())
+        if key in seen:
+            raise PlanInputError(f"the same file as {seen[key]}: give each output its own file", field=option)
+        seen[key] = option
 
 
 PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
@@ -180,7 +192,7 @@ def kv(
     from .units import parse_token_list
     from .views.timing import kv_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens)
     result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source, **serving)
     _emit(kv_view(result), fmt, output)
@@ -211,7 +223,7 @@ def decode(
     from .units import parse_tokens
     from .views.timing import decode_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     ctx = parse_tokens(context, field="--context")
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap=overlap,
                        imbalance=imbalance, mtp=mtp)
@@ -257,7 +269,7 @@ def estimate(
     if output is not None and re.fullmatch(r"\d+(\.\d+)?[kKmM]?", output.strip()):
         raise PlanInputError(f"names the file to write, got {show(output)}; for output tokens per request use "
                              f"--output-tokens/-O {show(output)}", field="--output")
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
                        pass_tokens, chunked)
     result = api.estimate(model, hardware, gpus, input_tokens=parse_tokens(input_len, field="--input"),
@@ -283,7 +295,7 @@ def models_show(name: str = typer.Argument(..., help="Shipped name or YAML file.
     from . import api
     from .views.profiles import model_show_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((name, "the model"),))
     _emit(model_show_view(api.model_of(name)), fmt, output)
 
 
@@ -304,7 +316,7 @@ def hardware_show(name: str = typer.Argument(..., help="Shipped name or YAML fil
     from . import api
     from .views.profiles import hardware_show_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((name, "the hardware"),))
     _emit(hardware_show_view(api.hardware_of(name)), fmt, output)
 
 
@@ -327,7 +339,7 @@ def model_import(
     from . import api
     from .yamlio import dump_yaml, write_text_atomic
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((config, "the config"),))
     data, profile = api.import_model(config, name=name)
     text = f"# Imported by prfaas-plan from {_one_line(config)}\n" + dump_yaml(data)
     if output:
@@ -358,7 +370,8 @@ def calibrate(
     from .views.timing import calibration_view
     from .yamlio import write_text_atomic
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"),
+                   inputs=((model, "the model"), (hardware, "the hardware"), (points, "the points CSV")))
     params = [part.strip() for part in fit.split(",") if part.strip()] if fit is not None else None
     result = api.calibrate(model, hardware, gpus, points, name=name, fit=params)
     if output:
@@ -382,7 +395,7 @@ def plan(
     from . import api
     from .views.plan import plan_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     _emit(plan_view(api.plan(scenario, mode)), fmt, output)
 
 
@@ -426,11 +439,9 @@ def compare(
     from . import api
     from .views.compare import compare_view
 
-    if plot_file:
-        from .plot import check_format
-
-        check_format(plot_file, "--plot")
-    _check_outputs((output, "--output"), (plot_file, "--plot"))
+    inputs = ((scenario, "the scenario"),) + tuple((ref, f"a {option} profile") for refs, option in (
+        (prfaas, "--prfaas"), (pd, "--pd"), (decode, "--decode"), (model, "--model")) for ref in (refs or "").split(","))
+    _check_outputs((output, "--output"), (plot_file, "--plot"), inputs=inputs, figures=("--plot",))
     lists = dict(prfaas=_list(prfaas, "--prfaas"), pd=_list(pd, "--pd"), pd_decode=_list(decode, "--decode"),
                  model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
     workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
@@ -460,7 +471,7 @@ def sweep(
     from . import api
     from .views.plan import sweep_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     with _progress(f"sweep over {over.value}") as progress:
         rows = api.sweep(scenario, over, mode, start, stop, points, progress)
     _emit(sweep_view(rows, over.value, scenario), fmt, output)
@@ -476,7 +487,7 @@ def robust(
     from . import api
     from .views.plan import robust_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     result = api.robust(scenario)
     _emit(robust_view(result, api.inputs(scenario)), fmt, output)
 
@@ -494,7 +505,7 @@ def schedule(
     from . import api
     from .views.plan import schedule_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     if simulate_requests is not None:
         day, runs = api.simulate_day(scenario, simulate_requests)
         report = schedule_view(day, api.inputs(scenario), [(a.stable, b.stable) for _, a, b in runs])
@@ -517,7 +528,7 @@ def sites(
     from . import api
     from .views.plan import sites_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((path, "the sites scenario"),))
     if simulate_requests is not None:
         result, si, sims = api.simulate_sites(path, simulate_requests, load)
         _emit(sites_view(result, si, sims, load), fmt, output)
@@ -540,7 +551,7 @@ def route_table(
     from . import api
     from .views.plan import route_table_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     _emit(route_table_view(api.route_table(scenario, mode, start, stop, points)), fmt, output)
 
 
@@ -552,11 +563,10 @@ def plot(
 ) -> None:
     """Draw the paper's figure 5 for a scenario, with the optimum marked."""
     from . import api
-    from .plot import check_format, figure5, save
+    from .plot import figure5, save
     from .yamlio import OutputFiles
 
-    check_format(output, "--output")
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),), figures=("--output",))
     figure = figure5(api.figure5_data(scenario, mode))
     with OutputFiles() as out:
         save(figure, out, output)
@@ -611,11 +621,8 @@ def simulate(
     from . import api
     from .views.simulation import simulation_view, timeseries_report
 
-    if plot_file:
-        from .plot import check_format
-
-        check_format(plot_file, "--plot")
-    _check_outputs((output, "--output"), (plot_file, "--plot"))
+    _check_outputs((output, "--output"), (plot_file, "--plot"), figures=("--plot",),
+                   inputs=((scenario, "the scenario"), (bandwidth_trace, "the bandwidth trace")))
     options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
     options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
@@ -643,7 +650,7 @@ def validate_model(
     from . import api
     from .views.simulation import validation_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     options = _sim_options(seed, arrivals, cv, burst_factor, RoutingPolicy.static, None, None, 0.0, 0.5)
     with _progress("simulating loads", minimum=1) as progress:
         runs = api.validate_model(scenario, requests=requests, mode=mode, progress=progress, **options)
@@ -703,11 +710,13 @@ def main() -> None:
     import warnings
 
     from .errors import shorten
+    from .yamlio import track_inputs
 
     ex = _click_exceptions()
     warnings.showwarning = _show_warning
     try:
-        code = app(standalone_mode=False)
+        with track_inputs():  # every file a command reads is one its outputs may not overwrite
+            code = app(standalone_mode=False)
     except PlanInputError as exc:
         typer.echo(f"prfaas-plan: error: {exc.one_line()}", err=True)
         sys.exit(2)
