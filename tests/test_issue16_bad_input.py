@@ -1,0 +1,208 @@
+"""Issue 16, item 7: bad input as everywhere else.
+
+- an output (``-o``, ``--plot``) that is any file the command reads is refused (exit 2, one
+  line) before anything is written, for every command, however the path is spelt;
+- ``-o ''``, ``-o dir/``, an existing folder or a missing parent folder is an error;
+- every field of a published-measurements CSV is checked (no traceback, no silent default);
+- simulated-request counts have a limit per command whose worst case runs in about a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import CASE_STUDY, DATA, REPO
+
+SCENARIOS = REPO / "prfaas_plan" / "scenarios"
+
+
+@pytest.fixture
+def inputs(tmp_path, monkeypatch):
+    """Input files of every kind in a fresh working directory (the test runs inside it)."""
+    copies = {
+        "s.yaml": CASE_STUDY,
+        "fig.svg": CASE_STUDY,  # a scenario whose name ends like a figure: the only way `plot -o` can name it
+        "m.yaml": REPO / "model_profiles" / "qwen3-8b.yaml",
+        "m1t.yaml": REPO / "model_profiles" / "prfaas-1t-hybrid.yaml",
+        "hw.yaml": REPO / "hardware_profiles" / "h100.yaml",
+        "r.yaml": DATA / "robust_three_mixes.yaml",
+        "d.yaml": DATA / "day_profile.yaml",
+        "sites.yaml": SCENARIOS / "two-edges-day.yaml",
+        "t.csv": DATA / "simulate" / "bandwidth_trace.csv",
+        "p.csv": DATA / "table5_h200_prfaas_1t.csv",
+        "config.json": DATA / "hf-configs" / "Qwen--Qwen3-8B.config.json",
+        "lengths.txt": DATA / "workload" / "lengths.txt",
+    }
+    for name, source in copies.items():
+        shutil.copyfile(source, tmp_path / name)
+    doc = yaml.safe_load(CASE_STUDY.read_text())
+    doc["model"] = "m1t.yaml"
+    doc["workload"]["input"] = {"type": "trace", "path": "lengths.txt"}
+    (tmp_path / "traced.yaml").write_text(yaml.safe_dump(doc))  # names two files the command line does not
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file() and not p.is_symlink()}
+
+
+# (command line with OUT where the output goes, the input file that OUT names)
+SAME_AS_INPUT = {
+    "kv model": (["kv", "m.yaml", "-H", "h100", "-g", "1", "-o", "OUT"], "m.yaml"),
+    "kv hardware": (["kv", "qwen3-8b", "-H", "hw.yaml", "-g", "1", "-o", "OUT"], "hw.yaml"),
+    "decode": (["decode", "m.yaml", "-H", "h100", "-g", "1", "-o", "OUT"], "m.yaml"),
+    "estimate": (["estimate", "qwen3-8b", "-H", "hw.yaml", "-o", "OUT"], "hw.yaml"),
+    "models show": (["models", "show", "m.yaml", "-o", "OUT"], "m.yaml"),
+    "hardware show": (["hardware", "show", "hw.yaml", "-o", "OUT"], "hw.yaml"),
+    "plan": (["plan", "s.yaml", "-o", "OUT"], "s.yaml"),
+    "compare scenario": (["compare", "s.yaml", "--prfaas", "h200,b200", "-o", "OUT"], "s.yaml"),
+    "compare hardware": (["compare", "s.yaml", "--prfaas", "h200,hw.yaml", "-o", "OUT"], "hw.yaml"),
+    "compare --plot": (["compare", "fig.svg", "--prfaas", "h200,b200", "--plot", "OUT"], "fig.svg"),
+    "sweep": (["sweep", "s.yaml", "--over", "threshold", "-o", "OUT"], "s.yaml"),
+    "robust": (["robust", "r.yaml", "-o", "OUT"], "r.yaml"),
+    "schedule": (["schedule", "d.yaml", "-o", "OUT"], "d.yaml"),
+    "sites": (["sites", "sites.yaml", "-o", "OUT"], "sites.yaml"),
+    "route-table": (["route-table", "s.yaml", "-o", "OUT"], "s.yaml"),
+    "plot": (["plot", "fig.svg", "-o", "OUT"], "fig.svg"),
+    "simulate scenario": (["simulate", "s.yaml", "-n", "100", "-o", "OUT"], "s.yaml"),
+    "simulate trace": (["simulate", "s.yaml", "-n", "100", "--bandwidth-trace", "t.csv", "-o", "OUT"], "t.csv"),
+    "simulate --plot": (["simulate", "fig.svg", "-n", "100", "--plot", "OUT"], "fig.svg"),
+    "validate-model": (["validate-model", "s.yaml", "-n", "100", "-o", "OUT"], "s.yaml"),
+    "calibrate points": (["calibrate", "-m", "prfaas-1t-hybrid", "-H", "h200", "-p", "p.csv", "-o", "OUT"], "p.csv"),
+    "calibrate hardware": (["calibrate", "-m", "prfaas-1t-hybrid", "-H", "hw.yaml", "-p", "p.csv", "-o", "OUT"],
+                           "hw.yaml"),
+    "model import": (["model", "import", "config.json", "-o", "OUT"], "config.json"),
+}
+
+
+def _refused(res, option: str = "--output") -> None:
+    lines = res.err.strip().splitlines()
+    assert res.code == 2, res.err
+    assert len(lines) == 1 and lines[0].startswith("prfaas-plan: error: "), res.err
+    assert option in lines[0] and "Traceback" not in res.err
+    assert res.out == ""
+
+
+@pytest.mark.parametrize("case", SAME_AS_INPUT, ids=list(SAME_AS_INPUT))
+def test_output_naming_an_input_is_refused_and_the_input_unchanged(run_cli, inputs, case):
+    args, target = SAME_AS_INPUT[case]
+    before = _snapshot(inputs)
+    res = run_cli(*[target if a == "OUT" else a for a in args])
+    _refused(res, "--plot" if "--plot" in args else "--output")
+    assert "this command reads" in res.err and target in res.err
+    assert _snapshot(inputs) == before  # the input's bytes, and no file written beside it (no temporary left)
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "absolute", "symlink", "hardlink", "dotdot"])
+def test_every_spelling_of_the_input_path_is_the_same_file(run_cli, inputs, spelling):
+    """route-table s.yaml -o s.yaml once turned the scenario into a CSV (issue 16)."""
+    (inputs / "sub").mkdir()
+    out = {"same": "s.yaml", "dot": "./s.yaml", "absolute": str(inputs / "s.yaml"), "symlink": "link.yaml",
+           "hardlink": "hard.yaml", "dotdot": "sub/../s.yaml"}[spelling]
+    if spelling == "symlink":
+        os.symlink("s.yaml", "link.yaml")
+    if spelling == "hardlink":
+        os.link("s.yaml", "hard.yaml")
+    before = (inputs / "s.yaml").read_bytes()
+    res = run_cli("route-table", "s.yaml", "-o", out)
+    _refused(res)
+    assert "the scenario this command reads" in res.err
+    assert (inputs / "s.yaml").read_bytes() == before
+    if spelling == "symlink":
+        assert os.path.islink("link.yaml")
+
+
+@pytest.mark.parametrize("target", ["lengths.txt", "m1t.yaml"])
+def test_a_file_the_scenario_names_is_an_input_too(run_cli, inputs, target):
+    """Not on the command line: the trace and the model file a scenario names are refused when the
+    outputs are written, which is before anything is."""
+    before = _snapshot(inputs)
+    res = run_cli("plan", "traced.yaml", "-o", target)
+    _refused(res)
+    assert "a file this command reads" in res.err
+    assert _snapshot(inputs) == before
+
+
+def test_the_shipped_profiles_a_list_reads_are_inputs(run_cli, tmp_path, monkeypatch):
+    """`models list` and `hardware list` read every shipped profile: writing over one is refused
+    (on a copy of the shipped folders, so that a failure cannot touch the repository), also when
+    the profiles come from the cache of a run before (run first without -o)."""
+    from prfaas_plan.profiles import registry
+
+    for kind in ("model_profiles", "hardware_profiles"):
+        shutil.copytree(REPO / kind, tmp_path / kind)
+    monkeypatch.setattr(registry, "_shipped_dir", lambda kind: tmp_path / kind)
+    registry.shipped_names.cache_clear()
+    try:
+        for args, target in ((["models", "list"], tmp_path / "model_profiles" / "qwen3-8b.yaml"),
+                             (["hardware", "list"], tmp_path / "hardware_profiles" / "h100.yaml")):
+            before = target.read_bytes()
+            assert run_cli(*args).code == 0  # loads and caches every profile
+            res = run_cli(*args, "-o", target)
+            _refused(res)
+            assert "a file this command reads" in res.err
+            assert target.read_bytes() == before
+    finally:
+        registry.shipped_names.cache_clear()
+
+
+def test_a_file_read_in_another_command_is_not_an_input_of_this_one(run_cli, inputs):
+    """The record of inputs is per command: after `plan s.yaml`, `models list -o s.yaml` may write."""
+    assert run_cli("plan", "s.yaml", "-f", "json").code == 0
+    res = run_cli("models", "list", "-f", "csv", "-o", "s.yaml")
+    assert res.code == 0, res.err
+    assert (inputs / "s.yaml").read_text().startswith(run_cli("models", "list", "-f", "csv").out[:20])
+
+
+# Every command with an output option, with OUT where its output goes (no work is done: the
+# output is refused first).
+WITH_OUTPUT = {
+    "kv": ["kv", "qwen3-8b", "-H", "h100", "-g", "1", "-o", "OUT"],
+    "decode": ["decode", "qwen3-8b", "-H", "h100", "-g", "1", "-o", "OUT"],
+    "estimate": ["estimate", "qwen3-8b", "-H", "h100", "-o", "OUT"],
+    "models list": ["models", "list", "-o", "OUT"],
+    "models show": ["models", "show", "qwen3-8b", "-o", "OUT"],
+    "hardware list": ["hardware", "list", "-o", "OUT"],
+    "hardware show": ["hardware", "show", "h100", "-o", "OUT"],
+    "plan": ["plan", "-o", "OUT"],
+    "compare": ["compare", "--prfaas", "h200,b200", "-o", "OUT"],
+    "compare --plot": ["compare", "--prfaas", "h200,b200", "--plot", "OUT"],
+    "sweep": ["sweep", "--over", "threshold", "-o", "OUT"],
+    "robust": ["robust", "r.yaml", "-o", "OUT"],
+    "schedule": ["schedule", "d.yaml", "-o", "OUT"],
+    "sites": ["sites", "sites.yaml", "-o", "OUT"],
+    "route-table": ["route-table", "-o", "OUT"],
+    "plot": ["plot", "-o", "OUT"],
+    "simulate": ["simulate", "-n", "100", "-o", "OUT"],
+    "simulate --plot": ["simulate", "-n", "100", "--plot", "OUT"],
+    "validate-model": ["validate-model", "-n", "100", "-o", "OUT"],
+    "calibrate": ["calibrate", "-m", "prfaas-1t-hybrid", "-H", "h200", "-p", "p.csv", "-o", "OUT"],
+    "model import": ["model", "import", "config.json", "-o", "OUT"],
+}
+BAD_OUTPUTS = {
+    "empty": ("", "an empty file name"),
+    "blank": ("  ", "an empty file name"),
+    "trailing slash": ("newdir/", "names a folder"),
+    "figure with a trailing slash": ("newdir.svg/", "names a folder"),
+    "existing folder": ("sub", "is a folder"),
+    "missing parent": ("nodir/out.svg", "output folder does not exist"),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_OUTPUTS, ids=list(BAD_OUTPUTS))
+@pytest.mark.parametrize("case", WITH_OUTPUT, ids=list(WITH_OUTPUT))
+def test_an_output_that_names_no_file_is_an_error(run_cli, inputs, case, bad):
+    value, reason = BAD_OUTPUTS[bad]
+    args = WITH_OUTPUT[case]
+    (inputs / "sub").mkdir()
+    before = _snapshot(inputs)
+    res = run_cli(*[value if a == "OUT" else a for a in args])
+    _refused(res, "--plot" if "--plot" in args else "--output")
+    assert reason in res.err
+    assert _snapshot(inputs) == before and sorted(p.name for p in (inputs / "sub").iterdir()) == []
+    assert not (inputs / "newdir").exists() and not (inputs / "newdir.svg").exists()
