@@ -91,6 +91,10 @@ SLO_SECONDS = Range(0.001, 1e6, "s", "a TTFT target")
 LOAD = Range(0, 10, "x Lambda_max", "a load as a fraction of Lambda_max", lo_open=True)
 ARRIVAL_CV = Range(0.01, 100, "", "a coefficient of variation of inter-arrival times")
 REQUESTS = Range(1, 10_000_000, "requests", "requests to simulate")
+# A published figure (tokens/s, or seconds of a latency) is positive and finite; the largest in
+# tests/data/published_benchmarks.csv is 57,674 input tokens/s per node, so 10^9 leaves room
+# for any deployment while a stray exponent (1e12) is refused.
+PUBLISHED_MEASUREMENT = Range(0, 1e9, "", "a published measurement (the CSV's measured, in its unit)", lo_open=True)
 OFFLINE_REQUESTS = Range(1, 1_000_000, "requests", "requests of an offline run (estimate --requests)")
 POINTS = Range(2, 10_000, "points", "points of a sweep (a rate sweep: at most 1,000)")
 RATE_POINTS = Range(2, 1_000, "points", "points of a rate sweep (each evaluates the latency of every deployment)")
@@ -137,11 +141,11 @@ NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGE
            PARAMS_B, TFLOPS, MEMORY_GIB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
            PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, COLLECTIVE_LATENCY_US, OVERLAP,
            EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
-           PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, OFFLINE_REQUESTS, POINTS, SIM_SECONDS, SEED,
-           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS,
-           BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD, PURCHASE_USD_PER_GPU,
-           DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH, PUE, IDLE_POWER_FRACTION, USD_PER_GBPS_MONTH, USD_PER_GB,
-           COMPARE_OPTIONS, JOBS, WINDOW_HOURS, INPUT_SCALE, CONVERSION_S, DAY_WINDOWS)
+           PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, OFFLINE_REQUESTS, PUBLISHED_MEASUREMENT,
+           POINTS, SIM_SECONDS, SEED, LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS,
+           CALIBRATION_POINTS, BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD,
+           PURCHASE_USD_PER_GPU, DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH, PUE, IDLE_POWER_FRACTION,
+           USD_PER_GBPS_MONTH, USD_PER_GB, COMPARE_OPTIONS, JOBS, WINDOW_HOURS, INPUT_SCALE, CONVERSION_S, DAY_WINDOWS)
 
 
 def markdown_table() -> str:

@@ -206,3 +206,108 @@ def test_an_output_that_names_no_file_is_an_error(run_cli, inputs, case, bad):
     assert reason in res.err
     assert _snapshot(inputs) == before and sorted(p.name for p in (inputs / "sub").iterdir()) == []
     assert not (inputs / "newdir").exists() and not (inputs / "newdir.svg").exists()
+
+
+# --- published-measurement CSVs: every field checked, no traceback, no silent default ---------
+
+PUBLISHED_CSV = DATA / "published_benchmarks.csv"
+
+
+def _published_row(row_id: str) -> tuple[list[str], dict[str, str]]:
+    import csv
+
+    with open(PUBLISHED_CSV, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return list(rows[0]), next(r for r in rows if r["id"] == row_id)
+
+
+def _write_rows(path: Path, header: list[str], *rows: dict[str, str]) -> Path:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def _published_main(path: Path, capsys) -> tuple[int, str, str]:
+    """benchmarks/published.py run as its users run it (its main), on ``path``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("published_bench", REPO / "benchmarks" / "published.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    code = module.main(["published.py", str(path)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# (row, column, value, what the one line says); B06 is an e2e_tps row, B14 an e2e_latency row,
+# B03 a decode row with a per-GPU batch and a context
+BAD_PUBLISHED = [
+    ("B06", "measured", "0", "measured: must be in (0, 1,000,000,000]"),
+    ("B06", "measured", "-1", "measured: must be in (0, 1,000,000,000]"),
+    ("B06", "measured", "1e12", "measured: must be in (0, 1,000,000,000]"),
+    ("B06", "measured", "nan", "malformed value in column measured"),
+    ("B06", "measured", "inf", "malformed value in column measured"),
+    ("B06", "measured", "", "measured: needs a value"),
+    ("B06", "measured", "fast", "malformed value in column measured"),
+    ("B01", "unit_gpus", "0", "unit_gpus: must be in [1, 65,536]"),
+    ("B01", "unit_gpus", "-8", "unit_gpus: must be in [1, 65,536]"),
+    ("B01", "unit_gpus", "2.5", "unit_gpus: must be a whole number"),
+    ("B06", "gpus", "0", "gpus: must be in [1, 65,536]"),
+    ("B06", "gpus", "", "gpus: needs a value"),
+    ("B06", "input_len", "0", "input_len: must be in [1, 16,777,216]"),
+    ("B06", "input_len", "1024.5", "input_len: must be a whole number"),
+    ("B06", "output_len", "0", "output_len: must be in [1, 16,777,216]"),
+    ("B06", "output_len", "0.4", "output_len: must be in [1, 16,777,216]"),
+    ("B06", "output_len", "", "output_len: needs a value"),
+    ("B14", "output_len", "", "output_len: needs a value"),
+    ("B06", "requests", "0", "requests: must be in [1, 1,000,000]"),
+    ("B06", "requests", "2.5", "requests: must be a whole number"),
+    ("B03", "batch", "0", "batch: must be in [1, 100,000]"),
+    ("B14", "batch", "", "batch: needs a value"),
+    ("B03", "batch_scope", "per_node", "unknown batch_scope"),
+    ("B03", "context", "0", "context: must be in [1, 16,777,216]"),
+    ("B06", "kind", "e2e_tpx", "unknown kind"),
+    ("B06", "dtype_override", "fp8", "dtype_override: expected part=dtype"),
+]
+
+
+@pytest.mark.parametrize("row_id,column,value,needle", BAD_PUBLISHED,
+                         ids=[f"{r}-{c}-{v or 'blank'}" for r, c, v, _ in BAD_PUBLISHED])
+def test_every_published_field_is_checked(tmp_path, capsys, row_id, column, value, needle):
+    """Once 0 was a ZeroDivisionError, nan exited 0 with 'median |error| nan%', -1 a math-domain
+    traceback, and a count of 0 silently became a default (B09's prediction doubled)."""
+    header, row = _published_row(row_id)
+    good = _published_row("B01")[1]
+    path = _write_rows(tmp_path / "mine.csv", header, good, {**row, column: value})  # the bad row is line 3
+    code, out, err = _published_main(path, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"published.py: error: {path}: line 3") and needle in err
+
+
+def test_published_blanks_take_only_their_documented_defaults(tmp_path):
+    """A blank unit_gpus is the instance's chips, a blank input_len 512 tokens (MLPerf): the
+    figures equal those of the row with the values written out."""
+    from prfaas_plan import published
+
+    header, b01 = _published_row("B01")
+    _, b13 = _published_row("B13")  # MLPerf: input_len blank; its model is a config beside the CSV
+    shutil.copytree(DATA / "hf-configs", tmp_path / "hf-configs")
+    blank = _write_rows(tmp_path / "blank.csv", header, {**b01, "gpus": "8", "unit_gpus": ""}, b13)
+    given = _write_rows(tmp_path / "given.csv", header, {**b01, "gpus": "8", "unit_gpus": "8"},
+                        {**b13, "input_len": str(published.DEFAULT_INPUT)})
+    assert [p.predicted for p in published.predict_all(str(blank))] == \
+        [p.predicted for p in published.predict_all(str(given))]
+
+
+def test_a_published_row_with_extra_cells_is_one_line(tmp_path, capsys):
+    header, row = _published_row("B01")
+    path = tmp_path / "mine.csv"
+    _write_rows(path, header, row)
+    path.write_text(path.read_text() + ",".join(row[k] for k in header).replace("\r", "") + ",extra\n")
+    code, out, err = _published_main(path, capsys)
+    assert code == 2 and err.count("\n") == 1 and "line 3" in err and "more than the header's 24 columns" in err
