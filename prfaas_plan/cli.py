@@ -28,6 +28,9 @@ from .choices import (
     SweepOver,
 )
 from .errors import PlanInputError, show
+from .ranges import REQUESTS
+
+SIM_LIMIT = f"{int(REQUESTS.hi):,}"  # simulated requests per command, over all its runs
 
 app = typer.Typer(
     name="prfaas-plan",
@@ -497,7 +500,7 @@ def schedule(
     scenario: str = SCENARIO_ARG,
     simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate each window with this many "
                                                  "requests (schedule and static plan) and report whether queues stay "
-                                                 "bounded."),
+                                                 f"bounded; at most {SIM_LIMIT} over all windows and both plans."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -519,7 +522,8 @@ def schedule(
 def sites(
     path: str = typer.Argument(..., help="A multi-site scenario YAML (pd_sites, prfaas_sites, links)."),
     simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate every window with this many "
-                                                 "requests per site, at --load x the rate the plan serves."),
+                                                 "requests per site, at --load x the rate the plan serves; at most "
+                                                 f"{SIM_LIMIT} over all windows and sites."),
     load: float = typer.Option(0.8, "--load", help="With --simulate: the rate as a fraction of the planned one."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -601,7 +605,7 @@ def simulate(
     scenario: str = SCENARIO_ARG,
     rate: float | None = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
     load: float | None = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
-    requests: int | None = typer.Option(None, "--requests", "-n", help="Requests to simulate, 1 to 10^7 "
+    requests: int | None = typer.Option(None, "--requests", "-n", help=f"Requests to simulate, 1 to {SIM_LIMIT} "
                                         "(default 20,000; required at or above Λ_max)."),
     deployment: DeploymentName = typer.Option(DeploymentName.prfaas_pd, "--deployment",
                                               help="Which deployment of the plan to simulate."),
@@ -640,7 +644,8 @@ def simulate(
 @app.command("validate-model")
 def validate_model(
     scenario: str = SCENARIO_ARG,
-    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load (1 to 10^7)."),
+    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load (at most "
+                                  f"{SIM_LIMIT} over the 4 loads)."),
     seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,

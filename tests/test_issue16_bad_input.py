@@ -311,3 +311,46 @@ def test_a_published_row_with_extra_cells_is_one_line(tmp_path, capsys):
     path.write_text(path.read_text() + ",".join(row[k] for k in header).replace("\r", "") + ",extra\n")
     code, out, err = _published_main(path, capsys)
     assert code == 2 and err.count("\n") == 1 and "line 3" in err and "more than the header's 24 columns" in err
+
+
+# --- simulated requests: at most REQUESTS.hi per command, over all its runs --------------------
+
+def test_the_simulated_request_limit_counts_every_run():
+    """n runs of k requests fit exactly when n x k <= the limit (hand count at the boundary)."""
+    from prfaas_plan.errors import PlanInputError
+    from prfaas_plan.ranges import REQUESTS, check_simulated_requests
+
+    limit = int(REQUESTS.hi)
+    assert limit == 500_000
+    assert check_simulated_requests(limit, 1, "--requests") == limit
+    assert check_simulated_requests(limit // 4, 4, "--requests", "4 loads") == 125_000
+    for requests, runs in ((limit + 1, 1), (limit // 4 + 1, 4), (limit // 6 + 1, 6)):
+        with pytest.raises(PlanInputError) as err:
+            check_simulated_requests(requests, runs, "--simulate", f"{runs} runs")
+        assert f"over the limit of {limit:,} per command" in str(err.value)
+        assert (runs == 1) or f"give at most {limit // runs:,} per run" in str(err.value)
+    with pytest.raises(PlanInputError, match=r"must be in \[1, 500,000\]"):
+        check_simulated_requests(0, 4, "--requests")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["simulate", "-n", "500001"], "--requests: 500,001 simulated requests, over the limit of 500,000"),
+    (["simulate", "-n", "10000000"], "--requests: 10,000,000 simulated requests, over the limit"),
+    (["validate-model", "-n", "125001"], "--requests: 4 loads x 125,001 = 500,004 simulated requests"),
+    (["schedule", "d.yaml", "--simulate", "125001"], "--simulate: 2 windows x 2 plans x 125,001 = 500,004"),
+    (["sites", "sites.yaml", "--simulate", "83334"], "--simulate: 3 windows x 2 PD sites x 83,334 = 500,004"),
+])
+def test_counts_beyond_a_minute_of_simulation_are_refused(run_cli, inputs, args, needle):
+    """10,000,000 simulated requests took 273 s and 5.3 GB (issue 16); refused before simulating
+    (schedule and sites before planning their day)."""
+    res = run_cli(*args)
+    _refused(res, needle.split(":")[0])
+    assert needle in res.err
+    assert ("give at most" in res.err) == (args[0] != "simulate")  # several runs: how many per run fit
+
+
+def test_the_help_gives_the_limit(run_cli):
+    from prfaas_plan.ranges import REQUESTS
+
+    for args in (["simulate", "--help"], ["validate-model", "--help"], ["schedule", "--help"], ["sites", "--help"]):
+        assert f"{int(REQUESTS.hi):,}" in " ".join(run_cli(*args).out.split())
