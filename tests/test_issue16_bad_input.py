@@ -294,14 +294,16 @@ def test_published_blanks_take_only_their_documented_defaults(tmp_path):
     figures equal those of the row with the values written out."""
     from prfaas_plan import published
 
-    header, b01 = _published_row("B01")
+    header, b09 = _published_row("B09")  # Llama-3.3-70B on the 2 H200 it names (it fits: no fallback)
     _, b13 = _published_row("B13")  # MLPerf: input_len blank; its model is a config beside the CSV
     shutil.copytree(DATA / "hf-configs", tmp_path / "hf-configs")
-    blank = _write_rows(tmp_path / "blank.csv", header, {**b01, "gpus": "8", "unit_gpus": ""}, b13)
-    given = _write_rows(tmp_path / "given.csv", header, {**b01, "gpus": "8", "unit_gpus": "8"},
+    blank = _write_rows(tmp_path / "blank.csv", header, {**b09, "unit_gpus": ""}, b13)
+    given = _write_rows(tmp_path / "given.csv", header, {**b09, "unit_gpus": b09["gpus"]},
                         {**b13, "input_len": str(published.DEFAULT_INPUT)})
-    assert [p.predicted for p in published.predict_all(str(blank))] == \
-        [p.predicted for p in published.predict_all(str(given))]
+    per_gpu = _write_rows(tmp_path / "per_gpu.csv", header, {**b09, "unit_gpus": "1"})
+    predicted = [p.predicted for p in published.predict_all(str(blank))]
+    assert predicted == [p.predicted for p in published.predict_all(str(given))]
+    assert predicted[0] == pytest.approx(2 * published.predict_all(str(per_gpu))[0].predicted)  # per instance
 
 
 def test_a_published_row_with_extra_cells_is_one_line(tmp_path, capsys):
