@@ -63,7 +63,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 FORMAT_OPT = typer.Option(OutputFormat.table, "--format", "-f", help="Output format.")
-OUTPUT_OPT = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout.")
+OUTPUT_OPT = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout; never "
+                          "one of the files the command reads.")
 GPUS_OPT = typer.Option(8, "--gpus", "-g", help="Chips per instance (1 to 65,536).")
 SOURCE_OPT = typer.Option(CurveSource.auto, "--source",
                           help="auto: the model's measured points for this hardware and GPU count if any, else roofline.")
@@ -417,6 +418,11 @@ def _list(value: str | None, option: str, number: bool = False) -> list | None:
         raise PlanInputError(f"expected numbers separated by commas, got {show(value)}", field=option) from None
 
 
+def _items(value: str | None, what: str) -> tuple[tuple[str, str], ...]:
+    """Each item of a comma-separated option as (item, ``what``): the inputs it may name."""
+    return tuple((item.strip(), what) for item in (value or "").split(",") if item.strip())
+
+
 @app.command()
 def compare(
     scenario: str = SCENARIO_ARG,
@@ -442,8 +448,8 @@ def compare(
     from . import api
     from .views.compare import compare_view
 
-    inputs = ((scenario, "the scenario"),) + tuple((ref, f"a {option} profile") for refs, option in (
-        (prfaas, "--prfaas"), (pd, "--pd"), (decode, "--decode"), (model, "--model")) for ref in (refs or "").split(","))
+    inputs = ((scenario, "the scenario"), *_items(prfaas, "a --prfaas profile"), *_items(pd, "a --pd profile"),
+              *_items(decode, "a --decode profile"), *_items(model, "a --model profile"))
     _check_outputs((output, "--output"), (plot_file, "--plot"), inputs=inputs, figures=("--plot",))
     lists = dict(prfaas=_list(prfaas, "--prfaas"), pd=_list(pd, "--pd"), pd_decode=_list(decode, "--decode"),
                  model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
