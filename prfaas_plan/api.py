@@ -31,7 +31,17 @@ from .errors import PlanInputError, show, warn
 from .profiles.hardware import HardwareProfile
 from .profiles.model import ModelProfile
 from .profiles.registry import looks_like_path, resolve_hardware, resolve_model, shipped_names
-from .ranges import CHIPS_PER_INSTANCE, INSTANCES, LINK_GBPS, LOAD, POINTS, RATE_POINTS, RATE_RPS, REQUESTS
+from .ranges import (
+    CHIPS_PER_INSTANCE,
+    INSTANCES,
+    LINK_GBPS,
+    LOAD,
+    POINTS,
+    RATE_POINTS,
+    RATE_RPS,
+    REQUESTS,
+    check_simulated_requests,
+)
 from .timing.decode import DecodeCapacity, decode_capacity
 from .timing.instance import Instance
 from .timing.memory import require_fit
@@ -461,10 +471,16 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
     from .choices import DeploymentName
     from .planner.decode_model import decode_model
     from .planner.deployment import Deployment
+    from .profiles.registry import resolve_scenario_file
     from .simulate import SimConfig
     from .simulate import simulate as run_sim
 
     REQUESTS.check(requests, "--simulate")
+    with scenario_errors(scenario):
+        spec, _ = resolve_scenario_file(scenario)
+    if spec.day is not None:  # checked before the day is planned (without one, schedule() says so)
+        n = len(spec.day.windows)
+        check_simulated_requests(requests, 2 * n, "--simulate", f"{n} windows x 2 plans")
     day, windows = schedule(scenario)
     runs = []
     with scenario_errors(scenario):
@@ -483,7 +499,11 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
 def sites(path: str):
     """Plan a multi-site scenario file (``profiles.sites``, ``planner.sites``). Returns
     (``planner.sites.SitesPlan``, ``planner.sites.SitesInputs``)."""
-    from .planner.sites import plan_sites, sites_inputs
+    return _plan_sites(*_sites_spec(path))
+
+
+def _sites_spec(path: str):
+    """(the file, its ``profiles.sites.SitesScenario``)."""
     from .profiles.registry import scenario_path
     from .profiles.sites import load_sites_scenario
     from .yamlio import load_yaml_file
@@ -492,7 +512,12 @@ def sites(path: str):
     data = load_yaml_file(path)
     if isinstance(data, dict) and "pd_sites" not in data and "prfaas_sites" not in data and "prfaas" in data:
         raise PlanInputError("a one-site scenario (prfaas, pd): plan it with `prfaas-plan plan`", source=path)
-    spec = load_sites_scenario(data, path)
+    return path, load_sites_scenario(data, path)
+
+
+def _plan_sites(path: str, spec):
+    from .planner.sites import plan_sites, sites_inputs
+
     try:
         si = sites_inputs(spec, path)
         return plan_sites(si), si
@@ -507,7 +532,10 @@ def simulate_sites(path: str, requests: int = 4000, load: float = 0.8, seed: int
 
     REQUESTS.check(requests, "--simulate")
     LOAD.check(load, "--load")
-    plan_, si = sites(path)
+    path, spec = _sites_spec(path)
+    n_windows, n_sites = len(spec.day.windows) if spec.day else 1, len(spec.pd_sites)
+    check_simulated_requests(requests, n_windows * n_sites, "--simulate", f"{n_windows} windows x {n_sites} PD sites")
+    plan_, si = _plan_sites(path, spec)
     return plan_, si, [run(si, plan_, w, load, requests, seed) for w in range(len(plan_.windows))]
 
 
@@ -616,6 +644,8 @@ def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None
     from .simulate import SimConfig
     from .simulate import simulate as run_sim
 
+    if requests is not None:  # before planning
+        check_simulated_requests(requests, 1, "--requests")
     result = planned or plan(scenario, mode, with_marginals=False)
     with scenario_errors(scenario):
         deps = deployments_of(result)
@@ -654,7 +684,7 @@ def validate_model(scenario: str, *, requests: int = DEFAULT_SIM_REQUESTS, loads
                    mode: str = PlanMode.exact, progress=None, **config) -> list[SimulationRun]:
     """Simulate the plan at fractions of its closed-form Lambda_max (default 50%, 80%, 95%
     and 110%) so that the closed forms can be read beside the simulation. Plans once."""
-    REQUESTS.check(requests, "--requests")
+    check_simulated_requests(requests, len(loads), "--requests", f"{len(loads)} loads")
     planned = plan(scenario, mode, with_marginals=False)
     runs = []
     for k, load in enumerate(loads):

@@ -29,6 +29,9 @@ from .choices import (
     SweepOver,
 )
 from .errors import PlanInputError, show
+from .ranges import REQUESTS
+
+SIM_LIMIT = f"{int(REQUESTS.hi):,}"  # simulated requests per command, over all its runs
 
 app = typer.Typer(
     name="prfaas-plan",
@@ -61,7 +64,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 FORMAT_OPT = typer.Option(OutputFormat.table, "--format", "-f", help="Output format.")
-OUTPUT_OPT = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout.")
+OUTPUT_OPT = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout; never "
+                          "one of the files the command reads.")
 GPUS_OPT = typer.Option(8, "--gpus", "-g", help="Chips per instance (1 to 65,536).")
 SOURCE_OPT = typer.Option(CurveSource.auto, "--source",
                           help="auto: the model's measured points for this hardware and GPU count if any, else roofline.")
@@ -119,20 +123,32 @@ def _one_line(text: str) -> str:
     return shorten(repr(str(text))[1:-1], 200)
 
 
-def _check_outputs(*paths: tuple[str | None, str]) -> None:
-    """Refuse unusable output paths before any work is done."""
+def _check_outputs(*paths: tuple[str | None, str], inputs: tuple[tuple[str | None, str], ...] = (),
+                   figures: tuple[str, ...] = ()) -> None:
+    """Refuse unusable output paths before any work is done: each ((path, option); None: not
+    given) must name a file (``yamlio.OutputFiles.check``: not empty, not a folder, in a folder
+    that exists), none may be the same file as one of ``inputs`` ((path or name, what it is):
+    the files the command reads, compared by device and inode) and no two may be the same;
+    those of ``figures`` (options) must end in a figure format. Files the command reads that
+    are not known yet (a trace a scenario names) are refused again when the outputs are
+    written, before anything is."""
     from pathlib import Path
 
     from .yamlio import OutputFiles
 
     seen: dict[str, str] = {}
     for path, option in paths:
-        if path:
-            OutputFiles.check(path, option)
-            key = str(Path(path).resolve())
-            if key in seen:
-                raise PlanInputError(f"the same file as {seen[key]}: give each output its own file", field=option)
-            seen[key] = option
+        if path is None:
+            continue
+        OutputFiles.check(path, option, inputs)
+        if option in figures:
+            from .plot import check_format
+
+            check_format(path, option)
+        key = str(Path(path).resolve())
+        if key in seen:
+            raise PlanInputError(f"the same file as {seen[key]}: give each output its own file", field=option)
+        seen[key] = option
 
 
 PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
@@ -183,7 +199,7 @@ def kv(
     from .units import parse_token_list
     from .views.timing import kv_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens)
     result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source, **serving)
     _emit(kv_view(result), fmt, output)
@@ -214,7 +230,7 @@ def decode(
     from .units import parse_tokens
     from .views.timing import decode_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     ctx = parse_tokens(context, field="--context")
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap=overlap,
                        imbalance=imbalance, mtp=mtp)
@@ -260,7 +276,7 @@ def estimate(
     if output is not None and re.fullmatch(r"\d+(\.\d+)?[kKmM]?", output.strip()):
         raise PlanInputError(f"names the file to write, got {show(output)}; for output tokens per request use "
                              f"--output-tokens/-O {show(output)}", field="--output")
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
                        pass_tokens, chunked)
     result = api.estimate(model, hardware, gpus, input_tokens=parse_tokens(input_len, field="--input"),
@@ -286,7 +302,7 @@ def models_show(name: str = typer.Argument(..., help="Shipped name or YAML file.
     from . import api
     from .views.profiles import model_show_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((name, "the model"),))
     _emit(model_show_view(api.model_of(name)), fmt, output)
 
 
@@ -307,7 +323,7 @@ def hardware_show(name: str = typer.Argument(..., help="Shipped name or YAML fil
     from . import api
     from .views.profiles import hardware_show_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((name, "the hardware"),))
     _emit(hardware_show_view(api.hardware_of(name)), fmt, output)
 
 
@@ -330,7 +346,7 @@ def model_import(
     from . import api
     from .yamlio import dump_yaml, write_text_atomic
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((config, "the config"),))
     data, profile = api.import_model(config, name=name)
     text = f"# Imported by prfaas-plan from {_one_line(config)}\n" + dump_yaml(data)
     if output:
@@ -361,7 +377,8 @@ def calibrate(
     from .views.timing import calibration_view
     from .yamlio import write_text_atomic
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"),
+                   inputs=((model, "the model"), (hardware, "the hardware"), (points, "the points CSV")))
     params = [part.strip() for part in fit.split(",") if part.strip()] if fit is not None else None
     result = api.calibrate(model, hardware, gpus, points, name=name, fit=params)
     if output:
@@ -385,7 +402,7 @@ def plan(
     from . import api
     from .views.plan import plan_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     _emit(plan_view(api.plan(scenario, mode)), fmt, output)
 
 
@@ -402,6 +419,11 @@ def _list(value: str | None, option: str, number: bool = False) -> list | None:
         return [float(item) for item in items]
     except ValueError:
         raise PlanInputError(f"expected numbers separated by commas, got {show(value)}", field=option) from None
+
+
+def _items(value: str | None, what: str) -> tuple[tuple[str, str], ...]:
+    """Each item of a comma-separated option as (item, ``what``): the inputs it may name."""
+    return tuple((item.strip(), what) for item in (value or "").split(",") if item.strip())
 
 
 @app.command()
@@ -433,11 +455,9 @@ def compare(
     from . import api
     from .views.compare import compare_view
 
-    if plot_file:
-        from .plot import check_format
-
-        check_format(plot_file, "--plot")
-    _check_outputs((output, "--output"), (plot_file, "--plot"))
+    inputs = ((scenario, "the scenario"), *_items(prfaas, "a --prfaas profile"), *_items(pd, "a --pd profile"),
+              *_items(decode, "a --decode profile"), *_items(model, "a --model profile"))
+    _check_outputs((output, "--output"), (plot_file, "--plot"), inputs=inputs, figures=("--plot",))
     lists = dict(prfaas=_list(prfaas, "--prfaas"), pd=_list(pd, "--pd"), pd_decode=_list(decode, "--decode"),
                  model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
     workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
@@ -467,7 +487,7 @@ def sweep(
     from . import api
     from .views.plan import sweep_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     with _progress(f"sweep over {over.value}") as progress:
         rows = api.sweep(scenario, over, mode, start, stop, points, progress)
     _emit(sweep_view(rows, over.value, scenario), fmt, output)
@@ -483,7 +503,7 @@ def robust(
     from . import api
     from .views.plan import robust_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     result = api.robust(scenario)
     _emit(robust_view(result, api.inputs(scenario)), fmt, output)
 
@@ -493,7 +513,7 @@ def schedule(
     scenario: str = SCENARIO_ARG,
     simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate each window with this many "
                                                  "requests (schedule and static plan) and report whether queues stay "
-                                                 "bounded."),
+                                                 f"bounded; at most {SIM_LIMIT} over all windows and both plans."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -501,7 +521,7 @@ def schedule(
     from . import api
     from .views.plan import schedule_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     if simulate_requests is not None:
         day, runs = api.simulate_day(scenario, simulate_requests)
         report = schedule_view(day, api.inputs(scenario), [(a.stable, b.stable) for _, a, b in runs])
@@ -515,7 +535,8 @@ def schedule(
 def sites(
     path: str = typer.Argument(..., help="A multi-site scenario YAML (pd_sites, prfaas_sites, links)."),
     simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate every window with this many "
-                                                 "requests per site, at --load x the rate the plan serves."),
+                                                 "requests per site, at --load x the rate the plan serves; at most "
+                                                 f"{SIM_LIMIT} over all windows and sites."),
     load: float = typer.Option(0.8, "--load", help="With --simulate: the rate as a fraction of the planned one."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -524,7 +545,7 @@ def sites(
     from . import api
     from .views.plan import sites_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((path, "the sites scenario"),))
     if simulate_requests is not None:
         result, si, sims = api.simulate_sites(path, simulate_requests, load)
         _emit(sites_view(result, si, sims, load), fmt, output)
@@ -547,7 +568,7 @@ def route_table(
     from . import api
     from .views.plan import route_table_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     _emit(route_table_view(api.route_table(scenario, mode, start, stop, points)), fmt, output)
 
 
@@ -559,11 +580,10 @@ def plot(
 ) -> None:
     """Draw the paper's figure 5 for a scenario, with the optimum marked."""
     from . import api
-    from .plot import check_format, figure5, save
+    from .plot import figure5, save
     from .yamlio import OutputFiles
 
-    check_format(output, "--output")
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),), figures=("--output",))
     figure = figure5(api.figure5_data(scenario, mode))
     with OutputFiles() as out:
         save(figure, out, output)
@@ -598,7 +618,7 @@ def simulate(
     scenario: str = SCENARIO_ARG,
     rate: float | None = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
     load: float | None = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
-    requests: int | None = typer.Option(None, "--requests", "-n", help="Requests to simulate, 1 to 10^7 "
+    requests: int | None = typer.Option(None, "--requests", "-n", help=f"Requests to simulate, 1 to {SIM_LIMIT} "
                                         "(default 20,000; required at or above Λ_max)."),
     deployment: DeploymentName = typer.Option(DeploymentName.prfaas_pd, "--deployment",
                                               help="Which deployment of the plan to simulate."),
@@ -618,11 +638,8 @@ def simulate(
     from . import api
     from .views.simulation import simulation_view, timeseries_report
 
-    if plot_file:
-        from .plot import check_format
-
-        check_format(plot_file, "--plot")
-    _check_outputs((output, "--output"), (plot_file, "--plot"))
+    _check_outputs((output, "--output"), (plot_file, "--plot"), figures=("--plot",),
+                   inputs=((scenario, "the scenario"), (bandwidth_trace, "the bandwidth trace")))
     options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
     options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
@@ -640,7 +657,8 @@ def simulate(
 @app.command("validate-model")
 def validate_model(
     scenario: str = SCENARIO_ARG,
-    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load (1 to 10^7)."),
+    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load (at most "
+                                  f"{SIM_LIMIT} over the 4 loads)."),
     seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
@@ -650,7 +668,7 @@ def validate_model(
     from . import api
     from .views.simulation import validation_view
 
-    _check_outputs((output, "--output"))
+    _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     options = _sim_options(seed, arrivals, cv, burst_factor, RoutingPolicy.static, None, None, 0.0, 0.5)
     with _progress("simulating loads", minimum=1) as progress:
         runs = api.validate_model(scenario, requests=requests, mode=mode, progress=progress, **options)
@@ -722,11 +740,13 @@ def main() -> None:
     import warnings
 
     from .errors import shorten
+    from .yamlio import track_inputs
 
     ex = _click_exceptions()
     warnings.showwarning = _show_warning
     try:
-        code = app(standalone_mode=False)
+        with track_inputs():  # every file a command reads is one its outputs may not overwrite
+            code = app(standalone_mode=False)
     except PlanInputError as exc:
         typer.echo(f"prfaas-plan: error: {exc.one_line()}", err=True)
         sys.exit(2)

@@ -24,6 +24,11 @@ row is predicted from the shipped profiles and defaults, with only what the sour
   ``e2e_latency`` seconds of
   a request among ``batch`` started together. A figure per node or per GPU divides the
   instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken as ``DEFAULT_INPUT``.
+
+Every field is checked as a scenario's is (``read_fields``): a value out of its range
+(``ranges``), a fraction where a count belongs, an unknown ``kind`` or ``batch_scope``, or a
+blank where the row's kind needs a value is a one-line error naming the file, the line and
+the column; a blank takes its documented default only where one is documented above.
 """
 
 from __future__ import annotations
@@ -37,10 +42,18 @@ from pathlib import Path
 
 from . import api
 from .accounting.params import count_params
-from .errors import PlanInputError
+from .errors import PlanInputError, show
 from .profiles.hardware import HardwareProfile
 from .profiles.model import GqaAttention, MlaAttention, ModelProfile
-from .ranges import MAX_CSV_BYTES
+from .ranges import (
+    CHIPS_PER_INSTANCE,
+    DECODE_BATCH,
+    MAX_CSV_BYTES,
+    OFFLINE_REQUESTS,
+    PUBLISHED_MEASUREMENT,
+    TOKENS,
+    Range,
+)
 from .units import dtype_bytes
 from .yamlio import read_input_text
 
@@ -121,9 +134,83 @@ class Prediction:
         return abs(self.ratio - 1.0)
 
 
+KINDS = ("prefill_tps", "decode_tps", "e2e_tps", "e2e_latency")
+BATCH_SCOPES = ("", "per_gpu", "total")  # blank: the batch is the instance's total
+
+
 def read_rows(path: str) -> list[dict[str, str]]:
+    """The CSV's rows (cells stripped); a row with more cells than the header is an error."""
     text = read_input_text(path, MAX_CSV_BYTES)
-    return [{k: (v or "").strip() for k, v in row.items()} for row in csv.DictReader(io.StringIO(text, newline=""))]
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    rows = []
+    for row in reader:
+        if None in row:
+            raise PlanInputError(f"{len(row) - 1 + len(row[None])} cells, more than the header's "
+                                 f"{len(reader.fieldnames)} columns", source=path, field=f"line {reader.line_num}")
+        rows.append({k: (v or "").strip() for k, v in row.items()})
+    return rows
+
+
+@dataclass(frozen=True)
+class RowFields:
+    """One row's checked figures (tokens, chips, requests; ``measured`` in the row's unit)."""
+
+    kind: str
+    gpus: int
+    unit_gpus: int  # blank: gpus (the figure is the instance's)
+    input_tokens: int  # blank: DEFAULT_INPUT
+    output_tokens: int  # rounded to whole tokens; blank: 1 where the kind does not use it
+    batch: int | None
+    per_gpu_batch: bool
+    requests: int | None
+    context_tokens: int | None
+    measured: float
+
+
+def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = True, default=None,
+            required: bool = False):
+    """The column's value checked against ``bounds`` (``whole``: a count, no fraction); a blank
+    cell is ``default``, or an error when ``required``."""
+    text = row[column]
+    if not text:
+        if required:
+            raise PlanInputError(f"needs a value ({bounds.describe()})", field=column)
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise PlanInputError(f"malformed value in column {column}: {show(text)} is not a finite number")
+    if whole and not value.is_integer():
+        raise PlanInputError(f"must be a whole number, got {show(text)}", field=column)
+    bounds.check(value, column)
+    return int(value) if whole else value
+
+
+def read_fields(row: dict[str, str]) -> RowFields:
+    """Check every numeric and enumerated field of a row (``ranges``; see the module doc)."""
+    kind = row["kind"]
+    if kind not in KINDS:
+        raise PlanInputError(f"unknown kind {show(kind)} (one of {', '.join(KINDS)})", field="kind")
+    if row["batch_scope"] not in BATCH_SCOPES:
+        raise PlanInputError(f"unknown batch_scope {show(row['batch_scope'])} (blank, per_gpu or total)",
+                             field="batch_scope")
+    gpus = _number(row, "gpus", CHIPS_PER_INSTANCE, required=True)
+    e2e = kind in ("e2e_tps", "e2e_latency")
+    output = _number(row, "output_len", TOKENS, whole=False, default=1, required=e2e)
+    if output < 1:
+        raise PlanInputError(f"must be at least 1 token, got {output:g}", field="output_len")
+    return RowFields(
+        kind=kind, gpus=gpus,
+        unit_gpus=_number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus),
+        input_tokens=_number(row, "input_len", TOKENS, default=DEFAULT_INPUT),
+        output_tokens=round(output),
+        batch=_number(row, "batch", DECODE_BATCH, required=kind == "e2e_latency"),
+        per_gpu_batch=row["batch_scope"] == "per_gpu",
+        requests=_number(row, "requests", OFFLINE_REQUESTS),
+        context_tokens=_number(row, "context", TOKENS),
+        measured=_number(row, "measured", PUBLISHED_MEASUREMENT, whole=False, required=True))
 
 
 def layout_kind(parallelism: str, engine: str) -> tuple[str, int | None]:
@@ -150,21 +237,23 @@ def layout_of(kind: str, chips: int) -> dict[str, int] | None:
 
 
 def precision_of(override: str) -> dict[str, str] | None:
+    """``weights=fp8;kv=fp8`` as {part: dtype} (the dtypes are checked by ``api.precision_of``)."""
     if not override:
         return None
-    return dict(part.split("=", 1) for part in override.split(";") if part)
-
-
-def _int(text: str) -> int | None:
-    return int(float(text)) if text else None
+    parts = [part.strip() for part in override.split(";") if part.strip()]
+    if not all("=" in part for part in parts):
+        raise PlanInputError(f"expected part=dtype separated by ';' (weights=fp8;kv=fp8), got {show(override)}",
+                             field="dtype_override")
+    return dict(part.split("=", 1) for part in parts)
 
 
 def predict_row(row: dict[str, str], folder: Path) -> Prediction:
     """One row's figure from the shipped profiles (see the module doc)."""
+    f = read_fields(row)
     ref = row["model_ref"]
     model = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
     model = api.precision_of(model, precision_of(row["dtype_override"]))
-    kind, gpus, unit_gpus = row["kind"], int(row["gpus"]), _int(row["unit_gpus"]) or int(row["gpus"])
+    kind, gpus, unit_gpus = f.kind, f.gpus, f.unit_gpus
     kind_of_layout, _ = layout_kind(row["parallelism"], row["engine"])
     published = row["engine"].upper()
     engine = {}
@@ -172,9 +261,7 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
         engine["overlap"] = TBO_OVERLAP
     if "EPLB" in published:
         engine["expert_imbalance"] = 1.0  # the source balanced experts for its own traffic
-    input_tokens = _int(row["input_len"]) or DEFAULT_INPUT
-    output_tokens = max(1, round(float(row["output_len"]))) if row["output_len"] else 1
-    requests = _int(row.get("requests", ""))
+    input_tokens, output_tokens = f.input_tokens, f.output_tokens
     max_batch = None
     if "TRTLLM-BENCH" in published and kind_of_layout != "search":
         limits = trtllm_bench_limits(model, api.hardware_of(row["tool_hw"]), gpus, input_tokens, output_tokens)
@@ -183,19 +270,17 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
             max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)  # attention DP: a limit per rank
             engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
     engine = engine or None
-    batch = _int(row["batch"])
     concurrency = None
-    if batch is not None:
-        concurrency = batch * gpus if row["batch_scope"] == "per_gpu" else batch
-    if kind == "decode_tps" and row["context"]:
-        context = int(row["context"])
-        input_tokens, output_tokens = context, 1  # decode at this context (I + O / 2 = context)
+    if f.batch is not None:
+        concurrency = f.batch * gpus if f.per_gpu_batch else f.batch
+    if kind == "decode_tps" and f.context_tokens is not None:
+        input_tokens, output_tokens = f.context_tokens, 1  # decode at this context (I + O / 2 = context)
     note, published_gpus = "", gpus
     while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
         try:
             est = api.estimate(model, row["tool_hw"], gpus, input_tokens=input_tokens, output_tokens=output_tokens,
                                concurrency=concurrency, parallel=layout_of(kind_of_layout, gpus), engine=engine,
-                               max_batch=max_batch, requests=requests if kind == "e2e_tps" else None)
+                               max_batch=max_batch, requests=f.requests if kind == "e2e_tps" else None)
             break
         except PlanInputError as exc:
             if "does not fit" not in str(exc) or gpus >= MAX_CHIPS or concurrency is not None:
@@ -204,42 +289,42 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
     if gpus != published_gpus:
         note = f"{published_gpus} GPUs cannot hold it: the fewest that can ({gpus}), per GPU"
         unit_gpus = 1
-    figure = {
-        "prefill_tps": est.prefill_tokens_per_s,
-        "decode_tps": est.decode_tokens_per_s,
-        "e2e_tps": est.e2e_output_tokens_per_s,
-    }.get(kind)
     if kind == "e2e_latency":
         predicted = est.e2e_latency_s
-    elif figure is not None:
-        predicted = figure / gpus * unit_gpus
     else:
-        raise PlanInputError(f"unknown kind {kind!r}", field=f"row {row['id']}")
+        figure = {"prefill_tps": est.prefill_tokens_per_s, "decode_tps": est.decode_tokens_per_s,
+                  "e2e_tps": est.e2e_output_tokens_per_s}[kind]
+        predicted = figure / gpus * unit_gpus
     layout = est.prefill.layout.label if kind == "prefill_tps" else est.decode.layout.label
     return Prediction(row["id"], kind, row.get("model") or model.name, row["tool_hw"], gpus, layout, predicted,
-                      float(row["measured"]),
-                      row["unit"], note)
+                      f.measured, row["unit"], note)
 
 
 def predict_all(path: str) -> list[Prediction]:
-    """Every row's prediction; a row with a missing or malformed field is a PlanInputError naming it."""
+    """Every row's prediction; a row with a missing or malformed field is a PlanInputError naming it
+    (every row's fields are checked before the first is predicted)."""
     folder = Path(path).resolve().parent
-    out = []
-    for n, row in enumerate(read_rows(path), start=2):
-        try:
-            out.append(predict_row(row, folder))
-        except KeyError as exc:
-            raise PlanInputError(f"no column {exc}", source=path, field=f"line {n}") from None
-        except (ValueError, OverflowError, TypeError) as exc:
-            raise PlanInputError(f"malformed value ({str(exc)[:80]})", source=path, field=f"line {n}") from None
-        except PlanInputError as exc:  # a value out of range, a model that does not fit: name the row
-            if exc.source is not None:
-                raise
-            field = f"line {n}" + (f": {exc.field.lstrip('-')}" if exc.field else "")
-            raise PlanInputError(exc.reason, source=path, field=field) from None
-    if not out:
+    rows = read_rows(path)
+    if not rows:
         raise PlanInputError("no rows to predict", source=path)
+    for check in (read_fields, lambda row: predict_row(row, folder)):
+        out = [_on_line(check, row, n, path) for n, row in enumerate(rows, start=2)]
     return out
+
+
+def _on_line(step, row: dict[str, str], n: int, path: str):
+    """``step(row)``, its errors naming the file and the row's line."""
+    try:
+        return step(row)
+    except KeyError as exc:
+        raise PlanInputError(f"no column {exc}", source=path, field=f"line {n}") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise PlanInputError(f"malformed value ({str(exc)[:80]})", source=path, field=f"line {n}") from None
+    except PlanInputError as exc:  # a value out of range, a model that does not fit: name the row
+        if exc.source is not None:
+            raise
+        field = f"line {n}" + (f": {exc.field.lstrip('-')}" if exc.field else "")
+        raise PlanInputError(exc.reason, source=path, field=field) from None
 
 
 def summary(predictions: list[Prediction]) -> dict[str, float]:

@@ -90,7 +90,16 @@ RATE_RPS = Range(0, 1e6, "requests/s", "an arrival or target rate", lo_open=True
 SLO_SECONDS = Range(0.001, 1e6, "s", "a TTFT target")
 LOAD = Range(0, 10, "x Lambda_max", "a load as a fraction of Lambda_max", lo_open=True)
 ARRIVAL_CV = Range(0.01, 100, "", "a coefficient of variation of inter-arrival times")
-REQUESTS = Range(1, 10_000_000, "requests", "requests to simulate")
+# Simulated requests per command, over all its runs (validate-model: 4 loads; schedule
+# --simulate: 2 per window; sites --simulate: one per PD site and window). Worst case measured
+# on the 2-core machine of the README: 500,000 case-study requests with --policy adaptive
+# --rebalance --arrivals onoff take 47 s of CPU and 348 MB (10,000,000 took 273 s and
+# 5.3 GB), so a larger count is an error rather than a run of many minutes.
+REQUESTS = Range(1, 500_000, "requests", "requests simulated by one command, over all its runs")
+# A published figure (tokens/s, or seconds of a latency) is positive and finite; the largest in
+# tests/data/published_benchmarks.csv is 57,674 input tokens/s per node, so 10^9 leaves room
+# for any deployment while a stray exponent (1e12) is refused.
+PUBLISHED_MEASUREMENT = Range(0, 1e9, "", "a published measurement (the CSV's measured, in its unit)", lo_open=True)
 OFFLINE_REQUESTS = Range(1, 1_000_000, "requests", "requests of an offline run (estimate --requests)")
 POINTS = Range(2, 10_000, "points", "points of a sweep (a rate sweep: at most 1,000)")
 RATE_POINTS = Range(2, 1_000, "points", "points of a rate sweep (each evaluates the latency of every deployment)")
@@ -137,11 +146,29 @@ NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGE
            PARAMS_B, TFLOPS, MEMORY_GIB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
            PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, COLLECTIVE_LATENCY_US, OVERLAP,
            EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, LINK_GBPS, RTT_MS, TPOT_MS, DECODE_BATCH, DECODE_TOKENS_PER_S,
-           PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, OFFLINE_REQUESTS, POINTS, SIM_SECONDS, SEED,
-           LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS,
-           BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD, PURCHASE_USD_PER_GPU,
-           DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH, PUE, IDLE_POWER_FRACTION, USD_PER_GBPS_MONTH, USD_PER_GB,
-           COMPARE_OPTIONS, JOBS, WINDOW_HOURS, INPUT_SCALE, CONVERSION_S, DAY_WINDOWS)
+           PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS, OFFLINE_REQUESTS, PUBLISHED_MEASUREMENT,
+           POINTS, SIM_SECONDS, SEED, LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS, LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS,
+           CALIBRATION_POINTS, BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES, COARSE_THRESHOLDS, OPERATING_LOAD,
+           PURCHASE_USD_PER_GPU, DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH, PUE, IDLE_POWER_FRACTION,
+           USD_PER_GBPS_MONTH, USD_PER_GB, COMPARE_OPTIONS, JOBS, WINDOW_HOURS, INPUT_SCALE, CONVERSION_S, DAY_WINDOWS)
+
+
+def check_simulated_requests(requests: int, runs: int, field: str, what: str = "") -> int:
+    """``requests`` per run if ``runs`` x ``requests`` is within ``REQUESTS`` (``what`` names
+    the runs: '3 windows x 2 plans'), else a PlanInputError that says the limit and why."""
+    reason = REQUESTS.problem(requests)
+    over = reason is not None and isinstance(requests, int) and requests > REQUESTS.hi
+    if reason is not None and not over:
+        raise PlanInputError(reason, field=field)
+    total = requests * runs
+    if total > REQUESTS.hi:
+        count = shorten(f"{requests:,}", 24)
+        product = f"{what} x {count} = {shorten(f'{total:,}', 24)}" if runs > 1 else count
+        most = f"; give at most {int(REQUESTS.hi) // runs:,} per run" if runs > 1 else ""
+        raise PlanInputError(f"{product} simulated requests, over the limit of {int(REQUESTS.hi):,} per command "
+                             "(at the limit the worst case takes about a minute here; 10,000,000 took 273 s and 5.3 GB)"
+                             f"{most}", field=field)
+    return requests
 
 
 def markdown_table() -> str:

@@ -15,17 +15,22 @@ Input (every reader of a user file goes through ``read_input_bytes``):
 
 Output: ``OutputFiles`` writes every output of a command to temporary files in the
 destination folders and renames them over the targets only when all are complete, so a
-failure never leaves a truncated file, and never replaces one output but not another.
+failure never leaves a truncated file, and never replaces one output but not another. An
+output must name a file (not empty, not ending in '/', not a folder) in a folder that
+exists, and never a file the command reads: inside ``track_inputs()`` (the CLI runs every
+command in one) each input read is recorded by device and inode, so a symlink, a hard link,
+``./s.yaml`` or an absolute path to an input is refused as well.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +52,31 @@ def is_regular_file(path: str | Path) -> bool:
     return st is not None and stat.S_ISREG(st.st_mode)
 
 
+_inputs_read: dict[tuple[int, int], str] | None = None  # (st_dev, st_ino) -> the path as given; None: not tracking
+
+
+@contextlib.contextmanager
+def track_inputs() -> Iterator[None]:
+    """Record every input file read inside the block (``note_input``), so that ``OutputFiles``
+    refuses to write over one of them."""
+    global _inputs_read
+    previous, _inputs_read = _inputs_read, {}
+    try:
+        yield
+    finally:
+        _inputs_read = previous
+
+
+def note_input(path: str | Path, st: os.stat_result | None = None) -> None:
+    """Record ``path`` as an input of the running command (a no-op outside ``track_inputs``);
+    readers that serve a file from a cache call this too."""
+    if _inputs_read is None:
+        return
+    st = st if st is not None else file_status(path)
+    if st is not None and stat.S_ISREG(st.st_mode):
+        _inputs_read.setdefault((st.st_dev, st.st_ino), str(path))
+
+
 def read_input_bytes(path: str | Path, max_bytes: int, *, source: str | None = None,
                      limit_read: int | None = None) -> bytes:
     """The bytes of a user's input file: a regular file of at most ``max_bytes`` (only the first
@@ -64,6 +94,7 @@ def read_input_bytes(path: str | Path, max_bytes: int, *, source: str | None = N
         raise PlanInputError("not a regular file (a pipe, socket or device is not read)", source=source)
     if st.st_size > max_bytes:
         raise PlanInputError(f"file is {st.st_size:,} bytes, over the limit of {max_bytes:,}", source=source)
+    note_input(path, st)
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1 if limit_read is None else limit_read)
@@ -346,8 +377,17 @@ class OutputFiles:
         return False
 
     @staticmethod
-    def check(path: str | Path, option: str = "--output") -> None:
-        path = Path(path)
+    def check(path: str | Path, option: str = "--output", inputs: Iterable[tuple[str | None, str]] = ()) -> None:
+        """Refuse a destination that is not a usable file name: empty, ending in '/', a folder,
+        not a regular file, in a folder that does not exist, or the same file (device and
+        inode) as one of ``inputs`` ((path, what it is)) or as any input read so far inside
+        ``track_inputs``."""
+        raw = os.fspath(path)
+        if not raw.strip():
+            raise PlanInputError("an empty file name: give the file to write", field=option)
+        if raw.endswith(("/", os.sep) + ((os.altsep,) if os.altsep else ())):
+            raise PlanInputError("ends in '/', which names a folder: give a file name", source=raw, field=option)
+        path = Path(raw)
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -362,10 +402,12 @@ class OutputFiles:
             raise PlanInputError("output folder does not exist", source=str(path), field=option)
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise PlanInputError("exists and is not a regular file", source=str(path), field=option)
+        if st is not None:
+            _refuse_input(st, str(path), option, inputs)
 
     def write(self, path: str | Path, write: Callable[[str], None], option: str = "--output") -> None:
-        path = Path(path)
         self.check(path, option)
+        path = Path(path)
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=path.suffix[:16] or ".tmp",
                                        dir=path.parent if str(path.parent) else ".")
@@ -389,6 +431,19 @@ class OutputFiles:
             except OSError as exc:
                 raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path), field=option) from None
         self._pending.clear()
+
+
+def _refuse_input(st: os.stat_result, path: str, option: str, inputs: Iterable[tuple[str | None, str]]) -> None:
+    """A PlanInputError if the existing output ``path`` (its ``st``) is one of the command's inputs."""
+    key = (st.st_dev, st.st_ino)
+    for given, what in inputs:
+        other = file_status(given) if given else None
+        if other is not None and (other.st_dev, other.st_ino) == key:
+            raise PlanInputError(f"is {what} this command reads ({shorten(str(given), 60)}): write the output to "
+                                 "another file", source=path, field=option)
+    if _inputs_read and key in _inputs_read:
+        raise PlanInputError(f"is a file this command reads ({shorten(_inputs_read[key], 60)}): write the output "
+                             "to another file", source=path, field=option)
 
 
 def write_text_atomic(path: str | Path, text: str, option: str = "--output") -> None:

@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from ..choices import ProfileKind
 from ..errors import PlanInputError, show
-from ..yamlio import file_status, is_regular_file, load_yaml_file
+from ..yamlio import file_status, is_regular_file, load_yaml_file, note_input
 from .hardware import HardwareProfile, load_hardware_profile
 from .model import ModelProfile, load_model_profile
 from .scenario import Scenario, load_scenario
@@ -88,8 +88,10 @@ def _resolve(ref: str, kind: str, label: str, loader: Callable[[object, str], T]
 
 
 def _load_cached(path: str, loader):
-    """Load and validate once per file version (keyed on path, size and mtime)."""
+    """Load and validate once per file version (keyed on path, size and mtime); a cached file
+    is still recorded as an input of the running command (``yamlio.note_input``)."""
     st = file_status(path)
+    note_input(path, st)
     version = None if st is None else (st.st_size, st.st_mtime_ns)  # None: the loader reports it
     return _load_version(path, version, loader)
 
