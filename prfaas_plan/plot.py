@@ -111,10 +111,19 @@ def timeseries_figure(result):
 
 def compare_figure(comparison):
     """The options of a comparison: provisioned $/hour against req/s served (Lambda_max, or the
-    SLO goodput), coloured by TTFT P90 at the operating rate; the Pareto front joined and labelled."""
+    SLO goodput), coloured by TTFT P90 at the operating rate; the 2-D front joined, the Pareto
+    front (TTFT too) starred. Each point carries its rank in the compare table (options at the
+    same point share one label, ``1,2,3``), placed where it overlaps no other label and no point
+    (``place_labels``); a key beside the axes names the option of each rank."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, (ax, key_ax) = plt.subplots(1, 2, figsize=(11, 5.5), gridspec_kw={"width_ratios": [3, 1.1]})
+    key_ax.axis("off")
+    ranks, rank = {}, 0
+    for i, r in enumerate(comparison.results):
+        rank += r.feasible
+        ranks[i] = rank
     rows = [(i, r) for i, r in enumerate(comparison.results) if r.feasible and r.usd_per_hour is not None]
+    groups: dict[tuple[float, float], list[int]] = {}
     if rows:
         cost = np.array([r.usd_per_hour for _, r in rows])
         rate = np.array([r.capacity_rps for _, r in rows])
@@ -129,15 +138,109 @@ def compare_figure(comparison):
                 best = y
         ax.step([x for x, _ in steps], [y for _, y in steps], "k--", where="post", lw=1, zorder=2,
                 label="front over $/hour and req/s")
-        front = [(r.usd_per_hour, r.capacity_rps, r.option.label) for i, r in rows if i in comparison.pareto]
+        front = [(r.usd_per_hour, r.capacity_rps) for i, r in rows if i in comparison.pareto]
         ax.scatter([f[0] for f in front], [f[1] for f in front], marker="*", s=160, facecolors="none",
                    edgecolors="k", zorder=4, label="Pareto front (with TTFT P90)")
-        for x, y, label in front:
-            ax.annotate(label, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
-        ax.legend(loc="lower right")
+        for i, r in rows:
+            groups.setdefault((round(r.usd_per_hour, 6), round(r.capacity_rps, 9)), []).append(ranks[i])
+        ax.margins(0.12)
     ax.set_xlabel("provisioned cost ($/hour)")
     ax.set_ylabel("requests/s served")
-    ax.set_title(f"{comparison.name}: {len(comparison.results)} options ({comparison.objective})")
+    ax.set_title(f"{comparison.name}: {len(comparison.results)} options, {len(rows)} feasible and priced "
+                 f"({comparison.objective})")
     ax.grid(alpha=0.3)
+    key = [f"{ranks[i]:>3}{'*' if i in comparison.pareto else ' '} {r.option.label}" for i, r in rows]
+    if key:
+        per_column = 40
+        columns = ["\n".join(key[k:k + per_column]) for k in range(0, len(key), per_column)]
+        key_ax.text(0, 1, "# (rank in the table; * Pareto front)\n" + columns[0], va="top", ha="left",
+                    family="monospace", fontsize=7 if len(key) <= 20 else 6, transform=key_ax.transAxes)
+        for c, text in enumerate(columns[1:], start=1):
+            key_ax.text(c * 0.5, 1, "\n" + text, va="top", ha="left", family="monospace", fontsize=6,
+                        transform=key_ax.transAxes)
+    handles, names = ax.get_legend_handles_labels()
+    if handles:  # beside the axes, where it hides no point or label
+        key_ax.legend(handles, names, loc="lower left", fontsize=8, frameon=False)
     fig.tight_layout()
+    place_labels(ax, [(x, y, ",".join(map(str, sorted(g)))) for (x, y), g in groups.items()])
     return fig
+
+
+LABEL_GID = "option-label"  # the gid of the rank labels (tests find them by it)
+_OFFSETS_PT = [(dx * r, dy * r) for r in (5, 10, 16, 24, 34) for dx, dy in
+               ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))]
+_POINT_PX = 9  # half the side of the box kept clear around each point (a star's radius), pixels at 100 dpi
+_GAP_PX = 3  # the space kept between two labels, pixels at 100 dpi
+_LEADER_PT = 16  # labels this far from their point or further get a leader line
+
+
+def place_labels(ax, labels: list[tuple[float, float, str]], fontsize: float = 8) -> list:
+    """Annotate each (x, y, text) at the first offset of ``_OFFSETS_PT`` (nearest first, eight
+    directions per distance) where its box, grown by ``_GAP_PX``, overlaps no label placed before
+    it and no point's box, and stays inside the axes; a label with no free place takes the one
+    overlapping least. A label far from its point, or nearer another point than its own, gets a
+    leader line. Call after the layout is final (the boxes are measured by the figure's
+    renderer). Returns the annotations."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    scale = fig.dpi / 100.0
+    points = [ax.transData.transform((x, y)) for x, y, _ in labels]
+    obstacles = [_box(px, py, _POINT_PX * scale) for px, py in points]
+    frame = ax.get_window_extent(renderer)
+    placed, texts = [], []
+    for k in sorted(range(len(labels)), key=lambda j: (-labels[j][1], labels[j][0])):  # top left first
+        x, y, text = labels[k]
+        probe = ax.annotate(text, (x, y), xytext=_OFFSETS_PT[0], textcoords="offset points", fontsize=fontsize)
+        best, best_cost = None, np.inf
+        for offset in _OFFSETS_PT:
+            align = _alignment(offset)
+            probe.set_position(offset)
+            probe.set_ha(align["ha"])
+            probe.set_va(align["va"])
+            box = probe.get_window_extent(renderer).padded(_GAP_PX * scale)
+            cost = sum(_overlap(box, other) for other in placed + obstacles) + _outside(box, frame)
+            if cost < best_cost:
+                best, best_cost = offset, cost
+            if cost == 0:
+                break
+        probe.remove()
+        ann = ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize, gid=LABEL_GID,
+                          zorder=5, **_alignment(best))
+        box = ann.get_window_extent(renderer)
+        centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
+        own = np.hypot(*(centre - points[k]))
+        if max(map(abs, best)) >= _LEADER_PT or any(np.hypot(*(centre - p)) < own for j, p in enumerate(points)
+                                                   if j != k):
+            ann.remove()
+            ann = ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize,
+                              gid=LABEL_GID, zorder=5, **_alignment(best),
+                              arrowprops={"arrowstyle": "-", "lw": 0.6, "color": "0.3", "shrinkA": 0, "shrinkB": 2})
+        placed.append(ann.get_window_extent(renderer))
+        texts.append(ann)
+    return texts
+
+
+def _alignment(offset: tuple[float, float]) -> dict:
+    """The text's anchor for an offset: the corner or side nearest the point."""
+    dx, dy = offset
+    return {"ha": "left" if dx > 0 else ("right" if dx < 0 else "center"),
+            "va": "bottom" if dy > 0 else ("top" if dy < 0 else "center")}
+
+
+def _box(x: float, y: float, half: float):
+    from matplotlib.transforms import Bbox
+
+    return Bbox([[x - half, y - half], [x + half, y + half]])
+
+
+def _overlap(a, b) -> float:
+    """The area two display boxes share (0 when they only touch)."""
+    w = min(a.x1, b.x1) - max(a.x0, b.x0)
+    h = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def _outside(box, frame) -> float:
+    """The area of ``box`` outside ``frame`` (weighted as an overlap)."""
+    inside = _overlap(box, frame)
+    return box.width * box.height - inside
