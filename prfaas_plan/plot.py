@@ -167,80 +167,77 @@ def compare_figure(comparison):
 
 
 LABEL_GID = "option-label"  # the gid of the rank labels (tests find them by it)
-_OFFSETS_PT = [(dx * r, dy * r) for r in (5, 10, 16, 24, 34) for dx, dy in
-               ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))]
+_DIRECTIONS = [(1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)]
+_OFFSETS_PT = [(dx * r, dy * r) for r in (5, 10, 16) for dx, dy in _DIRECTIONS] + [
+    (r * np.cos(a), r * np.sin(a)) for r in (24, 34, 46, 60, 76, 95, 120) for a in np.linspace(0, 2 * np.pi, 24,
+                                                                                                endpoint=False)]
 _POINT_PX = 9  # half the side of the box kept clear around each point (a star's radius), pixels at 100 dpi
 _GAP_PX = 3  # the space kept between two labels, pixels at 100 dpi
 _LEADER_PT = 16  # labels this far from their point or further get a leader line
 
 
 def place_labels(ax, labels: list[tuple[float, float, str]], fontsize: float = 8) -> list:
-    """Annotate each (x, y, text) at the first offset of ``_OFFSETS_PT`` (nearest first, eight
-    directions per distance) where its box, grown by ``_GAP_PX``, overlaps no label placed before
-    it and no point's box, and stays inside the axes; a label with no free place takes the one
-    overlapping least. A label far from its point, or nearer another point than its own, gets a
-    leader line. Call after the layout is final (the boxes are measured by the figure's
-    renderer). Returns the annotations."""
+    """Annotate each (x, y, text) at the first offset of ``_OFFSETS_PT`` (nearest first: eight
+    directions per distance, then rings of 24) where its box, grown by ``_GAP_PX``, overlaps no
+    label placed before it and no point's box, and stays inside the axes; a label with no free
+    place takes the one overlapping least. A label far from its point, or nearer another point
+    than its own, gets a leader line. Call after the layout is final (the text's size is measured
+    by the figure's renderer). Returns the annotations."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
-    scale = fig.dpi / 100.0
-    points = [ax.transData.transform((x, y)) for x, y, _ in labels]
-    obstacles = [_box(px, py, _POINT_PX * scale) for px, py in points]
+    scale, px_per_pt = fig.dpi / 100.0, fig.dpi / 72.0
+    points = np.array([ax.transData.transform((x, y)) for x, y, _ in labels]).reshape(-1, 2)
+    half = _POINT_PX * scale
+    taken = [np.hstack([points - half, points + half])]  # boxes (x0, y0, x1, y1) no label may cover
     frame = ax.get_window_extent(renderer)
-    placed, texts = [], []
+    offsets = np.array(_OFFSETS_PT)
+    align = [_alignment(o) for o in _OFFSETS_PT]
+    fx = np.array([{"left": 0.0, "right": -1.0, "center": -0.5}[a["ha"]] for a in align])
+    fy = np.array([{"bottom": 0.0, "top": -1.0, "center": -0.5}[a["va"]] for a in align])
+    texts = []
     for k in sorted(range(len(labels)), key=lambda j: (-labels[j][1], labels[j][0])):  # top left first
         x, y, text = labels[k]
-        probe = ax.annotate(text, (x, y), xytext=_OFFSETS_PT[0], textcoords="offset points", fontsize=fontsize)
-        best, best_cost = None, np.inf
-        for offset in _OFFSETS_PT:
-            align = _alignment(offset)
-            probe.set_position(offset)
-            probe.set_ha(align["ha"])
-            probe.set_va(align["va"])
-            box = probe.get_window_extent(renderer).padded(_GAP_PX * scale)
-            cost = sum(_overlap(box, other) for other in placed + obstacles) + _outside(box, frame)
-            if cost < best_cost:
-                best, best_cost = offset, cost
-            if cost == 0:
-                break
+        probe = ax.text(0, 0, text, fontsize=fontsize)
+        size = probe.get_window_extent(renderer)
         probe.remove()
-        ann = ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize, gid=LABEL_GID,
-                          zorder=5, **_alignment(best))
-        box = ann.get_window_extent(renderer)
-        centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
-        own = np.hypot(*(centre - points[k]))
-        if max(map(abs, best)) >= _LEADER_PT or any(np.hypot(*(centre - p)) < own for j, p in enumerate(points)
-                                                   if j != k):
-            ann.remove()
-            ann = ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize,
-                              gid=LABEL_GID, zorder=5, **_alignment(best),
-                              arrowprops={"arrowstyle": "-", "lw": 0.6, "color": "0.3", "shrinkA": 0, "shrinkB": 2})
-        placed.append(ann.get_window_extent(renderer))
-        texts.append(ann)
+        x0 = points[k, 0] + offsets[:, 0] * px_per_pt + fx * size.width
+        y0 = points[k, 1] + offsets[:, 1] * px_per_pt + fy * size.height
+        boxes = np.column_stack([x0, y0, x0 + size.width, y0 + size.height])
+        gap = _GAP_PX * scale
+        grown = boxes + np.array([-gap, -gap, gap, gap])
+        others = np.vstack(taken)
+        cost = _overlaps(grown, others).sum(axis=1) + _area(grown) - _overlaps(grown, _frame(frame))[:, 0]
+        free = np.flatnonzero(cost <= 0)
+        pick = int(free[0]) if free.size else int(np.argmin(cost))
+        best, box = _OFFSETS_PT[pick], boxes[pick]
+        centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+        distance = np.hypot(*(points - centre).T)
+        leader = max(map(abs, best)) >= _LEADER_PT or bool(np.any(np.delete(distance, k) < distance[k]))
+        arrow = {"arrowprops": {"arrowstyle": "-", "lw": 0.6, "color": "0.3", "shrinkA": 0, "shrinkB": 2}} if leader else {}
+        texts.append(ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize,
+                                 gid=LABEL_GID, zorder=5, **_alignment(best), **arrow))
+        taken.append(box[None, :])
     return texts
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The areas boxes ``a`` (n x 4: x0, y0, x1, y1) share with boxes ``b`` (m x 4), n x m (0 when
+    they only touch)."""
+    w = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
+    h = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
+    return np.clip(w, 0, None) * np.clip(h, 0, None)
+
+
+def _area(a: np.ndarray) -> np.ndarray:
+    return (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+
+
+def _frame(bbox) -> np.ndarray:
+    return np.array([[bbox.x0, bbox.y0, bbox.x1, bbox.y1]])
 
 
 def _alignment(offset: tuple[float, float]) -> dict:
     """The text's anchor for an offset: the corner or side nearest the point."""
-    dx, dy = offset
+    dx, dy = (0.0 if abs(v) < 1e-9 else v for v in offset)
     return {"ha": "left" if dx > 0 else ("right" if dx < 0 else "center"),
             "va": "bottom" if dy > 0 else ("top" if dy < 0 else "center")}
-
-
-def _box(x: float, y: float, half: float):
-    from matplotlib.transforms import Bbox
-
-    return Bbox([[x - half, y - half], [x + half, y + half]])
-
-
-def _overlap(a, b) -> float:
-    """The area two display boxes share (0 when they only touch)."""
-    w = min(a.x1, b.x1) - max(a.x0, b.x0)
-    h = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return w * h if w > 0 and h > 0 else 0.0
-
-
-def _outside(box, frame) -> float:
-    """The area of ``box`` outside ``frame`` (weighted as an overlap)."""
-    inside = _overlap(box, frame)
-    return box.width * box.height - inside

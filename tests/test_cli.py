@@ -58,10 +58,10 @@ def test_decode_command(run_cli):
 
 
 def test_models_and_hardware_listing(run_cli):
-    names = {r["name"] for r in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
+    names = {r["model"] for r in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
     assert {"minimax-m2.5", "qwen3-235b", "qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t",
             "kimi-k2", "deepseek-v3", "qwen3-8b", "qwen3-32b", "prfaas-1t-hybrid"} <= names
-    hw = {r["name"] for r in json.loads(run_cli("hardware", "list", "-f", "json").out)["rows"]}
+    hw = {r["hardware"] for r in json.loads(run_cli("hardware", "list", "-f", "json").out)["rows"]}
     assert {"h100", "h200", "h20", "b200", "gb200", "b300", "rubin", "rubin-cpx", "groq-lpu", "mi300x", "mi355x"} <= hw
     show = json.loads(run_cli("models", "show", "mimo-v2-flash", "-f", "json").out)
     assert show["rows"][0]["kv_bytes_per_token"] == 23_040 and show["profile"]["name"] == "mimo-v2-flash"

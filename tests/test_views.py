@@ -77,10 +77,10 @@ DECODE_TABLE = {"context (tokens)": "context_tokens", "layout": "layout", "batch
                 "BS_max (memory)": "bs_max_memory_requests", "limited by": "limited_by", "T_decode (ms)": "step_ms",
                 "TPOT (ms)": "tpot_ms", "tokens/s": "tokens_per_s", "tok/s/user": "per_user_tokens_per_s",
                 "weights/chip (GB)": "weight_gb_per_chip", "KV/request/chip (MiB)": "kv_per_request_mib_per_chip"}
-MODELS_TABLE = {"model": "name", "layers": "layers", "mixers (kind:layers)": "mixers", "KV B/token": "kv_bytes_per_token",
-                "SWA cap MiB": "window_cap_mib", "state MiB": "fixed_state_mib", "params B": "params_total_b",
-                "active B": "params_active_b", "weights GB": "weight_gb", "context": "max_context"}
-HARDWARE_TABLE = {"hardware": "name", "bf16 TFLOPS": "bf16_tflops", "fp8 TFLOPS": "fp8_tflops", "fp4 TFLOPS": "fp4_tflops",
+MODELS_TABLE = {"model": "model", "layers": "layers", "mixers (kind:layers)": "mixers", "KV B/token": "kv_bytes_per_token",
+                "SWA cap MiB": "window_cap_mib", "state MiB": "fixed_state_mib", "params B": "params_total_billions",
+                "active B": "params_active_billions", "weights GB": "weight_gb", "context": "max_context_tokens"}
+HARDWARE_TABLE = {"hardware": "hardware", "bf16 TFLOPS": "bf16_tflops", "fp8 TFLOPS": "fp8_tflops", "fp4 TFLOPS": "fp4_tflops",
                   "memory GiB": "memory_gib", "TB/s": "bandwidth_tb_per_s", "scale-up GB/s": "scale_up_gb_per_s",
                   "eff mm": "eff_matmul", "eff attn": "eff_attention", "eff mem": "eff_memory",
                   "overhead s": "prefill_overhead_s", "$/GPU-h (example)": "usd_per_gpu_hour"}
@@ -394,7 +394,7 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
     assert row["context_tokens"] == 32 * 1024  # the default --context 32K
     parallel = doc["parallel"]  # the layout's parts: tp, dp_attention, ep, pp, replicas
     assert parallel["tp"] * parallel["dp_attention"] * parallel["pp"] * parallel["replicas"] == 16
-    models = {m["name"]: m for m in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
+    models = {m["model"]: m for m in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
     model = models["kimi-k2"]
     # 16 chips share the weights (the attention copies of DP attention on top): at least 1/16 of them each
     assert model["weight_gb"] / 16 - 0.05 <= row["weight_gb_per_chip"] <= model["weight_gb"] / 16 * 1.5
@@ -473,13 +473,13 @@ def test_models_list_columns_show_their_json_fields(run_cli):
 
     doc, _, _ = check_rows_report(run_cli, ("models", "list"), MODELS_TABLE)
     profiles = {m.name: m for m in api.models()}
-    assert [r["name"] for r in doc["rows"]] == list(profiles)
+    assert [r["model"] for r in doc["rows"]] == list(profiles)
     for r in doc["rows"]:
-        m = profiles[r["name"]]
+        m = profiles[r["model"]]
         assert r["weight_gb"] == pytest.approx(weight_bytes(m) / 1e9, abs=0.05 + 1e-9)
-        assert r["params_total_b"] == pytest.approx(count_params(m).total / 1e9, abs=0.005 + 1e-9)
-        assert r["params_active_b"] == pytest.approx(count_params(m).active / 1e9, abs=0.005 + 1e-9)
-        assert r["max_context"] == m.max_context_tokens
+        assert r["params_total_billions"] == pytest.approx(count_params(m).total / 1e9, abs=0.005 + 1e-9)
+        assert r["params_active_billions"] == pytest.approx(count_params(m).active / 1e9, abs=0.005 + 1e-9)
+        assert r["max_context_tokens"] == m.max_context_tokens
 
 
 def test_hardware_list_columns_show_their_json_fields(run_cli):
@@ -489,9 +489,9 @@ def test_hardware_list_columns_show_their_json_fields(run_cli):
 
     doc, _, _ = check_rows_report(run_cli, ("hardware", "list"), HARDWARE_TABLE)
     profiles = {h.name: h for h in api.hardware_profiles()}
-    assert [r["name"] for r in doc["rows"]] == list(profiles)
+    assert [r["hardware"] for r in doc["rows"]] == list(profiles)
     for r in doc["rows"]:
-        h = profiles[r["name"]]
+        h = profiles[r["hardware"]]
         e = h.efficiency
         assert (r["bf16_tflops"], r["fp8_tflops"], r["fp4_tflops"]) == (
             h.peak_tflops.bf16, h.peak_tflops.fp8, h.peak_tflops.fp4)
