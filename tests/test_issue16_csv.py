@@ -196,6 +196,28 @@ def test_sites_csv_has_a_column_per_link_figure_and_prices_add_up(run_cli, tmp_p
     assert float(by_part["total", "total"]["usd_per_hour"]) == pytest.approx(result.usd_per_hour, abs=1e-4)
 
 
+def test_a_link_is_paid_when_it_carries_traffic_in_any_window():
+    """The worked example's US-East link (40 Gbps at $60 per Gbps-month, 730 hours a month) is
+    paid in full whether it carries traffic in every window or only the last, and not at all
+    when it carries none (the programme's binary: one price for the day)."""
+    from dataclasses import replace
+
+    from prfaas_plan import api
+    from prfaas_plan.planner.sites import cost_parts
+
+    result, si = api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
+
+    def offloading(flags):
+        windows = tuple(replace(w, pd=tuple(replace(s, offload_rps={f: v if on or s.name != "us-east" else 0.0
+                                                                      for f, v in s.offload_rps.items()})
+                                            for s in w.pd)) for w, on in zip(result.windows, flags))
+        return replace(result, windows=windows)
+
+    price = 40 * 60 / 730
+    for flags, paid in (((True, True, True), price), ((False, False, True), price), ((False, False, False), 0.0)):
+        assert cost_parts(si, offloading(flags))["link", "us-east", "factory"] == pytest.approx(paid, rel=1e-12)
+
+
 def test_route_table_prints_a_table_by_default(run_cli):
     """route-table's default is a table, like every other command; -f csv is the router's file."""
     default = run_cli("route-table", "--points", "3")
