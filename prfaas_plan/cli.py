@@ -515,7 +515,7 @@ def sites(
 ) -> None:
     """Plan several PD sites sharing PrfaaS sites over their own links: counts per site, thresholds, traffic per link."""
     from . import api
-    from .views.plan import sites_view
+    from .views.sites import sites_view
 
     _check_outputs((output, "--output"))
     if simulate_requests is not None:
