@@ -490,7 +490,7 @@ def sweep(
     _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
     with _progress(f"sweep over {over.value}") as progress:
         rows = api.sweep(scenario, over, mode, start, stop, points, progress)
-    _emit(sweep_view(rows, over.value, scenario), fmt, output)
+    _emit(sweep_view(rows, over.value, api.inputs(scenario)), fmt, output)
 
 
 @app.command()
@@ -543,7 +543,7 @@ def sites(
 ) -> None:
     """Plan several PD sites sharing PrfaaS sites over their own links: counts per site, thresholds, traffic per link."""
     from . import api
-    from .views.plan import sites_view
+    from .views.sites import sites_view
 
     _check_outputs((output, "--output"), inputs=((path, "the sites scenario"),))
     if simulate_requests is not None:
@@ -561,7 +561,8 @@ def route_table(
     start: float | None = typer.Option(None, "--from", help="First usable Gbps (default: 0, then 1% to 2x the link's)."),
     stop: float | None = typer.Option(None, "--to", help="Last usable Gbps (default: twice the link's usable)."),
     points: int | None = typer.Option(None, "--points", help="Bandwidths, 2 to 10,000 (default 33; 50 with --from/--to)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format (csv or json for a router)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="Output format (csv or json for a "
+                                     "router)."),
     output: str | None = OUTPUT_OPT,
 ) -> None:
     """The threshold a bandwidth-aware router should use at each available bandwidth, for the plan's counts."""

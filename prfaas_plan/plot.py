@@ -111,10 +111,19 @@ def timeseries_figure(result):
 
 def compare_figure(comparison):
     """The options of a comparison: provisioned $/hour against req/s served (Lambda_max, or the
-    SLO goodput), coloured by TTFT P90 at the operating rate; the Pareto front joined and labelled."""
+    SLO goodput), coloured by TTFT P90 at the operating rate; the 2-D front joined, the Pareto
+    front (TTFT too) starred. Each point carries its rank in the compare table (options at the
+    same point share one label, ``1,2,3``), placed where it overlaps no other label and no point
+    (``place_labels``); a key beside the axes names the option of each rank."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, (ax, key_ax) = plt.subplots(1, 2, figsize=(11, 5.5), gridspec_kw={"width_ratios": [3, 1.1]})
+    key_ax.axis("off")
+    ranks, rank = {}, 0
+    for i, r in enumerate(comparison.results):
+        rank += r.feasible
+        ranks[i] = rank
     rows = [(i, r) for i, r in enumerate(comparison.results) if r.feasible and r.usd_per_hour is not None]
+    groups: dict[tuple[float, float], list[int]] = {}
     if rows:
         cost = np.array([r.usd_per_hour for _, r in rows])
         rate = np.array([r.capacity_rps for _, r in rows])
@@ -129,15 +138,106 @@ def compare_figure(comparison):
                 best = y
         ax.step([x for x, _ in steps], [y for _, y in steps], "k--", where="post", lw=1, zorder=2,
                 label="front over $/hour and req/s")
-        front = [(r.usd_per_hour, r.capacity_rps, r.option.label) for i, r in rows if i in comparison.pareto]
+        front = [(r.usd_per_hour, r.capacity_rps) for i, r in rows if i in comparison.pareto]
         ax.scatter([f[0] for f in front], [f[1] for f in front], marker="*", s=160, facecolors="none",
                    edgecolors="k", zorder=4, label="Pareto front (with TTFT P90)")
-        for x, y, label in front:
-            ax.annotate(label, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
-        ax.legend(loc="lower right")
+        for i, r in rows:
+            groups.setdefault((round(r.usd_per_hour, 6), round(r.capacity_rps, 9)), []).append(ranks[i])
+        ax.margins(0.12)
     ax.set_xlabel("provisioned cost ($/hour)")
     ax.set_ylabel("requests/s served")
-    ax.set_title(f"{comparison.name}: {len(comparison.results)} options ({comparison.objective})")
+    ax.set_title(f"{comparison.name}: {len(comparison.results)} options, {len(rows)} feasible and priced "
+                 f"({comparison.objective})")
     ax.grid(alpha=0.3)
+    key = [f"{ranks[i]:>3}{'*' if i in comparison.pareto else ' '} {r.option.label}" for i, r in rows]
+    if key:
+        per_column = 40
+        columns = ["\n".join(key[k:k + per_column]) for k in range(0, len(key), per_column)]
+        key_ax.text(0, 1, "# (rank in the table; * Pareto front)\n" + columns[0], va="top", ha="left",
+                    family="monospace", fontsize=7 if len(key) <= 20 else 6, transform=key_ax.transAxes)
+        for c, text in enumerate(columns[1:], start=1):
+            key_ax.text(c * 0.5, 1, "\n" + text, va="top", ha="left", family="monospace", fontsize=6,
+                        transform=key_ax.transAxes)
+    handles, names = ax.get_legend_handles_labels()
+    if handles:  # beside the axes, where it hides no point or label
+        key_ax.legend(handles, names, loc="lower left", fontsize=8, frameon=False)
     fig.tight_layout()
+    place_labels(ax, [(x, y, ",".join(map(str, sorted(g)))) for (x, y), g in groups.items()])
     return fig
+
+
+LABEL_GID = "option-label"  # the gid of the rank labels (tests find them by it)
+_DIRECTIONS = [(1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)]
+_OFFSETS_PT = [(dx * r, dy * r) for r in (5, 10, 16) for dx, dy in _DIRECTIONS] + [
+    (r * np.cos(a), r * np.sin(a)) for r in (24, 34, 46, 60, 76, 95, 120) for a in np.linspace(0, 2 * np.pi, 24,
+                                                                                                endpoint=False)]
+_POINT_PX = 9  # half the side of the box kept clear around each point (a star's radius), pixels at 100 dpi
+_GAP_PX = 3  # the space kept between two labels, pixels at 100 dpi
+_LEADER_PT = 16  # labels this far from their point or further get a leader line
+
+
+def place_labels(ax, labels: list[tuple[float, float, str]], fontsize: float = 8) -> list:
+    """Annotate each (x, y, text) at the first offset of ``_OFFSETS_PT`` (nearest first: eight
+    directions per distance, then rings of 24) where its box, grown by ``_GAP_PX``, overlaps no
+    label placed before it and no point's box, and stays inside the axes; a label with no free
+    place takes the one overlapping least. A label far from its point, or nearer another point
+    than its own, gets a leader line. Call after the layout is final (the text's size is measured
+    by the figure's renderer). Returns the annotations."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    scale, px_per_pt = fig.dpi / 100.0, fig.dpi / 72.0
+    points = np.array([ax.transData.transform((x, y)) for x, y, _ in labels]).reshape(-1, 2)
+    half = _POINT_PX * scale
+    taken = [np.hstack([points - half, points + half])]  # boxes (x0, y0, x1, y1) no label may cover
+    frame = ax.get_window_extent(renderer)
+    offsets = np.array(_OFFSETS_PT)
+    align = [_alignment(o) for o in _OFFSETS_PT]
+    fx = np.array([{"left": 0.0, "right": -1.0, "center": -0.5}[a["ha"]] for a in align])
+    fy = np.array([{"bottom": 0.0, "top": -1.0, "center": -0.5}[a["va"]] for a in align])
+    texts = []
+    for k in sorted(range(len(labels)), key=lambda j: (-labels[j][1], labels[j][0])):  # top left first
+        x, y, text = labels[k]
+        probe = ax.text(0, 0, text, fontsize=fontsize)
+        size = probe.get_window_extent(renderer)
+        probe.remove()
+        x0 = points[k, 0] + offsets[:, 0] * px_per_pt + fx * size.width
+        y0 = points[k, 1] + offsets[:, 1] * px_per_pt + fy * size.height
+        boxes = np.column_stack([x0, y0, x0 + size.width, y0 + size.height])
+        gap = _GAP_PX * scale
+        grown = boxes + np.array([-gap, -gap, gap, gap])
+        others = np.vstack(taken)
+        cost = _overlaps(grown, others).sum(axis=1) + _area(grown) - _overlaps(grown, _frame(frame))[:, 0]
+        free = np.flatnonzero(cost <= 0)
+        pick = int(free[0]) if free.size else int(np.argmin(cost))
+        best, box = _OFFSETS_PT[pick], boxes[pick]
+        centre = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+        distance = np.hypot(*(points - centre).T)
+        leader = max(map(abs, best)) >= _LEADER_PT or bool(np.any(np.delete(distance, k) < distance[k]))
+        arrow = {"arrowprops": {"arrowstyle": "-", "lw": 0.6, "color": "0.3", "shrinkA": 0, "shrinkB": 2}} if leader else {}
+        texts.append(ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize,
+                                 gid=LABEL_GID, zorder=5, **_alignment(best), **arrow))
+        taken.append(box[None, :])
+    return texts
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The areas boxes ``a`` (n x 4: x0, y0, x1, y1) share with boxes ``b`` (m x 4), n x m (0 when
+    they only touch)."""
+    w = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
+    h = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
+    return np.clip(w, 0, None) * np.clip(h, 0, None)
+
+
+def _area(a: np.ndarray) -> np.ndarray:
+    return (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+
+
+def _frame(bbox) -> np.ndarray:
+    return np.array([[bbox.x0, bbox.y0, bbox.x1, bbox.y1]])
+
+
+def _alignment(offset: tuple[float, float]) -> dict:
+    """The text's anchor for an offset: the corner or side nearest the point."""
+    dx, dy = (0.0 if abs(v) < 1e-9 else v for v in offset)
+    return {"ha": "left" if dx > 0 else ("right" if dx < 0 else "center"),
+            "va": "bottom" if dy > 0 else ("top" if dy < 0 else "center")}

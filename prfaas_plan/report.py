@@ -87,9 +87,11 @@ def to_csv(report: Report) -> str:
 
 
 def _csv_value(value: Any) -> Any:
+    """A cell: blank for None; a float as Python's shortest round-trip text (a numpy float too,
+    whose repr would be ``np.float64(...)``)."""
     if value is None:
         return ""
-    return repr(value) if isinstance(value, float) else value
+    return repr(float(value)) if isinstance(value, float) else value
 
 
 def _widths(report: Report, columns: list[Column]) -> list[int]:

@@ -108,7 +108,7 @@ def test_sweep_table_rounds_its_numbers(run_cli):
     assert not re.search(r"\.\d{6,}", table), table  # at most 4 significant digits
     assert re.search(r"19,\d{3}", table)  # thresholds as token counts with separators
     csv_out = run_cli("sweep", "--over", "bandwidth", "--points", "3", "-f", "csv").out
-    assert csv_out.splitlines()[0] == "usable_gbps,threshold_tokens,p,lambda_max_rps,egress_gbps"
+    assert csv_out.splitlines()[0].endswith(",link_gbps,usable_gbps,threshold_tokens,p,lambda_max_rps,egress_gbps")
 
 
 def test_simulate_progress_says_what_it_does(run_cli, monkeypatch):

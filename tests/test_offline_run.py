@@ -241,7 +241,7 @@ def test_estimate_cli_runs_a_finite_offline_benchmark(tmp_path, run_cli):
                      "-f", "json", "-o", str(out))
     assert result.code == 0, result.err
     row = json.loads(out.read_text())["rows"][0]
-    assert row["requests"] == 1500 and row["concurrency"] <= 384 and row["offline_mean_batch_requests"] <= 384
+    assert row["offline_requests"] == 1500 and row["concurrency_requests"] <= 384 and row["offline_mean_batch_requests"] <= 384
     assert row["e2e_output_tokens_per_s"] < row["e2e_steady_output_tokens_per_s"]
     table = run_cli("estimate", "llama-3.1-8b", "-H", "h200", "-g", "1", "-i", "1000", "-O", "2000", "-N", "1500",
                     "--max-batch", "384")

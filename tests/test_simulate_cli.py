@@ -53,7 +53,7 @@ def test_simulate_outputs(tmp_path, run_cli):
     again = json.loads(run_cli("simulate", "--rate", "2.0", "-n", "2000", "--seed", "3", "-f", "json").out)
     assert again["ttft"] == doc["ttft"]  # seeded runs are reproducible
     series = list(csv.DictReader(io.StringIO(run_cli("simulate", "-n", "1500", "-f", "csv").out)))
-    assert {"time_s", "prfaas_queue", "egress_gbps", "link_capacity_gbps", "threshold_tokens"} <= set(series[0])
+    assert {"time_s", "prfaas_queue_requests", "egress_gbps", "link_capacity_gbps", "threshold_tokens"} <= set(series[0])
     figure = tmp_path / "ts.png"
     res = run_cli("simulate", "-n", "1500", "--plot", figure, "-o", tmp_path / "sim.txt")
     assert res.code == 0 and figure.read_bytes().startswith(b"\x89PNG")

@@ -74,20 +74,20 @@ LATENCY_TABLE = {
     "rate req/s": "rate_rps", "TTFT mean s": "ttft_mean_s", "P90 s": "ttft_p90_s", "P99 s": "ttft_p99_s",
     "local s": "local_mean_s", "remote s": "remote_mean_s", "TPOT ms": "tpot_ms",
 }
-KV_TABLE = {"length (tokens)": "length", "S_kv (bytes)": "kv_bytes", "S_kv (MiB)": "kv_mib",
+KV_TABLE = {"length (tokens)": "length_tokens", "S_kv (bytes)": "kv_bytes", "S_kv (MiB)": "kv_mib",
             "T_prefill (s)": "prefill_s", "Phi_kv (Gbps)": "phi_kv_gbps"}
-DECODE_TABLE = {"context (tokens)": "context", "layout": "layout", "batch": "batch_size",
-                "BS_max (memory)": "bs_max_memory", "limited by": "limited_by", "T_decode (ms)": "step_ms",
+DECODE_TABLE = {"context (tokens)": "context_tokens", "layout": "layout", "batch": "batch_requests",
+                "BS_max (memory)": "bs_max_memory_requests", "limited by": "limited_by", "T_decode (ms)": "step_ms",
                 "TPOT (ms)": "tpot_ms", "tokens/s": "tokens_per_s", "tok/s/user": "per_user_tokens_per_s",
                 "weights/chip (GB)": "weight_gb_per_chip", "KV/request/chip (MiB)": "kv_per_request_mib_per_chip"}
-MODELS_TABLE = {"model": "name", "layers": "layers", "mixers (kind:layers)": "mixers", "KV B/token": "kv_bytes_per_token",
-                "SWA cap MiB": "window_cap_mib", "state MiB": "fixed_state_mib", "params B": "params_total_b",
-                "active B": "params_active_b", "weights GB": "weight_gb", "context": "max_context"}
-HARDWARE_TABLE = {"hardware": "name", "bf16 TFLOPS": "bf16_tflops", "fp8 TFLOPS": "fp8_tflops", "fp4 TFLOPS": "fp4_tflops",
+MODELS_TABLE = {"model": "model", "layers": "layers", "mixers (kind:layers)": "mixers", "KV B/token": "kv_bytes_per_token",
+                "SWA cap MiB": "window_cap_mib", "state MiB": "fixed_state_mib", "params B": "params_total_billions",
+                "active B": "params_active_billions", "weights GB": "weight_gb", "context": "max_context_tokens"}
+HARDWARE_TABLE = {"hardware": "hardware", "bf16 TFLOPS": "bf16_tflops", "fp8 TFLOPS": "fp8_tflops", "fp4 TFLOPS": "fp4_tflops",
                   "memory GiB": "memory_gib", "TB/s": "bandwidth_tb_per_s", "scale-up GB/s": "scale_up_gb_per_s",
                   "eff mm": "eff_matmul", "eff attn": "eff_attention", "eff mem": "eff_memory",
                   "overhead s": "prefill_overhead_s", "$/GPU-h (example)": "usd_per_gpu_hour"}
-CALIBRATION_TABLE = {"length (tokens)": "length", "measured (s)": "measured_s", "fitted (s)": "predicted_s",
+CALIBRATION_TABLE = {"length (tokens)": "length_tokens", "measured (s)": "measured_s", "fitted (s)": "predicted_s",
                      "error %": "error_pct", "measured KV (B)": "measured_kv_bytes", "model KV (B)": "model_kv_bytes"}
 # The three Δ columns, in the order they appear: each (closed - simulated) / simulated, in percent.
 VALIDATION_TABLE = {
@@ -379,7 +379,7 @@ def test_kv_columns_show_their_json_fields(run_cli, lengths):
     check_meta(text, doc, ["model", "hardware", "gpus", "source"])
     from prfaas_plan.units import parse_token_list
 
-    assert [r["length"] for r in doc["rows"]] == parse_token_list(lengths or "1K,8K,32K,128K", field="--lengths")
+    assert [r["length_tokens"] for r in doc["rows"]] == parse_token_list(lengths or "1K,8K,32K,128K", field="--lengths")
     for r in doc["rows"]:
         assert r["kv_mib"] == pytest.approx(r["kv_bytes"] / 2**20, abs=1e-3)
         assert r["phi_kv_gbps"] == pytest.approx(r["kv_bytes"] * 8 / r["prefill_s"] / 1e9, rel=1e-5)
@@ -394,29 +394,29 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
     doc, _, text = check_rows_report(run_cli, args, DECODE_TABLE)
     check_meta(text, doc, ["model", "instance", "source"])
     (row,) = doc["rows"]
-    assert row["context"] == 32 * 1024  # the default --context 32K
+    assert row["context_tokens"] == 32 * 1024  # the default --context 32K
     parallel = doc["parallel"]  # the layout's parts: tp, dp_attention, ep, pp, replicas
     assert parallel["tp"] * parallel["dp_attention"] * parallel["pp"] * parallel["replicas"] == 16
-    models = {m["name"]: m for m in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
+    models = {m["model"]: m for m in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
     model = models["kimi-k2"]
     # 16 chips share the weights (the attention copies of DP attention on top): at least 1/16 of them each
     assert model["weight_gb"] / 16 - 0.05 <= row["weight_gb_per_chip"] <= model["weight_gb"] / 16 * 1.5
-    kv_mib = model["kv_bytes_per_token"] * row["context"] / 2**20 + model["window_cap_mib"] + model["fixed_state_mib"]
+    kv_mib = model["kv_bytes_per_token"] * row["context_tokens"] / 2**20 + model["window_cap_mib"] + model["fixed_state_mib"]
     # MLA's latent is held whole by each chip of an attention group; the fullest pipeline stage holds
     # ceil(61 / pp) of Kimi K2's 61 layers (all MLA, so all with the same KV)
     assert row["kv_per_request_mib_per_chip"] == pytest.approx(kv_mib * math.ceil(61 / parallel["pp"]) / 61,
                                                                 abs=2e-3)
     assert row["tpot_ms"] == pytest.approx(row["step_ms"], rel=1e-9)  # one token per step
     assert row["per_user_tokens_per_s"] == pytest.approx(1e3 / row["tpot_ms"], rel=1e-4)
-    assert row["batch_size"] <= row["bs_max_memory"]
+    assert row["batch_requests"] <= row["bs_max_memory_requests"]
     if limit:
         assert row["step_ms"] <= float(limit[1])
-        assert row["batch_size"] < row["bs_max_memory"]
+        assert row["batch_requests"] < row["bs_max_memory_requests"]
     if doc["source"] == "roofline":
-        assert row["tokens_per_s"] == pytest.approx(row["batch_size"] / (row["step_ms"] / 1e3), rel=1e-4)
+        assert row["tokens_per_s"] == pytest.approx(row["batch_requests"] / (row["step_ms"] / 1e3), rel=1e-4)
 
 
-ESTIMATE_TABLE = {"input": "input", "output": "output", "concurrency": "concurrency", "TTFT (s)": "ttft_s",
+ESTIMATE_TABLE = {"input": "input_tokens", "output": "output_tokens", "concurrency": "concurrency_requests", "TTFT (s)": "ttft_s",
                   "TPOT (ms)": "tpot_ms", "prefill tok/s/GPU": "prefill_tokens_per_s_per_gpu",
                   "decode tok/s/GPU": "decode_tokens_per_s_per_gpu", "tok/s/user": "per_user_tokens_per_s",
                   "e2e tok/s/GPU": "e2e_output_tokens_per_s_per_gpu", "e2e latency (s)": "e2e_latency_s"}
@@ -438,7 +438,7 @@ def test_estimate_columns_show_their_json_fields(run_cli):
     check_table(headline, ESTIMATE_TABLE, rows)
     check_table(budget, BUDGET_TABLE, doc["budget"])
     (row,) = rows
-    assert (row["input"], row["output"]) == (2048, 512)
+    assert (row["input_tokens"], row["output_tokens"]) == (2048, 512)
     for key in ("prefill_tokens_per_s", "decode_tokens_per_s", "e2e_output_tokens_per_s"):
         assert row[f"{key}_per_gpu"] == pytest.approx(row[key] / 8, rel=1e-6)
     assert row["per_user_tokens_per_s"] == pytest.approx(1e3 / row["tpot_ms"], rel=1e-4)
@@ -476,13 +476,13 @@ def test_models_list_columns_show_their_json_fields(run_cli):
 
     doc, _, _ = check_rows_report(run_cli, ("models", "list"), MODELS_TABLE)
     profiles = {m.name: m for m in api.models()}
-    assert [r["name"] for r in doc["rows"]] == list(profiles)
+    assert [r["model"] for r in doc["rows"]] == list(profiles)
     for r in doc["rows"]:
-        m = profiles[r["name"]]
+        m = profiles[r["model"]]
         assert r["weight_gb"] == pytest.approx(weight_bytes(m) / 1e9, abs=0.05 + 1e-9)
-        assert r["params_total_b"] == pytest.approx(count_params(m).total / 1e9, abs=0.005 + 1e-9)
-        assert r["params_active_b"] == pytest.approx(count_params(m).active / 1e9, abs=0.005 + 1e-9)
-        assert r["max_context"] == m.max_context_tokens
+        assert r["params_total_billions"] == pytest.approx(count_params(m).total / 1e9, abs=0.005 + 1e-9)
+        assert r["params_active_billions"] == pytest.approx(count_params(m).active / 1e9, abs=0.005 + 1e-9)
+        assert r["max_context_tokens"] == m.max_context_tokens
 
 
 def test_hardware_list_columns_show_their_json_fields(run_cli):
@@ -492,9 +492,9 @@ def test_hardware_list_columns_show_their_json_fields(run_cli):
 
     doc, _, _ = check_rows_report(run_cli, ("hardware", "list"), HARDWARE_TABLE)
     profiles = {h.name: h for h in api.hardware_profiles()}
-    assert [r["name"] for r in doc["rows"]] == list(profiles)
+    assert [r["hardware"] for r in doc["rows"]] == list(profiles)
     for r in doc["rows"]:
-        h = profiles[r["name"]]
+        h = profiles[r["hardware"]]
         e = h.efficiency
         assert (r["bf16_tflops"], r["fp8_tflops"], r["fp4_tflops"]) == (
             h.peak_tflops.bf16, h.peak_tflops.fp8, h.peak_tflops.fp4)
@@ -536,7 +536,7 @@ def test_calibrate_columns_show_their_json_fields(run_cli):
     check_meta(text, doc, ["model", "hardware", "instance"])
     with open(DATA / "table5_h200_prfaas_1t.csv", newline="") as fh:
         points = list(csv.DictReader(fh))
-    assert [r["length"] for r in doc["rows"]] == [parse_tokens(p["length"], field="length") for p in points]
+    assert [r["length_tokens"] for r in doc["rows"]] == [parse_tokens(p["length"], field="length") for p in points]
     for r, p in zip(doc["rows"], points):
         assert r["measured_s"] == pytest.approx(float(p["prefill_s"]))
         assert r["measured_kv_bytes"] == pytest.approx(float(p["kv_bytes"]))
@@ -584,11 +584,16 @@ def test_simulate_columns_show_their_json_fields(run_cli):
     res = run_cli("simulate", "-n", "300", "-f", "csv")
     assert res.code == 0, res.err
     header, *cells = list(csv.reader(io.StringIO(res.out)))
-    assert tuple(header) == tuple(COLUMNS)
+    queues = {"prfaas_queue": "prfaas_queue_requests", "pdp_queue": "pdp_queue_requests",
+              "decode_queue": "decode_queue_requests"}  # the CSV names the unit of a queue: waiting requests
+    ident = [*IDENTITY_CSV, "deployment"]
+    assert tuple(header) == (*ident, *(queues.get(k, k) for k in COLUMNS))
+    assert all(row[: len(ident)] == ["paper-case-study", "prfaas-1t-hybrid", "h200", "8", "h20", "8", "", "", "100.0",
+                                     "prfaas_pd"] for row in cells)
     series = api.simulate("paper-case-study", requests=300).result.to_json_dict()["timeseries"]
-    assert cells and all(len(series[k]) == len(cells) for k in header)
-    check_csv(header, [dict(zip(header, row)) for row in cells],
-              [{k: series[k][i] for k in header} for i in range(len(cells))])
+    assert cells and all(len(series[k]) == len(cells) for k in COLUMNS)
+    check_csv(list(COLUMNS), [dict(zip(COLUMNS, row[len(ident):])) for row in cells],
+              [{k: series[k][i] for k in COLUMNS} for i in range(len(cells))])
 
 
 # --------------------------------------------------------------------------------------------

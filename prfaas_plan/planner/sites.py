@@ -339,3 +339,24 @@ def _one_site(si: SitesInputs) -> SitesPlan:
                       {f: pt.link_utilisation} if (f, name) in si.linked else {})
     return SitesPlan(si.name, pt.lambda_max / demand, {f: pt.n_prfaas}, {name: pt.n_p + pt.n_d},
                      (WindowSites(si.windows[0][0], si.windows[0][1], (site,)),), pt.usd_per_hour, True)
+
+
+def cost_parts(si: SitesInputs, result: SitesPlan) -> dict:
+    """The provisioned $/hour of each part of a multi-site plan, the terms of the programme's cost:
+    ``("prfaas", j)``: N_j x the PrfaaS site's $/hour per instance; ``("pd", i)``: N_i x the PD
+    site's; ``("link", i, j)``: the link's committed $/hour, paid when it carries traffic in some
+    window. None where the hardware has no price. Their sum is ``result.usd_per_hour``."""
+    first = si.pd[0][0]
+    parts: dict = {}
+    for f, n in result.n_prfaas.items():
+        price = si.pairs[first, f].prfaas.usd_per_hour_per_instance
+        parts["prfaas", f] = None if price is None else n * price
+    for name, n in result.n_pd.items():
+        price = si.pairs[name, si.prfaas[0]].pd.usd_per_hour_per_instance
+        parts["pd", name] = None if price is None else n * price
+    for name, _ in si.pd:
+        for f in si.prfaas:
+            if (f, name) in si.linked:
+                used = any(site.offload_rps.get(f, 0.0) > 0 for w in result.windows for site in w.pd if site.name == name)
+                parts["link", name, f] = si.pairs[name, f].link.fixed_usd_per_hour if used else 0.0
+    return parts

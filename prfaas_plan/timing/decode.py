@@ -116,6 +116,8 @@ class DecodeCapacity:
     layout: Layout | None = None
     cost: PassCost | None = None  # the step at the batch, split into parts
     mtp_tokens_per_step: float = 1.0
+    hardware: str = ""  # the hardware profile's name (``instance`` is its label, e.g. 8xh200)
+    gpus: int = 0  # chips per instance
 
     @property
     def tpot_ms(self) -> float:
@@ -230,4 +232,6 @@ def decode_capacity(
         layout=layout,
         cost=parts,
         mtp_tokens_per_step=mtp,
+        hardware=instance.hardware.name,
+        gpus=instance.gpus,
     )

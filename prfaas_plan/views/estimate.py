@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..report import Column, Report, fmt_float, fmt_int
 from ..timing.estimate import Budget, Estimate
+from .identity import csv_columns, instance_identity
 
 BUDGET_COLUMNS = [
     Column("job", "pass"),
@@ -40,9 +41,11 @@ def budget_row(b: Budget) -> dict:
 
 def estimate_view(e: Estimate) -> Report:
     row = {
-        "input": e.input_tokens,
-        "output": e.output_tokens,
-        "concurrency": e.concurrency,
+        **instance_identity(e.model, e.decode_capacity.hardware, e.gpus, prefill_layout=e.prefill.layout,
+                            decode_layout=e.decode.layout),
+        "input_tokens": e.input_tokens,
+        "output_tokens": e.output_tokens,
+        "concurrency_requests": e.concurrency,
         "ttft_s": round(e.ttft_s, 6),
         "tpot_ms": round(e.tpot_s * 1e3, 4),
         "prefill_tokens_per_s": round(e.prefill_tokens_per_s, 3),
@@ -54,7 +57,7 @@ def estimate_view(e: Estimate) -> Report:
         "e2e_output_tokens_per_s_per_gpu": round(e.per_gpu(e.e2e_output_tokens_per_s), 3),
         "e2e_steady_output_tokens_per_s": round(e.e2e_steady_output_tokens_per_s, 3),
         "e2e_latency_s": round(e.e2e_latency_s, 4),
-        "requests": None if e.offline is None else e.offline.requests,
+        "offline_requests": None if e.offline is None else e.offline.requests,
         "offline_run_s": None if e.offline is None else round(e.offline.seconds, 4),
         "offline_mean_batch_requests": None if e.offline is None else round(e.offline.mean_batch_requests, 2),
     }
@@ -79,9 +82,9 @@ def estimate_view(e: Estimate) -> Report:
     return Report(
         title=f"Estimate: {e.model} on {e.instance}",
         columns=[
-            Column("input", "input", fmt_int),
-            Column("output", "output", fmt_int),
-            Column("concurrency", "concurrency", fmt_int),
+            Column("input_tokens", "input", fmt_int),
+            Column("output_tokens", "output", fmt_int),
+            Column("concurrency_requests", "concurrency", fmt_int),
             Column("ttft_s", "TTFT (s)", fmt_float(3)),
             Column("tpot_ms", "TPOT (ms)", fmt_float(2)),
             Column("prefill_tokens_per_s_per_gpu", "prefill tok/s/GPU", fmt_float(0)),
@@ -90,7 +93,7 @@ def estimate_view(e: Estimate) -> Report:
             Column("e2e_output_tokens_per_s_per_gpu", "e2e tok/s/GPU", fmt_float(0)),
             Column("e2e_latency_s", "e2e latency (s)", fmt_float(2)),
         ],
-        csv_columns=[Column(k, k) for k in row],
+        csv_columns=csv_columns([row]),
         rows=[row],
         meta={"model": e.model, "instance": e.instance, "gpus": e.gpus},
         notes=notes,

@@ -16,6 +16,7 @@ from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import unpriced_pools
 from ..report import Column, Report
 from ..units import format_tokens
+from .identity import IDENTITY_CSV, csv_columns, identified
 
 PAPER_TTFT_REDUCTION = {"mean": 0.50, "p90": 0.64}  # PrfaaS-PD vs homogeneous PD, paper section 4
 
@@ -117,10 +118,6 @@ def operating_json(result) -> dict:
         "link_utilisation": None if lat is None else _opt(lat.link_utilisation, 6),
         "cost": tco_json(result.tco),
     }
-
-
-IDENTITY_CSV = ("scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
-                "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps")
 
 
 def plan_json(result) -> dict:
@@ -465,19 +462,24 @@ def _auto(value) -> str:
     return str(value)
 
 
-def sweep_view(rows: list[dict], over: str, scenario: str) -> Report:
-    """Rows of a sweep (keys carry units); the table rounds, CSV and JSON keep the values."""
+def sweep_view(rows: list[dict], over: str, inputs) -> Report:
+    """Rows of a sweep (keys carry units); the table rounds, CSV and JSON keep the values and
+    start with the scenario's identity (``views.identity``)."""
     columns = [Column(key, key, _auto, justify="right") for key in (rows[0] if rows else {})]
-    return Report(title=f"Sweep over {over}: {scenario}", columns=columns, rows=rows)
+    rows = identified(inputs.identity(), rows)
+    return Report(title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows,
+                  csv_columns=csv_columns(rows))
 
 
 def route_table_view(table) -> Report:
     """The routing table (one row per available bandwidth) and the counts it is for."""
     inputs, pt = table.inputs, table.point
-    rows = [{"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
-             "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
-             "binding": str(r.binding), "planned": r.planned, "cache_regime": r.cache_regime} for r in table.rows]
-    meta = {**inputs.identity(), "n_prfaas": pt.n_prfaas, "n_p": pt.n_p, "n_d": pt.n_d}
+    counts = {"n_prfaas": pt.n_prfaas, "n_p": pt.n_p, "n_d": pt.n_d}
+    rows = identified({**inputs.identity(), **counts}, [
+        {"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
+         "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
+         "binding": str(r.binding), "planned": r.planned, "cache_regime": r.cache_regime} for r in table.rows])
+    meta = {"scenario": inputs.name, "model": inputs.model.name, **counts}  # the rows carry the whole identity
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
         columns=[Column("usable_gbps", "usable Gbps", _auto), Column("threshold_tokens", "threshold (tokens)", _auto),
@@ -485,7 +487,7 @@ def route_table_view(table) -> Report:
                  Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
                  Column("planned", "planned", justify="left"),
                  Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
-        rows=rows, meta=meta,
+        rows=rows, meta=meta, csv_columns=csv_columns(rows),
         notes=[f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
                "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth"],
     )
@@ -511,7 +513,7 @@ def robust_view(result, inputs) -> Report:
                  Column("loss", "loss", lambda v: f"{100 * v:.1f}%"), Column("own_counts", "alone N_f/N_p/N_d",
                                                                               justify="right")],
         rows=rows, meta={"scenario": inputs.name, "objective": str(result.objective)},
-        csv_columns=[Column(k, k) for k in rows[0]],
+        csv_columns=csv_columns(rows),
         notes=[f"worst case {result.worst_lambda_rps:.3f} req/s, weighted {result.weighted_lambda_rps:.3f} req/s; "
                + ("loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
                   if result.objective == "min_cost" else
@@ -555,74 +557,6 @@ def schedule_view(day, inputs, simulated=None) -> Report:
                  Column("static_utilisation", "static load", _auto),
                  *([Column("sim_queues", "sim queues", justify="left"),
                     Column("static_sim_queues", "static sim", justify="left")] if simulated else [])],
-        rows=rows, csv_columns=[Column(k, k) for k in rows[0]],
+        rows=rows, csv_columns=csv_columns(rows),
         meta={"scenario": inputs.name}, notes=notes,
-    )
-
-
-def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
-    """A multi-site plan: one row per PD site and a total, per window of the day (one steady window
-    without a day); the PrfaaS sites' counts in the notes."""
-    rows, rows_by_window = [], []
-    for window in result.windows:
-        site_rows = []
-        for site in window.pd:
-            site_rows.append({"scenario": result.name, "window": window.name, "hours": window.hours,
-                              "pd_site": site.name, "n_pd": result.n_pd.get(site.name),
-                              "demand_rps": site.demand_rps, "served_rps": round(site.served_rps, 6),
-                              "threshold_tokens": site.threshold_tokens, "p": round(site.p, 6), "n_p": site.n_p,
-                              "n_d": site.n_d, "offload_rps": round(sum(site.offload_rps.values()), 6),
-                              "egress_gbps": round(sum(site.egress_gbps.values()), 4),
-                              "links": "; ".join(f"{f}: {site.offload_rps[f]:.3f} req/s, {site.egress_gbps[f]:.2f} "
-                                                 f"Gbps ({100 * site.link_utilisation[f]:.0f}%)"
-                                                 for f in site.offload_rps)})
-        sims = {sim.name: sim for sim in (simulated[len(rows_by_window)] if simulated else ())}
-        for row in site_rows:
-            sim = sims.get(row["pd_site"])
-            if sim is not None:
-                row.update(sim_rate_rps=round(sim.rate_rps, 6), sim_ttft_p90_s=round(sim.ttft_p90_s, 4),
-                           sim_egress_gbps=round(sum(sim.egress_gbps.values()), 4),
-                           sim_queues="bounded" if sim.stable else "growing")
-        rows_by_window.append(window.name)
-        site_rows.append({"scenario": result.name, "window": window.name, "hours": window.hours, "pd_site": "total",
-                          "n_pd": sum(r["n_pd"] or 0 for r in site_rows),
-                          "demand_rps": sum(r["demand_rps"] for r in site_rows),
-                          "served_rps": round(sum(r["served_rps"] for r in site_rows), 6), "threshold_tokens": None,
-                          "p": None, "n_p": sum(r["n_p"] for r in site_rows), "n_d": sum(r["n_d"] for r in site_rows),
-                          "offload_rps": round(sum(r["offload_rps"] for r in site_rows), 6),
-                          "egress_gbps": round(sum(r["egress_gbps"] for r in site_rows), 4), "links": ""})
-        rows += site_rows
-    cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
-    prfaas = ", ".join(f"{f} {n}" for f, n in result.n_prfaas.items())
-    notes = [f"demand scale {result.scale:.3f}: every site's demand x this is served in every window (>= 1: all "
-             "served)", f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items())]
-    if len(result.windows) > 1:
-        notes.append(f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
-                     f"switches is idle for the first {si.conversion_s:g} s of its window"
-                     + ("" if si.max_switches is None else f", at most {si.max_switches} switches per site"))
-    if result.one_site:
-        notes.append("one PD site and one PrfaaS site: planned by the one-site planner (prfaas-plan plan)")
-    if not result.proven:
-        notes.append("the solver stopped at its time limit: this is the best plan it found, not proven optimal")
-    if simulated:
-        notes.append(f"simulated at {load:g} x each site's planned rate, every window from empty queues "
-                     "(SimPy; PrfaaS instances shared by the sites, a link per pair)")
-        for row in rows:
-            for key in ("sim_rate_rps", "sim_ttft_p90_s", "sim_egress_gbps", "sim_queues"):
-                row.setdefault(key, None)
-    return Report(
-        title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
-        columns=[Column("window", "window", justify="left"), Column("pd_site", "PD site", justify="left"),
-                 Column("demand_rps", "demand req/s", _auto), Column("served_rps", "served req/s", _auto),
-                 Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto), Column("n_p", "N_p", _auto),
-                 Column("n_d", "N_d", _auto), Column("egress_gbps", "egress Gbps", _auto),
-                 Column("links", "offload by PrfaaS site", justify="left"),
-                 *([Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto), Column("sim_egress_gbps", "sim egress", _auto),
-                    Column("sim_queues", "sim queues", lambda v: "-" if v is None else str(v), justify="left")]
-                   if simulated else [])],
-        rows=rows, csv_columns=[Column(k, k) for k in dict.fromkeys(k for r in rows for k in r)],
-        meta={"scenario": result.name, "objective": str(si.objective)}, notes=notes,
-        json_doc={"scenario": result.name, "objective": str(si.objective), "scale": result.scale,
-                  "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "n_pd": result.n_pd,
-                  "one_site": result.one_site, "proven_optimal": result.proven, "rows": rows},
     )

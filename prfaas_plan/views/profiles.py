@@ -12,6 +12,8 @@ from ..units import BYTES_PER_MIB
 
 
 def model_summary(m: ModelProfile) -> dict:
+    """A model's row: its name (the identity), then figures with their units in the keys
+    (parameter counts in billions, weights in decimal GB, KV in bytes and MiB)."""
     kv = KvModel.of(m)
     counts = count_params(m)
     layers = expand_layers(m)
@@ -20,30 +22,30 @@ def model_summary(m: ModelProfile) -> dict:
         kind = mixer_of(layer.mixer, m.dtypes).label
         kinds[kind] = kinds.get(kind, 0) + 1
     return {
-        "name": m.name,
+        "model": m.name,
         "layers": len(layers),
         "mixers": ", ".join(f"{k}:{v}" for k, v in kinds.items()),
         "kv_bytes_per_token": kv.growing_bytes_per_token,
         "window_cap_mib": round(kv.window_cap_bytes / BYTES_PER_MIB, 3),
         "fixed_state_mib": round(kv.fixed_bytes / BYTES_PER_MIB, 3),
-        "params_total_b": round(counts.total / 1e9, 2),
-        "params_active_b": round(counts.active / 1e9, 2),
+        "params_total_billions": round(counts.total / 1e9, 2),
+        "params_active_billions": round(counts.active / 1e9, 2),
         "weight_gb": round(weight_bytes(m) / 1e9, 1),
-        "max_context": m.max_context_tokens,
+        "max_context_tokens": m.max_context_tokens,
     }
 
 
 _MODEL_COLUMNS = [
-    Column("name", "model"),
+    Column("model", "model"),
     Column("layers", "layers", fmt_int),
     Column("mixers", "mixers (kind:layers)"),
     Column("kv_bytes_per_token", "KV B/token", fmt_int),
     Column("window_cap_mib", "SWA cap MiB", fmt_float(1)),
     Column("fixed_state_mib", "state MiB", fmt_float(1)),
-    Column("params_total_b", "params B", fmt_float(1)),
-    Column("params_active_b", "active B", fmt_float(1)),
+    Column("params_total_billions", "params B", fmt_float(1)),
+    Column("params_active_billions", "active B", fmt_float(1)),
     Column("weight_gb", "weights GB", fmt_float(0)),
-    Column("max_context", "context", fmt_int),
+    Column("max_context_tokens", "context", fmt_int),
 ]
 
 
@@ -69,7 +71,7 @@ def model_show_view(m: ModelProfile) -> Report:
 def hardware_summary(h: HardwareProfile) -> dict:
     e = h.efficiency
     return {
-        "name": h.name,
+        "hardware": h.name,
         "bf16_tflops": h.peak_tflops.bf16,
         "fp8_tflops": h.peak_tflops.fp8,
         "fp4_tflops": h.peak_tflops.fp4,
@@ -85,7 +87,7 @@ def hardware_summary(h: HardwareProfile) -> dict:
 
 
 _HW_COLUMNS = [
-    Column("name", "hardware"),
+    Column("hardware", "hardware"),
     Column("bf16_tflops", "bf16 TFLOPS", fmt_float(0)),
     Column("fp8_tflops", "fp8 TFLOPS", fmt_opt(0)),
     Column("fp4_tflops", "fp4 TFLOPS", fmt_opt(0)),

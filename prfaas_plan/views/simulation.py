@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..report import Column, Report, fmt_float, fmt_int
+from .identity import csv_columns, identified
 
 
 def _pct_diff(sim, closed) -> float | None:
@@ -82,9 +83,18 @@ def simulation_view(run) -> Report:
     )
 
 
+# the simulator's queue series count waiting requests; the CSV names the unit
+_SERIES_KEYS = {"prfaas_queue": "prfaas_queue_requests", "pdp_queue": "pdp_queue_requests",
+                "decode_queue": "decode_queue_requests"}
+
+
 def timeseries_report(run) -> Report:
-    rows = run.result.timeseries_rows()
-    return Report(title="Simulation time series", columns=[Column(k, k) for k in (rows[0] if rows else {})], rows=rows)
+    """The time series as rows: the scenario's identity and the deployment, then one sample per row."""
+    ident = {**run.plan.inputs.identity(), "deployment": str(run.deployment.name)}
+    rows = identified(ident, [{_SERIES_KEYS.get(k, k): v for k, v in row.items()}
+                              for row in run.result.timeseries_rows()])
+    columns = csv_columns(rows)
+    return Report(title="Simulation time series", columns=columns, rows=rows)
 
 
 def validation_view(runs) -> Report:
@@ -96,6 +106,7 @@ def validation_view(runs) -> Report:
         closed_tput = min(rate, run.lambda_max)
         t = sim.ttft["overall"]
         rows.append({
+            **run.plan.inputs.identity(), "deployment": str(run.deployment.name),
             "load": round(rate / run.lambda_max, 4), "rate_rps": round(rate, 4),
             "closed_throughput_rps": round(closed_tput, 4), "sim_throughput_rps": round(sim.achieved_rps, 4),
             "throughput_diff": _pct_diff(sim.achieved_rps, closed_tput),
@@ -117,7 +128,7 @@ def validation_view(runs) -> Report:
                  Column("ttft_mean_diff", "Δ", pct), Column("closed_ttft_p90_s", "closed P90 s", sec),
                  Column("sim_ttft_p90_s", "sim P90 s", sec), Column("ttft_p90_diff", "Δ", pct),
                  Column("sim_stable", "sim queues", _stability)],
-        rows=rows,
+        rows=rows, csv_columns=csv_columns(rows),
         notes=[f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); Δ = (closed - simulated) / simulated; "
                f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"
                + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),

@@ -9,13 +9,17 @@ from ..timing.estimate import Budget
 from ..timing.prefill import KvReport
 from ..units import BYTES_PER_MIB, format_tokens
 from .estimate import budget_row
+from .identity import csv_columns, instance_identity
 
 
 def kv_view(result: KvReport) -> Report:
     kv = result.kv_model
+    ident = instance_identity(result.model.name, result.instance.hardware.name, result.instance.gpus,
+                              layout=result.layout)
     rows = [
         {
-            "length": r.length_tokens,
+            **ident,
+            "length_tokens": r.length_tokens,
             "kv_bytes": r.kv_bytes,
             "kv_mib": round(r.kv_bytes / BYTES_PER_MIB, 3),
             "prefill_s": round(r.prefill_s, 6),
@@ -45,13 +49,13 @@ def kv_view(result: KvReport) -> Report:
     return Report(
         title=f"KV throughput: {result.model.name} on {result.instance.label}",
         columns=[
-            Column("length", "length (tokens)", fmt_int),
+            Column("length_tokens", "length (tokens)", fmt_int),
             Column("kv_bytes", "S_kv (bytes)", fmt_int),
             Column("kv_mib", "S_kv (MiB)", fmt_float(1)),
             Column("prefill_s", "T_prefill (s)", fmt_float(3)),
             Column("phi_kv_gbps", "Phi_kv (Gbps)", fmt_float(2)),
         ],
-        rows=rows,
+        rows=rows, csv_columns=csv_columns(rows),
         meta={"model": result.model.name, "hardware": result.instance.hardware.name, "gpus": result.instance.gpus,
               "source": result.source},
         notes=notes,
@@ -63,10 +67,10 @@ def kv_view(result: KvReport) -> Report:
 
 def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
     row = {
-        "context": d.context_tokens,
-        "layout": d.layout.label if d.layout is not None else "",
-        "batch_size": d.batch_size,
-        "bs_max_memory": d.bs_max_memory,
+        **instance_identity(d.model, d.hardware, d.gpus, layout=d.layout),
+        "context_tokens": d.context_tokens,
+        "batch_requests": d.batch_size,
+        "bs_max_memory_requests": d.bs_max_memory,
         "limited_by": d.limited_by,
         "step_ms": round(d.step_s * 1e3, 4),
         "tpot_ms": round(d.tpot_ms, 4),
@@ -87,10 +91,10 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
     return Report(
         title=f"Decode: {d.model} on {d.instance} at context {format_tokens(d.context_tokens)}",
         columns=[
-            Column("context", "context (tokens)", fmt_int),
-            Column("layout", "layout"),
-            Column("batch_size", "batch", fmt_int),
-            Column("bs_max_memory", "BS_max (memory)", fmt_int),
+            Column("context_tokens", "context (tokens)", fmt_int),
+            Column("layout", "layout", lambda v: "-" if v is None else v, justify="left"),
+            Column("batch_requests", "batch", fmt_int),
+            Column("bs_max_memory_requests", "BS_max (memory)", fmt_int),
             Column("limited_by", "limited by"),
             Column("step_ms", "T_decode (ms)", fmt_float(2)),
             Column("tpot_ms", "TPOT (ms)", fmt_float(2)),
@@ -99,7 +103,7 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
             Column("weight_gb_per_chip", "weights/chip (GB)", fmt_float(1)),
             Column("kv_per_request_mib_per_chip", "KV/request/chip (MiB)", fmt_float(1)),
         ],
-        rows=[row],
+        rows=[row], csv_columns=csv_columns([row]),
         meta={"model": d.model, "instance": d.instance, "source": d.source},
         notes=notes,
         extra={} if d.cost is None else {"parallel": d.layout.as_dict(),
@@ -111,8 +115,8 @@ def calibration_view(result: CalibrationResult) -> Report:
     joint = len({p.model for p in result.points}) > 1 or len({p.gpus for p in result.points}) > 1
     rows = [
         {
-            **({"model": p.model, "gpus": p.gpus} if joint else {}),
-            "length": p.length_tokens,
+            **instance_identity(p.model, result.hardware.name, p.gpus),
+            "length_tokens": p.length_tokens,
             "measured_s": p.measured_s,
             "predicted_s": round(p.predicted_s, 6),
             "error_pct": round(100 * p.error, 3),
@@ -140,15 +144,15 @@ def calibration_view(result: CalibrationResult) -> Report:
         notes.append(f"leave-one-model-out max |error| (fitted on the other models): {loo}")
     return Report(
         title=f"Calibration of {result.hardware.name} on {result.model} ({result.instance})",
-        columns=([Column("model", "model"), Column("gpus", "GPUs", fmt_int)] if joint else []) + [
-            Column("length", "length (tokens)", fmt_int),
+        columns=([Column("model", "model"), Column("gpus_per_instance", "GPUs", fmt_int)] if joint else []) + [
+            Column("length_tokens", "length (tokens)", fmt_int),
             Column("measured_s", "measured (s)", fmt_float(3)),
             Column("predicted_s", "fitted (s)", fmt_float(3)),
             Column("error_pct", "error %", fmt_float(2)),
             Column("measured_kv_bytes", "measured KV (B)", lambda v: f"{v:,.0f}" if v != "" else "-"),
             Column("model_kv_bytes", "model KV (B)", fmt_int),
         ],
-        rows=rows,
+        rows=rows, csv_columns=csv_columns(rows),
         meta={"model": result.model, "hardware": result.hardware.name, "instance": result.instance},
         notes=notes,
         extra={"fitted": result.fitted, "before": result.before, "uncertainty": result.uncertainty,
