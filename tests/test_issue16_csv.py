@@ -16,6 +16,8 @@ import re
 import pytest
 from conftest import DATA, REPO
 
+from prfaas_plan.planner.basis import SOURCE_KEYS
+
 SCENARIO_IDENTITY = ("scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
                      "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps")
 INSTANCE_IDENTITY = ("model", "hardware", "gpus_per_instance")
@@ -24,7 +26,7 @@ SITES_IDENTITY = ("scenario", "model", "window", "part", "prfaas_site", "prfaas_
 
 # what a row is about (text, or a count of chips that names its unit)
 IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layout", "prefill_layout", "decode_layout",
-                  "deployment", "option", "case", "path", "hardware"}
+                  "deployment", "option", "case", "path", "hardware", *SOURCE_KEYS}  # each pool's source (basis)
 # text and yes/no columns
 TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "cache_regime",
               "sim_stable", "sim_queues", "static_sim_queues", "mixers", "own_counts"}

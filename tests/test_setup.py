@@ -44,7 +44,7 @@ def test_shipped_profiles_found_from_any_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-m", "prfaas_plan", "kv", "qwen3-8b", "--hardware", "h100", "-f", "csv"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
-    assert out.splitlines()[0].startswith("length,kv_bytes")
+    assert out.splitlines()[0].startswith("model,hardware,gpus_per_instance,layout,length_tokens,kv_bytes")
 
 
 @pytest.mark.slow
