@@ -2,7 +2,7 @@
 
     python tools/mutation_check.py            # every mutant, fast tier (about 3 minutes each)
     python tools/mutation_check.py swa-prefill-flops egress-gib   # some of them
-    python tools/mutation_check.py --tests tests/test_issue16_mutants.py sites-day-not-cyclic
+    python tools/mutation_check.py --tests tests/test_costs_switches_and_replicas.py sites-day-not-cyclic
                                               # only those test files (quick, while writing a test)
     python tools/mutation_check.py --check    # the list still applies (seconds; no test is run)
 
@@ -338,7 +338,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/profiles/hardware.py",
         "        return self.memory_gib * 2**30",
         "        return self.memory_gib * 1e9"),
-    # issue 16: six bugs that passed the whole suite (tests/test_issue16_mutants.py)
+    # issue 16: six bugs that passed the whole suite (tests/test_costs_switches_and_replicas.py)
     "link-priced-on-usable": (
         "prfaas_plan/planner/inputs.py",
         "return self.cost.fixed_usd_per_hour(self.bandwidth_gbps)",

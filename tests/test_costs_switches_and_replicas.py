@@ -21,8 +21,8 @@ import math
 import numpy as np
 import pytest
 from test_hand_counts import DECODE_CONTEXT, DENSE, GQA, decode_hardware, hand_decode_step_s, model
-from test_issue10 import _day, _day_doc, _robust_doc, _sites, _write, sites_doc
 from test_procurement import inputs_of, scenario_doc
+from test_routing_days_and_sites import _day, _day_doc, _robust_doc, _sites, _write, sites_doc
 
 from prfaas_plan import api
 from prfaas_plan.planner.plan import plan
