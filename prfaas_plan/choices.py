@@ -56,10 +56,13 @@ class RobustObjective(StrEnum):
 
 
 class OptimiserMethod(StrEnum):
-    """``milp``: pulp/CBC; ``enumerate``: exhaustive; ``auto``: enumerate small count spaces."""
+    """``milp``: pulp/CBC, certified by the per-threshold optimum; ``enumerate``: exhaustive;
+    ``per_threshold``: the exact optimum of every threshold (planner/exact.py); ``auto``:
+    enumerate small count spaces, per_threshold above."""
 
     milp = "milp"
     enumerate = "enumerate"
+    per_threshold = "per_threshold"
     auto = "auto"
 
 

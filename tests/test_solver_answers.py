@@ -26,6 +26,7 @@ from prfaas_plan.choices import ObjectiveKind
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner import optimizer
 from prfaas_plan.planner.chips import load_inputs
+from prfaas_plan.planner.cost import LinkCost
 from prfaas_plan.planner.optimizer import combination_count, optimise, solution_valid
 from prfaas_plan.planner.throughput import bounds, threshold_table
 
@@ -236,3 +237,73 @@ def test_certificate_equals_enumeration_where_range_minimums_bind(bases, objecti
     else:
         lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max.max()
         assert lam == pytest.approx(brute.lambda_max, rel=1e-9)
+
+
+def _coarse_table(inputs, count: int = 40):
+    """The threshold table at ``count`` thresholds spread over the support: small enough for the
+    MILP to take every one as a candidate, so that its own answer is exact and can be compared
+    with enumeration over the same table (the certificate plays no part)."""
+    full = threshold_table(inputs)
+    idx = np.unique(np.linspace(0, len(full) - 1, count).round().astype(int))
+    return threshold_table(inputs, thresholds_tokens=full.thresholds_tokens[idx])
+
+
+def _milp_against_enumeration(inputs, objective, target):
+    table = _coarse_table(inputs)
+    assert combination_count(inputs.limits) > optimizer.ENUMERATE_MAX_COMBINATIONS
+    milp = optimizer._solve_milp(table, np.arange(len(table)), inputs, inputs.limits, ObjectiveKind(objective), target)
+    exact = _solve(inputs, table, "enumerate", objective, target)
+    if isinstance(exact, PlanInputError):
+        assert milp is None, (milp, exact)
+        return
+    assert milp is not None
+    assert optimizer.feasible_cost(inputs, inputs.limits, milp.n_prfaas, milp.n_p, milp.n_d) is not False
+    if objective == "max_throughput":
+        assert milp.lambda_max == pytest.approx(exact.lambda_max, rel=1e-6)
+    else:
+        assert milp.lambda_max >= target * (1 - 1e-9)
+        assert milp.usd_per_hour == pytest.approx(exact.usd_per_hour, rel=1e-9, abs=1e-9)
+
+
+def _programme(bases, name):
+    """Programmes of more than 2,000 combinations in which each constraint of the MILP binds."""
+    case, lpu, none = (bases[k][0] for k in ("case", "lpu", "no_decode"))
+    if name == "link-bound":
+        return case.with_limits(prfaas_min=0, prfaas_max=4, pd_min=0, pd_max=40).with_link_gbps(5.0), "max_throughput"
+    if name == "usd-budget":
+        inputs = lpu.with_limits(prfaas_min=0, prfaas_max=6, pd_min=0, pd_max=20, decode_min=0, decode_max=20)
+        return _budgeted(inputs, "usd", 0.3), "max_throughput"
+    if name == "gpu-budget":
+        return _budgeted(none.with_limits(prfaas_min=0, prfaas_max=6, pd_min=0, pd_max=30), "gpu", 0.4), "max_throughput"
+    if name == "link-price-decides":  # $2,000/Gbps-month: a local-only plan is cheapest, a free link would not be
+        inputs = case.with_limits(prfaas_min=0, prfaas_max=8, pd_min=0, pd_max=40)
+        return replace(inputs, link=replace(inputs.link, cost=LinkCost(usd_per_gbps_month=2000.0))), "min_cost"
+    return none.with_limits(prfaas_min=0, prfaas_max=6, pd_min=0, pd_max=30), "min_cost"  # the committed link
+
+
+@pytest.mark.parametrize("name", ["link-bound", "usd-budget", "gpu-budget", "min-cost-link-priced", "link-price-decides"])
+def test_the_milp_itself_equals_enumeration_on_binding_programmes(bases, name):
+    inputs, objective = _programme(bases, name)
+    target = None
+    if objective == "min_cost":
+        target = 0.6 * optimise(inputs, _coarse_table(inputs), method="enumerate").lambda_max
+    _milp_against_enumeration(inputs, objective, target)
+
+
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenarios())
+def test_the_milp_itself_equals_enumeration_on_random_programmes(bases, scenario):
+    """The programme CBC solves, with every threshold of a 40-threshold table as a candidate,
+    against enumeration over the same table: the formulation (rows, costs, the link's binary)
+    is exact, independently of the per-threshold certificate."""
+    base, changes, gbps, budget, share, objective, target_share = scenario
+    inputs = bases[base][0].with_limits(**changes)
+    if gbps is not None:
+        inputs = inputs.with_link_gbps(gbps)
+    inputs = _budgeted(inputs, budget, share)
+    target = None
+    if objective == "min_cost":
+        free = replace(inputs, limits=replace(inputs.limits, gpu_budget={}, usd_per_hour=None))
+        target = target_share * optimise(free, _coarse_table(inputs), method="enumerate").lambda_max
+    _milp_against_enumeration(inputs, objective, target)
