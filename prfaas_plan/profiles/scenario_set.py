@@ -5,8 +5,9 @@ pool's hardware, a decode-only pool's hardware (``none``: no separate pool), the
 the link's bandwidth. A replaced pool keeps its instance range, chips per instance (use
 ``auto`` to size each hardware) and site, and drops what belonged to the old hardware (a
 fixed layout, its cost: the new hardware is priced at its profile's example rental).
-Measurements carry the hardware they were measured on (``calibration_hardware``,
-``decode.tokens_per_s_hardware``), so a pool on other hardware never uses them
+Measurements carry the hardware and chips they were measured on (``calibration_hardware``,
+``calibration_gpus``, ``decode.tokens_per_s_hardware``, ``decode.tokens_per_s_gpus``), so a
+pool on other hardware (compared as resolved profiles: 'H20' is h20) never uses them
 (``planner.inputs`` says so in a note); a new model drops them all. GPU budgets for
 hardware an option does not use are left out (noted). A decode-only pool that the scenario
 lacks gets ``auto`` chips and 1 to the PD pool's maximum instances, beside 0 to that many
@@ -117,7 +118,7 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
         if dropped:
             notes.append(f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
                          + (" (priced at the profile's example rental)" if "cost" in dropped else ""))
-        # calibration points stay with the hardware they were measured on (calibration_hardware)
+        # calibration points stay with the instance they were measured on (calibration_hardware, _gpus)
         return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
 
     if option.prfaas is not None:
