@@ -367,6 +367,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/decode.py",
         "return max(per_group, 0) * layout.dp_attention * layout.replicas, weights, kv",
         "return max(per_group, 0) * layout.dp_attention, weights, kv"),
+    # measurements follow their instance (tests/test_measurements_follow_their_hardware.py)
+    "hardware-compared-as-written": (
+        "prfaas_plan/profiles/registry.py",
+        "return a == b or hardware_identity(a, base) == hardware_identity(b, base)",
+        "return a == b"),
+    "hardware-file-by-path-not-name": (
+        "prfaas_plan/profiles/registry.py",
+        "return resolve_hardware(str(path)).name",
+        "return str(path)"),
+    "measurement-chips-ignored": (
+        "prfaas_plan/planner/basis.py",
+        "if measured_gpus is not None and measured_gpus != gpus:",
+        "if False:"),
+    "decode-rate-chips-not-passed": (
+        "prfaas_plan/planner/inputs.py",
+        "pd.gpus_per_instance, dec.tokens_per_s_gpus, base)",
+        "pd.gpus_per_instance, None, base)"),
+    "compare-swap-by-raw-name": (
+        "prfaas_plan/profiles/scenario_set.py",
+        "if same_hardware(hardware, spec.hardware, base):",
+        "if hardware == spec.hardware:"),
+    "decode-chips-default-from-pd": (
+        "prfaas_plan/profiles/scenario.py",
+        'pool = data.get("pd_decode") or data.get("pd")',
+        'pool = data.get("pd")'),
 }
 
 

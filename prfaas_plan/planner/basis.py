@@ -1,12 +1,14 @@
 """Which measurements size each pool, on which basis (``choices.Basis``), and how a report names
 each pool's source.
 
-A measurement belongs to the hardware it was measured on: a scenario's ``calibration_points``
-to the pool's ``calibration_hardware`` (default: the pool's hardware as the file gives it) and
-its ``decode.tokens_per_s_per_instance`` to ``decode.tokens_per_s_hardware`` (default: the
-decoding pool's); a model profile's measured points to their hardware and chip count
-(``timing.prefill.measured_for``). A pool on other hardware does not use them, and its notes
-say so.
+A measurement belongs to the instance it was measured on, hardware and chips: a scenario's
+``calibration_points`` to the pool's ``calibration_hardware`` and ``calibration_gpus``
+(default: the pool's hardware and chips as the file gives them) and its
+``decode.tokens_per_s_per_instance`` to ``decode.tokens_per_s_hardware`` and
+``decode.tokens_per_s_gpus`` (default: the decoding pool's); a model profile's measured points
+to their hardware and chip count (``timing.prefill.measured_for``). Hardware references are
+compared as the profiles they resolve to (``profiles.registry.same_hardware``: 'H20' is h20).
+A pool on other hardware or another chip count does not use them, and its notes say why.
 
 Basis ``as-given`` (what ``plan`` does): measured prefill points as a curve (PCHIP), a pool's
 calibration points fitted into its roofline (capacity per request, as measured latencies
@@ -19,8 +21,11 @@ the roofline's step times (one factor, ``planner.decode_model``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..choices import Basis, CurveSource, DecodeSource, FitParam, PrefillCapacity, PrefillSource
 from ..profiles.model import ModelProfile
+from ..profiles.registry import same_hardware
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.instance import Instance
 from ..timing.prefill import measured_for
@@ -29,19 +34,34 @@ from ..timing.prefill import measured_for
 _FIT_BY_POINTS = {1: (FitParam.compute,), 2: (FitParam.compute, FitParam.prefill_overhead_s)}
 
 
+def measured_here(what: str, pool: str, written: str, gpus: int, measured_on: str | None,
+                  measured_gpus: int | None, base: Path | None = None) -> str | None:
+    """None when a measurement (``what``) taken on ``measured_gpus`` x ``measured_on`` (None:
+    the pool's own) belongs to ``pool`` on ``gpus`` x ``written`` (the same hardware,
+    ``same_hardware``, and chip count); else the note that says why it is not used."""
+    if measured_on is not None and not same_hardware(measured_on, written, base):
+        return f"{pool} on {written}: {what} measured on {measured_on}"
+    if measured_gpus is not None and measured_gpus != gpus:
+        return f"{pool} on {gpus} x {written}: {what} measured per {measured_gpus}-chip instance"
+    return None
+
+
 def calibration_points(role: str, written: str, given: list[CalibrationPoint], fit, measured_on: str | None,
-                       curve: CurveSource, model: ModelProfile, hardware, gpus: int, basis: Basis, prefills: bool
+                       curve: CurveSource, model: ModelProfile, hardware, gpus: int, basis: Basis, prefills: bool,
+                       measured_gpus: int | None = None, base: Path | None = None
                        ) -> tuple[list[CalibrationPoint], tuple | None, list[str]]:
     """(points to calibrate a pool's hardware on, the parameters to fit (None: the default),
     notes). ``given``: the scenario's points for the pool, whose hardware it names ``written``,
-    measured on ``measured_on`` (None: that hardware); used when measured on it. On basis
-    ``model`` and without them, the model profile's measured prefill points for this hardware
-    and chip count (not when the pool's curve is the bare roofline)."""
+    measured on ``measured_gpus`` x ``measured_on`` (None: the pool's); used when measured on
+    this instance (``measured_here``). On basis ``model`` and without them, the model profile's
+    measured prefill points for this hardware and chip count (not when the pool's curve is the
+    bare roofline)."""
     notes: list[str] = []
     if given:
-        if (measured_on or written) == written:
+        elsewhere = measured_here("the calibration points", role, written, gpus, measured_on, measured_gpus, base)
+        if elsewhere is None:
             return list(given), fit, notes
-        notes.append(f"{role} on {written}: the calibration points measured on {measured_on} are not used")
+        notes.append(f"{elsewhere} are not used")
     if basis != Basis.model or not prefills or curve == CurveSource.roofline:
         return [], None, notes
     measured = measured_for(model, Instance(hardware, gpus))
@@ -81,16 +101,16 @@ def prefill_settings(curve: CurveSource, capacity: PrefillCapacity | None, calib
     return curve, capacity or (PrefillCapacity.per_request if calibrated else None)
 
 
-def measured_decode_rate(rate: float | None, measured_on: str | None, decoder_hardware: str
-                         ) -> tuple[float | None, list[str]]:
-    """(the scenario's decode tokens/s ``rate`` when measured on the decoding pool's hardware
-    (``measured_on`` None: on it), notes)."""
+def measured_decode_rate(rate: float | None, measured_on: str | None, decoder_hardware: str, gpus: int,
+                         measured_gpus: int | None = None, base: Path | None = None) -> tuple[float | None, list[str]]:
+    """(the scenario's decode tokens/s per instance ``rate`` when measured on the decoding pool's
+    instance, ``gpus`` x ``decoder_hardware`` (``measured_here``; None: on it), notes)."""
     if rate is None:
         return None, []
-    measured_on = measured_on or decoder_hardware
-    if measured_on != decoder_hardware:
-        return None, [f"decode on {decoder_hardware}: the scenario's {rate:,.0f} tokens/s measured on {measured_on} "
-                      "is not used: its roofline is"]
+    elsewhere = measured_here(f"the scenario's {rate:,.0f} tokens/s", "decode", decoder_hardware, gpus, measured_on,
+                              measured_gpus, base)
+    if elsewhere is not None:
+        return None, [f"{elsewhere} is not used: its roofline is"]
     return rate, []
 
 

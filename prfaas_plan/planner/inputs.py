@@ -333,9 +333,10 @@ def chip_options(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: H
 
 
 def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, gpus: int,
-          options: tuple[int, ...], source: str | None, prefills: bool = True, basis: Basis = Basis.as_given) -> Pool:
+          options: tuple[int, ...], source: str | None, prefills: bool = True, basis: Basis = Basis.as_given,
+          base: Path | None = None) -> Pool:
     """One pool on ``basis`` (``planner.basis``: which measured points calibrate it, which curve
-    and capacity size it)."""
+    and capacity size it); ``base``: the scenario's folder (relative profile paths)."""
     layout = None if spec.parallel is None else parse_layout(spec.parallel)
     engine = Engine.of(spec.engine)
     if layout is not None:
@@ -347,7 +348,8 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: Hardware
     calibration = None
     given = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
     points, fit, notes = calibration_points(role, spec.hardware, given, spec.calibration_fit, spec.calibration_hardware,
-                                            spec.source, model, hardware, gpus, basis, prefills)
+                                            spec.source, model, hardware, gpus, basis, prefills, spec.calibration_gpus,
+                                            base)
     if points:
         try:
             calibration = calibrated(model, hardware, gpus, points, fit, layout, engine)
@@ -419,7 +421,7 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
             spec, need = specs[role]
             try:
                 pool = _pool(role, spec, model, hardware[role], gpus, options[role], source, role != Role.pd_decode,
-                             basis)
+                             basis, base)
                 if spec.count_range[1] > 0:
                     try:
                         require_fit(model, pool.instance, need)
@@ -445,7 +447,8 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         decoder = chosen.get(Role.pd_decode, chosen[Role.pd])
         if decoder.gpus_per_instance not in decodes:
             written = (scenario.pd_decode or scenario.pd).hardware
-            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, written, context, source, basis)
+            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, written, context, source, basis,
+                                                         base)
         decode, decode_notes = decodes[decoder.gpus_per_instance]
         pool_notes = [n for pool in chosen.values() for n in pool.notes]
         out.append(_assemble(scenario, source, model, chosen, workload, decode, notes + pool_notes + decode_notes))
@@ -517,11 +520,12 @@ def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload,
 
 
 def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, written: str, context: int, source: str | None,
-            basis: Basis = Basis.as_given) -> tuple[Decode, list[str]]:
+            basis: Basis = Basis.as_given, base: Path | None = None) -> tuple[Decode, list[str]]:
     """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool, whose
     hardware the scenario names ``written``) sustains, on ``basis`` (``planner.basis``); notes."""
     dec = scenario.decode
-    rate, notes = measured_decode_rate(dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written)
+    rate, notes = measured_decode_rate(dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written,
+                                       pd.gpus_per_instance, dec.tokens_per_s_gpus, base)
     if rate is not None and basis == Basis.as_given:
         return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
     try:

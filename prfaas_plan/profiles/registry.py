@@ -60,6 +60,26 @@ def canonical_name(ref: str, kind: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def hardware_identity(ref: str, base: Path | None = None) -> str:
+    """The hardware a reference means, to tell whether two references name the same chip: a
+    shipped name as ``canonical_name`` gives it ('H20' is h20), a profile file (a relative path
+    taken from ``base``, the scenario's folder) by the name inside it; a reference that resolves
+    to nothing is itself (the error is reported where the profile is loaded)."""
+    if not looks_like_path(ref):
+        return canonical_name(ref, "hardware_profiles") or ref
+    path = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+    try:
+        return resolve_hardware(str(path)).name
+    except PlanInputError:
+        return ref
+
+
+def same_hardware(a: str, b: str, base: Path | None = None) -> bool:
+    """Whether two hardware references name the same hardware (``hardware_identity``): the
+    test of whether a measurement taken on ``a`` belongs to a pool on ``b``."""
+    return a == b or hardware_identity(a, base) == hardware_identity(b, base)
+
+
 def unknown_name_reason(ref: str, label: str, names: tuple[str, ...], hint: str) -> str:
     """'unknown hardware 'rubin-cxp'; did you mean 'rubin-cpx'? (shipped: ...; HINT)': up to
     three close names (difflib, on the compared form of ``_key``), then every name."""

@@ -71,6 +71,24 @@ class CountRange(StrictModel):
         return self
 
 
+DEFAULT_GPUS_PER_INSTANCE = 8
+
+
+def measured_instance_defaults(measured: dict, pool: object, hardware_key: str, gpus_key: str) -> dict:
+    """The defaults of a measurement's instance (``measured``'s ``hardware_key`` and ``gpus_key``
+    where it leaves them out): the ``pool`` mapping's hardware as written, and its chips per
+    instance when it gives one count (8 when it gives none, the field's default)."""
+    out: dict = {}
+    if not isinstance(pool, dict):
+        return out
+    if measured.get(hardware_key) is None and isinstance(pool.get("hardware"), str):
+        out[hardware_key] = pool["hardware"]
+    chips = pool.get("gpus_per_instance", DEFAULT_GPUS_PER_INSTANCE)
+    if measured.get(gpus_key) is None and type(chips) is int:
+        out[gpus_key] = chips
+    return out
+
+
 class CalibrationPointSpec(StrictModel):
     length_tokens: Tokens
     prefill_s: Float(PREFILL_SECONDS)
@@ -88,7 +106,7 @@ class ClusterSpec(StrictModel):
 
     hardware: Path  # shipped name or YAML path (relative to the scenario file)
     gpus_per_instance: _CHIPS | Annotated[list[_CHIPS], Field(min_length=1, max_length=16)] | Literal["auto"] = Field(
-        8, union_mode="left_to_right")
+        DEFAULT_GPUS_PER_INSTANCE, union_mode="left_to_right")
     max_gpus_per_instance: _CHIPS | None = None  # the cap of `auto`
     instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
     cost: CostSpec = Field(default_factory=CostSpec)  # rental (default: the profile's example price) or purchase
@@ -101,23 +119,27 @@ class ClusterSpec(StrictModel):
         default_factory=list)
     calibration_fit: List(FitParam) | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
-    # the hardware the calibration points were measured on (default: this pool's, as written);
-    # on other hardware they are not used (``planner.inputs``)
+    # the hardware and the chips per instance the calibration points were measured on (default:
+    # this pool's, as written; the chips when it gives one count); a pool on other hardware or
+    # another chip count does not use them (``planner.basis``)
     calibration_hardware: Path | None = None
+    calibration_gpus: _CHIPS | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _measured_on(cls, data):
-        """Calibration points belong to the hardware the file gives the pool."""
-        if isinstance(data, dict) and data.get("calibration_points") and data.get("calibration_hardware") is None \
-                and isinstance(data.get("hardware"), str):
-            data = {**data, "calibration_hardware": data["hardware"]}
+        """Calibration points belong to the hardware and chips the file gives the pool."""
+        if isinstance(data, dict) and data.get("calibration_points"):
+            data = {**data, **measured_instance_defaults(data, data, "calibration_hardware", "calibration_gpus")}
         return data
 
     @model_validator(mode="after")
     def _cap(self):
         if self.max_gpus_per_instance is not None and self.gpus_per_instance != AUTO:
             raise ValueError("max_gpus_per_instance is the cap of gpus_per_instance: auto")
+        if self.calibration_points and self.calibration_gpus is None:
+            raise ValueError(f"calibration_gpus: give the chips per instance the calibration points were measured on "
+                             f"(gpus_per_instance is {self.gpus_per_instance!r:.40}, not one count)")
         return self
 
     @property
@@ -186,9 +208,11 @@ class DecodeSpec(StrictModel):
     max_batch: Int(DECODE_BATCH) | None = None
     tokens_per_s_per_instance: Float(DECODE_TOKENS_PER_S) | None = None  # measured: overrides the roofline
     tokens_per_s_note: Text = ""
-    # the hardware the rate was measured on (default: the decoding pool's, as written: pd_decode's,
-    # else pd's); a decoding pool on other hardware does not use it (``planner.inputs``)
+    # the hardware and the chips per instance the rate was measured on (default: the decoding
+    # pool's, as written: pd_decode's, else pd's; the chips when it gives one count); a decoding
+    # pool on other hardware or another chip count does not use it (``planner.basis``)
     tokens_per_s_hardware: Path | None = None
+    tokens_per_s_gpus: _CHIPS | None = None
 
 
 class BudgetSpec(StrictModel):
@@ -319,15 +343,20 @@ class Scenario(StrictModel):
             return data
         decode = data["decode"]
         pool = data.get("pd_decode") or data.get("pd")
-        if decode.get("tokens_per_s_per_instance") is not None and decode.get("tokens_per_s_hardware") is None \
-                and isinstance(pool, dict) and isinstance(pool.get("hardware"), str):
-            data = {**data, "decode": {**decode, "tokens_per_s_hardware": pool["hardware"]}}
+        if decode.get("tokens_per_s_per_instance") is not None:
+            defaults = measured_instance_defaults(decode, pool, "tokens_per_s_hardware", "tokens_per_s_gpus")
+            data = {**data, "decode": {**decode, **defaults}}
         return data
 
     @model_validator(mode="after")
     def _decode_pool(self):
         if self.pd_decode is not None and self.pd_decode.count_range[1] == 0:
             raise ValueError("pd_decode has no instances: give it some, or leave pd_decode out")
+        dec, pool = self.decode, self.pd_decode or self.pd
+        if dec.tokens_per_s_per_instance is not None and dec.tokens_per_s_gpus is None:
+            role = "pd_decode" if self.pd_decode is not None else "pd"
+            raise ValueError(f"decode.tokens_per_s_gpus: give the chips per instance the rate was measured on "
+                             f"({role}.gpus_per_instance is {pool.gpus_per_instance!r:.40}, not one count)")
         return self
 
 

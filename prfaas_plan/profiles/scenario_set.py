@@ -5,8 +5,9 @@ pool's hardware, a decode-only pool's hardware (``none``: no separate pool), the
 the link's bandwidth. A replaced pool keeps its instance range, chips per instance (use
 ``auto`` to size each hardware) and site, and drops what belonged to the old hardware (a
 fixed layout, its cost: the new hardware is priced at its profile's example rental).
-Measurements carry the hardware they were measured on (``calibration_hardware``,
-``decode.tokens_per_s_hardware``), so a pool on other hardware never uses them
+Measurements carry the hardware and chips they were measured on (``calibration_hardware``,
+``calibration_gpus``, ``decode.tokens_per_s_hardware``, ``decode.tokens_per_s_gpus``), so a
+pool on other hardware (compared as resolved profiles: 'H20' is h20) never uses them
 (``planner.inputs`` says so in a note); a new model drops them all. GPU budgets for
 hardware an option does not use are left out (noted). A decode-only pool that the scenario
 lacks gets ``auto`` chips and 1 to the PD pool's maximum instances, beside 0 to that many
@@ -23,7 +24,7 @@ from ..choices import Basis, ObjectiveKind
 from ..errors import PlanInputError
 from ..ranges import COMPARE_OPTIONS
 from .cost_spec import CostSpec
-from .registry import canonical_name, looks_like_path
+from .registry import hardware_identity, looks_like_path, same_hardware
 from .scenario import AUTO, ClusterSpec, CountRange, Scenario
 
 NO_DECODE_POOL = "none"
@@ -65,7 +66,7 @@ class ScenarioSet:
         return self.scenario.objective.type
 
     def variant(self, option: CompareOption) -> tuple[Scenario, list[str]]:
-        return option_scenario(self.scenario, option)
+        return option_scenario(self.scenario, option, self.source)
 
 
 def scenario_set(scenario: Scenario, source: str | None, prfaas=None, pd=None, pd_decode=None, model=None,
@@ -99,20 +100,25 @@ def options_of(scenario: Scenario, prfaas=None, pd=None, pd_decode=None, model=N
     return combos
 
 
-def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario, list[str]]:
-    """The scenario with the option's parts replaced (see the module docstring), and notes."""
+def option_scenario(scenario: Scenario, option: CompareOption, source: str | None = None
+                    ) -> tuple[Scenario, list[str]]:
+    """The scenario with the option's parts replaced (see the module docstring), and notes.
+    Hardware is compared as the profiles the references resolve to (``same_hardware``; a
+    relative path from the folder of ``source``, the scenario file): 'H20' on an h20 pool
+    changes nothing."""
     notes: list[str] = []
     update: dict = {}
+    base = Path(source).resolve().parent if source else None
 
     def swapped(role: str, spec: ClusterSpec, hardware: str) -> ClusterSpec:
-        if hardware == spec.hardware:
+        if same_hardware(hardware, spec.hardware, base):
             return spec
         dropped = [what for what, present in (("layout", spec.parallel is not None),
                                               ("cost", spec.cost != CostSpec())) if present]
         if dropped:
             notes.append(f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
                          + (" (priced at the profile's example rental)" if "cost" in dropped else ""))
-        # calibration points stay with the hardware they were measured on (calibration_hardware)
+        # calibration points stay with the instance they were measured on (calibration_hardware, _gpus)
         return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
 
     if option.prfaas is not None:
@@ -146,14 +152,12 @@ def option_scenario(scenario: Scenario, option: CompareOption) -> tuple[Scenario
     if option.link_gbps is not None:
         update["link"] = scenario.link.model_copy(update={"bandwidth_gbps": option.link_gbps})
     out = scenario.model_copy(update=update)
-    used = {spec.hardware for spec in (out.prfaas, out.pd, out.pd_decode) if spec is not None}
-    if not any(looks_like_path(ref) for ref in used):  # shipped references are the profiles' names
-        canonical = {canonical_name(ref, "hardware_profiles") or ref for ref in used}  # 'H200' is h200
-        kept = {k: v for k, v in out.budgets.gpus.items() if (canonical_name(k, "hardware_profiles") or k) in canonical}
-        if len(kept) < len(out.budgets.gpus):
-            notes.append(f"GPU budgets of hardware this option does not use ignored: "
-                         f"{', '.join(sorted(set(out.budgets.gpus) - set(kept)))}")
-            out = out.model_copy(update={"budgets": out.budgets.model_copy(update={"gpus": kept})})
+    used = {hardware_identity(spec.hardware, base) for spec in (out.prfaas, out.pd, out.pd_decode) if spec is not None}
+    kept = {k: v for k, v in out.budgets.gpus.items() if hardware_identity(k) in used}  # 'H200' is h200
+    if len(kept) < len(out.budgets.gpus):
+        notes.append(f"GPU budgets of hardware this option does not use ignored: "
+                     f"{', '.join(sorted(set(out.budgets.gpus) - set(kept)))}")
+        out = out.model_copy(update={"budgets": out.budgets.model_copy(update={"gpus": kept})})
     return out, notes
 
 

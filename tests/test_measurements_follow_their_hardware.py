@@ -1,0 +1,191 @@
+"""A scenario's measurements belong to the instance they were measured on: the same hardware
+(compared as the profile a reference resolves to: 'H20', a copy of the h20 profile in a file
+and 'h20' are one chip) and the same chips per instance (a per-instance decode rate and
+instance latencies of 8 x H20 say nothing about 16 x H20).
+
+Expected values are independent of the code under test: the case study's pinned Lambda_max
+(3.237 req/s, tests/test_planner.py) for the same instance spelled differently, and for an
+instance the measurements do not belong to, the plan of the same file with the measurements
+deleted by hand.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import case_study_doc
+
+from prfaas_plan import api
+from prfaas_plan.planner.inputs import build_variants
+from prfaas_plan.profiles.registry import hardware_identity, resolve_scenario_file, same_hardware
+from prfaas_plan.profiles.scenario import load_scenario
+from prfaas_plan.profiles.scenario_set import CompareOption, option_scenario, scenario_set
+
+REPO = Path(__file__).resolve().parents[1]
+CASE_STUDY_LAMBDA_RPS = 3.237  # tests/test_planner.py: t = 19,349, 4/3/5 (exact mode)
+MEASURED = {"pd": ("calibration_points", "calibration_fit", "calibration_note", "calibration_hardware",
+                   "calibration_gpus"),
+            "decode": ("tokens_per_s_per_instance", "tokens_per_s_hardware", "tokens_per_s_note", "tokens_per_s_gpus")}
+
+
+def _write(folder: Path, doc: dict, name: str = "s.yaml") -> str:
+    path = folder / name
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def _bare(doc: dict) -> dict:
+    """The same scenario without the H20 measurements (what a pool they do not belong to gets)."""
+    doc = yaml.safe_load(yaml.safe_dump(doc))
+    for part, keys in MEASURED.items():
+        for key in keys:
+            doc[part].pop(key, None)
+    return doc
+
+
+def _h20_copy(folder: Path) -> str:
+    """The shipped h20 profile as a user's file: a path, whose profile is named h20."""
+    target = folder / "my-h20.yaml"
+    shutil.copy(REPO / "hardware_profiles" / "h20.yaml", target)
+    return target.name  # relative: taken from the scenario's folder
+
+
+# --------------------------------------------------------------------------------------------
+# The same hardware, spelled differently
+
+
+def test_hardware_identity_is_the_resolved_profile(tmp_path):
+    copy = _h20_copy(tmp_path)
+    assert hardware_identity("H20") == "h20" and hardware_identity("h20") == "h20"
+    assert hardware_identity(copy, tmp_path) == "h20"  # a file: the name inside it
+    assert same_hardware("H20", "h20") and same_hardware(copy, "H20", tmp_path)
+    assert not same_hardware("h20", "h200") and not same_hardware("H200", "h20")
+    assert not same_hardware("rubin-cxp", "rubin-cpx")  # an unknown name is only itself
+
+
+def test_compare_case_variants_of_a_name_give_one_answer():
+    """`compare --pd H20,h20 --basis as-given`: both options are the scenario as given (the H20
+    points and 800 tokens/s were measured on that hardware), Lambda_max as pinned, no note."""
+    res = api.compare("paper-case-study", pd=["H20", "h20"], basis="as-given")
+    assert len(res.results) == 2
+    for row in res.results:
+        assert round(row.lambda_max_rps, 3) == CASE_STUDY_LAMBDA_RPS, row.notes
+        assert (row.sources["pd_prefill_source"], row.sources["decode_source"]) == ("calibrated", "scenario")
+        assert not any("not used" in n for n in row.notes), row.notes
+
+
+@pytest.mark.parametrize("pd, measured_on", [("H20", "h20"), ("h20", "H20"), ("COPY", "h20"), ("h20", "COPY")])
+def test_plan_uses_measurements_of_the_same_hardware_however_named(tmp_path, pd, measured_on):
+    """The pool's hardware and the hardware the measurements name, as a name in any case or as
+    a file of the h20 profile (relative to the scenario): the case study's figures."""
+    copy = _h20_copy(tmp_path)
+    doc = case_study_doc()
+    doc["pd"]["hardware"] = copy if pd == "COPY" else pd
+    doc["pd"]["calibration_hardware"] = copy if measured_on == "COPY" else measured_on
+    doc["decode"]["tokens_per_s_hardware"] = copy if measured_on == "COPY" else measured_on
+    result = api.plan(_write(tmp_path, doc), with_marginals=False)
+    assert round(result.point.lambda_max, 3) == CASE_STUDY_LAMBDA_RPS
+    assert result.inputs.decode.tokens_per_s_per_instance == 800
+    assert not any("not used" in n for n in result.notes), result.notes
+
+
+def test_a_compare_option_naming_the_pools_own_hardware_keeps_its_price_and_layout():
+    """`--pd H20` on an h20 pool replaces nothing: its cost and layout stay, no note."""
+    scenario, path = resolve_scenario_file("paper-case-study")
+    doc = case_study_doc()
+    doc["pd"]["cost"] = {"usd_per_gpu_hour": 1.5}
+    scenario = load_scenario(doc, path)
+    variant, notes = option_scenario(scenario, CompareOption(pd="H20"), path)
+    assert variant.pd == scenario.pd and notes == []
+    moved, notes = option_scenario(scenario, CompareOption(pd="h200"), path)  # other hardware: its price dropped
+    assert moved.pd.hardware == "h200" and moved.pd.cost != scenario.pd.cost and any("cost" in n for n in notes)
+
+
+def test_gpu_budgets_follow_the_hardware_a_file_pool_resolves_to(tmp_path):
+    """A pool given as a file of the h20 profile uses the 'h20' budget; a budget for hardware no
+    pool of the option uses (h200, after moving PrfaaS to B200) is left out with a note."""
+    copy = _h20_copy(tmp_path)
+    doc = case_study_doc()
+    doc["pd"]["hardware"] = copy
+    doc["budgets"] = {"gpus": {"H20": 64, "h200": 32}}
+    path = _write(tmp_path, doc)
+    variant, notes = scenario_set(*resolve_scenario_file(path), prfaas=["b200"]).variant(CompareOption(prfaas="b200"))
+    assert variant.budgets.gpus == {"H20": 64}
+    assert notes and "h200" in notes[-1] and "H20" not in notes[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# The same hardware, another chip count
+
+
+@pytest.fixture(scope="module")
+def sixteen_or_eight(tmp_path_factory):
+    """The case study with 16 or 8 H20 chips per PD instance and 0-24 instances; the same file
+    without the measurements (taken on 8 x H20)."""
+    folder = tmp_path_factory.mktemp("chips")
+    doc = case_study_doc()
+    doc["pd"]["gpus_per_instance"] = [16, 8]
+    doc["pd"]["instances"] = {"min": 0, "max": 24}
+    return doc, _write(folder, doc), _write(folder, _bare(doc), "bare.yaml")
+
+
+def _by_chips(path: str, basis: str = "as-given") -> dict:
+    scenario, path = resolve_scenario_file(path)
+    return {v.pd.gpus_per_instance: v for v in build_variants(scenario, path, basis=basis)}
+
+
+@pytest.mark.parametrize("basis", ["as-given", "model"])
+def test_measurements_of_8_chips_size_only_the_8_chip_instance(sixteen_or_eight, basis):
+    """8 x H20 uses the points and the rate; 16 x H20 is sized exactly as without them, with a
+    note that names the instance size as the reason."""
+    _, path, bare = sixteen_or_eight
+    measured, none = _by_chips(path, basis), _by_chips(bare, basis)
+    eight, sixteen = measured[8], measured[16]
+    assert eight.pd.calibration is not None and [p.length_tokens for p in eight.pd.calibration.points] == [10224, 27486]
+    assert eight.decode.tokens_per_s_per_instance == 800
+    assert eight.decode.source == ("scenario" if basis == "as-given" else "calibrated")
+    assert sixteen.pd.calibration is None and sixteen.decode.source == "roofline"
+    assert sixteen.decode.tokens_per_s_per_instance == none[16].decode.tokens_per_s_per_instance != 800
+    assert sixteen.pd.curve.prefill_s(27486.0) == none[16].pd.curve.prefill_s(27486.0)
+    assert any("16 x h20" in n and "calibration points" in n and "8-chip instance" in n for n in sixteen.notes)
+    assert any("16 x h20" in n and "800 tokens/s" in n and "8-chip instance" in n for n in sixteen.notes)
+    assert not any("not used" in n for n in eight.notes)
+
+
+def test_measurements_named_for_16_chips_size_only_the_16_chip_instance(sixteen_or_eight, tmp_path):
+    doc, _, _ = sixteen_or_eight
+    doc = yaml.safe_load(yaml.safe_dump(doc))
+    doc["pd"]["calibration_gpus"] = 16
+    doc["decode"]["tokens_per_s_gpus"] = 16
+    variants = _by_chips(_write(tmp_path, doc))
+    assert variants[16].pd.calibration is not None and variants[16].decode.tokens_per_s_per_instance == 800
+    assert variants[8].pd.calibration is None and variants[8].decode.source == "roofline"
+
+
+def test_the_chips_default_to_the_pools_single_count(tmp_path):
+    """Left out, the chips are the pool's as written: its one count, or the field's default 8."""
+    doc = case_study_doc()
+    doc["pd"].pop("calibration_gpus")
+    doc["decode"].pop("tokens_per_s_gpus")
+    doc["pd"]["gpus_per_instance"] = 16
+    scenario = resolve_scenario_file(_write(tmp_path, doc))[0]
+    assert scenario.pd.calibration_gpus == 16 and scenario.decode.tokens_per_s_gpus == 16
+    doc["pd"].pop("gpus_per_instance")
+    doc["pd_decode"] = {"hardware": "h20", "gpus_per_instance": 4, "instances": 2}
+    scenario = resolve_scenario_file(_write(tmp_path, doc))[0]
+    assert scenario.pd.calibration_gpus == 8 and scenario.decode.tokens_per_s_gpus == 4  # the decoding pool's
+
+
+@pytest.mark.parametrize("part, field", [("pd", "calibration_gpus"), ("decode", "tokens_per_s_gpus")])
+@pytest.mark.parametrize("chips", [[16, 8], "auto"])
+def test_a_pool_of_several_chip_counts_must_say_which_one_was_measured(tmp_path, run_cli, part, field, chips):
+    """With a list or `auto`, the chips of a measurement are not known: a one-line error, exit 2."""
+    doc = case_study_doc()
+    doc["pd"]["gpus_per_instance"] = chips
+    doc[part].pop(field)
+    res = run_cli("validate", _write(tmp_path, doc))
+    assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1
+    assert "measured on" in res.err and "not one count" in res.err  # the reason, not a type error
