@@ -348,3 +348,19 @@ def test_a_bare_config_json_is_named_by_model_type_and_size(tmp_path):
     cache.mkdir(parents=True)
     shutil.copy(CONFIGS / "meta-llama--Llama-3.3-70B-Instruct.config.json", cache / "config.json")
     assert import_model(str(cache / "config.json"))[1].name == "llama-3.3-70b-instruct"
+
+
+def test_readme_lists_every_shipped_model_and_hardware():
+    """The README's "Shipped:" lines name every profile the package ships (and no other)."""
+    import re
+
+    from conftest import REPO
+
+    from prfaas_plan.profiles.registry import shipped_names
+
+    text = (REPO / "README.md").read_text()
+    for kind in ("model_profiles", "hardware_profiles"):
+        names = set(shipped_names(kind))
+        listed = next(set(re.findall(r"`([a-z0-9.\-]+)`", block)) for block in re.findall(r"Shipped: (.*?)\.\s", text, re.S)
+                      if set(re.findall(r"`([a-z0-9.\-]+)`", block)) & names)
+        assert listed - {"prfaas-plan"} == names, (kind, sorted(names ^ listed))
