@@ -14,11 +14,10 @@ import numpy as np
 from ..choices import Basis, Bound, DeploymentName, PlanMode
 from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import unpriced_pools
+from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..units import format_tokens
 from .identity import IDENTITY_CSV, csv_columns, identified
-
-PAPER_TTFT_REDUCTION = {"mean": 0.50, "p90": 0.64}  # PrfaaS-PD vs homogeneous PD, paper section 4
 
 _LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
            DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
@@ -115,7 +114,7 @@ def operating_json(result) -> dict:
         "ttft_mean_s": None if lat is None else _opt(lat.overall_mean_s, 4),
         "ttft_p90_s": None if lat is None else _opt(lat.overall_p90_s, 4),
         "tpot_ms": None if lat is None else _opt(lat.tpot_ms, 4),
-        "link_utilisation": None if lat is None else _opt(lat.link_utilisation, 6),
+        "link_utilisation_at_operating_rate": None if lat is None else _opt(lat.link_utilisation, 6),
         "cost": tco_json(result.tco),
     }
 
@@ -151,7 +150,7 @@ def plan_json(result) -> dict:
             "binding": st.binding,
             "tight": pt.tight,
             "egress_gbps": round(st.egress_gbps, 4),
-            "link_utilisation": _opt(pt.link_utilisation, 6),
+            "link_utilisation_at_capacity": _opt(pt.link_utilisation, 6),
             "usd_per_hour": _opt(pt.usd_per_hour, 2),
             "ratio_vs_homogeneous": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
         },
@@ -160,7 +159,9 @@ def plan_json(result) -> dict:
             name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
                    "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
                    "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
-                   "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4), "usd_per_hour": _opt(b.usd_per_hour, 2),
+                   "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
+                   "link_utilisation_at_capacity": _capacity_utilisation(b.egress_gbps, link.usable_gbps),
+                   "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
         },
@@ -193,7 +194,7 @@ def plan_json(result) -> dict:
 
 
 # operating-point columns of the plan's CSV (the PrfaaS-PD row; blank for the baselines)
-OPERATING_CSV = ("operating_rate_rps", "ttft_p90_s", "operating_link_utilisation", "usd_per_hour_operating",
+OPERATING_CSV = ("operating_rate_rps", "ttft_p90_s", "link_utilisation_at_operating_rate", "usd_per_hour_operating",
                  "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
                  "link_usd_per_hour")
 
@@ -202,11 +203,17 @@ def operating_columns(doc: dict) -> dict:
     """The flat operating-point cells of a plan document (``OPERATING_CSV``)."""
     op, cost = doc["operating"], doc["operating"]["cost"]
     return {"operating_rate_rps": op["rate_rps"], "ttft_p90_s": op["ttft_p90_s"],
-            "operating_link_utilisation": op["link_utilisation"], "usd_per_hour_operating": cost.get("usd_per_hour"),
+            "link_utilisation_at_operating_rate": op["link_utilisation_at_operating_rate"],
+            "usd_per_hour_operating": cost.get("usd_per_hour"),
             "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
             "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"), "power_kw": cost.get("power_kw"),
             "joules_per_output_token": cost.get("joules_per_output_token"),
             "link_usd_per_hour": cost.get("link_usd_per_hour")}
+
+
+def _capacity_utilisation(egress_gbps: float, usable_gbps: float) -> float | None:
+    """KV egress at a deployment's Lambda_max over the usable link bandwidth (None without a link)."""
+    return round(egress_gbps / usable_gbps, 6) if usable_gbps > 0 else None
 
 
 def _rows(doc: dict) -> list[dict]:
@@ -239,8 +246,8 @@ def plan_view(result) -> Report:
     ]
     csv_columns = [Column(key, key) for key in (
         *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
-        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
-        "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
+        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "link_utilisation_at_capacity",
+        "usd_per_hour", "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
     link = inputs.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
@@ -394,7 +401,7 @@ def _lat_row(name: str, lat) -> dict:
     return {"deployment": name, "rate_rps": round(lat.rate_rps, 4), "ttft_mean_s": num(lat.overall_mean_s),
             "ttft_p90_s": num(lat.overall_p90_s), "ttft_p99_s": num(lat.overall_p99_s),
             "local_mean_s": num(lat.local.mean_s), "remote_mean_s": num(lat.remote.mean_s),
-            "tpot_ms": num(lat.tpot_ms), "link_utilisation": num(lat.link_utilisation), "stable": lat.stable}
+            "tpot_ms": num(lat.tpot_ms), "link_utilisation_at_rate": num(lat.link_utilisation), "stable": lat.stable}
 
 
 def ttft_reduction(result) -> dict[str, float | None]:
@@ -421,7 +428,8 @@ def latency_json(result) -> dict:
         "common_rate_rps": round(result.common_rate_rps, 4),
         "at_common_rate": {n: _lat_row(n, lat) for n, lat in result.common_latency.items()},
         "ttft_reduction_vs_homogeneous": {k: None if v is None else round(v, 4) for k, v in red.items()},
-        "paper_ttft_reduction_vs_homogeneous": PAPER_TTFT_REDUCTION,
+        # the paper's figures only beside the paper's own case study (``planner.paper``)
+        "paper_ttft_reduction_vs_homogeneous": PAPER_TTFT_REDUCTION if is_case_study(result.inputs) else None,
     }
 
 
@@ -429,14 +437,15 @@ def latency_view(result, doc: dict | None = None) -> Report:
     """TTFT and TPOT of every deployment at one common rate, and of the plan at its operating rate."""
     doc = doc or latency_json(result)
     rows = [{**doc["operating"], "deployment": "prfaas_pd @ operating"}, *doc["at_common_rate"].values()]
-    red = doc["ttft_reduction_vs_homogeneous"]
+    red, paper = doc["ttft_reduction_vs_homogeneous"], doc["paper_ttft_reduction_vs_homogeneous"]
     sec = _num(2)
     pct = lambda v: "n/a" if v is None else f"{-100 * v:+.0f}%"  # noqa: E731
     notes = [f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
              f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
              f"({result.operating_basis})",
-             f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])} "
-             f"(paper: mean -50%, P90 -64%, at an unstated load)",
+             f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])}" + (
+                 "" if paper is None else f" (paper's case study: mean {pct(paper['mean'])}, P90 {pct(paper['p90'])}, "
+                                          "at an unstated load)"),
              "closed form: Erlang C with the Allen-Cunneen correction per prefill path, pipelined KV transfer on a "
              "processor-sharing link; TPOT from the decode batch at that rate"]
     return Report(

@@ -1,0 +1,177 @@
+"""Every line of a report describes the plan shown: the paper's figures only beside the paper's
+case study, one name per meaning of link utilisation (plan and compare, CSV and JSON), one set
+of time-series names in every format, published CSVs without their optional columns, goodput
+under an SLO for every deployment, a routing table a router can follow, and README examples
+that are the commands' real output."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import DATA
+
+from prfaas_plan.errors import PlanInputError
+
+
+def _keys(doc) -> set[str]:
+    """Every key of a JSON document, at any depth."""
+    if isinstance(doc, dict):
+        return set(doc) | set().union(*(_keys(v) for v in doc.values()))
+    if isinstance(doc, list):
+        return set().union(*(_keys(v) for v in doc)) if doc else set()
+    return set()
+
+
+# --------------------------------------------------------------------------------------------
+# the paper's figures only on the paper's case study
+
+
+def test_paper_figures_only_beside_the_case_study(case_plan, case_inputs, tmp_path, case_study_file):
+    """The case study (and a copy under another name) quotes the paper's -50% / -64%; the same
+    scenario with a 15 Gbps link, or phase-split, is another deployment and quotes nothing."""
+    from dataclasses import replace
+
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.planner.paper import is_case_study
+    from prfaas_plan.views.plan import latency_json, latency_view
+
+    assert is_case_study(case_inputs)
+    assert is_case_study(replace(case_inputs, name="my-copy"))
+    assert is_case_study(load_inputs(str(case_study_file(tmp_path, name="renamed"))))
+    assert not is_case_study(case_inputs.with_usable_link_gbps(15.0))
+    assert not is_case_study(load_inputs(str(case_study_file(tmp_path, link__bandwidth_gbps=15))))
+    assert not is_case_study(load_inputs("phase-split"))
+
+    doc = latency_json(case_plan)
+    assert doc["paper_ttft_reduction_vs_homogeneous"] == {"mean": 0.50, "p90": 0.64}
+    assert any("paper's case study: mean -50%, P90 -64%" in n for n in latency_view(case_plan).notes)
+
+
+def test_no_paper_figures_on_another_scenario(case_plan):
+    """The same plan's report with inputs that are not the case study: no paper line, no paper JSON."""
+    from dataclasses import replace
+
+    from prfaas_plan.views.plan import latency_json, latency_view
+
+    other = replace(case_plan, inputs=case_plan.inputs.with_usable_link_gbps(15.0))
+    assert latency_json(other)["paper_ttft_reduction_vs_homogeneous"] is None
+    notes = latency_view(other).notes
+    assert not any("paper" in n for n in notes)
+    assert any(n.startswith("PrfaaS-PD vs homogeneous TTFT: mean") for n in notes)
+
+
+# --------------------------------------------------------------------------------------------
+# link utilisation: one name per meaning
+
+
+def test_link_utilisation_names_one_meaning_each(case_plan):
+    """plan JSON: ``link_utilisation_at_capacity`` is KV egress at Λ_max over the usable link (for
+    the plan and every baseline), ``link_utilisation_at_operating_rate`` the same at the operating
+    rate (egress is linear in the rate at one threshold, so it is the former x rate / Λ_max); no
+    field is called plain ``link_utilisation``. The CSV has both, under the same names."""
+    from prfaas_plan.report import to_csv
+    from prfaas_plan.views.plan import plan_json, plan_view
+
+    doc = plan_json(case_plan)
+    usable = doc["link"]["usable_gbps"]
+    pd = doc["prfaas_pd"]
+    assert pd["link_utilisation_at_capacity"] == pytest.approx(pd["egress_gbps"] / usable, rel=1e-4)
+    for b in doc["baselines"].values():
+        assert b["link_utilisation_at_capacity"] == pytest.approx(b["egress_gbps"] / usable, rel=1e-4, abs=1e-6)
+    assert doc["baselines"]["naive_heterogeneous"]["link_utilisation_at_capacity"] > 0  # all KV crosses
+    op = doc["operating"]
+    assert op["link_utilisation_at_operating_rate"] == pytest.approx(
+        pd["link_utilisation_at_capacity"] * op["rate_rps"] / pd["lambda_max_rps"], rel=1e-4)
+    assert op["link_utilisation_at_operating_rate"] < pd["link_utilisation_at_capacity"]
+    assert "link_utilisation" not in _keys(doc)
+
+    rows = list(csv.DictReader(io.StringIO(to_csv(plan_view(case_plan)))))
+    assert float(rows[0]["link_utilisation_at_capacity"]) == pytest.approx(pd["link_utilisation_at_capacity"])
+    assert float(rows[0]["link_utilisation_at_operating_rate"]) == pytest.approx(op["link_utilisation_at_operating_rate"])
+    assert "link_utilisation" not in rows[0] and "operating_link_utilisation" not in rows[0]
+
+
+def test_compare_and_plan_call_the_same_figure_by_the_same_name(run_cli):
+    """compare (JSON and CSV) of phase-split's own pools gives the plan's two utilisations under
+    the plan's names."""
+    args = ("phase-split", "--prfaas", "rubin-cpx", "--pd", "h200", "--decode", "groq-lpu", "--jobs", "1")
+    res = run_cli("compare", *args, "-f", "json")
+    assert res.code == 0, res.err
+    option = json.loads(res.out)["options"][0]
+    res = run_cli("compare", *args, "-f", "csv")
+    assert res.code == 0, res.err
+    row = next(csv.DictReader(io.StringIO(res.out)))
+    res = run_cli("plan", "phase-split", "-f", "json")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    assert option["lambda_max_rps"] == pytest.approx(plan["prfaas_pd"]["lambda_max_rps"], rel=1e-6)
+    assert option["link_utilisation_at_capacity"] == pytest.approx(plan["prfaas_pd"]["link_utilisation_at_capacity"])
+    assert option["link_utilisation_at_operating_rate"] == pytest.approx(
+        plan["operating"]["link_utilisation_at_operating_rate"])
+    for key in ("link_utilisation_at_capacity", "link_utilisation_at_operating_rate"):
+        assert float(row[key]) == pytest.approx(option[key])
+    assert "link_utilisation" not in row and "link_utilisation" not in option
+
+
+# --------------------------------------------------------------------------------------------
+# simulate: one set of time-series names
+
+
+def test_simulation_series_have_one_name_in_json_and_csv():
+    """The JSON ``timeseries`` keys are the CSV's columns after the identity, the queues in
+    waiting requests (``*_queue_requests``), and the values agree."""
+    from prfaas_plan import api
+    from prfaas_plan.report import to_csv
+    from prfaas_plan.views.simulation import timeseries_report
+
+    run = api.simulate("paper-case-study", requests=200)
+    series = run.result.to_json_dict()["timeseries"]
+    rows = list(csv.DictReader(io.StringIO(to_csv(timeseries_report(run)))))
+    header = list(rows[0])
+    assert header[-len(series):] == list(series)
+    assert {"prfaas_queue_requests", "pdp_queue_requests", "decode_queue_requests"} <= set(series)
+    assert not {"prfaas_queue", "pdp_queue", "decode_queue"} & (set(series) | set(header))
+    assert [float(r["pdp_queue_requests"]) for r in rows] == series["pdp_queue_requests"]
+
+
+# --------------------------------------------------------------------------------------------
+# published measurements: optional columns may be absent
+
+
+def _published_subset(tmp_path, columns: list[str], ids=("B01", "B05")) -> str:
+    rows = [r for r in csv.DictReader(io.StringIO((DATA / "published_benchmarks.csv").read_text())) if r["id"] in ids]
+    path = tmp_path / "mine.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+def test_published_csv_without_optional_columns(tmp_path):
+    """A CSV with only the required columns and the ones its rows use predicts as the full CSV
+    does: each absent optional column is a blank cell (its documented default)."""
+    from prfaas_plan import published
+
+    full = {p.id: p.predicted for p in published.predict_all(_published_subset(tmp_path, list(
+        csv.DictReader(io.StringIO((DATA / "published_benchmarks.csv").read_text())).fieldnames)))}
+    # B01 and B05 (prefill): blank requests, context, batch and batch_scope in the shipped CSV
+    needed = [*published.REQUIRED_COLUMNS, "unit_gpus", "engine", "parallelism", "input_len", "output_len",
+              "dtype_override"]
+    assert not {"requests", "context", "batch", "batch_scope"} & set(needed)
+    short = {p.id: p.predicted for p in published.predict_all(_published_subset(tmp_path, needed))}
+    assert short == full and set(full) == {"B01", "B05"}
+
+
+@pytest.mark.parametrize("drop", ["measured", "kind", "gpus"])
+def test_published_csv_without_a_required_column(tmp_path, drop):
+    """A required column missing from the header is one error naming it and the required set."""
+    from prfaas_plan import published
+
+    columns = [c for c in published.REQUIRED_COLUMNS if c != drop]
+    with pytest.raises(PlanInputError) as err:
+        published.predict_all(_published_subset(tmp_path, columns))
+    assert f"no column {drop}" in str(err.value) and "required: id, kind" in str(err.value)
