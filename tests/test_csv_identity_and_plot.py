@@ -28,7 +28,8 @@ SITES_IDENTITY = ("scenario", "model", "window", "part", "prfaas_site", "prfaas_
 IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layout", "prefill_layout", "decode_layout",
                   "deployment", "option", "case", "path", "hardware", *SOURCE_KEYS}  # each pool's source (basis)
 # text and yes/no columns
-TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "cache_regime",
+TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
+              "cache_regime",
               "sim_stable", "sim_queues", "static_sim_queues", "mixers", "own_counts"}
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
 UNITLESS_NAMES = {"p", "load", "loss", "weight", "rank", "layers", "utilisation", "ratio_vs_homogeneous", "n_prfaas",

@@ -175,3 +175,44 @@ def test_published_csv_without_a_required_column(tmp_path, drop):
     with pytest.raises(PlanInputError) as err:
         published.predict_all(_published_subset(tmp_path, columns))
     assert f"no column {drop}" in str(err.value) and "required: id, kind" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# route-table: a dead link keeps everything local; rows beyond the link are what-ifs
+
+
+def test_route_table_keeps_everything_local_where_nothing_can_be_offloaded():
+    """phase-split (no local prefill: N_p = 0) at 0 Gbps serves nothing at any threshold; the tie
+    once picked t = 0, all onto the dead link. The row must offload nothing (p = 0 at the table's
+    largest threshold); with a link every row offloads (its only prefill), and p never rises as
+    the bandwidth falls."""
+    from prfaas_plan import api
+    from prfaas_plan.planner.throughput import threshold_table
+
+    table = api.route_table("phase-split", points=4)
+    assert table.point.n_p == 0
+    rows = table.rows
+    assert rows[0].usable_gbps == 0.0
+    thresholds = threshold_table(table.inputs)
+    assert rows[0].p == 0.0 and rows[0].egress_gbps == 0.0
+    assert rows[0].threshold_tokens == float(thresholds.thresholds_tokens.max())
+    assert all(r.p > 0 for r in rows[1:])
+    assert all(a.p <= b.p for a, b in zip(rows, rows[1:]))
+
+
+def test_route_table_marks_rows_beyond_the_link():
+    """Rows above the scenario's usable bandwidth are what-ifs (``beyond_link``), named in a note;
+    the planned row and every row at or below it are not."""
+    from prfaas_plan import api
+    from prfaas_plan.views.plan import route_table_view
+
+    table = api.route_table("paper-case-study", start=0, stop=250, points=6)
+    usable = table.inputs.link.usable_gbps
+    assert [r.beyond_link for r in table.rows] == [r.usable_gbps > usable for r in table.rows]
+    assert any(r.beyond_link for r in table.rows) and not next(r for r in table.rows if r.planned).beyond_link
+    view = route_table_view(table)
+    assert any("what-if" in n and f"{usable:g} Gbps" in n for n in view.notes)
+    assert [row["beyond_link"] for row in view.rows] == [r.beyond_link for r in table.rows]
+    within = api.route_table("paper-case-study", start=0, stop=usable, points=4)
+    assert not any(r.beyond_link for r in within.rows)
+    assert not any("what-if" in n for n in route_table_view(within).notes)

@@ -487,7 +487,8 @@ def route_table_view(table) -> Report:
     rows = identified({**inputs.identity(), **counts}, [
         {"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
          "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
-         "binding": str(r.binding), "planned": r.planned, "cache_regime": r.cache_regime} for r in table.rows])
+         "binding": str(r.binding), "planned": r.planned, "beyond_link": r.beyond_link,
+         "cache_regime": r.cache_regime} for r in table.rows])
     meta = {"scenario": inputs.name, "model": inputs.model.name, **counts}  # the rows carry the whole identity
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
@@ -495,10 +496,14 @@ def route_table_view(table) -> Report:
                  Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
                  Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
                  Column("planned", "planned", justify="left"),
+                 Column("beyond_link", "beyond link", lambda v: "what-if" if v else "-", justify="left"),
                  Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
         rows=rows, meta=meta, csv_columns=csv_columns(rows),
         notes=[f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
-               "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth"],
+               "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth",
+               *([f"rows marked what-if are above the link's usable {inputs.link.usable_gbps:g} Gbps: what these counts "
+                  "would do on a wider link, not bandwidth the provisioned link gives"]
+                 if any(r.beyond_link for r in table.rows) else [])],
     )
 
 
