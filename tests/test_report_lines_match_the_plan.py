@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import pytest
 from conftest import DATA
@@ -216,3 +217,125 @@ def test_route_table_marks_rows_beyond_the_link():
     within = api.route_table("paper-case-study", start=0, stop=usable, points=4)
     assert not any(r.beyond_link for r in within.rows)
     assert not any("what-if" in n for n in route_table_view(within).notes)
+
+
+# --------------------------------------------------------------------------------------------
+# with an SLO every deployment's goodput is shown and "vs homog" divides goodputs
+
+
+@pytest.fixture(scope="module")
+def slo_plan(case_inputs):
+    """The case study with a P90 TTFT target of 12 s, which the homogeneous baseline meets at
+    some rate (at 4 s it meets it at none)."""
+    from dataclasses import replace
+
+    from prfaas_plan.planner.inputs import Slo
+    from prfaas_plan.planner.plan import plan
+
+    return plan(replace(case_inputs, slo=Slo(ttft_p90_s=12.0)), "exact", with_marginals=False, with_other_mode=False)
+
+
+def test_slo_goodput_of_every_deployment(slo_plan):
+    """Each deployment's goodput is the largest rate whose closed-form P90 TTFT meets the target
+    (checked here on the latency itself: met just below, missed just above unless it is Λ_max),
+    and 'vs homog' is goodput over the homogeneous baseline's goodput, not Λ_max."""
+    from prfaas_plan.planner.decode_model import decode_model
+    from prfaas_plan.planner.deployment import deployments_of
+    from prfaas_plan.planner.latency import LatencyModel
+    from prfaas_plan.planner.plan import local_inputs_of
+
+    result = slo_plan
+    deps = deployments_of(result)
+    assert set(result.goodputs) == set(deps)
+    assert result.goodputs["prfaas_pd"] == result.goodput_rps
+    capacity = {"prfaas_pd": result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
+    decode = decode_model(result.inputs)
+    for name, dep in deps.items():
+        model = LatencyModel(result.inputs if dep.n_prfaas else local_inputs_of(result.inputs), dep, decode)
+        good = result.goodputs[name]
+        assert 0 < good <= capacity[name]
+        assert model.at(good * (1 - 1e-6)).overall_p90_s <= 12.0 * (1 + 1e-6)
+        if good < capacity[name] * (1 - 1e-6):
+            assert model.at(min(good * 1.001, capacity[name] * (1 - 1e-9))).overall_p90_s > 12.0
+    homog = result.goodputs["homogeneous"]
+    for name in ("prfaas_pd", "naive_heterogeneous"):
+        assert result.ratio(name) == pytest.approx(result.goodputs[name] / homog, rel=1e-12)
+    assert result.ratio("prfaas_pd") != pytest.approx(result.point.lambda_max / result.baselines["homogeneous"].lambda_max)
+
+
+def test_slo_goodput_in_the_table_json_and_note(slo_plan, case_plan):
+    from prfaas_plan.report import to_csv
+    from prfaas_plan.views.plan import plan_json, plan_view
+
+    doc = plan_json(slo_plan)
+    assert doc["prfaas_pd"]["goodput_rps"] == pytest.approx(slo_plan.goodput_rps, rel=1e-6)
+    for name, b in doc["baselines"].items():
+        assert b["goodput_rps"] == pytest.approx(slo_plan.goodputs[name], rel=1e-6)
+        assert b["ratio_vs_homogeneous"] == pytest.approx(slo_plan.goodputs[name] / slo_plan.goodputs["homogeneous"],
+                                                          rel=1e-5)
+    view = plan_view(slo_plan)
+    assert "goodput" in [c.header for c in view.columns]
+    assert view.notes[0].startswith("vs homog: goodput under the SLO")
+    rows = list(csv.DictReader(io.StringIO(to_csv(view))))
+    assert [float(r["goodput_rps"]) for r in rows] == [doc["prfaas_pd"]["goodput_rps"],
+                                                         *(b["goodput_rps"] for b in doc["baselines"].values())]
+    plain = plan_view(case_plan)  # no SLO: no goodput column, the ratio is of Λ_max
+    assert "goodput" not in [c.header for c in plain.columns]
+    assert plain.notes[0] == "vs homog: Λ_max over the homogeneous baseline's"
+    assert plan_json(case_plan)["prfaas_pd"]["goodput_rps"] is None
+
+
+# --------------------------------------------------------------------------------------------
+# the README's plan examples are the commands' real output
+
+
+def _readme_plan_examples() -> list[tuple[list[str], str]]:
+    """Each example of the README's `plan` section: the command quoted as "(`prfaas-plan plan ...`):"
+    and the block (a ``` block or a Markdown table) that follows it."""
+    from conftest import REPO
+
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("### `prfaas-plan plan "):text.index("### `prfaas-plan simulate")]
+    found = re.findall(r"\(`prfaas-plan (plan[^`]*)`\):\n\n(```\n.*?```|(?:\|[^\n]*\n)+)", section, re.S)
+    return [(command.split()[1:], block) for command, block in found]
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"-?\d[\d,]*\.?\d*", text.replace("−", "-"))
+
+
+@pytest.mark.slow
+def test_readme_plan_examples_are_the_real_output(run_cli):
+    """Every line of a README plan block is a line of the command's output; every number of the
+    README's latency table is in its deployment's output row, in order; the common rate and the
+    TTFT reductions quoted beside the table are the output's."""
+    from conftest import REPO
+
+    examples = _readme_plan_examples()
+    assert {"```" in block for _, block in examples} == {True, False}  # a table block and a latency table
+    for args, block in examples:
+        res = run_cli("plan", *args)
+        assert res.code == 0, res.err
+        out_lines = [line.rstrip() for line in res.out.splitlines()]
+        if block.startswith("```"):
+            shown = [line.rstrip() for line in block.strip("`\n").splitlines() if line.strip()]
+            missing = [line for line in shown if line not in out_lines]
+            assert not missing, f"README block of plan {' '.join(args)} is not the output: {missing}"
+            continue
+        latency = res.out[res.out.index("Latency (closed form)"):]
+        rows = {}
+        for line in latency.splitlines():
+            label = re.match(r"\s+(PrfaaS-PD|homogeneous|homog\. equal-\$|naive heterog\.)\s+\d", line)
+            if label:
+                rows[label[1]] = _numbers(line[label.end(1):])
+        for line in block.splitlines()[2:]:
+            label, *cells = [c.strip() for c in line.strip("|").split("|")]
+            wanted, have = [n for c in cells for n in _numbers(c)], iter(rows[label])
+            assert all(n in have for n in wanted), f"README latency row {label}: {wanted} not in {rows[label]}"
+        text = (REPO / "README.md").read_text()
+        rate = re.search(r"case study at ([\d.]+) req/s \(`prfaas-plan plan`\)", text)[1]
+        common = re.search(r"common rate ([\d.]+) req/s", latency)[1]
+        assert rate == f"{float(common):.2f}"
+        quoted = re.search(r"PrfaaS-PD over homogeneous: mean (\S+), P90 (\S+) ", text)
+        said = re.search(r"PrfaaS-PD vs homogeneous TTFT: mean (\S+), P90 ([^\s,(]+)", latency)
+        assert (quoted[1], quoted[2]) == (said[1], said[2])

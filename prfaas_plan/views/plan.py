@@ -147,6 +147,7 @@ def plan_json(result) -> dict:
             "theta_pdp_rps": round(st.theta_pdp, 6),
             "theta_pdd_rps": round(st.theta_pdd, 6),
             "lambda_max_rps": round(st.lambda_max, 6),
+            "goodput_rps": _goodput(result, DeploymentName.prfaas_pd),
             "binding": st.binding,
             "tight": pt.tight,
             "egress_gbps": round(st.egress_gbps, 4),
@@ -159,6 +160,7 @@ def plan_json(result) -> dict:
             name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
                    "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
                    "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
+                   "goodput_rps": _goodput(result, name),
                    "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
                    "link_utilisation_at_capacity": _capacity_utilisation(b.egress_gbps, link.usable_gbps),
                    "usd_per_hour": _opt(b.usd_per_hour, 2),
@@ -211,6 +213,23 @@ def operating_columns(doc: dict) -> dict:
             "link_usd_per_hour": cost.get("link_usd_per_hour")}
 
 
+def _goodput(result, name: str) -> float | None:
+    """A deployment's goodput under the plan's SLO (None without one)."""
+    value = result.goodputs.get(name)
+    return None if value is None else round(float(value), 6)
+
+
+def vs_homogeneous_note(result) -> str:
+    """What the 'vs homog' ratios divide."""
+    if result.goodputs:
+        text = ("vs homog: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
+                "deployment's goodput from its own closed-form latency, as the plan's)")
+        if result.ratio(DeploymentName.prfaas_pd) is None:
+            text += "; the homogeneous baseline meets the SLO at no rate, so there is no ratio"
+        return text
+    return "vs homog: Λ_max over the homogeneous baseline's"
+
+
 def _capacity_utilisation(egress_gbps: float, usable_gbps: float) -> float | None:
     """KV egress at a deployment's Lambda_max over the usable link bandwidth (None without a link)."""
     return round(egress_gbps / usable_gbps, 6) if usable_gbps > 0 else None
@@ -240,13 +259,15 @@ def plan_view(result) -> Report:
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
+        *([Column("goodput_rps", "goodput", num(2))] if result.goodputs else []),
         Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
         *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = [Column(key, key) for key in (
         *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
-        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "link_utilisation_at_capacity",
+        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
+        "link_utilisation_at_capacity",
         "usd_per_hour", "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
     link = inputs.link
     details = [
@@ -297,7 +318,8 @@ def plan_view(result) -> Report:
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
         columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
-        notes=list(result.notes), json_doc=doc, sections=[section, sources_table, latency_view(result, doc["latency"])],
+        notes=[vs_homogeneous_note(result), *result.notes], json_doc=doc,
+        sections=[section, sources_table, latency_view(result, doc["latency"])],
     )
 
 
