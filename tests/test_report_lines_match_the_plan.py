@@ -44,6 +44,7 @@ def test_paper_figures_only_beside_the_case_study(case_plan, case_inputs, tmp_pa
     assert is_case_study(load_inputs(str(case_study_file(tmp_path, name="renamed"))))
     assert not is_case_study(case_inputs.with_usable_link_gbps(15.0))
     assert not is_case_study(load_inputs(str(case_study_file(tmp_path, link__bandwidth_gbps=15))))
+    assert not is_case_study(load_inputs(str(case_study_file(tmp_path, link__usable_fraction=0.5))))
     assert not is_case_study(load_inputs("phase-split"))
 
     doc = latency_json(case_plan)
