@@ -93,7 +93,8 @@ def timeseries_figure(result):
     ts = result.timeseries
     t = ts["time_s"]
     fig, (q, e, th) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True, constrained_layout=True)
-    for key, label in (("prfaas_queue", "PrfaaS queue"), ("pdp_queue", "PD-P queue"), ("decode_queue", "decode queue")):
+    for key, label in (("prfaas_queue_requests", "PrfaaS queue"), ("pdp_queue_requests", "PD-P queue"),
+                       ("decode_queue_requests", "decode queue")):
         q.plot(t, ts[key], lw=1, label=label)
     q.set(ylabel="waiting requests")
     q.legend(fontsize=8)

@@ -136,18 +136,29 @@ class Prediction:
 
 KINDS = ("prefill_tps", "decode_tps", "e2e_tps", "e2e_latency")
 BATCH_SCOPES = ("", "per_gpu", "total")  # blank: the batch is the instance's total
+# columns a CSV must have; every other column the prediction reads may be absent, which is a blank
+# cell in every row (its documented default, or an error where the row's kind needs a value)
+REQUIRED_COLUMNS = ("id", "kind", "model_ref", "tool_hw", "gpus", "measured", "unit")
+OPTIONAL_COLUMNS = ("model", "dtype_override", "unit_gpus", "engine", "parallelism", "input_len", "output_len",
+                    "batch", "batch_scope", "requests", "context")
 
 
 def read_rows(path: str) -> list[dict[str, str]]:
-    """The CSV's rows (cells stripped); a row with more cells than the header is an error."""
+    """The CSV's rows (cells stripped, absent ``OPTIONAL_COLUMNS`` blank); a row with more cells than
+    the header, or a header without one of ``REQUIRED_COLUMNS``, is an error."""
     text = read_input_text(path, MAX_CSV_BYTES)
     reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise PlanInputError(f"no column {', '.join(missing)} (required: {', '.join(REQUIRED_COLUMNS)})",
+                             source=path, field="header")
+    absent = dict.fromkeys((c for c in OPTIONAL_COLUMNS if c not in reader.fieldnames), "")
     rows = []
     for row in reader:
         if None in row:
             raise PlanInputError(f"{len(row) - 1 + len(row[None])} cells, more than the header's "
                                  f"{len(reader.fieldnames)} columns", source=path, field=f"line {reader.line_num}")
-        rows.append({k: (v or "").strip() for k, v in row.items()})
+        rows.append({**absent, **{k: (v or "").strip() for k, v in row.items()}})
     return rows
 
 

@@ -139,7 +139,7 @@ def test_case_study_latency_comparison(run_cli):
     # the model reproduces the direction and rough size of the paper's reduction
     assert 0.3 < red["mean"] < 0.75 and 0.4 < red["p90"] < 0.85
     table = run_cli("plan").out
-    assert "paper: mean -50%, P90 -64%" in table
+    assert "paper's case study: mean -50%, P90 -64%" in table
 
 
 def test_sweep_rate(run_cli):

@@ -133,7 +133,7 @@ def test_all_remote_keeps_nothing_local(case):
     result = simulate(inputs, Deployment("naive", 0.0, 4, 0, 8), dec, SimConfig(rate_rps=1.5, requests=2000, seed=2))
     assert result.remote_requests == result.completed == 2000
     assert result.ttft["local"]["count"] == 0 and result.ttft["local"]["p90_s"] is None
-    assert np.all(result.timeseries["pdp_queue"] == 0)
+    assert np.all(result.timeseries["pdp_queue_requests"] == 0)
 
 
 # --- the link ---------------------------------------------------------------------------------

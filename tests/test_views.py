@@ -60,14 +60,15 @@ PLAN_TABLE = {
 # The CSV of a plan: every deployment row with the operating-point fields, in this order.
 IDENTITY_CSV = ["scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
                 "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps"]
-OPERATING_CSV = ["operating_rate_rps", "ttft_p90_s", "operating_link_utilisation", "usd_per_hour_operating",
+OPERATING_CSV = ["operating_rate_rps", "ttft_p90_s", "link_utilisation_at_operating_rate", "usd_per_hour_operating",
                  "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
                  "link_usd_per_hour"]
 # which curve and rate sized each pool (the JSON's "sources"), the same on every deployment row
 SOURCES_CSV = ["basis", "prfaas_prefill_source", "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source",
                "pd_prefill_capacity", "pd_layout", "decode_source", "decode_layout"]
 PLAN_CSV = [*IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
-            "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
+            "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
+            "link_utilisation_at_capacity", "usd_per_hour",
             "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCES_CSV]
 LATENCY_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
@@ -282,7 +283,8 @@ def check_rows_report(run_cli, args: tuple[str, ...], mapping: dict) -> tuple[di
 
 # where each operating-point CSV column lives in a plan's JSON document
 OPERATING_JSON = {"operating_rate_rps": ("rate_rps",), "ttft_p90_s": ("ttft_p90_s",),
-                  "operating_link_utilisation": ("link_utilisation",), "usd_per_hour_operating": ("cost", "usd_per_hour"),
+                  "link_utilisation_at_operating_rate": ("link_utilisation_at_operating_rate",),
+                  "usd_per_hour_operating": ("cost", "usd_per_hour"),
                   "usd_per_mtok_output": ("cost", "usd_per_mtok_output"),
                   "usd_per_mtok_blended": ("cost", "usd_per_mtok_blended"), "power_kw": ("cost", "power_kw"),
                   "joules_per_output_token": ("cost", "joules_per_output_token"),
@@ -347,7 +349,7 @@ def test_plan_link_utilisation_against_usable_bandwidth(run_cli, case_study_file
     doc = json.loads(res.out)
     pd = doc["prfaas_pd"]
     assert pd["egress_gbps"] > 0
-    assert pd["link_utilisation"] == pytest.approx(pd["egress_gbps"] / (bandwidth * 0.5), rel=1e-3)
+    assert pd["link_utilisation_at_capacity"] == pytest.approx(pd["egress_gbps"] / (bandwidth * 0.5), rel=1e-3)
     assert doc["link"]["bandwidth_gbps"] == pytest.approx(bandwidth)
     assert doc["link"]["usable_gbps"] == pytest.approx(bandwidth * 0.5)
     assert doc["link"]["usable_fraction"] == 0.5
@@ -360,7 +362,8 @@ def test_plan_link_utilisation_against_usable_bandwidth(run_cli, case_study_file
     m = re.fullmatch(r"(\S+) Gbps = (\S+)% of the usable (\S+) Gbps \(link (\S+) Gbps x usable fraction (\S+)\)", egress)
     assert m, egress
     assert_cell_shows(m[1], pd["egress_gbps"], Col("egress_gbps"), "operating point egress")
-    assert_cell_shows(m[2], pd["link_utilisation"], Col("link_utilisation", scale=100), "operating point utilisation")
+    assert_cell_shows(m[2], pd["link_utilisation_at_capacity"], Col("link_utilisation_at_capacity", scale=100),
+                      "operating point utilisation")
     assert float(m[3]) == pytest.approx(bandwidth * 0.5)
     assert float(m[4]) == pytest.approx(bandwidth)
     assert float(m[5]) == 0.5
@@ -584,10 +587,8 @@ def test_simulate_columns_show_their_json_fields(run_cli):
     res = run_cli("simulate", "-n", "300", "-f", "csv")
     assert res.code == 0, res.err
     header, *cells = list(csv.reader(io.StringIO(res.out)))
-    queues = {"prfaas_queue": "prfaas_queue_requests", "pdp_queue": "pdp_queue_requests",
-              "decode_queue": "decode_queue_requests"}  # the CSV names the unit of a queue: waiting requests
     ident = [*IDENTITY_CSV, "deployment"]
-    assert tuple(header) == (*ident, *(queues.get(k, k) for k in COLUMNS))
+    assert tuple(header) == (*ident, *COLUMNS)  # the JSON's series names, queues in waiting requests
     assert all(row[: len(ident)] == ["paper-case-study", "prfaas-1t-hybrid", "h200", "8", "h20", "8", "", "", "100.0",
                                      "prfaas_pd"] for row in cells)
     series = api.simulate("paper-case-study", requests=300).result.to_json_dict()["timeseries"]

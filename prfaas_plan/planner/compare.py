@@ -47,7 +47,8 @@ class OptionResult:
     operating_basis: str = ""
     ttft_p90_s: float | None = None
     tpot_ms: float | None = None
-    link_utilisation: float | None = None
+    link_utilisation_at_capacity: float | None = None  # KV egress at Lambda_max / usable link bandwidth
+    link_utilisation_at_operating_rate: float | None = None  # the same at the operating rate
     tco: Tco | None = None
     ratio_vs_homogeneous: float | None = None
     notes: tuple[str, ...] = ()
@@ -115,7 +116,9 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
         threshold_tokens=pt.threshold_tokens, p=pt.p, n_prfaas=pt.n_prfaas, n_p=pt.n_p, n_d=pt.n_d, gpus=dict(pt.gpus),
         usd_per_hour=pt.usd_per_hour, binding=str(pt.stages.binding), tight=tuple(str(t) for t in pt.tight),
         operating_rate_rps=result.operating_rate_rps, operating_basis=result.operating_basis,
-        ttft_p90_s=finite(lat.overall_p90_s), tpot_ms=finite(lat.tpot_ms), link_utilisation=finite(lat.link_utilisation),
+        ttft_p90_s=finite(lat.overall_p90_s), tpot_ms=finite(lat.tpot_ms),
+        link_utilisation_at_capacity=finite(pt.link_utilisation),
+        link_utilisation_at_operating_rate=finite(lat.link_utilisation),
         tco=result.tco, ratio_vs_homogeneous=result.ratio("prfaas_pd"), notes=tuple(notes + list(result.notes)),
         sources=sources(result.inputs, scenarios.basis))
 

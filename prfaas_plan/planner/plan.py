@@ -35,7 +35,7 @@ from .deployment import deployments_of
 from .inputs import Limits, PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
-from .slo import slo_optimise
+from .slo import goodput, slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 
 
@@ -107,6 +107,8 @@ class PlanResult:
     operating_rate_rps: float = 0.0  # SLO goodput, or operating_load x Lambda_max
     operating_latency: LatencyResult | None = None
     goodput_rps: float | None = None  # with an SLO
+    # with an SLO: each deployment's goodput (``slo.goodput`` on its own latency model, as the plan's)
+    goodputs: dict[str, float] = field(default_factory=dict)
     common_rate_rps: float = 0.0  # one rate for comparing the deployments' latency
     common_latency: dict[str, LatencyResult] = field(default_factory=dict)
     marginals: dict[str, Marginal] = field(default_factory=dict)
@@ -124,12 +126,15 @@ class PlanResult:
         return None if lat is None or not np.isfinite(lat.overall_p90_s) else float(lat.overall_p90_s)
 
     def ratio(self, name: str) -> float | None:
-        """Lambda_max of a deployment over the homogeneous baseline's (None when the baseline
-        has effectively no capacity, so that no ratio is shown)."""
-        from ..ranges import MIN_CAPACITY_RPS
-
-        base = self.baselines[DeploymentName.homogeneous].lambda_max
-        value = self.point.lambda_max if name == DeploymentName.prfaas_pd else self.baselines[name].lambda_max
+        """What a deployment serves over what the homogeneous baseline serves: goodput under the
+        SLO when there is one (what the plan maximises), else Lambda_max (None when the baseline
+        serves effectively nothing, so that no ratio is shown)."""
+        if self.goodputs:
+            base = self.goodputs.get(DeploymentName.homogeneous, 0.0)
+            value = self.goodputs[name]
+        else:
+            base = self.baselines[DeploymentName.homogeneous].lambda_max
+            value = self.point.lambda_max if name == DeploymentName.prfaas_pd else self.baselines[name].lambda_max
         return value / base if base >= MIN_CAPACITY_RPS else None
 
     def lambda_by_mode(self, mode: str) -> float:
@@ -518,6 +523,11 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         result.operating_rate_rps = settings.operating_load * result.point.lambda_max
         result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"
     result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
+    if inputs.slo is not None:  # every deployment's goodput, found as the plan's (bisection up to its Lambda_max)
+        capacity = {DeploymentName.prfaas_pd: result.point.lambda_max,
+                    **{n: b.lambda_max for n, b in result.baselines.items()}}
+        result.goodputs = {name: good if name == DeploymentName.prfaas_pd and good is not None else
+                           goodput(models[name], inputs.slo, capacity[name], settings.arrival_scv) for name in deps}
     # one common rate that every compared deployment with real capacity can carry
     lams = {DeploymentName.prfaas_pd: result.point.lambda_max,
             **{n: b.lambda_max for n, b in result.baselines.items() if n != DeploymentName.homogeneous_equal_cost}}

@@ -6,9 +6,12 @@ use with the plan's instance counts: the t with the largest Lambda_max at B and,
 the balance point of eq. 7 (the largest min(PrfaaS bound, PD-P bound)), the optimiser's own
 rule, so that at the scenario's usable bandwidth the table gives the plan's t. As B falls the
 link bound of every offloading threshold falls with it, so t(B) rises (fewer, longer
-requests are offloaded) until nothing is; at B = 0 everything stays local. A router reads
-the row of the largest bandwidth at or below the one it measures and sends a request to
-PrfaaS when its uncached input exceeds that row's threshold.
+requests are offloaded) until nothing is; where nothing can be offloaded (B = 0, or no PrfaaS
+instance) or nothing is served, everything stays local (p = 0), never t = 0 onto a dead link.
+A router reads the row of the largest bandwidth at or below the one it measures and sends a
+request to PrfaaS when its uncached input exceeds that row's threshold. Rows above the
+scenario's usable bandwidth are marked ``beyond_link``: what the counts would do on a wider
+link, not bandwidth the provisioned link gives.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class RouteRow:
     binding: Bound
     planned: bool  # the scenario's own usable bandwidth
     cache_regime: str | None = None  # with cluster caches: the regime this row routes by
+    beyond_link: bool = False  # above the scenario's usable bandwidth: a what-if, not a router's row
 
 
 def best_thresholds(table: ThresholdTable, inputs: PlanInputs, sol: Solution, link_bytes_per_s: np.ndarray
@@ -48,7 +52,17 @@ def best_thresholds(table: ThresholdTable, inputs: PlanInputs, sol: Solution, li
     best = lam.max(axis=1, keepdims=True)
     prefill = np.broadcast_to(np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill), shape)
     pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)
+    # where nothing can be offloaded (no link, no PrfaaS instance) or nothing is served at all, every
+    # threshold ties at 0 and the tie rule would pick t = 0 (offload everything onto a dead link):
+    # keep everything local instead (the table's last threshold, p = 0)
+    stuck = (np.asarray(link_bytes_per_s) <= 0) | (sol.n_prfaas == 0) | (best[:, 0] <= 0)
+    pick = np.where(stuck, keep_local_index(table), pick)
     return pick, lam[np.arange(len(pick)), pick]
+
+
+def keep_local_index(table: ThresholdTable) -> int:
+    """The threshold that offloads least (p = 0 at the table's largest threshold)."""
+    return int(np.argmin(table.p))
 
 
 def default_grid(inputs: PlanInputs, points: int = 33) -> np.ndarray:
@@ -94,5 +108,5 @@ def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.nda
         rows.append(RouteRow(float(g), float(table.thresholds_tokens[k]), float(table.p[k]), float(value),
                              bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
                              BOUNDS[int(np.argmin(values))], bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
-                             regime))
+                             regime, bool(g > planned * (1 + 1e-12))))
     return rows

@@ -150,7 +150,7 @@ def _tpot_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
 def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_bytes: float,
                   slack: int) -> dict[str, Any]:
     time_s = series["time_s"]
-    total = (series["prfaas_queue"] + series["pdp_queue"] + series["decode_queue"]
+    total = (series["prfaas_queue_requests"] + series["pdp_queue_requests"] + series["decode_queue_requests"]
              + series["link_backlog_bytes"] / mean_kv_bytes)
     first = total[time_s <= _EDGE_SHARE * last_arrival_s]
     last = total[(time_s >= (1 - _EDGE_SHARE) * last_arrival_s) & (time_s <= last_arrival_s)]

@@ -23,8 +23,9 @@ from ..units import bytes_per_s_to_gbps
 from .bandwidth import CapacitySchedule
 from .link import KvLink
 
-COLUMNS = ("time_s", "prfaas_queue", "pdp_queue", "decode_queue", "link_backlog_bytes", "egress_gbps",
-           "offered_egress_gbps", "link_capacity_gbps", "threshold_tokens")
+# one set of names for the JSON series and the CSV columns (queues count waiting requests)
+COLUMNS = ("time_s", "prfaas_queue_requests", "pdp_queue_requests", "decode_queue_requests", "link_backlog_bytes",
+           "egress_gbps", "offered_egress_gbps", "link_capacity_gbps", "threshold_tokens")
 
 
 MAX_ROWS_PER_INTERVAL = 20_000

@@ -14,7 +14,8 @@ from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json
 
 METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
               "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour", "operating_rate_rps",
-              "ttft_p90_s", "tpot_ms", "link_utilisation", "usd_per_hour_operating", "usd_per_mtok_output",
+              "ttft_p90_s", "tpot_ms", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
+              "usd_per_hour_operating", "usd_per_mtok_output",
               "usd_per_mtok_blended", "power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
               "ratio_vs_homogeneous", "notes")
 
@@ -39,7 +40,9 @@ def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
         "n_p": r.n_p, "n_d": r.n_d, "gpus_total": sum(r.gpus.values()) if r.feasible else None,
         "usd_per_hour": _round(r.usd_per_hour, 4), "operating_rate_rps": _round(r.operating_rate_rps),
         "ttft_p90_s": _round(r.ttft_p90_s, 4), "tpot_ms": _round(r.tpot_ms, 4),
-        "link_utilisation": _round(r.link_utilisation), "usd_per_hour_operating": cost.get("usd_per_hour"),
+        "link_utilisation_at_capacity": _round(r.link_utilisation_at_capacity),
+        "link_utilisation_at_operating_rate": _round(r.link_utilisation_at_operating_rate),
+        "usd_per_hour_operating": cost.get("usd_per_hour"),
         "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
         "power_kw": cost.get("power_kw"), "joules_per_output_token": cost.get("joules_per_output_token"),
         "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,

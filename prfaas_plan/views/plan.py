@@ -14,11 +14,10 @@ import numpy as np
 from ..choices import Basis, Bound, DeploymentName, PlanMode
 from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import unpriced_pools
+from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..units import format_tokens
 from .identity import IDENTITY_CSV, csv_columns, identified
-
-PAPER_TTFT_REDUCTION = {"mean": 0.50, "p90": 0.64}  # PrfaaS-PD vs homogeneous PD, paper section 4
 
 _LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
            DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
@@ -115,7 +114,7 @@ def operating_json(result) -> dict:
         "ttft_mean_s": None if lat is None else _opt(lat.overall_mean_s, 4),
         "ttft_p90_s": None if lat is None else _opt(lat.overall_p90_s, 4),
         "tpot_ms": None if lat is None else _opt(lat.tpot_ms, 4),
-        "link_utilisation": None if lat is None else _opt(lat.link_utilisation, 6),
+        "link_utilisation_at_operating_rate": None if lat is None else _opt(lat.link_utilisation, 6),
         "cost": tco_json(result.tco),
     }
 
@@ -148,10 +147,11 @@ def plan_json(result) -> dict:
             "theta_pdp_rps": round(st.theta_pdp, 6),
             "theta_pdd_rps": round(st.theta_pdd, 6),
             "lambda_max_rps": round(st.lambda_max, 6),
+            "goodput_rps": _goodput(result, DeploymentName.prfaas_pd),
             "binding": st.binding,
             "tight": pt.tight,
             "egress_gbps": round(st.egress_gbps, 4),
-            "link_utilisation": _opt(pt.link_utilisation, 6),
+            "link_utilisation_at_capacity": _opt(pt.link_utilisation, 6),
             "usd_per_hour": _opt(pt.usd_per_hour, 2),
             "ratio_vs_homogeneous": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
         },
@@ -160,7 +160,10 @@ def plan_json(result) -> dict:
             name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
                    "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
                    "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
-                   "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4), "usd_per_hour": _opt(b.usd_per_hour, 2),
+                   "goodput_rps": _goodput(result, name),
+                   "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
+                   "link_utilisation_at_capacity": _capacity_utilisation(b.egress_gbps, link.usable_gbps),
+                   "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
         },
@@ -193,7 +196,7 @@ def plan_json(result) -> dict:
 
 
 # operating-point columns of the plan's CSV (the PrfaaS-PD row; blank for the baselines)
-OPERATING_CSV = ("operating_rate_rps", "ttft_p90_s", "operating_link_utilisation", "usd_per_hour_operating",
+OPERATING_CSV = ("operating_rate_rps", "ttft_p90_s", "link_utilisation_at_operating_rate", "usd_per_hour_operating",
                  "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
                  "link_usd_per_hour")
 
@@ -202,11 +205,34 @@ def operating_columns(doc: dict) -> dict:
     """The flat operating-point cells of a plan document (``OPERATING_CSV``)."""
     op, cost = doc["operating"], doc["operating"]["cost"]
     return {"operating_rate_rps": op["rate_rps"], "ttft_p90_s": op["ttft_p90_s"],
-            "operating_link_utilisation": op["link_utilisation"], "usd_per_hour_operating": cost.get("usd_per_hour"),
+            "link_utilisation_at_operating_rate": op["link_utilisation_at_operating_rate"],
+            "usd_per_hour_operating": cost.get("usd_per_hour"),
             "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
             "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"), "power_kw": cost.get("power_kw"),
             "joules_per_output_token": cost.get("joules_per_output_token"),
             "link_usd_per_hour": cost.get("link_usd_per_hour")}
+
+
+def _goodput(result, name: str) -> float | None:
+    """A deployment's goodput under the plan's SLO (None without one)."""
+    value = result.goodputs.get(name)
+    return None if value is None else round(float(value), 6)
+
+
+def vs_homogeneous_note(result) -> str:
+    """What the 'vs homog' ratios divide."""
+    if result.goodputs:
+        text = ("vs homog: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
+                "deployment's goodput from its own closed-form latency, as the plan's)")
+        if result.ratio(DeploymentName.prfaas_pd) is None:
+            text += "; the homogeneous baseline meets the SLO at no rate, so there is no ratio"
+        return text
+    return "vs homog: Λ_max over the homogeneous baseline's"
+
+
+def _capacity_utilisation(egress_gbps: float, usable_gbps: float) -> float | None:
+    """KV egress at a deployment's Lambda_max over the usable link bandwidth (None without a link)."""
+    return round(egress_gbps / usable_gbps, 6) if usable_gbps > 0 else None
 
 
 def _rows(doc: dict) -> list[dict]:
@@ -233,14 +259,16 @@ def plan_view(result) -> Report:
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
+        *([Column("goodput_rps", "goodput", num(2))] if result.goodputs else []),
         Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
         *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = [Column(key, key) for key in (
         *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
-        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "binding", "egress_gbps", "usd_per_hour",
-        "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
+        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
+        "link_utilisation_at_capacity",
+        "usd_per_hour", "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
     link = inputs.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
@@ -290,7 +318,8 @@ def plan_view(result) -> Report:
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
         columns=columns, rows=rows, csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
-        notes=list(result.notes), json_doc=doc, sections=[section, sources_table, latency_view(result, doc["latency"])],
+        notes=[vs_homogeneous_note(result), *result.notes], json_doc=doc,
+        sections=[section, sources_table, latency_view(result, doc["latency"])],
     )
 
 
@@ -394,7 +423,7 @@ def _lat_row(name: str, lat) -> dict:
     return {"deployment": name, "rate_rps": round(lat.rate_rps, 4), "ttft_mean_s": num(lat.overall_mean_s),
             "ttft_p90_s": num(lat.overall_p90_s), "ttft_p99_s": num(lat.overall_p99_s),
             "local_mean_s": num(lat.local.mean_s), "remote_mean_s": num(lat.remote.mean_s),
-            "tpot_ms": num(lat.tpot_ms), "link_utilisation": num(lat.link_utilisation), "stable": lat.stable}
+            "tpot_ms": num(lat.tpot_ms), "link_utilisation_at_rate": num(lat.link_utilisation), "stable": lat.stable}
 
 
 def ttft_reduction(result) -> dict[str, float | None]:
@@ -421,7 +450,8 @@ def latency_json(result) -> dict:
         "common_rate_rps": round(result.common_rate_rps, 4),
         "at_common_rate": {n: _lat_row(n, lat) for n, lat in result.common_latency.items()},
         "ttft_reduction_vs_homogeneous": {k: None if v is None else round(v, 4) for k, v in red.items()},
-        "paper_ttft_reduction_vs_homogeneous": PAPER_TTFT_REDUCTION,
+        # the paper's figures only beside the paper's own case study (``planner.paper``)
+        "paper_ttft_reduction_vs_homogeneous": PAPER_TTFT_REDUCTION if is_case_study(result.inputs) else None,
     }
 
 
@@ -429,14 +459,15 @@ def latency_view(result, doc: dict | None = None) -> Report:
     """TTFT and TPOT of every deployment at one common rate, and of the plan at its operating rate."""
     doc = doc or latency_json(result)
     rows = [{**doc["operating"], "deployment": "prfaas_pd @ operating"}, *doc["at_common_rate"].values()]
-    red = doc["ttft_reduction_vs_homogeneous"]
+    red, paper = doc["ttft_reduction_vs_homogeneous"], doc["paper_ttft_reduction_vs_homogeneous"]
     sec = _num(2)
     pct = lambda v: "n/a" if v is None else f"{-100 * v:+.0f}%"  # noqa: E731
     notes = [f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
              f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
              f"({result.operating_basis})",
-             f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])} "
-             f"(paper: mean -50%, P90 -64%, at an unstated load)",
+             f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])}" + (
+                 "" if paper is None else f" (paper's case study: mean {pct(paper['mean'])}, P90 {pct(paper['p90'])}, "
+                                          "at an unstated load)"),
              "closed form: Erlang C with the Allen-Cunneen correction per prefill path, pipelined KV transfer on a "
              "processor-sharing link; TPOT from the decode batch at that rate"]
     return Report(
@@ -478,7 +509,8 @@ def route_table_view(table) -> Report:
     rows = identified({**inputs.identity(), **counts}, [
         {"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
          "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
-         "binding": str(r.binding), "planned": r.planned, "cache_regime": r.cache_regime} for r in table.rows])
+         "binding": str(r.binding), "planned": r.planned, "beyond_link": r.beyond_link,
+         "cache_regime": r.cache_regime} for r in table.rows])
     meta = {"scenario": inputs.name, "model": inputs.model.name, **counts}  # the rows carry the whole identity
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
@@ -486,10 +518,14 @@ def route_table_view(table) -> Report:
                  Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
                  Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
                  Column("planned", "planned", justify="left"),
+                 Column("beyond_link", "beyond link", lambda v: "what-if" if v else "-", justify="left"),
                  Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
         rows=rows, meta=meta, csv_columns=csv_columns(rows),
         notes=[f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
-               "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth"],
+               "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth",
+               *([f"rows marked what-if are above the link's usable {inputs.link.usable_gbps:g} Gbps: what these counts "
+                  "would do on a wider link, not bandwidth the provisioned link gives"]
+                 if any(r.beyond_link for r in table.rows) else [])],
     )
 
 

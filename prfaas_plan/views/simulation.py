@@ -83,16 +83,10 @@ def simulation_view(run) -> Report:
     )
 
 
-# the simulator's queue series count waiting requests; the CSV names the unit
-_SERIES_KEYS = {"prfaas_queue": "prfaas_queue_requests", "pdp_queue": "pdp_queue_requests",
-                "decode_queue": "decode_queue_requests"}
-
-
 def timeseries_report(run) -> Report:
     """The time series as rows: the scenario's identity and the deployment, then one sample per row."""
     ident = {**run.plan.inputs.identity(), "deployment": str(run.deployment.name)}
-    rows = identified(ident, [{_SERIES_KEYS.get(k, k): v for k, v in row.items()}
-                              for row in run.result.timeseries_rows()])
+    rows = identified(ident, run.result.timeseries_rows())
     columns = csv_columns(rows)
     return Report(title="Simulation time series", columns=columns, rows=rows)
 
