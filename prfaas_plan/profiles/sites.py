@@ -135,7 +135,7 @@ def pair_scenario(spec: SitesScenario, pd_name: str, prfaas_name: str):
     """The one-site scenario of a PD site and a PrfaaS site: their pools, the link between them
     (bandwidth 0 if none), the PD site's workload, the shared model, decode settings and objective
     (budgets are the multi-site planner's). ``planner.sites`` resolves it to take curves from."""
-    from .scenario import LinkSpec, Scenario
+    from .scenario import LinkSpec, Scenario, measured_instance_defaults
 
     pd = next(s for s in spec.pd_sites if s.name == pd_name)
     prfaas = next(s for s in spec.prfaas_sites if s.name == prfaas_name)
@@ -144,8 +144,13 @@ def pair_scenario(spec: SitesScenario, pd_name: str, prfaas_name: str):
     pool = lambda site: ClusterSpec(**{k: getattr(site, k) for k in cluster})  # noqa: E731
     link_spec = LinkSpec(bandwidth_gbps=0.0) if link is None else LinkSpec(
         **{k: getattr(link, k) for k in LinkSpec.model_fields})
+    decode = spec.decode
+    if decode.tokens_per_s_per_instance is not None:  # measured, unless it says otherwise, on each PD site's instance
+        decode = decode.model_copy(update=measured_instance_defaults(
+            decode.model_dump(), {"hardware": pd.hardware, "gpus_per_instance": pd.gpus_per_instance},
+            "tokens_per_s_hardware", "tokens_per_s_gpus"))
     return Scenario(name=f"{spec.name}:{pd_name}", model=spec.model, precision=spec.precision, prfaas=pool(prfaas),
-                    pd=pool(pd), link=link_spec, workload=pd.workload or spec.workload, decode=spec.decode,
+                    pd=pool(pd), link=link_spec, workload=pd.workload or spec.workload, decode=decode,
                     objective=ObjectiveSpec(type=ObjectiveKind.max_throughput))
 
 
