@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..choices import Basis, Bound, DeploymentName, PlanMode
+from ..choices import Basis, Bound, DeploymentName, PlanMode, SweepOver
 from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import unpriced_pools
 from ..report import Column, Report
@@ -281,7 +281,7 @@ def plan_view(result) -> Report:
                                       f"threshold: exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
                                       f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is "
                                       "convex)"))
-    section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
+    section = Report(title="Operating point", columns=[Column("item", "item", keep=True), Column("value", "value")],
                      rows=[{"item": k, "value": v} for k, v in details])
     pools = " / ".join(p.hardware_name for p in inputs.pools)
     sources_table = sources_view([{**doc["sources"], "pools": pools}], "Sources (basis as-given: the scenario's "
@@ -462,10 +462,17 @@ def _auto(value) -> str:
     return str(value)
 
 
+# the columns that name a sweep's row (what is varied), repeated in every part of a split table
+_SWEPT = {SweepOver.threshold: ("threshold_tokens",), SweepOver.np: ("n_p", "n_d"),
+          SweepOver.bandwidth: ("usable_gbps",), SweepOver.instances: ("n_prfaas",),
+          SweepOver.rate: ("deployment", "rate_rps")}
+
+
 def sweep_view(rows: list[dict], over: str, inputs) -> Report:
     """Rows of a sweep (keys carry units); the table rounds, CSV and JSON keep the values and
     start with the scenario's identity (``views.identity``)."""
-    columns = [Column(key, key, _auto, justify="right") for key in (rows[0] if rows else {})]
+    named = _SWEPT.get(str(over), ())
+    columns = [Column(key, key, _auto, justify="right", keep=key in named) for key in (rows[0] if rows else {})]
     rows = identified(inputs.identity(), rows)
     return Report(title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows,
                   csv_columns=csv_columns(rows))
@@ -482,7 +489,7 @@ def route_table_view(table) -> Report:
     meta = {"scenario": inputs.name, "model": inputs.model.name, **counts}  # the rows carry the whole identity
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
-        columns=[Column("usable_gbps", "usable Gbps", _auto), Column("threshold_tokens", "threshold (tokens)", _auto),
+        columns=[Column("usable_gbps", "usable Gbps", _auto, keep=True), Column("threshold_tokens", "threshold (tokens)", _auto),
                  Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
                  Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
                  Column("planned", "planned", justify="left"),
@@ -506,7 +513,7 @@ def robust_view(result, inputs) -> Report:
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
     return Report(
         title=f"Robust plan: {inputs.name} ({result.objective}; shared {shared}; {cost})",
-        columns=[Column("case", "case", justify="left"), Column("weight", "weight", _auto),
+        columns=[Column("case", "case", justify="left", keep=True), Column("weight", "weight", _auto),
                  Column("target_rate_rps", "target req/s", _auto), Column("threshold_tokens", "t (tokens)", _auto),
                  Column("p", "p", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("lambda_max_rps", "Λ_max req/s", _auto), Column("own_lambda_rps", "alone req/s", _auto),
@@ -549,7 +556,7 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
     return Report(
         title=f"Day schedule: {inputs.name} (buy N_prfaas {day.n_prfaas}, N_pd {day.n_pd}; {cost} provisioned)",
-        columns=[Column("window", "window", justify="left"), Column("hours", "hours", _auto),
+        columns=[Column("window", "window", justify="left", keep=True), Column("hours", "hours", _auto),
                  Column("rate_rps", "rate req/s", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("switched", "switched", _auto), Column("threshold_tokens", "t (tokens)", _auto),
                  Column("capacity_rps", "capacity req/s", _auto), Column("utilisation", "load", _auto),

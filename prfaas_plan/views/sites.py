@@ -107,7 +107,8 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
                      "(SimPy; PrfaaS instances shared by the sites, a link per pair)")
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
-        columns=[Column("window", "window", justify="left"), Column("site", "site", justify="left"),
+        columns=[Column("window", "window", justify="left", keep=True),
+                 Column("site", "site", justify="left", keep=True),
                  Column("demand_rps", "demand req/s", _auto), Column("served_rps", "served req/s", _auto),
                  Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto),
                  Column("n_prfaas", "N_prfaas", _auto), Column("n_pd", "N_pd", _auto),
