@@ -560,7 +560,7 @@ def schedule_view(day, inputs, simulated=None) -> Report:
                  Column("rate_rps", "rate req/s", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("switched", "switched", _auto), Column("threshold_tokens", "t (tokens)", _auto),
                  Column("capacity_rps", "capacity req/s", _auto), Column("utilisation", "load", _auto),
-                 Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static cap.", _auto),
+                 Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static capacity req/s", _auto),
                  Column("static_utilisation", "static load", _auto),
                  *([Column("sim_queues", "sim queues", justify="left"),
                     Column("static_sim_queues", "static sim", justify="left")] if simulated else [])],
