@@ -23,7 +23,18 @@ PAPER_TTFT_REDUCTION = {"mean": 0.50, "p90": 0.64}  # PrfaaS-PD vs homogeneous P
 _LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
            DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
            "prfaas_pd @ operating": "PrfaaS-PD @ op."}
+# the human wording of stages and pools, the same in tables and text (CSV and JSON keep the enum values)
 _BOUND_LABELS = {Bound.prfaas_compute: "PrfaaS", Bound.link: "link", Bound.pd_prefill: "PD-P", Bound.pd_decode: "PD-D"}
+_POOL_LABELS = {"prfaas": "PrfaaS", "pd": "PD", "pd_prefill": "PD-P", "pd_decode": "PD-D"}  # Role and cost-pool names
+
+
+def bound_label(value) -> str:
+    """A stage of the throughput model as tables and text name it (``pd_prefill`` -> ``PD-P``)."""
+    return _BOUND_LABELS.get(value, str(value))
+
+
+def _pool_label(role) -> str:
+    return _POOL_LABELS.get(str(role), str(role))
 
 
 def _label(name: str) -> str:
@@ -233,7 +244,7 @@ def plan_view(result) -> Report:
         Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
-        Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
+        Column("binding", "bound by", bound_label, justify="left"),
         *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
@@ -251,7 +262,8 @@ def plan_view(result) -> Report:
                          f"{inputs.pd_decode.instance.label} (decode-only pool)" if inputs.pd_decode is not None
                          else f"N_p {pt.n_p} + N_d {pt.n_d} x {inputs.pd.instance.label}")),
         ("GPUs", ", ".join(f"{n} {k}" for k, n in pt.gpus.items()) or "-"),
-        ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
+        ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {bound_label(st.binding)}; tight: "
+                  f"{', '.join(map(bound_label, pt.tight))}"),
         ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
                    f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
         ("provisioned cost", _no_price(result) if pt.usd_per_hour is None else
@@ -265,14 +277,14 @@ def plan_view(result) -> Report:
     ]
     for pool in (inputs.prfaas, inputs.pd):
         basis = prefill_source(pool)
-        details.append((f"{pool.role} prefill", f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
+        details.append((f"{_pool_label(pool.role)} prefill", f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
                                                  f"({basis['layout']}); capacity {basis['capacity'].replace('_', ' ')}: "
                                                  + _CAPACITY_TEXT[basis['capacity']]))
     for pool in (inputs.prfaas, inputs.pd):
         cal = pool.calibration
         if cal is not None:
             fitted = ", ".join(f"{k} {v:.3g}" for k, v in cal.fitted.items())
-            details.append((f"{pool.role} calibration", f"{pool.hardware_name} fitted on {len(cal.points)} points "
+            details.append((f"{_pool_label(pool.role)} calibration", f"{pool.hardware_name} fitted on {len(cal.points)} points "
                                                          f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
     details += _marginal_details(result)
     exact, paper = result.lambda_by_mode(PlanMode.exact), result.lambda_by_mode(PlanMode.paper)
@@ -310,7 +322,8 @@ def _operating_details(result) -> list[tuple[str, str]]:
         rows.append(("at that rate", f"TTFT mean {lat.overall_mean_s:.2f} s, P90 {lat.overall_p90_s:.2f} s; TPOT "
                                      f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
     if tco is not None:
-        parts = ", ".join(f"{p.role} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%" for p in tco.pools if p.instances)
+        parts = ", ".join(f"{_pool_label(p.role)} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%"
+                          for p in tco.pools if p.instances)
         per_out = tco.joules_per_output_token
         power = ("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
                           + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
@@ -491,7 +504,7 @@ def route_table_view(table) -> Report:
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
         columns=[Column("usable_gbps", "usable Gbps", _auto, keep=True), Column("threshold_tokens", "threshold (tokens)", _auto),
                  Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
-                 Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
+                 Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", bound_label, justify="left"),
                  Column("planned", "planned", justify="left"),
                  Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
         rows=rows, meta=meta, csv_columns=csv_columns(rows),
