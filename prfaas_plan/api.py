@@ -445,6 +445,7 @@ def robust(scenario: str):
 
     with scenario_errors(scenario):
         spec, path = resolve_scenario_file(scenario)
+    with scenario_errors(path):  # a shipped name's errors name its file too
         objective, cases = robust_inputs(spec, path)
         return robust_plan(cases, objective)
 
@@ -458,7 +459,8 @@ def schedule(scenario: str):
 
     resolved = inputs(scenario)
     with scenario_errors(scenario):
-        spec, _ = resolve_scenario_file(scenario)
+        spec, path = resolve_scenario_file(scenario)
+    with scenario_errors(path):  # a shipped name's errors name its file too
         specs, conversion_s, max_switches = day_windows(spec)
         windows = windows_of(resolved, specs)
         return day_plan(resolved, windows, conversion_s, max_switches), windows

@@ -108,7 +108,8 @@ def table_width(widths: list[int]) -> int:
 
 def parts(report: Report, width: int | None) -> list[list[Column]]:
     """The columns of each part of a table at ``width`` (one part when it fits or no width is
-    given): the ``keep`` columns, then as many of the others, in order, as fit beside them. A
+    given): the ``keep`` columns first (the row's name, so that every part says which row is
+    which), then as many of the others, in order, as fit beside them. A
     table with no ``keep`` column (a list of items and values) stays whole while its numbers fit:
     its text wraps instead."""
     columns = report.columns
@@ -128,7 +129,7 @@ def parts(report: Report, width: int | None) -> list[list[Column]]:
             current = []
         current.append(col)
     out.append(current)
-    return [[c for c in columns if c.keep or c in part] for part in out]
+    return [kept + part for part in out]
 
 
 def to_table(report: Report, width: int | None = None, color: bool = False) -> str:

@@ -316,7 +316,7 @@ def test_plan_reports_the_prefill_capacity_of_each_pool(tmp_path, run_cli):
     scenario = write_case_study(tmp_path, pd__prefill_capacity="saturated")
     r = run_cli("plan", str(scenario))
     assert r.code == 0, r.err
-    assert "pd prefill" in r.out and "capacity saturated: batched passes" in r.out
+    assert "PD prefill" in r.out and "capacity saturated: batched passes" in r.out
     saturated = api.plan(str(scenario))
     assert saturated.point.stages.theta_pdp > 0
 

@@ -279,6 +279,9 @@ def test_published_csv_requests_out_of_range(tmp_path, value, needle):
 
 def test_published_csv_without_rows(tmp_path):
     path = tmp_path / "empty.csv"
-    path.write_text("id,kind\n")
+    path.write_text("id,kind,model_ref,tool_hw,gpus,measured,unit\n")
     with pytest.raises(PlanInputError, match="no rows to predict"):
+        published.predict_all(str(path))
+    path.write_text("id,kind\n")  # and a header without the required columns names them
+    with pytest.raises(PlanInputError, match="no column model_ref, tool_hw, gpus, measured, unit"):
         published.predict_all(str(path))

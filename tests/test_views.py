@@ -90,12 +90,14 @@ HARDWARE_TABLE = {"hardware": "hardware", "bf16 TFLOPS": "bf16_tflops", "fp8 TFL
                   "overhead s": "prefill_overhead_s", "$/GPU-h (example)": "usd_per_gpu_hour"}
 CALIBRATION_TABLE = {"length (tokens)": "length_tokens", "measured (s)": "measured_s", "fitted (s)": "predicted_s",
                      "error %": "error_pct", "measured KV (B)": "measured_kv_bytes", "model KV (B)": "model_kv_bytes"}
-# The three Δ columns, in the order they appear: each (closed - simulated) / simulated, in percent.
+# Each Δ column names the pair it compares: (closed - simulated) / simulated, in percent.
 VALIDATION_TABLE = {
-    "load": "load", "rate": "rate_rps", "closed tput": "closed_throughput_rps", "sim tput": "sim_throughput_rps",
-    "Δ": [Col("throughput_diff", scale=100), Col("ttft_mean_diff", scale=100), Col("ttft_p90_diff", scale=100)],
-    "closed mean s": Col("closed_ttft_mean_s", none="overload"), "sim mean s": Col("sim_ttft_mean_s", none="overload"),
-    "closed P90 s": Col("closed_ttft_p90_s", none="overload"), "sim P90 s": Col("sim_ttft_p90_s", none="overload"),
+    "load": "load", "rate req/s": "rate_rps", "closed tput req/s": "closed_throughput_rps",
+    "sim tput req/s": "sim_throughput_rps", "Δ tput": Col("throughput_diff", scale=100),
+    "closed TTFT mean s": Col("closed_ttft_mean_s", none="overload"),
+    "sim TTFT mean s": Col("sim_ttft_mean_s", none="overload"), "Δ TTFT mean": Col("ttft_mean_diff", scale=100),
+    "closed TTFT P90 s": Col("closed_ttft_p90_s", none="overload"),
+    "sim TTFT P90 s": Col("sim_ttft_p90_s", none="overload"), "Δ TTFT P90": Col("ttft_p90_diff", scale=100),
     "sim queues": Col("sim_stable", labels=STABILITY_LABELS),
 }
 # simulate: one row per path; the JSON row of a path is {path, ttft: ttft[path], tpot: tpot[path], closed_form: ...}.

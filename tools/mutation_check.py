@@ -392,6 +392,30 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/profiles/scenario.py",
         'pool = data.get("pd_decode") or data.get("pd")',
         'pool = data.get("pd")'),
+    "split-parts-drop-row-name": (
+        "prfaas_plan/report.py",
+        "return [kept + part for part in out]",
+        "return [kept + part if k == 0 else part for k, part in enumerate(out)]"),
+    "sites-site-not-kept": (
+        "prfaas_plan/views/sites.py",
+        'Column("site", "site", justify="left", keep=True),',
+        'Column("site", "site", justify="left"),'),
+    "union-list-read-as-integer": (
+        "prfaas_plan/profiles/_base.py",
+        "(scalar_branch and (given_mapping or given_list))",
+        "(scalar_branch and given_mapping)"),
+    "robust-error-without-file": (
+        "prfaas_plan/api.py",
+        "    with scenario_errors(path):  # a shipped name's errors name its file too\n        objective, cases",
+        "    with scenario_errors(scenario):\n        objective, cases"),
+    "text-binding-as-enum": (
+        "prfaas_plan/views/plan.py",
+        "return _BOUND_LABELS.get(value, str(value))",
+        "return str(value)"),
+    "validate-delta-headers-by-position": (
+        "prfaas_plan/views/simulation.py",
+        'Column("ttft_mean_diff", "Δ TTFT mean", pct)',
+        'Column("ttft_mean_diff", "Δ", pct)'),
 }
 
 

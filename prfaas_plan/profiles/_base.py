@@ -101,13 +101,20 @@ _TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "str
 
 def _most_relevant(errors: list[dict]) -> dict:
     """The first error, skipping a union branch whose kind does not match the input (the
-    integer branch when a mapping was given, the mapping branch when a scalar was)."""
+    integer branch when a mapping or a list was given, the mapping branch when a scalar was,
+    the list branch and a literal's when a scalar or a list was: ``gpus_per_instance: [8, 0]``
+    is a list whose item [1] is wrong, not a bad integer)."""
     for err in errors:
-        in_union = any(part in _UNION_TAGS or (isinstance(part, str) and "[" in part) for part in err.get("loc", ()))
-        given_mapping = isinstance(err.get("input"), dict)
+        loc = err.get("loc", ())
+        in_union = any(part in _UNION_TAGS or (isinstance(part, str) and "[" in part) for part in loc)
+        given = err.get("input")
+        given_mapping, given_list = isinstance(given, dict), isinstance(given, list)
         scalar_branch = err.get("type") in _TYPE_MISMATCH - {"model_type", "dict_type"}
         mapping_branch = err.get("type") in ("model_type", "dict_type")
-        if in_union and ((scalar_branch and given_mapping) or (mapping_branch and not given_mapping)):
+        list_branch = err.get("type") == "list_type"
+        literal_of_list = err.get("type") == "literal_error" and given_list
+        if in_union and ((scalar_branch and (given_mapping or given_list)) or (mapping_branch and not given_mapping)
+                         or (list_branch and not given_list) or literal_of_list):
             continue
         return err
     return errors[0]

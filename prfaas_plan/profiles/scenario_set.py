@@ -188,7 +188,8 @@ def robust_cases(scenario: Scenario) -> list[tuple[str, float, Scenario, float |
     objective's)."""
     spec = scenario.robust
     if spec is None:
-        raise PlanInputError("the scenario has no robust: section (cases to plan for)", field="robust")
+        raise PlanInputError("section missing: the cases to plan for (the built-in scenario "
+                             "robust-three-mixes has one)", field="robust")
     out = []
     for case in spec.cases:
         update: dict = {}
@@ -209,6 +210,7 @@ def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float
     """((name, hours, rate, input scale) per window, conversion seconds, switch limit) of ``day:``."""
     day = scenario.day
     if day is None:
-        raise PlanInputError("the scenario has no day: section (windows of traffic)", field="day")
+        raise PlanInputError("section missing: the windows of traffic to schedule (the built-in "
+                             "scenario day-rebalance has one)", field="day")
     windows = [(w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale) for k, w in enumerate(day.windows)]
     return windows, day.conversion_s, day.max_switches_per_window

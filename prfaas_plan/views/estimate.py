@@ -8,7 +8,7 @@ from ..timing.estimate import Budget, Estimate
 from .identity import csv_columns, instance_identity
 
 BUDGET_COLUMNS = [
-    Column("job", "pass"),
+    Column("job", "pass", keep=True),
     Column("layout", "layout"),
     Column("tokens", "tokens", fmt_int),
     Column("ms", "time (ms)", fmt_float(2)),
@@ -82,8 +82,8 @@ def estimate_view(e: Estimate) -> Report:
     return Report(
         title=f"Estimate: {e.model} on {e.instance}",
         columns=[
-            Column("input_tokens", "input", fmt_int),
-            Column("output_tokens", "output", fmt_int),
+            Column("input_tokens", "input", fmt_int, keep=True),
+            Column("output_tokens", "output", fmt_int, keep=True),
             Column("concurrency_requests", "concurrency", fmt_int),
             Column("ttft_s", "TTFT (s)", fmt_float(3)),
             Column("tpot_ms", "TPOT (ms)", fmt_float(2)),

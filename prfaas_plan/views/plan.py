@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..choices import Basis, Bound, DeploymentName, PlanMode
+from ..choices import Basis, Bound, DeploymentName, PlanMode, SweepOver
 from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
@@ -22,7 +22,18 @@ from .identity import IDENTITY_CSV, csv_columns, identified
 _LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
            DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
            "prfaas_pd @ operating": "PrfaaS-PD @ op."}
+# the human wording of stages and pools, the same in tables and text (CSV and JSON keep the enum values)
 _BOUND_LABELS = {Bound.prfaas_compute: "PrfaaS", Bound.link: "link", Bound.pd_prefill: "PD-P", Bound.pd_decode: "PD-D"}
+_POOL_LABELS = {"prfaas": "PrfaaS", "pd": "PD", "pd_prefill": "PD-P", "pd_decode": "PD-D"}  # Role and cost-pool names
+
+
+def bound_label(value) -> str:
+    """A stage of the throughput model as tables and text name it (``pd_prefill`` -> ``PD-P``)."""
+    return _BOUND_LABELS.get(value, str(value))
+
+
+def _pool_label(role) -> str:
+    return _POOL_LABELS.get(str(role), str(role))
 
 
 def _label(name: str) -> str:
@@ -260,7 +271,7 @@ def plan_view(result) -> Report:
         Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
         *([Column("goodput_rps", "goodput", num(2))] if result.goodputs else []),
-        Column("binding", "bound by", lambda v: _BOUND_LABELS.get(v, v), justify="left"),
+        Column("binding", "bound by", bound_label, justify="left"),
         *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
@@ -279,7 +290,8 @@ def plan_view(result) -> Report:
                          f"{inputs.pd_decode.instance.label} (decode-only pool)" if inputs.pd_decode is not None
                          else f"N_p {pt.n_p} + N_d {pt.n_d} x {inputs.pd.instance.label}")),
         ("GPUs", ", ".join(f"{n} {k}" for k, n in pt.gpus.items()) or "-"),
-        ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {st.binding}; tight: {', '.join(pt.tight)}"),
+        ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {bound_label(st.binding)}; tight: "
+                  f"{', '.join(map(bound_label, pt.tight))}"),
         ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
                    f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
         ("provisioned cost", _no_price(result) if pt.usd_per_hour is None else
@@ -293,14 +305,14 @@ def plan_view(result) -> Report:
     ]
     for pool in (inputs.prfaas, inputs.pd):
         basis = prefill_source(pool)
-        details.append((f"{pool.role} prefill", f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
+        details.append((f"{_pool_label(pool.role)} prefill", f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
                                                  f"({basis['layout']}); capacity {basis['capacity'].replace('_', ' ')}: "
                                                  + _CAPACITY_TEXT[basis['capacity']]))
     for pool in (inputs.prfaas, inputs.pd):
         cal = pool.calibration
         if cal is not None:
             fitted = ", ".join(f"{k} {v:.3g}" for k, v in cal.fitted.items())
-            details.append((f"{pool.role} calibration", f"{pool.hardware_name} fitted on {len(cal.points)} points "
+            details.append((f"{_pool_label(pool.role)} calibration", f"{pool.hardware_name} fitted on {len(cal.points)} points "
                                                          f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
     details += _marginal_details(result)
     exact, paper = result.lambda_by_mode(PlanMode.exact), result.lambda_by_mode(PlanMode.paper)
@@ -309,7 +321,7 @@ def plan_view(result) -> Report:
                                       f"threshold: exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
                                       f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is "
                                       "convex)"))
-    section = Report(title="Operating point", columns=[Column("item", "item"), Column("value", "value")],
+    section = Report(title="Operating point", columns=[Column("item", "item", keep=True), Column("value", "value")],
                      rows=[{"item": k, "value": v} for k, v in details])
     pools = " / ".join(p.hardware_name for p in inputs.pools)
     sources_table = sources_view([{**doc["sources"], "pools": pools}], "Sources (basis as-given: the scenario's "
@@ -339,7 +351,8 @@ def _operating_details(result) -> list[tuple[str, str]]:
         rows.append(("at that rate", f"TTFT mean {lat.overall_mean_s:.2f} s, P90 {lat.overall_p90_s:.2f} s; TPOT "
                                      f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
     if tco is not None:
-        parts = ", ".join(f"{p.role} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%" for p in tco.pools if p.instances)
+        parts = ", ".join(f"{_pool_label(p.role)} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%"
+                          for p in tco.pools if p.instances)
         per_out = tco.joules_per_output_token
         power = ("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
                           + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
@@ -493,10 +506,17 @@ def _auto(value) -> str:
     return str(value)
 
 
+# the columns that name a sweep's row (what is varied), repeated in every part of a split table
+_SWEPT = {SweepOver.threshold: ("threshold_tokens",), SweepOver.np: ("n_p", "n_d"),
+          SweepOver.bandwidth: ("usable_gbps",), SweepOver.instances: ("n_prfaas",),
+          SweepOver.rate: ("deployment", "rate_rps")}
+
+
 def sweep_view(rows: list[dict], over: str, inputs) -> Report:
     """Rows of a sweep (keys carry units); the table rounds, CSV and JSON keep the values and
     start with the scenario's identity (``views.identity``)."""
-    columns = [Column(key, key, _auto, justify="right") for key in (rows[0] if rows else {})]
+    named = _SWEPT.get(str(over), ())
+    columns = [Column(key, key, _auto, justify="right", keep=key in named) for key in (rows[0] if rows else {})]
     rows = identified(inputs.identity(), rows)
     return Report(title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows,
                   csv_columns=csv_columns(rows))
@@ -514,9 +534,9 @@ def route_table_view(table) -> Report:
     meta = {"scenario": inputs.name, "model": inputs.model.name, **counts}  # the rows carry the whole identity
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
-        columns=[Column("usable_gbps", "usable Gbps", _auto), Column("threshold_tokens", "threshold (tokens)", _auto),
+        columns=[Column("usable_gbps", "usable Gbps", _auto, keep=True), Column("threshold_tokens", "threshold (tokens)", _auto),
                  Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
-                 Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", justify="left"),
+                 Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", bound_label, justify="left"),
                  Column("planned", "planned", justify="left"),
                  Column("beyond_link", "beyond link", lambda v: "what-if" if v else "-", justify="left"),
                  Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
@@ -542,7 +562,7 @@ def robust_view(result, inputs) -> Report:
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
     return Report(
         title=f"Robust plan: {inputs.name} ({result.objective}; shared {shared}; {cost})",
-        columns=[Column("case", "case", justify="left"), Column("weight", "weight", _auto),
+        columns=[Column("case", "case", justify="left", keep=True), Column("weight", "weight", _auto),
                  Column("target_rate_rps", "target req/s", _auto), Column("threshold_tokens", "t (tokens)", _auto),
                  Column("p", "p", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("lambda_max_rps", "Λ_max req/s", _auto), Column("own_lambda_rps", "alone req/s", _auto),
@@ -585,11 +605,11 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
     return Report(
         title=f"Day schedule: {inputs.name} (buy N_prfaas {day.n_prfaas}, N_pd {day.n_pd}; {cost} provisioned)",
-        columns=[Column("window", "window", justify="left"), Column("hours", "hours", _auto),
+        columns=[Column("window", "window", justify="left", keep=True), Column("hours", "hours", _auto),
                  Column("rate_rps", "rate req/s", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("switched", "switched", _auto), Column("threshold_tokens", "t (tokens)", _auto),
                  Column("capacity_rps", "capacity req/s", _auto), Column("utilisation", "load", _auto),
-                 Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static cap.", _auto),
+                 Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static capacity req/s", _auto),
                  Column("static_utilisation", "static load", _auto),
                  *([Column("sim_queues", "sim queues", justify="left"),
                     Column("static_sim_queues", "static sim", justify="left")] if simulated else [])],

@@ -36,7 +36,7 @@ def model_summary(m: ModelProfile) -> dict:
 
 
 _MODEL_COLUMNS = [
-    Column("model", "model"),
+    Column("model", "model", keep=True),
     Column("layers", "layers", fmt_int),
     Column("mixers", "mixers (kind:layers)"),
     Column("kv_bytes_per_token", "KV B/token", fmt_int),
@@ -87,7 +87,7 @@ def hardware_summary(h: HardwareProfile) -> dict:
 
 
 _HW_COLUMNS = [
-    Column("hardware", "hardware"),
+    Column("hardware", "hardware", keep=True),
     Column("bf16_tflops", "bf16 TFLOPS", fmt_float(0)),
     Column("fp8_tflops", "fp8 TFLOPS", fmt_opt(0)),
     Column("fp4_tflops", "fp4 TFLOPS", fmt_opt(0)),

@@ -72,7 +72,7 @@ def simulation_view(run) -> Report:
                      + ("" if last is None else f", the last at {last[0]:,.0f} s to N_p {last[1]}, N_d {last[2]}"))
     return Report(
         title=f"Simulation: {run.deployment.name} at {cfg.rate_rps:.3f} req/s",
-        columns=[Column("path", "path", justify="left"), Column("requests", "measured requests", fmt_int),
+        columns=[Column("path", "path", justify="left", keep=True), Column("requests", "measured requests", fmt_int),
                  Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p50_s", "P50 s", sec),
                  Column("ttft_p90_s", "P90 s", sec), Column("ttft_p99_s", "P99 s", sec),
                  Column("closed_mean_s", "closed-form mean s", sec), Column("closed_p90_s", "closed-form P90 s", sec),
@@ -115,15 +115,18 @@ def validation_view(runs) -> Report:
     cfg = runs[0].result.config
     return Report(
         title="Closed form vs simulation",
-        columns=[Column("load", "load", lambda v: f"{v:.2f}"), Column("rate_rps", "rate", fmt_float(3)),
-                 Column("closed_throughput_rps", "closed tput", fmt_float(3)),
-                 Column("sim_throughput_rps", "sim tput", fmt_float(3)), Column("throughput_diff", "Δ", pct),
-                 Column("closed_ttft_mean_s", "closed mean s", sec), Column("sim_ttft_mean_s", "sim mean s", sec),
-                 Column("ttft_mean_diff", "Δ", pct), Column("closed_ttft_p90_s", "closed P90 s", sec),
-                 Column("sim_ttft_p90_s", "sim P90 s", sec), Column("ttft_p90_diff", "Δ", pct),
+        columns=[Column("load", "load", lambda v: f"{v:.2f}", keep=True), Column("rate_rps", "rate req/s", fmt_float(3)),
+                 Column("closed_throughput_rps", "closed tput req/s", fmt_float(3)),
+                 Column("sim_throughput_rps", "sim tput req/s", fmt_float(3)),
+                 Column("throughput_diff", "Δ tput", pct),
+                 Column("closed_ttft_mean_s", "closed TTFT mean s", sec),
+                 Column("sim_ttft_mean_s", "sim TTFT mean s", sec), Column("ttft_mean_diff", "Δ TTFT mean", pct),
+                 Column("closed_ttft_p90_s", "closed TTFT P90 s", sec), Column("sim_ttft_p90_s", "sim TTFT P90 s", sec),
+                 Column("ttft_p90_diff", "Δ TTFT P90", pct),
                  Column("sim_stable", "sim queues", _stability)],
         rows=rows, csv_columns=csv_columns(rows),
-        notes=[f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); Δ = (closed - simulated) / simulated; "
+        notes=[f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); each Δ = (closed - simulated) / simulated "
+               "of the two columns before it; "
                f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"
                + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
                "closed-form throughput = min(rate, Λ_max); closed-form TTFT is infinite at or above Λ_max"],

@@ -107,14 +107,15 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
                      "(SimPy; PrfaaS instances shared by the sites, a link per pair)")
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
-        columns=[Column("window", "window", justify="left"), Column("site", "site", justify="left"),
+        columns=[Column("window", "window", justify="left", keep=True),
+                 Column("site", "site", justify="left", keep=True),
                  Column("demand_rps", "demand req/s", _auto), Column("served_rps", "served req/s", _auto),
                  Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto),
                  Column("n_prfaas", "N_prfaas", _auto), Column("n_pd", "N_pd", _auto),
                  Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("egress_gbps", "egress Gbps", _auto), Column("link_utilisation", "link util", _auto),
                  Column("usd_per_hour", "$/h", _num(2)),
-                 *([Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto), Column("sim_egress_gbps", "sim egress", _auto),
+                 *([Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto), Column("sim_egress_gbps", "sim egress Gbps", _auto),
                     Column("sim_queues", "sim queues", lambda v: "-" if v is None else str(v), justify="left")]
                    if simulated else [])],
         rows=table_rows, csv_columns=csv_cols,

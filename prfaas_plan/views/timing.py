@@ -49,7 +49,7 @@ def kv_view(result: KvReport) -> Report:
     return Report(
         title=f"KV throughput: {result.model.name} on {result.instance.label}",
         columns=[
-            Column("length_tokens", "length (tokens)", fmt_int),
+            Column("length_tokens", "length (tokens)", fmt_int, keep=True),
             Column("kv_bytes", "S_kv (bytes)", fmt_int),
             Column("kv_mib", "S_kv (MiB)", fmt_float(1)),
             Column("prefill_s", "T_prefill (s)", fmt_float(3)),
@@ -91,7 +91,7 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
     return Report(
         title=f"Decode: {d.model} on {d.instance} at context {format_tokens(d.context_tokens)}",
         columns=[
-            Column("context_tokens", "context (tokens)", fmt_int),
+            Column("context_tokens", "context (tokens)", fmt_int, keep=True),
             Column("layout", "layout", lambda v: "-" if v is None else v, justify="left"),
             Column("batch_requests", "batch", fmt_int),
             Column("bs_max_memory_requests", "BS_max (memory)", fmt_int),
@@ -144,8 +144,9 @@ def calibration_view(result: CalibrationResult) -> Report:
         notes.append(f"leave-one-model-out max |error| (fitted on the other models): {loo}")
     return Report(
         title=f"Calibration of {result.hardware.name} on {result.model} ({result.instance})",
-        columns=([Column("model", "model"), Column("gpus_per_instance", "GPUs", fmt_int)] if joint else []) + [
-            Column("length_tokens", "length (tokens)", fmt_int),
+        columns=([Column("model", "model", keep=True), Column("gpus_per_instance", "GPUs", fmt_int, keep=True)]
+                 if joint else []) + [
+            Column("length_tokens", "length (tokens)", fmt_int, keep=True),
             Column("measured_s", "measured (s)", fmt_float(3)),
             Column("predicted_s", "fitted (s)", fmt_float(3)),
             Column("error_pct", "error %", fmt_float(2)),
