@@ -68,6 +68,26 @@ def _chips(row: dict) -> str:
     return "/".join(p if p != "None" else "-" for p in parts)
 
 
+CRITERIA_NAMES = {"usd_per_hour": "$/hour", "capacity_rps": "req/s", "ttft_p90_s": "TTFT P90"}
+
+
+def front_note(comparison) -> str:
+    """What ``*`` means: the front's criteria (``planner.compare.front_criteria``) and why one is left out."""
+    names = [CRITERIA_NAMES[c] for c in comparison.front]
+    where = "at the target rate" if comparison.objective == "min_cost" else "at each option's operating rate"
+    text = f"* marks the Pareto front over {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else \
+        f"* marks the Pareto front over {names[0]}"
+    text += f" {where} (no other feasible option is as good on each and better on one)"
+    if comparison.objective == "min_cost":
+        text += "; every option serves the target, so Λ_max above it is not counted"
+    unpriced = comparison.unpriced
+    if unpriced and comparison.feasible:
+        labels = [r.option.label for r in unpriced]
+        text += (f"; $/hour is left out of the front because {len(labels)} option"
+                 f"{' has' if len(labels) == 1 else 's have'} no price ({', '.join(labels)})")
+    return text
+
+
 def compare_view(comparison) -> Report:
     rows = compare_rows(comparison)
     for row in rows:
@@ -97,8 +117,7 @@ def compare_view(comparison) -> Report:
     ]
     csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV, *SOURCE_KEYS)]
     ranked = "least provisioned $/hour" if comparison.objective == "min_cost" else f"most req/s ({served})"
-    notes = [f"ranked by {ranked}; * marks the Pareto front over $/hour, req/s and TTFT P90 at each option's "
-             "operating rate",
+    notes = [f"ranked by {ranked}; {front_note(comparison)}",
              "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
              "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)" if priced else
              "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
