@@ -115,3 +115,206 @@ def test_min_cost_front_ignores_lambda_above_the_target(tmp_path):
     assert cmp.pareto == {0}
     # the old 3-criteria rule would have kept the costlier one (more Lambda_max): the change is live
     assert pareto_front(cmp.results, ObjectiveKind.max_throughput) == {0, 1}
+
+
+# --------------------------------------------------------------------------------------------
+# power of hardware without a TDP
+
+def test_unknown_power_is_none_and_the_total_a_marked_lower_bound(run_cli, tmp_path, case_study_file):
+    """The case study with Rubin CPX (no tdp_w) as PrfaaS: its pool's kW is null, the plan's kW
+    and J/token are null, and the counted kW is the H20 pools' by hand (chips x TDP x (idle +
+    (1 - idle) busy) x PUE); the text says '≥' and names what is not counted."""
+    import json
+
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.profiles.registry import resolve_hardware
+
+    path = case_study_file(tmp_path, prfaas__hardware="rubin-cpx")
+    res = run_cli("plan", path, "-f", "json")
+    assert res.code == 0, res.err
+    cost = json.loads(res.out)["operating"]["cost"]
+    pools = {p["role"]: p for p in cost["pools"]}
+    assert pools["prfaas"]["hardware"] == "rubin-cpx" and pools["prfaas"]["chips"] > 0
+    assert pools["prfaas"]["power_kw"] is None
+    assert cost["power_kw"] is None and cost["joules_per_output_token"] is None and cost["joules_per_token"] is None
+    assert cost["power_not_counted"] == ["rubin-cpx"]
+    h20 = resolve_hardware("h20")
+    site = load_inputs(str(path)).pd.cost
+    by_hand = sum(p["chips"] * h20.tdp_w * (site.idle_power_fraction + (1 - site.idle_power_fraction) * p["busy"])
+                  * site.pue / 1000 for role, p in pools.items() if role != "prfaas")
+    assert by_hand > 0 and cost["counted_power_kw"] == pytest.approx(by_hand, rel=1e-4)
+    assert all(p["power_kw"] is not None for role, p in pools.items() if role != "prfaas")
+    text = run_cli("plan", path).out
+    assert f"≥ {by_hand:,.1f} kW at the meter, rubin-cpx not counted" in text, text
+    assert "rubin-cpx busy" in text and "power not known" in text
+
+
+def test_a_pool_without_instances_draws_nothing_and_a_full_plan_sums_its_pools():
+    """Tco's totals by hand: an idle pool of unknown power is 0 (no chips), not unknown; with every
+    pool known the total is the sum and J/token = kW x 1000 / tokens per second."""
+    from prfaas_plan.planner.cost import PoolTco, Tco
+
+    def pool(role, instances, kw):
+        return PoolTco(role, role + "-hw", instances, 8 * instances, 0.5, 1.0, 0.0, kw, "rental")
+
+    known = Tco(2.0, (pool("prfaas", 2, 10.0), pool("pd_prefill", 0, 0.0), pool("pd_decode", 3, 5.0)),
+                0.0, 0.0, 1000.0, 500.0)
+    assert known.power_kw == pytest.approx(15.0) and known.power_not_counted == ()
+    assert known.joules_per_output_token == pytest.approx(15.0 * 1000 / (2.0 * 500.0))
+    partial = Tco(2.0, (pool("prfaas", 2, None), pool("pd_prefill", 0, 0.0), pool("pd_decode", 3, 5.0)),
+                  0.0, 0.0, 1000.0, 500.0)
+    assert partial.power_kw is None and partial.counted_power_kw == pytest.approx(5.0)
+    assert partial.power_not_counted == ("prfaas-hw",) and partial.joules_per_token is None
+
+
+def test_pool_tco_power_is_none_only_with_chips_and_no_tdp():
+    from types import SimpleNamespace
+
+    from prfaas_plan.planner.cost import ChipCost, pool_tco
+
+    def pool(tdp):
+        return SimpleNamespace(role="prfaas", hardware_name="x", gpus_per_instance=8,
+                               cost=ChipCost(2.0, "rental", tdp, 0.1, 1.5, 0.25))
+    assert pool_tco(pool(None), 2, 0.5).power_kw is None
+    assert pool_tco(pool(None), 0, 0.5).power_kw == 0.0
+    # 16 chips x 1000 W x (0.25 + 0.75 x 0.5) x 1.5 = 15 kW
+    assert pool_tco(pool(1000.0), 2, 0.5).power_kw == pytest.approx(16 * 1000 * (0.25 + 0.75 * 0.5) * 1.5 / 1000)
+
+
+# --------------------------------------------------------------------------------------------
+# weights: robust cases and workload mixtures
+
+ROBUST = "prfaas_plan/scenarios/robust-three-mixes.yaml"
+
+
+def robust_doc(objective: str, weights) -> dict:
+    from conftest import REPO
+
+    doc = yaml.safe_load((REPO / ROBUST).read_text())
+    doc["robust"]["objective"] = objective
+    if objective == "min_cost":
+        doc["objective"] = {"type": "min_cost", "target_rate_rps": 2.0}
+    for case, w in zip(doc["robust"]["cases"], weights):
+        case.pop("weight", None)
+        if w is not None:
+            case["weight"] = w
+    return doc
+
+
+@pytest.mark.parametrize("objective", ["worst_case", "weighted", "min_cost"])
+def test_robust_weights_that_do_not_sum_to_one_are_refused_under_every_objective(run_cli, tmp_path, objective):
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(robust_doc(objective, (0.5, 0.3, 0.3))))
+    res = run_cli("robust", path)
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res.err
+    assert "robust" in res.err and "weights sum to 1.1, not 1" in res.err and str(path) in res.err
+
+
+def test_robust_without_weights_prints_no_weighted_figure_and_with_them_their_sum(run_cli, tmp_path):
+    """No weights (worst case): no 'weighted' figure. Weights summing to 1: the figure is
+    sum_c w_c Lambda_c of the table's rows, never above the largest case."""
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(robust_doc("worst_case", (None, None, None))))
+    res = run_cli("robust", path)
+    assert res.code == 0, res.err
+    assert "worst case" in res.out and "weighted" not in res.out
+    path.write_text(yaml.safe_dump(robust_doc("worst_case", (0.4, 0.3, 0.3))))
+    rows = list(csv.DictReader(io.StringIO(run_cli("robust", path, "-f", "csv").out)))
+    weighted = sum(float(r["weight"]) * float(r["lambda_max_rps"]) for r in rows)
+    assert weighted <= max(float(r["lambda_max_rps"]) for r in rows)
+    assert f"weighted {weighted:.3f} req/s" in run_cli("robust", path).out
+
+
+def test_mixture_weights_not_summing_to_one_are_normalised_with_a_note(tmp_path, case_study_file):
+    """Weights 0.5 + 0.2: the plan's notes say so, with the shares 5/7 and 2/7 used; the
+    distribution is the one of weights 5/7 and 2/7 (a fixed 2K component: its mass is 2/7)."""
+    from prfaas_plan.planner.chips import load_inputs
+
+    lognormal = yaml.safe_load(CASE_STUDY.read_text())["workload"]["input"]
+
+    def inputs(w1, w2):
+        mix = {"type": "mixture", "components": [dict(lognormal, weight=w1),
+                                                  {"type": "fixed", "tokens": 3000, "weight": w2}]}
+        return load_inputs(str(case_study_file(tmp_path, workload__input=mix)))
+
+    odd = inputs(0.5, 0.2)
+    notes = [n for n in odd.notes if "mixture" in n]
+    assert notes == [f"workload.input: the mixture's weights sum to 0.7, not 1: each is divided by the sum "
+                     f"(shares {5 / 7:.3g}, {2 / 7:.3g})"]
+    dist = odd.workload.full_input_dist
+    assert float(dist.probs[dist.lengths_tokens == 3000].sum()) == pytest.approx(2 / 7, abs=1e-9)
+    assert not [n for n in inputs(5 / 7, 2 / 7).notes if "mixture" in n]
+
+
+def test_nested_mixture_notes_name_their_field():
+    from prfaas_plan.profiles.workload_spec import MixtureSpec, mixture_weight_notes
+
+    inner = {"type": "mixture", "weight": 0.5, "components": [{"type": "fixed", "tokens": 5, "weight": 2},
+                                                              {"type": "fixed", "tokens": 6, "weight": 2}]}
+    spec = MixtureSpec.model_validate({"type": "mixture", "components": [inner, {"type": "fixed", "tokens": 7,
+                                                                                "weight": 0.5}]})
+    assert mixture_weight_notes(spec, "workload.input") == [
+        "workload.input.components[0]: the mixture's weights sum to 4, not 1: each is divided by the sum "
+        "(shares 0.5, 0.5)"]
+
+
+# --------------------------------------------------------------------------------------------
+# notes true of their option; CSV a spreadsheet reads
+
+def test_a_dropped_cost_note_says_what_the_new_hardware_is_priced_at():
+    """phase-split's PrfaaS pool has a Rubin CPX cost: moved onto rubin (no price) the note says
+    rubin has no price; onto h200 it gives h200's example rental from its profile."""
+    from prfaas_plan.profiles.registry import resolve_hardware, resolve_scenario_file
+    from prfaas_plan.profiles.scenario_set import option_scenario
+
+    scenario, _ = resolve_scenario_file("phase-split")
+    assert resolve_hardware("rubin").price_usd_per_gpu_hour is None
+    _, notes = option_scenario(scenario, CompareOption(prfaas="rubin"))
+    assert notes == ["prfaas on rubin: the cost of rubin-cpx dropped, and rubin has no price "
+                     "(no price_usd_per_gpu_hour in its profile)"]
+    price = resolve_hardware("h200").price_usd_per_gpu_hour
+    _, notes = option_scenario(scenario, CompareOption(prfaas="h200"))
+    assert notes == [f"prfaas on h200: the cost of rubin-cpx dropped (priced at its profile's example rental, "
+                     f"${price:,.2f} per GPU-hour)"]
+    assert not any("; " in n for n in notes)  # the compare CSV joins notes with '; '
+
+
+def test_compare_csv_fills_the_chips_of_an_option_without_a_price(run_cli, tmp_path, case_study_file):
+    """min_cost with rubin (no price): the row is 'no price' and still says its 8 + 8 chips (the
+    scenario's fixed counts), and which curves it would use."""
+    doc_path = case_study_file(tmp_path, objective={"type": "min_cost", "target_rate_rps": 2.0})
+    res = run_cli("compare", doc_path, "--prfaas", "rubin", "--jobs", "1", "-f", "csv")
+    assert res.code == 0, res.err
+    (row,) = list(csv.DictReader(io.StringIO(res.out)))
+    written = yaml.safe_load(doc_path.read_text())
+    assert row["status"] == "no price"
+    assert row["prfaas_gpus_per_instance"] == str(written["prfaas"]["gpus_per_instance"])
+    assert row["pd_gpus_per_instance"] == str(written["pd"]["gpus_per_instance"])
+    assert row["prfaas_prefill_source"] and row["decode_source"]
+
+
+def test_robust_csv_has_one_number_a_column_and_names_fractions(run_cli):
+    """No 'a/b/c' cell (a spreadsheet's date); the alone counts are the table's; the loss is a
+    fraction (the table's percent / 100)."""
+    from conftest import REPO
+
+    rows = list(csv.DictReader(io.StringIO(run_cli("robust", REPO / ROBUST, "-f", "csv").out)))
+    table = run_cli("robust", REPO / ROBUST).out
+    for r in rows:
+        assert not any("/" in cell for cell in r.values())
+        alone = f"{r['own_n_prfaas']}/{r['own_n_p']}/{r['own_n_d']}"
+        line = next(line for line in table.splitlines() if line.split()[:1] == [r["case"]])
+        assert line.split()[-1] == alone and line.split()[-2] == f"{100 * float(r['loss_fraction']):.1f}%"
+    assert "loss" not in rows[0] and "own_counts" not in rows[0]
+
+
+def test_schedule_utilisation_is_a_named_fraction_of_capacity(run_cli):
+    from conftest import DATA
+
+    rows = list(csv.DictReader(io.StringIO(run_cli("schedule", DATA / "day_profile.yaml", "-f", "csv").out)))
+    assert rows and "utilisation" not in rows[0]
+    for r in rows:
+        assert float(r["utilisation_fraction"]) == pytest.approx(float(r["rate_rps"]) / float(r["capacity_rps"]),
+                                                                 rel=1e-5)
+        assert float(r["static_utilisation_fraction"]) == pytest.approx(
+            float(r["rate_rps"]) / float(r["static_capacity_rps"]), rel=1e-5)

@@ -112,13 +112,16 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     from .plan import plan
 
     variant, notes = scenarios.variant(option)
+    inputs = None
     try:
         inputs = resolve(variant, scenarios.source, scenarios.basis)
         result = plan(inputs, mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
-        return OptionResult(option, identity=describe(variant), failure=_failure(exc),
+        # resolved (e.g. no price): the chips and sources the option would use; else the scenario as written
+        known = inputs is not None
+        return OptionResult(option, identity=inputs.identity() if known else describe(variant), failure=_failure(exc),
                             reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes),
-                            sources={"basis": str(scenarios.basis)})
+                            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)})
     pt, lat = result.point, result.operating_latency
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(
