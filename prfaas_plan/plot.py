@@ -141,7 +141,7 @@ def compare_figure(comparison):
                 label="front over $/hour and req/s")
         front = [(r.usd_per_hour, r.capacity_rps) for i, r in rows if i in comparison.pareto]
         ax.scatter([f[0] for f in front], [f[1] for f in front], marker="*", s=160, facecolors="none",
-                   edgecolors="k", zorder=4, label="Pareto front (with TTFT P90)")
+                   edgecolors="k", zorder=4, label="Pareto front (the table's *)")
         for i, r in rows:
             groups.setdefault((round(r.usd_per_hour, 6), round(r.capacity_rps, 9)), []).append(ranks[i])
         ax.margins(0.12)

@@ -29,16 +29,16 @@ IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layo
                   "deployment", "option", "case", "path", "hardware", *SOURCE_KEYS}  # each pool's source (basis)
 # text and yes/no columns
 TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
-              "cache_regime",
-              "sim_stable", "sim_queues", "static_sim_queues", "mixers", "own_counts"}
+              "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers"}
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
-UNITLESS_NAMES = {"p", "load", "loss", "weight", "rank", "layers", "utilisation", "ratio_vs_homogeneous", "n_prfaas",
-                  "n_p", "n_d", "n_pd", "static_n_p", "static_n_d", "switched", "eff_matmul", "eff_attention",
-                  "eff_memory", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate"}
+UNITLESS_NAMES = {"p", "load", "weight", "rank", "layers", "ratio_vs_homogeneous", "n_prfaas", "n_p", "n_d", "n_pd",
+                  "own_n_prfaas", "own_n_p", "own_n_d", "static_n_p", "static_n_d", "switched", "eff_matmul",
+                  "eff_attention", "eff_memory", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate"}
 UNIT_SUFFIXES = ("_s", "_ms", "hours", "_tokens", "_bytes", "_mib", "_gib", "_gb", "_gbps", "_tflops", "_tb_per_s",
                  "_gb_per_s", "_rps", "_per_s", "_per_gpu", "_per_chip", "_per_token", "_per_output_token", "_usd_per_hour",
                  "usd_per_hour", "usd_per_gpu_hour", "_kw", "_requests", "_billions", "_pct",
-                 "_utilisation", "_diff")  # the last two: a share of capacity, a relative difference
+                 "_utilisation", "_diff", "_fraction")  # the last three: a share of capacity, a relative
+# difference, a share of 1 (loss_fraction 0.25 is 25%)
 UNIT_FIRST = ("usd_per_", "gpus_")  # usd_per_mtok_output, usd_per_hour_operating, gpus_total
 
 CALIBRATE = ("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8",

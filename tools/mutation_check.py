@@ -416,6 +416,55 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/views/simulation.py",
         'Column("ttft_mean_diff", "Δ TTFT mean", pct)',
         'Column("ttft_mean_diff", "Δ", pct)'),
+    # issue 16: the compare front, unknown power, weights, notes and CSV a committee reads
+    "front-prices-unpriced-as-worst": (
+        "prfaas_plan/planner/compare.py",
+        "    priced = all(r.usd_per_hour is not None for r in feasible)",
+        "    priced = any(r.usd_per_hour is not None for r in feasible)"),
+    "front-counts-lambda-under-min-cost": (
+        "prfaas_plan/planner/compare.py",
+        '*(("capacity_rps",) if objective != ObjectiveKind.min_cost else ()), "ttft_p90_s")',
+        '"capacity_rps", "ttft_p90_s")'),
+    "front-ttft-more-is-better": (
+        "prfaas_plan/planner/compare.py",
+        'CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": -1}',
+        'CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": +1}'),
+    "no-price-row-without-sources": (
+        "prfaas_plan/planner/compare.py",
+        "sources=sources(inputs, scenarios.basis) if known else {\"basis\": str(scenarios.basis)})",
+        "sources={\"basis\": str(scenarios.basis)})"),
+    "unknown-power-is-zero": (
+        "prfaas_plan/planner/cost.py",
+        "    kw = None if chips and c.tdp_w is None else c.facility_w(busy) * chips / 1000.0",
+        "    kw = c.facility_w(busy) * chips / 1000.0"),
+    "partial-power-as-the-total": (
+        "prfaas_plan/planner/cost.py",
+        "        return None if self.power_not_counted else self.counted_power_kw",
+        "        return self.counted_power_kw"),
+    "robust-weights-checked-for-weighted-only": (
+        "prfaas_plan/profiles/scenario.py",
+        "if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:",
+        "if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:"),
+    "robust-weighted-figure-without-weights": (
+        "prfaas_plan/views/plan.py",
+        'if any(c.weight for c in result.cases) else "")',
+        'if True else "")'),
+    "mixture-weights-normalised-silently": (
+        "prfaas_plan/profiles/workload_spec.py",
+        "        if total > 0 and abs(total - 1.0) > 1e-9:",
+        "        if False:"),
+    "dropped-cost-note-claims-a-rental": (
+        "prfaas_plan/profiles/scenario_set.py",
+        "    if price is None:",
+        "    if False:"),
+    "written-chips-not-described": (
+        "prfaas_plan/profiles/scenario_set.py",
+        "        return spec.gpus_per_instance if spec is not None and isinstance(spec.gpus_per_instance, int) else None",
+        "        return None"),
+    "robust-own-counts-swapped": (
+        "prfaas_plan/views/plan.py",
+        '**dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts))} for c in result.cases]',
+        '**dict(zip(("own_n_p", "own_n_prfaas", "own_n_d"), c.own_counts))} for c in result.cases]'),
 }
 
 

@@ -6,8 +6,13 @@ and budgets), without marginal values, on one basis for all (``planner.basis``: 
 pool on the instance model, calibrated where its hardware has measured points; or ``as-given``,
 the scenario's measured curves as ``plan`` uses them). The ranking: most req/s (the SLO
 goodput, else Lambda_max) for ``max_throughput``, least provisioned $/hour for ``min_cost``;
-ties by the other, then by TTFT P90. The Pareto front is over $/hour (less is better), req/s
-(more) and TTFT P90 at the operating rate (less). An option that cannot be planned says why:
+ties by the other, then by TTFT P90. The Pareto front (``front_criteria``) is over what the buyer
+asked for and every feasible option has: for ``max_throughput``, $/hour (less is better), req/s
+(more) and TTFT P90 at the operating rate (less); for ``min_cost``, $/hour and TTFT P90 at the
+target rate (every feasible option serves the target; Lambda_max above it is not asked for).
+$/hour is left out of the front when a feasible option has no price (a front that only priced
+options could enter would rank an unknown as a loss); the report names the unpriced options.
+An unbounded TTFT (a queue that grows) counts as the worst. An option that cannot be planned says why:
 it does not fit, is over budget, misses the SLO, cannot reach the target rate, has no price
 (for a cost objective or budget), or is too large to plan.
 """
@@ -71,6 +76,12 @@ class Comparison:
     results: list[OptionResult]  # ranked, best first; infeasible options last
     pareto: set[int]  # indices into results on the Pareto front
     basis: Basis = Basis.model  # what every option is sized on (``planner.basis``)
+    front: tuple[str, ...] = ("usd_per_hour", "capacity_rps", "ttft_p90_s")  # the front's criteria
+
+    @property
+    def unpriced(self) -> list[OptionResult]:
+        """Feasible options without a $/hour (which keep $/hour out of the front)."""
+        return [r for r in self.feasible if r.usd_per_hour is None]
 
     @property
     def feasible(self) -> list[OptionResult]:
@@ -102,13 +113,16 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     from .plan import plan
 
     variant, notes = scenarios.variant(option)
+    inputs = None
     try:
         inputs = resolve(variant, scenarios.source, scenarios.basis)
         result = plan(inputs, mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
-        return OptionResult(option, identity=describe(variant), failure=_failure(exc),
+        # resolved (e.g. no price): the chips and sources the option would use; else the scenario as written
+        known = inputs is not None
+        return OptionResult(option, identity=inputs.identity() if known else describe(variant), failure=_failure(exc),
                             reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes),
-                            sources={"basis": str(scenarios.basis)})
+                            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)})
     pt, lat = result.point, result.operating_latency
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(
@@ -136,10 +150,30 @@ def rank_key(objective: ObjectiveKind):
     return key
 
 
-def pareto_front(results: list[OptionResult]) -> set[int]:
-    """Indices of feasible, priced results that no other dominates on ($/hour, req/s, TTFT P90)."""
-    points = {i: (r.usd_per_hour, -r.capacity_rps, math.inf if r.ttft_p90_s is None else r.ttft_p90_s)
-              for i, r in enumerate(results) if r.feasible and r.usd_per_hour is not None}
+# the front's criteria: (OptionResult attribute, +1 when more is better, -1 when less is)
+CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": -1}
+
+
+def front_criteria(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput
+                   ) -> tuple[str, ...]:
+    """The criteria of the Pareto front (see the module docstring): $/hour when every feasible
+    option has one, req/s unless the objective is ``min_cost``, and TTFT P90."""
+    feasible = [r for r in results if r.feasible]
+    priced = all(r.usd_per_hour is not None for r in feasible)
+    return (*(("usd_per_hour",) if priced else ()),
+            *(("capacity_rps",) if objective != ObjectiveKind.min_cost else ()), "ttft_p90_s")
+
+
+def pareto_front(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput) -> set[int]:
+    """Indices of the feasible results that no other feasible result dominates on
+    ``front_criteria`` (at least as good on each, better on one)."""
+    criteria = front_criteria(results, objective)
+
+    def loss(r: OptionResult, name: str) -> float:  # less is better
+        value = getattr(r, name)
+        return math.inf if value is None else -CRITERIA_SENSE[name] * value
+
+    points = {i: tuple(loss(r, name) for name in criteria) for i, r in enumerate(results) if r.feasible}
     front = set()
     for i, a in points.items():
         dominated = any(all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a))
@@ -163,7 +197,9 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
             results.append(plan_option(scenarios, option, mode))
             progress(k + 1, total)
     results.sort(key=rank_key(scenarios.objective))
-    return Comparison(scenarios.name, scenarios.objective, results, pareto_front(results), scenarios.basis)
+    objective = scenarios.objective
+    return Comparison(scenarios.name, objective, results, pareto_front(results, objective), scenarios.basis,
+                      front_criteria(results, objective))
 
 
 def _in_processes(scenarios: ScenarioSet, mode, jobs: int, progress) -> list[OptionResult]:

@@ -16,7 +16,10 @@ The link (``LinkCost``): a committed price per Gbps-month on the raw bandwidth
 Budgets and the ``min_cost`` objective count *provisioned* cost: capital plus power at
 full load (busy = 1) plus the committed link, so that a budget holds in the busiest hour.
 Reports give the cost at the operating point (``tco``): power at the busy share each pool
-runs at there, and egress at that rate.
+runs at there, and egress at that rate. A pool whose hardware has no TDP draws an unknown
+power (``PoolTco.power_kw`` None); the plan's total kW and J/token are then None too, and
+``counted_power_kw`` (the pools with a TDP) is a lower bound, reported as such. Its $ of power
+is counted as 0 (the plan's notes say so).
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ class PoolTco:
     busy: float  # share of time the pool's instances work at the operating rate
     capital_usd_per_hour: float | None
     power_usd_per_hour: float
-    power_kw: float  # at the facility meter (x PUE)
+    power_kw: float | None  # at the facility meter (x PUE); None: instances whose hardware has no TDP
     basis: str
 
 
@@ -143,8 +146,20 @@ class Tco:
         return None if cap is None else cap + self.power_usd_per_hour + self.link_usd_per_hour
 
     @property
-    def power_kw(self) -> float:
-        return sum(p.power_kw for p in self.pools)
+    def power_not_counted(self) -> tuple[str, ...]:
+        """Hardware of the pools that run instances of unknown power (no TDP), each once."""
+        return tuple(dict.fromkeys(p.hardware for p in self.pools if p.power_kw is None))
+
+    @property
+    def counted_power_kw(self) -> float:
+        """Facility kW of the pools whose power is known: the whole draw when ``power_not_counted``
+        is empty, else a lower bound."""
+        return sum(p.power_kw for p in self.pools if p.power_kw is not None)
+
+    @property
+    def power_kw(self) -> float | None:
+        """Facility kW of the plan; None when a pool's power is unknown (see ``counted_power_kw``)."""
+        return None if self.power_not_counted else self.counted_power_kw
 
     def _per_mtok(self, tokens_per_request: float) -> float | None:
         total = self.usd_per_hour
@@ -160,8 +175,8 @@ class Tco:
         return self._per_mtok(self.input_mean_tokens + self.output_mean_tokens)
 
     def _joules(self, tokens_per_request: float) -> float | None:
-        tokens_per_s = self.rate_rps * tokens_per_request
-        return None if tokens_per_s <= 0 or self.power_kw <= 0 else self.power_kw * 1000.0 / tokens_per_s
+        tokens_per_s, kw = self.rate_rps * tokens_per_request, self.power_kw
+        return None if tokens_per_s <= 0 or kw is None or kw <= 0 else kw * 1000.0 / tokens_per_s
 
     @property
     def joules_per_output_token(self) -> float | None:
@@ -178,5 +193,6 @@ def pool_tco(pool, instances: int, busy: float) -> PoolTco:
     chips = instances * pool.gpus_per_instance
     c = pool.cost
     capital = None if c.capital_usd_per_hour is None else c.capital_usd_per_hour * chips
+    kw = None if chips and c.tdp_w is None else c.facility_w(busy) * chips / 1000.0
     return PoolTco(str(pool.role), pool.hardware_name, instances, chips, busy if instances else 0.0, capital,
-                   c.power_usd_per_hour(busy) * chips, c.facility_w(busy) * chips / 1000.0, c.basis)
+                   c.power_usd_per_hour(busy) * chips, kw, c.basis)

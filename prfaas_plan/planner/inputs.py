@@ -27,6 +27,7 @@ from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import canonical_name, looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
+from ..profiles.workload_spec import mixture_weight_notes
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS, MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult
 from ..timing.cost import Engine
@@ -394,6 +395,8 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         warn(mismatch)
         notes.append(mismatch)
     workload = _workload(scenario, source)
+    for name in ("input", "output"):  # relative mixture weights: say what they were read as
+        notes.extend(mixture_weight_notes(getattr(scenario.workload, name), f"workload.{name}"))
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
         raise PlanInputError(f"inputs reach {longest} tokens, beyond {model.name}'s context of "

@@ -476,8 +476,8 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
                       if p.instances and pool.cost.tdp_w is None})
     if unknown:
-        result.notes.append(f"no tdp_w in the profile of {', '.join(unknown)}: its power (kW, J/token, $ of power) "
-                            "is not counted")
+        result.notes.append(f"no tdp_w in the profile of {', '.join(unknown)}: its power is not known (the plan's kW "
+                            "is a lower bound without it, J/token is not given, its $ of power is counted as 0)")
     return result
 
 

@@ -291,9 +291,17 @@ class RobustSpec(StrictModel):
         names = [c.name for c in self.cases]
         if len(set(names)) < len(names):
             raise ValueError("case names must differ")
-        if self.objective == RobustObjective.weighted and abs(sum(c.weight for c in self.cases) - 1.0) > 1e-6:
-            raise ValueError(f"weights sum to {sum(c.weight for c in self.cases):g}, not 1")
+        # the weights: needed by ``weighted``; under the other objectives optional, and when given they
+        # make the report's weighted figure and break ties, so they sum to 1 under every objective
+        total = sum(c.weight for c in self.cases)
+        if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:
+            raise ValueError(f"the cases' weights sum to {total:g}, not 1")
         return self
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the cases carry weights (the ``weighted`` objective, or any case gives one)."""
+        return self.objective == RobustObjective.weighted or any("weight" in c.model_fields_set for c in self.cases)
 
 
 class WindowSpec(StrictModel):

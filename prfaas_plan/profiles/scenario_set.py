@@ -24,7 +24,7 @@ from ..choices import Basis, ObjectiveKind
 from ..errors import PlanInputError
 from ..ranges import COMPARE_OPTIONS
 from .cost_spec import CostSpec
-from .registry import hardware_identity, looks_like_path, same_hardware
+from .registry import hardware_identity, looks_like_path, resolve_hardware, same_hardware
 from .scenario import AUTO, ClusterSpec, CountRange, Scenario
 
 NO_DECODE_POOL = "none"
@@ -100,6 +100,18 @@ def options_of(scenario: Scenario, prfaas=None, pd=None, pd_decode=None, model=N
     return combos
 
 
+def _new_price(hardware: str) -> str:
+    """What a pool moved onto ``hardware`` is priced at, for the note that its old cost was dropped:
+    the profile's example rental, or that it has none."""
+    try:
+        price = resolve_hardware(hardware).price_usd_per_gpu_hour
+    except PlanInputError:  # reported when the option is planned
+        return " (priced at its profile's example rental, if it has one)"
+    if price is None:
+        return f", and {hardware} has no price (no price_usd_per_gpu_hour in its profile)"
+    return f" (priced at its profile's example rental, ${price:,.2f} per GPU-hour)"
+
+
 def option_scenario(scenario: Scenario, option: CompareOption, source: str | None = None
                     ) -> tuple[Scenario, list[str]]:
     """The scenario with the option's parts replaced (see the module docstring), and notes.
@@ -117,7 +129,7 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
                                               ("cost", spec.cost != CostSpec())) if present]
         if dropped:
             notes.append(f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
-                         + (" (priced at the profile's example rental)" if "cost" in dropped else ""))
+                         + (_new_price(hardware) if "cost" in dropped else ""))
         # calibration points stay with the instance they were measured on (calibration_hardware, _gpus)
         return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
 
@@ -165,9 +177,13 @@ def describe(scenario: Scenario) -> dict:
     """The identity of a scenario as written (references, not resolved profiles): for options
     that could not be planned."""
     dec = scenario.pd_decode
+
+    def chips(spec):  # a fixed count as written; None for auto
+        return spec.gpus_per_instance if spec is not None and isinstance(spec.gpus_per_instance, int) else None
     return {"scenario": scenario.name, "model": scenario.model, "prfaas_hardware": scenario.prfaas.hardware,
-            "pd_hardware": scenario.pd.hardware, "pd_decode_hardware": None if dec is None else dec.hardware,
-            "link_gbps": float(scenario.link.bandwidth_gbps)}
+            "prfaas_gpus_per_instance": chips(scenario.prfaas), "pd_hardware": scenario.pd.hardware,
+            "pd_gpus_per_instance": chips(scenario.pd), "pd_decode_hardware": None if dec is None else dec.hardware,
+            "pd_decode_gpus_per_instance": chips(dec), "link_gbps": float(scenario.link.bandwidth_gbps)}
 
 
 def references(scenario: Scenario, options: tuple[CompareOption, ...] = ()) -> list[tuple[str, str, str]]:

@@ -2,7 +2,9 @@
 a pydantic union discriminated by ``type``, so that every error names its field path
 (``workload.input.components[1].sigma``). ``prfaas_plan.workload`` builds the distribution.
 
-Token values may be written as counts (``131072``) or with K = 1,024 (``128K``).
+Token values may be written as counts (``131072``) or with K = 1,024 (``128K``). A mixture's
+weights are relative (like a histogram's counts: ``workload.distributions.mixture`` divides each
+by their sum); ``mixture_weight_notes`` says so where they do not sum to 1.
 """
 
 from __future__ import annotations
@@ -121,3 +123,24 @@ LengthSpec = Annotated[
 ]
 MixtureSpec.model_rebuild()
 register_tags(*WorkloadType)
+
+
+def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[str]:
+    """A note per mixture (``field`` and below) whose component weights do not sum to 1 (within
+    1e-9): each weight is divided by their sum, and the note gives the shares used. Walks at most
+    ``limit_nodes`` specs (a mixture of aliased mixtures may have millions)."""
+    notes: list[str] = []
+    stack, seen = [(spec, field)], 0
+    while stack and seen < limit_nodes:
+        node, path = stack.pop()
+        seen += 1
+        if not isinstance(node, MixtureSpec):
+            continue
+        weights = [c.weight for c in node.components]
+        total = sum(weights)
+        if total > 0 and abs(total - 1.0) > 1e-9:
+            shares = ", ".join(f"{w / total:.3g}" for w in weights[:6]) + (", ..." if len(weights) > 6 else "")
+            notes.append(f"{path}: the mixture's weights sum to {total:g}, not 1: each is divided by the sum "
+                         f"(shares {shares})")
+        stack.extend((c, f"{path}.components[{i}]") for i, c in reversed(list(enumerate(node.components))))
+    return notes

@@ -16,7 +16,7 @@ METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps",
               "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour", "operating_rate_rps",
               "ttft_p90_s", "tpot_ms", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
               "usd_per_hour_operating", "usd_per_mtok_output",
-              "usd_per_mtok_blended", "power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
+              "usd_per_mtok_blended", "power_kw", "counted_power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
               "ratio_vs_homogeneous", "notes")
 
 
@@ -44,7 +44,8 @@ def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
         "link_utilisation_at_operating_rate": _round(r.link_utilisation_at_operating_rate),
         "usd_per_hour_operating": cost.get("usd_per_hour"),
         "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
-        "power_kw": cost.get("power_kw"), "joules_per_output_token": cost.get("joules_per_output_token"),
+        "power_kw": cost.get("power_kw"), "counted_power_kw": cost.get("counted_power_kw"),
+        "joules_per_output_token": cost.get("joules_per_output_token"),
         "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
         "notes": "; ".join(r.notes),
@@ -65,10 +66,38 @@ def _num(digits: int):
 
 
 def _chips(row: dict) -> str:
-    parts = [f"{row['prfaas_gpus_per_instance']}", f"{row['pd_gpus_per_instance']}"]
-    if row["pd_decode_gpus_per_instance"] is not None:
-        parts.append(f"{row['pd_decode_gpus_per_instance']}")
-    return "/".join(p if p != "None" else "-" for p in parts)
+    parts = [row["prfaas_gpus_per_instance"], row["pd_gpus_per_instance"]]
+    if row["pd_decode_hardware"] is not None:
+        parts.append(row["pd_decode_gpus_per_instance"])
+    return "-" if all(p is None for p in parts) else "/".join("-" if p is None else str(p) for p in parts)
+
+
+CRITERIA_NAMES = {"usd_per_hour": "$/hour", "capacity_rps": "req/s", "ttft_p90_s": "TTFT P90"}
+
+
+def front_note(comparison) -> str:
+    """What ``*`` means: the front's criteria (``planner.compare.front_criteria``) and why one is left out."""
+    names = [CRITERIA_NAMES[c] for c in comparison.front]
+    where = "at the target rate" if comparison.objective == "min_cost" else "at each option's operating rate"
+    text = f"* marks the Pareto front over {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else \
+        f"* marks the Pareto front over {names[0]}"
+    text += f" {where} (no other feasible option is as good on each and better on one)"
+    if comparison.objective == "min_cost":
+        text += "; every option serves the target, so Λ_max above it is not counted"
+    unpriced = comparison.unpriced
+    if unpriced and comparison.feasible:
+        labels = [r.option.label for r in unpriced]
+        text += (f"; $/hour is left out of the front because {len(labels)} option"
+                 f"{' has' if len(labels) == 1 else 's have'} no price ({', '.join(labels)})")
+    return text
+
+
+def _kw(row: dict) -> str:
+    """The kW cell: the plan's facility kW, '≥ x' when a pool's power is unknown (x: the pools
+    whose power is known), '-' without a plan."""
+    if row["power_kw"] is not None:
+        return f"{row['power_kw']:,.1f}"
+    return "-" if row["counted_power_kw"] is None else f"≥ {row['counted_power_kw']:,.1f}"
 
 
 def compare_view(comparison) -> Report:
@@ -76,9 +105,10 @@ def compare_view(comparison) -> Report:
     for row in rows:
         row["pools"] = " / ".join(str(row[k]) for k in ("prfaas_hardware", "pd_hardware", "pd_decode_hardware")
                                   if row[k] is not None)
-        row["chips"] = _chips(row) if row["status"] == "ok" else "-"
+        row["chips"] = _chips(row)  # also on an option not planned, where its chips are known
         row["counts"] = "-" if row["n_p"] is None else f"{row['n_prfaas']}/{row['n_p']}/{row['n_d']}"
         row["front"] = "*" if row["pareto"] else "-"
+        row["kw"] = _kw(row)
     # no $ columns when no option has a price (rather than a column of blanks next to "ok")
     priced = any(row["usd_per_hour"] is not None for row in rows)
     priced_columns = [Column("usd_per_hour", "$/h", _num(0)),
@@ -95,17 +125,20 @@ def compare_view(comparison) -> Report:
         Column("capacity_rps", f"{served} req/s", _num(3)),
         *priced_columns,
         Column("ttft_p90_s", "TTFT P90 s", _num(2)),
-        Column("power_kw", "kW", _num(1)),
+        Column("kw", "kW", justify="right"),
         Column("status", "status", justify="left"),
     ]
     csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV, *SOURCE_KEYS)]
     ranked = "least provisioned $/hour" if comparison.objective == "min_cost" else f"most req/s ({served})"
-    notes = [f"ranked by {ranked}; * marks the Pareto front over $/hour, req/s and TTFT P90 at each option's "
-             "operating rate",
+    notes = [f"ranked by {ranked}; {front_note(comparison)}",
              "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
              "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)" if priced else
              "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
              "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)"]
+    partial = [row["option"] for row in rows if row["power_kw"] is None and row["counted_power_kw"] is not None]
+    if partial:
+        notes.append("kW '≥ x': a pool's hardware has no tdp_w, so its power is not known; x is the power of the "
+                     f"other pools, a lower bound ({', '.join(partial)})")
     shared: dict[str, list[str]] = {}
     for row in rows:
         if row["status"] != "ok":

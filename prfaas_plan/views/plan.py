@@ -105,12 +105,14 @@ def tco_json(tco) -> dict:
         "link_egress_usd_per_hour": round(tco.link_egress_usd_per_hour, 4),
         "usd_per_mtok_output": _opt(tco.usd_per_mtok_output, 6),
         "usd_per_mtok_blended": _opt(tco.usd_per_mtok_blended, 6),
-        "power_kw": round(tco.power_kw, 4),
+        "power_kw": _opt(tco.power_kw, 4),
+        "counted_power_kw": round(tco.counted_power_kw, 4),  # a lower bound when power_not_counted is not empty
+        "power_not_counted": list(tco.power_not_counted),
         "joules_per_output_token": _opt(tco.joules_per_output_token, 4),
         "joules_per_token": _opt(tco.joules_per_token, 4),
         "pools": [{"role": p.role, "hardware": p.hardware, "instances": p.instances, "chips": p.chips,
                    "busy": round(p.busy, 6), "basis": p.basis, "capital_usd_per_hour": _opt(p.capital_usd_per_hour, 4),
-                   "power_usd_per_hour": round(p.power_usd_per_hour, 4), "power_kw": round(p.power_kw, 4)}
+                   "power_usd_per_hour": round(p.power_usd_per_hour, 4), "power_kw": _opt(p.power_kw, 4)}
                   for p in tco.pools],
     }
 
@@ -343,6 +345,14 @@ def _usd(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"${value:,.{digits}f}"
 
 
+def power_text(tco) -> str:
+    """The plan's facility kW, or its known part marked as a lower bound ('≥ 99.6 kW at the meter,
+    rubin-cpx not counted') when a pool's hardware has no TDP."""
+    if tco.power_kw is not None:
+        return f"{tco.power_kw:,.1f} kW at the meter"
+    return f"≥ {tco.counted_power_kw:,.1f} kW at the meter, {', '.join(tco.power_not_counted)} not counted"
+
+
 def _operating_details(result) -> list[tuple[str, str]]:
     """The operating rate, latency, link and cost there."""
     lat, tco = result.operating_latency, result.tco
@@ -352,11 +362,11 @@ def _operating_details(result) -> list[tuple[str, str]]:
                                      f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
     if tco is not None:
         parts = ", ".join(f"{_pool_label(p.role)} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%"
-                          for p in tco.pools if p.instances)
+                          + (": power not known" if p.power_kw is None else "") for p in tco.pools if p.instances)
         per_out = tco.joules_per_output_token
-        power = ("power", f"{tco.power_kw:,.1f} kW at the meter ({parts}); "
-                          + ("-" if per_out is None else f"{per_out:,.1f} J per output token, "
-                                                         f"{tco.joules_per_token:,.2f} J per token"))
+        power = ("power", f"{power_text(tco)} ({parts}); "
+                          + ("J per token not known" if tco.power_kw is None else "-" if per_out is None else
+                             f"{per_out:,.1f} J per output token, {tco.joules_per_token:,.2f} J per token"))
         if tco.usd_per_hour is None:  # no price: no $ lines (the provisioned cost line says why)
             return [*rows, power]
         rows.append(("cost at that rate",
@@ -556,7 +566,12 @@ def robust_view(result, inputs) -> Report:
     rows = [{**ident, "case": c.name, "weight": c.weight, "target_rate_rps": c.target_rate_rps,
              "n_prfaas": result.n_prfaas, "threshold_tokens": c.threshold_tokens, "p": round(c.p, 6), "n_p": c.n_p,
              "n_d": c.n_d, "lambda_max_rps": round(c.lambda_max_rps, 6), "own_lambda_rps": round(c.own_lambda_rps, 6),
-             "loss": round(c.loss, 6), "own_counts": "/".join(map(str, c.own_counts))} for c in result.cases]
+             "loss_fraction": round(c.loss, 6),  # a share (0.25 = 25%), as are p and the weights
+             # the counts of the case planned alone, one number a column (a spreadsheet reads '7/1/6' as a date)
+             **dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts))} for c in result.cases]
+    csv = csv_columns(rows)
+    for row in rows:  # the table's one cell for them
+        row["own_counts"] = f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}"
     shared = (f"N_prfaas {result.n_prfaas}, " + (f"N_p {result.n_pd}, N_d {result.n_decode}" if result.n_decode is not None
                                                  else f"N_pd {result.n_pd} (split per case)"))
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
@@ -566,11 +581,14 @@ def robust_view(result, inputs) -> Report:
                  Column("target_rate_rps", "target req/s", _auto), Column("threshold_tokens", "t (tokens)", _auto),
                  Column("p", "p", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("lambda_max_rps", "Λ_max req/s", _auto), Column("own_lambda_rps", "alone req/s", _auto),
-                 Column("loss", "loss", lambda v: f"{100 * v:.1f}%"), Column("own_counts", "alone N_f/N_p/N_d",
-                                                                              justify="right")],
+                 Column("loss_fraction", "loss", lambda v: f"{100 * v:.1f}%"),
+                 Column("own_counts", "alone N_f/N_p/N_d", justify="right")],
         rows=rows, meta={"scenario": inputs.name, "objective": str(result.objective)},
-        csv_columns=csv_columns(rows),
-        notes=[f"worst case {result.worst_lambda_rps:.3f} req/s, weighted {result.weighted_lambda_rps:.3f} req/s; "
+        csv_columns=csv,
+        notes=[f"worst case {result.worst_lambda_rps:.3f} req/s"
+               # the weights sum to 1 when given (``profiles.scenario.RobustSpec``); none given: no weighted figure
+               + (f", weighted {result.weighted_lambda_rps:.3f} req/s" if any(c.weight for c in result.cases) else "")
+               + "; "
                + ("loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
                   if result.objective == "min_cost" else
                   "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and "
@@ -588,9 +606,10 @@ def schedule_view(day, inputs, simulated=None) -> Report:
     for w, s in zip(day.windows, day.static_windows):
         rows.append({**ident, "window": w.name, "hours": w.hours, "rate_rps": w.rate_rps, "n_prfaas": day.n_prfaas,
                      "n_p": w.n_p, "n_d": w.n_d, "switched": w.switched, "threshold_tokens": w.threshold_tokens,
-                     "capacity_rps": round(w.capacity_rps, 6), "utilisation": round(w.utilisation, 6),
+                     "capacity_rps": round(w.capacity_rps, 6),
+                     "utilisation_fraction": round(w.utilisation, 6),  # rate / capacity (1.0: full)
                      "static_n_p": s.n_p, "static_n_d": s.n_d, "static_capacity_rps": round(s.capacity_rps, 6),
-                     "static_utilisation": round(s.utilisation, 6)})
+                     "static_utilisation_fraction": round(s.utilisation, 6)})
     stability = {True: "bounded", False: "growing", None: "unknown"}
     for row, sim in zip(rows, simulated or ()):
         row["sim_queues"], row["static_sim_queues"] = (stability[x] for x in sim)
@@ -608,9 +627,9 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         columns=[Column("window", "window", justify="left", keep=True), Column("hours", "hours", _auto),
                  Column("rate_rps", "rate req/s", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
                  Column("switched", "switched", _auto), Column("threshold_tokens", "t (tokens)", _auto),
-                 Column("capacity_rps", "capacity req/s", _auto), Column("utilisation", "load", _auto),
+                 Column("capacity_rps", "capacity req/s", _auto), Column("utilisation_fraction", "load", _auto),
                  Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static capacity req/s", _auto),
-                 Column("static_utilisation", "static load", _auto),
+                 Column("static_utilisation_fraction", "static load", _auto),
                  *([Column("sim_queues", "sim queues", justify="left"),
                     Column("static_sim_queues", "static sim", justify="left")] if simulated else [])],
         rows=rows, csv_columns=csv_columns(rows),
