@@ -33,7 +33,8 @@ TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes",
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
 UNITLESS_NAMES = {"p", "load", "weight", "rank", "layers", "ratio_vs_homogeneous", "n_prfaas", "n_p", "n_d", "n_pd",
                   "own_n_prfaas", "own_n_p", "own_n_d", "static_n_p", "static_n_d", "switched", "eff_matmul",
-                  "eff_attention", "eff_memory", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate"}
+                  "eff_attention", "eff_memory", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
+                  "link_utilisation_at_planned_rate"}
 UNIT_SUFFIXES = ("_s", "_ms", "hours", "_tokens", "_bytes", "_mib", "_gib", "_gb", "_gbps", "_tflops", "_tb_per_s",
                  "_gb_per_s", "_rps", "_per_s", "_per_gpu", "_per_chip", "_per_token", "_per_output_token", "_usd_per_hour",
                  "usd_per_hour", "usd_per_gpu_hour", "_kw", "_requests", "_billions", "_pct",
@@ -181,7 +182,7 @@ def test_sites_csv_has_a_column_per_link_figure_and_prices_add_up(run_cli, tmp_p
     for site in result.pd:
         row = links[site.name]
         assert float(row["egress_gbps"]) == pytest.approx(site.egress_gbps["factory"], abs=1e-4)
-        assert float(row["link_utilisation"]) == pytest.approx(site.egress_gbps["factory"] /
+        assert float(row["link_utilisation_at_planned_rate"]) == pytest.approx(site.egress_gbps["factory"] /
                                                                float(row["usable_gbps"]), abs=1e-5)
         assert float(row["offload_rps"]) == pytest.approx(site.offload_rps["factory"], abs=1e-6)
     hw = {h: api.hardware_of(h).price_usd_per_gpu_hour for h in ("h200", "h20")}

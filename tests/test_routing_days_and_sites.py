@@ -489,7 +489,7 @@ def test_two_sites_fill_the_small_link_to_its_cap_and_match_brute_force(tmp_path
     assert result.scale == pytest.approx(best, rel=1e-6)
     assert not result.one_site
     west = next(s for s in result.pd if s.name == "west")
-    assert west.link_utilisation["factory"] < 0.5  # the wide link has room; the small one is full
+    assert west.link_utilisation_at_planned_rate["factory"] < 0.5  # the wide link has room; the small one is full
 
 
 def test_one_site_scenario_gives_the_case_study_plan_exactly(tmp_path):
@@ -557,7 +557,7 @@ def test_two_edges_through_a_day_meets_every_constraint():
             assert site.served_rps <= inputs.decode_rps_per_instance * site.n_d * (1 + 1e-6)
             assert site.served_rps * table.pd_work_s[k] <= site.n_p * (1 + 1e-6) + 1e-9
             assert site.offload_rps["factory"] == pytest.approx(site.served_rps * table.p[k], rel=1e-6, abs=1e-9)
-            assert site.link_utilisation["factory"] <= 1 + 1e-6
+            assert site.link_utilisation_at_planned_rate["factory"] <= 1 + 1e-6
             prfaas_seconds += site.served_rps * table.prfaas_work_s[k]
         assert prfaas_seconds <= n_f * (1 + 1e-6)
     assert result.usd_per_hour > 0

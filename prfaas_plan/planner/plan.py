@@ -79,7 +79,10 @@ class Marginal:
     - ``lambda_rps``, the unit's own gain: one more unit required, the budgets held (0 with
       ``fits`` False where they do not allow it); valued at the plan's provisioned $/hour per req/s;
     - ``budget_lambda_rps``, what the budget relaxation buys: the budgets raised by the unit's price
-      (and chips), the unit not required; ``budget_counts`` the counts it buys. None without budgets.
+      (and chips), the unit not required; ``budget_counts`` the counts it buys and
+      ``budget_usd_per_hour`` their provisioned $/hour. None without budgets. The raised plan may
+      cost more than ``plan_usd_per_hour`` + the unit's price: it then also spends
+      ``unused_budget_usd_per_hour``, the $/hour budget the plan left unused (budget - plan cost).
 
     ``blocked_by`` names the budgets that the plan's counts plus the unit break."""
 
@@ -91,6 +94,9 @@ class Marginal:
     fits: bool = True  # whether any plan with the unit is within the budgets held
     budget_lambda_rps: float | None = None  # Lambda gain of the budgets raised by the unit's price
     budget_counts: tuple[int, int, int] | None = None  # (N_prfaas, N_p, N_d) that the raised budgets buy
+    budget_usd_per_hour: float | None = None  # provisioned $/hour of budget_counts
+    plan_usd_per_hour: float | None = None  # provisioned $/hour of the plan the marginal is of
+    unused_budget_usd_per_hour: float | None = None  # usd_per_hour budget - plan_usd_per_hour (None: no $ budget)
 
 
 @dataclass
@@ -373,21 +379,24 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     plan_cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_rps = plan_cost / base if plan_cost is not None and base > 0 else None
     budgeted = bool(limits.gpu_budget) or limits.usd_per_hour is not None
+    unused = None if limits.usd_per_hour is None or plan_cost is None else limits.usd_per_hour - plan_cost
 
-    def relaxed(hardware: str | None, chips: int, price: float | None) -> tuple[float | None, tuple | None]:
-        """What the budgets raised by one unit's chips and price buy (None without budgets)."""
+    def relaxed(hardware: str | None, chips: int, price: float | None) -> tuple:
+        """What the budgets raised by one unit's chips and price buy: the Lambda gain, the counts
+        and their provisioned $/hour (None without budgets)."""
         if not budgeted:
-            return None, None
+            return None, None, None
         try:
             more = optimise(inputs, table, limits=_raised(limits, hardware, chips, price), **what_if)
         except PlanInputError:
-            return None, None
-        return more.lambda_max - base, (more.n_prfaas, more.n_p, more.n_d)
+            return None, None, None
+        counts = (more.n_prfaas, more.n_p, more.n_d)
+        return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)
 
     def marginal(what: str, own: float | None, blocked: tuple[str, ...], price: float | None, budget) -> Marginal:
         gain = 0.0 if own is None else own
         return Marginal(what, gain, price, None if per_rps is None else gain * per_rps, blocked, own is not None,
-                        *budget)
+                        *budget, plan_usd_per_hour=plan_cost, unused_budget_usd_per_hour=unused)
 
     link = inputs.link
     more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)

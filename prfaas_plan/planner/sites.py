@@ -58,7 +58,8 @@ class PdSitePlan:
     n_d: int
     offload_rps: dict  # PrfaaS site -> offloaded req/s
     egress_gbps: dict  # PrfaaS site -> KV egress on that link, decimal Gbps
-    link_utilisation: dict  # PrfaaS site -> egress / usable bandwidth
+    # PrfaaS site -> egress at the planned rate (offload_rps) / that link's usable bandwidth
+    link_utilisation_at_planned_rate: dict
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..units import format_tokens
 from .identity import IDENTITY_CSV, csv_columns, identified
+from .timing import layout_chosen
 
 _LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
            DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
@@ -87,7 +88,25 @@ def sources_view(rows: list[dict], title: str, notes: list[str]) -> Report:
 SOURCES_NOTE = ("prefill: measured (the points, PCHIP), calibrated (the roofline fitted to measured points of that "
                 "hardware) or roofline; capacity per request (N / T_prefill) or saturated (batched passes); decode: "
                 "scenario (its measured rate), calibrated (the roofline's steps scaled to a measured rate), measured "
-                "(the model profile's) or roofline")
+                "(the model profile's) or roofline; layout: the one a roofline or calibrated curve is computed on, and "
+                "for a measured curve (shape L) the one whose roofline shapes the curve around its points")
+
+
+def _shape_notes(inputs) -> list[str]:
+    """For each pool on a measured curve: what its layout (shape L) is for, so that it reads beside
+    ``kv``'s layout of the same points (views.timing.kv_layout_note)."""
+    out = []
+    for pool in (inputs.prfaas, inputs.pd):
+        roofline = getattr(pool.curve, "roofline", pool.curve)
+        if roofline is pool.curve:
+            continue
+        lay = roofline.layout.label
+        how = layout_chosen(pool.instance.layout is not None, str(roofline.capacity))
+        out.append(f"{_pool_label(pool.role)} layout shape {lay}: the curve is the measured points on "
+                   f"{pool.instance.label}; {lay} is the layout whose roofline shapes it around them ({how}), which "
+                   "says nothing of how they were measured; kv, choosing for one prompt alone, may name another "
+                   "layout for the same points")
+    return out
 
 
 def tco_json(tco) -> dict:
@@ -192,7 +211,10 @@ def plan_json(result) -> dict:
                          "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
                          "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by),
                          "budget_lambda_rps": _opt(m.budget_lambda_rps, 6),
-                         "budget_counts": None if m.budget_counts is None else list(m.budget_counts)}
+                         "budget_counts": None if m.budget_counts is None else list(m.budget_counts),
+                         "budget_usd_per_hour": _opt(m.budget_usd_per_hour, 4),
+                         "plan_usd_per_hour": _opt(m.plan_usd_per_hour, 4),
+                         "unused_budget_usd_per_hour": _opt(m.unused_budget_usd_per_hour, 4)}
                      for k, m in result.marginals.items()},
         "jensen": {
             "lambda_exact": round(result.lambda_by_mode(PlanMode.exact), 6),
@@ -327,7 +349,7 @@ def plan_view(result) -> Report:
                      rows=[{"item": k, "value": v} for k, v in details])
     pools = " / ".join(p.hardware_name for p in inputs.pools)
     sources_table = sources_view([{**doc["sources"], "pools": pools}], "Sources (basis as-given: the scenario's "
-                                 "measurements where it has them)", [SOURCES_NOTE])
+                                 "measurements where it has them)", [SOURCES_NOTE, *_shape_notes(inputs)])
     return Report(
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
         columns=columns, rows=rows, csv_columns=csv_columns,
@@ -405,6 +427,9 @@ def _marginal_details(result) -> list[tuple[str, str]]:
     """Each marginal value: the unit's own gain with the budgets held (what it is worth against its
     price) and, with budgets, what the budgets raised by its price buy instead (and as which counts)."""
     rows = []
+    pt, anchor = result.point, result.marginal_anchor
+    shown = anchor == (pt.n_prfaas, pt.n_p, pt.n_d) and abs(pt.lambda_max - result.max_throughput_lambda) <= \
+        1e-9 * result.max_throughput_lambda
     for what, m in result.marginals.items():
         worth = "" if m.value_usd_per_hour is None else f", worth {_usd(m.value_usd_per_hour)}/hour"
         if m.budget_lambda_rps is None and m.fits:  # no budgets: the unit's gain is all there is
@@ -418,23 +443,39 @@ def _marginal_details(result) -> list[tuple[str, str]]:
             if m.blocked_by:
                 text += f" (the plan plus it breaks {', '.join(m.blocked_by)})"
             if m.budget_lambda_rps is not None:
-                text += (f"; the budgets raised by its price buy {m.budget_lambda_rps:+.4f} req/s instead "
-                         f"(N_f/N_p/N_d {'/'.join(map(str, m.budget_counts))})")
+                text += "; " + _relaxed_text(m, anchor, "this plan" if shown else "the max-throughput plan")
         rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
     if rows:
-        pt = result.point
-        anchor = result.marginal_anchor
-        shown = anchor == (pt.n_prfaas, pt.n_p, pt.n_d) and abs(pt.lambda_max - result.max_throughput_lambda) <= \
-            1e-9 * result.max_throughput_lambda
         of = "" if shown else (f"of the max-throughput plan (N_f/N_p/N_d {'/'.join(map(str, anchor))}, Λ_max "
                                f"{result.max_throughput_lambda:.3f} req/s), not of the plan shown; ")
         budgeted = any(m.budget_lambda_rps is not None for m in result.marginals.values())
         rows.append(("marginal values", f"{of}own gain = max-throughput Λ_max re-optimised (threshold and the other "
                                         "counts) with one more unit"
                      + (" and the budgets held; the budgets raised by its price = re-optimised with the budgets raised "
-                        "by the unit's price and chips, the unit not required" if budgeted else "")
+                        "by the unit's price and chips, the unit not required: the plan it reaches, at its provisioned "
+                        "$/hour, which may also spend budget the plan left unused" if budgeted else "")
                      + "; worth = own gain x the max-throughput plan's provisioned $/hour per req/s"))
     return rows
+
+
+def _relaxed_text(m, anchor, plan: str) -> str:
+    """What the budgets raised by a unit's price buy: the plan they allow (counts, provisioned
+    $/hour and its change against ``plan``), saying when it also spends budget the plan left
+    unused (its cost rises by more than the unit's price), then the Lambda gain."""
+    counts = "/".join(map(str, m.budget_counts))
+    gain = f"{m.budget_lambda_rps:+.4f} req/s"
+    if m.budget_counts == anchor:
+        return f"the budgets raised by its price allow no other plan (N_f/N_p/N_d {counts} again): {gain}"
+    text = f"the budgets raised by its price allow another plan, N_f/N_p/N_d {counts}"
+    if m.budget_usd_per_hour is None or m.plan_usd_per_hour is None:
+        return f"{text}: {gain}"
+    extra = m.budget_usd_per_hour - m.plan_usd_per_hour
+    text += f" at {_usd(m.budget_usd_per_hour)}/hour ({'+' if extra >= 0 else '-'}{_usd(abs(extra))}/hour over {plan}"
+    price = m.price_usd_per_hour or 0.0
+    if m.unused_budget_usd_per_hour is not None and extra > price + 0.005:
+        text += (f": {_usd(extra - price)}/hour more than its price, from the "
+                 f"{_usd(m.unused_budget_usd_per_hour)}/hour of the budget {plan} left unused")
+    return f"{text}): {gain}"
 
 
 def _pct(fraction: float) -> str:

@@ -16,7 +16,7 @@ def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
                            "pd_gpus_per_instance", "link_gbps"))
     blank = dict.fromkeys(("usable_gbps", "rtt_ms", "demand_rps", "served_rps",
                            "threshold_tokens", "p", "n_prfaas", "n_pd", "n_p", "n_d", "offload_rps", "egress_gbps",
-                           "link_utilisation", "usd_per_hour"))
+                           "link_utilisation_at_planned_rate", "usd_per_hour"))
     head = {"scenario": result.name, "model": si.pairs[first, si.prfaas[0]].model.name, "window": window.name}
 
     def row(part: str, **cells) -> dict:
@@ -48,7 +48,7 @@ def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
                              link_gbps=round(link.bandwidth_gbps, 6), usable_gbps=round(link.usable_gbps, 6),
                              rtt_ms=round(link.rtt_s * 1000, 6), offload_rps=round(site.offload_rps[f], 6),
                              egress_gbps=round(site.egress_gbps[f], 4),
-                             link_utilisation=round(site.link_utilisation[f], 6),
+                             link_utilisation_at_planned_rate=round(site.link_utilisation_at_planned_rate[f], 6),
                              usd_per_hour=_opt(parts["link", site.name, f], 4),
                              **({} if sim is None else {"sim_egress_gbps": round(sim.egress_gbps.get(f, 0.0), 4)})))
     prfaas = [row("prfaas_site", **prfaas_identity(f), n_prfaas=n,
@@ -93,7 +93,8 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
              "served)", f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items()),
              "rows per window: each PD site, each link (PD site <- PrfaaS site), each PrfaaS site, the total; $/h "
              "provisioned (instances x $/hour per instance, a link's committed price when it carries traffic), the "
-             "same in every window, the parts adding up to the total"]
+             "same in every window, the parts adding up to the total",
+             "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth"]
     if len(result.windows) > 1:
         notes.append(f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
                      f"switches is idle for the first {si.conversion_s:g} s of its window"
@@ -113,7 +114,7 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
                  Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto),
                  Column("n_prfaas", "N_prfaas", _auto), Column("n_pd", "N_pd", _auto),
                  Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
-                 Column("egress_gbps", "egress Gbps", _auto), Column("link_utilisation", "link util", _auto),
+                 Column("egress_gbps", "egress Gbps", _auto), Column("link_utilisation_at_planned_rate", "link util", _auto),
                  Column("usd_per_hour", "$/h", _num(2)),
                  *([Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto), Column("sim_egress_gbps", "sim egress Gbps", _auto),
                     Column("sim_queues", "sim queues", lambda v: "-" if v is None else str(v), justify="left")]

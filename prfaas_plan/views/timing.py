@@ -12,6 +12,28 @@ from .estimate import budget_row
 from .identity import csv_columns, instance_identity
 
 
+def layout_chosen(given: bool, capacity: str) -> str:
+    """How a prefill roofline's layout was chosen (``RooflinePrefill.layout``): given by the
+    instance, else the fitting layout that is fastest for the roofline's capacity."""
+    if given:
+        return "the layout given (parallel)"
+    return ("the fitting layout with the lowest one-prompt TTFT" if capacity == "per_request" else
+            "the fitting layout with the lowest time per token in a saturated pass")
+
+
+def kv_layout_note(result: KvReport) -> str:
+    """What the kv report's layout is for: the layout its one-prompt T_prefill is computed on
+    (roofline), or, for measured points, the layout whose one-prompt roofline shapes the curve
+    around them (``MeasuredPrefill._interp``; the points themselves hold on any layout)."""
+    lay = result.layout.label
+    how = layout_chosen(result.instance.layout is not None, "per_request")
+    if result.source != "measured":
+        return f"; layout {lay}: the layout its one-prompt latency is computed on ({how})"
+    return (f"; layout {lay}: the layout whose one-prompt roofline shapes the curve around the measured points "
+            f"({how}), which says nothing of how they were measured; plan's Sources may name another for the same "
+            "points: its pool's roofline layout")
+
+
 def kv_view(result: KvReport) -> Report:
     kv = result.kv_model
     ident = instance_identity(result.model.name, result.instance.hardware.name, result.instance.gpus,
@@ -41,9 +63,9 @@ def kv_view(result: KvReport) -> Report:
     notes = [
         kv_note,
         f"T_prefill source: {result.source}"
-        + (" (profile's measured points, PCHIP-interpolated; roofline shape outside them)" if result.source == "measured" else
-           " (per-layer roofline with the hardware profile's efficiency factors)")
-        + (f"; one prompt alone on {result.layout.label}" if result.layout is not None else ""),
+        + (" (profile's measured points, PCHIP-interpolated; roofline shape outside them)" if result.source == "measured"
+           else " (per-layer roofline with the hardware profile's efficiency factors; one prompt alone)")
+        + (kv_layout_note(result) if result.layout is not None else ""),
         "Phi_kv = S_kv / T_prefill in decimal Gbps; K = 1024 tokens; MiB = 2^20 B",
     ]
     return Report(
