@@ -465,6 +465,30 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/views/plan.py",
         '**dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts))} for c in result.cases]',
         '**dict(zip(("own_n_p", "own_n_prfaas", "own_n_d"), c.own_counts))} for c in result.cases]'),
+    "relaxed-plan-priced-as-the-plan": (
+        "prfaas_plan/planner/plan.py",
+        "return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)",
+        "return more.lambda_max - base, counts, usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)"),
+    "unused-budget-is-the-whole-budget": (
+        "prfaas_plan/planner/plan.py",
+        "else limits.usd_per_hour - plan_cost",
+        "else limits.usd_per_hour"),
+    "relaxed-rise-net-of-the-price": (
+        "prfaas_plan/views/plan.py",
+        "extra = m.budget_usd_per_hour - m.plan_usd_per_hour",
+        "extra = m.budget_usd_per_hour - m.plan_usd_per_hour - (m.price_usd_per_hour or 0.0)"),
+    "slack-said-when-none-is-spent": (
+        "prfaas_plan/views/plan.py",
+        "extra > price + 0.005",
+        "extra > 0.005"),
+    "sites-link-utilisation-on-raw-bandwidth": (
+        "prfaas_plan/views/sites.py",
+        "link_utilisation_at_planned_rate=round(site.link_utilisation_at_planned_rate[f], 6),",
+        "link_utilisation_at_planned_rate=round(site.egress_gbps[f] / link.bandwidth_gbps, 6),"),
+    "layout-choice-text-swapped": (
+        "prfaas_plan/views/timing.py",
+        'TTFT" if capacity == "per_request" else',
+        'TTFT" if capacity != "per_request" else'),
 }
 
 
