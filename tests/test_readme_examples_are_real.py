@@ -1,0 +1,350 @@
+"""Every README example of a command's output is that command's real output.
+
+An example is a plain ``` block or a Markdown table. Its command is named either on the block's
+first line (``$ prfaas-plan ...``, the rest of the block is the output) or in the paragraph just
+before it, as the last `prfaas-plan ...` (or `python benchmarks/published.py`) span there or the
+last command of a ```bash block just before. Each
+such example is run (in-process, each command once per session) and compared:
+
+- a block, line by line: each shown line (blank lines, table rules and ``...`` excepted) is an
+  output line, in the output's order, whose numbers include the shown line's numbers in order
+  (exactly as printed) and whose words include its words in order;
+- a table, row by row: the row's numbers are in the output's row of the same name, in order, to
+  the digits the README shows (tables round); two tables whose columns are runs of their own
+  (compare's ``--basis`` columns, simulate's arrivals and policy) build each cell's command.
+
+A block whose output depends on timing or randomness may opt out with the comment
+``<!-- readme-example: not checked (REASON) -->`` on the line before it; the opted-out blocks are
+listed here (``OPTED_OUT``), so an opt-out cannot hide unnoticed. A plain block that names no
+command must hold only error lines of hypothetical inputs (``prfaas-plan: error: ...``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO, write_case_study
+
+OPT_OUT = re.compile(r"<!-- readme-example: not checked \(([^)]+)\) -->")
+OPTED_OUT: dict[str, str] = {}  # command -> reason; nothing in the README depends on timing today
+_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
+_RULE = re.compile(r"^[\s─\-|:]*$")
+_NAMED = re.compile(r"`(prfaas-plan\s[^`]+|python benchmarks/published\.py)`")
+
+
+@dataclass(frozen=True)
+class Example:
+    kind: str            # "block" or "table"
+    command: str | None  # as the README names it, whitespace collapsed
+    text: str            # the shown output (a block without its "$" line) or the table
+    line: int            # 1-based line of the README where it starts
+    opted_out: str | None = None
+
+
+def examples(readme: str) -> list[Example]:
+    """The README's plain ``` blocks and its Markdown tables, each with the command it names."""
+    lines = readme.splitlines()
+    found: list[Example] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+            if line.strip() == "```":
+                body = lines[i + 1:end]
+                command, opted = _context(lines, i)
+                if body and body[0].startswith("$ prfaas-plan "):
+                    command, body = body[0][2:].strip(), body[1:]
+                found.append(Example("block", command, "\n".join(body), i + 1, opted))
+            i = end + 1
+            continue
+        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+            end = i
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            command, opted = _context(lines, i)
+            found.append(Example("table", command, "\n".join(lines[i:end]), i + 1, opted))
+            i = end
+            continue
+        i += 1
+    return found
+
+
+def _context(lines: list[str], start: int) -> tuple[str | None, str | None]:
+    """The command named by the paragraph before line ``start`` and the opt-out reason, if any."""
+    j, opted = start - 1, None
+    if j >= 0 and (m := OPT_OUT.fullmatch(lines[j].strip())):
+        opted, j = m[1], j - 1
+    while j >= 0 and not lines[j].strip():
+        j -= 1
+    para: list[str] = []
+    while j >= 0 and lines[j].strip():
+        para.insert(0, lines[j])
+        j -= 1
+    if para and para[0].startswith("```"):  # a command block just before: its last command
+        para = [f"`{line.split('#')[0].strip()}`" for line in para[1:-1]]
+    named = _NAMED.findall("\n".join(para))
+    return (" ".join(named[-1].split()) if named else None), opted
+
+
+def _numbers(text: str) -> list[str]:
+    return _NUMBER.findall(text.replace("−", "-"))
+
+
+def _words(text: str) -> list[str]:
+    return _NUMBER.sub(" ", text.replace("−", "-")).split()
+
+
+def _subsequence(wanted, have, same) -> bool:
+    it = iter(have)
+    return all(any(same(w, h) for h in it) for w in wanted)
+
+
+def _rounds_to(shown: str, value: str) -> bool:
+    """``value`` printed to ``shown``'s digits is ``shown`` (a table rounds: 23.4 for 23.41)."""
+    s, v = float(shown.replace(",", "")), float(value.replace(",", ""))
+    digits = len(shown.split(".")[1]) if "." in shown else 0
+    return abs(s - v) <= 0.5 * 10 ** -digits * (1 + 1e-9) + 1e-12
+
+
+def block_mismatches(shown: str, output: str) -> list[str]:
+    """Shown lines that are not output lines in order (numbers exact, words in order)."""
+    out = output.splitlines()
+    at, missing = 0, []
+    for line in shown.splitlines():
+        if not line.strip() or _RULE.match(line) or line.strip() == "...":
+            continue
+        nums, words = _numbers(line), _words(line)
+        for k in range(at, len(out)):
+            if (_subsequence(nums, _numbers(out[k]), str.__eq__)
+                    and _subsequence(words, _words(out[k]), str.__eq__)):
+                at = k + 1
+                break
+        else:
+            missing.append(line.strip())
+    return missing
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _table_rows(table: str) -> list[list[str]]:
+    return [_cells(r) for r in table.splitlines()[2:]]
+
+
+def table_mismatches(table: str, output: str) -> list[str]:
+    """Rows whose numbers are not, rounded as shown, in an output line that has the row's name."""
+    missing = []
+    for cells in _table_rows(table):
+        label = cells[0].strip("`*")
+        wanted = [n for c in cells[1:] for n in _numbers(c)]
+        if not any(label in line and _subsequence(wanted, _numbers(line[line.index(label) + len(label):]), _rounds_to)
+                   for line in output.splitlines()):
+            missing.append(" | ".join(cells))
+    return missing
+
+
+def _columns(output: str, header_has: str) -> list[dict[str, str]]:
+    """The rows of the first plain-text table whose header has ``header_has``, by column name."""
+    lines = output.splitlines()
+    h = next(k for k, line in enumerate(lines) if header_has in line)
+    names = re.split(r"\s{2,}", lines[h].strip())
+    rows = []
+    for line in lines[h + 2:]:
+        if not line.strip():
+            break
+        rows.append(dict(zip(names, re.split(r"\s{2,}", line.strip()))))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# running the commands (each once per session)
+
+_CACHE: dict[tuple[str, ...], tuple[int, str]] = {}
+
+
+def _run(run_cli, args: list[str]) -> tuple[int, str]:
+    key = tuple(args)
+    if key not in _CACHE:
+        if args[:2] == ["python", "benchmarks/published.py"]:
+            import subprocess
+            import sys
+
+            done = subprocess.run([sys.executable, *args[1:]], cwd=REPO, capture_output=True, text=True, timeout=60)
+            _CACHE[key] = (done.returncode, done.stdout + done.stderr)
+        else:
+            res = run_cli(*args)
+            _CACHE[key] = (res.code, res.out + res.err)
+    return _CACHE[key]
+
+
+def _args(command: str) -> list[str]:
+    words = shlex.split(command)
+    return words[1:] if words[0] == "prfaas-plan" else words
+
+
+def _compare_basis(run_cli, ex: Example) -> list[str]:
+    """Columns `--basis X`: each is the compare with that basis; a cell is its row's Λ_max."""
+    header = _cells(ex.text.splitlines()[0])
+    wrong = []
+    for col, name in enumerate(header[1:], 1):
+        basis = re.fullmatch(r"`--basis ([\w-]+)`", name)[1]
+        code, out = _run(run_cli, [*_args(ex.command), "--basis", basis])
+        assert code == 0, out
+        lam = {r["PrfaaS / PD / decode"]: r["Λ_max req/s"] for r in _columns(out, "Λ_max req/s")}
+        for cells in _table_rows(ex.text):
+            shown = _numbers(cells[col])[0]
+            if not _rounds_to(shown, lam[cells[0]]):
+                wrong.append(f"{cells[0]} {name}: README {shown}, output {lam[cells[0]]}")
+    return wrong
+
+
+def _simulate_rows(run_cli, ex: Example, tmp_path: Path) -> list[str]:
+    """Rows (arrivals, policy): the named simulate with that policy (and --arrivals onoff), on
+    thin.yaml = the case study with bandwidth_gbps 15, as the README says."""
+    assert "thin.yaml" in ex.command and "static|adaptive" in ex.command and "[--arrivals onoff]" in ex.command
+    thin = write_case_study(tmp_path, link__bandwidth_gbps=15)
+    header = _cells(ex.text.splitlines()[0])
+    wrong = []
+    for cells in _table_rows(ex.text):
+        arrivals, policy = cells[0], cells[1]
+        command = ex.command.replace("static|adaptive", policy).replace(
+            "[--arrivals onoff]", "--arrivals onoff" if arrivals == "onoff" else "")
+        code, out = _run(run_cli, [str(thin) if a == "thin.yaml" else a for a in _args(command)])
+        assert code == 0, out
+        paths = {r["path"]: r for r in _columns(out, "P90 s")}
+        have = {"max link backlog": re.search(r"max link backlog ([\d.]+) GB", out)[1],
+                "remote P90": paths["remote"]["P90 s"], "local P90": paths["local"]["P90 s"],
+                "overall P90 TTFT": paths["overall"]["P90 s"]}
+        for name, cell in zip(header[2:], cells[2:]):
+            if not _rounds_to(_numbers(cell)[0], have[name]):
+                wrong.append(f"{arrivals} {policy} {name}: README {cell}, output {have[name]}")
+    return wrong
+
+
+def _published_rows(run_cli, ex: Example) -> list[str]:
+    """Rows of ids (B01, B02 or B09-B11): their ratios, in order, are the script's."""
+    code, out = _run(run_cli, _args(ex.command))
+    assert code == 0, out
+    ratio = {}
+    for line in out.splitlines():
+        m = re.match(r"(B\d\d)\s.*\s(\d+\.\d+)\s{2}", line)
+        if m:
+            ratio[m[1]] = m[2]
+    said = re.search(r"Median \|predicted / measured - 1\| \*\*(\S+)\*\*, worst \*\*(\S+)\*\* \((B\d\d)\),\s+"
+                     r"geometric mean ratio (\S+) \(`python benchmarks/published.py`", (REPO / "README.md").read_text())
+    summary = re.search(r"median \|error\| (\S+), worst (\S+) \((B\d\d)\), geometric mean ratio (\S+)", out)
+    wrong = [] if said.groups() == summary.groups() else [f"summary: README {said.groups()}, output {summary.groups()}"]
+    for cells in _table_rows(ex.text):
+        ids = []
+        for part in re.findall(r"B\d\d(?:-B\d\d)?", cells[0]):
+            a, _, b = part.partition("-")
+            ids += [f"B{k:02d}" for k in range(int(a[1:]), int((b or a)[1:]) + 1)]
+        shown = _numbers(cells[-1])
+        if len(shown) != len(ids) or not all(_rounds_to(s, ratio[i]) for s, i in zip(shown, ids)):
+            wrong.append(f"{cells[0]}: README {cells[-1]}, output {[ratio.get(i) for i in ids]}")
+    return wrong
+
+
+def check(run_cli, ex: Example, tmp_path: Path) -> list[str]:
+    """What of the example the command's output contradicts (empty: it is the real output)."""
+    if ex.kind == "table" and "`--basis" in ex.text.splitlines()[0]:
+        return _compare_basis(run_cli, ex)
+    if ex.kind == "table" and ex.command.startswith("prfaas-plan simulate"):
+        return _simulate_rows(run_cli, ex, tmp_path)
+    if ex.kind == "table" and "published.py" in ex.command:
+        return _published_rows(run_cli, ex)
+    code, out = _run(run_cli, _args(ex.command))
+    assert code == 0 or "error:" in ex.text, f"{ex.command}: exit {code}: {out[-500:]}"
+    return (block_mismatches if ex.kind == "block" else table_mismatches)(ex.text, out)
+
+
+# --------------------------------------------------------------------------------------------
+# the checker itself (fast)
+
+_SAMPLE = """Some text (`prfaas-plan kv m --gpus 8`):
+
+```
+  length   S_kv
+ ──────────────
+   1,024   190.8
+...
+```
+
+<!-- readme-example: not checked (benchmark timings) -->
+```
+$ prfaas-plan bench
+took 1.2 s
+```
+
+```
+prfaas-plan: error: x.yaml: a: must be >= 1 (got 0)
+```
+
+On it (`prfaas-plan
+plan`):
+
+| deployment | TTFT (s) |
+|---|---|
+| PrfaaS-PD | 2.3 |
+"""
+
+
+def test_the_checker_finds_each_example_and_its_command():
+    found = examples(_SAMPLE)
+    assert [(e.kind, e.command, e.opted_out) for e in found] == [
+        ("block", "prfaas-plan kv m --gpus 8", None), ("block", "prfaas-plan bench", "benchmark timings"),
+        ("block", None, None), ("table", "prfaas-plan plan", None)]
+    assert found[1].text == "took 1.2 s"
+
+
+def test_the_checker_compares_numbers_in_order_per_line():
+    shown = examples(_SAMPLE)[0].text
+    assert block_mismatches(shown, "  length   S_kv\n -----\n   1,024   190.8   (MiB)\n") == []
+    assert block_mismatches(shown, "   1,024   190.9\n") == ["length   S_kv", "1,024   190.8"]
+    assert block_mismatches("a 1\nb 2", "b 2\na 1") == ["b 2"]  # out of order
+    assert block_mismatches("x 12.1", "x 12.15") == ["x 12.1"]  # a block shows numbers exactly
+    table = examples(_SAMPLE)[-1].text
+    assert table_mismatches(table, "  PrfaaS-PD   1.61   2.32   3.76\n") == []  # a table rounds
+    assert table_mismatches(table, "  PrfaaS-PD   1.61   2.36\n") == ["PrfaaS-PD | 2.3"]
+    assert table_mismatches(table, "  homogeneous   2.30\n") == ["PrfaaS-PD | 2.3"]
+
+
+# --------------------------------------------------------------------------------------------
+# the README
+
+
+def _readme_examples() -> list[Example]:
+    return examples((REPO / "README.md").read_text())
+
+
+def test_opted_out_readme_examples_are_the_listed_ones():
+    """An opt-out names its reason, and only the listed ones opt out."""
+    assert {e.command: e.opted_out for e in _readme_examples() if e.opted_out} == OPTED_OUT
+
+
+def test_unnamed_readme_blocks_are_only_error_lines():
+    """A plain block with no command is error lines of hypothetical files, nothing else."""
+    for ex in _readme_examples():
+        if ex.kind == "block" and ex.command is None:
+            assert all(line.startswith("prfaas-plan: error: ") for line in ex.text.splitlines()), ex.line
+
+
+@pytest.mark.slow
+def test_readme_examples_are_the_real_output(run_cli, tmp_path):
+    """Every named, not opted-out example block and table of the README is its command's output."""
+    checked, wrong = [], {}
+    for ex in _readme_examples():
+        if ex.command is None or ex.opted_out:
+            continue
+        checked.append(ex.command)
+        bad = check(run_cli, ex, tmp_path)
+        if bad:
+            wrong[f"README line {ex.line}: {ex.command}"] = bad
+    assert not wrong, wrong
+    assert len(checked) >= 14  # every command's example, not a parser that finds none
