@@ -34,6 +34,7 @@ the column; a blank takes its documented default only where one is documented ab
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
 import re
@@ -42,7 +43,7 @@ from pathlib import Path
 
 from . import api
 from .accounting.params import count_params
-from .errors import PlanInputError, show
+from .errors import PlanInputError, shorten, show
 from .profiles.hardware import HardwareProfile
 from .profiles.model import GqaAttention, MlaAttention, ModelProfile
 from .ranges import (
@@ -141,18 +142,32 @@ BATCH_SCOPES = ("", "per_gpu", "total")  # blank: the batch is the instance's to
 REQUIRED_COLUMNS = ("id", "kind", "model_ref", "tool_hw", "gpus", "measured", "unit")
 OPTIONAL_COLUMNS = ("model", "dtype_override", "unit_gpus", "engine", "parallelism", "input_len", "output_len",
                     "batch", "batch_scope", "requests", "context")
+DESCRIPTIVE_COLUMNS = ("hardware", "precision", "metric", "trust", "notes", "source")  # read by people, not the model
+# any other name is refused, since a misspelt optional column would silently take its default
+KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS + DESCRIPTIVE_COLUMNS
 
 
 def read_rows(path: str) -> list[dict[str, str]]:
     """The CSV's rows (cells stripped, absent ``OPTIONAL_COLUMNS`` blank); a row with more cells than
-    the header, or a header without one of ``REQUIRED_COLUMNS``, is an error."""
+    the header, a header without one of ``REQUIRED_COLUMNS``, a column named twice, or a name
+    outside ``KNOWN_COLUMNS`` (a misspelt ``unit_gpus`` would otherwise default every row) is an
+    error."""
     text = read_input_text(path, MAX_CSV_BYTES)
     reader = csv.DictReader(io.StringIO(text, newline=""))
     missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
     if missing:
         raise PlanInputError(f"no column {', '.join(missing)} (required: {', '.join(REQUIRED_COLUMNS)})",
                              source=path, field="header")
-    absent = dict.fromkeys((c for c in OPTIONAL_COLUMNS if c not in reader.fieldnames), "")
+    names = list(reader.fieldnames)
+    for k, name in enumerate(names):
+        if name in names[:k]:
+            raise PlanInputError(f"column '{name}' appears twice", source=path, field="header")
+        if name not in KNOWN_COLUMNS:
+            close = difflib.get_close_matches(name, KNOWN_COLUMNS, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise PlanInputError(f"unknown column '{shorten(name, 40)}': {hint}(columns: {', '.join(KNOWN_COLUMNS)})",
+                                 source=path, field="header")
+    absent = dict.fromkeys((c for c in OPTIONAL_COLUMNS if c not in names), "")
     rows = []
     for row in reader:
         if None in row:
