@@ -256,10 +256,11 @@ def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objecti
 
 def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
               target_rps: float | None = None, limits: Limits | None = None, method: str | None = None) -> Solution:
-    """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, then the
-    balance point; ``enumerate``: exhaustive; ``auto``: enumerate when the count space has at
-    most ENUMERATE_MAX_COMBINATIONS combinations, else the MILP. Unset arguments come from
-    ``inputs`` (its objective, limits and optimiser settings)."""
+    """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, a local search,
+    certified by the per-threshold optimum; ``enumerate``: exhaustive; ``per_threshold``: the exact
+    optimum of every threshold (``exact.py``); ``auto``: enumerate when the count space has at most
+    ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance point.
+    Unset arguments come from ``inputs`` (its objective, limits and optimiser settings)."""
     objective = ObjectiveKind(objective or inputs.objective.kind)
     target_rps = target_rps if target_rps is not None else inputs.objective.target_rate_rps
     limits = limits or inputs.limits
