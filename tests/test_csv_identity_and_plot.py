@@ -29,7 +29,8 @@ IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layo
                   "deployment", "option", "case", "path", "hardware", *SOURCE_KEYS}  # each pool's source (basis)
 # text and yes/no columns
 TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
-              "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers"}
+              "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers",
+              "usd_per_hour_is_lower_bound"}  # yes/no: a pool's billed power of unknown TDP is counted as $0
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
 UNITLESS_NAMES = {"p", "load", "weight", "rank", "layers", "ratio_vs_homogeneous", "n_prfaas", "n_p", "n_d", "n_pd",
                   "own_n_prfaas", "own_n_p", "own_n_d", "static_n_p", "static_n_d", "switched", "eff_matmul",

@@ -22,14 +22,13 @@ HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 
 def _phase_split_usd_per_hour(n_prfaas: int, n_p: int, n_d: int, lpu_chips: int) -> float:
     """The provisioned $/hour of phase-split counts, by hand from the scenario file and the
-    hardware profiles' prices: Rubin CPX bought (an annuity of its purchase over its years at its
-    cost of capital, per hour of a year), H200 and LPU rented per chip-hour, the committed link
-    ($/Gbps-month x Gbps / 730 h) with any PrfaaS instance. No power term: the H200 and LPU pools
-    have no site (no $/kWh) and Rubin CPX has no tdp_w."""
+    hardware profiles' prices: Rubin CPX, H200 and LPU rented per chip-hour, the committed link
+    ($/Gbps-month x Gbps / 730 h) with any PrfaaS instance. No power term: no pool's site gives a
+    $/kWh, so each rental includes its power."""
     doc = yaml.safe_load(PHASE_SPLIT.read_text())
     cost, link = doc["prfaas"]["cost"], doc["link"]
-    r, years = cost["cost_of_capital"], cost["depreciation_years"]
-    rubin_per_chip = cost["purchase_usd_per_gpu"] * r / (1 - (1 + r) ** -years) / HOURS_PER_YEAR
+    assert "usd_per_kwh" not in doc["prfaas"].get("site", {})
+    rubin_per_chip = cost["usd_per_gpu_hour"]
     h200 = api.hardware_of("h200").price_usd_per_gpu_hour
     lpu = api.hardware_of("groq-lpu").price_usd_per_gpu_hour
     committed = link["usd_per_gbps_month"] * link["bandwidth_gbps"] / HOURS_PER_MONTH if n_prfaas else 0.0

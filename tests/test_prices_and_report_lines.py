@@ -239,7 +239,7 @@ def test_jensen_line_of_a_min_cost_plan_is_of_that_plan(tmp_path):
 
 def test_marginal_separates_own_gain_from_the_budget_relaxation():
     """phase-split ($2,500/hour): the plan is 1 Rubin CPX PrfaaS + 1 LPU decode instance at
-    $1,261.74, bound by decode (r_d). A second LPU instance ($1,248) would come to $2,509.74 with
+    $1,261.73, bound by decode (r_d). A second LPU instance ($1,248) would come to $2,509.73 with
     the cheapest prefill: over budget. So one more PD-P instance ($32) adds nothing with the budget
     held (decode binds); the $32 of budget it would add buys the second LPU instead (1/0/2, +r_d).
     The report used to credit the PD-P instance with that: "+12.0751 req/s, worth $412.38"."""

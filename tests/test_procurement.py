@@ -413,7 +413,7 @@ def test_compare_csv_columns_carry_identity_and_units(run_cli):
     unitless = {"scenario", "model", "prfaas_hardware", "pd_hardware", "pd_decode_hardware", "option", "rank",
                 "pareto", "status", "reason", "objective", "binding", "n_prfaas", "n_p", "n_d",
                 "ratio_vs_homogeneous", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
-                "notes", "basis", "prfaas_prefill_source",
+                "notes", "basis", "prfaas_prefill_source", "usd_per_hour_is_lower_bound",
                 "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source", "pd_prefill_capacity", "pd_layout",
                 "decode_source", "decode_layout"}
     units = ("_rps", "_s", "_ms", "_gbps", "_tokens", "_usd_per_hour", "usd_per_hour", "_kw", "_instance",

@@ -489,6 +489,42 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/views/timing.py",
         'TTFT" if capacity == "per_request" else',
         'TTFT" if capacity != "per_request" else'),
+    "unpriced-power-ignores-the-kwh": (
+        "prfaas_plan/planner/cost.py",
+        "return self.tdp_w is None and self.usd_per_kwh > 0",
+        "return self.tdp_w is None"),
+    "pool-tco-never-flags-uncounted-power": (
+        "prfaas_plan/planner/cost.py",
+        "c.basis, bool(chips) and c.power_unpriced)",
+        "c.basis, False)"),
+    "budget-accepts-unpriced-power": (
+        "prfaas_plan/planner/optimizer.py",
+        "if count_max > 0 and pool.cost.power_unpriced:",
+        "if False and pool.cost.power_unpriced:"),
+    "cost-line-total-not-marked": (
+        "prfaas_plan/views/plan.py",
+        'f"{_usd_low(tco.usd_per_hour, low)}/hour = capital',
+        'f"{_usd(tco.usd_per_hour)}/hour = capital'),
+    "plan-row-flag-always-false": (
+        "prfaas_plan/views/plan.py",
+        '"usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d)),',
+        '"usd_per_hour_is_lower_bound": False,'),
+    "compare-usd-cell-unmarked": (
+        "prfaas_plan/views/compare.py",
+        'return ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{value:,.{digits}f}"',
+        'return f"{value:,.{digits}f}"'),
+    "paper-fingerprint-without-slo": (
+        "prfaas_plan/planner/paper.py",
+        "inputs.objective, inputs.slo,",
+        "inputs.objective,"),
+    "paper-fingerprint-without-objective": (
+        "prfaas_plan/planner/paper.py",
+        "inputs.objective, inputs.slo,",
+        "inputs.slo,"),
+    "paper-fingerprint-input-mean-only": (
+        "prfaas_plan/planner/paper.py",
+        "*(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),",
+        "round(workload.full_input_dist.mean_tokens(), 6), round(inputs.output_mean_tokens, 6),"),
 }
 
 

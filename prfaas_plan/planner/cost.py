@@ -19,7 +19,10 @@ Reports give the cost at the operating point (``tco``): power at the busy share 
 runs at there, and egress at that rate. A pool whose hardware has no TDP draws an unknown
 power (``PoolTco.power_kw`` None); the plan's total kW and J/token are then None too, and
 ``counted_power_kw`` (the pools with a TDP) is a lower bound, reported as such. Its $ of power
-is counted as 0 (the plan's notes say so).
+is counted as 0: where that power is billed (a purchase, or a site with ``usd_per_kwh``; a
+rental without one includes power) the $/hour is a lower bound (``usd_per_hour_is_lower_bound``,
+``ChipCost.power_unpriced``), and a budget or ``min_cost`` treats the pool as unpriced
+(``optimizer.check_limits``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class ChipCost:
 
     capital_usd_per_hour: float | None  # None: no price is known
     basis: str  # "rental" or "purchase"
-    tdp_w: float | None  # None: power is unknown (reported as such, costs nothing)
+    tdp_w: float | None  # None: power is unknown (reported as such; counted as $0, see power_unpriced)
     usd_per_kwh: float  # 0: power is in the rental's price
     pue: float
     idle_power_fraction: float
@@ -59,6 +62,12 @@ class ChipCost:
             return 0.0
         busy = min(max(busy, 0.0), 1.0)
         return self.tdp_w * (self.idle_power_fraction + (1.0 - self.idle_power_fraction) * busy) * self.pue
+
+    @property
+    def power_unpriced(self) -> bool:
+        """Power is billed (``usd_per_kwh`` > 0) but the hardware has no TDP: its $ is not known,
+        and the 0 counted for it makes any $/hour with this chip a lower bound."""
+        return self.tdp_w is None and self.usd_per_kwh > 0
 
     def power_usd_per_hour(self, busy: float) -> float:
         return self.facility_w(busy) / 1000.0 * self.usd_per_kwh
@@ -110,6 +119,7 @@ class PoolTco:
     power_usd_per_hour: float
     power_kw: float | None  # at the facility meter (x PUE); None: instances whose hardware has no TDP
     basis: str
+    power_usd_unknown: bool = False  # instances whose billed power has no TDP: power_usd_per_hour (0) is a lower bound
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,16 @@ class Tco:
     def power_not_counted(self) -> tuple[str, ...]:
         """Hardware of the pools that run instances of unknown power (no TDP), each once."""
         return tuple(dict.fromkeys(p.hardware for p in self.pools if p.power_kw is None))
+
+    @property
+    def power_usd_not_counted(self) -> tuple[str, ...]:
+        """Hardware of the pools whose power is billed but has no TDP, each once: its $ is counted
+        as 0, so ``usd_per_hour`` (and $/Mtok) is a lower bound when this is not empty."""
+        return tuple(dict.fromkeys(p.hardware for p in self.pools if p.power_usd_unknown))
+
+    @property
+    def usd_per_hour_is_lower_bound(self) -> bool:
+        return bool(self.power_usd_not_counted)
 
     @property
     def counted_power_kw(self) -> float:
@@ -195,4 +215,4 @@ def pool_tco(pool, instances: int, busy: float) -> PoolTco:
     capital = None if c.capital_usd_per_hour is None else c.capital_usd_per_hour * chips
     kw = None if chips and c.tdp_w is None else c.facility_w(busy) * chips / 1000.0
     return PoolTco(str(pool.role), pool.hardware_name, instances, chips, busy if instances else 0.0, capital,
-                   c.power_usd_per_hour(busy) * chips, kw, c.basis)
+                   c.power_usd_per_hour(busy) * chips, kw, c.basis, bool(chips) and c.power_unpriced)

@@ -74,19 +74,31 @@ def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float
     return (c_f or 0.0) * n_prfaas + (c_p or 0.0) * n_p + (c_d or 0.0) * n_d + link
 
 
-def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
-    """'hardware (role)' of each pool the counts use whose hardware has no price."""
+def _used_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int, missing) -> list[str]:
+    """'hardware (role)' of each pool the counts use for which ``missing(pool)`` holds, each once."""
     out = []
     for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
         name = f"{pool.hardware_name} ({pool.role})"
-        if count and pool.usd_per_hour_per_instance is None and name not in out:
+        if count and missing(pool) and name not in out:
             out.append(name)
     return out
 
 
+def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
+    """'hardware (role)' of each pool the counts use whose hardware has no price."""
+    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.usd_per_hour_per_instance is None)
+
+
+def power_unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
+    """'hardware (role)' of each pool the counts use whose billed power has no TDP
+    (``ChipCost.power_unpriced``): any $/hour of the counts is then a lower bound."""
+    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.cost.power_unpriced)
+
+
 def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
     """Errors no search can get round: no decode capacity, or no price on a pool that may be used
-    while a cost objective or a $/hour budget needs one. Every optimiser calls it (``optimise``,
+    while a cost objective or a $/hour budget needs one (no capital price, or billed power of
+    hardware without a TDP: ``ChipCost.power_unpriced``). Every optimiser calls it (``optimise``,
     ``enumerate_best`` and ``slo.slo_optimise``), with the objective it optimises."""
     decode_max = limits.decode_max if limits.separate_decode else limits.pd_max
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
@@ -100,6 +112,10 @@ def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -
                 raise PlanInputError(f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its "
                                      "profile, or the pool's cost), needed for a cost objective or budget",
                                      field=f"{pool.role}.hardware")
+            if count_max > 0 and pool.cost.power_unpriced:
+                raise PlanInputError(f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power "
+                                     f"(${pool.cost.usd_per_kwh:g}/kWh) has no price, needed for a cost objective "
+                                     "or budget", field=f"{pool.role}.hardware")
 
 
 def _gpu_rows(inputs: PlanInputs, limits: Limits):

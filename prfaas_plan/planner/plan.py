@@ -485,8 +485,11 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
                       if p.instances and pool.cost.tdp_w is None})
     if unknown:
+        billed = result.tco.power_usd_not_counted
         result.notes.append(f"no tdp_w in the profile of {', '.join(unknown)}: its power is not known (the plan's kW "
-                            "is a lower bound without it, J/token is not given, its $ of power is counted as 0)")
+                            "is a lower bound without it and J/token is not given), "
+                            + (f"and the billed power of {', '.join(billed)} is counted as $0: the plan's $/hour "
+                               "and $/Mtok are lower bounds" if billed else "and its rental includes its power"))
     return result
 
 

@@ -13,7 +13,8 @@ from ..report import Column, Report
 from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json
 
 METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
-              "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour", "operating_rate_rps",
+              "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour",
+              "usd_per_hour_is_lower_bound", "operating_rate_rps",
               "ttft_p90_s", "tpot_ms", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
               "usd_per_hour_operating", "usd_per_mtok_output",
               "usd_per_mtok_blended", "power_kw", "counted_power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
@@ -38,7 +39,9 @@ def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
         "capacity_rps": _round(r.capacity_rps), "lambda_max_rps": _round(r.lambda_max_rps),
         "goodput_rps": _round(r.goodput_rps), "threshold_tokens": r.threshold_tokens, "n_prfaas": r.n_prfaas,
         "n_p": r.n_p, "n_d": r.n_d, "gpus_total": sum(r.gpus.values()) if r.feasible else None,
-        "usd_per_hour": _round(r.usd_per_hour, 4), "operating_rate_rps": _round(r.operating_rate_rps),
+        "usd_per_hour": _round(r.usd_per_hour, 4),
+        "usd_per_hour_is_lower_bound": None if r.tco is None else r.tco.usd_per_hour_is_lower_bound,
+        "operating_rate_rps": _round(r.operating_rate_rps),
         "ttft_p90_s": _round(r.ttft_p90_s, 4), "tpot_ms": _round(r.tpot_ms, 4),
         "link_utilisation_at_capacity": _round(r.link_utilisation_at_capacity),
         "link_utilisation_at_operating_rate": _round(r.link_utilisation_at_operating_rate),
@@ -100,6 +103,14 @@ def _kw(row: dict) -> str:
     return "-" if row["counted_power_kw"] is None else f"≥ {row['counted_power_kw']:,.1f}"
 
 
+def _usd_cell(row: dict, key: str, digits: int) -> str:
+    """A $ cell, '≥ x' when a pool's billed power has no tdp_w (``usd_per_hour_is_lower_bound``)."""
+    value = row[key]
+    if value is None:
+        return "-"
+    return ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{value:,.{digits}f}"
+
+
 def compare_view(comparison) -> Report:
     rows = compare_rows(comparison)
     for row in rows:
@@ -109,10 +120,11 @@ def compare_view(comparison) -> Report:
         row["counts"] = "-" if row["n_p"] is None else f"{row['n_prfaas']}/{row['n_p']}/{row['n_d']}"
         row["front"] = "*" if row["pareto"] else "-"
         row["kw"] = _kw(row)
+        row["usd_h"], row["usd_mtok"] = _usd_cell(row, "usd_per_hour", 0), _usd_cell(row, "usd_per_mtok_output", 3)
     # no $ columns when no option has a price (rather than a column of blanks next to "ok")
     priced = any(row["usd_per_hour"] is not None for row in rows)
-    priced_columns = [Column("usd_per_hour", "$/h", _num(0)),
-                      Column("usd_per_mtok_output", "$/Mtok out", _num(3))] if priced else []
+    priced_columns = [Column("usd_h", "$/h", justify="right"),
+                      Column("usd_mtok", "$/Mtok out", justify="right")] if priced else []
     served = "goodput" if any(r.goodput_rps is not None for r in comparison.results) else "Λ_max"
     columns = [
         Column("rank", "#", lambda v: "-" if v is None else str(v), keep=True),
@@ -139,6 +151,10 @@ def compare_view(comparison) -> Report:
     if partial:
         notes.append("kW '≥ x': a pool's hardware has no tdp_w, so its power is not known; x is the power of the "
                      f"other pools, a lower bound ({', '.join(partial)})")
+    low = [row["option"] for row in rows if row["usd_per_hour_is_lower_bound"] and row["usd_per_hour"] is not None]
+    if low:
+        notes.append("$ '≥ x': a pool's power is billed but its hardware has no tdp_w, so that power is counted as "
+                     f"$0 and x is a lower bound ({', '.join(low)})")
     shared: dict[str, list[str]] = {}
     for row in rows:
         if row["status"] != "ok":

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..choices import Basis, Bound, DeploymentName, PlanMode, SweepOver
 from ..planner.basis import SOURCE_KEYS, prefill_source, sources
-from ..planner.optimizer import unpriced_pools
+from ..planner.optimizer import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..units import format_tokens
@@ -117,6 +117,8 @@ def tco_json(tco) -> dict:
     return {
         "rate_rps": round(tco.rate_rps, 6),
         "usd_per_hour": _opt(tco.usd_per_hour, 4),
+        "usd_per_hour_is_lower_bound": tco.usd_per_hour_is_lower_bound,  # also $/Mtok: power_usd_not_counted
+        "power_usd_not_counted": list(tco.power_usd_not_counted),
         "capital_usd_per_hour": _opt(tco.capital_usd_per_hour, 4),
         "power_usd_per_hour": round(tco.power_usd_per_hour, 4),
         "link_usd_per_hour": round(tco.link_usd_per_hour, 4),
@@ -185,6 +187,7 @@ def plan_json(result) -> dict:
             "egress_gbps": round(st.egress_gbps, 4),
             "link_utilisation_at_capacity": _opt(pt.link_utilisation, 6),
             "usd_per_hour": _opt(pt.usd_per_hour, 2),
+            "usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d)),
             "ratio_vs_homogeneous": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
         },
         "operating": operating_json(result),
@@ -196,6 +199,7 @@ def plan_json(result) -> dict:
                    "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
                    "link_utilisation_at_capacity": _capacity_utilisation(b.egress_gbps, link.usable_gbps),
                    "usd_per_hour": _opt(b.usd_per_hour, 2),
+                   "usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, b.n_prfaas, b.n_p, b.n_d)),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
         },
@@ -279,6 +283,9 @@ def _rows(doc: dict) -> list[dict]:
     for name, b in doc["baselines"].items():
         rows.append({**ident, "deployment": name, "theta_prfaas_rps": None, "theta_pdp_rps": None,
                      "theta_pdd_rps": None, **blank, **b})
+    for row in rows:  # the $/h cell: '≥ x' where billed power of unknown TDP is counted as $0
+        row["usd_h"] = "-" if row["usd_per_hour"] is None else \
+            ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{row['usd_per_hour']:,.0f}"
     return rows
 
 
@@ -296,14 +303,14 @@ def plan_view(result) -> Report:
         Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
         *([Column("goodput_rps", "goodput", num(2))] if result.goodputs else []),
         Column("binding", "bound by", bound_label, justify="left"),
-        *([Column("usd_per_hour", "$/h", num(0))] if any(r["usd_per_hour"] is not None for r in rows) else []),
+        *([Column("usd_h", "$/h", justify="right")] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
     csv_columns = [Column(key, key) for key in (
         *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
         "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
         "link_utilisation_at_capacity",
-        "usd_per_hour", "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
+        "usd_per_hour", "usd_per_hour_is_lower_bound", "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
     link = inputs.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
@@ -319,8 +326,9 @@ def plan_view(result) -> Report:
         ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
                    f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
         ("provisioned cost", _no_price(result) if pt.usd_per_hour is None else
-         f"${pt.usd_per_hour:,.2f}/hour (capital or rental + power at full load + committed link: what budgets "
-         "and min_cost count)"),
+         f"{_usd_low(pt.usd_per_hour, doc['prfaas_pd']['usd_per_hour_is_lower_bound'])}/hour (capital or rental + "
+         "power at full load + committed link: what budgets and min_cost count)"
+         + _power_unpriced_text(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d))),
         *_operating_details(result),
         *_cache_details(result),
         ("decode", f"{inputs.decode.tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
@@ -367,6 +375,16 @@ def _usd(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"${value:,.{digits}f}"
 
 
+def _usd_low(value: float | None, lower_bound: bool, digits: int = 2) -> str:
+    """'$x', or '≥ $x' when the figure counts a pool's billed power of unknown TDP as $0."""
+    return ("≥ " if lower_bound and value is not None else "") + _usd(value, digits)
+
+
+def _power_unpriced_text(hardware) -> str:
+    return (f"; a lower bound: the power of {', '.join(hardware)} is billed but not counted (no tdp_w)"
+            if hardware else "")
+
+
 def power_text(tco) -> str:
     """The plan's facility kW, or its known part marked as a lower bound ('≥ 99.6 kW at the meter,
     rubin-cpx not counted') when a pool's hardware has no TDP."""
@@ -391,13 +409,15 @@ def _operating_details(result) -> list[tuple[str, str]]:
                              f"{per_out:,.1f} J per output token, {tco.joules_per_token:,.2f} J per token"))
         if tco.usd_per_hour is None:  # no price: no $ lines (the provisioned cost line says why)
             return [*rows, power]
+        low, uncounted = tco.usd_per_hour_is_lower_bound, ", ".join(tco.power_usd_not_counted)
         rows.append(("cost at that rate",
-                     f"{_usd(tco.usd_per_hour)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
-                     f"{_usd(tco.power_usd_per_hour)} + link {_usd(tco.link_usd_per_hour)} (committed "
-                     f"{_usd(tco.link_fixed_usd_per_hour)}, egress {_usd(tco.link_egress_usd_per_hour)})"))
-        rows.append(("$ per million tokens", f"{_usd(tco.usd_per_mtok_output, 4)} per million output tokens; "
-                                             f"{_usd(tco.usd_per_mtok_blended, 4)} per million tokens blended over "
-                                             "input (the full prompt) and output"))
+                     f"{_usd_low(tco.usd_per_hour, low)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
+                     f"{_usd_low(tco.power_usd_per_hour, low)}{f' ({uncounted} not counted)' if low else ''} + link "
+                     f"{_usd(tco.link_usd_per_hour)} (committed {_usd(tco.link_fixed_usd_per_hour)}, egress "
+                     f"{_usd(tco.link_egress_usd_per_hour)})"))
+        rows.append(("$ per million tokens", f"{_usd_low(tco.usd_per_mtok_output, low, 4)} per million output "
+                                             f"tokens; {_usd_low(tco.usd_per_mtok_blended, low, 4)} per million "
+                                             "tokens blended over input (the full prompt) and output"))
         rows.append(power)
     return rows
 
