@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
+import pytest
 import yaml
+
+from prfaas_plan.planner.throughput import threshold_table
 
 SITES = {
     "name": "two-edges", "model": "prfaas-1t-hybrid",
@@ -53,3 +57,98 @@ def test_sites_says_a_decode_rate_of_other_chips_is_not_used(run_cli, tmp_path):
     used = copy.deepcopy(SITES)
     used["decode"].update(tokens_per_s_per_instance=800, tokens_per_s_gpus=8)
     assert not [n for n in json.loads(_sites(run_cli, tmp_path, used, "-f", "json"))["notes"] if "not used" in n]
+
+
+def test_plan_link_utilisation_at_capacity_is_one_formula_for_every_deployment(run_cli, case_study_file,
+                                                                               tmp_path, case_plan):
+    """Every deployment's link_utilisation_at_capacity is its egress at Lambda_max over the usable
+    bandwidth: on the case study's 100 Gbps link that is egress_gbps / usable_gbps (the homogeneous
+    baselines send nothing: 0; the naive one sends every request's KV); on a 0 Gbps link nothing
+    crosses and every deployment reads 0.0, the plan and the baselines alike (never null)."""
+    from prfaas_plan.views.plan import plan_json
+
+    doc = plan_json(case_plan)
+    usable_gbps = doc["link"]["usable_gbps"]
+    deployments = {"prfaas_pd": doc["prfaas_pd"], **doc["baselines"]}
+    assert doc["baselines"]["naive_heterogeneous"]["egress_gbps"] > 0
+    for name, row in deployments.items():
+        assert row["link_utilisation_at_capacity"] == pytest.approx(row["egress_gbps"] / usable_gbps, rel=1e-4,
+                                                                    abs=1e-6), name
+    # the naive baseline's egress, counted here: Lambda_max x every request's mean KV bytes (t = 0)
+    naive = case_plan.baselines["naive_heterogeneous"]
+    table = threshold_table(case_plan.inputs)
+    assert naive.link_utilisation == pytest.approx(
+        naive.lambda_max * float(table.link_work_bytes[0]) / case_plan.inputs.link.usable_bytes_per_s, rel=1e-12)
+    res = run_cli("plan", case_study_file(tmp_path, link__bandwidth_gbps=0), "-f", "json")
+    assert res.code == 0, res.err
+    zero = json.loads(res.out)
+    assert [zero["prfaas_pd"]["link_utilisation_at_capacity"]] + [
+        b["link_utilisation_at_capacity"] for b in zero["baselines"].values()] == [0.0] * (1 + len(zero["baselines"]))
+
+
+def _readme_keys(text: str) -> dict:
+    """The README's pseudo-JSON key list (``{"a", "b": {"c"}, "d": [...]}``) as a tree: name ->
+    its listed children (None: none listed); parentheses are prose and left out."""
+    import re
+
+    tokens = re.findall(r'"[^"]+"|[{}:,]|\[\.\.\.\]', re.sub(r"\([^)]*\)", "", text))
+    pos = 0
+
+    def group() -> dict:
+        nonlocal pos
+        assert tokens[pos] == "{"
+        pos += 1
+        out: dict = {}
+        while tokens[pos] != "}":
+            name = tokens[pos].strip('"')
+            pos += 1
+            out[name] = None
+            if tokens[pos] == ":":
+                pos += 1
+                if tokens[pos] == "{":
+                    out[name] = group()
+                else:
+                    pos += 1  # [...]
+            if tokens[pos] == ",":
+                pos += 1
+        pos += 1
+        return out
+
+    return group()
+
+
+def _merged(a, b):
+    """Two JSON documents' keys together (a's values where both have one, objects merged)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return a if a is not None else b
+    return {k: _merged(a.get(k), b.get(k)) for k in {**b, **a}}
+
+
+def test_every_key_the_readme_lists_for_plan_json_is_in_it(case_plan):
+    """The README's list of `plan -f json` keys, against the keys of two plans together: the case
+    study (every baseline) and phase-split (a decode pool, so every marginal): each listed key is in
+    the document at its place, every baseline has the keys listed for them, and
+    where the README lists an object's keys it lists them all (goodput_rps of every deployment,
+    counted_power_kw and power_not_counted of operating.cost among them)."""
+    from prfaas_plan import api
+    from prfaas_plan.views.plan import plan_json
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("JSON (`-f json`): `{") + len("JSON (`-f json`): `")
+    listed = _readme_keys(readme[start:readme.index("`;", start)])
+    doc = json.loads(json.dumps(_merged(plan_json(case_plan), plan_json(api.plan("phase-split")))))
+
+    def check(tree: dict, node: dict, where: str) -> list[str]:
+        wrong = [f"{where}: {sorted(set(node) - set(tree))} not listed, {sorted(set(tree) - set(node))} not in the JSON"
+                 ] if set(tree) != set(node) else []
+        for name, children in tree.items():
+            if children is not None and name in node:
+                wrong += check(children, node[name], f"{where}.{name}")
+        return wrong
+
+    assert check(listed, doc, "plan") == []
+    baseline_keys = next(v for v in listed["baselines"].values() if v)
+    assert all(set(row) == set(baseline_keys) for row in doc["baselines"].values())
+    # the keys the README once left out, named
+    assert all("goodput_rps" in row for row in (doc["prfaas_pd"], *doc["baselines"].values()))
+    assert {"counted_power_kw", "power_not_counted"} <= set(listed["operating"]["cost"])

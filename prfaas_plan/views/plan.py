@@ -194,7 +194,7 @@ def plan_json(result) -> dict:
                    "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
                    "goodput_rps": _goodput(result, name),
                    "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
-                   "link_utilisation_at_capacity": _capacity_utilisation(b.egress_gbps, link.usable_gbps),
+                   "link_utilisation_at_capacity": _opt(b.link_utilisation, 6),
                    "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
             for name, b in result.baselines.items()
@@ -263,11 +263,6 @@ def vs_homogeneous_note(result) -> str:
             text += "; the homogeneous baseline meets the SLO at no rate, so there is no ratio"
         return text
     return "vs homog: Λ_max over the homogeneous baseline's"
-
-
-def _capacity_utilisation(egress_gbps: float, usable_gbps: float) -> float | None:
-    """KV egress at a deployment's Lambda_max over the usable link bandwidth (None without a link)."""
-    return round(egress_gbps / usable_gbps, 6) if usable_gbps > 0 else None
 
 
 def _rows(doc: dict) -> list[dict]:
