@@ -254,11 +254,16 @@ def _goodput(result, name: str) -> float | None:
     return None if value is None else round(float(value), 6)
 
 
+def under_slo_ratio(label: str) -> str:
+    """What a ratio to the homogeneous baseline divides under an SLO (``label``: the ratio's name)."""
+    return (f"{label}: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
+            "deployment's goodput from its own closed-form latency, as the plan's)")
+
+
 def vs_homogeneous_note(result) -> str:
     """What the 'vs homog' ratios divide."""
     if result.goodputs:
-        text = ("vs homog: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
-                "deployment's goodput from its own closed-form latency, as the plan's)")
+        text = under_slo_ratio("vs homog")
         if result.ratio(DeploymentName.prfaas_pd) is None:
             text += "; the homogeneous baseline meets the SLO at no rate, so there is no ratio"
         return text
