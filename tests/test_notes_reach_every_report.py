@@ -171,3 +171,22 @@ def test_compare_says_its_ratio_divides_goodputs_under_an_slo(run_cli, case_stud
     assert "ratio_vs_homogeneous (CSV, JSON): goodput under the SLO over the homogeneous baseline's" in notes
     plain = run_cli("compare", case_study_file(tmp_path), "--prfaas", "h200", "--basis", "as-given", "-j", "1").out
     assert "ratio_vs_homogeneous" not in plain and "goodput under the SLO" not in plain
+
+
+def test_robust_json_rows_are_its_csv_rows(run_cli):
+    """robust's JSON rows have exactly the CSV's columns (one number a column: own_n_prfaas,
+    own_n_p, own_n_d) and the same values; the table alone joins them into one 'a/b/c' cell."""
+    import csv
+    import io
+
+    doc = json.loads(run_cli("robust", "robust-three-mixes", "-f", "json").out)
+    table_csv = list(csv.DictReader(io.StringIO(run_cli("robust", "robust-three-mixes", "-f", "csv").out)))
+    assert [list(row) for row in doc["rows"]] == [list(row) for row in table_csv]
+    assert "own_counts" not in doc["rows"][0]
+    for row, line in zip(doc["rows"], table_csv):
+        assert [str(row[k]) for k in ("own_n_prfaas", "own_n_p", "own_n_d")] == [
+            line[k] for k in ("own_n_prfaas", "own_n_p", "own_n_d")]
+    table = run_cli("robust", "robust-three-mixes").out
+    for row in doc["rows"]:
+        assert f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}" in table
+    assert doc["notes"] and doc["notes"][0].startswith("worst case")
