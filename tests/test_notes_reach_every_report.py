@@ -190,3 +190,19 @@ def test_robust_json_rows_are_its_csv_rows(run_cli):
     for row in doc["rows"]:
         assert f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}" in table
     assert doc["notes"] and doc["notes"][0].startswith("worst case")
+
+
+def test_compare_plot_legend_states_the_fronts_rule():
+    """The compare plot's stars are the table's Pareto front, and its legend gives that front's
+    rule, word for word the compare notes' (front_note: its criteria, where they are measured)."""
+    from prfaas_plan import api
+    from prfaas_plan.plot import _pyplot, compare_figure
+    from prfaas_plan.views.compare import front_note
+
+    comparison = api.compare("paper-case-study", prfaas=["h200", "b200"], jobs=1)
+    assert comparison.pareto
+    fig = compare_figure(comparison)
+    legend = [" ".join(t.get_text().split()) for t in fig.axes[1].get_legend().get_texts()]
+    _pyplot().close(fig)
+    assert " ".join(front_note(comparison).split()) in legend
+    assert "Pareto front over $/hour, req/s" in front_note(comparison)
