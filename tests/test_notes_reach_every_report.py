@@ -10,22 +10,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_marginal_and_sites_wording import SITES as _WORDING_SITES
 
 from prfaas_plan.planner.throughput import threshold_table
 
-SITES = {
-    "name": "two-edges", "model": "prfaas-1t-hybrid",
-    "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8, "instances": {"min": 0, "max": 4}}],
-    "pd_sites": [{"name": n, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0}
-                 for n in ("east", "west")],
-    "links": [{"prfaas": "factory", "pd": "east", "bandwidth_gbps": 10, "rtt_ms": 20},
-              {"prfaas": "factory", "pd": "west", "bandwidth_gbps": 100, "rtt_ms": 35}],
-    "workload": {"input": {"type": "mixture", "components": [
-                     {"weight": 1, "type": "fixed", "tokens": 30000},
-                     {"weight": 3, "type": "fixed", "tokens": 2000}]},
-                 "output": {"type": "fixed", "tokens": 1024}},
-    "decode": {"max_batch": 64},
-}
+# two PD sites sharing one PrfaaS site (the sites wording test's), with inputs of two classes in
+# weights 1 and 3 (a mixture whose weights do not sum to 1)
+SITES = {**copy.deepcopy(_WORDING_SITES), "workload": {
+    "input": {"type": "mixture", "components": [{"weight": 1, "type": "fixed", "tokens": 30000},
+                                                {"weight": 3, "type": "fixed", "tokens": 2000}]},
+    "output": {"type": "fixed", "tokens": 1024}}, "decode": {"max_batch": 64}}
 
 
 def _sites(run_cli, tmp_path, doc: dict, *extra: str):
