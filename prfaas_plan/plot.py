@@ -112,10 +112,15 @@ def timeseries_figure(result):
 
 def compare_figure(comparison):
     """The options of a comparison: provisioned $/hour against req/s served (Lambda_max, or the
-    SLO goodput), coloured by TTFT P90 at the operating rate; the 2-D front joined, the Pareto
-    front (TTFT too) starred. Each point carries its rank in the compare table (options at the
+    SLO goodput), coloured by TTFT P90 at the operating rate; the 2-D front joined, the options
+    on the table's Pareto front (over ``planner.compare.front_criteria``, the rule written in the
+    legend: ``views.compare.front_note``) starred. Each point carries its rank in the compare table (options at the
     same point share one label, ``1,2,3``), placed where it overlaps no other label and no point
     (``place_labels``); a key beside the axes names the option of each rank."""
+    import textwrap
+
+    from .views.compare import front_note
+
     plt = _pyplot()
     fig, (ax, key_ax) = plt.subplots(1, 2, figsize=(11, 5.5), gridspec_kw={"width_ratios": [3, 1.1]})
     key_ax.axis("off")
@@ -131,7 +136,7 @@ def compare_figure(comparison):
         ttft = np.array([np.nan if r.ttft_p90_s is None else r.ttft_p90_s for _, r in rows])
         dots = ax.scatter(cost, rate, c=ttft, cmap="viridis_r", s=40, zorder=3)
         fig.colorbar(dots, ax=ax, label="TTFT P90 at the operating rate (s)")
-        # the 2-D front over ($/hour, req/s) as a staircase; points on the 3-D front (TTFT too) starred
+        # the 2-D front over ($/hour, req/s) as a staircase; points on the table's front starred
         steps, best = [], -np.inf
         for x, y in sorted(zip(cost, rate), key=lambda xy: (xy[0], -xy[1])):
             if y > best:
@@ -141,7 +146,7 @@ def compare_figure(comparison):
                 label="front over $/hour and req/s")
         front = [(r.usd_per_hour, r.capacity_rps) for i, r in rows if i in comparison.pareto]
         ax.scatter([f[0] for f in front], [f[1] for f in front], marker="*", s=160, facecolors="none",
-                   edgecolors="k", zorder=4, label="Pareto front (the table's *)")
+                   edgecolors="k", zorder=4, label=textwrap.fill(front_note(comparison), 46))
         for i, r in rows:
             groups.setdefault((round(r.usd_per_hour, 6), round(r.capacity_rps, 9)), []).append(ranks[i])
         ax.margins(0.12)
@@ -161,7 +166,7 @@ def compare_figure(comparison):
                         transform=key_ax.transAxes)
     handles, names = ax.get_legend_handles_labels()
     if handles:  # beside the axes, where it hides no point or label
-        key_ax.legend(handles, names, loc="lower left", fontsize=8, frameon=False)
+        key_ax.legend(handles, names, loc="lower left", fontsize=7, frameon=False)
     fig.tight_layout()
     place_labels(ax, [(x, y, ",".join(map(str, sorted(g)))) for (x, y), g in groups.items()])
     return fig

@@ -525,6 +525,32 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/paper.py",
         "*(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),",
         "round(workload.full_input_dist.mean_tokens(), 6), round(inputs.output_mean_tokens, 6),"),
+    "sites-pair-notes-dropped": (
+        "prfaas_plan/planner/sites.py",
+        "notes = tuple(dict.fromkeys(n for inputs in pairs.values() for n in inputs.notes))",
+        "notes = ()"),
+    "baseline-utilisation-null": (
+        "prfaas_plan/views/plan.py",
+        '"link_utilisation_at_capacity": _opt(b.link_utilisation, 6),',
+        '"link_utilisation_at_capacity": None,'),
+    "naive-utilisation-zero": (
+        "prfaas_plan/planner/plan.py",
+        "usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(egress_bytes_per_s),\n"
+        "                    inputs.link.utilisation(egress_bytes_per_s))",
+        "usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(egress_bytes_per_s),\n"
+        "                    0.0)"),
+    "compare-ratio-note-missing": (
+        "prfaas_plan/views/compare.py",
+        'if served == "goodput":',
+        'if served == "Λ_max":'),
+    "robust-json-rows-carry-table-cell": (
+        "prfaas_plan/views/plan.py",
+        'json_doc={**meta, "rows": rows, "notes": notes})',
+        'json_doc={**meta, "rows": table_rows, "notes": notes})'),
+    "compare-plot-legend-without-rule": (
+        "prfaas_plan/plot.py",
+        "label=textwrap.fill(front_note(comparison), 46))",
+        "label=\"Pareto front (TTFT too)\")"),
 }
 
 

@@ -69,6 +69,7 @@ class Baseline:
     binding: Bound
     usd_per_hour: float | None
     egress_gbps: float = 0.0  # KV egress at its Lambda_max (naive: everything crosses the link)
+    link_utilisation: float = 0.0  # that egress / usable link bandwidth (Link.utilisation)
 
 
 @dataclass(frozen=True)
@@ -238,8 +239,9 @@ def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: D
         return None
     value, k, n_f, n_p, n_d, cost = best
     b = bounds(table, k, n_f, n_p, n_d, inputs)
-    egress = bytes_per_s_to_gbps(value * float(table.link_work_bytes[k])) if n_f else 0.0
-    return Baseline(name, n_f, n_p, n_d, value, b.binding(), cost, egress)
+    egress_bytes_per_s = value * float(table.link_work_bytes[k]) if n_f else 0.0
+    return Baseline(name, n_f, n_p, n_d, value, b.binding(), cost, bytes_per_s_to_gbps(egress_bytes_per_s),
+                    inputs.link.utilisation(egress_bytes_per_s))
 
 
 def _most(upto: int, fits) -> int:
@@ -325,8 +327,10 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
 def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_d: int) -> Baseline:
     b = bounds(table, 0, n_prfaas, 0, n_d, inputs)
     lam = float(b.lambda_max)
+    egress_bytes_per_s = lam * float(table.link_work_bytes[0])
     return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_d, lam, b.binding(),
-                    usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(lam * float(table.link_work_bytes[0])))
+                    usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(egress_bytes_per_s),
+                    inputs.link.utilisation(egress_bytes_per_s))
 
 
 _COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}

@@ -102,6 +102,7 @@ class SitesInputs:
     windows: list  # (name, hours, {PD site: demand req/s}); one "steady" window without a day
     conversion_s: float = 0.0  # a role switch idles the instance this long
     max_switches: int | None = None  # per site between consecutive windows
+    notes: tuple[str, ...] = ()  # every pair's input notes (measurements left out, weights normalised), once each
 
 
 def sites_inputs(spec, source: str | None = None) -> SitesInputs:
@@ -123,8 +124,9 @@ def sites_inputs(spec, source: str | None = None) -> SitesInputs:
             raise PlanInputError(f"budget for '{hardware}', which no site uses (they use {', '.join(sorted(used))})",
                                  source=source, field=f"budgets.gpus.{hardware}")
     first = next(iter(pairs.values()))
+    notes = tuple(dict.fromkeys(n for inputs in pairs.values() for n in inputs.notes))
     return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, sites_objective(spec),
-                       first.optimiser.coarse_thresholds, sites_windows(spec), *sites_switching(spec))
+                       first.optimiser.coarse_thresholds, sites_windows(spec), *sites_switching(spec), notes=notes)
 
 
 def _site_field(field: str | None, pd: str, prfaas: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..planner.basis import SOURCE_KEYS
 from ..report import Column, Report
-from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json
+from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json, under_slo_ratio
 
 METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
               "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour",
@@ -147,6 +147,8 @@ def compare_view(comparison) -> Report:
              "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)" if priced else
              "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
              "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)"]
+    if served == "goodput":
+        notes.append(under_slo_ratio("ratio_vs_homogeneous (CSV, JSON)"))
     partial = [row["option"] for row in rows if row["power_kw"] is None and row["counted_power_kw"] is not None]
     if partial:
         notes.append("kW '≥ x': a pool's hardware has no tdp_w, so its power is not known; x is the power of the "

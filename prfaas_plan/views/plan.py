@@ -197,7 +197,7 @@ def plan_json(result) -> dict:
                    "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
                    "goodput_rps": _goodput(result, name),
                    "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
-                   "link_utilisation_at_capacity": _capacity_utilisation(b.egress_gbps, link.usable_gbps),
+                   "link_utilisation_at_capacity": _opt(b.link_utilisation, 6),
                    "usd_per_hour": _opt(b.usd_per_hour, 2),
                    "usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, b.n_prfaas, b.n_p, b.n_d)),
                    "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
@@ -258,20 +258,20 @@ def _goodput(result, name: str) -> float | None:
     return None if value is None else round(float(value), 6)
 
 
+def under_slo_ratio(label: str) -> str:
+    """What a ratio to the homogeneous baseline divides under an SLO (``label``: the ratio's name)."""
+    return (f"{label}: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
+            "deployment's goodput from its own closed-form latency, as the plan's)")
+
+
 def vs_homogeneous_note(result) -> str:
     """What the 'vs homog' ratios divide."""
     if result.goodputs:
-        text = ("vs homog: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
-                "deployment's goodput from its own closed-form latency, as the plan's)")
+        text = under_slo_ratio("vs homog")
         if result.ratio(DeploymentName.prfaas_pd) is None:
             text += "; the homogeneous baseline meets the SLO at no rate, so there is no ratio"
         return text
     return "vs homog: Λ_max over the homogeneous baseline's"
-
-
-def _capacity_utilisation(egress_gbps: float, usable_gbps: float) -> float | None:
-    """KV egress at a deployment's Lambda_max over the usable link bandwidth (None without a link)."""
-    return round(egress_gbps / usable_gbps, 6) if usable_gbps > 0 else None
 
 
 def _rows(doc: dict) -> list[dict]:
@@ -631,11 +631,12 @@ def robust_view(result, inputs) -> Report:
              # the counts of the case planned alone, one number a column (a spreadsheet reads '7/1/6' as a date)
              **dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts))} for c in result.cases]
     csv = csv_columns(rows)
-    for row in rows:  # the table's one cell for them
-        row["own_counts"] = f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}"
+    # the table's one cell for them, on a copy: CSV and JSON rows keep one number a column
+    table_rows = [{**row, "own_counts": f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}"} for row in rows]
     shared = (f"N_prfaas {result.n_prfaas}, " + (f"N_p {result.n_pd}, N_d {result.n_decode}" if result.n_decode is not None
                                                  else f"N_pd {result.n_pd} (split per case)"))
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
+    meta, notes = {"scenario": inputs.name, "objective": str(result.objective)}, _robust_notes(result)
     return Report(
         title=f"Robust plan: {inputs.name} ({result.objective}; shared {shared}; {cost})",
         columns=[Column("case", "case", justify="left", keep=True), Column("weight", "weight", _auto),
@@ -644,19 +645,21 @@ def robust_view(result, inputs) -> Report:
                  Column("lambda_max_rps", "Λ_max req/s", _auto), Column("own_lambda_rps", "alone req/s", _auto),
                  Column("loss_fraction", "loss", lambda v: f"{100 * v:.1f}%"),
                  Column("own_counts", "alone N_f/N_p/N_d", justify="right")],
-        rows=rows, meta={"scenario": inputs.name, "objective": str(result.objective)},
-        csv_columns=csv,
-        notes=[f"worst case {result.worst_lambda_rps:.3f} req/s"
-               # the weights sum to 1 when given (``profiles.scenario.RobustSpec``); none given: no weighted figure
-               + (f", weighted {result.weighted_lambda_rps:.3f} req/s" if any(c.weight for c in result.cases) else "")
-               + "; "
-               + ("loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
-                  if result.objective == "min_cost" else
-                  "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and "
-                  "budgets")
-               + ("; cases count relative to their target rates" if all(c.target_rate_rps for c in result.cases)
-                  and result.objective != "min_cost" else "")],
-    )
+        rows=table_rows, meta=meta, csv_columns=csv, notes=notes, json_doc={**meta, "rows": rows, "notes": notes})
+
+
+def _robust_notes(result) -> list[str]:
+    """The robust report's note: the worst and weighted Lambda_max and what the loss is."""
+    return [f"worst case {result.worst_lambda_rps:.3f} req/s"
+            # the weights sum to 1 when given (``profiles.scenario.RobustSpec``); none given: no weighted figure
+            + (f", weighted {result.weighted_lambda_rps:.3f} req/s" if any(c.weight for c in result.cases) else "")
+            + "; "
+            + ("loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
+               if result.objective == "min_cost" else
+               "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and "
+               "budgets")
+            + ("; cases count relative to their target rates" if all(c.target_rate_rps for c in result.cases)
+               and result.objective != "min_cost" else "")]
 
 
 def schedule_view(day, inputs, simulated=None) -> Report:

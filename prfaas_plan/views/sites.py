@@ -94,7 +94,8 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
              "rows per window: each PD site, each link (PD site <- PrfaaS site), each PrfaaS site, the total; $/h "
              "provisioned (instances x $/hour per instance, a link's committed price when it carries traffic), the "
              "same in every window, the parts adding up to the total",
-             "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth"]
+             "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth",
+             *si.notes]
     if len(result.windows) > 1:
         notes.append(f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
                      f"switches is idle for the first {si.conversion_s:g} s of its window"
@@ -123,5 +124,5 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
         meta={"scenario": result.name, "objective": str(si.objective)}, notes=notes,
         json_doc={"scenario": result.name, "objective": str(si.objective), "scale": result.scale,
                   "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "n_pd": result.n_pd,
-                  "one_site": result.one_site, "proven_optimal": result.proven, "rows": rows},
+                  "one_site": result.one_site, "proven_optimal": result.proven, "notes": list(si.notes), "rows": rows},
     )
