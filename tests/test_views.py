@@ -68,7 +68,7 @@ SOURCES_CSV = ["basis", "prfaas_prefill_source", "prfaas_prefill_capacity", "prf
                "pd_prefill_capacity", "pd_layout", "decode_source", "decode_layout"]
 PLAN_CSV = [*IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
             "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
-            "link_utilisation_at_capacity", "usd_per_hour",
+            "link_utilisation_at_capacity", "usd_per_hour", "usd_per_hour_is_lower_bound",
             "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCES_CSV]
 LATENCY_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
