@@ -107,3 +107,21 @@ def case_plan_paper(case_inputs):
     from prfaas_plan.planner.plan import plan
 
     return plan(case_inputs, "paper")
+
+
+def table_parts(text: str) -> list[tuple[list[str], list[str]]]:
+    """(header cells, body lines) of every table part of rendered text: the line above a rule of
+    '─', the lines below it up to a blank line; header cells are separated by two or more spaces."""
+    import re
+
+    lines = text.splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip() and set(line.strip()) == {"─"}:
+            body = []
+            for row in lines[i + 1:]:
+                if not row.strip():
+                    break
+                body.append(row)
+            out.append((re.split(r"\s{2,}", lines[i - 1].strip()), body))
+    return out

@@ -13,7 +13,7 @@ import re
 
 import pytest
 import yaml
-from conftest import case_study_doc
+from conftest import case_study_doc, table_parts
 
 from prfaas_plan import api
 from prfaas_plan.planner.basis import SOURCE_KEYS
@@ -209,19 +209,8 @@ def _value(text: str):
 
 
 def _tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
-    """(header cells, row cells) of every table part: the line above a rule of '─', the lines
-    below it up to a blank line; cells are separated by two or more spaces."""
-    lines = text.splitlines()
-    out = []
-    for i, line in enumerate(lines):
-        if line.strip() and set(line.strip()) == {"─"}:
-            rows = []
-            for row in lines[i + 1:]:
-                if not row.strip():
-                    break
-                rows.append(re.split(r"\s{2,}", row.strip()))
-            out.append((re.split(r"\s{2,}", lines[i - 1].strip()), rows))
-    return out
+    """(header cells, row cells) of every table part; cells are separated by two or more spaces."""
+    return [(header, [re.split(r"\s{2,}", row.strip()) for row in body]) for header, body in table_parts(text)]
 
 
 def _check_fits(report, text: str, width: int) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import DATA, REPO, case_study_doc
+from conftest import DATA, REPO, case_study_doc, table_parts
 
 from prfaas_plan.report import CONTINUED, to_csv, to_table
 
@@ -86,20 +86,7 @@ def _alone(report):
     return dataclasses.replace(report, sections=[])
 
 
-def _parts(text: str) -> list[tuple[list[str], list[str]]]:
-    """(header cells, body lines) of every part: the line above a rule of '─', the lines below
-    it up to a blank line; header cells are separated by two or more spaces."""
-    lines = text.splitlines()
-    out = []
-    for i, line in enumerate(lines):
-        if line.strip() and set(line.strip()) == {"─"}:
-            body = []
-            for row in lines[i + 1:]:
-                if not row.strip():
-                    break
-                body.append(row)
-            out.append((re.split(r"\s{2,}", lines[i - 1].strip()), body))
-    return out
+_parts = table_parts
 
 
 @pytest.mark.parametrize("color", [False, True])
