@@ -225,3 +225,14 @@ class FitParam(StrEnum):
     attention = "attention"
     memory = "memory"
     prefill_overhead_s = "prefill_overhead_s"
+
+
+class EngineName(StrEnum):
+    """The serving engine whose defaults and kernel efficiencies an instance is timed with
+    (``timing/engines/<name>.yaml``); ``generic`` is the engine-neutral model (every kernel at
+    the chip's own fractions, the schema's defaults)."""
+
+    generic = "generic"
+    sglang = "sglang"
+    trtllm = "trtllm"
+    vllm = "vllm"
