@@ -64,6 +64,8 @@ class Work:
     mixer_gemms: Gemms = ()  # (parameters, reduction depth K) of each projection
     dense_gemms: Gemms = ()
     expert_gemms: Gemms = ()  # of one routed expert
+    mixer_type: str = ""  # the layer's attention kind (choices.MixerType value; "" without a mixer), for
+    #   kernel efficiencies per kind (timing.cost)
 
     @property
     def matmul_flops(self) -> np.ndarray:
@@ -132,6 +134,7 @@ def _layer_work(model: ModelProfile, layer: Layer, tokens: np.ndarray, attention
         mixer_gemms=mixer.gemms(h) if layer.mixer is not None else (),
         dense_gemms=ffn.gemms(h)[0],
         expert_gemms=ffn.gemms(h)[1],
+        mixer_type=str(layer.mixer.type) if layer.mixer is not None else "",
     )
 
 
