@@ -62,7 +62,7 @@ def test_models_and_hardware_listing(run_cli):
     assert {"minimax-m2.5", "qwen3-235b", "qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t",
             "kimi-k2", "deepseek-v3", "qwen3-8b", "qwen3-32b", "prfaas-1t-hybrid"} <= names
     hw = {r["hardware"] for r in json.loads(run_cli("hardware", "list", "-f", "json").out)["rows"]}
-    assert {"h100", "h200", "h20", "b200", "gb200", "b300", "rubin", "rubin-cpx", "groq-lpu", "mi300x", "mi355x"} <= hw
+    assert {"h100", "h200", "h20", "b200", "gb200", "gb300", "b300", "rubin", "rubin-cpx", "groq-lpu", "mi300x", "mi355x"} <= hw
     show = json.loads(run_cli("models", "show", "mimo-v2-flash", "-f", "json").out)
     assert show["rows"][0]["kv_bytes_per_token"] == 23_040 and show["profile"]["name"] == "mimo-v2-flash"
     hw_show = run_cli("hardware", "show", "h200")
@@ -77,7 +77,7 @@ def test_every_shipped_hardware_documents_its_efficiency():
 
     for name in shipped_names("hardware_profiles"):
         hw = resolve_hardware(name)
-        text = " ".join(hw.sources + hw.assumptions)
+        text = " ".join(hw.sources + hw.assumptions + [f"{k}: {v}" for k, v in hw.efficiency_sources.items()])
         named = [f for f in Efficiency.model_fields if getattr(hw.efficiency, f) is not None]
         missing = [f for f in named + ["scale_up_latency_us", "nic_latency_us"] if f not in text]
         assert not missing, (name, missing)

@@ -86,8 +86,8 @@ MODELS_TABLE = {"model": "model", "layers": "layers", "mixers (kind:layers)": "m
                 "active B": "params_active_billions", "weights GB": "weight_gb", "context": "max_context_tokens"}
 HARDWARE_TABLE = {"hardware": "hardware", "bf16 TFLOPS": "bf16_tflops", "fp8 TFLOPS": "fp8_tflops", "fp4 TFLOPS": "fp4_tflops",
                   "memory GiB": "memory_gib", "TB/s": "bandwidth_tb_per_s", "scale-up GB/s": "scale_up_gb_per_s",
-                  "eff mm": "eff_matmul", "eff attn": "eff_attention", "eff mem": "eff_memory",
-                  "overhead s": "prefill_overhead_s", "$/GPU-h (example)": "usd_per_gpu_hour"}
+                  "eff mm": "eff_matmul", "eff attn": "eff_attention", "eff attn fp8": "eff_attention_fp8",
+                  "eff mem": "eff_memory", "overhead s": "prefill_overhead_s", "$/GPU-h (example)": "usd_per_gpu_hour"}
 CALIBRATION_TABLE = {"length (tokens)": "length_tokens", "measured (s)": "measured_s", "fitted (s)": "predicted_s",
                      "error %": "error_pct", "measured KV (B)": "measured_kv_bytes", "model KV (B)": "model_kv_bytes"}
 # Each Δ column names the pair it compares: (closed - simulated) / simulated, in percent.

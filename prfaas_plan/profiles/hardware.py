@@ -48,10 +48,12 @@ class Efficiency(StrictModel):
     """Achievable fractions of peak, and fixed costs, of a serving stack on this chip."""
 
     matmul: _FRACTION  # fraction of the bf16 matmul peak large GEMMs reach
-    matmul_fp8: _FRACTION | None = None  # fraction of the fp8 (and fp4) peak; default: matmul
+    matmul_fp8: _FRACTION | None = None  # fraction of the fp8 peak; default: matmul
+    matmul_fp4: _FRACTION | None = None  # fraction of the fp4 peak; default: matmul_fp8, else matmul
     matmul_k0: Float(GEMM_SHAPE) = 717.0  # reduction depth (elements) a GEMM's per-tile fixed cost equals
     matmul_m0: Float(GEMM_SHAPE) = 100.0  # rows a GEMM's fixed cost equals (few tokens per matrix)
-    attention: _FRACTION  # fraction of the attention dtype's peak attention kernels reach
+    attention: _FRACTION  # fraction of the bf16 peak bf16 attention kernels reach
+    attention_fp8: _FRACTION | None = None  # fraction of the fp8 peak fp8 attention kernels reach; default: attention
     memory: _FRACTION  # fraction of HBM/SRAM bandwidth memory-bound kernels reach
     network: _FRACTION = 0.8  # fraction of scale-up bandwidth a collective reaches
     nic: _FRACTION = 0.9  # fraction of the scale-out NIC bandwidth a collective reaches
@@ -61,6 +63,33 @@ class Efficiency(StrictModel):
     #   tokenisation, the first token's return): added to TTFT, not to a saturated pool's throughput
     decode_step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0  # fixed per decode step (scheduling, sampling)
     memory_usable_fraction: _FRACTION = 0.9  # of capacity for weights + KV
+
+    def matmul_fraction(self, dtype: str) -> float:
+        """Fraction of ``dtype``'s peak large GEMMs reach: ``matmul`` (bf16), ``matmul_fp8`` (fp8),
+        ``matmul_fp4`` (fp4); a dtype without its own figure takes the next wider one's (``FALLBACK``)."""
+        return getattr(self, self.field_in_use(_MATMUL_FIELD.get(dtype, "matmul")))
+
+    def attention_fraction(self, dtype: str) -> float:
+        """Fraction of ``dtype``'s peak attention cores reach: ``attention_fp8`` for fp8 (and fp4:
+        no FP4 attention kernel is measured in any source), else ``attention`` (bf16)."""
+        return getattr(self, self.field_in_use(_ATTENTION_FIELD.get(dtype, "attention")))
+
+    def field_in_use(self, name: str) -> str:
+        """The field whose value stands for ``name``: itself when set, else its fallback's."""
+        while getattr(self, name) is None:
+            name = FALLBACK[name]
+        return name
+
+
+_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
+_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8", ComputeDtype.fp4: "attention_fp8"}
+FALLBACK: dict[str, str] = {"matmul_fp8": "matmul", "matmul_fp4": "matmul_fp8", "attention_fp8": "attention"}
+"""Per-dtype fractions and the field each falls back to when a profile has no figure of its own."""
+FIELD_DTYPE: dict[str, ComputeDtype] = {"matmul_fp8": ComputeDtype.fp8, "matmul_fp4": ComputeDtype.fp4,
+                                        "attention_fp8": ComputeDtype.fp8}
+"""The dtype of each per-dtype fraction: it matters only on a chip with a peak for that dtype."""
+
+_SOURCE = Annotated[str, Field(min_length=1, max_length=2000)]
 
 
 class HardwareProfile(StrictModel):
@@ -80,6 +109,10 @@ class HardwareProfile(StrictModel):
     price_usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # an editable example, not a quote
     price_note: Text = ""
     efficiency: Efficiency
+    # where each efficiency figure comes from: field -> "repo@commit path (table): figure / peak = fraction",
+    # "assumption: ..." or "fallback: <field> (no source for this chip)"; see ``efficiency_source``
+    efficiency_sources: dict[Annotated[str, Field(max_length=64)], _SOURCE] = Field(default_factory=dict,
+                                                                                    max_length=32)
     calibration: CalibrationRecord | None = None  # written by `prfaas-plan calibrate`
 
     @model_validator(mode="before")
@@ -92,6 +125,10 @@ class HardwareProfile(StrictModel):
 
     @model_validator(mode="after")
     def _ordered(self):
+        unknown = sorted(set(self.efficiency_sources) - set(Efficiency.model_fields))
+        if unknown:
+            raise ValueError(f"efficiency_sources names {', '.join(unknown)}, not an efficiency field "
+                             f"(fields: {', '.join(Efficiency.model_fields)})")
         p = self.peak_tflops
         if p.fp8 is not None and p.fp8 < p.bf16:
             raise ValueError("peak_tflops.fp8 is below peak_tflops.bf16")
@@ -99,16 +136,33 @@ class HardwareProfile(StrictModel):
             raise ValueError("peak_tflops.fp4 is below the fp8 (or bf16) peak")
         return self
 
-    def peak_flops(self, dtype: str) -> float:
-        """Dense peak FLOP/s of one chip for ``dtype``, falling back to the next wider dtype
-        the chip supports (fp4 -> fp8 -> bf16): e.g. fp4 weights on an H200 run at fp8."""
+    def running_dtype(self, dtype: str) -> ComputeDtype:
+        """The dtype the chip computes ``dtype`` in: itself, or the next wider one it has a peak
+        for (fp4 -> fp8 -> bf16): e.g. fp4 weights on an H200 run at fp8."""
         order = list(COMPUTE_DTYPES)
         start = order.index(dtype) if dtype in order else order.index(ComputeDtype.bf16)
-        for candidate in order[start:]:
-            value = getattr(self.peak_tflops, candidate)
-            if value is not None:
-                return value * 1e12
-        raise AssertionError("bf16 peak is required")
+        return next(c for c in order[start:] if getattr(self.peak_tflops, c) is not None)
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s of one chip for ``dtype`` (at ``running_dtype``)."""
+        return getattr(self.peak_tflops, self.running_dtype(dtype)) * 1e12
+
+    def efficiency_fields(self) -> list[str]:
+        """The efficiency fields this profile answers for: those it sets, and each per-dtype
+        fraction of a dtype the chip has a peak for (set, or taking its fallback)."""
+        e = self.efficiency
+        return [f for f in Efficiency.model_fields
+                if f in e.model_fields_set or f in self.efficiency_sources
+                or (f in FIELD_DTYPE and getattr(self.peak_tflops, FIELD_DTYPE[f]) is not None)]
+
+    def efficiency_source(self, field: str) -> str:
+        """Where ``efficiency.<field>`` comes from: the profile's ``efficiency_sources`` entry; for a
+        per-dtype fraction the profile leaves unset and does not explain, the fallback it takes."""
+        if field in self.efficiency_sources:
+            return self.efficiency_sources[field]
+        if field in FALLBACK and getattr(self.efficiency, field) is None:
+            return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"
+        return "not stated in the profile"
 
     @property
     def memory_bytes(self) -> float:

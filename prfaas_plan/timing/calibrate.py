@@ -4,7 +4,9 @@ one model or several models jointly, and say how well the fit transfers.
 Model: the TTFT of one prompt on an idle instance, ``timing.prefill.RooflinePrefill.prefill_s``,
 on the layout the base profile chooses for each model (held fixed while fitting). Parameters
 (``choices.FitParam``): the matmul, attention and memory fractions (``compute`` scales matmul
-and attention together; ``matmul_fp8`` keeps its ratio to ``matmul``) and the per-request
+and attention together; the per-dtype fractions ``matmul_fp8``, ``matmul_fp4`` and
+``attention_fp8`` a profile sets keep their measured ratio to ``matmul`` / ``attention``:
+fitting ``attention`` fits the bf16 fraction and scales the fp8 one by the same factor) and the per-request
 ``prefill_overhead_s``; default matmul, attention
 and prefill_overhead_s. Fit: nonlinear least squares on relative (log) residuals
 log T_pred - log T_meas over every point of every model, fractions in (0.001, 1] (fitted in
@@ -173,6 +175,19 @@ def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: 
     return hardware.model_copy(update=update)
 
 
+def _fitted_sources(hardware: HardwareProfile, values: dict[str, float], points: int,
+                    models: list[str]) -> dict[str, str]:
+    """The base profile's ``efficiency_sources``, each fitted field's entry saying that it was fitted
+    (to how many points of which models) and what it was before, from where."""
+    out = dict(hardware.efficiency_sources)
+    for name in values:
+        if name in type(hardware.efficiency).model_fields:
+            was = getattr(hardware.efficiency, name)
+            out[name] = shorten(f"calibrated: fitted to {points} measured prefill latencies of {', '.join(models)} "
+                                f"(was {was if was is not None else 'unset'}: {hardware.efficiency_source(name)})", 2000)
+    return out
+
+
 def check_fit(params, points: int) -> tuple[FitParam, ...]:
     """The parameters to fit (default ``FIT_DEFAULT``); an error when they cannot be determined."""
     try:
@@ -190,6 +205,11 @@ def check_fit(params, points: int) -> tuple[FitParam, ...]:
     return fit
 
 
+# fitting the bf16 fraction (``matmul``, ``attention``) scales the per-dtype fractions a profile sets
+# by the same factor: the kernels of each dtype keep the ratio their sources measured
+_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "attention_fp8": "attention"}
+
+
 class _Fit:
     """Predictions of every point for a parameter vector x (fractions in log space)."""
 
@@ -200,7 +220,7 @@ class _Fit:
         self.layouts = [s.layout or RooflinePrefill(s.model, Instance(hardware, s.gpus, None, s.engine),
                                                     capacity=PrefillCapacity.per_request).layout for s in sets]
         self.measured = np.array([p.prefill_s for s in sets for p in s.points])
-        top = max(eff.matmul, eff.attention, eff.matmul_fp8 or 0.0)
+        top = max(getattr(eff, f) or 0.0 for f in ("matmul", "attention", *_KEEPS_RATIO))
         lower, upper = [], []
         for p in fit:
             if p == FitParam.prefill_overhead_s:
@@ -223,8 +243,9 @@ class _Fit:
                 out["matmul"], out["attention"] = eff.matmul * math.exp(v), eff.attention * math.exp(v)
             else:
                 out[p.value] = math.exp(v)
-        if "matmul" in out and eff.matmul_fp8 is not None:  # fp8 keeps its measured ratio to bf16
-            out["matmul_fp8"] = min(1.0, eff.matmul_fp8 * out["matmul"] / eff.matmul)
+        for name, base in _KEEPS_RATIO.items():  # a per-dtype fraction keeps its measured ratio to bf16
+            if base in out and getattr(eff, name) is not None:
+                out[name] = min(1.0, getattr(eff, name) * out[base] / getattr(eff, base))
         return out
 
     def reported(self, x: np.ndarray) -> dict[str, float]:
@@ -417,7 +438,8 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
         "max_abs_error": round(max(abs(f.error) for f in point_fits), 6),
         "models": models if len(models) > 1 else [],
     })
-    calibrated = calibrated.model_copy(update={"calibration": record})
+    calibrated = calibrated.model_copy(update={"calibration": record,
+                                               "efficiency_sources": _fitted_sources(hardware, fitted_values, n, models)})
     worst = max(point_fits, key=lambda f: abs(f.error))
     if abs(worst.error) > MAX_FIT_ERROR:
         raise PlanInputError(

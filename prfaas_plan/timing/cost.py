@@ -110,14 +110,22 @@ def peaks(model: ModelProfile, hw: HardwareProfile) -> tuple[float, float, float
     """Achievable FLOP/s of one chip for (dense matmuls, routed experts, attention cores)."""
     return (matmul_rate(hw, MATMUL_DTYPE[model.dtypes.weights]),
             matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),
-            hw.peak_flops(model.dtypes.attention) * hw.efficiency.attention)
+            attention_rate(hw, model.dtypes.attention))
 
 
 def matmul_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
-    """Achievable matmul FLOP/s at a dtype: its peak x ``matmul`` (bf16) or ``matmul_fp8`` (fp8, fp4)."""
-    eff = hw.efficiency
-    fraction = eff.matmul if dtype == ComputeDtype.bf16 or eff.matmul_fp8 is None else eff.matmul_fp8
-    return hw.peak_flops(dtype) * fraction
+    """Achievable matmul FLOP/s at a dtype: the peak it runs at (``HardwareProfile.running_dtype``) x its fraction
+    (``Efficiency.matmul_fraction``: ``matmul``, ``matmul_fp8``, ``matmul_fp4``, each falling back
+    to the next wider one's)."""
+    running = hw.running_dtype(dtype)
+    return hw.peak_flops(running) * hw.efficiency.matmul_fraction(running)
+
+
+def attention_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
+    """Achievable attention-core FLOP/s at the attention dtype: the peak it runs at x
+    ``attention_fp8`` (fp8) or ``attention`` (bf16) (``Efficiency.attention_fraction``)."""
+    running = hw.running_dtype(dtype)
+    return hw.peak_flops(running) * hw.efficiency.attention_fraction(running)
 
 
 def stage_cost(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..accounting.kinds import mixer_of
 from ..accounting.kv import KvModel
 from ..accounting.params import count_params, weight_bytes
-from ..profiles.hardware import HardwareProfile
+from ..choices import ComputeDtype
+from ..profiles.hardware import FALLBACK, HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..report import Column, Report, fmt_float, fmt_int, fmt_opt
 from ..units import BYTES_PER_MIB
@@ -80,6 +81,7 @@ def hardware_summary(h: HardwareProfile) -> dict:
         "scale_up_gb_per_s": h.scale_up_gb_per_s,
         "eff_matmul": e.matmul,
         "eff_attention": e.attention,
+        "eff_attention_fp8": e.attention_fraction(ComputeDtype.fp8),  # its own figure, or the bf16 one it falls back to
         "eff_memory": e.memory,
         "prefill_overhead_s": e.prefill_overhead_s,
         "usd_per_gpu_hour": h.price_usd_per_gpu_hour,
@@ -96,6 +98,7 @@ _HW_COLUMNS = [
     Column("scale_up_gb_per_s", "scale-up GB/s", fmt_float(0)),
     Column("eff_matmul", "eff mm", fmt_float(3)),
     Column("eff_attention", "eff attn", fmt_float(3)),
+    Column("eff_attention_fp8", "eff attn fp8", fmt_float(3)),
     Column("eff_memory", "eff mem", fmt_float(2)),
     Column("prefill_overhead_s", "overhead s", fmt_float(2)),
     Column("usd_per_gpu_hour", "$/GPU-h (example)", fmt_opt(2)),
@@ -108,7 +111,18 @@ def hardware_list_view(profiles: list[HardwareProfile]) -> Report:
                   notes=["- = not available (null in JSON, empty in CSV); prices are editable examples, not quotes"])
 
 
+def efficiency_source_notes(h: HardwareProfile) -> list[str]:
+    """One line per efficiency field the profile sets, and per per-dtype fraction it falls back
+    for: the field, its value (a fallback's is the value it takes) and where it comes from."""
+    e, lines = h.efficiency, []
+    for name in h.efficiency_fields():
+        value = getattr(e, e.field_in_use(name)) if name in FALLBACK else getattr(e, name)
+        lines.append(f"efficiency {name} {value:g}: {h.efficiency_source(name)}")
+    return lines
+
+
 def hardware_show_view(h: HardwareProfile) -> Report:
-    return _show(hardware_list_view([h]), "Hardware", h, *([h.price_note] if h.price_note else []))
+    return _show(hardware_list_view([h]), "Hardware", h, *([h.price_note] if h.price_note else []),
+                 *efficiency_source_notes(h))
 
 
