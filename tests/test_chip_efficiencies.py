@@ -82,6 +82,20 @@ def test_mi300x_fp8_matmul_uses_its_own_fp8_measurement():
     assert hw.efficiency.matmul_fp8 != hw.efficiency.matmul
 
 
+def test_fp4_matmul_uses_its_own_figure_else_the_fp8_fraction():
+    """GB200's FP4 GEMMs run at Azure's measured cuBLASLt FP4 rate (parsed from its source); B200
+    (no FP4 measurement) runs FP4 at its fp8 fraction of the fp4 peak; H200 (no fp4 peak) at fp8."""
+    gb200 = resolve_hardware("gb200")
+    measured = float(re.search(r"([\d,.]+) TFLOPS at m = n = k", gb200.efficiency_sources["matmul_fp4"]).group(1)
+                     .replace(",", ""))
+    assert matmul_rate(gb200, ComputeDtype.fp4) == pytest.approx(measured * 1e12, rel=1e-4)
+    b200 = resolve_hardware("b200")
+    assert b200.efficiency_sources["matmul_fp4"].startswith("fallback: matmul_fp8")
+    assert matmul_rate(b200, ComputeDtype.fp4) == pytest.approx(b200.peak_tflops.fp4 * 1e12 * b200.efficiency.matmul_fp8)
+    h200 = resolve_hardware("h200")
+    assert matmul_rate(h200, ComputeDtype.fp4) == matmul_rate(h200, ComputeDtype.fp8)
+
+
 @pytest.mark.parametrize("name", shipped_names("hardware_profiles"))
 def test_every_efficiency_a_shipped_profile_sets_names_its_source(name):
     """Each efficiency field the profile sets, and each per-dtype fraction of a dtype the chip

@@ -551,6 +551,39 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/plot.py",
         "label=textwrap.fill(front_note(comparison), 46))",
         "label=\"Pareto front (TTFT too)\")"),
+    # per-chip efficiencies (tests/test_chip_efficiencies.py)
+    "fp8-attention-uses-bf16-fraction": (
+        "prfaas_plan/timing/cost.py",
+        "return hw.peak_flops(running) * hw.efficiency.attention_fraction(running)",
+        "return hw.peak_flops(running) * hw.efficiency.attention"),
+    "fp8-attention-field-is-bf16": (
+        "prfaas_plan/profiles/hardware.py",
+        '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8",',
+        '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention",'),
+    "fp8-matmul-field-is-bf16": (
+        "prfaas_plan/profiles/hardware.py",
+        '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8",',
+        '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",'),
+    "fp8-attention-falls-back-to-matmul": (
+        "prfaas_plan/profiles/hardware.py",
+        '"matmul_fp4": "matmul_fp8", "attention_fp8": "attention"}',
+        '"matmul_fp4": "matmul_fp8", "attention_fp8": "matmul"}'),
+    "fallback-source-names-itself": (
+        "prfaas_plan/profiles/hardware.py",
+        'return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"',
+        'return f"fallback: {field} (no source for this chip)"'),
+    "efficiency-sources-typo-accepted": (
+        "prfaas_plan/profiles/hardware.py",
+        "unknown = sorted(set(self.efficiency_sources) - set(Efficiency.model_fields))",
+        "unknown = []"),
+    "calibration-drops-fp8-attention-ratio": (
+        "prfaas_plan/timing/calibrate.py",
+        '_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "attention_fp8": "attention"}',
+        '_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul"}'),
+    "fp4-matmul-skips-its-fraction": (
+        "prfaas_plan/profiles/hardware.py",
+        'ComputeDtype.fp4: "matmul_fp4"}',
+        'ComputeDtype.fp4: "matmul_fp8"}'),
 }
 
 
