@@ -1,34 +1,57 @@
 """Published measurements of real deployments, predicted with ``api.estimate``.
 
-A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``kind``, ``model_ref``,
-``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``, ``parallelism``,
-``input_len``, ``output_len``, ``batch``, ``batch_scope``, ``context``, ``measured``, ...). Each
-row is predicted from the shipped profiles and defaults, with only what the source publishes:
+A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``KNOWN_COLUMNS``: ``kind``,
+``model_ref``, ``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``,
+``parallelism``, the layout ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas``,
+``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``concurrency``, ``input_len``,
+``output_len``, ``batch``, ``batch_scope``, ``requests``, ``context``, ``measured``, ``unit``,
+...). Each row is predicted from the shipped profiles and defaults, with only what the source
+publishes:
 
 - the model (a shipped profile, or a Hugging Face config beside the CSV) and its precision
-  (``dtype_override``: ``weights=fp8;kv=fp8``);
-- the layout from ``parallelism``: ``TP8`` -> {tp: 8}; ``DEP8`` or ``EP32 + DP attention`` (or an
-  engine that names large-scale EP) -> {ep: n, dp_attention: n}; anything else -> the best layout
-  the tool finds for the chips; when the published chips cannot hold the model (a deployment
-  that offloads weights to host memory), the same kind of layout on the fewest chips that can,
-  compared per GPU;
+  (``dtype_override``: ``weights=fp8;kv=fp8;attention=fp8``);
+- the layout: the columns ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas`` when any is given
+  (a blank one is 1; they must use exactly ``gpus`` chips and ep must divide tp x dp_attention),
+  which override the ``parallelism`` text; else from that text: ``TP8`` -> {tp: 8}; ``DEP8`` or
+  ``EP32 + DP attention`` (or an engine that names large-scale EP) -> {ep: n, dp_attention: n};
+  anything else -> the best layout the tool finds for the chips; when the published chips cannot
+  hold the model (a deployment that offloads weights to host memory) and the layout is not
+  given in columns, the same kind of layout on the fewest chips that can, compared per GPU;
 - the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
   communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; a run of
   ``trtllm-bench`` gets the limits that tool sets itself when the command gives none
   (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
-  chunked prefill); nothing else is set per row;
+  chunked prefill); then the row's own ``chunk_tokens`` (the chunked-prefill chunk, i.e. the
+  token budget of a pass: the engine's ``prefill_tokens_per_pass``), ``chunked_prefill``
+  (true/false) and ``mtp_tokens`` (accepted tokens per decode step) override those;
+- the requests in flight: ``concurrency`` (the instance's), which wins over ``batch`` when both
+  are given; else ``batch`` (x gpus with ``batch_scope`` per_gpu), as in the old CSVs; blank
+  both: the memory-limited batch, or one request for ``ttft``, ``tpot`` and ``user_tps``;
 - by kind: ``prefill_tps`` input tokens/s of saturated prefill; ``decode_tps`` output tokens/s
-  at the published batch (per GPU x GPUs) and context, or the memory-limited batch;
-  ``e2e_tps`` offline output tokens/s at the memory-limited batch (or the engine's limit), over
-  a run of the ``requests`` the source queued (``timing.offline``; blank: the steady state);
-  ``e2e_latency`` seconds of
-  a request among ``batch`` started together. A figure per node or per GPU divides the
-  instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken as ``DEFAULT_INPUT``.
+  at the concurrency and context, or the memory-limited batch; ``e2e_tps`` offline output
+  tokens/s at the memory-limited batch (or the engine's limit), over a run of the ``requests``
+  the source queued (``timing.offline``; blank: the steady state); ``e2e_latency`` the latency of
+  a batch of C requests started together (vLLM ``benchmark_latency --batch-size``, a static
+  batch): the batch's whole prefill (C prompts through the passes, chunked as configured), then
+  its O - 1 decode steps at batch C (``timing.estimate``); ``ttft`` one prompt's time to first
+  token on the idle instance (its chunks pipelined through the pp stages), or with C > 1 the
+  mean over C prompts started together; ``tpot`` seconds per output token (step / MTP tokens)
+  at C; ``user_tps`` output tokens/s per user, 1 / TPOT as the engine reports it. ``ttft``,
+  ``tpot`` and ``e2e_latency`` are seconds: their ``unit`` must be ``s`` or ``ms`` (the
+  prediction is given in that unit). A decode kind (``decode_tps``, ``tpot``, ``user_tps``) with
+  a ``context`` is one decode step at that context (input = context, output 1). A figure per node
+  or per GPU divides the instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken
+  as ``DEFAULT_INPUT``.
+- a row at the model's full context is accepted: a request holds at most input + output - 1
+  tokens of KV (its last token is returned, never attended to), so a decode step at context =
+  the model's context, or a prefill of the whole context, is predicted as it ran
+  (``timing.estimate``).
 
 Every field is checked as a scenario's is (``read_fields``): a value out of its range
-(``ranges``), a fraction where a count belongs, an unknown ``kind`` or ``batch_scope``, or a
-blank where the row's kind needs a value is a one-line error naming the file, the line and
-the column; a blank takes its documented default only where one is documented above.
+(``ranges``), a fraction where a count belongs, an unknown ``kind`` or ``batch_scope``, a flag
+that is not true/false, a unit other than s or ms for a latency kind, a layout that does not use
+the row's gpus, or a blank where the row's kind needs a value is a one-line error naming the file,
+the line and the column; a blank takes its documented default only where one is documented above.
 """
 
 from __future__ import annotations
