@@ -38,8 +38,9 @@ decode step at context = max context, I = context and O = 1) is accepted; memory
 for min(I + O, max context) tokens.
 
 The prefill and decode layouts are the instance's when given, else each job's best layout
-(``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end figures run both on
-the decode layout (one set of chips does both jobs). Per GPU figures divide by the chips.
+(``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end throughput runs both on
+the decode layout (one set of chips does both jobs), the e2e latency's prefill on the TTFT's.
+Per GPU figures divide by the chips.
 """
 
 from __future__ import annotations
