@@ -1,34 +1,57 @@
 """Published measurements of real deployments, predicted with ``api.estimate``.
 
-A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``kind``, ``model_ref``,
-``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``, ``parallelism``,
-``input_len``, ``output_len``, ``batch``, ``batch_scope``, ``context``, ``measured``, ...). Each
-row is predicted from the shipped profiles and defaults, with only what the source publishes:
+A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``KNOWN_COLUMNS``: ``kind``,
+``model_ref``, ``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``,
+``parallelism``, the layout ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas``,
+``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``concurrency``, ``input_len``,
+``output_len``, ``batch``, ``batch_scope``, ``requests``, ``context``, ``measured``, ``unit``,
+...). Each row is predicted from the shipped profiles and defaults, with only what the source
+publishes:
 
 - the model (a shipped profile, or a Hugging Face config beside the CSV) and its precision
-  (``dtype_override``: ``weights=fp8;kv=fp8``);
-- the layout from ``parallelism``: ``TP8`` -> {tp: 8}; ``DEP8`` or ``EP32 + DP attention`` (or an
-  engine that names large-scale EP) -> {ep: n, dp_attention: n}; anything else -> the best layout
-  the tool finds for the chips; when the published chips cannot hold the model (a deployment
-  that offloads weights to host memory), the same kind of layout on the fewest chips that can,
-  compared per GPU;
+  (``dtype_override``: ``weights=fp8;kv=fp8;attention=fp8``);
+- the layout: the columns ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas`` when any is given
+  (a blank one is 1; they must use exactly ``gpus`` chips and ep must divide tp x dp_attention),
+  which override the ``parallelism`` text; else from that text: ``TP8`` -> {tp: 8}; ``DEP8`` or
+  ``EP32 + DP attention`` (or an engine that names large-scale EP) -> {ep: n, dp_attention: n};
+  anything else -> the best layout the tool finds for the chips; when the published chips cannot
+  hold the model (a deployment that offloads weights to host memory) and the layout is not
+  given in columns, the same kind of layout on the fewest chips that can, compared per GPU;
 - the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
   communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; a run of
   ``trtllm-bench`` gets the limits that tool sets itself when the command gives none
   (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
-  chunked prefill); nothing else is set per row;
+  chunked prefill); then the row's own ``chunk_tokens`` (the chunked-prefill chunk, i.e. the
+  token budget of a pass: the engine's ``prefill_tokens_per_pass``), ``chunked_prefill``
+  (true/false) and ``mtp_tokens`` (accepted tokens per decode step) override those;
+- the requests in flight: ``concurrency`` (the instance's), which wins over ``batch`` when both
+  are given; else ``batch`` (x gpus with ``batch_scope`` per_gpu), as in the old CSVs; blank
+  both: the memory-limited batch, or one request for ``ttft``, ``tpot`` and ``user_tps``;
 - by kind: ``prefill_tps`` input tokens/s of saturated prefill; ``decode_tps`` output tokens/s
-  at the published batch (per GPU x GPUs) and context, or the memory-limited batch;
-  ``e2e_tps`` offline output tokens/s at the memory-limited batch (or the engine's limit), over
-  a run of the ``requests`` the source queued (``timing.offline``; blank: the steady state);
-  ``e2e_latency`` seconds of
-  a request among ``batch`` started together. A figure per node or per GPU divides the
-  instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken as ``DEFAULT_INPUT``.
+  at the concurrency and context, or the memory-limited batch; ``e2e_tps`` offline output
+  tokens/s at the memory-limited batch (or the engine's limit), over a run of the ``requests``
+  the source queued (``timing.offline``; blank: the steady state); ``e2e_latency`` the latency of
+  a batch of C requests started together (vLLM ``benchmark_latency --batch-size``, a static
+  batch): the batch's whole prefill (C prompts through the passes, chunked as configured), then
+  its O - 1 decode steps at batch C (``timing.estimate``); ``ttft`` one prompt's time to first
+  token on the idle instance (its chunks pipelined through the pp stages), or with C > 1 the
+  mean over C prompts started together; ``tpot`` seconds per output token (step / MTP tokens)
+  at C; ``user_tps`` output tokens/s per user, 1 / TPOT as the engine reports it. ``ttft``,
+  ``tpot`` and ``e2e_latency`` are seconds: their ``unit`` must be ``s`` or ``ms`` (the
+  prediction is given in that unit). A decode kind (``decode_tps``, ``tpot``, ``user_tps``) with
+  a ``context`` is one decode step at that context (input = context, output 1). A figure per node
+  or per GPU divides the instance's by gpus / unit_gpus. A missing input length (MLPerf) is taken
+  as ``DEFAULT_INPUT``.
+- a row at the model's full context is accepted: a request holds at most input + output - 1
+  tokens of KV (its last token is returned, never attended to), so a decode step at context =
+  the model's context, or a prefill of the whole context, is predicted as it ran
+  (``timing.estimate``).
 
 Every field is checked as a scenario's is (``read_fields``): a value out of its range
-(``ranges``), a fraction where a count belongs, an unknown ``kind`` or ``batch_scope``, or a
-blank where the row's kind needs a value is a one-line error naming the file, the line and
-the column; a blank takes its documented default only where one is documented above.
+(``ranges``), a fraction where a count belongs, an unknown ``kind`` or ``batch_scope``, a flag
+that is not true/false, a unit other than s or ms for a latency kind, a layout that does not use
+the row's gpus, or a blank where the row's kind needs a value is a one-line error naming the file,
+the line and the column; a blank takes its documented default only where one is documented above.
 """
 
 from __future__ import annotations
@@ -50,7 +73,9 @@ from .ranges import (
     CHIPS_PER_INSTANCE,
     DECODE_BATCH,
     MAX_CSV_BYTES,
+    MTP_TOKENS,
     OFFLINE_REQUESTS,
+    PASS_TOKENS,
     PUBLISHED_MEASUREMENT,
     TOKENS,
     Range,
@@ -135,13 +160,19 @@ class Prediction:
         return abs(self.ratio - 1.0)
 
 
-KINDS = ("prefill_tps", "decode_tps", "e2e_tps", "e2e_latency")
+KINDS = ("prefill_tps", "decode_tps", "e2e_tps", "e2e_latency", "ttft", "tpot", "user_tps")
+LATENCY_KINDS = ("ttft", "tpot", "e2e_latency")  # seconds: the unit says s or ms
+SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e-3}
+DECODE_KINDS = ("decode_tps", "tpot", "user_tps")  # a context given: one decode step at that context
+LATENCY_DEFAULT_CONCURRENCY = 1  # ttft, tpot, user_tps without a batch or concurrency: a lone request
 BATCH_SCOPES = ("", "per_gpu", "total")  # blank: the batch is the instance's total
+LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas")  # timing.layout.FIELDS
 # columns a CSV must have; every other column the prediction reads may be absent, which is a blank
 # cell in every row (its documented default, or an error where the row's kind needs a value)
 REQUIRED_COLUMNS = ("id", "kind", "model_ref", "tool_hw", "gpus", "measured", "unit")
 OPTIONAL_COLUMNS = ("model", "dtype_override", "unit_gpus", "engine", "parallelism", "input_len", "output_len",
-                    "batch", "batch_scope", "requests", "context")
+                    "batch", "batch_scope", "requests", "context", *LAYOUT_COLUMNS, "chunk_tokens", "chunked_prefill",
+                    "mtp_tokens", "concurrency")
 DESCRIPTIVE_COLUMNS = ("hardware", "precision", "metric", "trust", "notes", "source")  # read by people, not the model
 # any other name is refused, since a misspelt optional column would silently take its default
 KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS + DESCRIPTIVE_COLUMNS
@@ -191,6 +222,12 @@ class RowFields:
     requests: int | None
     context_tokens: int | None
     measured: float
+    layout: dict[str, int] | None = None  # the layout columns given (the others 1); None: none given
+    chunk_tokens: int | None = None  # the engine's prefill_tokens_per_pass
+    chunked_prefill: bool | None = None
+    mtp_tokens: float | None = None  # the engine's mtp_tokens_per_step
+    concurrency: int | None = None  # requests in flight, the instance's: the column, else batch (x gpus per GPU)
+    seconds_per_unit: float | None = None  # latency kinds: 1 (s) or 1e-3 (ms)
 
 
 def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = True, default=None,
@@ -214,6 +251,33 @@ def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = Tr
     return int(value) if whole else value
 
 
+def _flag(row: dict[str, str], column: str) -> bool | None:
+    """``true`` or ``false`` (any case); blank: None."""
+    text = row[column].lower()
+    if not text:
+        return None
+    if text not in ("true", "false"):
+        raise PlanInputError(f"must be true or false, got {show(row[column])}", field=column)
+    return text == "true"
+
+
+def _layout_columns(row: dict[str, str], gpus: int) -> dict[str, int] | None:
+    """The layout the ``tp``, ``pp``, ``ep``, ``dp_attention`` and ``replicas`` columns give (a blank
+    one is 1), or None when all are blank: ep must divide tp x dp_attention, and the chips add up to gpus."""
+    given = {c: _number(row, c, CHIPS_PER_INSTANCE) for c in LAYOUT_COLUMNS}
+    if all(v is None for v in given.values()):
+        return None
+    layout = {c: 1 if v is None else v for c, v in given.items()}
+    stage = layout["tp"] * layout["dp_attention"]
+    if stage % layout["ep"]:
+        raise PlanInputError(f"ep {layout['ep']} must divide tp x dp_attention ({stage})", field="ep")
+    chips = stage * layout["pp"] * layout["replicas"]
+    if chips != gpus:
+        raise PlanInputError(f"the layout's tp x dp_attention x pp x replicas is {chips} chips, not the row's {gpus}",
+                             field="gpus")
+    return layout
+
+
 def read_fields(row: dict[str, str]) -> RowFields:
     """Check every numeric and enumerated field of a row (``ranges``; see the module doc)."""
     kind = row["kind"]
@@ -222,21 +286,40 @@ def read_fields(row: dict[str, str]) -> RowFields:
     if row["batch_scope"] not in BATCH_SCOPES:
         raise PlanInputError(f"unknown batch_scope {show(row['batch_scope'])} (blank, per_gpu or total)",
                              field="batch_scope")
+    seconds_per_unit = None
+    if kind in LATENCY_KINDS:
+        seconds_per_unit = SECONDS_PER_UNIT.get(row["unit"])
+        if seconds_per_unit is None:
+            raise PlanInputError(f"a {kind} row is in seconds: unit must be s or ms, got {show(row['unit'])}",
+                                 field="unit")
     gpus = _number(row, "gpus", CHIPS_PER_INSTANCE, required=True)
     e2e = kind in ("e2e_tps", "e2e_latency")
     output = _number(row, "output_len", TOKENS, whole=False, default=1, required=e2e)
     if output < 1:
         raise PlanInputError(f"must be at least 1 token, got {output:g}", field="output_len")
+    concurrency = _number(row, "concurrency", DECODE_BATCH)
+    per_gpu = row["batch_scope"] == "per_gpu"
+    batch = _number(row, "batch", DECODE_BATCH, required=kind == "e2e_latency" and concurrency is None)
+    if concurrency is None and batch is not None:
+        concurrency = batch * gpus if per_gpu else batch
+    if concurrency is None and kind in ("ttft", "tpot", "user_tps"):
+        concurrency = LATENCY_DEFAULT_CONCURRENCY
     return RowFields(
         kind=kind, gpus=gpus,
         unit_gpus=_number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus),
         input_tokens=_number(row, "input_len", TOKENS, default=DEFAULT_INPUT),
         output_tokens=round(output),
-        batch=_number(row, "batch", DECODE_BATCH, required=kind == "e2e_latency"),
-        per_gpu_batch=row["batch_scope"] == "per_gpu",
+        batch=batch,
+        per_gpu_batch=per_gpu,
         requests=_number(row, "requests", OFFLINE_REQUESTS),
         context_tokens=_number(row, "context", TOKENS),
-        measured=_number(row, "measured", PUBLISHED_MEASUREMENT, whole=False, required=True))
+        measured=_number(row, "measured", PUBLISHED_MEASUREMENT, whole=False, required=True),
+        layout=_layout_columns(row, gpus),
+        chunk_tokens=_number(row, "chunk_tokens", PASS_TOKENS),
+        chunked_prefill=_flag(row, "chunked_prefill"),
+        mtp_tokens=_number(row, "mtp_tokens", MTP_TOKENS, whole=False),
+        concurrency=concurrency,
+        seconds_per_unit=seconds_per_unit)
 
 
 def layout_kind(parallelism: str, engine: str) -> tuple[str, int | None]:
@@ -273,56 +356,99 @@ def precision_of(override: str) -> dict[str, str] | None:
     return dict(part.split("=", 1) for part in parts)
 
 
-def predict_row(row: dict[str, str], folder: Path) -> Prediction:
-    """One row's figure from the shipped profiles (see the module doc)."""
-    f = read_fields(row)
+def model_of_row(row: dict[str, str], folder: Path) -> ModelProfile:
+    """The row's model (a shipped profile, or a Hugging Face config beside the CSV) at its precision."""
     ref = row["model_ref"]
     model = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
-    model = api.precision_of(model, precision_of(row["dtype_override"]))
-    kind, gpus, unit_gpus = f.kind, f.gpus, f.unit_gpus
-    kind_of_layout, _ = layout_kind(row["parallelism"], row["engine"])
+    return api.precision_of(model, precision_of(row["dtype_override"]))
+
+
+def _layout_kind_of(row: dict[str, str], f: RowFields) -> str:
+    """'dep', 'tp' or 'search': of the layout columns when given, else of the ``parallelism`` text."""
+    if f.layout is not None:
+        return "dep" if f.layout["dp_attention"] > 1 else "tp"
+    return layout_kind(row["parallelism"], row["engine"])[0]
+
+
+def _parallel(row: dict[str, str], f: RowFields, gpus: int) -> dict[str, int] | None:
+    """The layout of ``gpus`` chips: the layout columns, else the kind of the ``parallelism`` text."""
+    return dict(f.layout) if f.layout is not None else layout_of(_layout_kind_of(row, f), gpus)
+
+
+def _estimate_args(row: dict[str, str], f: RowFields, model: ModelProfile) -> dict:
+    """The keyword arguments of ``api.estimate`` (after the model and hardware) for the row, on the
+    published chips: its lengths (a decode kind at a ``context``: input = context, output = 1), the
+    concurrency, the layout, the engine settings (the engine text's, trtllm-bench's own limits, then
+    the row's ``chunk_tokens``, ``chunked_prefill`` and ``mtp_tokens``), the requests of an offline run."""
+    kind, gpus = f.kind, f.gpus
+    layout_kind_ = _layout_kind_of(row, f)
     published = row["engine"].upper()
-    engine = {}
+    engine: dict = {}
     if "TBO" in published:
         engine["overlap"] = TBO_OVERLAP
     if "EPLB" in published:
         engine["expert_imbalance"] = 1.0  # the source balanced experts for its own traffic
     input_tokens, output_tokens = f.input_tokens, f.output_tokens
     max_batch = None
-    if "TRTLLM-BENCH" in published and kind_of_layout != "search":
-        limits = trtllm_bench_limits(model, api.hardware_of(row["tool_hw"]), gpus, input_tokens, output_tokens)
+    if "TRTLLM-BENCH" in published and layout_kind_ != "search":
+        stage = gpus if f.layout is None else f.layout["tp"] * f.layout["dp_attention"]
+        pp = 1 if f.layout is None else f.layout["pp"]
+        limits = trtllm_bench_limits(model, api.hardware_of(row["tool_hw"]), stage, input_tokens, output_tokens,
+                                     pp_size=pp)
         if limits is not None:
             per_rank, tokens = limits
-            max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)  # attention DP: a limit per rank
+            ranks = (gpus if f.layout is None else f.layout["dp_attention"]) if layout_kind_ == "dep" else 1
+            max_batch = per_rank * ranks  # attention DP: a limit per rank
             engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
-    engine = engine or None
-    concurrency = None
-    if f.batch is not None:
-        concurrency = f.batch * gpus if f.per_gpu_batch else f.batch
-    if kind == "decode_tps" and f.context_tokens is not None:
+    for column, setting in (("chunk_tokens", "prefill_tokens_per_pass"), ("chunked_prefill", "chunked_prefill"),
+                            ("mtp_tokens", "mtp_tokens_per_step")):
+        if getattr(f, column) is not None:
+            engine[setting] = getattr(f, column)
+    if kind in DECODE_KINDS and f.context_tokens is not None:
         input_tokens, output_tokens = f.context_tokens, 1  # decode at this context (I + O / 2 = context)
-    note, published_gpus = "", gpus
+    return {"gpus": gpus, "input_tokens": input_tokens, "output_tokens": output_tokens,
+            "concurrency": f.concurrency, "parallel": _parallel(row, f, gpus), "engine": engine or None,
+            "max_batch": max_batch, "requests": f.requests if kind == "e2e_tps" else None}
+
+
+def predicted_figure(est, f: RowFields, gpus: int, unit_gpus: int) -> float:
+    """The estimate's figure for the row's kind, in the row's unit (see the module doc)."""
+    if f.kind in LATENCY_KINDS:
+        lone = f.concurrency is None or f.concurrency == 1
+        seconds = {"e2e_latency": est.e2e_latency_s, "tpot": est.tpot_s,
+                   "ttft": est.ttft_s if lone else est.batch_ttft_s}[f.kind]
+        return seconds / f.seconds_per_unit
+    if f.kind == "user_tps":
+        return est.per_user_tokens_per_s
+    figure = {"prefill_tps": est.prefill_tokens_per_s, "decode_tps": est.decode_tokens_per_s,
+              "e2e_tps": est.e2e_output_tokens_per_s}[f.kind]
+    return figure / gpus * unit_gpus
+
+
+def predict_row(row: dict[str, str], folder: Path) -> Prediction:
+    """One row's figure from the shipped profiles (see the module doc)."""
+    f = read_fields(row)
+    model = model_of_row(row, folder)
+    args = _estimate_args(row, f, model)
+    unit_gpus, note = f.unit_gpus, ""
     while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
         try:
-            est = api.estimate(model, row["tool_hw"], gpus, input_tokens=input_tokens, output_tokens=output_tokens,
-                               concurrency=concurrency, parallel=layout_of(kind_of_layout, gpus), engine=engine,
-                               max_batch=max_batch, requests=f.requests if kind == "e2e_tps" else None)
+            est = api.estimate(model, row["tool_hw"], **args)
             break
         except PlanInputError as exc:
-            if "does not fit" not in str(exc) or gpus >= MAX_CHIPS or concurrency is not None:
+            if "does not fit" not in str(exc) or args["gpus"] >= MAX_CHIPS or args["concurrency"] is not None \
+                    or f.layout is not None:
                 raise
-            gpus += 1
-    if gpus != published_gpus:
-        note = f"{published_gpus} GPUs cannot hold it: the fewest that can ({gpus}), per GPU"
+            args["gpus"] += 1
+            args["parallel"] = _parallel(row, f, args["gpus"])
+    gpus = args["gpus"]
+    if gpus != f.gpus:
+        note = f"{f.gpus} GPUs cannot hold it: the fewest that can ({gpus}), per GPU"
         unit_gpus = 1
-    if kind == "e2e_latency":
-        predicted = est.e2e_latency_s
-    else:
-        figure = {"prefill_tps": est.prefill_tokens_per_s, "decode_tps": est.decode_tokens_per_s,
-                  "e2e_tps": est.e2e_output_tokens_per_s}[kind]
-        predicted = figure / gpus * unit_gpus
-    layout = est.prefill.layout.label if kind == "prefill_tps" else est.decode.layout.label
-    return Prediction(row["id"], kind, row.get("model") or model.name, row["tool_hw"], gpus, layout, predicted,
+    predicted = predicted_figure(est, f, gpus, unit_gpus)
+    prefill_side = {"prefill_tps": est.prefill, "ttft": est.first_token}
+    layout = prefill_side.get(f.kind, est.decode).layout.label
+    return Prediction(row["id"], f.kind, row.get("model") or model.name, row["tool_hw"], gpus, layout, predicted,
                       f.measured, row["unit"], note)
 
 

@@ -312,7 +312,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "e2e = output_tokens / (mixed_capacity_s + output_tokens * mixed_step"),
     "trtllm-batch-limit-per-instance": (
         "prfaas_plan/published.py",
-        'max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)',
+        "max_batch = per_rank * ranks",
         "max_batch = per_rank"),
     "trtllm-kv-heads-not-tp": (
         "prfaas_plan/published.py",
@@ -584,6 +584,51 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/profiles/hardware.py",
         'ComputeDtype.fp4: "matmul_fp4"}',
         'ComputeDtype.fp4: "matmul_fp8"}'),
+    # the published format says everything estimate can
+    "batch-pipeline-fill-per-stage": (
+        "prfaas_plan/timing/prefill.py",
+        "done = (np.cumsum(t) + (layout.pp - 1) * np.maximum.accumulate(t)",
+        "done = (np.cumsum(t) + layout.pp * np.maximum.accumulate(t)"),
+    "batch-pass-ignores-budget": (
+        "prfaas_plan/timing/prefill.py",
+        "k = max(1, min(budget // input_tokens, held, per_group))",
+        "k = max(1, min(held, per_group))"),
+    "batch-prompts-not-cut-to-batch": (
+        "prfaas_plan/timing/prefill.py",
+        "ended = np.minimum(ended, np.maximum(batch - (np.cumsum(ended) - ended), 0.0))",
+        "ended = ended"),
+    "e2e-latency-one-prompt-prefill": (
+        "prfaas_plan/timing/estimate.py",
+        "e2e_latency_s=burst.seconds + (output_tokens - 1) * tpot,",
+        "e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,"),
+    "full-context-refused": (
+        "prfaas_plan/timing/estimate.py",
+        'check_lengths(model, [input_tokens + output_tokens - 1], field="input + output")',
+        'check_lengths(model, [input_tokens + output_tokens], field="input + output")'),
+    "published-batch-wins-over-concurrency": (
+        "prfaas_plan/published.py",
+        "    if concurrency is None and batch is not None:",
+        "    if batch is not None:"),
+    "published-ms-not-converted": (
+        "prfaas_plan/published.py",
+        'SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e-3}',
+        'SECONDS_PER_UNIT = {"s": 1.0, "ms": 1.0}'),
+    "published-chunk-column-ignored": (
+        "prfaas_plan/published.py",
+        '(("chunk_tokens", "prefill_tokens_per_pass"), ("chunked_prefill", "chunked_prefill"),',
+        '(("chunked_prefill", "chunked_prefill"),'),
+    "published-burst-ttft-is-whole-prefill": (
+        "prfaas_plan/published.py",
+        '"ttft": est.ttft_s if lone else est.batch_ttft_s}[f.kind]',
+        '"ttft": est.ttft_s if lone else est.batch_prefill_s}[f.kind]'),
+    "published-layout-chips-unchecked": (
+        "prfaas_plan/published.py",
+        "    if chips != gpus:",
+        "    if False:"),
+    "published-layout-columns-ignored": (
+        "prfaas_plan/published.py",
+        "return dict(f.layout) if f.layout is not None else layout_of(_layout_kind_of(row, f), gpus)",
+        "return layout_of(_layout_kind_of(row, f), gpus)"),
 }
 
 

@@ -6,7 +6,15 @@ memory holds with each request's KV reserved for its whole length I + O, so that
 evicted; steps read the KV at the mean decode context I + O / 2):
 
     TTFT            one prompt of I tokens on an idle instance (``RooflinePrefill.prefill_s``), on
-                    the given layout or else the one that serves a lone prompt fastest
+                    the given layout or else the one that serves a lone prompt fastest; its chunks
+                    of at most P tokens flow through the pp stages one behind the other, so
+                    TTFT = sum of the chunks' stage times + (pp - 1) x the longest + overheads
+                    (~ (chunks + pp - 1) x stage time for equal chunks)
+    batch TTFT      C prompts started together on that layout (``RooflinePrefill.batch``): the
+                    passes that carry them (floor(P / I) whole prompts a pass and attention group,
+                    or each prompt in chunks when I > P) flow through the stages likewise; the
+                    mean over the C prompts of the time to their first token, and the time
+                    until the last one's (the batch's whole prefill)
     prefill tok/s   I / capacity_s(I), capacity_s the instance-seconds of one prompt in
                     saturated passes (``RooflinePrefill.capacity_s``), input tokens/s
     TPOT            one decode step at C requests, context I + O / 2, over the tokens a step
@@ -19,11 +27,20 @@ evicted; steps read the KV at the mean decode context I + O / 2):
                     for (``_mixed_batch``);
                     with a number of requests N, N x O over the run of those N requests
                     (``timing.offline``: its ramp-up and drain included)
-    e2e latency     of C requests started together: TTFT + (O - 1) x TPOT
+    e2e latency     of C requests started together (vLLM's ``benchmark_latency --batch-size C``):
+                    the batch's whole prefill, then its decode,
+                    batch prefill(C) + (O - 1) x TPOT(C)
+                    (the prefill yields each request's first token; C = 1: TTFT + (O - 1) x TPOT)
+
+A request holds at most I + O - 1 tokens of KV (its last token is returned, never attended
+to), so I + O may exceed the model's context by one: a row at the model's full context (a
+decode step at context = max context, I = context and O = 1) is accepted; memory is reserved
+for min(I + O, max context) tokens.
 
 The prefill and decode layouts are the instance's when given, else each job's best layout
-(``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end figures run both on
-the decode layout (one set of chips does both jobs). Per GPU figures divide by the chips.
+(``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end throughput runs both on
+the decode layout (one set of chips does both jobs), the e2e latency's prefill on the TTFT's.
+Per GPU figures divide by the chips.
 """
 
 from __future__ import annotations
@@ -88,7 +105,9 @@ class Estimate:
     per_user_tokens_per_s: float
     e2e_output_tokens_per_s: float  # offline: prefill and decode on the same chips (the run of N when given)
     e2e_steady_output_tokens_per_s: float  # the same in the steady state (N unbounded)
-    e2e_latency_s: float  # of a request among `concurrency` started together
+    e2e_latency_s: float  # of `concurrency` requests started together: their whole prefill, then decode
+    batch_prefill_s: float  # the prefill of `concurrency` prompts started together, until the last first token
+    batch_ttft_s: float  # the mean time to first token of `concurrency` prompts started together
     first_token: Budget  # one prompt alone on the idle instance (the TTFT), on its own best layout
     prefill: Budget
     decode: Budget
@@ -129,15 +148,16 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     if requests is not None:
         OFFLINE_REQUESTS.check(requests, "requests")
     context = input_tokens + output_tokens // 2
-    check_lengths(model, [input_tokens + output_tokens], field="input + output")
+    check_lengths(model, [input_tokens + output_tokens - 1], field="input + output")  # the last token is never held
     dec = decode_capacity(model, instance, context, tpot_ms=tpot_ms, max_batch=max_batch, batch=concurrency,
-                          reserve_tokens=input_tokens + output_tokens)
+                          reserve_tokens=min(input_tokens + output_tokens, model.max_context_tokens))
     roof = RooflinePrefill(model, instance, capacity=PrefillCapacity.saturated, fit_tokens=input_tokens)
     at = np.array([float(input_tokens)])
     # TTFT: one prompt alone, on the instance's layout or else the layout that serves it fastest
     lone = roof if instance.layout is not None else RooflinePrefill(
         model, instance, capacity=PrefillCapacity.per_request, fit_tokens=input_tokens)
     ttft, single = lone.single_prompt(at)
+    burst = lone.batch(input_tokens, dec.batch_size)
     capacity_s = float(roof.capacity_s(at)[0])
     per_group, _, pass_cost = roof.saturated_pass(at)
     prompts = float(per_group[0]) * roof.layout.dp_attention
@@ -169,7 +189,9 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         per_user_tokens_per_s=1.0 / tpot,
         e2e_output_tokens_per_s=e2e if run is None else run.output_tokens_per_s,
         e2e_steady_output_tokens_per_s=e2e,
-        e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,
+        e2e_latency_s=burst.seconds + (output_tokens - 1) * tpot,
+        batch_prefill_s=burst.seconds,
+        batch_ttft_s=burst.mean_first_token_s,
         first_token=Budget.of("first token", lone.layout, float(input_tokens), single),
         prefill=Budget.of("prefill pass", roof.layout, prompts * input_tokens * roof.layout.replicas, pass_cost),
         decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),

@@ -25,6 +25,7 @@ Phi_kv(l) = S_kv(l) / T_prefill(l)  (paper eq. 1), reported in decimal Gbps.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
@@ -119,6 +120,31 @@ class RooflinePrefill:
         total = parts.total_s
         return total.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else total, parts
 
+    def batch(self, input_tokens: int, batch: int, layout: Layout | None = None) -> BatchPrefill:
+        """B prompts of I tokens started together on the idle instance (``batch_passes``): pass j
+        leaves the last of pp stages at
+
+            done_j = sum_{i<=j} t_i + (pp - 1) max_{i<=j} t_i + j x prefill_pass_overhead_s + prefill_overhead_s
+
+        (t_i one stage's time of pass i: the passes flow through the stages like the chunks of one
+        prompt, ``single_prompt``); ``seconds`` is the last pass's done, ``mean_first_token_s`` the
+        mean over the B prompts of the done of the pass that ends each."""
+        layout = layout or self.layout
+        eff = self.instance.hardware.efficiency
+        passes = batch_passes(self.model, self.instance, layout, input_tokens, batch,
+                              int(self._held(layout, np.array([float(input_tokens)]))[0]))
+        t = passes.stage_s
+        count = np.arange(1, t.size + 1)
+        done = (np.cumsum(t) + (layout.pp - 1) * np.maximum.accumulate(t)
+                + count * eff.prefill_pass_overhead_s + eff.prefill_overhead_s)
+        fixed = float(t.size * eff.prefill_pass_overhead_s + eff.prefill_overhead_s)
+        total = passes.total.add(passes.longest.scaled(layout.pp - 1))
+        zero = 0.0 * total.total_s
+        total = total.add(PassCost(zero, zero, zero, zero + fixed, zero, zero))
+        return BatchPrefill(batch=batch, layout=layout, passes=int(t.size), prompts_per_pass=passes.prompts_per_pass,
+                            seconds=float(done[-1]), mean_first_token_s=float(np.sum(done * passes.ended) / batch),
+                            cost=total)
+
     def saturated_pass(self, lengths_tokens, layout: Layout | None = None) -> tuple[np.ndarray, np.ndarray, PassCost]:
         """(prompts per pass per attention group, seconds per pass, its split) in a saturated pool."""
         layout = layout or self.layout
@@ -149,6 +175,79 @@ class RooflinePrefill:
         per_group, seconds, _ = self.saturated_pass(lengths_tokens, layout)
         out = seconds / (per_group * layout.dp_attention * layout.replicas)
         return out.reshape(np.shape(lengths_tokens)) if np.ndim(lengths_tokens) else out
+
+
+@dataclass(frozen=True)
+class BatchPrefill:
+    """The prefill of B prompts of one length started together (``RooflinePrefill.batch``)."""
+
+    batch: int
+    layout: Layout
+    passes: int  # passes through the busiest attention group
+    prompts_per_pass: int  # whole prompts a pass carries (1: each prompt in chunks of its own)
+    seconds: float  # until the last prompt's first token
+    mean_first_token_s: float  # mean over the B prompts of their time to first token
+    cost: PassCost  # ``seconds`` split into compute, memory, communication and overhead
+
+
+@dataclass(frozen=True)
+class BatchPasses:
+    """The passes of a batch's prefill through its busiest attention group, in order."""
+
+    prompts_per_pass: int  # whole prompts per pass and group (1: each prompt in chunks of its own)
+    stage_s: np.ndarray  # one stage's seconds of each pass
+    ended: np.ndarray  # prompts (of the whole instance) whose prefill each pass ends; they add up to B
+    total: PassCost  # the sum of the passes' stage costs
+    longest: PassCost  # the stage cost of the longest pass
+
+
+def batch_passes(model: ModelProfile, instance: Instance, layout: Layout, input_tokens: int, batch: int,
+                 held: int = 10**9) -> BatchPasses:
+    """The passes of B prompts of I tokens started together on ``layout``, P the pass budget.
+
+    The B prompts spread over the R replicas and, in each, over g = min(dp_attention, ceil(B / R))
+    busy attention groups; the busiest group has b = ceil(ceil(B / R) / g) of them. With I <= P a
+    pass carries k = min(floor(P / I), ``held``, b) whole prompts per group (``held``: the prompts
+    whose KV the chips hold), so ceil(b / k) passes, the last one of the remainder; with I > P
+    (chunked) each prompt runs alone in ceil(I / P) chunks, each attending to the chunks before it,
+    the b prompts one after another. The busiest group's passes stand for all: a group with a
+    prompt fewer ends its prompts a pass earlier (``ended`` is cut to add up to B). One prompt
+    (B = 1) gives the passes of ``RooflinePrefill.single_prompt``."""
+    engine = instance.engine
+    budget = engine.chunk_tokens(np.array([float(input_tokens)]))
+    per_replica = math.ceil(batch / layout.replicas)
+    busy = min(layout.dp_attention, per_replica)
+    per_group = math.ceil(per_replica / busy)
+    width = busy * layout.replicas  # prompts a pass ends per prompt of the busiest group
+
+    def cost(tokens, prefix, prompts: int) -> PassCost:
+        return stage_cost(model, instance.hardware, layout, engine, prefill_work(model, tokens, prefix),
+                          requests=float(prompts * busy), busy_groups=busy, prefill=True)
+
+    if input_tokens <= budget:
+        k = max(1, min(budget // input_tokens, held, per_group))
+        full, rest = divmod(per_group, k)
+        one = np.array([float(input_tokens)])
+        kinds = [(cost(one, 0.0, k), full, k)] + ([(cost(one, 0.0, rest), 1, rest)] if rest else [])
+        stage = np.concatenate([np.full(n, float(c.total_s[0])) for c, n, _ in kinds])
+        ended = np.concatenate([np.full(n, float(m * width)) for _, n, m in kinds])
+        total = kinds[0][0].scaled(full)
+        for c, n, _ in kinds[1:]:
+            total = total.add(c.scaled(n))
+        longest = max((c for c, _, _ in kinds), key=lambda c: float(c.total_s[0]))
+    else:
+        k, n = 1, math.ceil(input_tokens / budget)
+        chunks = np.minimum(float(budget), input_tokens - np.arange(n) * float(budget))
+        parts = cost(chunks, np.arange(n) * float(budget), 1)
+        fields = list(parts.__dataclass_fields__)
+        parts = PassCost(*(np.broadcast_to(getattr(parts, f), (n,)) for f in fields))
+        stage = np.tile(parts.total_s, per_group)
+        ended = np.tile(np.where(np.arange(n) == n - 1, float(width), 0.0), per_group)
+        total = PassCost(*(np.atleast_1d(getattr(parts, f).sum()) * per_group for f in fields))
+        pick = int(np.argmax(parts.total_s))
+        longest = PassCost(*(np.atleast_1d(getattr(parts, f)[pick]) for f in fields))
+    ended = np.minimum(ended, np.maximum(batch - (np.cumsum(ended) - ended), 0.0))
+    return BatchPasses(k, stage, ended, total, longest)
 
 
 MEMO_ENTRIES = 3  # per curve and quantity: the length arrays a plan asks about again and again

@@ -74,7 +74,8 @@ def estimate_view(e: Estimate) -> Report:
             f"a run of {e.offline.requests:,} requests queued at once: {e.offline.seconds:,.1f} s over "
             f"{e.offline.iterations:,} iterations at a mean of {e.offline.mean_batch_requests:,.0f} running "
             f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
-        + "; latency of a request among the concurrency started together = TTFT + (output - 1) x TPOT",
+        + f"; latency of the {e.concurrency:,} requests started together = their whole prefill "
+          f"({e.batch_prefill_s:,.2f} s, on {e.first_token.layout.label}) + (output - 1) x TPOT",
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
