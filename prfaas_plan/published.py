@@ -12,8 +12,10 @@ row is predicted from the shipped profiles and defaults, with only what the sour
   the tool finds for the chips; when the published chips cannot hold the model (a deployment
   that offloads weights to host memory), the same kind of layout on the fewest chips that can,
   compared per GPU;
-- the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
-  communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; a run of
+- the engine: its ``choices.EngineName`` by keyword in ``engine`` (``engine_name_of``), whose
+  profile (``timing/engines``) gives the defaults and kernel efficiencies; two-batch overlap
+  (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the communication, and ``EPLB`` (expert load
+  balancing) sets the expert imbalance to 1; a run of
   ``trtllm-bench`` gets the limits that tool sets itself when the command gives none
   (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
   chunked prefill); nothing else is set per row;
@@ -43,6 +45,7 @@ from pathlib import Path
 
 from . import api
 from .accounting.params import count_params
+from .choices import EngineName
 from .errors import PlanInputError, shorten, show
 from .profiles.hardware import HardwareProfile
 from .profiles.model import GqaAttention, MlaAttention, ModelProfile
@@ -273,16 +276,29 @@ def precision_of(override: str) -> dict[str, str] | None:
     return dict(part.split("=", 1) for part in parts)
 
 
-def predict_row(row: dict[str, str], folder: Path) -> Prediction:
-    """One row's figure from the shipped profiles (see the module doc)."""
+ENGINE_KEYWORDS = ((EngineName.sglang, ("SGLANG",)), (EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM")),
+                   (EngineName.vllm, ("VLLM",)))
+
+
+def engine_name_of(text: str) -> EngineName:
+    """The ``choices.EngineName`` an ``engine`` cell names by keyword (case-insensitive): SGLang ->
+    sglang, TensorRT-LLM / TRT-LLM / trtllm -> trtllm, vLLM -> vllm; anything else -> generic."""
+    upper = text.upper()
+    return next((name for name, words in ENGINE_KEYWORDS if any(w in upper for w in words)), EngineName.generic)
+
+
+def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | None = None) -> Prediction:
+    """One row's figure from the shipped profiles (see the module doc); ``engine_name`` times it with
+    that engine's profile in place of the one its ``engine`` cell names."""
     f = read_fields(row)
     ref = row["model_ref"]
-    model = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
-    model = api.precision_of(model, precision_of(row["dtype_override"]))
+    checkpoint = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
+    precision = precision_of(row["dtype_override"])
+    engine = {"name": engine_name or engine_name_of(row["engine"])}
+    model = api.precision_of(checkpoint, precision, engine)  # the dtypes the engine serves it at
     kind, gpus, unit_gpus = f.kind, f.gpus, f.unit_gpus
     kind_of_layout, _ = layout_kind(row["parallelism"], row["engine"])
     published = row["engine"].upper()
-    engine = {}
     if "TBO" in published:
         engine["overlap"] = TBO_OVERLAP
     if "EPLB" in published:
@@ -295,7 +311,6 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
             per_rank, tokens = limits
             max_batch = per_rank * (gpus if kind_of_layout == "dep" else 1)  # attention DP: a limit per rank
             engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
-    engine = engine or None
     concurrency = None
     if f.batch is not None:
         concurrency = f.batch * gpus if f.per_gpu_batch else f.batch
@@ -304,8 +319,9 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
     note, published_gpus = "", gpus
     while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
         try:
-            est = api.estimate(model, row["tool_hw"], gpus, input_tokens=input_tokens, output_tokens=output_tokens,
-                               concurrency=concurrency, parallel=layout_of(kind_of_layout, gpus), engine=engine,
+            est = api.estimate(checkpoint, row["tool_hw"], gpus, input_tokens=input_tokens,
+                               output_tokens=output_tokens, precision=precision, concurrency=concurrency,
+                               parallel=layout_of(kind_of_layout, gpus), engine=engine,
                                max_batch=max_batch, requests=f.requests if kind == "e2e_tps" else None)
             break
         except PlanInputError as exc:
@@ -326,14 +342,15 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
                       f.measured, row["unit"], note)
 
 
-def predict_all(path: str) -> list[Prediction]:
+def predict_all(path: str, engine: EngineName | None = None) -> list[Prediction]:
     """Every row's prediction; a row with a missing or malformed field is a PlanInputError naming it
-    (every row's fields are checked before the first is predicted)."""
+    (every row's fields are checked before the first is predicted). ``engine``: every row timed with
+    that engine's profile (e.g. ``generic`` beside the engines the rows name)."""
     folder = Path(path).resolve().parent
     rows = read_rows(path)
     if not rows:
         raise PlanInputError("no rows to predict", source=path)
-    for check in (read_fields, lambda row: predict_row(row, folder)):
+    for check in (read_fields, lambda row: predict_row(row, folder, engine)):
         out = [_on_line(check, row, n, path) for n, row in enumerate(rows, start=2)]
     return out
 

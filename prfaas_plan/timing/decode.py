@@ -10,13 +10,14 @@ fewer requests than stages, each request is a micro-batch of its own and stages 
                  state at the context, collectives, kernel overheads, a hop); with multi-token
                  prediction each request runs ceil(mtp) query tokens (FLOPs x ceil(mtp), KV once)
     TPOT(B)      = pp x stage_s(max(B / (R pp), min(B / R, 1))) + decode_step_overhead_s
+                 + the engine's step_overhead_s (added: the chip's figure stays the stack's base)
     tokens/s     = B x mtp_tokens_per_step / TPOT(B)                       (per instance)
     per user     = mtp_tokens_per_step / TPOT(B)
 
 Memory: a chip holds its share of the weights and, for the requests of its attention group,
 their KV at the context (``timing.cost.weights_per_chip``, ``kv_per_chip``), so
 BS_max = R x dp_attention x floor((usable per chip - weights per chip) / KV per chip per request).
-The batch is BS_max, at most ``max_batch`` and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
+The batch is BS_max, at most ``max_batch`` (default: the engine's) and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
 to the largest B with TPOT(B) <= limit (TPOT never falls as B grows, so a bisection finds it).
 Without a given layout, the fitting layout with the most tokens/s (within the TPOT limit) wins.
 """
@@ -50,7 +51,8 @@ def step_cost(model: ModelProfile, instance: Instance, layout: Layout, batch_siz
     stage = stage_cost(model, instance.hardware, layout, instance.engine,
                        _step_work(model, micro, context_tokens, instance.engine.mtp_tokens_per_step))
     parts = stage.scaled(layout.pp)
-    overhead = instance.hardware.efficiency.decode_step_overhead_s
+    # the chip's fixed cost per step, and the engine's own on top (its profile's step_overhead_s; generic 0)
+    overhead = instance.hardware.efficiency.decode_step_overhead_s + instance.engine.step_overhead_s
     parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s, parts.overhead_s + overhead,
                      parts.scale_up_bytes, parts.nic_bytes)
     return parts.total_s, parts
@@ -180,6 +182,7 @@ def decode_capacity(
     Steps read each request's KV at ``context_tokens``; memory holds it at ``reserve_tokens``
     (default: the context; an engine that never evicts reserves the input plus the whole output)."""
     check_lengths(model, [reserve_tokens or context_tokens], field="context")
+    max_batch = instance.engine.max_batch if max_batch is None else max_batch  # the engine's default limit
     if tpot_ms is not None:
         TPOT_MS.check(tpot_ms, "tpot_ms")
     for value, name in ((max_batch, "max_batch"), (batch, "concurrency")):
