@@ -88,7 +88,8 @@ class Engine:
         given = spec.model_dump(exclude_none=True, exclude={"name"})
         settings = {f: given.get(f, getattr(profile.defaults, f)) for f in SETTINGS}
         k = profile.kernels
-        attention = tuple((kind, m["prefill"], m["decode"]) for kind, m in k.attention.model_dump().items())
+        attention = tuple((kind, m["prefill"], m["decode"]) for kind, m in k.attention.model_dump().items()
+                          if (m["prefill"], m["decode"]) != (1.0, 1.0))  # the kinds at the chip's fraction left out
         return cls(**settings, name=spec.name, max_batch=profile.defaults.max_batch, attention=attention,
                    dense_gemm=k.dense_gemm, grouped_gemm=k.grouped_gemm, all_to_all=k.all_to_all,
                    step_overhead_s=k.step_overhead_s)

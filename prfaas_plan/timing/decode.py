@@ -17,7 +17,8 @@ fewer requests than stages, each request is a micro-batch of its own and stages 
 Memory: a chip holds its share of the weights and, for the requests of its attention group,
 their KV at the context (``timing.cost.weights_per_chip``, ``kv_per_chip``), so
 BS_max = R x dp_attention x floor((usable per chip - weights per chip) / KV per chip per request).
-The batch is BS_max, at most ``max_batch`` (default: the engine's) and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
+The batch is BS_max, at most ``max_batch`` (default: the engine profile's limit per attention group
+x dp_attention x R, ``Engine.max_batch``; none for generic) and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
 to the largest B with TPOT(B) <= limit (TPOT never falls as B grows, so a bisection finds it).
 Without a given layout, the fitting layout with the most tokens/s (within the TPOT limit) wins.
 """
@@ -136,6 +137,8 @@ def _at_layout(model: ModelProfile, instance: Instance, layout: Layout, context:
     """(batch, BS_max, limit, weights per chip, KV per chip) of one layout; batch 0 when nothing fits.
     Memory holds each request's KV at ``reserve`` tokens (default: the context)."""
     bs_mem, weights, kv = memory_batch(model, instance, layout, reserve or context)
+    if max_batch is None and instance.engine.max_batch is not None:  # the engine's limit, per scheduling rank
+        max_batch = instance.engine.max_batch * layout.dp_attention * layout.replicas
     cap = min(bs_mem, int(DECODE_BATCH.hi) if max_batch is None else max_batch)
     limited_by = DecodeLimit.memory if cap == bs_mem else DecodeLimit.max_batch
     if cap < 1 or tpot_ms is None:
@@ -182,7 +185,6 @@ def decode_capacity(
     Steps read each request's KV at ``context_tokens``; memory holds it at ``reserve_tokens``
     (default: the context; an engine that never evicts reserves the input plus the whole output)."""
     check_lengths(model, [reserve_tokens or context_tokens], field="context")
-    max_batch = instance.engine.max_batch if max_batch is None else max_batch  # the engine's default limit
     if tpot_ms is not None:
         TPOT_MS.check(tpot_ms, "tpot_ms")
     for value, name in ((max_batch, "max_batch"), (batch, "concurrency")):
