@@ -286,3 +286,44 @@ def test_profiles_ship_as_package_data():
 ])
 def test_engine_name_of_recognises_the_engine_by_keyword(text, name):
     assert engine_name_of(text) == EngineName(name)
+
+
+def test_pools_whose_engines_keep_an_fp8_checkpoints_kv_differently_need_precision_kv(tmp_path, monkeypatch):
+    """No two shipped profiles disagree (only trtllm picks one), so a profile that picks bf16 stands in."""
+    from prfaas_plan.planner import inputs
+
+    real = engines.engine_profile
+
+    def patched(name):
+        profile = real(name)
+        if name == EngineName.sglang:
+            return profile.model_copy(update={"defaults": profile.defaults.model_copy(
+                update={"kv_dtype_fp8_checkpoint": Dtype.bf16})})
+        return profile
+
+    monkeypatch.setattr(engines, "engine_profile", patched)
+    doc = scenario_with(tmp_path, prfaas="trtllm", pd="sglang")
+    doc["precision"] = {"weights": "fp8"}
+    model = api.model_of(doc["model"])
+    with pytest.raises(PlanInputError) as info:
+        inputs._precision_applied(load_scenario(doc), model, "s.yaml")
+    assert info.value.field == "precision.kv" and "prfaas fp8" in info.value.reason
+    doc["precision"] = {"weights": "fp8", "kv": "fp8"}
+    assert inputs._precision_applied(load_scenario(doc), model, "s.yaml").dtypes.kv == Dtype.fp8
+
+
+def test_a_published_row_with_an_engine_override_is_timed_with_that_profile():
+    """B12 (trtllm-bench, FP8 weights): timed as TensorRT-LLM its KV is FP8; the generic override gives the
+    same figure as the TensorRT-LLM row with its KV written as bf16 (trtllm-bench's own limits set the batch,
+    the budget and chunking either way, so the KV dtype is the one difference)."""
+    from pathlib import Path
+
+    from prfaas_plan import published
+
+    folder = Path(__file__).resolve().parent / "data"
+    row = next(r for r in published.read_rows(str(folder / "published_benchmarks.csv")) if r["id"] == "B12")
+    as_named = published.predict_row(row, folder)
+    as_generic = published.predict_row(row, folder, EngineName.generic)
+    bf16_kv = published.predict_row({**row, "dtype_override": "weights=fp8;kv=bf16"}, folder)
+    assert as_generic.predicted == pytest.approx(bf16_kv.predicted, rel=1e-12)
+    assert as_named.predicted > 1.2 * as_generic.predicted
