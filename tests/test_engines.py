@@ -328,3 +328,10 @@ def test_a_published_row_with_an_engine_override_is_timed_with_that_profile():
     bf16_kv = published.predict_row({**row, "dtype_override": "weights=fp8;kv=bf16"}, folder)
     assert as_generic.predicted == pytest.approx(bf16_kv.predicted, rel=1e-12)
     assert as_named.predicted > 1.2 * as_generic.predicted
+
+
+def test_estimate_says_which_engine_timed_it(run_cli):
+    named = run_cli("estimate", "qwen3-8b", "-H", "h100", "--engine", "vllm", "-f", "json")
+    assert named.code == 0 and "timing/engines/vllm.yaml" in named.out
+    assert "timing/engines/" not in run_cli("estimate", "qwen3-8b", "-H", "h100", "-f", "json").out
+    assert api.estimate("qwen3-8b", "h100", 1, engine="trtllm").engine == "trtllm"
