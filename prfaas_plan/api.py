@@ -212,13 +212,14 @@ def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str =
     32K and 128K tokens, those within the model's context). T_prefill is one request's, on the
     layout with the lowest TTFT unless ``parallel`` gives one (the paper's Phi_kv = S_kv / T_prefill)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    m = precision_of(model_of(model), precision)
+    with _options(SERVING_OPTIONS):
+        m = precision_of(model_of(model), precision, engine)
     if lengths_tokens is None:
         lengths = [n for n in DEFAULT_LENGTHS_TOKENS if n <= m.max_context_tokens] or [m.max_context_tokens]
     else:
         lengths = list(lengths_tokens)
         check_lengths(m, lengths, field="--lengths")
-    with _options({"gpus": "--gpus", "source": "--source"}):
+    with _options({"gpus": "--gpus", "source": "--source", **SERVING_OPTIONS}):
         inst = instance_of(m, hardware, gpus, parallel, engine)
         require_fit(m, inst, max(lengths))
         curve = prefill_curve(m, inst, _choice(CurveSource, source, "--source"), PrefillCapacity.per_request)
@@ -233,7 +234,8 @@ def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms:
            engine=None, concurrency: int | None = None) -> DecodeCapacity:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    m = precision_of(model_of(model), precision)
+    with _options(SERVING_OPTIONS):
+        m = precision_of(model_of(model), precision, engine)
     check_lengths(m, [context_tokens], field="--context")
     with _options({"gpus": "--gpus", "source": "--source", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
                    "concurrency": "--concurrency", **SERVING_OPTIONS}):
@@ -246,15 +248,13 @@ def instance_of(model: ModelProfile, hardware, gpus: int | None = None, parallel
                 context_tokens: int = 1) -> Instance:
     """An instance of ``gpus`` chips (None: the fewest that hold the model and one request at the
     context) with a layout (``tp=8`` or ``{ep: 32, dp_attention: 32}``; None: searched per job) and
-    engine settings (a ``profiles.serving.EngineSpec`` or a mapping)."""
-    from .profiles._base import validate_or_raise
-    from .profiles.serving import EngineSpec
+    engine settings (``engine_spec_of``)."""
     from .timing.cost import Engine
     from .timing.layout import check_layout, parse_layout
     from .timing.memory import chips_needed
 
     hw = hardware_of(hardware)
-    spec = engine if isinstance(engine, EngineSpec) or engine is None else validate_or_raise(EngineSpec, engine, None)
+    spec = engine_spec_of(engine)
     layout = None if parallel is None else parse_layout(parallel)
     if gpus is None:
         if layout is not None:
@@ -269,16 +269,38 @@ def instance_of(model: ModelProfile, hardware, gpus: int | None = None, parallel
     return Instance(hw, gpus, layout, Engine.of(spec))
 
 
-def precision_of(model: ModelProfile, precision=None) -> ModelProfile:
+def engine_spec_of(engine=None):
+    """A ``profiles.serving.EngineSpec`` from itself, a mapping (``{"name": "sglang", "overlap": 0.5}``),
+    an engine's name (``"sglang"``, ``choices.EngineName``) or None (generic, its defaults)."""
+    from .profiles._base import validate_or_raise
+    from .profiles.serving import EngineSpec
+
+    if engine is None or isinstance(engine, EngineSpec):
+        return engine
+    try:
+        return validate_or_raise(EngineSpec, {"name": engine} if isinstance(engine, str) else engine, None)
+    except PlanInputError as exc:
+        if exc.field != "name":
+            raise
+        raise PlanInputError(exc.reason, field="engine") from None
+
+
+def precision_of(model: ModelProfile, precision=None, engine=None) -> ModelProfile:
     """The model with dtype overrides (a ``profiles.serving.PrecisionSpec`` or a mapping such as
-    ``{"kv": "fp8"}``)."""
+    ``{"kv": "fp8"}``); with no KV dtype given, an FP8 checkpoint's KV is in the dtype ``engine``
+    (``engine_spec_of``) picks for it (its profile's ``kv_dtype_fp8_checkpoint``; generic: the model's)."""
     from .profiles._base import validate_or_raise
     from .profiles.serving import PrecisionSpec
+    from .timing.engines import engine_profile
 
-    if precision is None:
+    spec = engine_spec_of(engine)
+    kv = None if spec is None else engine_profile(spec.name).defaults.kv_dtype_fp8_checkpoint
+    if precision is None and kv is None:
         return model
+    if precision is None:
+        precision = PrecisionSpec()
     spec = precision if isinstance(precision, PrecisionSpec) else validate_or_raise(PrecisionSpec, precision, None)
-    return spec.applied(model)
+    return spec.applied(model, kv)
 
 
 def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 1024, output_tokens: int = 1024,
@@ -294,16 +316,17 @@ def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 10
              "input + output": "--input + --output-tokens", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
              "context": "--input", "requests": "--requests", **SERVING_OPTIONS}
     with _options(names):
-        m = precision_of(model_of(model), precision)
+        m = precision_of(model_of(model), precision, engine)
         check_lengths(m, [input_tokens], field="input")
         inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
         return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests)
 
 
 # the CLI options of the serving settings (profiles.serving), for errors of their fields
-SERVING_OPTIONS = {"overlap": "--overlap", "expert_imbalance": "--expert-imbalance", "mtp_tokens_per_step": "--mtp",
-                   "prefill_tokens_per_pass": "--pass-tokens", "chunked_prefill": "--chunked-prefill", "kv": "--kv-dtype",
-                   "weights": "--weights-dtype", "experts": "--experts-dtype", "attention": "--attention-dtype"}
+SERVING_OPTIONS = {"engine": "--engine", "overlap": "--overlap", "expert_imbalance": "--expert-imbalance",
+                   "mtp_tokens_per_step": "--mtp", "prefill_tokens_per_pass": "--pass-tokens",
+                   "chunked_prefill": "--chunked-prefill", "kv": "--kv-dtype", "weights": "--weights-dtype",
+                   "experts": "--experts-dtype", "attention": "--attention-dtype"}
 
 
 @contextmanager

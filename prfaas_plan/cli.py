@@ -23,6 +23,7 @@ from .choices import (
     CurveSource,
     DeploymentName,
     Dtype,
+    EngineName,
     OutputFormat,
     PlanMode,
     RoutingPolicy,
@@ -164,17 +165,20 @@ IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert ra
 MTP_OPT = typer.Option(None, "--mtp", help="Tokens accepted per decode step (multi-token prediction), 1 to 16.")
 PASS_OPT = typer.Option(None, "--pass-tokens", help="Token budget per pass and attention group (prompt chunks; in an "
                         "offline run the decode tokens too). Default 8192.")
+ENGINE_OPT = typer.Option(None, "--engine", help="Serving engine whose defaults and kernel efficiencies time the "
+                          "instance (timing/engines/<name>.yaml). Default: generic (the chip's own fractions).")
 CHUNKED_OPT = typer.Option(None, "--chunked-prefill/--no-chunked-prefill", help="Split prompts to fill a pass "
                            "(default), or admit whole prompts only (TensorRT-LLM's default).")
 
 
 def _serving(parallel, kv_dtype=None, weights_dtype=None, experts_dtype=None, attention_dtype=None, overlap=None,
-             imbalance=None, mtp=None, pass_tokens=None, chunked=None) -> dict:
+             imbalance=None, mtp=None, pass_tokens=None, chunked=None, engine_name=None) -> dict:
     """The layout, precision and engine options as ``api`` keyword arguments (None: defaults)."""
     precision = {k: v for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype),
                                    ("attention", attention_dtype)) if v is not None}
-    engine = {k: v for k, v in (("overlap", overlap), ("expert_imbalance", imbalance), ("mtp_tokens_per_step", mtp),
-                                ("prefill_tokens_per_pass", pass_tokens), ("chunked_prefill", chunked)) if v is not None}
+    engine = {k: v for k, v in (("name", engine_name), ("overlap", overlap), ("expert_imbalance", imbalance),
+                                ("mtp_tokens_per_step", mtp), ("prefill_tokens_per_pass", pass_tokens),
+                                ("chunked_prefill", chunked)) if v is not None}
     return {"parallel": parallel, "precision": precision or None, "engine": engine or None}
 
 
@@ -191,6 +195,7 @@ def kv(
     experts_dtype: Dtype | None = EXPERTS_DTYPE_OPT,
     attention_dtype: ComputeDtype | None = ATTENTION_DTYPE_OPT,
     pass_tokens: int | None = PASS_OPT,
+    engine: EngineName | None = ENGINE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -200,7 +205,8 @@ def kv(
     from .views.timing import kv_view
 
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
-    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens)
+    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens,
+                       engine_name=engine)
     result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source, **serving)
     _emit(kv_view(result), fmt, output)
 
@@ -222,6 +228,7 @@ def decode(
     mtp: float | None = MTP_OPT,
     imbalance: float | None = IMBALANCE_OPT,
     overlap: float | None = OVERLAP_OPT,
+    engine: EngineName | None = ENGINE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -233,7 +240,7 @@ def decode(
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     ctx = parse_tokens(context, field="--context")
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap=overlap,
-                       imbalance=imbalance, mtp=mtp)
+                       imbalance=imbalance, mtp=mtp, engine_name=engine)
     result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source, **serving)
     _emit(decode_view(result, tpot_ms), fmt, output)
 
@@ -258,9 +265,10 @@ def estimate(
     mtp: float | None = MTP_OPT,
     pass_tokens: int | None = PASS_OPT,
     chunked: bool | None = CHUNKED_OPT,
+    engine: EngineName | None = ENGINE_OPT,
     tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
     max_batch: int | None = typer.Option(None, "--max-batch", help="The engine's limit on running requests per "
-                                         "instance, 1 to 100,000 (default: as many as memory holds)."),
+                                         "instance, 1 to 100,000 (default: the engine's limit, else as many as memory holds)."),
     requests: int | None = typer.Option(None, "--requests", "-N", help="End-to-end figure of an offline run of this "
                                         "many requests queued at once, 1 to 1,000,000, ramp-up and drain included "
                                         "(default: the steady state)."),
@@ -278,7 +286,7 @@ def estimate(
                              f"--output-tokens/-O {show(output)}", field="--output")
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
-                       pass_tokens, chunked)
+                       pass_tokens, chunked, engine)
     result = api.estimate(model, hardware, gpus, input_tokens=parse_tokens(input_len, field="--input"),
                           output_tokens=parse_tokens(output_len, field="--output-tokens"), concurrency=concurrency,
                           tpot_ms=tpot_ms, max_batch=max_batch, requests=requests, **serving)

@@ -17,8 +17,10 @@ publishes:
   anything else -> the best layout the tool finds for the chips; when the published chips cannot
   hold the model (a deployment that offloads weights to host memory) and the layout is not
   given in columns, the same kind of layout on the fewest chips that can, compared per GPU;
-- the engine: two-batch overlap (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the
-  communication, and ``EPLB`` (expert load balancing) sets the expert imbalance to 1; a run of
+- the engine: its ``choices.EngineName`` by keyword in ``engine`` (``engine_name_of``), whose
+  profile (``timing/engines``) gives the defaults and kernel efficiencies; two-batch overlap
+  (``TBO`` in ``engine``) hides ``TBO_OVERLAP`` of the communication, and ``EPLB`` (expert load
+  balancing) sets the expert imbalance to 1; a run of
   ``trtllm-bench`` gets the limits that tool sets itself when the command gives none
   (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
   chunked prefill); then the row's own ``chunk_tokens`` (the chunked-prefill chunk, i.e. the
@@ -66,6 +68,7 @@ from pathlib import Path
 
 from . import api
 from .accounting.params import count_params
+from .choices import EngineName
 from .errors import PlanInputError, shorten, show
 from .profiles.hardware import HardwareProfile
 from .profiles.model import GqaAttention, MlaAttention, ModelProfile
@@ -164,6 +167,7 @@ KINDS = ("prefill_tps", "decode_tps", "e2e_tps", "e2e_latency", "ttft", "tpot", 
 LATENCY_KINDS = ("ttft", "tpot", "e2e_latency")  # seconds: the unit says s or ms
 SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e-3}
 DECODE_KINDS = ("decode_tps", "tpot", "user_tps")  # a context given: one decode step at that context
+QUEUED_KINDS = DECODE_KINDS + ("e2e_tps",)  # rates at a concurrency: what memory cannot hold waits in a queue
 LATENCY_DEFAULT_CONCURRENCY = 1  # ttft, tpot, user_tps without a batch or concurrency: a lone request
 BATCH_SCOPES = ("", "per_gpu", "total")  # blank: the batch is the instance's total
 LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas")  # timing.layout.FIELDS
@@ -356,11 +360,24 @@ def precision_of(override: str) -> dict[str, str] | None:
     return dict(part.split("=", 1) for part in parts)
 
 
-def model_of_row(row: dict[str, str], folder: Path) -> ModelProfile:
-    """The row's model (a shipped profile, or a Hugging Face config beside the CSV) at its precision."""
+ENGINE_KEYWORDS = ((EngineName.sglang, ("SGLANG",)), (EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM")),
+                   (EngineName.vllm, ("VLLM",)))
+
+
+def engine_name_of(text: str) -> EngineName:
+    """The ``choices.EngineName`` an ``engine`` cell names by keyword (case-insensitive): SGLang ->
+    sglang, TensorRT-LLM / TRT-LLM / trtllm -> trtllm, vLLM -> vllm; anything else -> generic."""
+    upper = text.upper()
+    return next((name for name, words in ENGINE_KEYWORDS if any(w in upper for w in words)), EngineName.generic)
+
+
+def model_of_row(row: dict[str, str], folder: Path) -> tuple[ModelProfile, dict[str, str] | None]:
+    """The row's checkpoint (a shipped profile, or a Hugging Face config beside the CSV) and its
+    precision overrides (applied by ``api.estimate`` with the engine, whose KV default for an FP8
+    checkpoint must see what the row gives)."""
     ref = row["model_ref"]
-    model = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
-    return api.precision_of(model, precision_of(row["dtype_override"]))
+    checkpoint = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
+    return checkpoint, precision_of(row["dtype_override"])
 
 
 def _layout_kind_of(row: dict[str, str], f: RowFields) -> str:
@@ -375,15 +392,18 @@ def _parallel(row: dict[str, str], f: RowFields, gpus: int) -> dict[str, int] | 
     return dict(f.layout) if f.layout is not None else layout_of(_layout_kind_of(row, f), gpus)
 
 
-def _estimate_args(row: dict[str, str], f: RowFields, model: ModelProfile) -> dict:
-    """The keyword arguments of ``api.estimate`` (after the model and hardware) for the row, on the
-    published chips: its lengths (a decode kind at a ``context``: input = context, output = 1), the
-    concurrency, the layout, the engine settings (the engine text's, trtllm-bench's own limits, then
-    the row's ``chunk_tokens``, ``chunked_prefill`` and ``mtp_tokens``), the requests of an offline run."""
+def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, precision: dict[str, str] | None,
+                   engine_name: EngineName) -> dict:
+    """The keyword arguments of ``api.estimate`` (after the checkpoint and hardware) for the row, on
+    the published chips: its lengths (a decode kind at a ``context``: input = context, output = 1),
+    the precision, the concurrency, the layout, the engine (its profile, the engine text's settings,
+    trtllm-bench's own limits, then the row's ``chunk_tokens``, ``chunked_prefill`` and
+    ``mtp_tokens``), the requests of an offline run."""
     kind, gpus = f.kind, f.gpus
     layout_kind_ = _layout_kind_of(row, f)
     published = row["engine"].upper()
-    engine: dict = {}
+    engine: dict = {"name": engine_name}
+    model = api.precision_of(checkpoint, precision, engine)  # the dtypes the engine serves it at
     if "TBO" in published:
         engine["overlap"] = TBO_OVERLAP
     if "EPLB" in published:
@@ -406,7 +426,7 @@ def _estimate_args(row: dict[str, str], f: RowFields, model: ModelProfile) -> di
             engine[setting] = getattr(f, column)
     if kind in DECODE_KINDS and f.context_tokens is not None:
         input_tokens, output_tokens = f.context_tokens, 1  # decode at this context (I + O / 2 = context)
-    return {"gpus": gpus, "input_tokens": input_tokens, "output_tokens": output_tokens,
+    return {"gpus": gpus, "input_tokens": input_tokens, "output_tokens": output_tokens, "precision": precision,
             "concurrency": f.concurrency, "parallel": _parallel(row, f, gpus), "engine": engine or None,
             "max_batch": max_batch, "requests": f.requests if kind == "e2e_tps" else None}
 
@@ -425,17 +445,24 @@ def predicted_figure(est, f: RowFields, gpus: int, unit_gpus: int) -> float:
     return figure / gpus * unit_gpus
 
 
-def predict_row(row: dict[str, str], folder: Path) -> Prediction:
-    """One row's figure from the shipped profiles (see the module doc)."""
+def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | None = None) -> Prediction:
+    """One row's figure from the shipped profiles (see the module doc); ``engine_name`` times it with
+    that engine's profile in place of the one its ``engine`` cell names."""
     f = read_fields(row)
-    model = model_of_row(row, folder)
-    args = _estimate_args(row, f, model)
+    checkpoint, precision = model_of_row(row, folder)
+    args = _estimate_args(row, f, checkpoint, precision, engine_name or engine_name_of(row["engine"]))
     unit_gpus, note = f.unit_gpus, ""
     while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
         try:
-            est = api.estimate(model, row["tool_hw"], **args)
+            est = api.estimate(checkpoint, row["tool_hw"], **args)
             break
         except PlanInputError as exc:
+            if "do not fit" in str(exc) and args["concurrency"] is not None and f.kind in QUEUED_KINDS:
+                # more requests in flight than memory holds (MLPerf Server's, counted by Little's law,
+                # include those waiting): the engine runs the memory-limited batch, the rest queue
+                note = f"{args['concurrency']:,} in flight do not fit: the memory-limited batch runs, the rest wait"
+                args["concurrency"] = None
+                continue
             if "does not fit" not in str(exc) or args["gpus"] >= MAX_CHIPS or args["concurrency"] is not None \
                     or f.layout is not None:
                 raise
@@ -448,18 +475,19 @@ def predict_row(row: dict[str, str], folder: Path) -> Prediction:
     predicted = predicted_figure(est, f, gpus, unit_gpus)
     prefill_side = {"prefill_tps": est.prefill, "ttft": est.first_token}
     layout = prefill_side.get(f.kind, est.decode).layout.label
-    return Prediction(row["id"], f.kind, row.get("model") or model.name, row["tool_hw"], gpus, layout, predicted,
+    return Prediction(row["id"], f.kind, row.get("model") or checkpoint.name, row["tool_hw"], gpus, layout, predicted,
                       f.measured, row["unit"], note)
 
 
-def predict_all(path: str) -> list[Prediction]:
+def predict_all(path: str, engine: EngineName | None = None) -> list[Prediction]:
     """Every row's prediction; a row with a missing or malformed field is a PlanInputError naming it
-    (every row's fields are checked before the first is predicted)."""
+    (every row's fields are checked before the first is predicted). ``engine``: every row timed with
+    that engine's profile (e.g. ``generic`` beside the engines the rows name)."""
     folder = Path(path).resolve().parent
     rows = read_rows(path)
     if not rows:
         raise PlanInputError("no rows to predict", source=path)
-    for check in (read_fields, lambda row: predict_row(row, folder)):
+    for check in (read_fields, lambda row: predict_row(row, folder, engine)):
         out = [_on_line(check, row, n, path) for n, row in enumerate(rows, start=2)]
     return out
 

@@ -629,6 +629,58 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/published.py",
         "return dict(f.layout) if f.layout is not None else layout_of(_layout_kind_of(row, f), gpus)",
         "return layout_of(_layout_kind_of(row, f), gpus)"),
+    "engine-attention-prefill-ignored": (
+        "prfaas_plan/timing/cost.py",
+        "_roofline(w.attention_flops * r / chips_with_tokens, attn_rate * attn,",
+        "_roofline(w.attention_flops * r / chips_with_tokens, attn_rate,"),
+    "engine-attention-decode-ignored": (
+        "prfaas_plan/timing/cost.py",
+        "w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw * attn),",
+        "w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw),"),
+    "engine-attention-phases-swapped": (
+        "prfaas_plan/timing/cost.py",
+        "return in_prefill if prefill else in_decode",
+        "return in_decode if prefill else in_prefill"),
+    "engine-gemm-multipliers-swapped": (
+        "prfaas_plan/timing/cost.py",
+        "mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm",
+        "mm, expert_rate = mm * engine.grouped_gemm, expert_rate * engine.dense_gemm"),
+    "engine-all-to-all-ignored": (
+        "prfaas_plan/timing/cost.py",
+        "time, up, nic = time + t / engine.all_to_all, up + intra, nic + inter",
+        "time, up, nic = time + t, up + intra, nic + inter"),
+    "engine-given-settings-ignored": (
+        "prfaas_plan/timing/cost.py",
+        "settings = {f: given.get(f, getattr(profile.defaults, f)) for f in SETTINGS}",
+        "settings = {f: getattr(profile.defaults, f) for f in SETTINGS}"),
+    "engine-step-overhead-dropped": (
+        "prfaas_plan/timing/decode.py",
+        "overhead = instance.hardware.efficiency.decode_step_overhead_s + instance.engine.step_overhead_s",
+        "overhead = instance.hardware.efficiency.decode_step_overhead_s"),
+    "engine-batch-limit-per-instance": (
+        "prfaas_plan/timing/decode.py",
+        "max_batch = instance.engine.max_batch * layout.dp_attention * layout.replicas",
+        "max_batch = instance.engine.max_batch"),
+    "engine-fp8-kv-overrides-given-kv": (
+        "prfaas_plan/profiles/serving.py",
+        'if kv_fp8_checkpoint is not None and "kv" not in update \\',
+        "if kv_fp8_checkpoint is not None \\"),
+    "engine-fp8-kv-on-any-checkpoint": (
+        "prfaas_plan/profiles/serving.py",
+        'and update.get("weights", model.dtypes.weights) == Dtype.fp8:',
+        "and True:"),
+    "engine-name-keyword-missing": (
+        "prfaas_plan/published.py",
+        '(EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM"))',
+        '(EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM"))'),
+    "engine-unsourced-value-accepted": (
+        "prfaas_plan/timing/engines/__init__.py",
+        "return [k for k, v in flat_values(profile).items() if v != base[k] and not profile.field_sources.get(k, \"\").strip()]",
+        "return []"),
+    "engine-published-override-ignored": (
+        "prfaas_plan/published.py",
+        'args = _estimate_args(row, f, checkpoint, precision, engine_name or engine_name_of(row["engine"]))',
+        'args = _estimate_args(row, f, checkpoint, precision, engine_name_of(row["engine"]))'),
 }
 
 

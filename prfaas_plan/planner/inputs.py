@@ -21,12 +21,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..accounting.params import declared_params_mismatch
-from ..choices import Basis, CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, Role
+from ..choices import Basis, CacheRegime, DecodeSource, Dtype, ObjectiveKind, OptimiserMethod, Role
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
 from ..profiles.registry import canonical_name, looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import ClusterSpec, Scenario, load_scenario
+from ..profiles.serving import PrecisionSpec
 from ..profiles.workload_spec import mixture_weight_notes
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS, MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint, CalibrationResult
@@ -370,6 +371,24 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: Hardware
     return Pool(role, instance, curve, calibration, cost, options, tuple(notes))
 
 
+def _precision_applied(scenario: Scenario, model: ModelProfile, source: str | None) -> ModelProfile:
+    """The model at the scenario's ``precision``; with no KV dtype given, an FP8 checkpoint's KV in
+    the dtype its pools' engines pick for it (``profiles.engine``: ``kv_dtype_fp8_checkpoint``; one
+    KV cache moves from PrfaaS to PD, so engines that pick different ones need ``precision.kv``)."""
+    from ..timing.engines import engine_profile
+
+    pools = [("prfaas", scenario.prfaas), ("pd", scenario.pd), ("pd_decode", scenario.pd_decode)]
+    picks = {role: engine_profile(spec.engine.name).defaults.kv_dtype_fp8_checkpoint
+             for role, spec in pools if spec is not None}
+    chosen = {kv for kv in picks.values() if kv is not None}
+    precision = scenario.precision or PrecisionSpec()
+    if len(chosen) > 1 and precision.kv is None and (precision.weights or model.dtypes.weights) == Dtype.fp8:
+        said = ", ".join(f"{role} {kv or 'the model profile'}" for role, kv in picks.items())
+        raise PlanInputError(f"the pools' engines keep an FP8 checkpoint's KV in different dtypes ({said}); give "
+                             "precision.kv", source=source, field="precision.kv")
+    return precision.applied(model, next(iter(chosen), None))
+
+
 def build_inputs(scenario: Scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
     """Resolve a validated scenario (see the module docstring), each pool at its fewest chips
     per instance; errors name ``source``. ``planner.chips`` chooses among several."""
@@ -387,8 +406,7 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         model = resolve_model(_ref(scenario.model, base, source, "model"))
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or "model") from None
-    if scenario.precision is not None:
-        model = scenario.precision.applied(model)
+    model = _precision_applied(scenario, model, source)
     notes = []
     mismatch = declared_params_mismatch(model)
     if mismatch:

@@ -4,27 +4,32 @@ serving engine's settings and precision overrides of the model. Shared by the sc
 
 - ``parallel``: ``{tp, dp_attention, ep, pp, replicas}`` chips (``timing.layout``); omitted: the
   planner searches the layouts that fit.
-- ``engine``: ``overlap`` (share of communication hidden behind compute, e.g. two-batch overlap;
-  0 to 1), ``expert_imbalance`` (tokens on the busiest expert rank over the mean, with expert
-  parallelism; default 1.18: SGLang's DeepSeek prefill on 4 x 8 H100 ran 18% slower with its
-  default expert placement than with a simulated perfect balance, 50,302 against 59,337 tokens/s
-  per node (lmsys.org blog, 2025-05-05); 1 for a perfect load balancer),
+- ``engine``: ``name`` (``choices.EngineName``: generic, sglang, trtllm, vllm; its profile,
+  ``timing/engines/<name>.yaml``, gives every setting left out and the engine's kernel
+  efficiencies; a bare name, ``engine: sglang``, means ``{name: sglang}``), ``overlap`` (share of
+  communication hidden behind compute, e.g. two-batch overlap; 0 to 1), ``expert_imbalance``
+  (tokens on the busiest expert rank over the mean, with expert parallelism; generic 1.18:
+  SGLang's DeepSeek prefill on 4 x 8 H100 ran 18% slower with its default expert placement than
+  with a simulated perfect balance, 50,302 against 59,337 tokens/s per node (lmsys.org blog,
+  2025-05-05); 1 for a perfect load balancer),
   ``prefill_tokens_per_pass`` (the token budget of one pass and attention group: prompt chunks,
   and in an offline run the running requests' decode tokens too), ``chunked_prefill`` (true:
   prompts are split to fill a pass; false: a pass admits whole prompts only, as TensorRT-LLM
   does by default, and the budget must hold the longest prompt),
   ``mtp_tokens_per_step`` (tokens accepted per decode step with multi-token prediction or
-  speculative decoding; 1 without).
+  speculative decoding; 1 without). Each setting left out (None) is the engine profile's.
 - ``precision``: the dtype of the weights, the routed experts, the KV cache and the attention
   compute (``kv: fp8`` halves S_kv and Phi_kv; ``attention: fp8`` runs attention cores at the
-  chip's fp8 peak).
+  chip's fp8 peak). A KV dtype left out, on an FP8 checkpoint (weights fp8), is the one the
+  engine picks for it (``kv_fp8_checkpoint`` of ``applied``, the engine profile's
+  ``kv_dtype_fp8_checkpoint``).
 """
 
 from __future__ import annotations
 
 from pydantic import model_validator
 
-from ..choices import ComputeDtype, Dtype
+from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import warn
 from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
 from ._base import Float, Int, StrictModel
@@ -48,11 +53,20 @@ class LayoutSpec(StrictModel):
 
 
 class EngineSpec(StrictModel):
-    overlap: Float(OVERLAP) = 0.0
-    expert_imbalance: Float(EXPERT_IMBALANCE) = 1.18
-    prefill_tokens_per_pass: Int(PASS_TOKENS) = 8192
-    chunked_prefill: bool = True
-    mtp_tokens_per_step: Float(MTP_TOKENS) = 1.0
+    """The engine and the settings given for it (None: the engine profile's default)."""
+
+    name: EngineName = EngineName.generic
+    overlap: Float(OVERLAP) | None = None
+    expert_imbalance: Float(EXPERT_IMBALANCE) | None = None
+    prefill_tokens_per_pass: Int(PASS_TOKENS) | None = None
+    chunked_prefill: bool | None = None
+    mtp_tokens_per_step: Float(MTP_TOKENS) | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data):
+        """``engine: sglang`` means ``{name: sglang}``."""
+        return {"name": data} if isinstance(data, str) else data
 
 
 class PrecisionSpec(StrictModel):
@@ -61,11 +75,16 @@ class PrecisionSpec(StrictModel):
     kv: Dtype | None = None
     attention: ComputeDtype | None = None
 
-    def applied(self, model: ModelProfile) -> ModelProfile:
+    def applied(self, model: ModelProfile, kv_fp8_checkpoint: Dtype | None = None) -> ModelProfile:
         """The model with these dtypes (a new profile; the shipped one is untouched). Measured
         points were taken at the profile's own dtypes, so a profile whose dtypes change loses them
-        (the roofline then stands for it)."""
+        (the roofline then stands for it). ``kv_fp8_checkpoint``: the KV dtype when none is given
+        here and the weights (after these overrides) are fp8, the engine's choice for an FP8
+        checkpoint (``profiles.engine``; None: the model's own)."""
         update = {k: v for k, v in self.model_dump().items() if v is not None}
+        if kv_fp8_checkpoint is not None and "kv" not in update \
+                and update.get("weights", model.dtypes.weights) == Dtype.fp8:
+            update["kv"] = kv_fp8_checkpoint
         if not update:
             return model
         if "weights" in update and "experts" not in update and model.dtypes.experts is not None \

@@ -20,6 +20,9 @@ pool is saturated; one for a lone request):
   over S, or with DP attention an all-gather and a reduce-scatter over S, or with EP the
   dispatch (FP8 when the experts are FP8) and combine all-to-all of T x top_k x h over the
   ep ranks; only ``1 - overlap`` of the smaller of communication and kernels is exposed;
+- the engine's kernel multipliers (``Engine``; generic: all 1): the attention core's rates x its
+  kind's prefill or decode multiplier, the dense and the routed experts' matmul rates x
+  ``dense_gemm`` and ``grouped_gemm``, the dispatch and combine all-to-all time / ``all_to_all``;
 - ``kernel_overhead_us`` per kernel of the layer (``accounting.work``), and a pipeline hop per
   stage when pp > 1.
 The cost is that of the mean stage: 1/pp of every layer group and of the output projection
@@ -35,13 +38,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..accounting.work import Work
-from ..choices import ComputeDtype, Dtype
+from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import PlanInputError
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..profiles.serving import EngineSpec
 from ..units import dtype_bytes
 from . import collectives as coll
+from .engines import engine_profile
 from .layout import Layout
 
 # Weight dtype -> tensor-core input dtype used for the matmuls (weight-only int4 runs in bf16).
@@ -52,20 +56,50 @@ MATMUL_DTYPE: dict[Dtype, ComputeDtype] = {
 PARTS = ("compute", "memory", "communication", "overhead")
 
 
+_GENERIC = engine_profile(EngineName.generic).defaults  # the defaults of Engine() (one place: generic.yaml)
+SETTINGS = ("overlap", "expert_imbalance", "prefill_tokens_per_pass", "chunked_prefill", "mtp_tokens_per_step")
+
+
 @dataclass(frozen=True)
 class Engine:
-    """What the serving engine does beyond the hardware (``profiles.serving.EngineSpec``)."""
+    """What the serving engine does beyond the hardware: its settings (``profiles.serving.EngineSpec``,
+    each left out there taken from the engine's profile, ``timing/engines/<name>.yaml``) and its
+    kernels' rates over the chip's own fractions (``profiles.engine.EngineKernels``; 1: the chip's)."""
 
-    # defaults: EngineSpec's (one place)
-    overlap: float = EngineSpec.model_fields["overlap"].default  # share of min(communication, kernels) hidden
-    expert_imbalance: float = EngineSpec.model_fields["expert_imbalance"].default  # busiest expert rank / mean (EP)
-    prefill_tokens_per_pass: int = EngineSpec.model_fields["prefill_tokens_per_pass"].default  # per attention group
-    chunked_prefill: bool = EngineSpec.model_fields["chunked_prefill"].default  # False: whole prompts per pass
-    mtp_tokens_per_step: float = EngineSpec.model_fields["mtp_tokens_per_step"].default  # accepted per decode step
+    overlap: float = _GENERIC.overlap  # share of min(communication, kernels) hidden
+    expert_imbalance: float = _GENERIC.expert_imbalance  # busiest expert rank / mean (EP)
+    prefill_tokens_per_pass: int = _GENERIC.prefill_tokens_per_pass  # per attention group
+    chunked_prefill: bool = _GENERIC.chunked_prefill  # False: whole prompts per pass
+    mtp_tokens_per_step: float = _GENERIC.mtp_tokens_per_step  # accepted per decode step
+    name: EngineName = EngineName.generic
+    max_batch: int | None = _GENERIC.max_batch  # the engine's default cap on running requests per instance
+    # (attention kind, prefill multiplier, decode multiplier); a kind not listed runs at the chip's fraction
+    attention: tuple[tuple[str, float, float], ...] = ()
+    dense_gemm: float = 1.0  # on the matmul rate of projections, dense FFN, shared experts, output head
+    grouped_gemm: float = 1.0  # on the matmul rate of the routed experts
+    all_to_all: float = 1.0  # on the rate of the MoE dispatch and combine
+    step_overhead_s: float = 0.0  # added to each decode step (beside the hardware's decode_step_overhead_s)
 
     @classmethod
     def of(cls, spec: EngineSpec | None) -> Engine:
-        return cls() if spec is None else cls(**spec.model_dump())
+        """The settings ``spec`` gives, the rest and the kernels from its engine's profile."""
+        spec = spec or EngineSpec()
+        profile = engine_profile(spec.name)
+        given = spec.model_dump(exclude_none=True, exclude={"name"})
+        settings = {f: given.get(f, getattr(profile.defaults, f)) for f in SETTINGS}
+        k = profile.kernels
+        attention = tuple((kind, m["prefill"], m["decode"]) for kind, m in k.attention.model_dump().items()
+                          if (m["prefill"], m["decode"]) != (1.0, 1.0))  # the kinds at the chip's fraction left out
+        return cls(**settings, name=spec.name, max_batch=profile.defaults.max_batch, attention=attention,
+                   dense_gemm=k.dense_gemm, grouped_gemm=k.grouped_gemm, all_to_all=k.all_to_all,
+                   step_overhead_s=k.step_overhead_s)
+
+    def attention_rate(self, mixer_type: str, prefill: bool) -> float:
+        """The multiplier on the attention-core kernel of ``mixer_type`` in a prefill pass or a decode step."""
+        for kind, in_prefill, in_decode in self.attention:
+            if kind == mixer_type:
+                return in_prefill if prefill else in_decode
+        return 1.0
 
     def chunk_tokens(self, lengths_tokens: np.ndarray) -> int:
         """The most tokens of one prompt a pass carries: the budget. Without chunked prefill a prompt
@@ -180,6 +214,10 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     tp, stage = layout.tp, layout.stage_chips
     mm, expert_rate, attn_rate = peaks(model, hw)
     bw = hw.memory_bytes_per_s * eff.memory
+    # the engine's kernels over the chip's fractions (generic: 1): the attention core per kind and phase (both
+    # rates of that kernel), the dense and the grouped GEMMs' matmul rates
+    attn = engine.attention_rate(w.mixer_type, prefill)
+    mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm
     tokens = w.tokens * r
     chips_with_tokens = busy * tp
     ep_on = w.num_experts > 0 and layout.ep > 1
@@ -187,8 +225,8 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     kernels = [
         _roofline(w.mixer_flops * r / chips_with_tokens * _shape(hw, w.mixer_gemms, group_tokens), mm,
                   w.mixer_weight_bytes / tp, bw),
-        _roofline(w.attention_flops * r / chips_with_tokens, attn_rate,
-                  w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw),
+        _roofline(w.attention_flops * r / chips_with_tokens, attn_rate * attn,
+                  w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw * attn),
         _roofline(w.dense_flops * r / (chips_with_tokens if ep_on else stage)
                   * _shape(hw, w.dense_gemms, group_tokens if ep_on else tokens), mm,
                   w.dense_weight_bytes / (tp if ep_on else stage), bw),
@@ -242,7 +280,7 @@ def _communication(model: ModelProfile, hw: HardwareProfile, layout: Layout, eng
         sent = tokens * share * w.top_k * h * (1 - 1 / layout.ep)
         for nbytes in (sent * dispatch_b, sent * act):  # dispatch, then combine
             t, intra, inter = coll.all_to_all_s(hw, layout.ep, nbytes, w.top_k, dedupe=prefill)
-            time, up, nic = time + t, up + intra, nic + inter
+            time, up, nic = time + t / engine.all_to_all, up + intra, nic + inter  # the engine's dispatch kernels
         if layout.moe_tp > 1:
             ring(layout.moe_tp, tokens * w.top_k / layout.ep * h * act)
     elif layout.dp_attention > 1:

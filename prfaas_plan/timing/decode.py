@@ -10,13 +10,15 @@ fewer requests than stages, each request is a micro-batch of its own and stages 
                  state at the context, collectives, kernel overheads, a hop); with multi-token
                  prediction each request runs ceil(mtp) query tokens (FLOPs x ceil(mtp), KV once)
     TPOT(B)      = pp x stage_s(max(B / (R pp), min(B / R, 1))) + decode_step_overhead_s
+                 + the engine's step_overhead_s (added: the chip's figure stays the stack's base)
     tokens/s     = B x mtp_tokens_per_step / TPOT(B)                       (per instance)
     per user     = mtp_tokens_per_step / TPOT(B)
 
 Memory: a chip holds its share of the weights and, for the requests of its attention group,
 their KV at the context (``timing.cost.weights_per_chip``, ``kv_per_chip``), so
 BS_max = R x dp_attention x floor((usable per chip - weights per chip) / KV per chip per request).
-The batch is BS_max, at most ``max_batch`` and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
+The batch is BS_max, at most ``max_batch`` (default: the engine profile's limit per attention group
+x dp_attention x R, ``Engine.max_batch``; none for generic) and ``ranges.DECODE_BATCH``; a TPOT limit lowers it
 to the largest B with TPOT(B) <= limit (TPOT never falls as B grows, so a bisection finds it).
 Without a given layout, the fitting layout with the most tokens/s (within the TPOT limit) wins.
 """
@@ -50,7 +52,8 @@ def step_cost(model: ModelProfile, instance: Instance, layout: Layout, batch_siz
     stage = stage_cost(model, instance.hardware, layout, instance.engine,
                        _step_work(model, micro, context_tokens, instance.engine.mtp_tokens_per_step))
     parts = stage.scaled(layout.pp)
-    overhead = instance.hardware.efficiency.decode_step_overhead_s
+    # the chip's fixed cost per step, and the engine's own on top (its profile's step_overhead_s; generic 0)
+    overhead = instance.hardware.efficiency.decode_step_overhead_s + instance.engine.step_overhead_s
     parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s, parts.overhead_s + overhead,
                      parts.scale_up_bytes, parts.nic_bytes)
     return parts.total_s, parts
@@ -134,6 +137,8 @@ def _at_layout(model: ModelProfile, instance: Instance, layout: Layout, context:
     """(batch, BS_max, limit, weights per chip, KV per chip) of one layout; batch 0 when nothing fits.
     Memory holds each request's KV at ``reserve`` tokens (default: the context)."""
     bs_mem, weights, kv = memory_batch(model, instance, layout, reserve or context)
+    if max_batch is None and instance.engine.max_batch is not None:  # the engine's limit, per scheduling rank
+        max_batch = instance.engine.max_batch * layout.dp_attention * layout.replicas
     cap = min(bs_mem, int(DECODE_BATCH.hi) if max_batch is None else max_batch)
     limited_by = DecodeLimit.memory if cap == bs_mem else DecodeLimit.max_batch
     if cap < 1 or tpot_ms is None:

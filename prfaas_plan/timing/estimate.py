@@ -113,6 +113,7 @@ class Estimate:
     decode: Budget
     decode_capacity: DecodeCapacity
     offline: OfflineRun | None = None  # the run of a given number of requests
+    engine: str = "generic"  # the engine profile the instance is timed with (choices.EngineName)
 
     def per_gpu(self, value: float) -> float:
         return value / self.gpus
@@ -197,5 +198,6 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),
         decode_capacity=dec,
         offline=run,
+        engine=str(instance.engine.name),
     )
 

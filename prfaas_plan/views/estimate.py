@@ -79,6 +79,8 @@ def estimate_view(e: Estimate) -> Report:
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
+    if e.engine != "generic":
+        notes.append(f"engine: {e.engine} (its defaults and kernel efficiencies, timing/engines/{e.engine}.yaml)")
     budget = Report(title="Time budget of one pass", columns=BUDGET_COLUMNS, rows=budgets)
     return Report(
         title=f"Estimate: {e.model} on {e.instance}",
