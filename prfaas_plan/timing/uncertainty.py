@@ -39,6 +39,7 @@ import io
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from importlib import resources
 
 from scipy import stats
@@ -117,9 +118,15 @@ EXACT = Band(1.0, 1.0, "none: taken as given", 0, "none")
 def read_residuals(text: str | None = None) -> tuple[Residual, ...]:
     """The residual rows of ``text`` (CSV of ``RESIDUAL_COLUMNS``), by default the shipped file."""
     if text is None:
-        text = resources.files(__package__).joinpath("residuals.csv").read_text(encoding="utf-8")
+        return shipped()
     return tuple(Residual(r["id"], r["set"], r["kind"], r["group"], r["orientation"], r["engine"], r["hardware"],
                           float(r["ratio_predicted_over_measured"])) for r in csv.DictReader(io.StringIO(text)))
+
+
+@lru_cache(maxsize=1)
+def shipped() -> tuple[Residual, ...]:
+    """The shipped residuals (``timing/residuals.csv``)."""
+    return read_residuals(resources.files(__package__).joinpath("residuals.csv").read_text(encoding="utf-8"))
 
 
 def interval(xs: list[float], method: str = METHOD, level: float = LEVEL) -> tuple[float, float]:
