@@ -165,37 +165,63 @@ def test_estimate_json_carries_a_range_for_every_figure(run_cli):
     assert doc["uncertainty"]["engine"] == "generic"
 
 
-def test_plan_lambda_range_is_the_throughput_model_at_scaled_rates(run_cli, case_inputs):
-    """plan -f json: Lambda_max low <= Lambda_max <= high, each the four bounds recomputed here with
-    the plan's counts and threshold and each pool's rate times its factor; the case study's
-    plan itself is unchanged (t 19,349, 4/3/5, Lambda_max 3.237)."""
+def _check_plan_range(doc: dict, inputs) -> None:
+    """Lambda_max low <= Lambda_max <= high, each the four bounds recomputed here with the plan's
+    counts and threshold and each pool's rate times its factor; the operating rate moved with
+    Lambda_max; $/Mtok low <= central <= high."""
     from prfaas_plan.planner.throughput import threshold_table
 
+    pt, unc = doc["prfaas_pd"], doc["uncertainty"]
+    bands = unc["bands"]
+    assert pt["lambda_max_rps_low"] <= pt["lambda_max_rps"] <= pt["lambda_max_rps_high"]
+    t = threshold_table(inputs, "exact")
+    (idx,) = np.flatnonzero(np.isclose(t.thresholds_tokens, pt["threshold_tokens"]))
+    r_d = inputs.decode.tokens_per_s_per_instance / inputs.output_mean_tokens
+    link = inputs.link.usable_bytes_per_s / t.link_work_bytes[idx]
+    for end in ("low", "high"):
+        f_f, f_p, f_d = (bands[k][f"{end}_factor"] for k in ("prfaas_prefill", "pd_prefill", "decode"))
+        lam = min(f_f * pt["n_prfaas"] / t.prfaas_work_s[idx], link, f_p * pt["n_p"] / t.pd_work_s[idx],
+                  f_d * pt["n_d"] * r_d)
+        assert pt[f"lambda_max_rps_{end}"] == pytest.approx(lam, rel=1e-5)
+        assert unc[end]["lambda_max_rps"] == pytest.approx(lam, rel=1e-5)
+        rate = doc["operating"]["rate_rps"] * lam / pt["lambda_max_rps"]  # operating_load x Lambda_max
+        assert unc[end]["rate_rps"] == pytest.approx(rate, rel=1e-4)
+    usd = unc["usd_per_mtok_output"]
+    assert usd["low"] <= usd["central"] <= usd["high"]
+    assert usd["central"] == pytest.approx(doc["operating"]["cost"]["usd_per_mtok_output"], rel=1e-6)
+
+
+def test_plan_lambda_range_is_the_throughput_model_at_scaled_rates(run_cli, case_inputs):
+    """plan -f json on the case study: the range recomputed (``_check_plan_range``); its measured
+    PrfaaS curve and given decode rate are taken as given; the plan itself is unchanged
+    (t 19,349, 4/3/5, Lambda_max 3.237)."""
     out = run_cli("plan", "paper-case-study", "-f", "json")
     assert out.code == 0, out.err
     doc = json.loads(out.out)
     pt = doc["prfaas_pd"]
     assert round(pt["threshold_tokens"]) == 19349 and (pt["n_prfaas"], pt["n_p"], pt["n_d"]) == (4, 3, 5)
     assert pt["lambda_max_rps"] == pytest.approx(3.237, abs=5e-4)
-    assert pt["lambda_max_rps_low"] <= pt["lambda_max_rps"] <= pt["lambda_max_rps_high"]
-    unc = doc["uncertainty"]
-    bands = unc["bands"]
-    # the case study's PrfaaS curve is measured and its decode rate given: taken as they are
+    bands = doc["uncertainty"]["bands"]
     assert bands["prfaas_prefill"]["low_factor"] == bands["prfaas_prefill"]["high_factor"] == 1.0
     assert bands["decode"]["low_factor"] == 1.0
     assert bands["pd_prefill"]["low_factor"] < 1.0 < bands["pd_prefill"]["high_factor"]
-    t = threshold_table(case_inputs, "exact")
-    (idx,) = np.flatnonzero(np.isclose(t.thresholds_tokens, pt["threshold_tokens"]))
-    r_d = case_inputs.decode.tokens_per_s_per_instance / case_inputs.output_mean_tokens
-    link = case_inputs.link.usable_bytes_per_s / t.link_work_bytes[idx]
-    for end in ("low", "high"):
-        f_f, f_p, f_d = (bands[k][f"{end}_factor"] for k in ("prfaas_prefill", "pd_prefill", "decode"))
-        lam = min(f_f * 4 / t.prfaas_work_s[idx], link, f_p * 3 / t.pd_work_s[idx], f_d * 5 * r_d)
-        assert pt[f"lambda_max_rps_{end}"] == pytest.approx(lam, rel=1e-5)
-        assert unc[end]["lambda_max_rps"] == pytest.approx(lam, rel=1e-5)
-    usd = unc["usd_per_mtok_output"]
-    assert usd["low"] <= usd["central"] <= usd["high"]
-    assert usd["central"] == pytest.approx(doc["operating"]["cost"]["usd_per_mtok_output"], rel=1e-6)
+    _check_plan_range(doc, case_inputs)
+
+
+def test_plan_range_with_every_rate_modelled():
+    """The case study on basis ``model`` (every pool on the instance model, as compare sizes it):
+    every pool has a band, and the range is the throughput model at the scaled rates."""
+    from prfaas_plan.choices import Basis
+    from prfaas_plan.planner.chips import resolve, resolve_scenario_file
+    from prfaas_plan.planner.plan import plan
+    from prfaas_plan.views.plan import plan_json
+
+    scenario, path = resolve_scenario_file("paper-case-study")
+    inputs = resolve(scenario, path, Basis.model)
+    doc = plan_json(plan(inputs, with_marginals=False, with_other_mode=False))
+    for band in doc["uncertainty"]["bands"].values():
+        assert band["low_factor"] < 1.0 < band["high_factor"], band
+    _check_plan_range(doc, inputs)
 
 
 def test_target_counts_at_the_low_end(run_cli, case_study_file, tmp_path):
