@@ -30,6 +30,7 @@ IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layo
 # text and yes/no columns
 TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
               "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers",
+              "versus_best", "distinguishable_from_best", "shares_error_with_best",  # compare: an option against the best
               "usd_per_hour_is_lower_bound"}  # yes/no: a pool's billed power of unknown TDP is counted as $0
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
 UNITLESS_NAMES = {"p", "load", "weight", "rank", "layers", "ratio_vs_homogeneous", "n_prfaas", "n_p", "n_d", "n_pd",

@@ -149,19 +149,22 @@ def test_estimate_json_carries_a_range_for_every_figure(run_cli):
     assert out.code == 0, out.err
     doc = json.loads(out.out)
     (row,) = doc["rows"]
-    figures = ["ttft_s", "tpot_ms", "prefill_tokens_per_s", "prefill_tokens_per_s_per_gpu", "decode_tokens_per_s",
-               "decode_tokens_per_s_per_gpu", "per_user_tokens_per_s", "e2e_output_tokens_per_s",
-               "e2e_output_tokens_per_s_per_gpu", "e2e_steady_output_tokens_per_s", "e2e_latency_s"]
-    for key in figures:
-        assert row[f"{key}_low"] <= row[key] <= row[f"{key}_high"], key
-        assert row[f"{key}_low"] < row[f"{key}_high"], key
-    groups = {"ttft_s": ("prefill", "time"), "prefill_tokens_per_s": ("prefill", "rate"), "tpot_ms": ("decode", "time"),
-              "decode_tokens_per_s": ("decode", "rate"), "per_user_tokens_per_s": ("decode", "rate"),
-              "e2e_output_tokens_per_s": ("e2e", "rate"), "e2e_latency_s": ("e2e", "time")}
-    for key, (group, orientation) in groups.items():
+    figures = [("ttft", "_s"), ("tpot", "_ms"), ("prefill", "_tokens_per_s"), ("prefill", "_tokens_per_s_per_gpu"),
+               ("decode", "_tokens_per_s"), ("decode", "_tokens_per_s_per_gpu"), ("per_user", "_tokens_per_s"),
+               ("e2e_output", "_tokens_per_s"), ("e2e_output", "_tokens_per_s_per_gpu"),
+               ("e2e_steady_output", "_tokens_per_s"), ("e2e_latency", "_s")]
+    for name, unit in figures:
+        assert row[f"{name}_low{unit}"] <= row[name + unit] <= row[f"{name}_high{unit}"], name + unit
+        assert row[f"{name}_low{unit}"] < row[f"{name}_high{unit}"], name + unit
+    groups = {("ttft", "_s"): ("prefill", "time"), ("prefill", "_tokens_per_s"): ("prefill", "rate"),
+              ("tpot", "_ms"): ("decode", "time"), ("decode", "_tokens_per_s"): ("decode", "rate"),
+              ("per_user", "_tokens_per_s"): ("decode", "rate"), ("e2e_output", "_tokens_per_s"): ("e2e", "rate"),
+              ("e2e_latency", "_s"): ("e2e", "time")}
+    for (name, unit), (group, orientation) in groups.items():
         low, high = _band_by_hand(group)
-        expected = (row[key] * low, row[key] * high) if orientation == "rate" else (row[key] / high, row[key] / low)
-        assert (row[f"{key}_low"], row[f"{key}_high"]) == pytest.approx(expected, rel=2e-4), key
+        value = row[name + unit]
+        expected = (value * low, value * high) if orientation == "rate" else (value / high, value / low)
+        assert (row[f"{name}_low{unit}"], row[f"{name}_high{unit}"]) == pytest.approx(expected, rel=2e-4), name
     assert doc["uncertainty"]["engine"] == "generic"
 
 
@@ -173,7 +176,7 @@ def _check_plan_range(doc: dict, inputs) -> None:
 
     pt, unc = doc["prfaas_pd"], doc["uncertainty"]
     bands = unc["bands"]
-    assert pt["lambda_max_rps_low"] <= pt["lambda_max_rps"] <= pt["lambda_max_rps_high"]
+    assert pt["lambda_max_low_rps"] <= pt["lambda_max_rps"] <= pt["lambda_max_high_rps"]
     t = threshold_table(inputs, "exact")
     (idx,) = np.flatnonzero(np.isclose(t.thresholds_tokens, pt["threshold_tokens"]))
     r_d = inputs.decode.tokens_per_s_per_instance / inputs.output_mean_tokens
@@ -182,7 +185,7 @@ def _check_plan_range(doc: dict, inputs) -> None:
         f_f, f_p, f_d = (bands[k][f"{end}_factor"] for k in ("prfaas_prefill", "pd_prefill", "decode"))
         lam = min(f_f * pt["n_prfaas"] / t.prfaas_work_s[idx], link, f_p * pt["n_p"] / t.pd_work_s[idx],
                   f_d * pt["n_d"] * r_d)
-        assert pt[f"lambda_max_rps_{end}"] == pytest.approx(lam, rel=1e-5)
+        assert pt[f"lambda_max_{end}_rps"] == pytest.approx(lam, rel=1e-5)
         assert unc[end]["lambda_max_rps"] == pytest.approx(lam, rel=1e-5)
         rate = doc["operating"]["rate_rps"] * lam / pt["lambda_max_rps"]  # operating_load x Lambda_max
         assert unc[end]["rate_rps"] == pytest.approx(rate, rel=1e-4)
@@ -277,9 +280,9 @@ def test_compare_json_ranges_and_flags(run_cli):
     rows = [r for r in json.loads(out.out)["options"] if r["status"] == "ok"]
     assert rows[0]["versus_best"] == "best"
     for r in rows:
-        assert r["capacity_rps_low"] <= r["capacity_rps"] <= r["capacity_rps_high"]
+        assert r["capacity_low_rps"] <= r["capacity_rps"] <= r["capacity_high_rps"]
         assert r["usd_per_mtok_output_low"] <= r["usd_per_mtok_output"] <= r["usd_per_mtok_output_high"]
     for r in rows[1:]:
-        apart = r["capacity_rps_high"] < rows[0]["capacity_rps_low"]
+        apart = r["capacity_high_rps"] < rows[0]["capacity_low_rps"]
         if not r["shares_error_with_best"]:
             assert r["distinguishable_from_best"] is apart

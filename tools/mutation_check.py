@@ -598,8 +598,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "shared = False"),
     "estimate-range-per-gpu-not-divided": (
         "prfaas_plan/views/estimate.py",
-        'out[f"{key}_low"] = round(low * scale / divide, digits)',
-        'out[f"{key}_low"] = round(low * scale, digits)'),
+        'out[f"{name}_low{unit}"] = round(low * scale / divide, digits)',
+        'out[f"{name}_low{unit}"] = round(low * scale, digits)'),
 }
 
 

@@ -92,7 +92,7 @@ class End:
     rate_rps: float  # the operating rate at this end
     usd_per_mtok_output: float | None
     usd_per_mtok_blended: float | None
-    counts: tuple[int, int, int] | None = None  # with a target rate: the counts it needs at this end
+    counts: tuple[int, int, int] | None = None  # with a target rate, at the low end: the counts it needs
     counts_usd_per_mtok_output: float | None = None  # $/Mtok of those counts at the target
     note: str = ""
 
@@ -133,7 +133,7 @@ def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
     target = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
     counts = (pt.n_prfaas, pt.n_p, pt.n_d)
     ends = {end: end_of(inputs, table, idx, counts, pt.lambda_max, result.operating_rate_rps, target,
-                        bands.factors(end), target, tco_at) for end in ENDS}
+                        bands.factors(end), target and end == "low", tco_at) for end in ENDS}
     return PlanRange(bands, ends["low"], ends["high"])
 
 

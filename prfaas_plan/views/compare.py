@@ -19,8 +19,8 @@ METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps",
               "ttft_p90_s", "tpot_ms", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
               "usd_per_hour_operating", "usd_per_mtok_output",
               "usd_per_mtok_blended", "power_kw", "counted_power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
-              "ratio_vs_homogeneous", "capacity_rps_low", "capacity_rps_high", "lambda_max_rps_low",
-              "lambda_max_rps_high", "usd_per_mtok_output_low", "usd_per_mtok_output_high", "versus_best",
+              "ratio_vs_homogeneous", "capacity_low_rps", "capacity_high_rps", "lambda_max_low_rps",
+              "lambda_max_high_rps", "usd_per_mtok_output_low", "usd_per_mtok_output_high", "versus_best",
               "distinguishable_from_best", "shares_error_with_best", "notes")
 
 
@@ -56,8 +56,8 @@ def option_row(rank: int | None, r, pareto: bool, objective: str, verdict=None) 
         "joules_per_output_token": cost.get("joules_per_output_token"),
         "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
-        "capacity_rps_low": _round(span[0] if span else None), "capacity_rps_high": _round(span[1] if span else None),
-        "lambda_max_rps_low": _round(r.lambda_low_rps), "lambda_max_rps_high": _round(r.lambda_high_rps),
+        "capacity_low_rps": _round(span[0] if span else None), "capacity_high_rps": _round(span[1] if span else None),
+        "lambda_max_low_rps": _round(r.lambda_low_rps), "lambda_max_high_rps": _round(r.lambda_high_rps),
         "usd_per_mtok_output_low": _round(r.usd_per_mtok_output_low),
         "usd_per_mtok_output_high": _round(r.usd_per_mtok_output_high),
         "versus_best": None if verdict is None else verdict.text,
@@ -131,9 +131,8 @@ RANGE_NOTE = (f"ranges: low .. high at the ends of the instance model's band ({W
               "more certain than their ranges suggest ('shared error')")
 
 
-def _span(row: dict, key: str, digits: int) -> str:
+def _span(low: float | None, high: float | None, digits: int) -> str:
     """'low .. high' of a figure, '-' without one."""
-    low, high = row[f"{key}_low"], row[f"{key}_high"]
     return "-" if low is None or high is None else f"{low:,.{digits}f} .. {high:,.{digits}f}"
 
 
@@ -147,8 +146,8 @@ def compare_view(comparison) -> Report:
         row["front"] = "*" if row["pareto"] else "-"
         row["kw"] = _kw(row)
         row["usd_h"], row["usd_mtok"] = _usd_cell(row, "usd_per_hour", 0), _usd_cell(row, "usd_per_mtok_output", 3)
-        row["capacity_range"] = _span(row, "capacity_rps", 3)
-        row["usd_mtok_range"] = _span(row, "usd_per_mtok_output", 3)
+        row["capacity_range"] = _span(row["capacity_low_rps"], row["capacity_high_rps"], 3)
+        row["usd_mtok_range"] = _span(row["usd_per_mtok_output_low"], row["usd_per_mtok_output_high"], 3)
     # no $ columns when no option has a price (rather than a column of blanks next to "ok")
     priced = any(row["usd_per_hour"] is not None for row in rows)
     priced_columns = [Column("usd_h", "$/h", justify="right"), Column("usd_mtok", "$/Mtok out", justify="right"),

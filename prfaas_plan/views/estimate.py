@@ -40,34 +40,35 @@ def budget_row(b: Budget) -> dict:
     }
 
 
-# the figures of an estimate's row: (key, Estimate figure, scale, per GPU, digits); each also has
-# key_low and key_high, its range (``Estimate.range_of``)
+# the figures of an estimate's row: (name, unit, Estimate figure, scale, per GPU, digits); the key is
+# name + unit, and name + "_low" + unit and name + "_high" + unit its range (``Estimate.range_of``)
 ROW_FIGURES = (
-    ("ttft_s", "ttft_s", 1.0, False, 6), ("tpot_ms", "tpot_s", 1e3, False, 4),
-    ("prefill_tokens_per_s", "prefill_tokens_per_s", 1.0, False, 3),
-    ("prefill_tokens_per_s_per_gpu", "prefill_tokens_per_s", 1.0, True, 3),
-    ("decode_tokens_per_s", "decode_tokens_per_s", 1.0, False, 3),
-    ("decode_tokens_per_s_per_gpu", "decode_tokens_per_s", 1.0, True, 3),
-    ("per_user_tokens_per_s", "per_user_tokens_per_s", 1.0, False, 3),
-    ("e2e_output_tokens_per_s", "e2e_output_tokens_per_s", 1.0, False, 3),
-    ("e2e_output_tokens_per_s_per_gpu", "e2e_output_tokens_per_s", 1.0, True, 3),
-    ("e2e_steady_output_tokens_per_s", "e2e_steady_output_tokens_per_s", 1.0, False, 3),
-    ("e2e_latency_s", "e2e_latency_s", 1.0, False, 4),
+    ("ttft", "_s", "ttft_s", 1.0, False, 6), ("tpot", "_ms", "tpot_s", 1e3, False, 4),
+    ("prefill", "_tokens_per_s", "prefill_tokens_per_s", 1.0, False, 3),
+    ("prefill", "_tokens_per_s_per_gpu", "prefill_tokens_per_s", 1.0, True, 3),
+    ("decode", "_tokens_per_s", "decode_tokens_per_s", 1.0, False, 3),
+    ("decode", "_tokens_per_s_per_gpu", "decode_tokens_per_s", 1.0, True, 3),
+    ("per_user", "_tokens_per_s", "per_user_tokens_per_s", 1.0, False, 3),
+    ("e2e_output", "_tokens_per_s", "e2e_output_tokens_per_s", 1.0, False, 3),
+    ("e2e_output", "_tokens_per_s_per_gpu", "e2e_output_tokens_per_s", 1.0, True, 3),
+    ("e2e_steady_output", "_tokens_per_s", "e2e_steady_output_tokens_per_s", 1.0, False, 3),
+    ("e2e_latency", "_s", "e2e_latency_s", 1.0, False, 4),
 )
-RANGE_SHOWN = (("TTFT (s)", "ttft_s"), ("TPOT (ms)", "tpot_ms"), ("prefill tok/s/GPU", "prefill_tokens_per_s_per_gpu"),
-               ("decode tok/s/GPU", "decode_tokens_per_s_per_gpu"), ("tok/s/user", "per_user_tokens_per_s"),
-               ("e2e tok/s/GPU", "e2e_output_tokens_per_s_per_gpu"), ("e2e latency (s)", "e2e_latency_s"))
+RANGE_SHOWN = (("TTFT (s)", "ttft", "_s"), ("TPOT (ms)", "tpot", "_ms"),
+               ("prefill tok/s/GPU", "prefill", "_tokens_per_s_per_gpu"), ("decode tok/s/GPU", "decode", "_tokens_per_s_per_gpu"),
+               ("tok/s/user", "per_user", "_tokens_per_s"), ("e2e tok/s/GPU", "e2e_output", "_tokens_per_s_per_gpu"),
+               ("e2e latency (s)", "e2e_latency", "_s"))
 
 
 def _figures(e: Estimate) -> dict:
     """Each of ``ROW_FIGURES``, then its low and its high."""
     out = {}
-    for key, figure, scale, per_gpu, digits in ROW_FIGURES:
+    for name, unit, figure, scale, per_gpu, digits in ROW_FIGURES:
         divide = e.gpus if per_gpu else 1
         low, high = e.range_of(figure)
-        out[key] = round(getattr(e, figure) * scale / divide, digits)
-        out[f"{key}_low"] = round(low * scale / divide, digits)
-        out[f"{key}_high"] = round(high * scale / divide, digits)
+        out[name + unit] = round(getattr(e, figure) * scale / divide, digits)
+        out[f"{name}_low{unit}"] = round(low * scale / divide, digits)
+        out[f"{name}_high{unit}"] = round(high * scale / divide, digits)
     return out
 
 
@@ -81,10 +82,11 @@ def uncertainty_json(e: Estimate) -> dict:
 def range_rows(e: Estimate, row: dict) -> list[dict]:
     """One row per figure shown: its low, the model's figure and its high (the JSON row's), and the
     residuals behind its band."""
-    groups = {key: ESTIMATE_FIGURES[figure][0] for key, figure, *_ in ROW_FIGURES}
-    return [{"figure": label, "key": key, "low": row[f"{key}_low"], "value": row[key], "high": row[f"{key}_high"],
-             "group": groups[key], "pool": e.bands[groups[key]].pool, "rows": e.bands[groups[key]].rows}
-            for label, key in RANGE_SHOWN]
+    groups = {name + unit: ESTIMATE_FIGURES[figure][0] for name, unit, figure, *_ in ROW_FIGURES}
+    return [{"figure": label, "key": name + unit, "low": row[f"{name}_low{unit}"], "value": row[name + unit],
+             "high": row[f"{name}_high{unit}"], "group": groups[name + unit], "pool": e.bands[groups[name + unit]].pool,
+             "rows": e.bands[groups[name + unit]].rows}
+            for label, name, unit in RANGE_SHOWN]
 
 
 def _shown(value: float) -> str:
