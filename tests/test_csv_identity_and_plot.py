@@ -30,10 +30,11 @@ IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layo
 # text and yes/no columns
 TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
               "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers",
+              "versus_best", "distinguishable_from_best", "shares_error_with_best",  # compare: an option against the best
               "usd_per_hour_is_lower_bound"}  # yes/no: a pool's billed power of unknown TDP is counted as $0
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
 UNITLESS_NAMES = {"p", "load", "weight", "rank", "layers", "ratio_vs_homogeneous", "n_prfaas", "n_p", "n_d", "n_pd",
-                  "own_n_prfaas", "own_n_p", "own_n_d", "static_n_p", "static_n_d", "switched", "eff_matmul",
+                  "own_n_prfaas", "own_n_p", "own_n_d", "static_n_p", "static_n_d", "switched", "eff_matmul", "eff_attention_fp8",
                   "eff_attention", "eff_memory", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
                   "link_utilisation_at_planned_rate"}
 UNIT_SUFFIXES = ("_s", "_ms", "hours", "_tokens", "_bytes", "_mib", "_gib", "_gb", "_gbps", "_tflops", "_tb_per_s",

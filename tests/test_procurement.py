@@ -415,9 +415,10 @@ def test_compare_csv_columns_carry_identity_and_units(run_cli):
                 "ratio_vs_homogeneous", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
                 "notes", "basis", "prfaas_prefill_source", "usd_per_hour_is_lower_bound",
                 "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source", "pd_prefill_capacity", "pd_layout",
-                "decode_source", "decode_layout"}
+                "decode_source", "decode_layout", "versus_best", "distinguishable_from_best", "shares_error_with_best"}
     units = ("_rps", "_s", "_ms", "_gbps", "_tokens", "_usd_per_hour", "usd_per_hour", "_kw", "_instance",
-             "usd_per_mtok_output", "usd_per_mtok_blended", "_per_output_token", "gpus_total", "usd_per_hour_operating")
+             "usd_per_mtok_output", "usd_per_mtok_blended", "_per_output_token", "gpus_total", "usd_per_hour_operating",
+             "usd_per_mtok_output_low", "usd_per_mtok_output_high")
     for column in set(header) - unitless:
         assert column.endswith(units), column
 

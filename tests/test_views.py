@@ -425,6 +425,8 @@ ESTIMATE_TABLE = {"input": "input_tokens", "output": "output_tokens", "concurren
                   "TPOT (ms)": "tpot_ms", "prefill tok/s/GPU": "prefill_tokens_per_s_per_gpu",
                   "decode tok/s/GPU": "decode_tokens_per_s_per_gpu", "tok/s/user": "per_user_tokens_per_s",
                   "e2e tok/s/GPU": "e2e_output_tokens_per_s_per_gpu", "e2e latency (s)": "e2e_latency_s"}
+RANGE_TABLE = {"figure": "figure", "low": "low", "model": "value", "high": "high", "group": "group", "residuals": "pool",
+               "rows": "rows"}
 BUDGET_TABLE = {"pass": "job", "layout": "layout", "tokens": "tokens", "time (ms)": "ms", "compute": "compute_ms",
                 "memory": "memory_ms", "communication": "communication_ms", "overhead": "overhead_ms",
                 "binds": "binding", "scale-up GB/chip": "scale_up_gb_per_chip", "NIC GB/chip": "nic_gb_per_chip"}
@@ -439,8 +441,9 @@ def test_estimate_columns_show_their_json_fields(run_cli):
     rows = doc["rows"]
     assert len(rows) == 1 and list(rows[0]) == header
     check_csv(header, csv_rows, rows)
-    headline, budget = parse_tables(text)
+    headline, ranges, budget = parse_tables(text)
     check_table(headline, ESTIMATE_TABLE, rows)
+    check_table(ranges, RANGE_TABLE, doc["ranges"])
     check_table(budget, BUDGET_TABLE, doc["budget"])
     (row,) = rows
     assert (row["input_tokens"], row["output_tokens"]) == (2048, 512)
@@ -604,6 +607,7 @@ def test_simulate_columns_show_their_json_fields(run_cli):
 
 COMPARE_TABLE = {"#": "rank", "front": "front", "PrfaaS / PD / decode": "pools", "model": "model",
                  "Gbps": "link_gbps", "chips": "chips", "N_f/N_p/N_d": "counts", "Λ_max req/s": "capacity_rps",
+                 "req/s range": "capacity_range", "$/Mtok range": "usd_mtok_range", "vs best": "versus_best",
                  "$/h": "usd_per_hour", "$/Mtok out": "usd_per_mtok_output", "TTFT P90 s": "ttft_p90_s",
                  "kW": "power_kw", "status": "status"}
 

@@ -681,6 +681,55 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/published.py",
         'args = _estimate_args(row, f, checkpoint, precision, engine_name or engine_name_of(row["engine"]))',
         'args = _estimate_args(row, f, checkpoint, precision, engine_name_of(row["engine"]))'),
+    # uncertainty (timing/uncertainty.py, planner/uncertainty.py, views): tests/test_uncertainty.py
+    "band-order-statistic-narrow": (
+        "prfaas_plan/timing/uncertainty.py",
+        "return ordered[k - 1], ordered[n - k]",
+        "return ordered[k], ordered[n - k - 1]"),
+    "band-time-rows-as-rates": (
+        "prfaas_plan/timing/uncertainty.py",
+        'return -math.log(self.ratio) if self.orientation == "rate" else math.log(self.ratio)',
+        "return -math.log(self.ratio)"),
+    "band-excludes-the-model-figure": (
+        "prfaas_plan/timing/uncertainty.py",
+        "return Band(math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0)), name, len(chosen), str(method))",
+        "return Band(math.exp(lo), math.exp(hi), name, len(chosen), str(method))"),
+    "t-band-without-prediction-term": (
+        "prfaas_plan/timing/uncertainty.py",
+        "s * math.sqrt(1 + 1 / n)",
+        "s * math.sqrt(1 / n)"),
+    "leave-one-out-keeps-the-row": (
+        "prfaas_plan/timing/uncertainty.py",
+        'b = band(r.group, r.engine, rows, method, min_rows, exclude=f"{r.set}/{r.id}")',
+        "b = band(r.group, r.engine, rows, method, min_rows)"),
+    "band-time-range-as-rate": (
+        "prfaas_plan/timing/uncertainty.py",
+        "return value / self.high, value / self.low",
+        "return value * self.low, value * self.high"),
+    "plan-range-pd-work-times-factor": (
+        "prfaas_plan/planner/uncertainty.py",
+        "pd_work_s=table.pd_work_s / f_pd)",
+        "pd_work_s=table.pd_work_s * f_pd)"),
+    "plan-range-decode-fixed": (
+        "prfaas_plan/planner/uncertainty.py",
+        "tokens_per_s_per_instance=inputs.decode.tokens_per_s_per_instance * f_d)",
+        "tokens_per_s_per_instance=inputs.decode.tokens_per_s_per_instance)"),
+    "plan-range-rate-fixed": (
+        "prfaas_plan/planner/uncertainty.py",
+        "rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)",
+        "rate = rate_rps"),
+    "compare-overlap-one-sided": (
+        "prfaas_plan/planner/uncertainty.py",
+        "return a[0] <= b[1] and b[0] <= a[1]",
+        "return a[0] <= b[1]"),
+    "compare-shared-error-ignored": (
+        "prfaas_plan/planner/uncertainty.py",
+        "shared = bool(r.error_key) and r.error_key == best.error_key",
+        "shared = False"),
+    "estimate-range-per-gpu-not-divided": (
+        "prfaas_plan/views/estimate.py",
+        'out[f"{name}_low{unit}"] = round(low * scale / divide, digits)',
+        'out[f"{name}_low{unit}"] = round(low * scale, digits)'),
 }
 
 

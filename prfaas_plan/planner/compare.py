@@ -12,7 +12,9 @@ asked for and every feasible option has: for ``max_throughput``, $/hour (less is
 target rate (every feasible option serves the target; Lambda_max above it is not asked for).
 $/hour is left out of the front when a feasible option has no price (a front that only priced
 options could enter would rank an unknown as a loss); the report names the unpriced options.
-An unbounded TTFT (a queue that grows) counts as the worst. An option that cannot be planned says why:
+An unbounded TTFT (a queue that grows) counts as the worst. Each option is set against the best
+(``planner.uncertainty.versus_best``): whether the instance model's band can tell them apart.
+An option that cannot be planned says why:
 it does not fit, is over budget, misses the SLO, cannot reach the target rate, has no price
 (for a cost objective or budget), or is too large to plan.
 """
@@ -27,6 +29,7 @@ from ..errors import PlanInputError
 from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
 from ..ranges import JOBS
 from .cost import Tco
+from .uncertainty import Verdict, error_key, versus_best
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,24 @@ class OptionResult:
     ratio_vs_homogeneous: float | None = None
     notes: tuple[str, ...] = ()
     sources: dict = field(default_factory=dict)  # the basis and each pool's source (``planner.basis.sources``)
+    # the plan at the low and high ends of the instance model's band (``planner.uncertainty``)
+    lambda_low_rps: float | None = None
+    lambda_high_rps: float | None = None
+    usd_per_mtok_output_low: float | None = None  # at the high end of the rates
+    usd_per_mtok_output_high: float | None = None  # at the low end
+    error_key: tuple = ()  # each pool's hardware, engine and band: options with the same key share their error
 
     @property
     def feasible(self) -> bool:
         return self.failure is None
+
+    @property
+    def capacity_range_rps(self) -> tuple[float, float] | None:
+        """(low, high) of ``capacity_rps``: Lambda_max's range, a goodput moved with it."""
+        if self.capacity_rps is None or self.lambda_low_rps is None or not self.lambda_max_rps:
+            return None
+        scale = self.capacity_rps / self.lambda_max_rps
+        return self.lambda_low_rps * scale, self.lambda_high_rps * scale
 
     @property
     def capacity_rps(self) -> float | None:
@@ -77,6 +94,7 @@ class Comparison:
     pareto: set[int]  # indices into results on the Pareto front
     basis: Basis = Basis.model  # what every option is sized on (``planner.basis``)
     front: tuple[str, ...] = ("usd_per_hour", "capacity_rps", "ttft_p90_s")  # the front's criteria
+    versus_best: list[Verdict | None] = field(default_factory=list)  # per result (``planner.uncertainty``)
 
     @property
     def unpriced(self) -> list[OptionResult]:
@@ -123,7 +141,7 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
         return OptionResult(option, identity=inputs.identity() if known else describe(variant), failure=_failure(exc),
                             reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes),
                             sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)})
-    pt, lat = result.point, result.operating_latency
+    pt, lat, u = result.point, result.operating_latency, result.uncertainty
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(
         option, identity=result.inputs.identity(), lambda_max_rps=pt.lambda_max, goodput_rps=result.goodput_rps,
@@ -134,7 +152,10 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
         link_utilisation_at_capacity=finite(pt.link_utilisation),
         link_utilisation_at_operating_rate=finite(lat.link_utilisation),
         tco=result.tco, ratio_vs_homogeneous=result.ratio("prfaas_pd"), notes=tuple(notes + list(result.notes)),
-        sources=sources(result.inputs, scenarios.basis))
+        sources=sources(result.inputs, scenarios.basis),
+        lambda_low_rps=u.low.lambda_max_rps, lambda_high_rps=u.high.lambda_max_rps,
+        usd_per_mtok_output_low=u.high.usd_per_mtok_output, usd_per_mtok_output_high=u.low.usd_per_mtok_output,
+        error_key=error_key(result.inputs, u.bands))
 
 
 def rank_key(objective: ObjectiveKind):
@@ -199,7 +220,7 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
     results.sort(key=rank_key(scenarios.objective))
     objective = scenarios.objective
     return Comparison(scenarios.name, objective, results, pareto_front(results, objective), scenarios.basis,
-                      front_criteria(results, objective))
+                      front_criteria(results, objective), versus_best(results, objective))
 
 
 def _in_processes(scenarios: ScenarioSet, mode, jobs: int, progress) -> list[OptionResult]:

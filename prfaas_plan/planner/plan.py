@@ -15,7 +15,9 @@ Baselines on the same workload (PRFAAS.md section 4), under the scenario's budge
 
 Numbers at the user's operating point: the target rate (``min_cost``), else the SLO goodput,
 else ``operating_load`` x Lambda_max. Latency, link utilisation and the cost of ownership
-(``cost.Tco``: $/hour by component, $/Mtok, kW, J/token) are given at that rate.
+(``cost.Tco``: $/hour by component, $/Mtok, kW, J/token) are given at that rate; Lambda_max,
+the rate and $/Mtok also at the low and high ends of the instance model's band
+(``planner.uncertainty``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
 from .slo import goodput, slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
+from .uncertainty import PlanRange, plan_range
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class PlanResult:
     # the plan shown); NaN in the other mode when it was not computed
     lambda_of_counts: dict[str, float] = field(default_factory=dict)
     marginal_anchor: tuple[int, int, int] | None = None  # counts of the max-throughput plan the marginals are of
+    uncertainty: PlanRange | None = None  # Lambda_max, rate and $/Mtok at the ends of the model's band
 
     @property
     def ttft_p90_s(self) -> float | None:
@@ -482,6 +486,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
+    result.uncertainty = plan_range(result, table, sol.threshold_index, tco_at)
     unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if unpriced:
         result.notes.append(f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "

@@ -37,6 +37,10 @@ to), so I + O may exceed the model's context by one: a row at the model's full c
 decode step at context = max context, I = context and O = 1) is accepted; memory is reserved
 for min(I + O, max context) tokens.
 
+Each figure has a range (``range_of``): the empirical band of its figure group on the instance's
+engine (``timing.uncertainty``: leave-one-out residuals of published rows, not a guarantee),
+``ESTIMATE_FIGURES`` naming the group and whether the figure is a rate or a time.
+
 The prefill and decode layouts are the instance's when given, else each job's best layout
 (``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end throughput runs both on
 the decode layout (one set of chips does both jobs), the e2e latency's prefill on the TTFT's.
@@ -46,11 +50,11 @@ Per GPU figures divide by the chips.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..choices import PrefillCapacity
+from ..choices import EngineName, PrefillCapacity
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from ..ranges import OFFLINE_REQUESTS, TOKENS
@@ -60,6 +64,15 @@ from .instance import Instance
 from .layout import Layout
 from .offline import OfflineRun, offline_run
 from .prefill import RooflinePrefill, check_lengths
+from .uncertainty import GROUPS, Band, band
+
+# each figure of an Estimate: its figure group (``timing.uncertainty``) and 'rate' or 'time'
+ESTIMATE_FIGURES = {
+    "ttft_s": ("prefill", "time"), "prefill_tokens_per_s": ("prefill", "rate"),
+    "tpot_s": ("decode", "time"), "decode_tokens_per_s": ("decode", "rate"), "per_user_tokens_per_s": ("decode", "rate"),
+    "e2e_output_tokens_per_s": ("e2e", "rate"), "e2e_steady_output_tokens_per_s": ("e2e", "rate"),
+    "e2e_latency_s": ("e2e", "time"),
+}
 
 
 @dataclass(frozen=True)
@@ -113,10 +126,17 @@ class Estimate:
     decode: Budget
     decode_capacity: DecodeCapacity
     offline: OfflineRun | None = None  # the run of a given number of requests
-    engine: str = "generic"  # the engine profile the instance is timed with (choices.EngineName)
+    engine: str = EngineName.generic  # the engine profile the instance is timed with, whose residuals give the bands
+    bands: dict[str, Band] = field(default_factory=dict)  # figure group -> band (``timing.uncertainty``)
 
     def per_gpu(self, value: float) -> float:
         return value / self.gpus
+
+    def range_of(self, figure: str) -> tuple[float, float]:
+        """(low, high) of one of ``ESTIMATE_FIGURES``: a rate x the band's factors, a time / them."""
+        group, orientation = ESTIMATE_FIGURES[figure]
+        b, value = self.bands[group], getattr(self, figure)
+        return b.rate(value) if orientation == "rate" else b.time(value)
 
 
 def _mixed_batch(model: ModelProfile, instance: Instance, dec: DecodeCapacity, input_tokens: int, output_tokens: int,
@@ -175,6 +195,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     run = None if requests is None else offline_run(model, instance.with_layout(dec.layout), dec.layout, input_tokens,
                                                     output_tokens, requests, dec.batch_size, mixed_capacity_s,
                                                     context)
+    engine = str(instance.engine.name)
     return Estimate(
         model=model.name,
         instance=instance.label,
@@ -198,6 +219,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         decode=Budget.of("decode step", dec.layout, float(dec.batch_size), dec.cost),
         decode_capacity=dec,
         offline=run,
-        engine=str(instance.engine.name),
+        engine=engine,
+        bands={group: band(group, engine) for group in GROUPS},
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..planner.basis import SOURCE_KEYS
 from ..report import Column, Report
 from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json, under_slo_ratio
+from .uncertainty import WHAT
 
 METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
               "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour",
@@ -18,21 +19,25 @@ METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps",
               "ttft_p90_s", "tpot_ms", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
               "usd_per_hour_operating", "usd_per_mtok_output",
               "usd_per_mtok_blended", "power_kw", "counted_power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
-              "ratio_vs_homogeneous", "notes")
+              "ratio_vs_homogeneous", "capacity_low_rps", "capacity_high_rps", "lambda_max_low_rps",
+              "lambda_max_high_rps", "usd_per_mtok_output_low", "usd_per_mtok_output_high", "versus_best",
+              "distinguishable_from_best", "shares_error_with_best", "notes")
 
 
 def _round(value, digits: int = 6):
     return None if value is None else round(float(value), digits)
 
 
-def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
-    """One option as a flat row (identity, then metrics with units in the keys)."""
+def option_row(rank: int | None, r, pareto: bool, objective: str, verdict=None) -> dict:
+    """One option as a flat row (identity, then metrics with units in the keys; ``verdict``: the
+    option against the best, ``planner.uncertainty.versus_best``)."""
     ident = dict.fromkeys(IDENTITY_CSV)
     ident.update({"scenario": None, "prfaas_hardware": r.option.prfaas, "pd_hardware": r.option.pd,
                   "pd_decode_hardware": r.option.pd_decode, "model": r.option.model, "link_gbps": r.option.link_gbps})
     if r.identity:
         ident.update(r.identity)
     cost = tco_json(r.tco) if r.tco is not None else {}
+    span = r.capacity_range_rps
     return {
         **ident, "option": r.option.label, "rank": rank, "pareto": pareto if r.feasible else None,
         "status": "ok" if r.feasible else r.failure, "reason": r.reason, "objective": objective,
@@ -51,6 +56,13 @@ def option_row(rank: int | None, r, pareto: bool, objective: str) -> dict:
         "joules_per_output_token": cost.get("joules_per_output_token"),
         "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
+        "capacity_low_rps": _round(span[0] if span else None), "capacity_high_rps": _round(span[1] if span else None),
+        "lambda_max_low_rps": _round(r.lambda_low_rps), "lambda_max_high_rps": _round(r.lambda_high_rps),
+        "usd_per_mtok_output_low": _round(r.usd_per_mtok_output_low),
+        "usd_per_mtok_output_high": _round(r.usd_per_mtok_output_high),
+        "versus_best": None if verdict is None else verdict.text,
+        "distinguishable_from_best": None if verdict is None else verdict.distinguishable,
+        "shares_error_with_best": None if verdict is None else verdict.shared_error,
         "notes": "; ".join(r.notes),
         **{key: r.sources.get(key) for key in SOURCE_KEYS},
     }
@@ -60,7 +72,8 @@ def compare_rows(comparison) -> list[dict]:
     rows, rank = [], 0
     for i, r in enumerate(comparison.results):
         rank += r.feasible
-        rows.append(option_row(rank if r.feasible else None, r, i in comparison.pareto, comparison.objective))
+        verdict = comparison.versus_best[i] if comparison.versus_best else None
+        rows.append(option_row(rank if r.feasible else None, r, i in comparison.pareto, comparison.objective, verdict))
     return rows
 
 
@@ -111,6 +124,18 @@ def _usd_cell(row: dict, key: str, digits: int) -> str:
     return ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{value:,.{digits}f}"
 
 
+RANGE_NOTE = (f"ranges: low .. high at the ends of the instance model's band ({WHAT}; every pool of an option at its "
+              "low end, then at its high end, together); vs best: not distinguishable when the option's range of what "
+              "the ranking counts (req/s, or $/Mtok for min_cost) overlaps the best's; options with the same hardware, "
+              "engine and band in every pool share that error, which cancels in their ratio, so their difference is "
+              "more certain than their ranges suggest ('shared error')")
+
+
+def _span(low: float | None, high: float | None, digits: int) -> str:
+    """'low .. high' of a figure, '-' without one."""
+    return "-" if low is None or high is None else f"{low:,.{digits}f} .. {high:,.{digits}f}"
+
+
 def compare_view(comparison) -> Report:
     rows = compare_rows(comparison)
     for row in rows:
@@ -121,10 +146,12 @@ def compare_view(comparison) -> Report:
         row["front"] = "*" if row["pareto"] else "-"
         row["kw"] = _kw(row)
         row["usd_h"], row["usd_mtok"] = _usd_cell(row, "usd_per_hour", 0), _usd_cell(row, "usd_per_mtok_output", 3)
+        row["capacity_range"] = _span(row["capacity_low_rps"], row["capacity_high_rps"], 3)
+        row["usd_mtok_range"] = _span(row["usd_per_mtok_output_low"], row["usd_per_mtok_output_high"], 3)
     # no $ columns when no option has a price (rather than a column of blanks next to "ok")
     priced = any(row["usd_per_hour"] is not None for row in rows)
-    priced_columns = [Column("usd_h", "$/h", justify="right"),
-                      Column("usd_mtok", "$/Mtok out", justify="right")] if priced else []
+    priced_columns = [Column("usd_h", "$/h", justify="right"), Column("usd_mtok", "$/Mtok out", justify="right"),
+                      Column("usd_mtok_range", "$/Mtok range", justify="right")] if priced else []
     served = "goodput" if any(r.goodput_rps is not None for r in comparison.results) else "Λ_max"
     columns = [
         Column("rank", "#", lambda v: "-" if v is None else str(v), keep=True),
@@ -135,7 +162,9 @@ def compare_view(comparison) -> Report:
         Column("chips", "chips", justify="right"),
         Column("counts", "N_f/N_p/N_d", justify="right"),
         Column("capacity_rps", f"{served} req/s", _num(3)),
+        Column("capacity_range", "req/s range", justify="right"),
         *priced_columns,
+        Column("versus_best", "vs best", lambda v: "-" if v is None else str(v), justify="left"),
         Column("ttft_p90_s", "TTFT P90 s", _num(2)),
         Column("kw", "kW", justify="right"),
         Column("status", "status", justify="left"),
@@ -147,6 +176,7 @@ def compare_view(comparison) -> Report:
              "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)" if priced else
              "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
              "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)"]
+    notes.append(RANGE_NOTE)
     if served == "goodput":
         notes.append(under_slo_ratio("ratio_vs_homogeneous (CSV, JSON)"))
     partial = [row["option"] for row in rows if row["power_kw"] is None and row["counted_power_kw"] is not None]

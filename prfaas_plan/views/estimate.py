@@ -4,7 +4,8 @@ the time of a prefill pass and of a decode step goes."""
 from __future__ import annotations
 
 from ..report import Column, Report, fmt_float, fmt_int
-from ..timing.estimate import Budget, Estimate
+from ..timing.estimate import ESTIMATE_FIGURES, Budget, Estimate
+from ..timing.uncertainty import LEVEL
 from .identity import csv_columns, instance_identity
 
 BUDGET_COLUMNS = [
@@ -39,6 +40,69 @@ def budget_row(b: Budget) -> dict:
     }
 
 
+# the figures of an estimate's row: (name, unit, Estimate figure, scale, per GPU, digits); the key is
+# name + unit, and name + "_low" + unit and name + "_high" + unit its range (``Estimate.range_of``)
+ROW_FIGURES = (
+    ("ttft", "_s", "ttft_s", 1.0, False, 6), ("tpot", "_ms", "tpot_s", 1e3, False, 4),
+    ("prefill", "_tokens_per_s", "prefill_tokens_per_s", 1.0, False, 3),
+    ("prefill", "_tokens_per_s_per_gpu", "prefill_tokens_per_s", 1.0, True, 3),
+    ("decode", "_tokens_per_s", "decode_tokens_per_s", 1.0, False, 3),
+    ("decode", "_tokens_per_s_per_gpu", "decode_tokens_per_s", 1.0, True, 3),
+    ("per_user", "_tokens_per_s", "per_user_tokens_per_s", 1.0, False, 3),
+    ("e2e_output", "_tokens_per_s", "e2e_output_tokens_per_s", 1.0, False, 3),
+    ("e2e_output", "_tokens_per_s_per_gpu", "e2e_output_tokens_per_s", 1.0, True, 3),
+    ("e2e_steady_output", "_tokens_per_s", "e2e_steady_output_tokens_per_s", 1.0, False, 3),
+    ("e2e_latency", "_s", "e2e_latency_s", 1.0, False, 4),
+)
+RANGE_SHOWN = (("TTFT (s)", "ttft", "_s"), ("TPOT (ms)", "tpot", "_ms"),
+               ("prefill tok/s/GPU", "prefill", "_tokens_per_s_per_gpu"), ("decode tok/s/GPU", "decode", "_tokens_per_s_per_gpu"),
+               ("tok/s/user", "per_user", "_tokens_per_s"), ("e2e tok/s/GPU", "e2e_output", "_tokens_per_s_per_gpu"),
+               ("e2e latency (s)", "e2e_latency", "_s"))
+
+
+def _figures(e: Estimate) -> dict:
+    """Each of ``ROW_FIGURES``, then its low and its high."""
+    out = {}
+    for name, unit, figure, scale, per_gpu, digits in ROW_FIGURES:
+        divide = e.gpus if per_gpu else 1
+        low, high = e.range_of(figure)
+        out[name + unit] = round(getattr(e, figure) * scale / divide, digits)
+        out[f"{name}_low{unit}"] = round(low * scale / divide, digits)
+        out[f"{name}_high{unit}"] = round(high * scale / divide, digits)
+    return out
+
+
+def uncertainty_json(e: Estimate) -> dict:
+    """The band of each figure group: factors on the predicted speed and the rows they come from."""
+    return {"engine": e.engine, "level": LEVEL, **{group: {"low_factor": round(b.low, 6), "high_factor": round(b.high, 6),
+                                                           "pool": b.pool, "rows": b.rows, "method": b.method}
+                                                   for group, b in e.bands.items()}}
+
+
+def range_rows(e: Estimate, row: dict) -> list[dict]:
+    """One row per figure shown: its low, the model's figure and its high (the JSON row's), and the
+    residuals behind its band."""
+    groups = {name + unit: ESTIMATE_FIGURES[figure][0] for name, unit, figure, *_ in ROW_FIGURES}
+    return [{"figure": label, "key": name + unit, "low": row[f"{name}_low{unit}"], "value": row[name + unit],
+             "high": row[f"{name}_high{unit}"], "group": groups[name + unit], "pool": e.bands[groups[name + unit]].pool,
+             "rows": e.bands[groups[name + unit]].rows}
+            for label, name, unit in RANGE_SHOWN]
+
+
+def _shown(value: float) -> str:
+    """A figure of the range table: whole above 1,000, else 4 significant digits."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def range_view(rows: list[dict]) -> Report:
+    return Report(title=f"Range of each figure ({LEVEL:.0%} empirical interval from published measurements; not a "
+                        "guarantee)",
+                  columns=[Column("figure", "figure", keep=True), Column("low", "low", _shown),
+                           Column("value", "model", _shown), Column("high", "high", _shown),
+                           Column("group", "group", justify="left"), Column("pool", "residuals", justify="left"),
+                           Column("rows", "rows", fmt_int)], rows=rows)
+
+
 def estimate_view(e: Estimate) -> Report:
     row = {
         **instance_identity(e.model, e.decode_capacity.hardware, e.gpus, prefill_layout=e.prefill.layout,
@@ -46,22 +110,13 @@ def estimate_view(e: Estimate) -> Report:
         "input_tokens": e.input_tokens,
         "output_tokens": e.output_tokens,
         "concurrency_requests": e.concurrency,
-        "ttft_s": round(e.ttft_s, 6),
-        "tpot_ms": round(e.tpot_s * 1e3, 4),
-        "prefill_tokens_per_s": round(e.prefill_tokens_per_s, 3),
-        "prefill_tokens_per_s_per_gpu": round(e.per_gpu(e.prefill_tokens_per_s), 3),
-        "decode_tokens_per_s": round(e.decode_tokens_per_s, 3),
-        "decode_tokens_per_s_per_gpu": round(e.per_gpu(e.decode_tokens_per_s), 3),
-        "per_user_tokens_per_s": round(e.per_user_tokens_per_s, 3),
-        "e2e_output_tokens_per_s": round(e.e2e_output_tokens_per_s, 3),
-        "e2e_output_tokens_per_s_per_gpu": round(e.per_gpu(e.e2e_output_tokens_per_s), 3),
-        "e2e_steady_output_tokens_per_s": round(e.e2e_steady_output_tokens_per_s, 3),
-        "e2e_latency_s": round(e.e2e_latency_s, 4),
+        **_figures(e),
         "offline_requests": None if e.offline is None else e.offline.requests,
         "offline_run_s": None if e.offline is None else round(e.offline.seconds, 4),
         "offline_mean_batch_requests": None if e.offline is None else round(e.offline.mean_batch_requests, 2),
     }
     budgets = [budget_row(e.first_token), budget_row(e.prefill), budget_row(e.decode)]
+    ranges = range_rows(e, row)
     d = e.decode_capacity
     notes = [
         f"prefill: saturated passes of {e.prefill.tokens:,.0f} tokens on {e.prefill.layout.label}; TTFT is one "
@@ -76,6 +131,8 @@ def estimate_view(e: Estimate) -> Report:
             f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
         + f"; latency of the {e.concurrency:,} requests started together = their whole prefill "
           f"({e.batch_prefill_s:,.2f} s, on {e.first_token.layout.label}) + (output - 1) x TPOT",
+        f"range: low and high of each figure ({LEVEL:.0%} leave-one-out interval of the instance model's residuals on "
+        f"published measurements, by figure group and engine ({e.engine}); an empirical interval, not a guarantee)",
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
@@ -100,6 +157,6 @@ def estimate_view(e: Estimate) -> Report:
         rows=[row],
         meta={"model": e.model, "instance": e.instance, "gpus": e.gpus},
         notes=notes,
-        extra={"budget": budgets},
-        sections=[budget],
+        extra={"budget": budgets, "ranges": ranges, "uncertainty": uncertainty_json(e)},
+        sections=[range_view(ranges), budget],
     )

@@ -19,6 +19,7 @@ from ..report import Column, Report
 from ..units import format_tokens
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
+from .uncertainty import plan_range_details, plan_uncertainty_json
 
 _LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
            DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
@@ -181,6 +182,8 @@ def plan_json(result) -> dict:
             "theta_pdp_rps": round(st.theta_pdp, 6),
             "theta_pdd_rps": round(st.theta_pdd, 6),
             "lambda_max_rps": round(st.lambda_max, 6),
+            "lambda_max_low_rps": None if result.uncertainty is None else round(result.uncertainty.low.lambda_max_rps, 6),
+            "lambda_max_high_rps": None if result.uncertainty is None else round(result.uncertainty.high.lambda_max_rps, 6),
             "goodput_rps": _goodput(result, DeploymentName.prfaas_pd),
             "binding": st.binding,
             "tight": pt.tight,
@@ -191,6 +194,7 @@ def plan_json(result) -> dict:
             "ratio_vs_homogeneous": _opt(result.ratio(DeploymentName.prfaas_pd), 6),
         },
         "operating": operating_json(result),
+        "uncertainty": plan_uncertainty_json(result),
         "baselines": {
             name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
                    "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
@@ -329,6 +333,7 @@ def plan_view(result) -> Report:
          f"{_usd_low(pt.usd_per_hour, doc['prfaas_pd']['usd_per_hour_is_lower_bound'])}/hour (capital or rental + "
          "power at full load + committed link: what budgets and min_cost count)"
          + _power_unpriced_text(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d))),
+        *plan_range_details(result),
         *_operating_details(result),
         *_cache_details(result),
         ("decode", f"{inputs.decode.tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "

@@ -1,0 +1,198 @@
+"""The instance model's empirical band (``timing.uncertainty``) carried to a plan: Lambda_max,
+the operating rate, $ per million tokens and, for a target rate, the counts it needs.
+
+Each pool's rate gets a band by where it comes from: a prefill curve on the instance model
+(roofline, or the roofline calibrated on measured points) the ``prefill`` band of its engine, a
+modelled decode rate (roofline or calibrated) the ``decode`` band; a measured curve and a
+decode rate the scenario gives are taken as given (factor 1: their error is their source's).
+With f the factor of each pool at one end (low or high) and the counts and threshold of the
+plan fixed, the throughput model is evaluated again on the scaled work:
+
+    p T_long -> p T_long / f_prfaas,  (1 - p) T_short -> (1 - p) T_short / f_pd,  r_d -> r_d f_d
+    Lambda_end = min(f_prfaas N_prfaas / (p T_long), B_out / (p S_long), f_pd N_p / ((1 - p) T_short), f_d N_d r_d)
+
+The link bound does not move (bytes are counted, not timed). Every pool is at its low end
+together, then at its high end together: a common-mode error, since one instance model (and
+often one engine and chip) times them all; an error of opposite sign in two pools would move
+Lambda_max less. The threshold is the plan's; re-routing at the low end could recover some of
+the loss, so the low end is a little conservative.
+
+The operating rate at each end: the target rate as it is; an SLO goodput or operating_load x
+Lambda_max moved with Lambda_max (rate x Lambda_end / Lambda_max; for the goodput an
+approximation: the latency curve is not re-evaluated). $ per million tokens (``cost.Tco``) at
+each end is that of the scaled pools at that end's rate: the high $/Mtok at the low end. With a
+target rate (``min_cost``) the low end also gives the counts the target would need if the model
+is optimistic by its band (re-optimised, the budgets held), and their $/Mtok.
+
+An empirical interval from public measurements, not a guarantee.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..choices import DecodeSource, ObjectiveKind, PrefillSource
+from ..errors import PlanInputError
+from ..timing.uncertainty import EXACT, Band, band
+from .basis import prefill_source
+from .inputs import PlanInputs
+from .optimizer import optimise
+from .throughput import ThresholdTable, bounds
+
+ENDS = ("low", "high")
+
+
+def engine_of(pool) -> str:
+    """The engine name of a pool's instance (``choices.EngineName``)."""
+    return str(pool.instance.engine.name)
+
+
+@dataclass(frozen=True)
+class PlanBands:
+    """The band of each rate a plan is sized on (``Band``: factors on the predicted speed)."""
+
+    prfaas: Band
+    pd: Band
+    decode: Band
+
+    def factors(self, end: str) -> tuple[float, float, float]:
+        """(f_prfaas, f_pd, f_d) at ``end`` ('low' or 'high')."""
+        return tuple(getattr(b, end) for b in (self.prfaas, self.pd, self.decode))
+
+
+def plan_bands(inputs: PlanInputs) -> PlanBands:
+    """Each pool's band by its source (module doc)."""
+    def prefill(pool) -> Band:
+        if prefill_source(pool)["source"] == PrefillSource.measured:
+            return replace(EXACT, pool="measured curve: taken as given")
+        return band("prefill", engine_of(pool))
+
+    source = inputs.decode.source
+    if source in (DecodeSource.roofline, DecodeSource.calibrated):  # modelled
+        decode = band("decode", engine_of(inputs.decode_pool))
+    else:  # the scenario's figure or the model profile's measurement
+        decode = replace(EXACT, pool=f"decode rate from the {source}: taken as given")
+    return PlanBands(prefill(inputs.prfaas), prefill(inputs.pd), decode)
+
+
+def scaled(inputs: PlanInputs, table: ThresholdTable, factors: tuple[float, float, float]
+           ) -> tuple[PlanInputs, ThresholdTable]:
+    """The inputs and threshold table with each pool's rate times its factor (module doc)."""
+    f_prfaas, f_pd, f_d = factors
+    table = replace(table, prfaas_work_s=table.prfaas_work_s / f_prfaas, pd_work_s=table.pd_work_s / f_pd)
+    decode = replace(inputs.decode, tokens_per_s_per_instance=inputs.decode.tokens_per_s_per_instance * f_d)
+    return replace(inputs, decode=decode), table
+
+
+@dataclass(frozen=True)
+class End:
+    """The plan at one end of the band."""
+
+    lambda_max_rps: float
+    rate_rps: float  # the operating rate at this end
+    usd_per_mtok_output: float | None
+    usd_per_mtok_blended: float | None
+    counts: tuple[int, int, int] | None = None  # with a target rate, at the low end: the counts it needs
+    counts_usd_per_mtok_output: float | None = None  # $/Mtok of those counts at the target
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PlanRange:
+    bands: PlanBands
+    low: End
+    high: End
+
+
+def end_of(inputs: PlanInputs, table: ThresholdTable, idx: int, counts: tuple[int, int, int], central_lambda: float,
+           rate_rps: float, fixed_rate: bool, factors: tuple[float, float, float], target: bool, tco_at) -> End:
+    """One end: Lambda_max of the counts on the scaled rates, the rate, $/Mtok (``tco_at``:
+    ``plan.tco_at``), and with a target rate the counts it needs (``target``)."""
+    s_inputs, s_table = scaled(inputs, table, factors)
+    lam = float(bounds(s_table, idx, *counts, s_inputs).lambda_max)
+    rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)
+    tco = tco_at(s_inputs, s_table, idx, *counts, min(rate, lam))
+    need, need_usd, note = None, None, ""
+    if target:
+        try:
+            sol = optimise(s_inputs, s_table, limits=inputs.limits)
+            need = (sol.n_prfaas, sol.n_p, sol.n_d)
+            need_usd = tco_at(s_inputs, s_table, sol.threshold_index, *need, rate).usd_per_mtok_output
+        except PlanInputError as exc:
+            note = f"the target rate cannot be met within the ranges and budgets at this end ({exc.reason})"
+        if lam < rate * (1 - 1e-9):
+            note = note or f"the plan's counts serve {lam:.3f} req/s at this end, below the target"
+    return End(lam, rate, tco.usd_per_mtok_output, tco.usd_per_mtok_blended, need, need_usd, note)
+
+
+def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
+    """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and
+    ``plan.tco_at`` (the cost of ownership of counts at a rate)."""
+    inputs, pt = result.inputs, result.point
+    bands = plan_bands(inputs)
+    target = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
+    counts = (pt.n_prfaas, pt.n_p, pt.n_d)
+    ends = {end: end_of(inputs, table, idx, counts, pt.lambda_max, result.operating_rate_rps, target,
+                        bands.factors(end), target and end == "low", tco_at) for end in ENDS}
+    return PlanRange(bands, ends["low"], ends["high"])
+
+
+def error_key(inputs: PlanInputs, bands: PlanBands) -> tuple:
+    """Each pool's hardware, engine and band: two plans with the same key are timed by the same
+    residuals on the same chips and engines, so the model's error is common to both."""
+    pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
+    return tuple((pool.hardware_name, engine_of(pool), b.pool, round(b.low, 9), round(b.high, 9))
+                 for pool, b in zip(pools, (bands.prfaas, bands.pd, bands.decode)))
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two (low, high) ranges of one figure overlap."""
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An option against the best: ``distinguishable`` (None: no range to tell), and whether the
+    two share the model's error (``error_key``)."""
+
+    distinguishable: bool | None
+    shared_error: bool
+    text: str
+
+
+def versus_best(results: list, objective: str) -> list[Verdict | None]:
+    """Each ranked result (``compare.OptionResult``, best first) against the best, on what the
+    ranking counts: req/s (``capacity_range_rps``), or for ``min_cost`` $ per million output
+    tokens (its range from ``planner.uncertainty``). The rule: two options are distinguishable
+    when their ranges do not overlap. Options with the same ``error_key`` (hardware, engine and
+    band in every pool) share their error, which moves both together and cancels in their
+    ratio: they are distinguishable when their model figures differ at all (a difference the
+    band cannot explain away), which is more certain than their overlapping ranges suggest.
+    None for an option not planned."""
+    def figure(r) -> tuple[float, tuple[float, float] | None]:
+        if objective == ObjectiveKind.min_cost:
+            central = None if r.tco is None else r.tco.usd_per_mtok_output
+            low, high = r.usd_per_mtok_output_low, r.usd_per_mtok_output_high
+            return central, None if None in (central, low, high) else (low, high)
+        return r.capacity_rps, r.capacity_range_rps
+
+    best = results[0] if results and results[0].feasible else None
+    out: list[Verdict | None] = []
+    for k, r in enumerate(results):
+        if not r.feasible or best is None:
+            out.append(None)
+            continue
+        if k == 0:
+            out.append(Verdict(None, True, "best"))
+            continue
+        (value, span), (best_value, best_span) = figure(r), figure(best)
+        shared = bool(r.error_key) and r.error_key == best.error_key
+        if shared and value is not None and best_value is not None:
+            apart = abs(value - best_value) > 1e-9 * max(abs(value), abs(best_value))
+            out.append(Verdict(apart, True, "shared error: " + ("apart as modelled" if apart else "the same")))
+        elif span is None or best_span is None:
+            out.append(Verdict(None, False, "no range"))
+        else:
+            apart = not overlap(span, best_span)
+            out.append(Verdict(apart, False, "distinguishable" if apart else "not distinguishable"))
+    return out
