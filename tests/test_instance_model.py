@@ -14,6 +14,7 @@ import yaml
 from conftest import DATA, REPO
 
 from prfaas_plan import api, published
+from prfaas_plan.choices import EngineName
 from prfaas_plan.choices import PrefillCapacity
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.timing.instance import Instance
@@ -87,6 +88,14 @@ def test_published_script_prints_table_and_summary(tmp_path):
                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "B15" in out.stdout and "median |error|" in out.stdout and "worst" in out.stdout
+    # the engine-neutral figures beside the engines' own, per row and in the summary
+    by_id = {p.id: p for p in published.predict_all(str(PUBLISHED_CSV), EngineName.generic)}
+    own = {p.id: p for p in published.predict_all(str(PUBLISHED_CSV))}
+    b12 = next(line for line in out.stdout.splitlines() if line.startswith("B12 "))
+    assert own["B12"].ratio != pytest.approx(by_id["B12"].ratio)  # TensorRT-LLM's FP8 KV for an FP8 checkpoint
+    assert f" {own['B12'].ratio:.2f} {by_id['B12'].ratio:>7.2f}  " in b12
+    generic = published.summary(list(by_id.values()))
+    assert f"engine generic: median |error| {100 * generic['median_error']:.1f}%" in out.stdout
 
 
 # --- Rubin CPX: prefill time falls with chips and precision until something else binds --------
