@@ -14,8 +14,7 @@ import yaml
 from conftest import DATA, REPO
 
 from prfaas_plan import api, published
-from prfaas_plan.choices import EngineName
-from prfaas_plan.choices import PrefillCapacity
+from prfaas_plan.choices import EngineName, PrefillCapacity
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.timing.instance import Instance
 from prfaas_plan.timing.layout import Layout

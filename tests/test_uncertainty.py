@@ -194,9 +194,10 @@ def _check_plan_range(doc: dict, inputs) -> None:
 
 
 def test_plan_lambda_range_is_the_throughput_model_at_scaled_rates(run_cli, case_inputs):
-    """plan -f json on the case study: the range recomputed (``_check_plan_range``); its measured
-    PrfaaS curve and given decode rate are taken as given; the plan itself is unchanged
-    (t 19,349, 4/3/5, Lambda_max 3.237)."""
+    """plan -f json on the case study: every rate is measured or calibrated on measured points
+    (the PrfaaS curve, the H20 prefill calibrated on two points, the decode rate the scenario
+    gives), so each is taken as given and the range is the plan's own figure; the plan itself is
+    unchanged (t 19,349, 4/3/5, Lambda_max 3.237)."""
     out = run_cli("plan", "paper-case-study", "-f", "json")
     assert out.code == 0, out.err
     doc = json.loads(out.out)
@@ -204,21 +205,23 @@ def test_plan_lambda_range_is_the_throughput_model_at_scaled_rates(run_cli, case
     assert round(pt["threshold_tokens"]) == 19349 and (pt["n_prfaas"], pt["n_p"], pt["n_d"]) == (4, 3, 5)
     assert pt["lambda_max_rps"] == pytest.approx(3.237, abs=5e-4)
     bands = doc["uncertainty"]["bands"]
-    assert bands["prfaas_prefill"]["low_factor"] == bands["prfaas_prefill"]["high_factor"] == 1.0
-    assert bands["decode"]["low_factor"] == 1.0
-    assert bands["pd_prefill"]["low_factor"] < 1.0 < bands["pd_prefill"]["high_factor"]
+    for name in ("prfaas_prefill", "pd_prefill", "decode"):
+        assert bands[name]["low_factor"] == bands[name]["high_factor"] == 1.0, name
+    assert "calibrated" in bands["pd_prefill"]["pool"]
     _check_plan_range(doc, case_inputs)
 
 
-def test_plan_range_with_every_rate_modelled():
-    """The case study on basis ``model`` (every pool on the instance model, as compare sizes it):
-    every pool has a band, and the range is the throughput model at the scaled rates."""
+def test_plan_range_with_every_rate_modelled(case_study_file, tmp_path):
+    """The case study on chips without measurements (PrfaaS on B200, PD on H100: the H20 points
+    and decode rate do not apply), basis ``model``: every pool is on the roofline and has a band,
+    and the range is the throughput model at the scaled rates."""
     from prfaas_plan.choices import Basis
     from prfaas_plan.planner.chips import resolve, resolve_scenario_file
     from prfaas_plan.planner.plan import plan
     from prfaas_plan.views.plan import plan_json
 
-    scenario, path = resolve_scenario_file("paper-case-study")
+    path = case_study_file(tmp_path, prfaas__hardware="b200", pd__hardware="h100")
+    scenario, path = resolve_scenario_file(str(path))
     inputs = resolve(scenario, path, Basis.model)
     doc = plan_json(plan(inputs, with_marginals=False, with_other_mode=False))
     for band in doc["uncertainty"]["bands"].values():

@@ -1,10 +1,11 @@
 """The instance model's empirical band (``timing.uncertainty``) carried to a plan: Lambda_max,
 the operating rate, $ per million tokens and, for a target rate, the counts it needs.
 
-Each pool's rate gets a band by where it comes from: a prefill curve on the instance model
-(roofline, or the roofline calibrated on measured points) the ``prefill`` band of its engine, a
-modelled decode rate (roofline or calibrated) the ``decode`` band; a measured curve and a
-decode rate the scenario gives are taken as given (factor 1: their error is their source's).
+Each pool's rate gets a band by where it comes from: a roofline prefill curve the ``prefill``
+band of its engine, a roofline decode rate the ``decode`` band; a measured curve, a curve or a
+decode rate calibrated on measured points (their residual error is the calibration's, which
+the plan reports), and a decode rate the scenario gives are taken as given (factor 1: their
+error is their source's, not the uncalibrated model's the published residuals describe).
 With f the factor of each pool at one end (low or high) and the counts and threshold of the
 plan fixed, the throughput model is evaluated again on the scaled work:
 
@@ -63,12 +64,13 @@ class PlanBands:
 def plan_bands(inputs: PlanInputs) -> PlanBands:
     """Each pool's band by its source (module doc)."""
     def prefill(pool) -> Band:
-        if prefill_source(pool)["source"] == PrefillSource.measured:
-            return replace(EXACT, pool="measured curve: taken as given")
+        source = prefill_source(pool)["source"]
+        if source != PrefillSource.roofline:
+            return replace(EXACT, pool=f"{source} curve: taken as given")
         return band("prefill", engine_of(pool))
 
     source = inputs.decode.source
-    if source in (DecodeSource.roofline, DecodeSource.calibrated):  # modelled
+    if source == DecodeSource.roofline:  # modelled, uncalibrated
         decode = band("decode", engine_of(inputs.decode_pool))
     else:  # the scenario's figure or the model profile's measurement
         decode = replace(EXACT, pool=f"decode rate from the {source}: taken as given")
