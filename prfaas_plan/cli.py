@@ -160,15 +160,16 @@ EXPERTS_DTYPE_OPT = typer.Option(None, "--experts-dtype", help="Routed experts' 
 ATTENTION_DTYPE_OPT = typer.Option(None, "--attention-dtype", help="Attention compute dtype (bf16, fp8 or fp4; a chip "
                                    "without the dtype computes at its next wider peak). Default: the model's.")
 OVERLAP_OPT = typer.Option(None, "--overlap", help="Share of communication hidden behind compute, 0 to 1 "
-                           "(two-batch overlap). Default 0.")
-IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. Default 1.18.")
+                           "(two-batch overlap). Default: the engine's (generic 0).")
+IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. "
+                             "Default: the engine's (generic 1.18).")
 MTP_OPT = typer.Option(None, "--mtp", help="Tokens accepted per decode step (multi-token prediction), 1 to 16.")
 PASS_OPT = typer.Option(None, "--pass-tokens", help="Token budget per pass and attention group (prompt chunks; in an "
-                        "offline run the decode tokens too). Default 8192.")
-ENGINE_OPT = typer.Option(None, "--engine", help="Serving engine whose defaults and kernel efficiencies time the "
+                        "offline run the decode tokens too). Default: the engine's (8192 in every shipped profile).")
+ENGINE_OPT = typer.Option(None, "--engine", help="Serving engine whose defaults and sourced kernel multipliers time the "
                           "instance (timing/engines/<name>.yaml). Default: generic (the chip's own fractions).")
 CHUNKED_OPT = typer.Option(None, "--chunked-prefill/--no-chunked-prefill", help="Split prompts to fill a pass "
-                           "(default), or admit whole prompts only (TensorRT-LLM's default).")
+                           "or admit whole prompts only. Default: the engine's (trtllm: whole prompts; the others: split).")
 
 
 def _serving(parallel, kv_dtype=None, weights_dtype=None, experts_dtype=None, attention_dtype=None, overlap=None,

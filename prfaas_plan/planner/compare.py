@@ -66,7 +66,7 @@ class OptionResult:
     lambda_high_rps: float | None = None
     usd_per_mtok_output_low: float | None = None  # at the high end of the rates
     usd_per_mtok_output_high: float | None = None  # at the low end
-    error_key: tuple = ()  # each pool's hardware, engine and band: options with the same key share their error
+    error_key: tuple = ()  # ``planner.uncertainty.error_key``: options with the same key share their error
 
     @property
     def feasible(self) -> bool:

@@ -30,7 +30,10 @@ An empirical interval from public measurements, not a guarantee.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from ..choices import DecodeSource, ObjectiveKind, PrefillSource
 from ..errors import PlanInputError
@@ -140,11 +143,25 @@ def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
 
 
 def error_key(inputs: PlanInputs, bands: PlanBands) -> tuple:
-    """Each pool's hardware, engine and band: two plans with the same key are timed by the same
-    residuals on the same chips and engines, so the model's error is common to both."""
+    """What the model's error depends on: the model, the workload, and each pool's hardware, chips
+    per instance, layout, engine and band. Two plans with the same key differ only in counts, the
+    link or prices, so one residual moves both alike and cancels in their ratio; a plan of another
+    model, workload or layout is not timed by a common error (residuals on one chip and engine
+    range widely across models), so its key differs."""
     pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
-    return tuple((pool.hardware_name, engine_of(pool), b.pool, round(b.low, 9), round(b.high, 9))
-                 for pool, b in zip(pools, (bands.prfaas, bands.pd, bands.decode)))
+    return (inputs.model.name, _workload_digest(inputs.workload)) + tuple(
+        (pool.hardware_name, pool.gpus_per_instance, pool.instance.layout.label if pool.instance.layout else None,
+         engine_of(pool), b.pool, round(b.low, 9), round(b.high, 9))
+        for pool, b in zip(pools, (bands.prfaas, bands.pd, bands.decode)))
+
+
+def _workload_digest(workload) -> str:
+    """A digest of the workload's length distributions (tokens and probabilities)."""
+    h = hashlib.sha1()
+    for dist in (workload.input_dist, workload.full_input_dist, workload.output_dist):
+        h.update(np.asarray(dist.lengths_tokens, dtype=float).tobytes())
+        h.update(np.asarray(dist.probs, dtype=float).tobytes())
+    return h.hexdigest()
 
 
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -192,7 +209,8 @@ def versus_best(results: list, objective: str) -> list[Verdict | None]:
         if shared and value is not None and best_value is not None:
             apart = abs(value - best_value) > 1e-9 * max(abs(value), abs(best_value))
             out.append(Verdict(apart, True, "shared error: " + ("apart as modelled" if apart else "the same")))
-        elif span is None or best_span is None:
+        elif span is None or best_span is None or span[0] == span[1] or best_span[0] == best_span[1]:
+            # a rate measured or calibrated on measured points has no band here: no ground to tell
             out.append(Verdict(None, False, "no range"))
         else:
             apart = not overlap(span, best_span)

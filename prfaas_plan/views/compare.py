@@ -126,9 +126,11 @@ def _usd_cell(row: dict, key: str, digits: int) -> str:
 
 RANGE_NOTE = (f"ranges: low .. high at the ends of the instance model's band ({WHAT}; every pool of an option at its "
               "low end, then at its high end, together); vs best: not distinguishable when the option's range of what "
-              "the ranking counts (req/s, or $/Mtok for min_cost) overlaps the best's; options with the same hardware, "
-              "engine and band in every pool share that error, which cancels in their ratio, so their difference is "
-              "more certain than their ranges suggest ('shared error')")
+              "the ranking counts (req/s, or $/Mtok for min_cost) overlaps the best's ('no range' where a rate is "
+              "measured or calibrated on measured points); options that differ only in counts, link or prices (the "
+              "same model, workload, and hardware, chips, layout, engine and band in every pool) share that error, "
+              "which cancels in their ratio, so their difference is more certain than their ranges suggest "
+              "('shared error')")
 
 
 def _span(low: float | None, high: float | None, digits: int) -> str:

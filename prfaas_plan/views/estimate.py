@@ -131,13 +131,14 @@ def estimate_view(e: Estimate) -> Report:
             f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
         + f"; latency of the {e.concurrency:,} requests started together = their whole prefill "
           f"({e.batch_prefill_s:,.2f} s, on {e.first_token.layout.label}) + (output - 1) x TPOT",
-        f"range: low and high of each figure ({LEVEL:.0%} leave-one-out interval of the instance model's residuals on "
-        f"published measurements, by figure group and engine ({e.engine}); an empirical interval, not a guarantee)",
+        f"range: low and high of each figure ({LEVEL:.0%} prediction interval of the instance model's residuals on "
+        f"published measurements, by figure group and engine ({e.engine}), its coverage checked leave-one-out; an "
+        "empirical interval, not a guarantee)",
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
     if e.engine != "generic":
-        notes.append(f"engine: {e.engine} (its defaults and kernel efficiencies, timing/engines/{e.engine}.yaml)")
+        notes.append(f"engine: {e.engine} (its defaults and its sourced kernel multipliers, timing/engines/{e.engine}.yaml)")
     budget = Report(title="Time budget of one pass", columns=BUDGET_COLUMNS, rows=budgets)
     return Report(
         title=f"Estimate: {e.model} on {e.instance}",

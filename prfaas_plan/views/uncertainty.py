@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..timing.uncertainty import LEVEL, Band
 
-WHAT = (f"{LEVEL:.0%} empirical interval of the instance model's leave-one-out residuals on published measurements, "
-        "not a guarantee")
+WHAT = (f"{LEVEL:.0%} prediction interval of the instance model's residuals on published measurements (its "
+        "coverage checked leave-one-out), an empirical interval, not a guarantee")
 
 
 def band_json(b: Band) -> dict:
