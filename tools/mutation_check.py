@@ -730,6 +730,23 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/views/estimate.py",
         'out[f"{name}_low{unit}"] = round(low * scale / divide, digits)',
         'out[f"{name}_low{unit}"] = round(low * scale, digits)'),
+    # issue 17, wave 2: the AMD Instinct fabric figures (tests/test_rocm_efficiencies.py)
+    "mi300x-network-back-to-assumed": (
+        "hardware_profiles/mi300x.yaml",
+        "  network: 0.7072\n",
+        "  network: 0.8\n"),
+    "mi300x-latency-step-back-to-assumed": (
+        "hardware_profiles/mi300x.yaml",
+        "scale_up_latency_us: 1.795\n",
+        "scale_up_latency_us: 3.0\n"),
+    "mi355x-fabric-borrowed-from-mi300x": (
+        "hardware_profiles/mi355x.yaml",
+        "scale_up_gb_per_s: 537.6\n",
+        "scale_up_gb_per_s: 448\n"),
+    "all-reduce-latency-one-way": (
+        "prfaas_plan/timing/collectives.py",
+        "return 2 * steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s",
+        "return steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s"),
 }
 
 
