@@ -23,6 +23,8 @@ pool is saturated; one for a lone request):
 - the engine's kernel multipliers (``Engine``; generic: all 1): the attention core's rates x its
   kind's prefill or decode multiplier, the dense and the routed experts' matmul rates x
   ``dense_gemm`` and ``grouped_gemm``, the dispatch and combine all-to-all time / ``all_to_all``;
+  in a prefill pass the attention core's rates also x the chip's calibrated factor for its kind
+  (``Efficiency.attention_kind``; none: 1);
 - ``kernel_overhead_us`` per kernel of the layer (``accounting.work``), and a pipeline hop per
   stage when pp > 1.
 The cost is that of the mean stage: 1/pp of every layer group and of the output projection
@@ -216,7 +218,8 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     bw = hw.memory_bytes_per_s * eff.memory
     # the engine's kernels over the chip's fractions (generic: 1): the attention core per kind and phase (both
     # rates of that kernel), the dense and the grouped GEMMs' matmul rates
-    attn = engine.attention_rate(w.mixer_type, prefill)
+    # and the chip's calibrated per-kind factor (``Efficiency.attention_kind``, prefill only; none: 1)
+    attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)
     mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm
     tokens = w.tokens * r
     chips_with_tokens = busy * tp
