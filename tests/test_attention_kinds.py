@@ -85,13 +85,18 @@ LINEAR = {"type": "linear", "kind": "kda", "num_heads": 2, "num_key_heads": 1, "
 GQA = {"type": "gqa", "num_query_heads": 4, "num_kv_heads": 2, "qk_head_dim": 16, "v_head_dim": 8}
 
 
+def tiny_hybrid():
+    """One gqa and one kda layer (chunk 64 tokens), no FFN."""
+    return load_model_profile({"name": "tiny", "hidden_size": 64, "vocab_size": 100, "max_context_tokens": 1 << 20,
+                               "mixers": {"g": GQA, "k": LINEAR}, "ffns": {},
+                               "layers": {"count": 2, "pattern": ["g:none", "k:none"]}})
+
+
 def test_kind_factor_on_a_tiny_model_of_two_kinds_by_hand():
     """A 2-layer model, one gqa and one kda layer (no FFN), a 1,000-token prompt. The linear core: l x 2 heads x
     (4 x 8 x 16 + 64 x (8 + 16)) + 2 l x 48 x 4 = 4,480 l FLOPs, compute-bound (its 1,312 B state is nothing);
     at a factor 0.5 on linear it takes 4,480,000 / 12.5 TFLOPS instead of / 25 TFLOPS, everything else the same."""
-    m = load_model_profile({"name": "tiny", "hidden_size": 64, "vocab_size": 100, "max_context_tokens": 1 << 20,
-                            "mixers": {"g": GQA, "k": LINEAR}, "ffns": {},
-                            "layers": {"count": 2, "pattern": ["g:none", "k:none"]}})
+    m = tiny_hybrid()
     groups = prefill_work(m, np.array([1000.0]))
     base = stage_cost(m, toy_hardware(), Layout(), Engine(), groups, prefill=True)
     slow = stage_cost(m, toy_hardware(attention_kind={"linear": 0.5}), Layout(), Engine(), groups, prefill=True)
@@ -214,3 +219,44 @@ def test_cli_fit_takes_a_kind(tmp_path, run_cli):
     assert calibrated.efficiency_sources["attention_kind"].startswith("calibrated: attention_linear fitted to 6 ")
     bad = run_cli("calibrate", "--hardware", base, "--points", points, "--fit", "attention_sparse")
     assert bad.code == 2 and "no layer of" in bad.err and "Traceback" not in bad.err
+
+
+def test_linear_prefill_takes_at_least_its_chunk_steps_by_hand():
+    """1,000 tokens in 64-token chunks: ceil(1000 / 64) = 16 steps one after another. At 1 ms a step the kda core
+    takes 16 ms instead of 4,480,000 / 25 TFLOPS = 0.18 us; four prompts side by side still 16 ms (their chunks
+    run in parallel); the gqa layer and a decode step do not change."""
+    m = tiny_hybrid()
+    hw = toy_hardware()
+    groups = prefill_work(m, np.array([1000.0]))
+    assert [w.sequential_steps[0] for _, w in groups[:-1]] == [0.0, 16.0]
+    floor = Engine(linear_chunk_step_s=1e-3)
+    base = stage_cost(m, hw, Layout(), Engine(), groups, prefill=True)
+    got = stage_cost(m, hw, Layout(), floor, groups, prefill=True)
+    linear_s = 4480 * 1000 / ATTENTION_RATE
+    assert got.compute_s[0] - base.compute_s[0] == pytest.approx(16e-3 - linear_s, rel=1e-9)
+    four = stage_cost(m, hw, Layout(), floor, groups, requests=4.0, prefill=True)
+    four_base = stage_cost(m, hw, Layout(), Engine(), groups, requests=4.0, prefill=True)
+    assert four.compute_s[0] - four_base.compute_s[0] == pytest.approx(16e-3 - 4 * linear_s, rel=1e-9)
+    from prfaas_plan.accounting.work import decode_work
+    steps = decode_work(m, np.array([8.0]), 1000.0)
+    assert stage_cost(m, hw, Layout(), floor, steps).total_s[0] == stage_cost(m, hw, Layout(), Engine(), steps).total_s[0]
+
+
+@pytest.mark.parametrize("name", ["sglang", "vllm"])
+def test_sourced_chunk_step_is_read_from_its_source_text(name):
+    """The engines that run FLA's Triton chunked kernels carry the per-chunk step their source measures: the text
+    gives the two lengths' times and the slope between them, and the value is that slope (64-token chunks)."""
+    import re
+
+    from prfaas_plan.timing.engines import engine_profile
+
+    profile = engine_profile(name)
+    text = profile.field_sources["kernels.linear_chunk_step_us"]
+    assert "FLA" in text and "H100" in text
+    short = float(re.search(r"1x8192 ([\d.]+) ms", text).group(1))
+    long = float(re.search(r"1x65536 ([\d.]+) ms", text).group(1))
+    a, b, c, d, slope = re.search(r"\(([\d.]+) - ([\d.]+)\) ms / \((\d+) - (\d+)\) chunks = ([\d.]+) us", text).groups()
+    assert (float(a), float(b), int(c), int(d)) == (long, short, 65536 // 64, 8192 // 64)
+    assert float(slope) == round((long - short) / (65536 // 64 - 8192 // 64) * 1e3, 2)
+    assert profile.kernels.linear_chunk_step_us == float(slope)
+    assert engine_profile("generic").kernels.linear_chunk_step_us == 0.0  # generic: today's behaviour

@@ -92,8 +92,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "self.rtt_s = 0.0"),
     "calibration-absolute-residuals": (
         "prfaas_plan/timing/calibrate.py",
-        "return np.log(self.predict(x, chosen)) - np.log(measured)",
-        "return self.predict(x, chosen) - measured"),
+        "return np.log(self.predict(full(xa), chosen)) - np.log(measured)",
+        "return self.predict(full(xa), chosen) - measured"),
     "balance-tie-reversed": (
         "prfaas_plan/planner/optimizer.py",
         "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",
