@@ -217,14 +217,25 @@ class ProfileKind(StrEnum):
 
 class FitParam(StrEnum):
     """What calibration may fit: efficiency fractions of a hardware profile (``compute`` scales
-    the matmul and attention fractions together, keeping their ratio) and the per-request
-    prefill overhead."""
+    the matmul and attention fractions together, keeping their ratio), the per-request
+    prefill overhead, and ``attention_<kind>``: the multiplier on the attention-core rate of one
+    attention kind (``MixerType``) in prefill (``Efficiency.attention_kind``)."""
 
     compute = "compute"
     matmul = "matmul"
     attention = "attention"
     memory = "memory"
     prefill_overhead_s = "prefill_overhead_s"
+    attention_gqa = "attention_gqa"
+    attention_swa = "attention_swa"
+    attention_mla = "attention_mla"
+    attention_sparse = "attention_sparse"
+    attention_linear = "attention_linear"
+
+    @property
+    def attention_kind(self) -> str | None:
+        """The attention kind (``MixerType`` value) an ``attention_<kind>`` parameter scales; None otherwise."""
+        return self.value.removeprefix("attention_") if self.value.startswith("attention_") else None
 
 
 class EngineName(StrEnum):

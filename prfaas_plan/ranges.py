@@ -74,6 +74,7 @@ PRICE_USD_PER_GPU_HOUR = Range(0.001, 1e4, "$/GPU-hour", "a rental price per chi
 PREFILL_OVERHEAD_S = Range(0, 60, "s", "fixed prefill cost per request")
 DECODE_STEP_OVERHEAD_S = Range(0, 10, "s", "fixed cost per decode step")
 GEMM_SHAPE = Range(0, 100_000, "elements", "a GEMM shape constant (matmul_k0, matmul_m0)")
+CHUNK_STEP_US = Range(0, 1_000, "us", "time of one chunk step of a chunked linear-attention prefill kernel")
 KERNEL_OVERHEAD_US = Range(0, 1_000, "us", "fixed cost per GPU kernel of a pass (launch gap, minimum duration)")
 COLLECTIVE_LATENCY_US = Range(0, 10_000, "us", "latency of one step of a collective (scale-up or NIC)")
 OVERLAP = Range(0, 1, "", "share of communication hidden behind compute (engine.overlap)")
@@ -145,7 +146,7 @@ MAX_NAME_CHARS = 128  # a profile or scenario name
 
 NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGET, LAYERS, WIDTH, HEADS, EXPERTS,
            PARAMS_B, TFLOPS, MEMORY_GIB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
-           PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, COLLECTIVE_LATENCY_US,
+           PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, CHUNK_STEP_US, COLLECTIVE_LATENCY_US,
            OVERLAP, EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, KERNEL_MULTIPLIER, LINK_GBPS, RTT_MS, TPOT_MS,
            DECODE_BATCH, DECODE_TOKENS_PER_S, PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS,
            OFFLINE_REQUESTS, PUBLISHED_MEASUREMENT, POINTS, SIM_SECONDS, SEED, LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS,

@@ -40,7 +40,7 @@ def test_generic_profile_is_the_historical_defaults_with_every_multiplier_one():
     assert generic.defaults.model_dump(include=set(TODAY)) == TODAY
     assert generic.defaults.kv_dtype_fp8_checkpoint is None and generic.defaults.max_batch is None
     kernels = {k: v for k, v in flat_values(generic).items() if k.startswith("kernels.")}
-    assert kernels == {k: (0.0 if k.endswith("step_overhead_s") else 1.0) for k in kernels}
+    assert kernels == {k: (0.0 if k.endswith(("step_overhead_s", "linear_chunk_step_us")) else 1.0) for k in kernels}
     assert Engine() == Engine.of(None) == Engine.of(EngineSpec()) == Engine.of(EngineSpec(name="generic"))
     assert Engine.of(None) == Engine(**TODAY)
 

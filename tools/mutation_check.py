@@ -90,10 +90,38 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/simulate/engine.py",
         "self.rtt_s = inputs.link.rtt_s",
         "self.rtt_s = 0.0"),
+    "attention-kind-factor-inverted": (
+        "prfaas_plan/timing/cost.py",
+        "attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)",
+        "attn = engine.attention_rate(w.mixer_type, prefill) / eff.attention_kind_rate(w.mixer_type, prefill)"),
+    "attention-kind-factor-in-decode": (
+        "prfaas_plan/profiles/hardware.py",
+        "return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0",
+        "return self.attention_kind.get(mixer_type, 1.0)"),
+    "calibration-kind-never-held": (
+        "prfaas_plan/timing/calibrate.py",
+        "return [i for i, p in enumerate(self.fit) if not p.attention_kind or p.attention_kind in kinds]",
+        "return list(range(len(self.fit)))"),
+    "calibration-kind-absent-accepted": (
+        "prfaas_plan/timing/calibrate.py",
+        "if p.attention_kind and p.attention_kind not in kinds:",
+        "if False:"),
+    "linear-chunk-steps-not-whole": (
+        "prfaas_plan/accounting/mixers/linear.py",
+        "return np.ceil(np.asarray(lengths, dtype=float) / self.spec.chunk_tokens)",
+        "return np.asarray(lengths, dtype=float) / self.spec.chunk_tokens"),
+    "linear-chunk-floor-per-request": (
+        "prfaas_plan/timing/cost.py",
+        "w.sequential_steps * engine.linear_chunk_step_s),",
+        "w.sequential_steps * r * engine.linear_chunk_step_s),"),
+    "linear-chunk-floor-counted-once-roofline": (
+        "prfaas_plan/timing/cost.py",
+        "short = c + m < floor_s",
+        "short = c + m > floor_s"),
     "calibration-absolute-residuals": (
         "prfaas_plan/timing/calibrate.py",
-        "return np.log(self.predict(x, chosen)) - np.log(measured)",
-        "return self.predict(x, chosen) - measured"),
+        "return np.log(self.predict(full(xa), chosen)) - np.log(measured)",
+        "return self.predict(full(xa), chosen) - measured"),
     "balance-tie-reversed": (
         "prfaas_plan/planner/optimizer.py",
         "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",

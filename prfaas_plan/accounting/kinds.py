@@ -98,6 +98,11 @@ class MixerKind:
         """Attention-core FLOPs of prefilling one request of each length (causal)."""
         return np.zeros_like(lengths, dtype=float)
 
+    def prefill_sequential_steps(self, lengths: np.ndarray) -> np.ndarray:
+        """Steps of the attention core's prefill kernel that must run one after another for one request
+        of each length (a chunked recurrence: ceil(l / C)); none for attention that parallelises over keys."""
+        return np.zeros_like(lengths, dtype=float)
+
     def decode_step(self, batch: np.ndarray, context_tokens: float) -> tuple[np.ndarray, np.ndarray]:
         """(attention-core FLOPs, KV/state bytes read or written) of one decode step of
         ``batch`` requests, each at ``context_tokens``."""

@@ -66,6 +66,8 @@ class Work:
     expert_gemms: Gemms = ()  # of one routed expert
     mixer_type: str = ""  # the layer's attention kind (choices.MixerType value; "" without a mixer), for
     #   kernel efficiencies per kind (timing.cost)
+    sequential_steps: np.ndarray | float = 0.0  # steps of the attention core that run one after another, per
+    #   request (a linear mixer's prefill chunks, ``kinds.MixerKind.prefill_sequential_steps``; decode: 0)
 
     @property
     def matmul_flops(self) -> np.ndarray:
@@ -105,7 +107,7 @@ def layer_groups(model: ModelProfile) -> list[tuple[int, Layer]]:
 
 
 def _layer_work(model: ModelProfile, layer: Layer, tokens: np.ndarray, attention_flops: np.ndarray,
-                kv_bytes: np.ndarray) -> Work:
+                kv_bytes: np.ndarray, sequential_steps: np.ndarray | float = 0.0) -> Work:
     """The terms common to prefill and decode, for ``tokens`` tokens through one layer."""
     h = model.hidden_size
     mixer, ffn = mixer_of(layer.mixer, model.dtypes), ffn_of(layer.ffn, model.dtypes)
@@ -135,6 +137,7 @@ def _layer_work(model: ModelProfile, layer: Layer, tokens: np.ndarray, attention
         dense_gemms=ffn.gemms(h)[0],
         expert_gemms=ffn.gemms(h)[1],
         mixer_type=str(layer.mixer.type) if layer.mixer is not None else "",
+        sequential_steps=sequential_steps,
     )
 
 
@@ -167,7 +170,8 @@ def _prefill_work(model: ModelProfile, l: np.ndarray, prefix: np.ndarray) -> lis
         kv = mixer.kv()
         flops = mixer.prefill_flops(prefix + l) - mixer.prefill_flops(prefix)
         written = kv.at(prefix + l) - kv.at(prefix) + kv.fixed_bytes  # the recurrent state is rewritten
-        out.append((count, _layer_work(model, layer, l, flops, written)))
+        steps = mixer.prefill_sequential_steps(l)  # of this chunk's tokens
+        out.append((count, _layer_work(model, layer, l, flops, written, steps)))
     out.append((1, lm_head_work(model, np.ones_like(l))))  # logits of the last token only
     return out
 

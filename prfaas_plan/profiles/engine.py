@@ -15,7 +15,9 @@ model: today's serving defaults and every multiplier 1.
   rate of the projections, dense FFN, shared experts and output head, ``grouped_gemm`` on that of
   the routed experts, ``all_to_all`` on the MoE dispatch and combine rate, and
   ``step_overhead_s`` seconds added to every decode step (on top of the hardware's
-  ``decode_step_overhead_s``);
+  ``decode_step_overhead_s``), and ``linear_chunk_step_us``: the time of one chunk step of the
+  engine's chunked linear-attention prefill kernels (a latency floor: a prompt's ceil(l / C)
+  chunks follow one another, ``timing.cost``; 0: none);
 - ``field_sources``: the source of each value that differs from ``generic`` (dotted path:
   ``defaults.chunked_prefill``, ``kernels.attention.mla.decode``), or ``assumption: ...``.
 """
@@ -26,6 +28,7 @@ from pydantic import Field
 
 from ..choices import Dtype, EngineName, MixerType
 from ..ranges import (
+    CHUNK_STEP_US,
     DECODE_BATCH,
     DECODE_STEP_OVERHEAD_S,
     EXPERT_IMBALANCE,
@@ -75,6 +78,7 @@ class EngineKernels(StrictModel):
     grouped_gemm: _MULTIPLIER = 1.0
     all_to_all: _MULTIPLIER = 1.0
     step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0
+    linear_chunk_step_us: Float(CHUNK_STEP_US) = 0.0
 
 
 class EngineProfile(StrictModel):

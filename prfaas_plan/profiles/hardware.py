@@ -12,12 +12,13 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from ..choices import ComputeDtype
+from ..choices import ComputeDtype, MixerType
 from ..ranges import (
     CHIPS_PER_INSTANCE,
     COLLECTIVE_LATENCY_US,
     DECODE_STEP_OVERHEAD_S,
     GEMM_SHAPE,
+    KERNEL_MULTIPLIER,
     KERNEL_OVERHEAD_US,
     MEMORY_GIB,
     MEMORY_TB_PER_S,
@@ -63,6 +64,15 @@ class Efficiency(StrictModel):
     #   tokenisation, the first token's return): added to TTFT, not to a saturated pool's throughput
     decode_step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0  # fixed per decode step (scheduling, sampling)
     memory_usable_fraction: _FRACTION = 0.9  # of capacity for weights + KV
+    # per attention kind (choices.MixerType): a multiplier on the attention core's rates (FLOPs and KV bytes) of
+    # that kind's layers in a prefill pass, beside the engine's; written by a per-kind calibration
+    # (``timing.calibrate``, fitted on prefill latencies, so decode steps keep the chip's rate); a kind not
+    # listed: 1
+    attention_kind: dict[MixerType, Float(KERNEL_MULTIPLIER)] = Field(default_factory=dict, max_length=8)
+
+    def attention_kind_rate(self, mixer_type: str, prefill: bool) -> float:
+        """The multiplier ``attention_kind`` gives the attention core of ``mixer_type`` (1 in decode or unlisted)."""
+        return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0
 
     def matmul_fraction(self, dtype: str) -> float:
         """Fraction of ``dtype``'s peak large GEMMs reach: ``matmul`` (bf16), ``matmul_fp8`` (fp8),

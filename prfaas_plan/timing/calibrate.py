@@ -6,11 +6,14 @@ on the layout the base profile chooses for each model (held fixed while fitting)
 (``choices.FitParam``): the matmul, attention and memory fractions (``compute`` scales matmul
 and attention together; the per-dtype fractions ``matmul_fp8``, ``matmul_fp4`` and
 ``attention_fp8`` a profile sets keep their measured ratio to ``matmul`` / ``attention``:
-fitting ``attention`` fits the bf16 fraction and scales the fp8 one by the same factor) and the per-request
-``prefill_overhead_s``; default matmul, attention
-and prefill_overhead_s. Fit: nonlinear least squares on relative (log) residuals
-log T_pred - log T_meas over every point of every model, fractions in (0.001, 1] (fitted in
-log space), the overhead in [0, the smallest measured latency]; several starting points, the
+fitting ``attention`` fits the bf16 fraction and scales the fp8 one by the same factor), the per-request
+``prefill_overhead_s``, and per attention kind ``attention_<kind>`` (gqa, swa, mla, sparse, linear): a
+multiplier m_k on the attention-core rates of that kind's layers in prefill, stored in the profile's
+``efficiency.attention_kind`` (so a joint fit over models of several kinds gives each kind's kernels
+their own efficiency beside the shared fractions); default matmul, attention and prefill_overhead_s.
+Fit: nonlinear least squares on relative (log) residuals log T_pred - log T_meas over every point
+of every model, fractions in (0.001, 1] and kind multipliers in [0.05, 20] (both fitted in log
+space), the overhead in [0, the smallest measured latency]; several starting points, the
 best kept (one fraction on one point, or with the overhead on two, is solved exactly by
 bisection). Fewer points than parameters is an error (such a fit is not determined).
 
@@ -18,7 +21,10 @@ Uncertainty: one standard error per parameter from the Jacobian at the fit,
 cov = s^2 (J^T J)^-1 with s^2 = sum of squared residuals / (points - parameters); none when
 the points only just determine the parameters. Transfer: with two or more models, each model
 is left out in turn, the rest fitted, and the left-out model's points predicted
-(leave-one-model-out error: the largest |predicted / measured - 1| of its points).
+(leave-one-model-out error: the largest |predicted / measured - 1| of its points); a kind
+multiplier whose kind only the left-out model has is not determined by the rest, so it is held
+at the base profile's value (1 unless set) for that prediction: the error says how a model of a
+kind never fitted is predicted.
 The fitted profile is a normal hardware profile.
 """
 
@@ -33,11 +39,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..choices import FitParam, PrefillCapacity
+from ..choices import FitParam, MixerType, PrefillCapacity
 from ..errors import PlanInputError, shorten
 from ..profiles.hardware import CalibrationRecord, HardwareProfile
-from ..profiles.model import ModelProfile
-from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, MAX_CSV_BYTES, PREFILL_SECONDS
+from ..profiles.model import ModelProfile, expand_layers
+from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, KERNEL_MULTIPLIER, MAX_CSV_BYTES, PREFILL_SECONDS
 from ..units import parse_tokens
 from ..yamlio import read_input_text
 from .cost import Engine
@@ -168,7 +174,12 @@ class CalibrationResult:
 
 
 def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: str | None = None) -> HardwareProfile:
-    eff = hardware.efficiency.model_copy(update=values)
+    """``hardware`` with the fitted values: fields by name, ``attention_<kind>`` into ``attention_kind``."""
+    kinds = {FitParam(k).attention_kind: v for k, v in values.items() if _is_kind(k)}
+    fields = {k: v for k, v in values.items() if not _is_kind(k)}
+    if kinds:
+        fields["attention_kind"] = {**hardware.efficiency.attention_kind, **{MixerType(k): v for k, v in kinds.items()}}
+    eff = hardware.efficiency.model_copy(update=fields)
     update = {"efficiency": eff}
     if name:
         update["name"] = name
@@ -180,12 +191,28 @@ def _fitted_sources(hardware: HardwareProfile, values: dict[str, float], points:
     """The base profile's ``efficiency_sources``, each fitted field's entry saying that it was fitted
     (to how many points of which models) and what it was before, from where."""
     out = dict(hardware.efficiency_sources)
+    kinds = [k for k in values if _is_kind(k)]
+    if kinds:
+        was = hardware.efficiency.attention_kind
+        out["attention_kind"] = shorten(
+            f"calibrated: {', '.join(kinds)} fitted to {points} measured prefill latencies of {', '.join(models)} "
+            f"(was {dict((str(k), v) for k, v in was.items()) or 'unset: 1 for every kind'}: "
+            f"{hardware.efficiency_source('attention_kind')})", 2000)
     for name in values:
         if name in type(hardware.efficiency).model_fields:
             was = getattr(hardware.efficiency, name)
             out[name] = shorten(f"calibrated: fitted to {points} measured prefill latencies of {', '.join(models)} "
                                 f"(was {was if was is not None else 'unset'}: {hardware.efficiency_source(name)})", 2000)
     return out
+
+
+def model_kinds(model: ModelProfile) -> set[str]:
+    """The attention kinds (``MixerType`` values) of a model's layers."""
+    return {str(layer.mixer.type) for layer in expand_layers(model) if layer.mixer is not None}
+
+
+def _is_kind(name: str) -> bool:
+    return name in FitParam.__members__ and FitParam(name).attention_kind is not None
 
 
 def check_fit(params, points: int) -> tuple[FitParam, ...]:
@@ -229,10 +256,22 @@ class _Fit:
             elif p == FitParam.compute:
                 lower.append(math.log(MIN_EFFICIENCY / min(eff.matmul, eff.attention)))
                 upper.append(math.log(1.0 / top))
+            elif p.attention_kind:
+                lower.append(math.log(KERNEL_MULTIPLIER.lo))
+                upper.append(math.log(KERNEL_MULTIPLIER.hi))
             else:
                 lower.append(math.log(MIN_EFFICIENCY))
                 upper.append(0.0)
         self.lower, self.upper = np.array(lower), np.array(upper)
+        # a kind multiplier's value where its kind has no point to fit it: the base profile's (log)
+        self.base = np.array([math.log(eff.attention_kind.get(p.attention_kind, 1.0)) if p.attention_kind else 0.0
+                              for p in fit])
+
+    def active(self, chosen: list[int]) -> list[int]:
+        """Indices of the parameters the sets ``chosen`` determine: all but the kind multipliers of a
+        kind none of their models has."""
+        kinds = set().union(*(model_kinds(self.sets[k].model) for k in chosen))
+        return [i for i, p in enumerate(self.fit) if not p.attention_kind or p.attention_kind in kinds]
 
     def values(self, x: np.ndarray) -> dict[str, float]:
         eff, out = self.hardware.efficiency, {}
@@ -266,36 +305,50 @@ class _Fit:
         points; else scipy least_squares from several starting points, the best result."""
         chosen = list(range(len(self.sets))) if sets is None else sets
         measured = np.concatenate([[p.prefill_s for p in self.sets[k].points] for k in chosen])
-        exact = self._exact(chosen, measured)
-        if exact is not None:
-            return exact
+        active = self.active(chosen)
+        if len(active) == len(self.fit):
+            exact = self._exact(chosen, measured)
+            if exact is not None:
+                return exact
         from scipy.optimize import least_squares
 
         upper = self.upper.copy()
         for i, p in enumerate(self.fit):
             if p == FitParam.prefill_overhead_s:
                 upper[i] = float(measured.min())
+        lower, upper = self.lower[active], upper[active]
 
-        def residuals(x):
-            return np.log(self.predict(x, chosen)) - np.log(measured)
+        def full(xa):
+            x = self.base.copy()
+            x[active] = xa
+            return x
+
+        def residuals(xa):
+            return np.log(self.predict(full(xa), chosen)) - np.log(measured)
 
         best = None
         for eff0 in (0.05, 0.2, 0.6):
             for over0 in (0.0, 0.5):
                 x0 = []
-                for p in self.fit:
+                for i in active:
+                    p = self.fit[i]
                     if p == FitParam.prefill_overhead_s:
                         x0.append(over0 * float(measured.min()))
                     elif p == FitParam.compute:
                         x0.append(math.log(eff0 / self.hardware.efficiency.matmul))
+                    elif p.attention_kind:  # a multiplier on the fractions: start around the base's 1
+                        x0.append(self.base[i] + math.log(eff0 / 0.2))
                     else:
                         x0.append(math.log(eff0))
-                x0 = np.clip(x0, self.lower, upper - 1e-9 * (np.abs(upper) + 1e-9))
-                res = least_squares(residuals, x0, bounds=(self.lower, upper), x_scale="jac", diff_step=1e-4)
+                x0 = np.clip(x0, lower, upper - 1e-9 * (np.abs(upper) + 1e-9))
+                res = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", diff_step=1e-4)
                 if best is None or res.cost < best.cost:
                     best = res
                 if best.cost < EXACT_COST:  # the points are reproduced: no start can do better
-                    return best
+                    break
+            if best.cost < EXACT_COST:
+                break
+        best.x = full(best.x)  # the held multipliers at their base value
         return best
 
 
@@ -404,6 +457,11 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
                 raise PlanInputError(exc.reason, field=exc.field) from None
     n = sum(len(s.points) for s in sets)
     params = check_fit(fit, n)
+    kinds = set().union(*(model_kinds(s.model) for s in sets))
+    for p in params:
+        if p.attention_kind and p.attention_kind not in kinds:
+            raise PlanInputError(f"{p} cannot be fitted: no layer of {', '.join(sorted({s.model.name for s in sets}))} "
+                                 f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})", field="--fit")
     problem = _Fit(sets, hardware, params)
     res = problem.solve()
     fitted_values = problem.values(res.x)
@@ -419,9 +477,11 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
             k += 1
     models = list(dict.fromkeys(s.model.name for s in sets))
     uncertainty = _uncertainty(problem, res, n)
-    loo = _leave_one_model_out(problem, sets, models, len(params))
+    loo = _leave_one_model_out(problem, sets, models)
     reported = problem.reported(res.x)
-    before = {p.value: (1.0 if p == FitParam.compute else float(getattr(hardware.efficiency, p.value)))
+    before = {p.value: (1.0 if p == FitParam.compute
+                        else hardware.efficiency.attention_kind.get(p.attention_kind, 1.0) if p.attention_kind
+                        else float(getattr(hardware.efficiency, p.value)))
               for p in params}
     record = CalibrationRecord.model_validate({
         "fitted_on_model": "+".join(models)[:128],
@@ -452,8 +512,7 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
     return CalibrationResult("+".join(models), instance, reported, before, point_fits, calibrated, uncertainty, loo)
 
 
-def _leave_one_model_out(problem: _Fit, sets: list[CalibrationSet], models: list[str], params: int
-                         ) -> dict[str, float | None]:
+def _leave_one_model_out(problem: _Fit, sets: list[CalibrationSet], models: list[str]) -> dict[str, float | None]:
     """Per model: the largest |predicted / measured - 1| of its points when fitted without it
     (None when the other models' points cannot determine the parameters)."""
     if len(models) < 2:
@@ -462,7 +521,7 @@ def _leave_one_model_out(problem: _Fit, sets: list[CalibrationSet], models: list
     for model in models:
         rest = [k for k, s in enumerate(sets) if s.model.name != model]
         held = [k for k, s in enumerate(sets) if s.model.name == model]
-        if sum(len(sets[k].points) for k in rest) < params:
+        if sum(len(sets[k].points) for k in rest) < len(problem.active(rest)):
             out[model] = None
             continue
         res = problem.solve(rest)

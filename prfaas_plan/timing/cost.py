@@ -23,6 +23,10 @@ pool is saturated; one for a lone request):
 - the engine's kernel multipliers (``Engine``; generic: all 1): the attention core's rates x its
   kind's prefill or decode multiplier, the dense and the routed experts' matmul rates x
   ``dense_gemm`` and ``grouped_gemm``, the dispatch and combine all-to-all time / ``all_to_all``;
+  in a prefill pass the attention core's rates also x the chip's calibrated factor for its kind
+  (``Efficiency.attention_kind``; none: 1); a linear mixer's attention core in prefill takes at
+  least ceil(l / C) x ``linear_chunk_step_s`` (its chunks' state updates follow one another;
+  generic: 0);
 - ``kernel_overhead_us`` per kernel of the layer (``accounting.work``), and a pipeline hop per
   stage when pp > 1.
 The cost is that of the mean stage: 1/pp of every layer group and of the output projection
@@ -79,6 +83,7 @@ class Engine:
     grouped_gemm: float = 1.0  # on the matmul rate of the routed experts
     all_to_all: float = 1.0  # on the rate of the MoE dispatch and combine
     step_overhead_s: float = 0.0  # added to each decode step (beside the hardware's decode_step_overhead_s)
+    linear_chunk_step_s: float = 0.0  # one chunk step of the chunked linear-attention prefill kernels (a floor)
 
     @classmethod
     def of(cls, spec: EngineSpec | None) -> Engine:
@@ -92,7 +97,7 @@ class Engine:
                           if (m["prefill"], m["decode"]) != (1.0, 1.0))  # the kinds at the chip's fraction left out
         return cls(**settings, name=spec.name, max_batch=profile.defaults.max_batch, attention=attention,
                    dense_gemm=k.dense_gemm, grouped_gemm=k.grouped_gemm, all_to_all=k.all_to_all,
-                   step_overhead_s=k.step_overhead_s)
+                   step_overhead_s=k.step_overhead_s, linear_chunk_step_s=k.linear_chunk_step_us * 1e-6)
 
     def attention_rate(self, mixer_type: str, prefill: bool) -> float:
         """The multiplier on the attention-core kernel of ``mixer_type`` in a prefill pass or a decode step."""
@@ -208,6 +213,14 @@ def _roofline(flops, flop_rate, nbytes, byte_rate) -> tuple[np.ndarray, np.ndarr
     return np.where(c >= m, c, 0.0), np.where(c >= m, 0.0, m)
 
 
+def _floor(kernel: tuple[np.ndarray, np.ndarray], floor_s) -> tuple[np.ndarray, np.ndarray]:
+    """A kernel that cannot take less than ``floor_s`` (steps that run one after another, each request's in
+    parallel): where the roofline is shorter, the floor is its time, counted as compute."""
+    c, m = kernel
+    short = c + m < floor_s
+    return np.where(short, floor_s, c), np.where(short, 0.0, m)
+
+
 def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, r: np.ndarray,
            busy: int, prefill: bool) -> PassCost:
     eff = hw.efficiency
@@ -216,7 +229,8 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     bw = hw.memory_bytes_per_s * eff.memory
     # the engine's kernels over the chip's fractions (generic: 1): the attention core per kind and phase (both
     # rates of that kernel), the dense and the grouped GEMMs' matmul rates
-    attn = engine.attention_rate(w.mixer_type, prefill)
+    # and the chip's calibrated per-kind factor (``Efficiency.attention_kind``, prefill only; none: 1)
+    attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)
     mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm
     tokens = w.tokens * r
     chips_with_tokens = busy * tp
@@ -225,8 +239,9 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     kernels = [
         _roofline(w.mixer_flops * r / chips_with_tokens * _shape(hw, w.mixer_gemms, group_tokens), mm,
                   w.mixer_weight_bytes / tp, bw),
-        _roofline(w.attention_flops * r / chips_with_tokens, attn_rate * attn,
-                  w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw * attn),
+        _floor(_roofline(w.attention_flops * r / chips_with_tokens, attn_rate * attn,
+                         w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw * attn),
+               w.sequential_steps * engine.linear_chunk_step_s),
         _roofline(w.dense_flops * r / (chips_with_tokens if ep_on else stage)
                   * _shape(hw, w.dense_gemms, group_tokens if ep_on else tokens), mm,
                   w.dense_weight_bytes / (tp if ep_on else stage), bw),

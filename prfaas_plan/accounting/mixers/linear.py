@@ -6,6 +6,9 @@ Parameters:     q and k h nk d_k each, v h nv d_v, o nv d_v h (+ gate h nv d_v).
 Prefill FLOPs:  chunked form with chunk C: l heads (4 d_k d_v + C (d_k + d_v)) for the
                 inter-chunk state read and update and the intra-chunk causal attention,
                 plus 2 l conv_channels kernel for the convolution.
+Sequential:     ceil(l / C) chunk steps in prefill: each chunk's state update needs the previous
+                chunk's state (the inter-chunk recurrence of the chunked kernels, e.g. FLA's
+                chunk_gated_delta_rule_fwd_h), so they run one after another (``timing.cost``).
 Decode step:    4 heads d_k d_v + 2 conv_channels kernel FLOPs per request; the state is
                 read and written (2 x the state bytes).
 """
@@ -57,6 +60,9 @@ class Linear(MixerKind):
         dk, dv = s.key_head_dim, s.value_head_dim
         core = lengths * s.num_heads * (4 * dk * dv + s.chunk_tokens * (dk + dv))
         return core + 2 * lengths * s.conv_channels * s.conv_kernel
+
+    def prefill_sequential_steps(self, lengths: np.ndarray) -> np.ndarray:
+        return np.ceil(np.asarray(lengths, dtype=float) / self.spec.chunk_tokens)
 
     def decode_step(self, batch: np.ndarray, context_tokens: float) -> tuple[np.ndarray, np.ndarray]:
         s = self.spec
