@@ -300,14 +300,14 @@ def test_prefill_work_mla():
 
 
 def test_prefill_work_sparse():
-    """sparse: the indexer 2 x 2 heads x 16 over all l(l+1)/2 causal pairs + MLA 2 x 2 x 40 over sum_i min(i, 8)
-    keys; KV 96 l (latent bf16 + fp8 indexer key)."""
+    """sparse: the indexer 2 x 2 heads x 16 over all l(l+1)/2 causal pairs + MLA in its absorbed (MQA) form,
+    2 x 2 heads x (2 x 32 + 8), over sum_i min(i, 8) keys; KV 96 l (latent bf16 + fp8 indexer key)."""
     lengths = [5, 8, 20]
     l = np.array(lengths, float)
     work = single_group(prefill_work(model(SPARSE), lengths))
     assert_work(work,
                 matmul_flops=2 * l * 11264,
-                attention_flops=[2 * 2 * 16 * keys_attended(n) + 2 * 2 * 40 * keys_attended(n, 8) for n in lengths],
+                attention_flops=[2 * 2 * 16 * keys_attended(n) + 2 * 2 * (2 * 32 + 8) * keys_attended(n, 8) for n in lengths],
                 weight_bytes=11264 * 2,
                 other_bytes=96 * l + 1024 * l,
                 allreduce_bytes=l * 64 * 2)

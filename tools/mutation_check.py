@@ -775,6 +775,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/collectives.py",
         "return 2 * steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s",
         "return steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s"),
+    "sparse-prefill-uncompressed": (
+        "prfaas_plan/accounting/mixers/sparse.py",
+        "+ self._decode_flops_per_key() * causal_keys(lengths, topk))  # absorbed form (module doc)",
+        "+ self._prefill_flops_per_key() * causal_keys(lengths, topk))"),
 }
 
 

@@ -2,7 +2,13 @@
 
 KV per token:   the MLA latent + the indexer key (index_head_dim, in index_key_dtype).
 Parameters:     MLA + indexer q (q_src ih id, q_src = q_lora or h), k h id, weights h ih.
-Prefill FLOPs:  indexer 2 ih id over every causal key + MLA over sum_i min(i, top_k) keys.
+Prefill FLOPs:  indexer 2 ih id over every causal key + MLA over sum_i min(i, top_k) keys, in the
+                absorbed (MQA) form, 2 nh (2 r + rope) per selected key: DSA is instantiated on
+                MLA's MQA mode so that every query head shares the selected latent entries
+                (DeepSeek-V3.2-Exp report, "Instantiate DSA under MLA"), and FlashMLA's sparse
+                prefill kernel runs it so, q/k head dim 576 and v 512 (deepseek-ai/FlashMLA
+                README, "Token-level sparse attention for the prefill stage"); dense MLA prefill
+                keeps the uncompressed form (``mla.py``).
 Decode step:    MLA over min(context, top_k) latents + the indexer over all context keys.
 """
 
@@ -45,7 +51,7 @@ class Sparse(Mla):
     def prefill_flops(self, lengths: np.ndarray) -> np.ndarray:
         topk = self.spec.index_topk_tokens
         return (self._indexer_flops_per_key() * causal_keys(lengths)
-                + self._prefill_flops_per_key() * causal_keys(lengths, topk))
+                + self._decode_flops_per_key() * causal_keys(lengths, topk))  # absorbed form (module doc)
 
     def decode_step(self, batch: np.ndarray, context_tokens: float) -> tuple[np.ndarray, np.ndarray]:
         s = self.spec
