@@ -210,3 +210,15 @@ def test_the_static_rows_keep_their_figures():
     est = api.estimate("llama-2-70b", "h100", 4, input_tokens=2048, output_tokens=1, concurrency=1,
                        parallel={"tp": 4}, precision={"weights": "fp8", "kv": "fp8"}, engine="trtllm")
     assert k03.predicted == pytest.approx(est.ttft_s * 1e3, rel=1e-12)
+
+
+def test_the_estimate_report_carries_the_load_figures_with_their_range():
+    from prfaas_plan.views.estimate import estimate_view
+
+    est = api.estimate("llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8,
+                       parallel={"tp": 1}, engine="vllm")
+    out = estimate_view(est).rows[0]
+    assert out["ttft_at_load_s"] == round(est.ttft_at_load_s, 6)
+    assert out["tpot_at_load_ms"] == round(est.tpot_at_load_s * 1e3, 4)
+    assert out["ttft_at_load_low_s"] < out["ttft_at_load_s"] < out["ttft_at_load_high_s"]
+    assert out["ttft_s"] == round(est.ttft_s, 6)  # the idle instance's TTFT stays as it was
