@@ -222,3 +222,11 @@ def test_the_estimate_report_carries_the_load_figures_with_their_range():
     assert out["tpot_at_load_ms"] == round(est.tpot_at_load_s * 1e3, 4)
     assert out["ttft_at_load_low_s"] < out["ttft_at_load_s"] < out["ttft_at_load_high_s"]
     assert out["ttft_s"] == round(est.ttft_s, 6)  # the idle instance's TTFT stays as it was
+
+
+def test_the_decodes_take_their_share_of_the_budget():
+    """I = 128 = 2 P: alone it would take 2 chunks, but beside d_pre = 300 / 103 decodes (one token each)
+    r = 64 - 300 / 103 = 61.09 is left, so 3 chunks: n = 3 and d = 4 x 100 / 103, not 4 x 100 / 102."""
+    got = load_figures(model(GQA, DENSE), toy_instance(), Layout(), 128, 101, 4, 1000, CONTEXT)
+    assert got.prefill_steps == 3
+    assert got.decodes == pytest.approx(400 / 103, rel=REL)
