@@ -38,7 +38,13 @@ publishes:
   its O - 1 decode steps at batch C (``timing.estimate``); ``ttft`` one prompt's time to first
   token on the idle instance (its chunks pipelined through the pp stages), or with C > 1 the
   mean over C prompts started together; ``tpot`` seconds per output token (step / MTP tokens)
-  at C; ``user_tps`` output tokens/s per user, 1 / TPOT as the engine reports it. ``ttft``,
+  at C; ``user_tps`` output tokens/s per user, 1 / TPOT as the engine reports it; these three
+  as a static batch (``load`` static), or under a load (``load`` closed: C in flight, a new one
+  as one ends, ``vllm bench serve --max-concurrency``, ``genai-perf``, SGLang ``bench_serving``;
+  open: arrivals at a rate with C in flight by Little's law, MLPerf Server) from the steady state
+  of chunked-prefill scheduling (``timing.serving``): TTFT at load, mean TPOT at load with the
+  newcomers' prompt chunks mixed into the steps, and 1 / it; blank ``load``: closed for these
+  kinds with ``requests`` given, else static (``load_of``). ``ttft``,
   ``tpot`` and ``e2e_latency`` are seconds: their ``unit`` must be ``s`` or ``ms`` (the
   prediction is given in that unit). A decode kind (``decode_tps``, ``tpot``, ``user_tps``) with
   a ``context`` is one decode step at that context (input = context, output 1). A figure per node
@@ -168,6 +174,8 @@ LATENCY_KINDS = ("ttft", "tpot", "e2e_latency")  # seconds: the unit says s or m
 SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e-3}
 DECODE_KINDS = ("decode_tps", "tpot", "user_tps")  # a context given: one decode step at that context
 QUEUED_KINDS = DECODE_KINDS + ("e2e_tps",)  # rates at a concurrency: what memory cannot hold waits in a queue
+LOADS = ("static", "closed", "open")  # how the source's requests arrive (``load_of``)
+LOAD_KINDS = ("ttft", "tpot", "user_tps")  # the kinds a load changes; e2e_latency is a static batch
 LATENCY_DEFAULT_CONCURRENCY = 1  # ttft, tpot, user_tps without a batch or concurrency: a lone request
 BATCH_SCOPES = ("", "per_gpu", "total")  # blank: the batch is the instance's total
 LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas")  # timing.layout.FIELDS
@@ -176,7 +184,7 @@ LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas")  # timing.layout
 REQUIRED_COLUMNS = ("id", "kind", "model_ref", "tool_hw", "gpus", "measured", "unit")
 OPTIONAL_COLUMNS = ("model", "dtype_override", "unit_gpus", "engine", "parallelism", "input_len", "output_len",
                     "batch", "batch_scope", "requests", "context", *LAYOUT_COLUMNS, "chunk_tokens", "chunked_prefill",
-                    "mtp_tokens", "concurrency")
+                    "mtp_tokens", "concurrency", "load")
 DESCRIPTIVE_COLUMNS = ("hardware", "precision", "metric", "trust", "notes", "source")  # read by people, not the model
 # any other name is refused, since a misspelt optional column would silently take its default
 KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS + DESCRIPTIVE_COLUMNS
@@ -232,6 +240,7 @@ class RowFields:
     mtp_tokens: float | None = None  # the engine's mtp_tokens_per_step
     concurrency: int | None = None  # requests in flight, the instance's: the column, else batch (x gpus per GPU)
     seconds_per_unit: float | None = None  # latency kinds: 1 (s) or 1e-3 (ms)
+    load: str = "static"  # LOADS: a batch started together, or requests in flight under load
 
 
 def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = True, default=None,
@@ -309,7 +318,7 @@ def read_fields(row: dict[str, str]) -> RowFields:
     if concurrency is None and kind in ("ttft", "tpot", "user_tps"):
         concurrency = LATENCY_DEFAULT_CONCURRENCY
     return RowFields(
-        kind=kind, gpus=gpus,
+        kind=kind, gpus=gpus, load=load_of(row, kind),
         unit_gpus=_number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus),
         input_tokens=_number(row, "input_len", TOKENS, default=DEFAULT_INPUT),
         output_tokens=round(output),
@@ -324,6 +333,24 @@ def read_fields(row: dict[str, str]) -> RowFields:
         mtp_tokens=_number(row, "mtp_tokens", MTP_TOKENS, whole=False),
         concurrency=concurrency,
         seconds_per_unit=seconds_per_unit)
+
+
+def load_of(row: dict[str, str], kind: str) -> str:
+    """The row's ``load``: ``static`` (the requests start together: ``benchmark_latency``,
+    ``bench_one_batch``), ``closed`` (C in flight, a new one as one ends: ``vllm bench serve
+    --max-concurrency``, ``genai-perf --concurrency``) or ``open`` (arrivals at a rate, C in flight by
+    Little's law: MLPerf Server). Blank: ``closed`` for a ttft, tpot or user_tps row with
+    ``requests`` (a serving run of that many), else ``static``. Only those kinds take a load other
+    than static (an ``e2e_latency`` is a static batch; the throughput kinds have their own model)."""
+    text = row.get("load", "").lower()
+    if not text:
+        return "closed" if kind in LOAD_KINDS and row["requests"] else "static"
+    if text not in LOADS:
+        raise PlanInputError(f"unknown load {show(row['load'])} (one of {', '.join(LOADS)})", field="load")
+    if text != "static" and kind not in LOAD_KINDS:
+        raise PlanInputError(f"a {kind} row is not timed under a load: load must be static or blank, got {show(text)}",
+                             field="load")
+    return text
 
 
 def layout_kind(parallelism: str, engine: str) -> tuple[str, int | None]:
@@ -433,6 +460,11 @@ def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, 
 
 def predicted_figure(est, f: RowFields, gpus: int, unit_gpus: int) -> float:
     """The estimate's figure for the row's kind, in the row's unit (see the module doc)."""
+    if f.load != "static":  # requests in flight under load (``timing.serving``)
+        if f.kind == "user_tps":
+            return 1.0 / est.tpot_at_load_s
+        seconds = est.ttft_at_load_s if f.kind == "ttft" else est.tpot_at_load_s
+        return seconds / f.seconds_per_unit
     if f.kind in LATENCY_KINDS:
         lone = f.concurrency is None or f.concurrency == 1
         seconds = {"e2e_latency": est.e2e_latency_s, "tpot": est.tpot_s,

@@ -34,6 +34,46 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name: (file, text to find (exactly once), replacement)
 MUTANTS: dict[str, tuple[str, str, str]] = {
+    "serving-little-law": (
+        "prfaas_plan/timing/serving.py",
+        'd_next = min(c * w / (w + n), cap, full)',
+        'd_next = min(c, cap, full)'),
+    "serving-prompts-per-step-ignored": (
+        "prfaas_plan/timing/serving.py",
+        'return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE})',
+        'return replace(a, **{f: getattr(a, f) + getattr(b, f) for f in ADDITIVE})'),
+    "serving-own-newcomer-mixed": (
+        "prfaas_plan/timing/serving.py",
+        'mixed_fraction = min(1.0, arrivals * (c - 1) / c * n / k)',
+        'mixed_fraction = min(1.0, arrivals * n / k)'),
+    "serving-ttft-no-wait": (
+        "prfaas_plan/timing/serving.py",
+        'ttft = wait_steps * step + float(np.sum(t_pre))',
+        'ttft = float(np.sum(t_pre))'),
+    "serving-ttft-beside-all-decodes": (
+        "prfaas_plan/timing/serving.py",
+        't_pre, _ = mixed_step_cost(model, instance, layout, d_pre * schedulers,',
+        't_pre, _ = mixed_step_cost(model, instance, layout, d_dec * schedulers,'),
+    "serving-budget-ignores-decodes": (
+        "prfaas_plan/timing/serving.py",
+        'room = max(budget - d * q, 1.0)',
+        'room = max(budget, 1.0)'),
+    "serving-no-prefill-bound": (
+        "prfaas_plan/timing/serving.py",
+        'full = budget / (q + I / w)',
+        'full = budget / q'),
+    "serving-mixed-step-decode-overhead": (
+        "prfaas_plan/timing/serving.py",
+        'overhead = max(eff.decode_step_overhead_s, eff.prefill_pass_overhead_s) + engine.step_overhead_s',
+        'overhead = eff.decode_step_overhead_s + engine.step_overhead_s'),
+    "published-load-default-static": (
+        "prfaas_plan/published.py",
+        'return "closed" if kind in LOAD_KINDS and row["requests"] else "static"',
+        'return "static"'),
+    "published-load-tpot-static": (
+        "prfaas_plan/published.py",
+        'seconds = est.ttft_at_load_s if f.kind == "ttft" else est.tpot_at_load_s',
+        'seconds = est.ttft_at_load_s if f.kind == "ttft" else est.tpot_s'),
     "theta-prfaas-ignores-link": (
         "prfaas_plan/planner/throughput.py",
         "link=_over(link, table.link_work_bytes[idx]),",

@@ -27,6 +27,12 @@ evicted; steps read the KV at the mean decode context I + O / 2):
                     for (``_mixed_batch``);
                     with a number of requests N, N x O over the run of those N requests
                     (``timing.offline``: its ramp-up and drain included)
+    at load         C requests in flight, a new one admitted as one ends (a closed loop: ``vllm bench
+                    serve --max-concurrency C``; or an open loop with C in flight by Little's law):
+                    the steady state of chunked-prefill scheduling (``timing.serving``), each step
+                    the running decodes plus the newcomers' prompt chunks within the token budget:
+                    TPOT at load = the mean step a request decodes in / mtp, TTFT at load = its
+                    wait plus its chunks at the budget left beside the decodes (``LoadFigures``)
     e2e latency     of C requests started together (vLLM's ``benchmark_latency --batch-size C``):
                     the batch's whole prefill, then its decode,
                     batch prefill(C) + (O - 1) x TPOT(C)
@@ -57,13 +63,14 @@ import numpy as np
 from ..choices import EngineName, PrefillCapacity
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
-from ..ranges import OFFLINE_REQUESTS, TOKENS
+from ..ranges import DECODE_BATCH, OFFLINE_REQUESTS, TOKENS
 from .cost import PARTS, PassCost
 from .decode import DecodeCapacity, decode_capacity, step_cost
 from .instance import Instance
 from .layout import Layout
 from .offline import OfflineRun, offline_run
 from .prefill import RooflinePrefill, check_lengths
+from .serving import LoadFigures, load_figures
 from .uncertainty import GROUPS, Band, band
 
 # each figure of an Estimate: its figure group (``timing.uncertainty``) and 'rate' or 'time'
@@ -71,7 +78,7 @@ ESTIMATE_FIGURES = {
     "ttft_s": ("prefill", "time"), "prefill_tokens_per_s": ("prefill", "rate"),
     "tpot_s": ("decode", "time"), "decode_tokens_per_s": ("decode", "rate"), "per_user_tokens_per_s": ("decode", "rate"),
     "e2e_output_tokens_per_s": ("e2e", "rate"), "e2e_steady_output_tokens_per_s": ("e2e", "rate"),
-    "e2e_latency_s": ("e2e", "time"),
+    "e2e_latency_s": ("e2e", "time"), "ttft_at_load_s": ("prefill", "time"), "tpot_at_load_s": ("decode", "time"),
 }
 
 
@@ -128,6 +135,17 @@ class Estimate:
     offline: OfflineRun | None = None  # the run of a given number of requests
     engine: str = EngineName.generic  # the engine profile the instance is timed with, whose residuals give the bands
     bands: dict[str, Band] = field(default_factory=dict)  # figure group -> band (``timing.uncertainty``)
+    load: LoadFigures | None = None  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
+
+    @property
+    def ttft_at_load_s(self) -> float:
+        """TTFT of a request admitted into a load of `concurrency` in flight (``timing.serving``)."""
+        return self.load.ttft_s
+
+    @property
+    def tpot_at_load_s(self) -> float:
+        """Mean TPOT in a load of `concurrency` in flight, prompt chunks mixed into the steps."""
+        return self.load.tpot_s
 
     def per_gpu(self, value: float) -> float:
         return value / self.gpus
@@ -196,6 +214,10 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
                                                     output_tokens, requests, dec.batch_size, mixed_capacity_s,
                                                     context)
     engine = str(instance.engine.name)
+    limit = instance.engine.max_batch and instance.engine.max_batch * dec.layout.dp_attention * dec.layout.replicas
+    cap = min(x for x in (dec.bs_max_memory, limit, max_batch, int(DECODE_BATCH.hi)) if x)
+    load = load_figures(model, instance.with_layout(dec.layout), dec.layout, input_tokens, output_tokens,
+                        dec.batch_size, max(cap, dec.batch_size), context)
     return Estimate(
         model=model.name,
         instance=instance.label,
@@ -221,5 +243,6 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         offline=run,
         engine=engine,
         bands={group: band(group, engine) for group in GROUPS},
+        load=load,
     )
 
