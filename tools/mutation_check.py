@@ -819,6 +819,28 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/accounting/mixers/sparse.py",
         "+ self._decode_flops_per_key() * causal_keys(lengths, topk))  # absorbed form (module doc)",
         "+ self._prefill_flops_per_key() * causal_keys(lengths, topk))"),
+    # MLA decode (tests/test_mla_decode.py)
+    "mla-decode-values-not-absorbed": (
+        "prfaas_plan/accounting/mixers/mla.py",
+        "return 2 * self.spec.num_heads * (2 * self.spec.kv_lora_rank + self.spec.qk_rope_head_dim)",
+        "return 2 * self.spec.num_heads * (self.spec.kv_lora_rank + self.spec.qk_rope_head_dim)"),
+    "mla-decode-reads-no-rope-key": (
+        "prfaas_plan/accounting/mixers/mla.py",
+        "batch * self.latent * self.kv_bytes * context_tokens)",
+        "batch * self.spec.kv_lora_rank * self.kv_bytes * context_tokens)"),
+    "mla-latent-split-by-tp": (
+        "prfaas_plan/accounting/mixers/mla.py",
+        "    def kv(self) -> LayerKv:\n        return LayerKv(growing_bytes_per_token=self.latent * self.kv_bytes)",
+        ("    kv_ways = 128\n\n    def kv(self) -> LayerKv:\n"
+         "        return LayerKv(growing_bytes_per_token=self.latent * self.kv_bytes)")),
+    "published-override-keeps-first-part-only": (
+        "prfaas_plan/published.py",
+        "return dict(part.split(\"=\", 1) for part in parts)",
+        "return dict(part.split(\"=\", 1) for part in parts[:1])"),
+    "engine-fp8-checkpoint-kv-ignored": (
+        "prfaas_plan/api.py",
+        "kv = None if spec is None else engine_profile(spec.name).defaults.kv_dtype_fp8_checkpoint",
+        "kv = None"),
 }
 
 
