@@ -155,13 +155,17 @@ def test_an_engine_default_setting_reaches_the_instance_and_a_given_one_wins():
 
 
 def test_fp8_checkpoint_kv_default_applies_only_when_no_kv_dtype_is_given():
+    """TensorRT-LLM's KV follows a re-quantised checkpoint's declared KV quantisation (ModelOpt FP8/NVFP4):
+    weights or experts quantised by the overrides get its FP8 KV; a natively FP8 release (DeepSeek-V3, which
+    declares none) and a given KV dtype keep theirs."""
     fp8_model, bf16_model = api.model_of("deepseek-v3"), api.model_of("llama-3.1-8b")
     assert fp8_model.dtypes.weights == Dtype.fp8 and fp8_model.dtypes.kv == Dtype.bf16
-    assert api.precision_of(fp8_model, None, "trtllm").dtypes.kv == Dtype.fp8
-    assert api.precision_of(fp8_model, {"kv": "bf16"}, "trtllm").dtypes.kv == Dtype.bf16  # given: kept
-    assert api.precision_of(fp8_model, None, None).dtypes.kv == Dtype.bf16  # generic: the model's
-    assert api.precision_of(fp8_model, None, "sglang").dtypes.kv == Dtype.bf16  # auto: the model dtype
-    assert api.precision_of(bf16_model, None, "trtllm").dtypes.kv == Dtype.bf16  # not an FP8 checkpoint
+    assert api.precision_of(fp8_model, None, "trtllm").dtypes.kv == Dtype.bf16  # native FP8: no KV declared
+    assert api.precision_of(fp8_model, {"experts": "fp4"}, "trtllm").dtypes.kv == Dtype.fp8  # an NVFP4 release
+    assert api.precision_of(bf16_model, {"weights": "fp8", "kv": "bf16"}, "trtllm").dtypes.kv == Dtype.bf16  # given
+    assert api.precision_of(bf16_model, {"weights": "fp8"}, None).dtypes.kv == Dtype.bf16  # generic: the model's
+    assert api.precision_of(bf16_model, {"weights": "fp8"}, "sglang").dtypes.kv == Dtype.bf16  # auto: model dtype
+    assert api.precision_of(bf16_model, None, "trtllm").dtypes.kv == Dtype.bf16  # not a quantised checkpoint
     assert api.precision_of(bf16_model, {"weights": "fp8"}, "trtllm").dtypes.kv == Dtype.fp8  # served as one
 
 

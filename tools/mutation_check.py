@@ -731,12 +731,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "max_batch = instance.engine.max_batch"),
     "engine-fp8-kv-overrides-given-kv": (
         "prfaas_plan/profiles/serving.py",
-        'if kv_fp8_checkpoint is not None and "kv" not in update \\',
-        "if kv_fp8_checkpoint is not None \\"),
+        'if kv_fp8_checkpoint is not None and "kv" not in update and quantised:',
+        "if kv_fp8_checkpoint is not None and quantised:"),
     "engine-fp8-kv-on-any-checkpoint": (
         "prfaas_plan/profiles/serving.py",
-        'and update.get("weights", model.dtypes.weights) == Dtype.fp8:',
-        "and True:"),
+        'quantised = any(update.get(part) in QUANTISED for part in ("weights", "experts"))',
+        'quantised = True'),
     "engine-name-keyword-missing": (
         "prfaas_plan/published.py",
         '(EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM"))',

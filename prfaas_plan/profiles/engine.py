@@ -50,7 +50,7 @@ class EngineDefaults(StrictModel):
     prefill_tokens_per_pass: Int(PASS_TOKENS)
     chunked_prefill: bool
     mtp_tokens_per_step: Float(MTP_TOKENS)
-    kv_dtype_fp8_checkpoint: Dtype | None = None  # null: the model profile's own KV dtype
+    kv_dtype_fp8_checkpoint: Dtype | None = None  # of a re-quantised (FP8/FP4) checkpoint; null: the model's own
     max_batch: Int(DECODE_BATCH) | None = None  # running requests per instance; null: memory decides
 
 

@@ -69,6 +69,9 @@ class EngineSpec(StrictModel):
         return {"name": data} if isinstance(data, str) else data
 
 
+QUANTISED = (Dtype.fp8, Dtype.fp4)  # dtypes a re-quantised checkpoint's weights are in
+
+
 class PrecisionSpec(StrictModel):
     weights: Dtype | None = None
     experts: Dtype | None = None
@@ -79,11 +82,14 @@ class PrecisionSpec(StrictModel):
         """The model with these dtypes (a new profile; the shipped one is untouched). Measured
         points were taken at the profile's own dtypes, so a profile whose dtypes change loses them
         (the roofline then stands for it). ``kv_fp8_checkpoint``: the KV dtype when none is given
-        here and the weights (after these overrides) are fp8, the engine's choice for an FP8
-        checkpoint (``profiles.engine``; None: the model's own)."""
+        here and these overrides quantise the weights or experts to fp8 or fp4 (a re-quantised
+        checkpoint, e.g. NVIDIA ModelOpt's, which declares its KV quantisation in
+        ``hf_quant_config.json``: the engine's choice for it, ``profiles.engine``; None: the
+        model's own). A natively FP8 release (the profile's own fp8 weights, e.g. DeepSeek-V3)
+        declares no KV quantisation and keeps its KV dtype."""
         update = {k: v for k, v in self.model_dump().items() if v is not None}
-        if kv_fp8_checkpoint is not None and "kv" not in update \
-                and update.get("weights", model.dtypes.weights) == Dtype.fp8:
+        quantised = any(update.get(part) in QUANTISED for part in ("weights", "experts"))
+        if kv_fp8_checkpoint is not None and "kv" not in update and quantised:
             update["kv"] = kv_fp8_checkpoint
         if not update:
             return model
