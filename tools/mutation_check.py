@@ -566,8 +566,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",'),
     "fp8-attention-falls-back-to-matmul": (
         "prfaas_plan/profiles/hardware.py",
-        '"matmul_fp4": "matmul_fp8", "attention_fp8": "attention"}',
-        '"matmul_fp4": "matmul_fp8", "attention_fp8": "matmul"}'),
+        '"attention_fp8": "attention"}',
+        '"attention_fp8": "matmul"}'),
     "fallback-source-names-itself": (
         "prfaas_plan/profiles/hardware.py",
         'return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"',
@@ -730,6 +730,22 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/views/estimate.py",
         'out[f"{name}_low{unit}"] = round(low * scale / divide, digits)',
         'out[f"{name}_low{unit}"] = round(low * scale, digits)'),
+    "grouped-fp4-fraction-ignored": (
+        "prfaas_plan/profiles/hardware.py",
+        'return getattr(self, self.field_in_use("grouped_matmul_fp4"))',
+        "return self.matmul_fraction(dtype)"),
+    "experts-at-dense-matmul-rate": (
+        "prfaas_plan/timing/cost.py",
+        "grouped_matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),",
+        "matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),"),
+    "trtllm-untuned-quant-tuned": (
+        "prfaas_plan/published.py",
+        "return not (d.experts == Dtype.fp4 and d.weights in (Dtype.bf16, Dtype.fp16))",
+        "return True"),
+    "trtllm-untuned-budget-not-raised": (
+        "prfaas_plan/published.py",
+        "return defaults.max_batch, max(defaults.prefill_tokens_per_pass, input_tokens + defaults.max_batch)",
+        "return defaults.max_batch, defaults.prefill_tokens_per_pass"),
 }
 
 
