@@ -121,6 +121,9 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
         KV per token  = 2 x layers x max(tp, kv heads) x head size x KV bytes   (MLA: its 128
                         "kv heads" of hidden / heads each, as the config reads to the tool)
         requests      = fraction x (tp x pp x device memory - parameters x weight bytes) / (KV per token x (I + O))
+                        (weight bytes: the tool's BYTES_PER_ELEM of the checkpoint's quantization, NVFP4 0.5,
+                        FP8 1, none 2; an NVFP4 checkpoint quantizes the experts, the tool counts every
+                        parameter at 0.5)
         batch         = min(requests, 4096) / pp, rounded up: to 32 (at least 64) below 256, to 128
                         below 1,024, else to 256
         tokens        = min(batch x (1 + I / O), 32768), rounded up: to 256 (at least 2,048) below
@@ -143,7 +146,10 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
         kv_heads, head = mixer.num_kv_heads, mixer.qk_head_dim
     kv_gib_per_token = 2 * model.layers.count * max(tp_size, kv_heads) * head * dtype_bytes(model.dtypes.kv) / GIB
     params = model.total_params_b * 1e9 if model.total_params_b else count_params(model).total
-    free_gib = (tp_size * pp_size * hw.memory_bytes - params * dtype_bytes(model.dtypes.weights)) / GIB
+    # the tool's bytes per parameter are its quantization's (BYTES_PER_ELEM): an NVFP4 checkpoint (FP4 experts) is
+    # 0.5 for every parameter, whatever its other layers are stored in
+    weight_dtype = Dtype.fp4 if model.dtypes.experts == Dtype.fp4 else model.dtypes.weights
+    free_gib = (tp_size * pp_size * hw.memory_bytes - params * dtype_bytes(weight_dtype)) / GIB
     requests = fraction * free_gib / (kv_gib_per_token * (input_tokens + output_tokens))
     if requests < 1:
         return None

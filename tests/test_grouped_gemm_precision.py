@@ -160,3 +160,15 @@ def test_a_whole_prompt_joins_a_running_batch_only_when_the_budget_holds_it_and_
     assert alone.max() == 1 and alone.size == 24
     joined = batch_per_iteration(6, 100, 8192, 4, 8192 + 2048, False)
     assert joined.tolist() == [0, 1, 2, 3, 3, 3, 3, 2, 1]
+
+
+def test_an_nvfp4_checkpoint_is_sized_at_half_a_byte_per_parameter_as_the_tool_sizes_it():
+    """DeepSeek-R1 NVFP4 (FP4 experts, FP8 KV) on 4 x B200 DEP4 at 1024/1024: the tool counts all 671e9
+    parameters at NVFP4's 0.5 B (its BYTES_PER_ELEM), not at the FP8 of the non-expert layers. By hand:
+    0.9 x (4 x 180 GiB - 671e9 x 0.5 B) / (2 x 61 layers x 128 heads x 56 x 1 B x 2048 tokens) = 219.9
+    requests -> 224 (rounded up to 32 below 256); tokens 224 x 2 = 448 -> the 2,048 floor."""
+    model = api.precision_of(api.model_of("deepseek-v3"), {"experts": "fp4", "kv": "fp8"})
+    assert published.trtllm_tuned(model)
+    requests = 0.9 * (4 * 180 * 2**30 - 671e9 * 0.5) / (2 * 61 * 128 * 56 * 1 * 2048)
+    assert requests == pytest.approx(219.9, abs=0.05)
+    assert published.trtllm_bench_limits(model, api.hardware_of("b200"), 4, 1024, 1024) == (224, 2048)

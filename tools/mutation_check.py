@@ -746,6 +746,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/published.py",
         "return defaults.max_batch, max(defaults.prefill_tokens_per_pass, input_tokens + defaults.max_batch)",
         "return defaults.max_batch, defaults.prefill_tokens_per_pass"),
+    "trtllm-nvfp4-sized-at-weights-dtype": (
+        "prfaas_plan/published.py",
+        "weight_dtype = Dtype.fp4 if model.dtypes.experts == Dtype.fp4 else model.dtypes.weights",
+        "weight_dtype = model.dtypes.weights"),
 }
 
 
