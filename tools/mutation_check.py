@@ -578,8 +578,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "unknown = []"),
     "calibration-drops-fp8-attention-ratio": (
         "prfaas_plan/timing/calibrate.py",
-        '_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "attention_fp8": "attention"}',
-        '_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul"}'),
+        '"grouped_matmul_fp4": "matmul", "attention_fp8": "attention"}',
+        '"grouped_matmul_fp4": "matmul"}'),
     "fp4-matmul-skips-its-fraction": (
         "prfaas_plan/profiles/hardware.py",
         'ComputeDtype.fp4: "matmul_fp4"}',
@@ -750,6 +750,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/published.py",
         "weight_dtype = Dtype.fp4 if model.dtypes.experts == Dtype.fp4 else model.dtypes.weights",
         "weight_dtype = model.dtypes.weights"),
+    "calibration-drops-grouped-fp4-ratio": (
+        "prfaas_plan/timing/calibrate.py",
+        '"matmul_fp4": "matmul", "grouped_matmul_fp4": "matmul",',
+        '"matmul_fp4": "matmul",'),
 }
 
 
