@@ -74,7 +74,7 @@ from pathlib import Path
 
 from . import api
 from .accounting.params import count_params
-from .choices import EngineName
+from .choices import Dtype, EngineName
 from .errors import PlanInputError, shorten, show
 from .profiles.hardware import HardwareProfile
 from .profiles.model import GqaAttention, MlaAttention, ModelProfile
@@ -89,6 +89,7 @@ from .ranges import (
     TOKENS,
     Range,
 )
+from .timing.engines import engine_profile
 from .units import dtype_bytes
 from .yamlio import read_input_text
 
@@ -99,17 +100,36 @@ TRTLLM_KV_FRACTION = 0.90  # trtllm-bench's default --kv_cache_free_gpu_mem_frac
 GIB = 2**30
 
 
+def trtllm_tuned(checkpoint: ModelProfile) -> bool:
+    """Whether trtllm-bench sizes its limits for this checkpoint's quantization (its ``TUNED_QUANTS``:
+    NVFP4, FP8, FP8 block scales, none; NVIDIA/TensorRT-LLM@7eb710fa tensorrt_llm/bench/build/build.py
+    ``get_benchmark_engine_settings``). A checkpoint whose routed experts are FP4 over BF16 weights is
+    OpenAI's MXFP4 release (``profiles.hf_import``: quant_method mxfp4), which TensorRT-LLM loads as
+    ``W4A8_MXFP4_MXFP8`` on Blackwell or ``W4A16_MXFP4`` on Hopper: not tuned, so the tool takes the
+    LLM API defaults (``trtllm_bench_limits``)."""
+    d = checkpoint.dtypes
+    return not (d.experts == Dtype.fp4 and d.weights in (Dtype.bf16, Dtype.fp16))
+
+
 def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, input_tokens: int,
-                        output_tokens: int, fraction: float = TRTLLM_KV_FRACTION, pp_size: int = 1
-                        ) -> tuple[int, int] | None:
+                        output_tokens: int, fraction: float = TRTLLM_KV_FRACTION, pp_size: int = 1,
+                        tuned: bool = True) -> tuple[int, int] | None:
     """(max_batch_size per rank, max_num_tokens per iteration) that ``trtllm-bench throughput``
     sets when its command gives neither (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py,
     ``calc_engine_setting`` and ``finetune_setting``; bench/benchmark/utils/general.py
-    ``get_settings``), computed as the tool computes it, from the Hugging Face view of the model:
+    ``get_settings``), computed as the tool computes it, from the Hugging Face view of the model.
+    A quantization the tool does not tune (``tuned`` False, ``trtllm_tuned``) gets TorchLlmArgs'
+    defaults, max_batch_size 2048 and max_num_tokens 8192 (the trtllm engine profile's
+    ``max_batch`` and ``prefill_tokens_per_pass``), raised like the tuned ones to I + batch without
+    chunked prefill (NVIDIA/TensorRT-LLM@c0b2ee6e tensorrt_llm/bench/benchmark/utils/general.py
+    ``get_settings``: ``max(max_num_tokens, max_isl + max_batch_size)``). Tuned:
 
         KV per token  = 2 x layers x max(tp, kv heads) x head size x KV bytes   (MLA: its 128
                         "kv heads" of hidden / heads each, as the config reads to the tool)
         requests      = fraction x (tp x pp x device memory - parameters x weight bytes) / (KV per token x (I + O))
+                        (weight bytes: the tool's BYTES_PER_ELEM of the checkpoint's quantization, NVFP4 0.5,
+                        FP8 1, none 2; an NVFP4 checkpoint quantizes the experts, the tool counts every
+                        parameter at 0.5)
         batch         = min(requests, 4096) / pp, rounded up: to 32 (at least 64) below 256, to 128
                         below 1,024, else to 256
         tokens        = min(batch x (1 + I / O), 32768), rounded up: to 256 (at least 2,048) below
@@ -120,6 +140,9 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
     profile's ``memory_gib`` stands for: a "141 GB" H200 reports 143,771 MiB = 140.4 GiB and an
     "80 GB" H100 81,559 MiB = 79.6 GiB (within 0.5% of the datasheet figures read as GiB). None
     for a model without attention the tool sizes this way."""
+    if not tuned:
+        defaults = engine_profile(EngineName.trtllm).defaults
+        return defaults.max_batch, max(defaults.prefill_tokens_per_pass, input_tokens + defaults.max_batch)
     mixer = next((m for m in model.mixers.values() if isinstance(m, (GqaAttention, MlaAttention))), None)
     if mixer is None:
         return None
@@ -129,7 +152,10 @@ def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, 
         kv_heads, head = mixer.num_kv_heads, mixer.qk_head_dim
     kv_gib_per_token = 2 * model.layers.count * max(tp_size, kv_heads) * head * dtype_bytes(model.dtypes.kv) / GIB
     params = model.total_params_b * 1e9 if model.total_params_b else count_params(model).total
-    free_gib = (tp_size * pp_size * hw.memory_bytes - params * dtype_bytes(model.dtypes.weights)) / GIB
+    # the tool's bytes per parameter are its quantization's (BYTES_PER_ELEM): an NVFP4 checkpoint (FP4 experts) is
+    # 0.5 for every parameter, whatever its other layers are stored in
+    weight_dtype = Dtype.fp4 if model.dtypes.experts == Dtype.fp4 else model.dtypes.weights
+    free_gib = (tp_size * pp_size * hw.memory_bytes - params * dtype_bytes(weight_dtype)) / GIB
     requests = fraction * free_gib / (kv_gib_per_token * (input_tokens + output_tokens))
     if requests < 1:
         return None
@@ -441,7 +467,7 @@ def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, 
         stage = gpus if f.layout is None else f.layout["tp"] * f.layout["dp_attention"]
         pp = 1 if f.layout is None else f.layout["pp"]
         limits = trtllm_bench_limits(model, api.hardware_of(row["tool_hw"]), stage, input_tokens, output_tokens,
-                                     pp_size=pp)
+                                     pp_size=pp, tuned=trtllm_tuned(checkpoint))
         if limits is not None:
             per_rank, tokens = limits
             ranks = (gpus if f.layout is None else f.layout["dp_attention"]) if layout_kind_ == "dep" else 1

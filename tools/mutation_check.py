@@ -634,8 +634,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",'),
     "fp8-attention-falls-back-to-matmul": (
         "prfaas_plan/profiles/hardware.py",
-        '"matmul_fp4": "matmul_fp8", "attention_fp8": "attention"}',
-        '"matmul_fp4": "matmul_fp8", "attention_fp8": "matmul"}'),
+        '"attention_fp8": "attention"}',
+        '"attention_fp8": "matmul"}'),
     "fallback-source-names-itself": (
         "prfaas_plan/profiles/hardware.py",
         'return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"',
@@ -646,8 +646,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "unknown = []"),
     "calibration-drops-fp8-attention-ratio": (
         "prfaas_plan/timing/calibrate.py",
-        '_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "attention_fp8": "attention"}',
-        '_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul"}'),
+        '"grouped_matmul_fp4": "matmul", "attention_fp8": "attention"}',
+        '"grouped_matmul_fp4": "matmul"}'),
     "fp4-matmul-skips-its-fraction": (
         "prfaas_plan/profiles/hardware.py",
         'ComputeDtype.fp4: "matmul_fp4"}',
@@ -841,6 +841,30 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/api.py",
         "kv = None if spec is None else engine_profile(spec.name).defaults.kv_dtype_fp8_checkpoint",
         "kv = None"),
+    "grouped-fp4-fraction-ignored": (
+        "prfaas_plan/profiles/hardware.py",
+        'return getattr(self, self.field_in_use("grouped_matmul_fp4"))',
+        "return self.matmul_fraction(dtype)"),
+    "experts-at-dense-matmul-rate": (
+        "prfaas_plan/timing/cost.py",
+        "grouped_matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),",
+        "matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),"),
+    "trtllm-untuned-quant-tuned": (
+        "prfaas_plan/published.py",
+        "return not (d.experts == Dtype.fp4 and d.weights in (Dtype.bf16, Dtype.fp16))",
+        "return True"),
+    "trtllm-untuned-budget-not-raised": (
+        "prfaas_plan/published.py",
+        "return defaults.max_batch, max(defaults.prefill_tokens_per_pass, input_tokens + defaults.max_batch)",
+        "return defaults.max_batch, defaults.prefill_tokens_per_pass"),
+    "trtllm-nvfp4-sized-at-weights-dtype": (
+        "prfaas_plan/published.py",
+        "weight_dtype = Dtype.fp4 if model.dtypes.experts == Dtype.fp4 else model.dtypes.weights",
+        "weight_dtype = model.dtypes.weights"),
+    "calibration-drops-grouped-fp4-ratio": (
+        "prfaas_plan/timing/calibrate.py",
+        '"matmul_fp4": "matmul", "grouped_matmul_fp4": "matmul",',
+        '"matmul_fp4": "matmul",'),
 }
 
 

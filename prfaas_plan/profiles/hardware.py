@@ -51,6 +51,10 @@ class Efficiency(StrictModel):
     matmul: _FRACTION  # fraction of the bf16 matmul peak large GEMMs reach
     matmul_fp8: _FRACTION | None = None  # fraction of the fp8 peak; default: matmul
     matmul_fp4: _FRACTION | None = None  # fraction of the fp4 peak; default: matmul_fp8, else matmul
+    # fraction of the fp4 peak grouped (MoE expert) FP4 GEMMs reach, their whole fused MoE kernel (routing,
+    # activation quantisation, both GEMMs, finalize) over the experts' GEMM FLOPs, after the shape term
+    # (``timing.cost._shape``); default: matmul_fp4
+    grouped_matmul_fp4: _FRACTION | None = None
     matmul_k0: Float(GEMM_SHAPE) = 717.0  # reduction depth (elements) a GEMM's per-tile fixed cost equals
     matmul_m0: Float(GEMM_SHAPE) = 100.0  # rows a GEMM's fixed cost equals (few tokens per matrix)
     attention: _FRACTION  # fraction of the bf16 peak bf16 attention kernels reach
@@ -79,6 +83,14 @@ class Efficiency(StrictModel):
         ``matmul_fp4`` (fp4); a dtype without its own figure takes the next wider one's (``FALLBACK``)."""
         return getattr(self, self.field_in_use(_MATMUL_FIELD.get(dtype, "matmul")))
 
+    def grouped_matmul_fraction(self, dtype: str) -> float:
+        """Fraction of ``dtype``'s peak the routed experts' grouped GEMMs reach: ``grouped_matmul_fp4``
+        for fp4 (falling back to ``matmul_fp4``), else the dense ``matmul_fraction`` (no grouped
+        FP8 or BF16 figure is measured apart from the dense one on any shipped chip)."""
+        if dtype == ComputeDtype.fp4:
+            return getattr(self, self.field_in_use("grouped_matmul_fp4"))
+        return self.matmul_fraction(dtype)
+
     def attention_fraction(self, dtype: str) -> float:
         """Fraction of ``dtype``'s peak attention cores reach: ``attention_fp8`` for fp8 (and fp4:
         no FP4 attention kernel is measured in any source), else ``attention`` (bf16)."""
@@ -93,10 +105,11 @@ class Efficiency(StrictModel):
 
 _MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
 _ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8", ComputeDtype.fp4: "attention_fp8"}
-FALLBACK: dict[str, str] = {"matmul_fp8": "matmul", "matmul_fp4": "matmul_fp8", "attention_fp8": "attention"}
+FALLBACK: dict[str, str] = {"matmul_fp8": "matmul", "matmul_fp4": "matmul_fp8", "grouped_matmul_fp4": "matmul_fp4",
+                            "attention_fp8": "attention"}
 """Per-dtype fractions and the field each falls back to when a profile has no figure of its own."""
 FIELD_DTYPE: dict[str, ComputeDtype] = {"matmul_fp8": ComputeDtype.fp8, "matmul_fp4": ComputeDtype.fp4,
-                                        "attention_fp8": ComputeDtype.fp8}
+                                        "grouped_matmul_fp4": ComputeDtype.fp4, "attention_fp8": ComputeDtype.fp8}
 """The dtype of each per-dtype fraction: it matters only on a chip with a peak for that dtype."""
 
 _SOURCE = Annotated[str, Field(min_length=1, max_length=2000)]

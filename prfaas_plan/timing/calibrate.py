@@ -4,7 +4,7 @@ one model or several models jointly, and say how well the fit transfers.
 Model: the TTFT of one prompt on an idle instance, ``timing.prefill.RooflinePrefill.prefill_s``,
 on the layout the base profile chooses for each model (held fixed while fitting). Parameters
 (``choices.FitParam``): the matmul, attention and memory fractions (``compute`` scales matmul
-and attention together; the per-dtype fractions ``matmul_fp8``, ``matmul_fp4`` and
+and attention together; the per-dtype fractions ``matmul_fp8``, ``matmul_fp4``, ``grouped_matmul_fp4`` and
 ``attention_fp8`` a profile sets keep their measured ratio to ``matmul`` / ``attention``:
 fitting ``attention`` fits the bf16 fraction and scales the fp8 one by the same factor), the per-request
 ``prefill_overhead_s``, and per attention kind ``attention_<kind>`` (gqa, swa, mla, sparse, linear): a
@@ -234,7 +234,7 @@ def check_fit(params, points: int) -> tuple[FitParam, ...]:
 
 # fitting the bf16 fraction (``matmul``, ``attention``) scales the per-dtype fractions a profile sets
 # by the same factor: the kernels of each dtype keep the ratio their sources measured
-_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "attention_fp8": "attention"}
+_KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "grouped_matmul_fp4": "matmul", "attention_fp8": "attention"}
 
 
 class _Fit:

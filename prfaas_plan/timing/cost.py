@@ -13,7 +13,8 @@ pool is saturated; one for a lone request):
                             KV bytes / (busy x min(tp, kv_ways)) (MLA's latent is not split)
     dense FFN               FLOPs and weights / S (tensor parallel over the stage)
     shared experts + router FLOPs / (busy x tp), weights / tp (where the tokens are), with EP
-    routed experts          FLOPs x imbalance (with EP) / S at the experts' dtype; weights of the distinct
+    routed experts          FLOPs x imbalance (with EP) / S at the experts' dtype and its grouped-GEMM
+                            fraction (``grouped_matmul_rate``); weights of the distinct
                             experts the pass touches on one rank, ceil(E/ep) (1 - (1 - k/E)^T), / (S/ep)
     activations             8 x tokens x h bytes / (busy x tp)
 - communication (``timing.collectives``): the attention all-reduce over tp; the FFN all-reduce
@@ -148,8 +149,16 @@ class PassCost:
 def peaks(model: ModelProfile, hw: HardwareProfile) -> tuple[float, float, float]:
     """Achievable FLOP/s of one chip for (dense matmuls, routed experts, attention cores)."""
     return (matmul_rate(hw, MATMUL_DTYPE[model.dtypes.weights]),
-            matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),
+            grouped_matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),
             attention_rate(hw, model.dtypes.attention))
+
+
+def grouped_matmul_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
+    """Achievable FLOP/s of the routed experts' grouped GEMMs at a dtype: the peak it runs at x
+    ``Efficiency.grouped_matmul_fraction`` (fp4: ``grouped_matmul_fp4``, a fused MoE kernel's
+    measured rate; else the dense fraction), before the shape term ``_shape``."""
+    running = hw.running_dtype(dtype)
+    return hw.peak_flops(running) * hw.efficiency.grouped_matmul_fraction(running)
 
 
 def matmul_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
