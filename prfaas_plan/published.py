@@ -3,7 +3,7 @@
 A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``KNOWN_COLUMNS``: ``kind``,
 ``model_ref``, ``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``,
 ``parallelism``, the layout ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas``,
-``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``concurrency``, ``input_len``,
+``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``concurrency``, ``load``, ``max_batch``, ``input_len``,
 ``output_len``, ``batch``, ``batch_scope``, ``requests``, ``context``, ``measured``, ``unit``,
 ...). Each row is predicted from the shipped profiles and defaults, with only what the source
 publishes:
@@ -25,7 +25,10 @@ publishes:
   (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
   chunked prefill); then the row's own ``chunk_tokens`` (the chunked-prefill chunk, i.e. the
   token budget of a pass: the engine's ``prefill_tokens_per_pass``), ``chunked_prefill``
-  (true/false) and ``mtp_tokens`` (accepted tokens per decode step) override those;
+  (true/false) and ``mtp_tokens`` (accepted tokens per decode step) override those, and
+  ``max_batch`` (the command's running-request limit per scheduling rank: vLLM ``max_num_seqs``,
+  SGLang ``max_running_requests``, TensorRT-LLM ``max_batch_size``; x dp_attention x replicas
+  for the instance) the tool's or the engine's limit;
 - the requests in flight: ``concurrency`` (the instance's), which wins over ``batch`` when both
   are given; else ``batch`` (x gpus with ``batch_scope`` per_gpu), as in the old CSVs; blank
   both: the memory-limited batch, or one request for ``ttft``, ``tpot`` and ``user_tps``;
@@ -210,7 +213,7 @@ LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas")  # timing.layout
 REQUIRED_COLUMNS = ("id", "kind", "model_ref", "tool_hw", "gpus", "measured", "unit")
 OPTIONAL_COLUMNS = ("model", "dtype_override", "unit_gpus", "engine", "parallelism", "input_len", "output_len",
                     "batch", "batch_scope", "requests", "context", *LAYOUT_COLUMNS, "chunk_tokens", "chunked_prefill",
-                    "mtp_tokens", "concurrency", "load")
+                    "mtp_tokens", "concurrency", "load", "max_batch")
 DESCRIPTIVE_COLUMNS = ("hardware", "precision", "metric", "trust", "notes", "source")  # read by people, not the model
 # any other name is refused, since a misspelt optional column would silently take its default
 KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS + DESCRIPTIVE_COLUMNS
@@ -267,6 +270,7 @@ class RowFields:
     concurrency: int | None = None  # requests in flight, the instance's: the column, else batch (x gpus per GPU)
     seconds_per_unit: float | None = None  # latency kinds: 1 (s) or 1e-3 (ms)
     load: str = "static"  # LOADS: a batch started together, or requests in flight under load
+    max_batch: int | None = None  # the engine's running-request limit per scheduling rank (the column)
 
 
 def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = True, default=None,
@@ -358,7 +362,8 @@ def read_fields(row: dict[str, str]) -> RowFields:
         chunked_prefill=_flag(row, "chunked_prefill"),
         mtp_tokens=_number(row, "mtp_tokens", MTP_TOKENS, whole=False),
         concurrency=concurrency,
-        seconds_per_unit=seconds_per_unit)
+        seconds_per_unit=seconds_per_unit,
+        max_batch=_number(row, "max_batch", DECODE_BATCH))
 
 
 def load_of(row: dict[str, str], kind: str) -> str:
@@ -473,6 +478,10 @@ def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, 
             ranks = (gpus if f.layout is None else f.layout["dp_attention"]) if layout_kind_ == "dep" else 1
             max_batch = per_rank * ranks  # attention DP: a limit per rank
             engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
+    if f.max_batch is not None:  # the command's own limit per scheduling rank wins over the tool's
+        ranks = (f.layout["dp_attention"] * f.layout["replicas"] if f.layout is not None
+                 else gpus if layout_kind_ == "dep" else 1)
+        max_batch = f.max_batch * ranks
     for column, setting in (("chunk_tokens", "prefill_tokens_per_pass"), ("chunked_prefill", "chunked_prefill"),
                             ("mtp_tokens", "mtp_tokens_per_step")):
         if getattr(f, column) is not None:

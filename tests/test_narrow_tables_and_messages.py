@@ -30,7 +30,7 @@ CALIBRATE = ("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "
 COMMANDS = {
     "kv": (("kv", "prfaas-1t-hybrid", "-H", "h200", "-g", "8"), [["length (tokens)"]]),
     "decode": (("decode", "prfaas-1t-hybrid", "-H", "h20", "-g", "8"), [["context (tokens)"]]),
-    "estimate": (("estimate", "kimi-k2", "-H", "h200"), [["input", "output"], ["pass"]]),
+    "estimate": (("estimate", "kimi-k2", "-H", "h200"), [["input", "output"], ["figure"], ["pass"]]),
     "models list": (("models", "list"), [["model"]]),
     "models show": (("models", "show", "kimi-k2"), [["model"]]),
     "hardware list": (("hardware", "list"), [["hardware"]]),

@@ -19,11 +19,10 @@ DATA = Path(__file__).parent / "data"
 NEW_CSV = DATA / "published_benchmarks_new.csv"
 OLD_CSV = DATA / "published_benchmarks.csv"
 LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas", "chunk_tokens", "chunked_prefill", "mtp_tokens",
-                  "concurrency", "load")
+                  "concurrency", "load", "max_batch")
 KINDS = {"prefill_tps", "decode_tps", "e2e_tps", "e2e_latency", "ttft", "tpot", "user_tps"}
 TIME_UNITS = {"ttft": {"s", "ms"}, "tpot": {"s", "ms"}, "e2e_latency": {"s"}}
-# the GB300 hardware profile is added by a parallel change of issue 17 (chips); these rows name it already
-PENDING_HARDWARE = {"gb300"}
+PENDING_HARDWARE: set[str] = set()  # every chip the rows name is shipped now
 
 
 def engine_name(text: str) -> str:

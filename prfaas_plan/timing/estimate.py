@@ -49,7 +49,7 @@ engine (``timing.uncertainty``: leave-one-out residuals of published rows, not a
 
 The prefill and decode layouts are the instance's when given, else each job's best layout
 (``RooflinePrefill.layout``, ``decode.decode_layout``); the end-to-end throughput runs both on
-the decode layout (one set of chips does both jobs), the e2e latency's prefill on the TTFT's.
+the decode layout (one set of chips does both jobs), and so does a static batch (the e2e latency).
 Per GPU figures divide by the chips.
 """
 
@@ -79,6 +79,7 @@ ESTIMATE_FIGURES = {
     "tpot_s": ("decode", "time"), "decode_tokens_per_s": ("decode", "rate"), "per_user_tokens_per_s": ("decode", "rate"),
     "e2e_output_tokens_per_s": ("e2e", "rate"), "e2e_steady_output_tokens_per_s": ("e2e", "rate"),
     "e2e_latency_s": ("e2e", "time"), "ttft_at_load_s": ("prefill", "time"), "tpot_at_load_s": ("decode", "time"),
+    "batch_prefill_s": ("prefill", "time"), "batch_ttft_s": ("prefill", "time"),
 }
 
 
@@ -196,7 +197,6 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     lone = roof if instance.layout is not None else RooflinePrefill(
         model, instance, capacity=PrefillCapacity.per_request, fit_tokens=input_tokens)
     ttft, single = lone.single_prompt(at)
-    burst = lone.batch(input_tokens, dec.batch_size)
     capacity_s = float(roof.capacity_s(at)[0])
     per_group, _, pass_cost = roof.saturated_pass(at)
     prompts = float(per_group[0]) * roof.layout.dp_attention
@@ -204,6 +204,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     mixed = RooflinePrefill(model, instance.with_layout(dec.layout), capacity=PrefillCapacity.saturated,
                             fit_tokens=input_tokens)
     mixed_capacity_s = float(mixed.capacity_s(at)[0])
+    burst = mixed.batch(input_tokens, dec.batch_size)  # a static batch: its prefill on the chips that decode it
     step = dec.step_s
     mixed_batch, mixed_step = _mixed_batch(model, instance, dec, input_tokens, output_tokens, context)
     e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * mixed_step / (mixed_batch * dec.mtp_tokens_per_step))

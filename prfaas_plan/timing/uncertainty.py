@@ -42,8 +42,6 @@ from enum import StrEnum
 from functools import lru_cache
 from importlib import resources
 
-from scipy import stats
-
 from ..choices import EngineName
 
 LEVEL = 0.8  # two-sided level c of the interval
@@ -142,6 +140,8 @@ def interval(xs: list[float], method: str = METHOD, level: float = LEVEL) -> tup
         raise ValueError(f"{n} rows are too few for a t band")
     mean = sum(xs) / n
     s = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    from scipy import stats  # here: scipy.stats imports its optimiser and interpolation (CLI start-up)
+
     half = float(stats.t.ppf((1 + level) / 2, n - 1)) * s * math.sqrt(1 + 1 / n)
     return mean - half, mean + half
 

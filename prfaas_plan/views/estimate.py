@@ -54,6 +54,7 @@ ROW_FIGURES = (
     ("e2e_steady_output", "_tokens_per_s", "e2e_steady_output_tokens_per_s", 1.0, False, 3),
     ("e2e_latency", "_s", "e2e_latency_s", 1.0, False, 4),
     ("ttft_at_load", "_s", "ttft_at_load_s", 1.0, False, 6), ("tpot_at_load", "_ms", "tpot_at_load_s", 1e3, False, 4),
+    ("batch_prefill", "_s", "batch_prefill_s", 1.0, False, 4), ("batch_ttft", "_s", "batch_ttft_s", 1.0, False, 4),
 )
 RANGE_SHOWN = (("TTFT (s)", "ttft", "_s"), ("TPOT (ms)", "tpot", "_ms"),
                ("prefill tok/s/GPU", "prefill", "_tokens_per_s_per_gpu"), ("decode tok/s/GPU", "decode", "_tokens_per_s_per_gpu"),
@@ -131,7 +132,7 @@ def estimate_view(e: Estimate) -> Report:
             f"{e.offline.iterations:,} iterations at a mean of {e.offline.mean_batch_requests:,.0f} running "
             f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
         + f"; latency of the {e.concurrency:,} requests started together = their whole prefill "
-          f"({e.batch_prefill_s:,.2f} s, on {e.first_token.layout.label}) + (output - 1) x TPOT",
+          f"({e.batch_prefill_s:,.2f} s, on {e.decode.layout.label}, the chips that decode it) + (output - 1) x TPOT",
         f"at load: {e.concurrency:,} in flight, a new request admitted as one ends, its prompt's chunks mixed into "
         f"the running decodes' steps (timing.serving): TTFT {e.ttft_at_load_s:,.3f} s, mean TPOT "
         f"{e.tpot_at_load_s * 1e3:,.2f} ms ({e.load.decodes:,.1f} decoding, {e.load.mixed_fraction:.1%} of steps carry "
