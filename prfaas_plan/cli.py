@@ -154,7 +154,8 @@ def _check_outputs(*paths: tuple[str | None, str], inputs: tuple[tuple[str | Non
 
 PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
                             "(tp, dp_attention, ep, pp, replicas). Default: the best layout that fits, per job.")
-KV_DTYPE_OPT = typer.Option(None, "--kv-dtype", help="KV cache dtype (fp8 halves S_kv). Default: the model's.")
+KV_DTYPE_OPT = typer.Option(None, "--kv-dtype", help="KV cache dtype (fp8 halves S_kv). Default: the engine's "
+                            "choice for a re-quantised checkpoint, else the model's.")
 WEIGHTS_DTYPE_OPT = typer.Option(None, "--weights-dtype", help="Weights dtype. Default: the model's.")
 EXPERTS_DTYPE_OPT = typer.Option(None, "--experts-dtype", help="Routed experts' dtype. Default: the model's.")
 ATTENTION_DTYPE_OPT = typer.Option(None, "--attention-dtype", help="Attention compute dtype (bf16, fp8 or fp4; a chip "
@@ -375,8 +376,10 @@ def calibrate(
     points: str = typer.Option(..., "--points", "-p", help="CSV with columns length,prefill_s[,kv_bytes][,model]"
                                "[,gpus]; several models or sizes are fitted jointly."),
     fit: str | None = typer.Option(None, "--fit", help="Parameters to fit, comma-separated: compute, matmul, "
-                                   "attention, memory, prefill_overhead_s (default matmul,attention,"
-                                   "prefill_overhead_s); at most one per point."),
+                                   "attention, memory, prefill_overhead_s, or one attention kind's factor "
+                                   "(attention_gqa, attention_swa, attention_mla, attention_sparse, "
+                                   "attention_linear) (default matmul,attention,prefill_overhead_s); at most "
+                                   "one per point."),
     output: str | None = typer.Option(None, "--output", "-o", help="Write the calibrated hardware profile YAML here."),
     name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile (default: HW-calibrated)."),
     fmt: OutputFormat = FORMAT_OPT,

@@ -333,7 +333,7 @@ def read_fields(row: dict[str, str]) -> RowFields:
     if kind in LATENCY_KINDS:
         seconds_per_unit = SECONDS_PER_UNIT.get(row["unit"])
         if seconds_per_unit is None:
-            raise PlanInputError(f"a {kind} row is in seconds: unit must be s or ms, got {show(row['unit'])}",
+            raise PlanInputError(f"{_article(kind)} {kind} row is in seconds: unit must be s or ms, got {show(row['unit'])}",
                                  field="unit")
     gpus = _number(row, "gpus", CHIPS_PER_INSTANCE, required=True)
     e2e = kind in ("e2e_tps", "e2e_latency")
@@ -366,6 +366,10 @@ def read_fields(row: dict[str, str]) -> RowFields:
         max_batch=_number(row, "max_batch", DECODE_BATCH))
 
 
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
 def load_of(row: dict[str, str], kind: str) -> str:
     """The row's ``load``: ``static`` (the requests start together: ``benchmark_latency``,
     ``bench_one_batch``), ``closed`` (C in flight, a new one as one ends: ``vllm bench serve
@@ -379,7 +383,7 @@ def load_of(row: dict[str, str], kind: str) -> str:
     if text not in LOADS:
         raise PlanInputError(f"unknown load {show(row['load'])} (one of {', '.join(LOADS)})", field="load")
     if text != "static" and kind not in LOAD_KINDS:
-        raise PlanInputError(f"a {kind} row is not timed under a load: load must be static or blank, got {show(text)}",
+        raise PlanInputError(f"{_article(kind)} {kind} row is not timed under a load: load must be static or blank, got {show(text)}",
                              field="load")
     return text
 
@@ -450,6 +454,15 @@ def _parallel(row: dict[str, str], f: RowFields, gpus: int) -> dict[str, int] | 
     return dict(f.layout) if f.layout is not None else layout_of(_layout_kind_of(row, f), gpus)
 
 
+def _ranks(f: RowFields, layout_kind_: str, gpus: int) -> int:
+    """The scheduling ranks of the row's instance, each with its own running-request limit: the
+    attention groups of every replica (dp_attention x replicas of the layout columns; all the chips
+    of a DEP layout read from the text; else one)."""
+    if f.layout is not None:
+        return f.layout["dp_attention"] * f.layout["replicas"]
+    return gpus if layout_kind_ == "dep" else 1
+
+
 def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, precision: dict[str, str] | None,
                    engine_name: EngineName) -> dict:
     """The keyword arguments of ``api.estimate`` (after the checkpoint and hardware) for the row, on
@@ -475,13 +488,10 @@ def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, 
                                      pp_size=pp, tuned=trtllm_tuned(checkpoint))
         if limits is not None:
             per_rank, tokens = limits
-            ranks = (gpus if f.layout is None else f.layout["dp_attention"]) if layout_kind_ == "dep" else 1
-            max_batch = per_rank * ranks  # attention DP: a limit per rank
+            max_batch = per_rank * _ranks(f, layout_kind_, gpus)  # attention DP: a limit per rank
             engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
     if f.max_batch is not None:  # the command's own limit per scheduling rank wins over the tool's
-        ranks = (f.layout["dp_attention"] * f.layout["replicas"] if f.layout is not None
-                 else gpus if layout_kind_ == "dep" else 1)
-        max_batch = f.max_batch * ranks
+        max_batch = f.max_batch * _ranks(f, layout_kind_, gpus)
     for column, setting in (("chunk_tokens", "prefill_tokens_per_pass"), ("chunked_prefill", "chunked_prefill"),
                             ("mtp_tokens", "mtp_tokens_per_step")):
         if getattr(f, column) is not None:

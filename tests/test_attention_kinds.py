@@ -132,10 +132,11 @@ FOUR_KINDS = [("llama-3.1-8b", 1), ("qwen3.5-397b", 8), ("kimi-k2", 16), ("mimo-
 
 
 def test_joint_fit_recovers_each_kinds_factor():
-    """Points generated with attention 0.45 and factors linear 0.4, mla 1.3, swa 0.6 over four models (gqa only,
+    """Points generated with attention 0.45 and factors linear 0.4, mla 1.1, swa 0.6 over four models (gqa only,
     gqa + Gated DeltaNet, MLA, gqa + SWA) are fitted back to those values; the calibrated profile carries them
     with a 'calibrated:' source and loads back as a normal hardware profile."""
-    truth = {"attention": 0.45, "attention_kind": {"linear": 0.4, "mla": 1.3, "swa": 0.6}}
+    # mla 1.1: below 1 / the memory fraction, so that no kernel of the truth is capped at the chip's peak
+    truth = {"attention": 0.45, "attention_kind": {"linear": 0.4, "mla": 1.1, "swa": 0.6}}
     hw, sets = synthetic_sets(truth, FOUR_KINDS)
     result = calibrate_sets(sets, hw, fit=["attention", "attention_linear", "attention_mla", "attention_swa"])
     assert result.fitted["attention"] == pytest.approx(0.45, rel=1e-4)
@@ -260,3 +261,36 @@ def test_sourced_chunk_step_is_read_from_its_source_text(name):
     assert float(slope) == round((long - short) / (65536 // 64 - 8192 // 64) * 1e3, 2)
     assert profile.kernels.linear_chunk_step_us == float(slope)
     assert engine_profile("generic").kernels.linear_chunk_step_us == 0.0  # generic: today's behaviour
+
+
+def test_a_mixed_serving_step_keeps_the_prompts_chunk_floor():
+    """A step of running decodes plus one prompt's chunk (``timing.serving``) still pays the chunked
+    linear-attention floor of the prompt: with the floor at 1 ms a step, 1,000 tokens' 16 chunks
+    take at least 16 ms in the kda layer, beside 3 decodes as alone."""
+    from prfaas_plan.timing.instance import Instance
+    from prfaas_plan.timing.serving import mixed_step_cost
+
+    m, hw = tiny_hybrid(), toy_hardware()
+    floor = Instance(hw, 1, Layout(), Engine(linear_chunk_step_s=1e-3, prefill_tokens_per_pass=4096))
+    plain = Instance(hw, 1, Layout(), Engine(prefill_tokens_per_pass=4096))
+    with_floor, _ = mixed_step_cost(m, floor, Layout(), 3.0, 1000.0, [1000.0], [0.0])
+    without, _ = mixed_step_cost(m, plain, Layout(), 3.0, 1000.0, [1000.0], [0.0])
+    assert float(with_floor[0]) - float(without[0]) >= 16e-3 - 4480 * 1000 / ATTENTION_RATE - 1e-9
+
+
+def test_a_kernel_multiplier_never_takes_attention_past_the_chips_peak():
+    """A per-kind factor of 20 on a chip whose attention runs at 0.25 of peak: the core runs at the
+    peak (1 / 0.25 = 4x faster), not 20x, in FLOPs and in bandwidth."""
+    from prfaas_plan.accounting.work import decode_work
+
+    m, hw = tiny_hybrid(), toy_hardware()
+    fast = Engine(attention=(("gqa", 20.0, 20.0), ("linear", 20.0, 20.0)))
+    groups = prefill_work(m, np.array([1000.0]))
+    base = stage_cost(m, hw, Layout(), Engine(), groups[:1], prefill=True)
+    capped = stage_cost(m, hw, Layout(), fast, groups[:1], prefill=True)
+    frac = hw.efficiency.attention
+    attn_s = groups[0][1].attention_flops[0] / (hw.peak_flops("bf16") * frac)
+    assert base.compute_s[0] - capped.compute_s[0] == pytest.approx(attn_s * (1 - frac), rel=1e-9)
+    steps = decode_work(m, np.array([8.0]), 1000.0)
+    assert stage_cost(m, hw, Layout(), fast, steps[:1]).memory_s[0] >= \
+        steps[0][1].kv_bytes[0] / hw.memory_bytes_per_s - 1e-15

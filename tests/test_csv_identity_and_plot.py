@@ -28,7 +28,7 @@ SITES_IDENTITY = ("scenario", "model", "window", "part", "prfaas_site", "prfaas_
 IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layout", "prefill_layout", "decode_layout",
                   "deployment", "option", "case", "path", "hardware", *SOURCE_KEYS}  # each pool's source (basis)
 # text and yes/no columns
-TEXT_NAMES = {"status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
+TEXT_NAMES = {"kv_dtype", "status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
               "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers",
               "versus_best", "distinguishable_from_best", "shares_error_with_best",  # compare: an option against the best
               "usd_per_hour_is_lower_bound"}  # yes/no: a pool's billed power of unknown TDP is counted as $0

@@ -82,9 +82,13 @@ def test_the_shape_terms_row_scaling_carries_the_kernels_from_256_to_512_rows_pe
 
 @pytest.mark.parametrize("name", BLACKWELL)
 def test_every_blackwell_profile_names_the_grouped_fp4_figure_it_uses(name):
-    """Each of the four takes B300's measured figure, the other three as a stated assumption quoting it."""
+    """Each of the four takes B300's measured figure (GB300 scaled to its lower dense fraction, as its source
+    says), the other three as a stated assumption quoting it."""
     hw, b300 = resolve_hardware(name), resolve_hardware("b300")
-    assert hw.efficiency.grouped_matmul_fp4 == b300.efficiency.grouped_matmul_fp4
+    expected = b300.efficiency.grouped_matmul_fp4
+    if name == "gb300":  # B300's grouped-over-dense ratio x GB300's dense FP4 fraction in use (matmul_fp8)
+        expected = round(expected / b300.efficiency.matmul_fp8 * hw.efficiency.matmul_fp8, 4)
+    assert hw.efficiency.grouped_matmul_fp4 == pytest.approx(expected, abs=1e-4)
     source = hw.efficiency_sources["grouped_matmul_fp4"]
     assert source.startswith("assumption: B300") == (name != "b300")
     assert _kernel_lines(hw) == _kernel_lines(b300)
@@ -190,3 +194,24 @@ def test_calibrating_matmul_keeps_the_grouped_fp4_to_bf16_ratio():
     result = calibrate(m, base, 1, [CalibrationPoint(n, float(t)) for n, t in zip(lengths, times)], fit=["matmul"])
     assert result.fitted["matmul"] == pytest.approx(0.393, rel=1e-3)
     assert result.hardware.efficiency.grouped_matmul_fp4 == pytest.approx(0.2186 * 0.393 / 0.786, rel=1e-3)
+
+
+def test_no_chip_without_a_measurement_gets_a_faster_grouped_fp4_share_than_the_measured_one():
+    """A chip with an FP4 peak but no grouped FP4 measurement takes B300's measured grouped-over-dense
+    ratio (a stated assumption), never its dense fraction: otherwise an unmeasured chip's MoE would
+    look 3x faster than a measured one in a compare."""
+    from prfaas_plan.choices import ComputeDtype
+    from prfaas_plan.profiles.registry import resolve_hardware, shipped_names
+
+    b300 = resolve_hardware("b300").efficiency
+    measured = b300.grouped_matmul_fraction(ComputeDtype.fp4) / b300.matmul_fraction(ComputeDtype.fp4)
+    assert measured == pytest.approx(0.2186 / 0.745)
+    for name in shipped_names("hardware_profiles"):
+        hw = resolve_hardware(name)
+        if hw.peak_tflops.fp4 is None:
+            continue
+        e = hw.efficiency
+        ratio = e.grouped_matmul_fraction(ComputeDtype.fp4) / e.matmul_fraction(ComputeDtype.fp4)
+        assert ratio <= measured * 1.001, (name, ratio)
+        if "assumption" in hw.efficiency_source("grouped_matmul_fp4") and name not in ("b200", "gb200"):
+            assert ratio == pytest.approx(measured, rel=1e-3), name  # the B300 ratio, as its source says

@@ -40,8 +40,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         'd_next = min(c, cap, full)'),
     "serving-prompts-per-step-ignored": (
         "prfaas_plan/timing/serving.py",
-        'return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE})',
-        'return replace(a, **{f: getattr(a, f) + getattr(b, f) for f in ADDITIVE})'),
+        'return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},',
+        'return replace(a, **{f: getattr(a, f) + getattr(b, f) for f in ADDITIVE},'),
     "serving-own-newcomer-mixed": (
         "prfaas_plan/timing/serving.py",
         'mixed_fraction = min(1.0, arrivals * (c - 1) / c * n / k)',
@@ -380,7 +380,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "e2e = output_tokens / (mixed_capacity_s + output_tokens * mixed_step"),
     "trtllm-batch-limit-per-instance": (
         "prfaas_plan/published.py",
-        "max_batch = per_rank * ranks",
+        "max_batch = per_rank * _ranks(f, layout_kind_, gpus)",
         "max_batch = per_rank"),
     "trtllm-kv-heads-not-tp": (
         "prfaas_plan/published.py",
@@ -699,12 +699,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return layout_of(_layout_kind_of(row, f), gpus)"),
     "engine-attention-prefill-ignored": (
         "prfaas_plan/timing/cost.py",
-        "_roofline(w.attention_flops * r / chips_with_tokens, attn_rate * attn,",
-        "_roofline(w.attention_flops * r / chips_with_tokens, attn_rate,"),
+        "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
+        "attn_flops = attn_rate"),
     "engine-attention-decode-ignored": (
         "prfaas_plan/timing/cost.py",
-        "w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw * attn),",
-        "w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw),"),
+        "attn_bw = min(bw * attn, hw.memory_bytes_per_s)",
+        "attn_bw = bw"),
     "engine-attention-phases-swapped": (
         "prfaas_plan/timing/cost.py",
         "return in_prefill if prefill else in_decode",
@@ -865,6 +865,14 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/calibrate.py",
         '"matmul_fp4": "matmul", "grouped_matmul_fp4": "matmul",',
         '"matmul_fp4": "matmul",'),
+    "serving-mixed-step-drops-chunk-floor": (
+        "prfaas_plan/timing/serving.py",
+        "sequential_steps=np.maximum(a.sequential_steps, b.sequential_steps))",
+        "sequential_steps=a.sequential_steps)"),
+    "kernel-multiplier-past-peak": (
+        "prfaas_plan/timing/cost.py",
+        "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
+        "attn_flops = attn_rate * attn"),
 }
 
 

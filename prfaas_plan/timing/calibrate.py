@@ -256,9 +256,9 @@ class _Fit:
             elif p == FitParam.compute:
                 lower.append(math.log(MIN_EFFICIENCY / min(eff.matmul, eff.attention)))
                 upper.append(math.log(1.0 / top))
-            elif p.attention_kind:
+            elif p.attention_kind:  # at most what takes the kernel to the chip's peak FLOP/s or bandwidth
                 lower.append(math.log(KERNEL_MULTIPLIER.lo))
-                upper.append(math.log(KERNEL_MULTIPLIER.hi))
+                upper.append(math.log(min(KERNEL_MULTIPLIER.hi, 1.0 / max(eff.attention, eff.memory))))
             else:
                 lower.append(math.log(MIN_EFFICIENCY))
                 upper.append(0.0)

@@ -241,6 +241,9 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     # and the chip's calibrated per-kind factor (``Efficiency.attention_kind``, prefill only; none: 1)
     attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)
     mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm
+    # multipliers never take a kernel past the chip's peak FLOP/s or bandwidth
+    attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))
+    attn_bw = min(bw * attn, hw.memory_bytes_per_s)
     tokens = w.tokens * r
     chips_with_tokens = busy * tp
     ep_on = w.num_experts > 0 and layout.ep > 1
@@ -248,8 +251,8 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     kernels = [
         _roofline(w.mixer_flops * r / chips_with_tokens * _shape(hw, w.mixer_gemms, group_tokens), mm,
                   w.mixer_weight_bytes / tp, bw),
-        _floor(_roofline(w.attention_flops * r / chips_with_tokens, attn_rate * attn,
-                         w.kv_bytes * r / (busy * min(tp, w.kv_ways)), bw * attn),
+        _floor(_roofline(w.attention_flops * r / chips_with_tokens, attn_flops,
+                         w.kv_bytes * r / (busy * min(tp, w.kv_ways)), attn_bw),
                w.sequential_steps * engine.linear_chunk_step_s),
         _roofline(w.dense_flops * r / (chips_with_tokens if ep_on else stage)
                   * _shape(hw, w.dense_gemms, group_tokens if ep_on else tokens), mm,

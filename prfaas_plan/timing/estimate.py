@@ -135,6 +135,7 @@ class Estimate:
     decode_capacity: DecodeCapacity
     offline: OfflineRun | None = None  # the run of a given number of requests
     engine: str = EngineName.generic  # the engine profile the instance is timed with, whose residuals give the bands
+    kv_dtype: str = ""  # the KV cache dtype served (a precision override, the engine's choice, or the model's)
     bands: dict[str, Band] = field(default_factory=dict)  # figure group -> band (``timing.uncertainty``)
     load: LoadFigures | None = None  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
 
@@ -243,6 +244,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         decode_capacity=dec,
         offline=run,
         engine=engine,
+        kv_dtype=str(model.dtypes.kv),
         bands={group: band(group, engine) for group in GROUPS},
         load=load,
     )

@@ -95,8 +95,10 @@ class LoadFigures:
 
 def _merge(a: Work, b: Work, scale: float) -> Work:
     """One layer's work of ``a`` plus ``scale`` x ``b`` in one pass: the additive terms add, the
-    weights (read once) and the kernels are ``a``'s."""
-    return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE})
+    weights (read once) and the kernels are ``a``'s; the sequential steps of a chunked
+    linear-attention prefill are the prompt's (``b``): its chunks still run one after another."""
+    return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},
+                   sequential_steps=np.maximum(a.sequential_steps, b.sequential_steps))
 
 
 def mixed_step_cost(model: ModelProfile, instance: Instance, layout: Layout, decodes: float, context_tokens: float,

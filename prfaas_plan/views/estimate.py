@@ -112,6 +112,7 @@ def estimate_view(e: Estimate) -> Report:
         "input_tokens": e.input_tokens,
         "output_tokens": e.output_tokens,
         "concurrency_requests": e.concurrency,
+        "kv_dtype": e.kv_dtype,
         **_figures(e),
         "offline_requests": None if e.offline is None else e.offline.requests,
         "offline_run_s": None if e.offline is None else round(e.offline.seconds, 4),
@@ -143,6 +144,8 @@ def estimate_view(e: Estimate) -> Report:
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
+    notes.append(f"KV cache in {e.kv_dtype} (the precision given, else the engine's choice for a re-quantised "
+                 "checkpoint, else the model's own)")
     if e.engine != "generic":
         notes.append(f"engine: {e.engine} (its defaults and its sourced kernel multipliers, timing/engines/{e.engine}.yaml)")
     budget = Report(title="Time budget of one pass", columns=BUDGET_COLUMNS, rows=budgets)
