@@ -383,8 +383,8 @@ def load_of(row: dict[str, str], kind: str) -> str:
     if text not in LOADS:
         raise PlanInputError(f"unknown load {show(row['load'])} (one of {', '.join(LOADS)})", field="load")
     if text != "static" and kind not in LOAD_KINDS:
-        raise PlanInputError(f"{_article(kind)} {kind} row is not timed under a load: load must be static or blank, got {show(text)}",
-                             field="load")
+        raise PlanInputError(f"{_article(kind)} {kind} row is not timed under a load: load must be static or "
+                             f"blank, got {show(text)}", field="load")
     return text
 
 
