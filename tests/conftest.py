@@ -125,3 +125,19 @@ def table_parts(text: str) -> list[tuple[list[str], list[str]]]:
                 body.append(row)
             out.append((re.split(r"\s{2,}", lines[i - 1].strip()), body))
     return out
+
+
+def calibrated_on_truth(base, truth_efficiency: dict, fit: list[str], model: str = "qwen3-8b",
+                        lengths=(8192, 32768)):
+    """``calibrate`` of ``base`` (1 chip) on the prefill latencies the roofline gives with
+    ``truth_efficiency`` (on the layout the base picks), fitting ``fit``: a synthetic truth to recover."""
+    from prfaas_plan import api
+    from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate
+    from prfaas_plan.timing.instance import Instance
+    from prfaas_plan.timing.prefill import RooflinePrefill
+
+    truth = base.model_copy(update={"efficiency": base.efficiency.model_copy(update=truth_efficiency)})
+    m = api.model_of(model)
+    layout = RooflinePrefill(m, Instance(base, 1), capacity="per_request").layout
+    times = RooflinePrefill(m, Instance(truth, 1, layout)).prefill_s(list(lengths))
+    return calibrate(m, base, 1, [CalibrationPoint(n, float(t)) for n, t in zip(lengths, times)], fit=fit)

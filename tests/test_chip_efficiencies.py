@@ -12,15 +12,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import calibrated_on_truth
 
 from prfaas_plan import api
 from prfaas_plan.choices import ComputeDtype
 from prfaas_plan.profiles.hardware import FALLBACK, FIELD_DTYPE, load_hardware_profile
 from prfaas_plan.profiles.registry import resolve_hardware, shipped_names
-from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate
 from prfaas_plan.timing.cost import attention_rate, matmul_rate
-from prfaas_plan.timing.instance import Instance
-from prfaas_plan.timing.prefill import RooflinePrefill
 from prfaas_plan.views.profiles import hardware_show_view
 
 PROMPT_TOKENS = 131072  # 128K
@@ -169,12 +167,7 @@ def test_calibrating_attention_keeps_the_measured_fp8_to_bf16_ratio():
     the fitted fields' sources say they were calibrated."""
     base = load_hardware_profile({**PROFILE_WITHOUT_FP8, "efficiency": {
         **PROFILE_WITHOUT_FP8["efficiency"], "attention_fp8": 0.3}})
-    truth = base.model_copy(update={"efficiency": base.efficiency.model_copy(update={"attention": 0.3})})
-    m = api.model_of("qwen3-8b")
-    lengths = [8192, 32768]
-    layout = RooflinePrefill(m, Instance(base, 1), capacity="per_request").layout
-    times = RooflinePrefill(m, Instance(truth, 1, layout)).prefill_s(lengths)
-    result = calibrate(m, base, 1, [CalibrationPoint(n, float(t)) for n, t in zip(lengths, times)], fit=["attention"])
+    result = calibrated_on_truth(base, {"attention": 0.3}, ["attention"])
     assert result.fitted["attention"] == pytest.approx(0.3, rel=1e-3)
     assert result.hardware.efficiency.attention_fp8 == pytest.approx(0.3 * 0.3 / 0.6, rel=1e-3)
     assert result.hardware.efficiency_sources["attention"].startswith("calibrated: fitted to 2 measured")

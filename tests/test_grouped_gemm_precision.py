@@ -181,17 +181,9 @@ def test_an_nvfp4_checkpoint_is_sized_at_half_a_byte_per_parameter_as_the_tool_s
 def test_calibrating_matmul_keeps_the_grouped_fp4_to_bf16_ratio():
     """Fitting ``matmul`` on B300 (a dense bf16 model's prefill, made at half B300's matmul fraction)
     scales grouped_matmul_fp4 by the same factor: 0.2186 x 0.393 / 0.786."""
-    from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate
-    from prfaas_plan.timing.instance import Instance
-    from prfaas_plan.timing.prefill import RooflinePrefill
+    from conftest import calibrated_on_truth
 
-    base = resolve_hardware("b300")
-    truth = base.model_copy(update={"efficiency": base.efficiency.model_copy(update={"matmul": 0.393})})
-    m = api.model_of("qwen3-8b")
-    lengths = [8192, 32768]
-    layout = RooflinePrefill(m, Instance(base, 1), capacity="per_request").layout
-    times = RooflinePrefill(m, Instance(truth, 1, layout)).prefill_s(lengths)
-    result = calibrate(m, base, 1, [CalibrationPoint(n, float(t)) for n, t in zip(lengths, times)], fit=["matmul"])
+    result = calibrated_on_truth(resolve_hardware("b300"), {"matmul": 0.393}, ["matmul"])
     assert result.fitted["matmul"] == pytest.approx(0.393, rel=1e-3)
     assert result.hardware.efficiency.grouped_matmul_fp4 == pytest.approx(0.2186 * 0.393 / 0.786, rel=1e-3)
 
