@@ -185,8 +185,8 @@ def test_the_load_column_chooses_the_figure():
 
 @pytest.mark.parametrize("cells, needle", [
     ({"load": "poisson"}, "load: unknown load 'poisson' (one of static, closed, open)"),
-    ({"kind": "e2e_latency", "unit": "s", "load": "closed"}, "load: a e2e_latency row is not timed under a load"),
-    ({"kind": "e2e_tps", "unit": "tokens/s", "load": "open"}, "load: a e2e_tps row is not timed under a load"),
+    ({"kind": "e2e_latency", "unit": "s", "load": "closed"}, "load: an e2e_latency row is not timed under a load"),
+    ({"kind": "e2e_tps", "unit": "tokens/s", "load": "open"}, "load: an e2e_tps row is not timed under a load"),
 ])
 def test_a_bad_load_is_one_line_naming_line_and_column(tmp_path, cells, needle):
     path = tmp_path / "mine.csv"
