@@ -293,3 +293,16 @@ def test_compare_json_ranges_and_flags(run_cli):
             # a rate measured or calibrated on measured points has no band: no ground to tell them apart
             expected = None if zero_width(r) or zero_width(rows[0]) else apart
             assert r["distinguishable_from_best"] is expected, r
+
+
+def test_options_of_other_models_do_not_share_the_model_error(run_cli):
+    """Two models on the same chips and engine are not timed by a common error (residuals on one chip
+    and engine range widely across models): compare does not call their difference certain."""
+    out = run_cli("compare", "--prfaas", "b200", "--pd", "h100", "--model", "prfaas-1t-hybrid,kimi-linear-48b",
+                  "--jobs", "1", "-f", "json")
+    assert out.code == 0, out.err
+    rows = [r for r in json.loads(out.out)["options"] if r["status"] == "ok"]
+    assert len(rows) == 2 and not rows[1]["shares_error_with_best"]
+    apart = rows[1]["capacity_high_rps"] < rows[0]["capacity_low_rps"] or \
+        rows[0]["capacity_high_rps"] < rows[1]["capacity_low_rps"]
+    assert rows[1]["distinguishable_from_best"] is apart

@@ -873,6 +873,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/cost.py",
         "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
         "attn_flops = attn_rate * attn"),
+    "shared-error-ignores-model": (
+        "prfaas_plan/planner/uncertainty.py",
+        "return (inputs.model.name, _workload_digest(inputs.workload)) + tuple(",
+        "return () + tuple("),
 }
 
 
