@@ -305,11 +305,13 @@ def precision_of(model: ModelProfile, precision=None, engine=None) -> ModelProfi
 
 def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 1024, output_tokens: int = 1024,
              concurrency: int | None = None, parallel=None, precision=None, engine=None,
-             tpot_ms: float | None = None, max_batch: int | None = None, requests: int | None = None):
+             tpot_ms: float | None = None, max_batch: int | None = None, requests: int | None = None,
+             load_concurrency: int | None = None):
     """What a benchmark would publish for one instance (``timing.estimate``): TTFT, TPOT,
     prefill, decode and end-to-end tokens/s (``requests``: over an offline run of that many,
-    ``timing.offline``), and the time budget of a prefill pass and a decode step. Returns a
-    ``timing.estimate.Estimate``."""
+    ``timing.offline``), and the time budget of a prefill pass and a decode step
+    (``load_concurrency``: a serving load's requests in flight beyond what memory holds, which
+    wait for a place). Returns a ``timing.estimate.Estimate``."""
     from .timing.estimate import estimate as run
 
     names = {"gpus": "--gpus", "concurrency": "--concurrency", "input": "--input", "output": "--output-tokens",
@@ -319,7 +321,7 @@ def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 10
         m = precision_of(model_of(model), precision, engine)
         check_lengths(m, [input_tokens], field="input")
         inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
-        return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests)
+        return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests, load_concurrency)
 
 
 # the CLI options of the serving settings (profiles.serving), for errors of their fields

@@ -534,10 +534,13 @@ def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | Non
             est = api.estimate(checkpoint, row["tool_hw"], **args)
             break
         except PlanInputError as exc:
-            if "do not fit" in str(exc) and args["concurrency"] is not None and f.kind in QUEUED_KINDS:
+            if "do not fit" in str(exc) and args["concurrency"] is not None and \
+                    (f.kind in QUEUED_KINDS or f.load != "static"):
                 # more requests in flight than memory holds (MLPerf Server's, counted by Little's law,
                 # include those waiting): the engine runs the memory-limited batch, the rest queue
                 note = f"{args['concurrency']:,} in flight do not fit: the memory-limited batch runs, the rest wait"
+                if f.load != "static":  # under a load the waiting requests count (TTFT: their wait for a place)
+                    args["load_concurrency"] = args["concurrency"]
                 args["concurrency"] = None
                 continue
             if "does not fit" not in str(exc) or args["gpus"] >= MAX_CHIPS or args["concurrency"] is not None \

@@ -230,3 +230,27 @@ def test_the_decodes_take_their_share_of_the_budget():
     got = load_figures(model(GQA, DENSE), toy_instance(), Layout(), 128, 101, 4, 1000, CONTEXT)
     assert got.prefill_steps == 3
     assert got.decodes == pytest.approx(400 / 103, rel=REL)
+
+
+def test_requests_beyond_memory_wait_for_a_place_under_load():
+    """A closed load of more requests than memory holds: the memory-limited batch decodes and the rest
+    wait, so TTFT at load grows with the requests in flight while TPOT at load stays that of the full
+    batch; a published ttft row under such a load is predicted, not refused."""
+    from prfaas_plan import api
+
+    kw = dict(input_tokens=8192, output_tokens=1024)
+    full = api.estimate("llama-3.1-8b", "h100", 1, **kw)
+    more = api.estimate("llama-3.1-8b", "h100", 1, load_concurrency=4 * full.concurrency, **kw)
+    assert more.load.concurrency == 4 * full.concurrency and more.concurrency == full.concurrency
+    assert more.ttft_at_load_s > 2 * full.ttft_at_load_s
+    assert more.tpot_at_load_s == pytest.approx(full.tpot_at_load_s, rel=0.05)
+
+
+def test_a_closed_load_ttft_row_beyond_memory_is_predicted(tmp_path):
+    from prfaas_plan import published
+
+    path = tmp_path / "mine.csv"
+    path.write_text("id,kind,model_ref,tool_hw,gpus,input_len,output_len,concurrency,requests,load,measured,unit\n"
+                    "M1,ttft,llama-3.1-8b,h100,1,8192,1024,500,2000,closed,1.0,s\n")
+    (p,) = published.predict_all(str(path))
+    assert p.predicted > 0 and "do not fit" in p.note

@@ -877,6 +877,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/uncertainty.py",
         "return (inputs.model.name, _workload_digest(inputs.workload)) + tuple(",
         "return () + tuple("),
+    "load-beyond-memory-ignored": (
+        "prfaas_plan/timing/estimate.py",
+        "max(load_concurrency or 0, dec.batch_size), max(cap, dec.batch_size), context)",
+        "dec.batch_size, max(cap, dec.batch_size), context)"),
 }
 
 

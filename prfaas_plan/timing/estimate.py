@@ -181,9 +181,11 @@ def _mixed_batch(model: ModelProfile, instance: Instance, dec: DecodeCapacity, i
 
 def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_tokens: int,
              concurrency: int | None = None, tpot_ms: float | None = None, max_batch: int | None = None,
-             requests: int | None = None) -> Estimate:
+             requests: int | None = None, load_concurrency: int | None = None) -> Estimate:
     """The figures of the module doc for one instance (``requests``: the end-to-end figure of an
-    offline run of that many requests, else the steady state)."""
+    offline run of that many requests, else the steady state; ``load_concurrency``: the requests in
+    flight of the serving load, when more than memory holds: the decodes are the ``concurrency``
+    batch, the rest wait for a place, ``timing.serving``)."""
     TOKENS.check(input_tokens, "input")
     TOKENS.check(output_tokens, "output")
     if requests is not None:
@@ -219,7 +221,7 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     limit = instance.engine.max_batch and instance.engine.max_batch * dec.layout.dp_attention * dec.layout.replicas
     cap = min(x for x in (dec.bs_max_memory, limit, max_batch, int(DECODE_BATCH.hi)) if x)
     load = load_figures(model, instance.with_layout(dec.layout), dec.layout, input_tokens, output_tokens,
-                        dec.batch_size, max(cap, dec.batch_size), context)
+                        max(load_concurrency or 0, dec.batch_size), max(cap, dec.batch_size), context)
     return Estimate(
         model=model.name,
         instance=instance.label,

@@ -134,7 +134,7 @@ def estimate_view(e: Estimate) -> Report:
             f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
         + f"; latency of the {e.concurrency:,} requests started together = their whole prefill "
           f"({e.batch_prefill_s:,.2f} s, on {e.decode.layout.label}, the chips that decode it) + (output - 1) x TPOT",
-        f"at load: {e.concurrency:,} in flight, a new request admitted as one ends, its prompt's chunks mixed into "
+        f"at load: {e.load.concurrency:,} in flight, a new request admitted as one ends, its prompt's chunks mixed into "
         f"the running decodes' steps (timing.serving): TTFT {e.ttft_at_load_s:,.3f} s, mean TPOT "
         f"{e.tpot_at_load_s * 1e3:,.2f} ms ({e.load.decodes:,.1f} decoding, {e.load.mixed_fraction:.1%} of steps carry "
         "prompts)",
