@@ -192,7 +192,9 @@ def calibrate(model, hardware, gpus: int | None, points, name: str | None = None
         sets = [CalibrationSet(profile, size, members) for (_, size), (profile, members) in groups.items()]
         return calibrate_sets(sets, hardware_of(hardware), name=name, fit=fit)
     except PlanInputError as exc:
-        raise exc.with_source(points) if isinstance(points, str) and exc.field not in ("--points", "--fit", "--model",
+        if exc.field == "fit":  # the library's field, the command's option
+            raise PlanInputError(exc.reason, source=exc.source, field="--fit") from None
+        raise exc.with_source(points) if isinstance(points, str) and exc.field not in ("--points", "--model",
                                                                                        "--gpus") else exc from None
 
 

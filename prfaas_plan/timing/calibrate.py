@@ -220,10 +220,10 @@ def check_fit(params, points: int) -> tuple[FitParam, ...]:
     try:
         fit = tuple(dict.fromkeys(FitParam(p) for p in (params or FIT_DEFAULT)))
     except ValueError as exc:
-        raise PlanInputError(f"{exc}; choose from {', '.join(FitParam)}", field="--fit") from None
+        raise PlanInputError(f"{exc}; choose from {', '.join(FitParam)}", field="fit") from None
     if FitParam.compute in fit and (FitParam.matmul in fit or FitParam.attention in fit):
         raise PlanInputError("compute scales matmul and attention together: fit compute, or matmul and attention",
-                             field="--fit")
+                             field="fit")
     if points < len(fit):
         raise PlanInputError(
             f"{points} point{'s' if points != 1 else ''} cannot determine {len(fit)} parameters "
@@ -461,7 +461,7 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
     for p in params:
         if p.attention_kind and p.attention_kind not in kinds:
             raise PlanInputError(f"{p} cannot be fitted: no layer of {', '.join(sorted({s.model.name for s in sets}))} "
-                                 f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})", field="--fit")
+                                 f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})", field="fit")
     problem = _Fit(sets, hardware, params)
     res = problem.solve()
     fitted_values = problem.values(res.x)
