@@ -504,3 +504,15 @@ def test_both_published_sets_hold_todays_accuracy():
     assert summary["median_error"] <= 0.30 and summary["worst_factor"] <= 3.0, summary
     generic = published.predict_all(str(DATA / "published_benchmarks_new.csv"), EngineName.generic)
     assert len(generic) == 65 and all(p.predicted > 0 for p in generic)
+
+
+def test_a_static_batch_prefills_on_the_chips_that_decode_it():
+    """With no layout given, the e2e latency's batch prefill runs on the decode layout (one set of chips
+    does both jobs), not on the lone prompt's fastest layout, and equals the passes of C prompts there."""
+    m = api.model_of("llama-3.3-70b")
+    est = api.estimate(m, "h100", 8, input_tokens=4096, output_tokens=1024, concurrency=64)
+    assert est.first_token.layout != est.decode.layout  # the case this is about
+    inst = api.instance_of(m, "h100", 8, None, None, 4096 + 1024).with_layout(est.decode.layout)
+    burst = RooflinePrefill(m, inst, capacity=PrefillCapacity.saturated, fit_tokens=4096).batch(4096, 64)
+    assert est.batch_prefill_s == pytest.approx(burst.seconds, rel=1e-12)
+    assert est.e2e_latency_s == pytest.approx(burst.seconds + 1023 * est.tpot_s, rel=1e-12)

@@ -881,6 +881,10 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/estimate.py",
         "max(load_concurrency or 0, dec.batch_size), max(cap, dec.batch_size), context)",
         "dec.batch_size, max(cap, dec.batch_size), context)"),
+    "static-batch-on-lone-layout": (
+        "prfaas_plan/timing/estimate.py",
+        "    burst = mixed.batch(input_tokens, dec.batch_size)",
+        "    burst = lone.batch(input_tokens, dec.batch_size)"),
 }
 
 
