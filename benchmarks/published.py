@@ -24,8 +24,10 @@ DEFAULT_CSVS = (DATA / "published_benchmarks.csv", DATA / "published_benchmarks_
 
 
 def _line(s: dict[str, float], worst: published.Prediction) -> str:
-    return (f"median |error| {100 * s['median_error']:.1f}%, worst {s['worst_factor']:.2f}x ({worst.id}), "
-            f"geometric mean ratio {s['geomean_ratio']:.2f}")
+    return (
+        f"median |error| {100 * s['median_error']:.1f}%, worst {s['worst_factor']:.2f}x ({worst.id}), "
+        f"geometric mean ratio {s['geomean_ratio']:.2f}"
+    )
 
 
 def _worst(rows: list[published.Prediction]) -> published.Prediction:
@@ -35,20 +37,25 @@ def _worst(rows: list[published.Prediction]) -> published.Prediction:
 def main(argv: list[str]) -> int:
     paths = [Path(a) for a in argv[1:]] or list(DEFAULT_CSVS)
     try:
-        sets = [(path.name, published.predict_all(str(path)), published.predict_all(str(path), EngineName.generic))
-                for path in paths]
+        sets = [
+            (path.name, published.predict_all(str(path)), published.predict_all(str(path), EngineName.generic)) for path in paths
+        ]
     except PlanInputError as exc:
         print(f"published.py: error: {exc}", file=sys.stderr)
         return 2
-    header = f"{'id':<4} {'kind':<12} {'model':<28} {'hardware':<8} {'GPUs':>5} {'layout':<16} " \
-             f"{'predicted':>11} {'measured':>11} {'ratio':>6} {'generic':>7}  unit"
+    header = (
+        f"{'id':<4} {'kind':<12} {'model':<28} {'hardware':<8} {'GPUs':>5} {'layout':<16} "
+        f"{'predicted':>11} {'measured':>11} {'ratio':>6} {'generic':>7}  unit"
+    )
     print(header)
     print("-" * len(header))
     for _, rows, generic in sets:
         for p, g in zip(rows, generic):
-            print(f"{p.id:<4} {p.kind:<12} {p.model[:28]:<28} {p.hardware:<8} {p.gpus:>5} {p.layout[:16]:<16} "
-                  f"{p.predicted:>11,.2f} {p.measured:>11,.2f} {p.ratio:>6.2f} {g.ratio:>7.2f}  {p.unit}"
-                  + (f"  ({p.note})" if p.note else ""))
+            print(
+                f"{p.id:<4} {p.kind:<12} {p.model[:28]:<28} {p.hardware:<8} {p.gpus:>5} {p.layout[:16]:<16} "
+                f"{p.predicted:>11,.2f} {p.measured:>11,.2f} {p.ratio:>6.2f} {g.ratio:>7.2f}  {p.unit}"
+                + (f"  ({p.note})" if p.note else "")
+            )
     every = [(name, rows, generic) for name, rows, generic in sets]
     if len(sets) > 1:
         every.append(("all", [p for _, r, _ in sets for p in r], [g for _, _, g in sets for g in g]))

@@ -57,13 +57,13 @@ def run_process(args: list[str], repeats: int = REPEATS) -> tuple[list[float], l
     (``python -m`` would otherwise import the package of the working directory)."""
     walls, cpus = [], []
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # byte-compiled, as pip installs
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
-                   env=env)  # warm-up: byte-code and file caches
+    subprocess.run(
+        args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(), env=env
+    )  # warm-up: byte-code and file caches
     for _ in range(repeats):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
-                       env=env)
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir(), env=env)
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -121,30 +121,77 @@ def main() -> int:
         write_trace(ten_million, 10_000_000 // SCALE, distinct=False)
         base = cli()
         cases = [
-            ("plan (case study)", "prfaas-plan plan -o FILE", 1.0, 1.0,
-             base + ["plan", "-o", str(work / "plan.txt")], REPEATS),
-            ("plan, 1M-point trace", "prfaas-plan plan SCENARIO -o FILE", 15.0, None,
-             base + ["plan", str(trace_scenario(work, million)), "-o", str(work / "plan1m.txt")], min(REPEATS, 3)),
-            ("sweep, 10,000 points", "prfaas-plan sweep --over bandwidth --points 10000 -o FILE", 2.0, None,
-             base + ["sweep", "--over", "bandwidth", "--from", "0.5", "--to", "100", "--points", "10000",
-                     "-o", str(work / "sweep.csv")], REPEATS),
+            ("plan (case study)", "prfaas-plan plan -o FILE", 1.0, 1.0, base + ["plan", "-o", str(work / "plan.txt")], REPEATS),
+            (
+                "plan, 1M-point trace",
+                "prfaas-plan plan SCENARIO -o FILE",
+                15.0,
+                None,
+                base + ["plan", str(trace_scenario(work, million)), "-o", str(work / "plan1m.txt")],
+                min(REPEATS, 3),
+            ),
+            (
+                "sweep, 10,000 points",
+                "prfaas-plan sweep --over bandwidth --points 10000 -o FILE",
+                2.0,
+                None,
+                base
+                + [
+                    "sweep",
+                    "--over",
+                    "bandwidth",
+                    "--from",
+                    "0.5",
+                    "--to",
+                    "100",
+                    "--points",
+                    "10000",
+                    "-o",
+                    str(work / "sweep.csv"),
+                ],
+                REPEATS,
+            ),
             ("--help", "prfaas-plan --help", 0.3, None, base + ["--help"], REPEATS),
-            ("simulate 100,000 requests", "prfaas-plan simulate -n 100000 -o FILE", 20.0, None,
-             base + ["simulate", "-n", "100000", "-o", str(work / "sim.txt")], min(REPEATS, 3)),
-            ("validate, 10M-row trace", "prfaas-plan validate SCENARIO", 10.0, None,
-             base + ["validate", str(trace_scenario(work, ten_million))], 1),
-            ("compare, 12 options (2 processes)", f"prfaas-plan compare {COMPARE_12} -o FILE", COMPARE_TARGET, None,
-             base + ["compare", *COMPARE_12.split(), "-o", str(work / "compare.txt")], min(REPEATS, 3)),
-            ("compare, 12 options (1 process)", f"prfaas-plan compare {COMPARE_12} --jobs 1 -o FILE", COMPARE_TARGET,
-             None, base + ["compare", *COMPARE_12.split(), "--jobs", "1", "-o", str(work / "compare1.txt")],
-             min(REPEATS, 3)),
+            (
+                "simulate 100,000 requests",
+                "prfaas-plan simulate -n 100000 -o FILE",
+                20.0,
+                None,
+                base + ["simulate", "-n", "100000", "-o", str(work / "sim.txt")],
+                min(REPEATS, 3),
+            ),
+            (
+                "validate, 10M-row trace",
+                "prfaas-plan validate SCENARIO",
+                10.0,
+                None,
+                base + ["validate", str(trace_scenario(work, ten_million))],
+                1,
+            ),
+            (
+                "compare, 12 options (2 processes)",
+                f"prfaas-plan compare {COMPARE_12} -o FILE",
+                COMPARE_TARGET,
+                None,
+                base + ["compare", *COMPARE_12.split(), "-o", str(work / "compare.txt")],
+                min(REPEATS, 3),
+            ),
+            (
+                "compare, 12 options (1 process)",
+                f"prfaas-plan compare {COMPARE_12} --jobs 1 -o FILE",
+                COMPARE_TARGET,
+                None,
+                base + ["compare", *COMPARE_12.split(), "--jobs", "1", "-o", str(work / "compare1.txt")],
+                min(REPEATS, 3),
+            ),
         ]
         results = []
         plan_wall = None
         for name, command, target_s, cpu_target_s, args, repeats in cases:
             env = dict(os.environ, BENCH_ONE_REPEATS=str(repeats))
-            out = subprocess.run([sys.executable, __file__, "--one", *args], check=True, capture_output=True,
-                                 text=True, env=env).stdout.split()
+            out = subprocess.run(
+                [sys.executable, __file__, "--one", *args], check=True, capture_output=True, text=True, env=env
+            ).stdout.split()
             measured = list(map(float, out))
             if target_s is COMPARE_TARGET:  # 1.5 x a single plan per option (issue 9)
                 target_s = round(1.5 * 12 * plan_wall, 2)
@@ -170,14 +217,22 @@ def main() -> int:
     ok = True
     for name, command, target_s, _cpu_target, wall, cpu, peak in results:
         ok &= wall < target_s
-        lines.append(f"| {name} | `{command}` | {wall:.3f} | {cpu:.3f} | {peak:.0f} | {target_s:g} | "
-                     f"{'yes' if wall < target_s else 'NO'} |")
+        lines.append(
+            f"| {name} | `{command}` | {wall:.3f} | {cpu:.3f} | {peak:.0f} | {target_s:g} | "
+            f"{'yes' if wall < target_s else 'NO'} |"
+        )
     if comparison:
         (wall_b, cpu_b), (wall_a, cpu_a), runs = comparison
-        lines += ["", f"Case-study plan, before and after, alternating ({runs} runs each; before = `{before}`):", "",
-                  "| build | wall (s) | CPU (s) |", "|---|---|---|",
-                  f"| before | {wall_b:.3f} | {cpu_b:.3f} |", f"| after | {wall_a:.3f} | {cpu_a:.3f} |",
-                  f"| change | {100 * (wall_a / wall_b - 1):+.0f}% | {100 * (cpu_a / cpu_b - 1):+.0f}% |"]
+        lines += [
+            "",
+            f"Case-study plan, before and after, alternating ({runs} runs each; before = `{before}`):",
+            "",
+            "| build | wall (s) | CPU (s) |",
+            "|---|---|---|",
+            f"| before | {wall_b:.3f} | {cpu_b:.3f} |",
+            f"| after | {wall_a:.3f} | {cpu_a:.3f} |",
+            f"| change | {100 * (wall_a / wall_b - 1):+.0f}% | {100 * (cpu_a / cpu_b - 1):+.0f}% |",
+        ]
     Path(os.environ.get("BENCH_RESULTS", HERE / "RESULTS.md")).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if ok else 1

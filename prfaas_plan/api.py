@@ -194,22 +194,31 @@ def calibrate(model, hardware, gpus: int | None, points, name: str | None = None
     except PlanInputError as exc:
         if exc.field == "fit":  # the library's field, the command's option
             raise PlanInputError(exc.reason, source=exc.source, field="--fit") from None
-        raise exc.with_source(points) if isinstance(points, str) and exc.field not in ("--points", "--model",
-                                                                                       "--gpus") else exc from None
+        raise (
+            exc.with_source(points) if isinstance(points, str) and exc.field not in ("--points", "--model", "--gpus") else exc
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------
 # One instance
 
 
-def kv_rows(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto, **serving
-            ) -> list[KvRow]:
+def kv_rows(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto, **serving) -> list[KvRow]:
     """S_kv, T_prefill and Phi_kv per length (see ``timing.prefill``)."""
     return kv_report(model, hardware, gpus, lengths_tokens, source, **serving).rows
 
 
-def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str = CurveSource.auto, *,
-              parallel=None, precision=None, engine=None) -> KvReport:
+def kv_report(
+    model,
+    hardware,
+    gpus: int = 8,
+    lengths_tokens=None,
+    source: str = CurveSource.auto,
+    *,
+    parallel=None,
+    precision=None,
+    engine=None,
+) -> KvReport:
     """S_kv, T_prefill and Phi_kv of a model on ``gpus`` chips at each length (default: 1K, 8K,
     32K and 128K tokens, those within the model's context). T_prefill is one request's, on the
     layout with the lowest TTFT unless ``parallel`` gives one (the paper's Phi_kv = S_kv / T_prefill)."""
@@ -231,23 +240,50 @@ def kv_report(model, hardware, gpus: int = 8, lengths_tokens=None, source: str =
     return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths), layout, curve.kv_source)
 
 
-def decode(model, hardware, gpus: int = 8, context_tokens: int = 32768, tpot_ms: float | None = None,
-           max_batch: int | None = None, source: str = CurveSource.auto, *, parallel=None, precision=None,
-           engine=None, concurrency: int | None = None) -> DecodeCapacity:
+def decode(
+    model,
+    hardware,
+    gpus: int = 8,
+    context_tokens: int = 32768,
+    tpot_ms: float | None = None,
+    max_batch: int | None = None,
+    source: str = CurveSource.auto,
+    *,
+    parallel=None,
+    precision=None,
+    engine=None,
+    concurrency: int | None = None,
+) -> DecodeCapacity:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
     CHIPS_PER_INSTANCE.check(gpus, "--gpus")
     with _options(SERVING_OPTIONS):
         m = precision_of(model_of(model), precision, engine)
     check_lengths(m, [context_tokens], field="--context")
-    with _options({"gpus": "--gpus", "source": "--source", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
-                   "concurrency": "--concurrency", **SERVING_OPTIONS}):
+    with _options(
+        {
+            "gpus": "--gpus",
+            "source": "--source",
+            "tpot_ms": "--tpot-ms",
+            "max_batch": "--max-batch",
+            "concurrency": "--concurrency",
+            **SERVING_OPTIONS,
+        }
+    ):
         inst = instance_of(m, hardware, gpus, parallel, engine)
-        return decode_capacity(m, inst, context_tokens, tpot_ms=tpot_ms, max_batch=max_batch,
-                               source=_choice(CurveSource, source, "--source"), batch=concurrency)
+        return decode_capacity(
+            m,
+            inst,
+            context_tokens,
+            tpot_ms=tpot_ms,
+            max_batch=max_batch,
+            source=_choice(CurveSource, source, "--source"),
+            batch=concurrency,
+        )
 
 
-def instance_of(model: ModelProfile, hardware, gpus: int | None = None, parallel=None, engine=None,
-                context_tokens: int = 1) -> Instance:
+def instance_of(
+    model: ModelProfile, hardware, gpus: int | None = None, parallel=None, engine=None, context_tokens: int = 1
+) -> Instance:
     """An instance of ``gpus`` chips (None: the fewest that hold the model and one request at the
     context) with a layout (``tp=8`` or ``{ep: 32, dp_attention: 32}``; None: searched per job) and
     engine settings (``engine_spec_of``)."""
@@ -305,10 +341,22 @@ def precision_of(model: ModelProfile, precision=None, engine=None) -> ModelProfi
     return spec.applied(model, kv)
 
 
-def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 1024, output_tokens: int = 1024,
-             concurrency: int | None = None, parallel=None, precision=None, engine=None,
-             tpot_ms: float | None = None, max_batch: int | None = None, requests: int | None = None,
-             load_concurrency: int | None = None):
+def estimate(
+    model,
+    hardware,
+    gpus: int | None = None,
+    *,
+    input_tokens: int = 1024,
+    output_tokens: int = 1024,
+    concurrency: int | None = None,
+    parallel=None,
+    precision=None,
+    engine=None,
+    tpot_ms: float | None = None,
+    max_batch: int | None = None,
+    requests: int | None = None,
+    load_concurrency: int | None = None,
+):
     """What a benchmark would publish for one instance (``timing.estimate``): TTFT, TPOT,
     prefill, decode and end-to-end tokens/s (``requests``: over an offline run of that many,
     ``timing.offline``), and the time budget of a prefill pass and a decode step
@@ -316,9 +364,18 @@ def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 10
     wait for a place). Returns a ``timing.estimate.Estimate``."""
     from .timing.estimate import estimate as run
 
-    names = {"gpus": "--gpus", "concurrency": "--concurrency", "input": "--input", "output": "--output-tokens",
-             "input + output": "--input + --output-tokens", "tpot_ms": "--tpot-ms", "max_batch": "--max-batch",
-             "context": "--input", "requests": "--requests", **SERVING_OPTIONS}
+    names = {
+        "gpus": "--gpus",
+        "concurrency": "--concurrency",
+        "input": "--input",
+        "output": "--output-tokens",
+        "input + output": "--input + --output-tokens",
+        "tpot_ms": "--tpot-ms",
+        "max_batch": "--max-batch",
+        "context": "--input",
+        "requests": "--requests",
+        **SERVING_OPTIONS,
+    }
     with _options(names):
         m = precision_of(model_of(model), precision, engine)
         check_lengths(m, [input_tokens], field="input")
@@ -327,10 +384,18 @@ def estimate(model, hardware, gpus: int | None = None, *, input_tokens: int = 10
 
 
 # the CLI options of the serving settings (profiles.serving), for errors of their fields
-SERVING_OPTIONS = {"engine": "--engine", "overlap": "--overlap", "expert_imbalance": "--expert-imbalance",
-                   "mtp_tokens_per_step": "--mtp", "prefill_tokens_per_pass": "--pass-tokens",
-                   "chunked_prefill": "--chunked-prefill", "kv": "--kv-dtype", "weights": "--weights-dtype",
-                   "experts": "--experts-dtype", "attention": "--attention-dtype"}
+SERVING_OPTIONS = {
+    "engine": "--engine",
+    "overlap": "--overlap",
+    "expert_imbalance": "--expert-imbalance",
+    "mtp_tokens_per_step": "--mtp",
+    "prefill_tokens_per_pass": "--pass-tokens",
+    "chunked_prefill": "--chunked-prefill",
+    "kv": "--kv-dtype",
+    "weights": "--weights-dtype",
+    "experts": "--experts-dtype",
+    "attention": "--attention-dtype",
+}
 
 
 @contextmanager
@@ -383,8 +448,15 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
         return run_plan(resolved, _choice(PlanMode, mode, "--mode"), with_marginals=with_marginals)
 
 
-def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float | None = None, stop: float | None = None,
-          points: int | None = None, progress=None) -> list[dict]:
+def sweep(
+    scenario: str,
+    over: str,
+    mode: str = PlanMode.exact,
+    start: float | None = None,
+    stop: float | None = None,
+    points: int | None = None,
+    progress=None,
+) -> list[dict]:
     """Curves around the scenario's plan (see ``planner.sweep``); rows of dicts with units in the keys."""
     import numpy as np
 
@@ -420,8 +492,19 @@ def sweep(scenario: str, over: str, mode: str = PlanMode.exact, start: float | N
         return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)
 
 
-def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None,
-            mode: str = PlanMode.exact, jobs: int = 1, progress=None, basis: str | None = None):
+def compare(
+    scenario: str,
+    *,
+    prfaas=None,
+    pd=None,
+    pd_decode=None,
+    model=None,
+    link_gbps=None,
+    mode: str = PlanMode.exact,
+    jobs: int = 1,
+    progress=None,
+    basis: str | None = None,
+):
     """Plan every combination of options under one scenario (``planner.compare``): lists of
     hardware for the PrfaaS, PD (or PD-P) and decode-only pools (``"none"``: no decode-only
     pool), of models and of link bandwidths (decimal Gbps); a list left out comes from the
@@ -444,8 +527,12 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
     def absolute(refs):
         return None if not refs else [str(Path(r).resolve()) if looks_like_path(r) else r for r in refs]
 
-    for refs, option, resolve in ((prfaas, "--prfaas", hardware_of), (pd, "--pd", hardware_of),
-                                  (pd_decode, "--decode", hardware_of), (model, "--model", model_of)):
+    for refs, option, resolve in (
+        (prfaas, "--prfaas", hardware_of),
+        (pd, "--pd", hardware_of),
+        (pd_decode, "--decode", hardware_of),
+        (model, "--model", model_of),
+    ):
         for ref in refs or ():
             if option == "--decode" and ref == "none":
                 continue
@@ -455,11 +542,21 @@ def compare(scenario: str, *, prfaas=None, pd=None, pd_decode=None, model=None, 
                 raise PlanInputError(exc.reason, source=exc.source, field=option) from None
     with scenario_errors(scenario):
         spec, path = resolve_scenario_file(scenario)
-        scenarios = scenario_set(spec, path, absolute(prfaas), absolute(pd), absolute(pd_decode), absolute(model),
-                                 list(link_gbps) if link_gbps else None, basis)
+        scenarios = scenario_set(
+            spec,
+            path,
+            absolute(prfaas),
+            absolute(pd),
+            absolute(pd_decode),
+            absolute(model),
+            list(link_gbps) if link_gbps else None,
+            basis,
+        )
         if scenarios.options == (CompareOption(),):
-            raise PlanInputError("no options to compare: give --prfaas, --pd, --decode, --model or --link, or a "
-                                 "compare: section in the scenario", field="compare")
+            raise PlanInputError(
+                "no options to compare: give --prfaas, --pd, --decode, --model or --link, or a compare: section in the scenario",
+                field="compare",
+            )
         check_references(spec, path, scenarios.options)
         return run(scenarios, _choice(PlanMode, mode, "--mode"), jobs, progress)
 
@@ -577,8 +674,9 @@ class RouteTable:
     rows: list  # planner.route_table.RouteRow, ascending in bandwidth
 
 
-def route_table(scenario: str, mode: str = PlanMode.exact, start: float | None = None, stop: float | None = None,
-                points: int | None = None) -> RouteTable:
+def route_table(
+    scenario: str, mode: str = PlanMode.exact, start: float | None = None, stop: float | None = None, points: int | None = None
+) -> RouteTable:
     """The threshold a router should use at each available bandwidth, for the instance counts the
     scenario's plan buys (``planner.route_table``). Default grid: 0, and 32 bandwidths from 1% to
     twice the usable bandwidth, and the usable bandwidth; with ``start``/``stop`` (decimal Gbps),
@@ -658,9 +756,18 @@ class SimulationRun:
     closed_form: object  # planner.latency.LatencyResult at the same rate
 
 
-def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None = None, requests: int | None = None,
-             deployment: str = DeploymentName.prfaas_pd, mode: str = PlanMode.exact, progress=None,
-             planned=None, **config) -> SimulationRun:
+def simulate(
+    scenario: str,
+    *,
+    rate_rps: float | None = None,
+    load: float | None = None,
+    requests: int | None = None,
+    deployment: str = DeploymentName.prfaas_pd,
+    mode: str = PlanMode.exact,
+    progress=None,
+    planned=None,
+    **config,
+) -> SimulationRun:
     """Simulate a scenario's planned deployment (or a baseline) with SimPy.
 
     Give ``rate_rps`` or ``load`` (a fraction of the deployment's closed-form Lambda_max;
@@ -680,8 +787,7 @@ def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None
         deps = deployments_of(result)
         name = _choice(DeploymentName, deployment, "--deployment")
         if name not in deps:
-            raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})",
-                                 field="--deployment")
+            raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})", field="--deployment")
         dep = deps[name]
         lam = result.point.lambda_max if name == DeploymentName.prfaas_pd else result.baselines[name].lambda_max
         rate = _sim_rate(rate_rps, load, lam)
@@ -689,7 +795,9 @@ def simulate(scenario: str, *, rate_rps: float | None = None, load: float | None
             if rate >= lam:
                 raise PlanInputError(
                     f"rate {rate:.3g} req/s is at or above Lambda_max {lam:.3g}: the queues grow without bound, "
-                    "so give --requests explicitly", field="--requests")
+                    "so give --requests explicitly",
+                    field="--requests",
+                )
             requests = DEFAULT_SIM_REQUESTS
         sim_config = SimConfig(rate_rps=rate, requests=requests, **config)
         inputs_ = result.inputs
@@ -709,8 +817,15 @@ def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> 
     return LOAD.check(load, "--load") * lambda_max
 
 
-def validate_model(scenario: str, *, requests: int = DEFAULT_SIM_REQUESTS, loads=VALIDATION_LOADS,
-                   mode: str = PlanMode.exact, progress=None, **config) -> list[SimulationRun]:
+def validate_model(
+    scenario: str,
+    *,
+    requests: int = DEFAULT_SIM_REQUESTS,
+    loads=VALIDATION_LOADS,
+    mode: str = PlanMode.exact,
+    progress=None,
+    **config,
+) -> list[SimulationRun]:
     """Simulate the plan at fractions of its closed-form Lambda_max (default 50%, 80%, 95%
     and 110%) so that the closed forms can be read beside the simulation. Plans once."""
     check_simulated_requests(requests, len(loads), "--requests", f"{len(loads)} loads")

@@ -59,17 +59,20 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
     """Capacity planner for Prefill-as-a-Service."""
 
 
 FORMAT_OPT = typer.Option(OutputFormat.table, "--format", "-f", help="Output format.")
-OUTPUT_OPT = typer.Option(None, "--output", "-o", help="Write to this file (atomically) instead of stdout; never "
-                          "one of the files the command reads.")
+OUTPUT_OPT = typer.Option(
+    None, "--output", "-o", help="Write to this file (atomically) instead of stdout; never one of the files the command reads."
+)
 GPUS_OPT = typer.Option(8, "--gpus", "-g", help="Chips per instance (1 to 65,536).")
-SOURCE_OPT = typer.Option(CurveSource.auto, "--source",
-                          help="auto: the model's measured points for this hardware and GPU count if any, else roofline.")
+SOURCE_OPT = typer.Option(
+    CurveSource.auto, "--source", help="auto: the model's measured points for this hardware and GPU count if any, else roofline."
+)
 MODE_OPT = typer.Option(PlanMode.exact, "--mode", help="exact: class means of T(L); paper: T at class mean lengths.")
 SCENARIO_ARG = typer.Argument("paper-case-study", help="Scenario: shipped name or YAML file.")
 TERMINAL_WIDTH_FALLBACK = 400  # piped or written to a file: wide enough that no column is cut
@@ -124,8 +127,9 @@ def _one_line(text: str) -> str:
     return shorten(repr(str(text))[1:-1], 200)
 
 
-def _check_outputs(*paths: tuple[str | None, str], inputs: tuple[tuple[str | None, str], ...] = (),
-                   figures: tuple[str, ...] = ()) -> None:
+def _check_outputs(
+    *paths: tuple[str | None, str], inputs: tuple[tuple[str | None, str], ...] = (), figures: tuple[str, ...] = ()
+) -> None:
     """Refuse unusable output paths before any work is done: each ((path, option); None: not
     given) must name a file (``yamlio.OutputFiles.check``: not empty, not a folder, in a folder
     that exists), none may be the same file as one of ``inputs`` ((path or name, what it is):
@@ -152,35 +156,86 @@ def _check_outputs(*paths: tuple[str | None, str], inputs: tuple[tuple[str | Non
         seen[key] = option
 
 
-PARALLEL_OPT = typer.Option(None, "--parallel", "-P", help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
-                            "(tp, dp_attention, ep, pp, replicas). Default: the best layout that fits, per job.")
-KV_DTYPE_OPT = typer.Option(None, "--kv-dtype", help="KV cache dtype (fp8 halves S_kv). Default: the engine's "
-                            "choice for a re-quantised checkpoint, else the model's.")
+PARALLEL_OPT = typer.Option(
+    None,
+    "--parallel",
+    "-P",
+    help="Layout, e.g. tp=8, ep=32,dp_attention=32 or tp=4,pp=4 "
+    "(tp, dp_attention, ep, pp, replicas). Default: the best layout that fits, per job.",
+)
+KV_DTYPE_OPT = typer.Option(
+    None,
+    "--kv-dtype",
+    help="KV cache dtype (fp8 halves S_kv). Default: the engine's choice for a re-quantised checkpoint, else the model's.",
+)
 WEIGHTS_DTYPE_OPT = typer.Option(None, "--weights-dtype", help="Weights dtype. Default: the model's.")
 EXPERTS_DTYPE_OPT = typer.Option(None, "--experts-dtype", help="Routed experts' dtype. Default: the model's.")
-ATTENTION_DTYPE_OPT = typer.Option(None, "--attention-dtype", help="Attention compute dtype (bf16, fp8 or fp4; a chip "
-                                   "without the dtype computes at its next wider peak). Default: the model's.")
-OVERLAP_OPT = typer.Option(None, "--overlap", help="Share of communication hidden behind compute, 0 to 1 "
-                           "(two-batch overlap). Default: the engine's (generic 0).")
-IMBALANCE_OPT = typer.Option(None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. "
-                             "Default: the engine's (generic 1.18).")
+ATTENTION_DTYPE_OPT = typer.Option(
+    None,
+    "--attention-dtype",
+    help="Attention compute dtype (bf16, fp8 or fp4; a chip "
+    "without the dtype computes at its next wider peak). Default: the model's.",
+)
+OVERLAP_OPT = typer.Option(
+    None,
+    "--overlap",
+    help="Share of communication hidden behind compute, 0 to 1 (two-batch overlap). Default: the engine's (generic 0).",
+)
+IMBALANCE_OPT = typer.Option(
+    None, "--expert-imbalance", help="Busiest expert rank over the mean, 1 to 64. Default: the engine's (generic 1.18)."
+)
 MTP_OPT = typer.Option(None, "--mtp", help="Tokens accepted per decode step (multi-token prediction), 1 to 16.")
-PASS_OPT = typer.Option(None, "--pass-tokens", help="Token budget per pass and attention group (prompt chunks; in an "
-                        "offline run the decode tokens too). Default: the engine's (8192 in every shipped profile).")
-ENGINE_OPT = typer.Option(None, "--engine", help="Serving engine whose defaults and sourced kernel multipliers time the "
-                          "instance (timing/engines/<name>.yaml). Default: generic (the chip's own fractions).")
-CHUNKED_OPT = typer.Option(None, "--chunked-prefill/--no-chunked-prefill", help="Split prompts to fill a pass "
-                           "or admit whole prompts only. Default: the engine's (trtllm: whole prompts; the others: split).")
+PASS_OPT = typer.Option(
+    None,
+    "--pass-tokens",
+    help="Token budget per pass and attention group (prompt chunks; in an "
+    "offline run the decode tokens too). Default: the engine's (8192 in every shipped profile).",
+)
+ENGINE_OPT = typer.Option(
+    None,
+    "--engine",
+    help="Serving engine whose defaults and sourced kernel multipliers time the "
+    "instance (timing/engines/<name>.yaml). Default: generic (the chip's own fractions).",
+)
+CHUNKED_OPT = typer.Option(
+    None,
+    "--chunked-prefill/--no-chunked-prefill",
+    help="Split prompts to fill a pass "
+    "or admit whole prompts only. Default: the engine's (trtllm: whole prompts; the others: split).",
+)
 
 
-def _serving(parallel, kv_dtype=None, weights_dtype=None, experts_dtype=None, attention_dtype=None, overlap=None,
-             imbalance=None, mtp=None, pass_tokens=None, chunked=None, engine_name=None) -> dict:
+def _serving(
+    parallel,
+    kv_dtype=None,
+    weights_dtype=None,
+    experts_dtype=None,
+    attention_dtype=None,
+    overlap=None,
+    imbalance=None,
+    mtp=None,
+    pass_tokens=None,
+    chunked=None,
+    engine_name=None,
+) -> dict:
     """The layout, precision and engine options as ``api`` keyword arguments (None: defaults)."""
-    precision = {k: v for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype),
-                                   ("attention", attention_dtype)) if v is not None}
-    engine = {k: v for k, v in (("name", engine_name), ("overlap", overlap), ("expert_imbalance", imbalance),
-                                ("mtp_tokens_per_step", mtp), ("prefill_tokens_per_pass", pass_tokens),
-                                ("chunked_prefill", chunked)) if v is not None}
+    precision = {
+        k: v
+        for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype), ("attention", attention_dtype))
+        if v is not None
+    }
+    engine = {
+        k: v
+        for k, v in (
+            ("name", engine_name),
+            ("overlap", overlap),
+            ("expert_imbalance", imbalance),
+            ("mtp_tokens_per_step", mtp),
+            ("prefill_tokens_per_pass", pass_tokens),
+            ("chunked_prefill", chunked),
+        )
+        if v is not None
+    }
     return {"parallel": parallel, "precision": precision or None, "engine": engine or None}
 
 
@@ -207,8 +262,9 @@ def kv(
     from .views.timing import kv_view
 
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
-    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens,
-                       engine_name=engine)
+    serving = _serving(
+        parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens, engine_name=engine
+    )
     result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source, **serving)
     _emit(kv_view(result), fmt, output)
 
@@ -241,8 +297,17 @@ def decode(
 
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     ctx = parse_tokens(context, field="--context")
-    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap=overlap,
-                       imbalance=imbalance, mtp=mtp, engine_name=engine)
+    serving = _serving(
+        parallel,
+        kv_dtype,
+        weights_dtype,
+        experts_dtype,
+        attention_dtype,
+        overlap=overlap,
+        imbalance=imbalance,
+        mtp=mtp,
+        engine_name=engine,
+    )
     result = api.decode(model, hardware, gpus, ctx, tpot_ms=tpot_ms, max_batch=max_batch, source=source, **serving)
     _emit(decode_view(result, tpot_ms), fmt, output)
 
@@ -251,12 +316,14 @@ def decode(
 def estimate(
     model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
     hardware: str = typer.Option("h200", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
-    gpus: int | None = typer.Option(None, "--gpus", "-g", help="Chips per instance (default: the fewest that hold "
-                                    "the model, or the layout's)."),
+    gpus: int | None = typer.Option(
+        None, "--gpus", "-g", help="Chips per instance (default: the fewest that hold the model, or the layout's)."
+    ),
     input_len: str = typer.Option("1K", "--input", "-i", help="Input tokens per request."),
     output_len: str = typer.Option("1K", "--output-tokens", "-O", help="Output tokens per request."),
-    concurrency: int | None = typer.Option(None, "--concurrency", "-C", help="Running requests in decode (default: "
-                                           "as many as memory holds)."),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-C", help="Running requests in decode (default: as many as memory holds)."
+    ),
     parallel: str | None = PARALLEL_OPT,
     kv_dtype: Dtype | None = KV_DTYPE_OPT,
     weights_dtype: Dtype | None = WEIGHTS_DTYPE_OPT,
@@ -269,11 +336,20 @@ def estimate(
     chunked: bool | None = CHUNKED_OPT,
     engine: EngineName | None = ENGINE_OPT,
     tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
-    max_batch: int | None = typer.Option(None, "--max-batch", help="The engine's limit on running requests per "
-                                         "instance, 1 to 100,000 (default: the engine's limit, else as many as memory holds)."),
-    requests: int | None = typer.Option(None, "--requests", "-N", help="End-to-end figure of an offline run of this "
-                                        "many requests queued at once, 1 to 1,000,000, ramp-up and drain included "
-                                        "(default: the steady state)."),
+    max_batch: int | None = typer.Option(
+        None,
+        "--max-batch",
+        help="The engine's limit on running requests per "
+        "instance, 1 to 100,000 (default: the engine's limit, else as many as memory holds).",
+    ),
+    requests: int | None = typer.Option(
+        None,
+        "--requests",
+        "-N",
+        help="End-to-end figure of an offline run of this "
+        "many requests queued at once, 1 to 1,000,000, ramp-up and drain included "
+        "(default: the steady state).",
+    ),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -284,14 +360,26 @@ def estimate(
     from .views.estimate import estimate_view
 
     if output is not None and re.fullmatch(r"\d+(\.\d+)?[kKmM]?", output.strip()):
-        raise PlanInputError(f"names the file to write, got {show(output)}; for output tokens per request use "
-                             f"--output-tokens/-O {show(output)}", field="--output")
+        raise PlanInputError(
+            f"names the file to write, got {show(output)}; for output tokens per request use --output-tokens/-O {show(output)}",
+            field="--output",
+        )
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
-    serving = _serving(parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp,
-                       pass_tokens, chunked, engine)
-    result = api.estimate(model, hardware, gpus, input_tokens=parse_tokens(input_len, field="--input"),
-                          output_tokens=parse_tokens(output_len, field="--output-tokens"), concurrency=concurrency,
-                          tpot_ms=tpot_ms, max_batch=max_batch, requests=requests, **serving)
+    serving = _serving(
+        parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp, pass_tokens, chunked, engine
+    )
+    result = api.estimate(
+        model,
+        hardware,
+        gpus,
+        input_tokens=parse_tokens(input_len, field="--input"),
+        output_tokens=parse_tokens(output_len, field="--output-tokens"),
+        concurrency=concurrency,
+        tpot_ms=tpot_ms,
+        max_batch=max_batch,
+        requests=requests,
+        **serving,
+    )
     _emit(estimate_view(result), fmt, output)
 
 
@@ -306,8 +394,11 @@ def models_list(fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT)
 
 
 @models_app.command("show")
-def models_show(name: str = typer.Argument(..., help="Shipped name or YAML file."),
-                fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT) -> None:
+def models_show(
+    name: str = typer.Argument(..., help="Shipped name or YAML file."),
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
     """One model profile: derived figures, assumptions and sources (JSON adds the full profile)."""
     from . import api
     from .views.profiles import model_show_view
@@ -327,8 +418,11 @@ def hardware_list(fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OP
 
 
 @hardware_app.command("show")
-def hardware_show(name: str = typer.Argument(..., help="Shipped name or YAML file."),
-                  fmt: OutputFormat = FORMAT_OPT, output: str | None = OUTPUT_OPT) -> None:
+def hardware_show(
+    name: str = typer.Argument(..., help="Shipped name or YAML file."),
+    fmt: OutputFormat = FORMAT_OPT,
+    output: str | None = OUTPUT_OPT,
+) -> None:
     """One hardware profile: figures, assumptions, sources (JSON adds the full profile)."""
     from . import api
     from .views.profiles import hardware_show_view
@@ -368,18 +462,26 @@ def model_import(
 
 @app.command()
 def calibrate(
-    model: str | None = typer.Option(None, "--model", "-m", help="Model the points were measured on (for points "
-                                     "without a 'model' column)."),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Model the points were measured on (for points without a 'model' column)."
+    ),
     hardware: str = typer.Option(..., "--hardware", "-H", help="Hardware profile to start from."),
-    gpus: int = typer.Option(8, "--gpus", "-g", help="Chips per instance, for points without a 'gpus' column "
-                             "(1 to 65,536)."),
-    points: str = typer.Option(..., "--points", "-p", help="CSV with columns length,prefill_s[,kv_bytes][,model]"
-                               "[,gpus]; several models or sizes are fitted jointly."),
-    fit: str | None = typer.Option(None, "--fit", help="Parameters to fit, comma-separated: compute, matmul, "
-                                   "attention, memory, prefill_overhead_s, or one attention kind's factor "
-                                   "(attention_gqa, attention_swa, attention_mla, attention_sparse, "
-                                   "attention_linear) (default matmul,attention,prefill_overhead_s); at most "
-                                   "one per point."),
+    gpus: int = typer.Option(8, "--gpus", "-g", help="Chips per instance, for points without a 'gpus' column (1 to 65,536)."),
+    points: str = typer.Option(
+        ...,
+        "--points",
+        "-p",
+        help="CSV with columns length,prefill_s[,kv_bytes][,model][,gpus]; several models or sizes are fitted jointly.",
+    ),
+    fit: str | None = typer.Option(
+        None,
+        "--fit",
+        help="Parameters to fit, comma-separated: compute, matmul, "
+        "attention, memory, prefill_overhead_s, or one attention kind's factor "
+        "(attention_gqa, attention_swa, attention_mla, attention_sparse, "
+        "attention_linear) (default matmul,attention,prefill_overhead_s); at most "
+        "one per point.",
+    ),
     output: str | None = typer.Option(None, "--output", "-o", help="Write the calibrated hardware profile YAML here."),
     name: str | None = typer.Option(None, "--name", help="Name of the calibrated profile (default: HW-calibrated)."),
     fmt: OutputFormat = FORMAT_OPT,
@@ -389,14 +491,21 @@ def calibrate(
     from .views.timing import calibration_view
     from .yamlio import write_text_atomic
 
-    _check_outputs((output, "--output"),
-                   inputs=((model, "the model"), (hardware, "the hardware"), (points, "the points CSV")))
+    _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware"), (points, "the points CSV")))
     params = [part.strip() for part in fit.split(",") if part.strip()] if fit is not None else None
     result = api.calibrate(model, hardware, gpus, points, name=name, fit=params)
     if output:
-        command = " ".join(part for part in (
-            f"--model {_one_line(model)}" if model else "", f"--hardware {_one_line(hardware)}", f"--gpus {gpus}",
-            f"--points {_one_line(points)}", f"--fit {_one_line(fit)}" if fit else "") if part)
+        command = " ".join(
+            part
+            for part in (
+                f"--model {_one_line(model)}" if model else "",
+                f"--hardware {_one_line(hardware)}",
+                f"--gpus {gpus}",
+                f"--points {_one_line(points)}",
+                f"--fit {_one_line(fit)}" if fit else "",
+            )
+            if part
+        )
         header = f"# Calibrated by `prfaas-plan calibrate {command}`\n"
         write_text_atomic(output, api.profile_yaml(result.hardware, header))
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
@@ -441,21 +550,27 @@ def _items(value: str | None, what: str) -> tuple[tuple[str, str], ...]:
 @app.command()
 def compare(
     scenario: str = SCENARIO_ARG,
-    prfaas: str | None = typer.Option(None, "--prfaas", help="PrfaaS hardware to compare, comma-separated "
-                                      "(e.g. h200,b200,rubin-cpx)."),
+    prfaas: str | None = typer.Option(
+        None, "--prfaas", help="PrfaaS hardware to compare, comma-separated (e.g. h200,b200,rubin-cpx)."
+    ),
     pd: str | None = typer.Option(None, "--pd", help="PD (or PD-P) hardware to compare, comma-separated."),
-    decode: str | None = typer.Option(None, "--decode", help="Decode-only pool hardware, comma-separated; "
-                                      "'none' plans without one."),
+    decode: str | None = typer.Option(
+        None, "--decode", help="Decode-only pool hardware, comma-separated; 'none' plans without one."
+    ),
     model: str | None = typer.Option(None, "--model", help="Models to compare, comma-separated."),
     link: str | None = typer.Option(None, "--link", help="Link bandwidths to compare, decimal Gbps, comma-separated."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, "
-                                    "at most one per option)."),
-    plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front "
-                                         "(.png, .svg or .pdf)."),
-    basis: Basis | None = typer.Option(None, "--basis", help="What every option is sized on: model (each pool on "
-                                       "the instance model, calibrated where its hardware has measured points; the "
-                                       "default, or the compare: section's) or as-given (the scenario's measured "
-                                       "curves, as plan uses them)."),
+    jobs: int | None = typer.Option(
+        None, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, at most one per option)."
+    ),
+    plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front (.png, .svg or .pdf)."),
+    basis: Basis | None = typer.Option(
+        None,
+        "--basis",
+        help="What every option is sized on: model (each pool on "
+        "the instance model, calibrated where its hardware has measured points; the "
+        "default, or the compare: section's) or as-given (the scenario's measured "
+        "curves, as plan uses them).",
+    ),
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -467,11 +582,21 @@ def compare(
     from . import api
     from .views.compare import compare_view
 
-    inputs = ((scenario, "the scenario"), *_items(prfaas, "a --prfaas profile"), *_items(pd, "a --pd profile"),
-              *_items(decode, "a --decode profile"), *_items(model, "a --model profile"))
+    inputs = (
+        (scenario, "the scenario"),
+        *_items(prfaas, "a --prfaas profile"),
+        *_items(pd, "a --pd profile"),
+        *_items(decode, "a --decode profile"),
+        *_items(model, "a --model profile"),
+    )
     _check_outputs((output, "--output"), (plot_file, "--plot"), inputs=inputs, figures=("--plot",))
-    lists = dict(prfaas=_list(prfaas, "--prfaas"), pd=_list(pd, "--pd"), pd_decode=_list(decode, "--decode"),
-                 model=_list(model, "--model"), link_gbps=_list(link, "--link", number=True))
+    lists = dict(
+        prfaas=_list(prfaas, "--prfaas"),
+        pd=_list(pd, "--pd"),
+        pd_decode=_list(decode, "--decode"),
+        model=_list(model, "--model"),
+        link_gbps=_list(link, "--link", number=True),
+    )
     workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
     with _progress("planning options", minimum=2) as progress:
         result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, **lists)
@@ -490,8 +615,12 @@ def sweep(
     mode: PlanMode = MODE_OPT,
     start: float | None = typer.Option(None, "--from", help="bandwidth: first usable Gbps (default 1, or the link's if less)."),
     stop: float | None = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
-    points: int | None = typer.Option(None, "--points", help="Number of points, 2 to 10,000 (bandwidth: default "
-                                      "200; threshold and instances: every one; rate: 40, at most 1,000)."),
+    points: int | None = typer.Option(
+        None,
+        "--points",
+        help="Number of points, 2 to 10,000 (bandwidth: default "
+        "200; threshold and instances: every one; rate: 40, at most 1,000).",
+    ),
     fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format."),
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -523,9 +652,13 @@ def robust(
 @app.command()
 def schedule(
     scenario: str = SCENARIO_ARG,
-    simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate each window with this many "
-                                                 "requests (schedule and static plan) and report whether queues stay "
-                                                 f"bounded; at most {SIM_LIMIT} over all windows and both plans."),
+    simulate_requests: int | None = typer.Option(
+        None,
+        "--simulate",
+        help="Also simulate each window with this many "
+        "requests (schedule and static plan) and report whether queues stay "
+        f"bounded; at most {SIM_LIMIT} over all windows and both plans.",
+    ),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
@@ -546,9 +679,13 @@ def schedule(
 @app.command()
 def sites(
     path: str = typer.Argument(..., help="A multi-site scenario YAML (pd_sites, prfaas_sites, links)."),
-    simulate_requests: int | None = typer.Option(None, "--simulate", help="Also simulate every window with this many "
-                                                 "requests per site, at --load x the rate the plan serves; at most "
-                                                 f"{SIM_LIMIT} over all windows and sites."),
+    simulate_requests: int | None = typer.Option(
+        None,
+        "--simulate",
+        help="Also simulate every window with this many "
+        "requests per site, at --load x the rate the plan serves; at most "
+        f"{SIM_LIMIT} over all windows and sites.",
+    ),
     load: float = typer.Option(0.8, "--load", help="With --simulate: the rate as a fraction of the planned one."),
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -573,8 +710,7 @@ def route_table(
     start: float | None = typer.Option(None, "--from", help="First usable Gbps (default: 0, then 1% to 2x the link's)."),
     stop: float | None = typer.Option(None, "--to", help="Last usable Gbps (default: twice the link's usable)."),
     points: int | None = typer.Option(None, "--points", help="Bandwidths, 2 to 10,000 (default 33; 50 with --from/--to)."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="Output format (csv or json for a "
-                                     "router)."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="Output format (csv or json for a router)."),
     output: str | None = OUTPUT_OPT,
 ) -> None:
     """The threshold a bandwidth-aware router should use at each available bandwidth, for the plan's counts."""
@@ -604,12 +740,29 @@ def plot(
     typer.echo(f"wrote {output}", err=True)
 
 
-def _sim_options(seed: int, arrivals: ArrivalProcess, cv: float, burst_factor: float, policy: RoutingPolicy,
-                 bandwidth_trace: str | None, drop_at: float | None, drop_for: float, drop_to: float) -> dict:
+def _sim_options(
+    seed: int,
+    arrivals: ArrivalProcess,
+    cv: float,
+    burst_factor: float,
+    policy: RoutingPolicy,
+    bandwidth_trace: str | None,
+    drop_at: float | None,
+    drop_for: float,
+    drop_to: float,
+) -> dict:
     from . import api
 
-    options = dict(seed=seed, arrivals=arrivals, cv=cv, burst_factor=burst_factor, policy=policy,
-                   drop_at_s=drop_at, drop_for_s=drop_for, drop_to_fraction=drop_to)
+    options = dict(
+        seed=seed,
+        arrivals=arrivals,
+        cv=cv,
+        burst_factor=burst_factor,
+        policy=policy,
+        drop_at_s=drop_at,
+        drop_for_s=drop_for,
+        drop_to_fraction=drop_to,
+    )
     if bandwidth_trace:
         options["bandwidth_trace"] = api.read_bandwidth_trace(bandwidth_trace)
     return options
@@ -631,33 +784,51 @@ def simulate(
     scenario: str = SCENARIO_ARG,
     rate: float | None = typer.Option(None, "--rate", help="Arrival rate, requests/s."),
     load: float | None = typer.Option(None, "--load", help="Arrival rate as a fraction of the closed-form Λ_max (default 0.8)."),
-    requests: int | None = typer.Option(None, "--requests", "-n", help=f"Requests to simulate, 1 to {SIM_LIMIT} "
-                                        "(default 20,000; required at or above Λ_max)."),
-    deployment: DeploymentName = typer.Option(DeploymentName.prfaas_pd, "--deployment",
-                                              help="Which deployment of the plan to simulate."),
-    seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
-    policy: RoutingPolicy = POLICY_OPT, bandwidth_trace: str | None = TRACE_OPT,
-    drop_at: float | None = DROP_AT_OPT, drop_for: float = DROP_FOR_OPT, drop_to: float = DROP_TO_OPT,
+    requests: int | None = typer.Option(
+        None, "--requests", "-n", help=f"Requests to simulate, 1 to {SIM_LIMIT} (default 20,000; required at or above Λ_max)."
+    ),
+    deployment: DeploymentName = typer.Option(
+        DeploymentName.prfaas_pd, "--deployment", help="Which deployment of the plan to simulate."
+    ),
+    seed: int = SEED_OPT,
+    arrivals: ArrivalProcess = ARRIVALS_OPT,
+    cv: float = CV_OPT,
+    burst_factor: float = BURST_OPT,
+    policy: RoutingPolicy = POLICY_OPT,
+    bandwidth_trace: str | None = TRACE_OPT,
+    drop_at: float | None = DROP_AT_OPT,
+    drop_for: float = DROP_FOR_OPT,
+    drop_to: float = DROP_TO_OPT,
     mode: PlanMode = MODE_OPT,
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f",
-                                     help="table or json: the summary; csv: the time series."),
+    fmt: OutputFormat = typer.Option(
+        OutputFormat.table, "--format", "-f", help="table or json: the summary; csv: the time series."
+    ),
     output: str | None = OUTPUT_OPT,
     plot_file: str | None = typer.Option(None, "--plot", help="Also draw the time series (.png, .svg, .pdf)."),
-    rebalance: bool = typer.Option(False, "--rebalance", help="PD instances switch between PD-P and PD-D when "
-                                   "one stage queues and the other has room (the paper's long-term scheduling)."),
+    rebalance: bool = typer.Option(
+        False,
+        "--rebalance",
+        help="PD instances switch between PD-P and PD-D when "
+        "one stage queues and the other has room (the paper's long-term scheduling).",
+    ),
     conversion: float = typer.Option(300.0, "--conversion", help="Seconds a switching instance is idle (>= 0)."),
 ) -> None:
     """Discrete-event simulation (SimPy) of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
     from .views.simulation import simulation_view, timeseries_report
 
-    _check_outputs((output, "--output"), (plot_file, "--plot"), figures=("--plot",),
-                   inputs=((scenario, "the scenario"), (bandwidth_trace, "the bandwidth trace")))
+    _check_outputs(
+        (output, "--output"),
+        (plot_file, "--plot"),
+        figures=("--plot",),
+        inputs=((scenario, "the scenario"), (bandwidth_trace, "the bandwidth trace")),
+    )
     options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
     options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
-        run = api.simulate(scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment,
-                           mode=mode, progress=progress, **options)
+        run = api.simulate(
+            scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment, mode=mode, progress=progress, **options
+        )
     report = timeseries_report(run) if fmt == OutputFormat.csv else simulation_view(run)
     figures = ()
     if plot_file:
@@ -670,9 +841,13 @@ def simulate(
 @app.command("validate-model")
 def validate_model(
     scenario: str = SCENARIO_ARG,
-    requests: int = typer.Option(20_000, "--requests", "-n", help="Requests simulated per load (at most "
-                                  f"{SIM_LIMIT} over the 4 loads)."),
-    seed: int = SEED_OPT, arrivals: ArrivalProcess = ARRIVALS_OPT, cv: float = CV_OPT, burst_factor: float = BURST_OPT,
+    requests: int = typer.Option(
+        20_000, "--requests", "-n", help=f"Requests simulated per load (at most {SIM_LIMIT} over the 4 loads)."
+    ),
+    seed: int = SEED_OPT,
+    arrivals: ArrivalProcess = ARRIVALS_OPT,
+    cv: float = CV_OPT,
+    burst_factor: float = BURST_OPT,
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -783,8 +958,11 @@ def main() -> None:
 
         if os.environ.get("PRFAAS_PLAN_DEBUG"):
             raise
-        typer.echo(f"prfaas-plan: internal error: {type(exc).__name__}: {shorten(str(exc), 160)} (a bug; please "
-                   "report it; PRFAAS_PLAN_DEBUG=1 shows the traceback)", err=True)
+        typer.echo(
+            f"prfaas-plan: internal error: {type(exc).__name__}: {shorten(str(exc), 160)} (a bug; please "
+            "report it; PRFAAS_PLAN_DEBUG=1 shows the traceback)",
+            err=True,
+        )
         sys.exit(70)
     sys.exit(code if isinstance(code, int) else 0)
 

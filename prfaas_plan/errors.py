@@ -24,10 +24,10 @@ def shorten(text: str, limit: int) -> str:
         return text
     keep = max(limit - 3, 2)
     head = keep - keep // 3
-    start, end = text[:head], text[len(text) - (keep - head):]
+    start, end = text[:head], text[len(text) - (keep - head) :]
     space = start.rfind(" ")
     if space > 0 and len(start) - space <= min(30, len(start) // 3):
-        start = start[:space + 1]
+        start = start[: space + 1]
     space = end.find(" ")
     if 0 <= space <= min(30, len(end) // 3):
         end = end[space:]
@@ -49,8 +49,10 @@ class PlanInputError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        parts = [shorten(self.source, _MAX_SOURCE_CHARS) if self.source else None,
-                 shorten(self.field, _MAX_FIELD_CHARS) if self.field else None]
+        parts = [
+            shorten(self.source, _MAX_SOURCE_CHARS) if self.source else None,
+            shorten(self.field, _MAX_FIELD_CHARS) if self.field else None,
+        ]
         prefix = ": ".join(p for p in parts if p)
         room = MAX_LINE_CHARS - (len(prefix) + 2 if prefix else 0)
         reason = shorten(self.reason, room)

@@ -50,8 +50,11 @@ def figure5(data, t_max_tokens: float | None = None):
     left.plot(n_p, _values(rows, "decode_bound_rps"), marker="s", label="decode bound")
     left.axvline(sol.n_p, color="grey", ls=":", lw=1)
     left.plot([sol.n_p], [sol.lambda_max], "k*", ms=12, label=f"optimum N_p={sol.n_p}, Λ={sol.lambda_max:.2f}")
-    left.set(xlabel=f"N_p (N_d = {sol.n_p + sol.n_d} - N_p)", ylabel="throughput bound (req/s)",
-             title=f"(a) bounds vs N_p at t = {sol.threshold_tokens:,.0f} tokens")
+    left.set(
+        xlabel=f"N_p (N_d = {sol.n_p + sol.n_d} - N_p)",
+        ylabel="throughput bound (req/s)",
+        title=f"(a) bounds vs N_p at t = {sol.threshold_tokens:,.0f} tokens",
+    )
     left.legend(fontsize=8)
 
     t_rows = sweep_threshold(inputs, table, sol)
@@ -61,11 +64,20 @@ def figure5(data, t_max_tokens: float | None = None):
     right.plot(t[keep] / k, _values(t_rows, "prfaas_bound_rps")[keep], label="PrfaaS bound Θ_prfaas/p")
     right.plot(t[keep] / k, _values(t_rows, "pd_prefill_bound_rps")[keep], label="PD-P bound Θ_pdp/(1-p)")
     right.axhline(float(t_rows[0]["pd_decode_bound_rps"]), color="grey", ls="--", lw=1, label="decode bound")
-    right.plot([sol.threshold_tokens / k], [sol.lambda_max], "k*", ms=12,
-               label=f"optimum t={sol.threshold_tokens / k:.1f}K, Λ={sol.lambda_max:.2f}")
+    right.plot(
+        [sol.threshold_tokens / k],
+        [sol.lambda_max],
+        "k*",
+        ms=12,
+        label=f"optimum t={sol.threshold_tokens / k:.1f}K, Λ={sol.lambda_max:.2f}",
+    )
     top = 3 * max(sol.lambda_max, 1e-9)
-    right.set(xlabel=f"threshold t ({K_LABEL})", ylabel="throughput bound (req/s)", ylim=(0, top),
-              title=f"(b) bounds vs t at N_prfaas={sol.n_prfaas}, N_p={sol.n_p}, N_d={sol.n_d}")
+    right.set(
+        xlabel=f"threshold t ({K_LABEL})",
+        ylabel="throughput bound (req/s)",
+        ylim=(0, top),
+        title=f"(b) bounds vs t at N_prfaas={sol.n_prfaas}, N_p={sol.n_p}, N_d={sol.n_d}",
+    )
     right.legend(fontsize=8)
     fig.suptitle(f"{inputs.name}: {inputs.model.name}")
     return fig
@@ -83,8 +95,7 @@ def save(fig, out: OutputFiles, path: str, option: str = "--output") -> None:
 def check_format(path: str, field: str) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise PlanInputError(f"unsupported plot format {shorten(suffix or path, 40)!r} (use {', '.join(FORMATS)})",
-                             field=field)
+        raise PlanInputError(f"unsupported plot format {shorten(suffix or path, 40)!r} (use {', '.join(FORMATS)})", field=field)
 
 
 def timeseries_figure(result):
@@ -93,8 +104,11 @@ def timeseries_figure(result):
     ts = result.timeseries
     t = ts["time_s"]
     fig, (q, e, th) = plt.subplots(3, 1, figsize=(10, 7.5), sharex=True, constrained_layout=True)
-    for key, label in (("prfaas_queue_requests", "PrfaaS queue"), ("pdp_queue_requests", "PD-P queue"),
-                       ("decode_queue_requests", "decode queue")):
+    for key, label in (
+        ("prfaas_queue_requests", "PrfaaS queue"),
+        ("pdp_queue_requests", "PD-P queue"),
+        ("decode_queue_requests", "decode queue"),
+    ):
         q.plot(t, ts[key], lw=1, label=label)
     q.set(ylabel="waiting requests")
     q.legend(fontsize=8)
@@ -142,28 +156,45 @@ def compare_figure(comparison):
             if y > best:
                 steps.append((x, y))
                 best = y
-        ax.step([x for x, _ in steps], [y for _, y in steps], "k--", where="post", lw=1, zorder=2,
-                label="front over $/hour and req/s")
+        ax.step(
+            [x for x, _ in steps], [y for _, y in steps], "k--", where="post", lw=1, zorder=2, label="front over $/hour and req/s"
+        )
         front = [(r.usd_per_hour, r.capacity_rps) for i, r in rows if i in comparison.pareto]
-        ax.scatter([f[0] for f in front], [f[1] for f in front], marker="*", s=160, facecolors="none",
-                   edgecolors="k", zorder=4, label=textwrap.fill(front_note(comparison), 46))
+        ax.scatter(
+            [f[0] for f in front],
+            [f[1] for f in front],
+            marker="*",
+            s=160,
+            facecolors="none",
+            edgecolors="k",
+            zorder=4,
+            label=textwrap.fill(front_note(comparison), 46),
+        )
         for i, r in rows:
             groups.setdefault((round(r.usd_per_hour, 6), round(r.capacity_rps, 9)), []).append(ranks[i])
         ax.margins(0.12)
     ax.set_xlabel("provisioned cost ($/hour)")
     ax.set_ylabel("requests/s served")
-    ax.set_title(f"{comparison.name}: {len(comparison.results)} options, {len(rows)} feasible and priced "
-                 f"({comparison.objective})")
+    ax.set_title(
+        f"{comparison.name}: {len(comparison.results)} options, {len(rows)} feasible and priced ({comparison.objective})"
+    )
     ax.grid(alpha=0.3)
     key = [f"{ranks[i]:>3}{'*' if i in comparison.pareto else ' '} {r.option.label}" for i, r in rows]
     if key:
         per_column = 40
-        columns = ["\n".join(key[k:k + per_column]) for k in range(0, len(key), per_column)]
-        key_ax.text(0, 1, "# (rank in the table; * Pareto front)\n" + columns[0], va="top", ha="left",
-                    family="monospace", fontsize=7 if len(key) <= 20 else 6, transform=key_ax.transAxes)
+        columns = ["\n".join(key[k : k + per_column]) for k in range(0, len(key), per_column)]
+        key_ax.text(
+            0,
+            1,
+            "# (rank in the table; * Pareto front)\n" + columns[0],
+            va="top",
+            ha="left",
+            family="monospace",
+            fontsize=7 if len(key) <= 20 else 6,
+            transform=key_ax.transAxes,
+        )
         for c, text in enumerate(columns[1:], start=1):
-            key_ax.text(c * 0.5, 1, "\n" + text, va="top", ha="left", family="monospace", fontsize=6,
-                        transform=key_ax.transAxes)
+            key_ax.text(c * 0.5, 1, "\n" + text, va="top", ha="left", family="monospace", fontsize=6, transform=key_ax.transAxes)
     handles, names = ax.get_legend_handles_labels()
     if handles:  # beside the axes, where it hides no point or label
         key_ax.legend(handles, names, loc="lower left", fontsize=7, frameon=False)
@@ -175,8 +206,8 @@ def compare_figure(comparison):
 LABEL_GID = "option-label"  # the gid of the rank labels (tests find them by it)
 _DIRECTIONS = [(1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)]
 _OFFSETS_PT = [(dx * r, dy * r) for r in (5, 10, 16) for dx, dy in _DIRECTIONS] + [
-    (r * np.cos(a), r * np.sin(a)) for r in (24, 34, 46, 60, 76, 95, 120) for a in np.linspace(0, 2 * np.pi, 24,
-                                                                                                endpoint=False)]
+    (r * np.cos(a), r * np.sin(a)) for r in (24, 34, 46, 60, 76, 95, 120) for a in np.linspace(0, 2 * np.pi, 24, endpoint=False)
+]
 _POINT_PX = 9  # half the side of the box kept clear around each point (a star's radius), pixels at 100 dpi
 _GAP_PX = 3  # the space kept between two labels, pixels at 100 dpi
 _LEADER_PT = 16  # labels this far from their point or further get a leader line
@@ -220,8 +251,19 @@ def place_labels(ax, labels: list[tuple[float, float, str]], fontsize: float = 8
         distance = np.hypot(*(points - centre).T)
         leader = max(map(abs, best)) >= _LEADER_PT or bool(np.any(np.delete(distance, k) < distance[k]))
         arrow = {"arrowprops": {"arrowstyle": "-", "lw": 0.6, "color": "0.3", "shrinkA": 0, "shrinkB": 2}} if leader else {}
-        texts.append(ax.annotate(text, (x, y), xytext=best, textcoords="offset points", fontsize=fontsize,
-                                 gid=LABEL_GID, zorder=5, **_alignment(best), **arrow))
+        texts.append(
+            ax.annotate(
+                text,
+                (x, y),
+                xytext=best,
+                textcoords="offset points",
+                fontsize=fontsize,
+                gid=LABEL_GID,
+                zorder=5,
+                **_alignment(best),
+                **arrow,
+            )
+        )
         taken.append(box[None, :])
     return texts
 
@@ -245,5 +287,7 @@ def _frame(bbox) -> np.ndarray:
 def _alignment(offset: tuple[float, float]) -> dict:
     """The text's anchor for an offset: the corner or side nearest the point."""
     dx, dy = (0.0 if abs(v) < 1e-9 else v for v in offset)
-    return {"ha": "left" if dx > 0 else ("right" if dx < 0 else "center"),
-            "va": "bottom" if dy > 0 else ("top" if dy < 0 else "center")}
+    return {
+        "ha": "left" if dx > 0 else ("right" if dx < 0 else "center"),
+        "va": "bottom" if dy > 0 else ("top" if dy < 0 else "center"),
+    }

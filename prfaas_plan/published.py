@@ -114,9 +114,16 @@ def trtllm_tuned(checkpoint: ModelProfile) -> bool:
     return not (d.experts == Dtype.fp4 and d.weights in (Dtype.bf16, Dtype.fp16))
 
 
-def trtllm_bench_limits(model: ModelProfile, hw: HardwareProfile, tp_size: int, input_tokens: int,
-                        output_tokens: int, fraction: float = TRTLLM_KV_FRACTION, pp_size: int = 1,
-                        tuned: bool = True) -> tuple[int, int] | None:
+def trtllm_bench_limits(
+    model: ModelProfile,
+    hw: HardwareProfile,
+    tp_size: int,
+    input_tokens: int,
+    output_tokens: int,
+    fraction: float = TRTLLM_KV_FRACTION,
+    pp_size: int = 1,
+    tuned: bool = True,
+) -> tuple[int, int] | None:
     """(max_batch_size per rank, max_num_tokens per iteration) that ``trtllm-bench throughput``
     sets when its command gives neither (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py,
     ``calc_engine_setting`` and ``finetune_setting``; bench/benchmark/utils/general.py
@@ -211,9 +218,26 @@ LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas")  # timing.layout
 # columns a CSV must have; every other column the prediction reads may be absent, which is a blank
 # cell in every row (its documented default, or an error where the row's kind needs a value)
 REQUIRED_COLUMNS = ("id", "kind", "model_ref", "tool_hw", "gpus", "measured", "unit")
-OPTIONAL_COLUMNS = ("model", "dtype_override", "unit_gpus", "engine", "parallelism", "input_len", "output_len",
-                    "batch", "batch_scope", "requests", "context", *LAYOUT_COLUMNS, "chunk_tokens", "chunked_prefill",
-                    "mtp_tokens", "concurrency", "load", "max_batch")
+OPTIONAL_COLUMNS = (
+    "model",
+    "dtype_override",
+    "unit_gpus",
+    "engine",
+    "parallelism",
+    "input_len",
+    "output_len",
+    "batch",
+    "batch_scope",
+    "requests",
+    "context",
+    *LAYOUT_COLUMNS,
+    "chunk_tokens",
+    "chunked_prefill",
+    "mtp_tokens",
+    "concurrency",
+    "load",
+    "max_batch",
+)
 DESCRIPTIVE_COLUMNS = ("hardware", "precision", "metric", "trust", "notes", "source")  # read by people, not the model
 # any other name is refused, since a misspelt optional column would silently take its default
 KNOWN_COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS + DESCRIPTIVE_COLUMNS
@@ -228,8 +252,9 @@ def read_rows(path: str) -> list[dict[str, str]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
     if missing:
-        raise PlanInputError(f"no column {', '.join(missing)} (required: {', '.join(REQUIRED_COLUMNS)})",
-                             source=path, field="header")
+        raise PlanInputError(
+            f"no column {', '.join(missing)} (required: {', '.join(REQUIRED_COLUMNS)})", source=path, field="header"
+        )
     names = list(reader.fieldnames)
     for k, name in enumerate(names):
         if name in names[:k]:
@@ -237,14 +262,18 @@ def read_rows(path: str) -> list[dict[str, str]]:
         if name not in KNOWN_COLUMNS:
             close = difflib.get_close_matches(name, KNOWN_COLUMNS, n=1)
             hint = f"did you mean '{close[0]}'? " if close else ""
-            raise PlanInputError(f"unknown column '{shorten(name, 40)}': {hint}(columns: {', '.join(KNOWN_COLUMNS)})",
-                                 source=path, field="header")
+            raise PlanInputError(
+                f"unknown column '{shorten(name, 40)}': {hint}(columns: {', '.join(KNOWN_COLUMNS)})", source=path, field="header"
+            )
     absent = dict.fromkeys((c for c in OPTIONAL_COLUMNS if c not in names), "")
     rows = []
     for row in reader:
         if None in row:
-            raise PlanInputError(f"{len(row) - 1 + len(row[None])} cells, more than the header's "
-                                 f"{len(reader.fieldnames)} columns", source=path, field=f"line {reader.line_num}")
+            raise PlanInputError(
+                f"{len(row) - 1 + len(row[None])} cells, more than the header's {len(reader.fieldnames)} columns",
+                source=path,
+                field=f"line {reader.line_num}",
+            )
         rows.append({**absent, **{k: (v or "").strip() for k, v in row.items()}})
     return rows
 
@@ -273,8 +302,7 @@ class RowFields:
     max_batch: int | None = None  # the engine's running-request limit per scheduling rank (the column)
 
 
-def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = True, default=None,
-            required: bool = False):
+def _number(row: dict[str, str], column: str, bounds: Range, *, whole: bool = True, default=None, required: bool = False):
     """The column's value checked against ``bounds`` (``whole``: a count, no fraction); a blank
     cell is ``default``, or an error when ``required``."""
     text = row[column]
@@ -316,8 +344,9 @@ def _layout_columns(row: dict[str, str], gpus: int) -> dict[str, int] | None:
         raise PlanInputError(f"ep {layout['ep']} must divide tp x dp_attention ({stage})", field="ep")
     chips = stage * layout["pp"] * layout["replicas"]
     if chips != gpus:
-        raise PlanInputError(f"the layout's tp x dp_attention x pp x replicas is {chips} chips, not the row's {gpus}",
-                             field="gpus")
+        raise PlanInputError(
+            f"the layout's tp x dp_attention x pp x replicas is {chips} chips, not the row's {gpus}", field="gpus"
+        )
     return layout
 
 
@@ -327,14 +356,14 @@ def read_fields(row: dict[str, str]) -> RowFields:
     if kind not in KINDS:
         raise PlanInputError(f"unknown kind {show(kind)} (one of {', '.join(KINDS)})", field="kind")
     if row["batch_scope"] not in BATCH_SCOPES:
-        raise PlanInputError(f"unknown batch_scope {show(row['batch_scope'])} (blank, per_gpu or total)",
-                             field="batch_scope")
+        raise PlanInputError(f"unknown batch_scope {show(row['batch_scope'])} (blank, per_gpu or total)", field="batch_scope")
     seconds_per_unit = None
     if kind in LATENCY_KINDS:
         seconds_per_unit = SECONDS_PER_UNIT.get(row["unit"])
         if seconds_per_unit is None:
-            raise PlanInputError(f"{_article(kind)} {kind} row is in seconds: unit must be s or ms, got {show(row['unit'])}",
-                                 field="unit")
+            raise PlanInputError(
+                f"{_article(kind)} {kind} row is in seconds: unit must be s or ms, got {show(row['unit'])}", field="unit"
+            )
     gpus = _number(row, "gpus", CHIPS_PER_INSTANCE, required=True)
     e2e = kind in ("e2e_tps", "e2e_latency")
     output = _number(row, "output_len", TOKENS, whole=False, default=1, required=e2e)
@@ -348,7 +377,9 @@ def read_fields(row: dict[str, str]) -> RowFields:
     if concurrency is None and kind in ("ttft", "tpot", "user_tps"):
         concurrency = LATENCY_DEFAULT_CONCURRENCY
     return RowFields(
-        kind=kind, gpus=gpus, load=load_of(row, kind),
+        kind=kind,
+        gpus=gpus,
+        load=load_of(row, kind),
         unit_gpus=_number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus),
         input_tokens=_number(row, "input_len", TOKENS, default=DEFAULT_INPUT),
         output_tokens=round(output),
@@ -363,7 +394,8 @@ def read_fields(row: dict[str, str]) -> RowFields:
         mtp_tokens=_number(row, "mtp_tokens", MTP_TOKENS, whole=False),
         concurrency=concurrency,
         seconds_per_unit=seconds_per_unit,
-        max_batch=_number(row, "max_batch", DECODE_BATCH))
+        max_batch=_number(row, "max_batch", DECODE_BATCH),
+    )
 
 
 def _article(word: str) -> str:
@@ -383,8 +415,9 @@ def load_of(row: dict[str, str], kind: str) -> str:
     if text not in LOADS:
         raise PlanInputError(f"unknown load {show(row['load'])} (one of {', '.join(LOADS)})", field="load")
     if text != "static" and kind not in LOAD_KINDS:
-        raise PlanInputError(f"{_article(kind)} {kind} row is not timed under a load: load must be static or "
-                             f"blank, got {show(text)}", field="load")
+        raise PlanInputError(
+            f"{_article(kind)} {kind} row is not timed under a load: load must be static or blank, got {show(text)}", field="load"
+        )
     return text
 
 
@@ -417,13 +450,17 @@ def precision_of(override: str) -> dict[str, str] | None:
         return None
     parts = [part.strip() for part in override.split(";") if part.strip()]
     if not all("=" in part for part in parts):
-        raise PlanInputError(f"expected part=dtype separated by ';' (weights=fp8;kv=fp8), got {show(override)}",
-                             field="dtype_override")
+        raise PlanInputError(
+            f"expected part=dtype separated by ';' (weights=fp8;kv=fp8), got {show(override)}", field="dtype_override"
+        )
     return dict(part.split("=", 1) for part in parts)
 
 
-ENGINE_KEYWORDS = ((EngineName.sglang, ("SGLANG",)), (EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM")),
-                   (EngineName.vllm, ("VLLM",)))
+ENGINE_KEYWORDS = (
+    (EngineName.sglang, ("SGLANG",)),
+    (EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM")),
+    (EngineName.vllm, ("VLLM",)),
+)
 
 
 def engine_name_of(text: str) -> EngineName:
@@ -463,8 +500,9 @@ def _ranks(f: RowFields, layout_kind_: str, gpus: int) -> int:
     return gpus if layout_kind_ == "dep" else 1
 
 
-def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, precision: dict[str, str] | None,
-                   engine_name: EngineName) -> dict:
+def _estimate_args(
+    row: dict[str, str], f: RowFields, checkpoint: ModelProfile, precision: dict[str, str] | None, engine_name: EngineName
+) -> dict:
     """The keyword arguments of ``api.estimate`` (after the checkpoint and hardware) for the row, on
     the published chips: its lengths (a decode kind at a ``context``: input = context, output = 1),
     the precision, the concurrency, the layout, the engine (its profile, the engine text's settings,
@@ -484,23 +522,35 @@ def _estimate_args(row: dict[str, str], f: RowFields, checkpoint: ModelProfile, 
     if "TRTLLM-BENCH" in published and layout_kind_ != "search":
         stage = gpus if f.layout is None else f.layout["tp"] * f.layout["dp_attention"]
         pp = 1 if f.layout is None else f.layout["pp"]
-        limits = trtllm_bench_limits(model, api.hardware_of(row["tool_hw"]), stage, input_tokens, output_tokens,
-                                     pp_size=pp, tuned=trtllm_tuned(checkpoint))
+        limits = trtllm_bench_limits(
+            model, api.hardware_of(row["tool_hw"]), stage, input_tokens, output_tokens, pp_size=pp, tuned=trtllm_tuned(checkpoint)
+        )
         if limits is not None:
             per_rank, tokens = limits
             max_batch = per_rank * _ranks(f, layout_kind_, gpus)  # attention DP: a limit per rank
             engine.update(prefill_tokens_per_pass=tokens, chunked_prefill=False)
     if f.max_batch is not None:  # the command's own limit per scheduling rank wins over the tool's
         max_batch = f.max_batch * _ranks(f, layout_kind_, gpus)
-    for column, setting in (("chunk_tokens", "prefill_tokens_per_pass"), ("chunked_prefill", "chunked_prefill"),
-                            ("mtp_tokens", "mtp_tokens_per_step")):
+    for column, setting in (
+        ("chunk_tokens", "prefill_tokens_per_pass"),
+        ("chunked_prefill", "chunked_prefill"),
+        ("mtp_tokens", "mtp_tokens_per_step"),
+    ):
         if getattr(f, column) is not None:
             engine[setting] = getattr(f, column)
     if kind in DECODE_KINDS and f.context_tokens is not None:
         input_tokens, output_tokens = f.context_tokens, 1  # decode at this context (I + O / 2 = context)
-    return {"gpus": gpus, "input_tokens": input_tokens, "output_tokens": output_tokens, "precision": precision,
-            "concurrency": f.concurrency, "parallel": _parallel(row, f, gpus), "engine": engine or None,
-            "max_batch": max_batch, "requests": f.requests if kind == "e2e_tps" else None}
+    return {
+        "gpus": gpus,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "precision": precision,
+        "concurrency": f.concurrency,
+        "parallel": _parallel(row, f, gpus),
+        "engine": engine or None,
+        "max_batch": max_batch,
+        "requests": f.requests if kind == "e2e_tps" else None,
+    }
 
 
 def predicted_figure(est, f: RowFields, gpus: int, unit_gpus: int) -> float:
@@ -512,13 +562,15 @@ def predicted_figure(est, f: RowFields, gpus: int, unit_gpus: int) -> float:
         return seconds / f.seconds_per_unit
     if f.kind in LATENCY_KINDS:
         lone = f.concurrency is None or f.concurrency == 1
-        seconds = {"e2e_latency": est.e2e_latency_s, "tpot": est.tpot_s,
-                   "ttft": est.ttft_s if lone else est.batch_ttft_s}[f.kind]
+        seconds = {"e2e_latency": est.e2e_latency_s, "tpot": est.tpot_s, "ttft": est.ttft_s if lone else est.batch_ttft_s}[f.kind]
         return seconds / f.seconds_per_unit
     if f.kind == "user_tps":
         return est.per_user_tokens_per_s
-    figure = {"prefill_tps": est.prefill_tokens_per_s, "decode_tps": est.decode_tokens_per_s,
-              "e2e_tps": est.e2e_output_tokens_per_s}[f.kind]
+    figure = {
+        "prefill_tps": est.prefill_tokens_per_s,
+        "decode_tps": est.decode_tokens_per_s,
+        "e2e_tps": est.e2e_output_tokens_per_s,
+    }[f.kind]
     return figure / gpus * unit_gpus
 
 
@@ -534,8 +586,7 @@ def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | Non
             est = api.estimate(checkpoint, row["tool_hw"], **args)
             break
         except PlanInputError as exc:
-            if "do not fit" in str(exc) and args["concurrency"] is not None and \
-                    (f.kind in QUEUED_KINDS or f.load != "static"):
+            if "do not fit" in str(exc) and args["concurrency"] is not None and (f.kind in QUEUED_KINDS or f.load != "static"):
                 # more requests in flight than memory holds (MLPerf Server's, counted by Little's law,
                 # include those waiting): the engine runs the memory-limited batch, the rest queue
                 note = f"{args['concurrency']:,} in flight do not fit: the memory-limited batch runs, the rest wait"
@@ -543,8 +594,12 @@ def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | Non
                     args["load_concurrency"] = args["concurrency"]
                 args["concurrency"] = None
                 continue
-            if "does not fit" not in str(exc) or args["gpus"] >= MAX_CHIPS or args["concurrency"] is not None \
-                    or f.layout is not None:
+            if (
+                "does not fit" not in str(exc)
+                or args["gpus"] >= MAX_CHIPS
+                or args["concurrency"] is not None
+                or f.layout is not None
+            ):
                 raise
             args["gpus"] += 1
             args["parallel"] = _parallel(row, f, args["gpus"])
@@ -555,8 +610,18 @@ def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | Non
     predicted = predicted_figure(est, f, gpus, unit_gpus)
     prefill_side = {"prefill_tps": est.prefill, "ttft": est.first_token}
     layout = prefill_side.get(f.kind, est.decode).layout.label
-    return Prediction(row["id"], f.kind, row.get("model") or checkpoint.name, row["tool_hw"], gpus, layout, predicted,
-                      f.measured, row["unit"], note)
+    return Prediction(
+        row["id"],
+        f.kind,
+        row.get("model") or checkpoint.name,
+        row["tool_hw"],
+        gpus,
+        layout,
+        predicted,
+        f.measured,
+        row["unit"],
+        note,
+    )
 
 
 def predict_all(path: str, engine: EngineName | None = None) -> list[Prediction]:
@@ -593,5 +658,10 @@ def summary(predictions: list[Prediction]) -> dict[str, float]:
     n = len(errors)
     median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
     worst_factor = max(max(p.ratio, 1 / p.ratio) for p in predictions)
-    return {"median_error": median, "worst_error": errors[-1], "worst_factor": worst_factor,
-            "rows": float(n), "geomean_ratio": math.exp(sum(math.log(p.ratio) for p in predictions) / n)}
+    return {
+        "median_error": median,
+        "worst_error": errors[-1],
+        "worst_factor": worst_factor,
+        "rows": float(n),
+        "geomean_ratio": math.exp(sum(math.log(p.ratio) for p in predictions) / n),
+    }

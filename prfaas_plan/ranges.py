@@ -27,8 +27,7 @@ class Range(NamedTuple):
 
     def problem(self, value: object) -> str | None:
         """Why ``value`` is not a finite number inside the range (None: it is)."""
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float)
-                                                                              and math.isnan(value)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
             return f"must be a number, got {show(value)}"
         if not (value > self.lo if self.lo_open else value >= self.lo) or value > self.hi:
             shown = f"{value:g}" if isinstance(value, float) else shorten(str(value), 24)
@@ -51,7 +50,6 @@ def _num(x: float) -> str:
     if x == int(x) and abs(x) <= 1e9:
         return f"{int(x):,}"
     return f"{x:g}"
-
 
 
 TOKENS = Range(1, TOKENS_CAP, "tokens", "a request length, context, threshold or window (16M = 16 x 1,024^2)")
@@ -144,16 +142,77 @@ MAX_NODES = 50_000  # YAML/JSON values after expanding aliases (an alias bomb is
 MAX_INT_DIGITS = 30  # digits of an integer literal in YAML/JSON
 MAX_NAME_CHARS = 128  # a profile or scenario name
 
-NUMERIC = (TOKENS, INSTANCES, CHIPS_PER_INSTANCE, GPU_BUDGET, USD_PER_HOUR_BUDGET, LAYERS, WIDTH, HEADS, EXPERTS,
-           PARAMS_B, TFLOPS, MEMORY_GIB, MEMORY_TB_PER_S, SCALE_UP_GB_PER_S, NIC_GBPS, TDP_W, PRICE_USD_PER_GPU_HOUR,
-           PREFILL_OVERHEAD_S, DECODE_STEP_OVERHEAD_S, GEMM_SHAPE, KERNEL_OVERHEAD_US, CHUNK_STEP_US, COLLECTIVE_LATENCY_US,
-           OVERLAP, EXPERT_IMBALANCE, PASS_TOKENS, MTP_TOKENS, KERNEL_MULTIPLIER, LINK_GBPS, RTT_MS, TPOT_MS,
-           DECODE_BATCH, DECODE_TOKENS_PER_S, PREFILL_SECONDS, RATE_RPS, SLO_SECONDS, LOAD, ARRIVAL_CV, REQUESTS,
-           OFFLINE_REQUESTS, PUBLISHED_MEASUREMENT, POINTS, SIM_SECONDS, SEED, LOGNORMAL_MU, LOGNORMAL_SIGMA, BINS,
-           LIST_ITEMS, MIXTURE_COMPONENTS, RATE_POINTS, CALIBRATION_POINTS, BANDWIDTH_STEPS, GPU_BUDGET_ENTRIES,
-           COARSE_THRESHOLDS, OPERATING_LOAD, PURCHASE_USD_PER_GPU, DEPRECIATION_YEARS, COST_OF_CAPITAL, USD_PER_KWH,
-           PUE, IDLE_POWER_FRACTION, USD_PER_GBPS_MONTH, USD_PER_GB, COMPARE_OPTIONS, JOBS, WINDOW_HOURS,
-           INPUT_SCALE, CONVERSION_S, DAY_WINDOWS)
+NUMERIC = (
+    TOKENS,
+    INSTANCES,
+    CHIPS_PER_INSTANCE,
+    GPU_BUDGET,
+    USD_PER_HOUR_BUDGET,
+    LAYERS,
+    WIDTH,
+    HEADS,
+    EXPERTS,
+    PARAMS_B,
+    TFLOPS,
+    MEMORY_GIB,
+    MEMORY_TB_PER_S,
+    SCALE_UP_GB_PER_S,
+    NIC_GBPS,
+    TDP_W,
+    PRICE_USD_PER_GPU_HOUR,
+    PREFILL_OVERHEAD_S,
+    DECODE_STEP_OVERHEAD_S,
+    GEMM_SHAPE,
+    KERNEL_OVERHEAD_US,
+    CHUNK_STEP_US,
+    COLLECTIVE_LATENCY_US,
+    OVERLAP,
+    EXPERT_IMBALANCE,
+    PASS_TOKENS,
+    MTP_TOKENS,
+    KERNEL_MULTIPLIER,
+    LINK_GBPS,
+    RTT_MS,
+    TPOT_MS,
+    DECODE_BATCH,
+    DECODE_TOKENS_PER_S,
+    PREFILL_SECONDS,
+    RATE_RPS,
+    SLO_SECONDS,
+    LOAD,
+    ARRIVAL_CV,
+    REQUESTS,
+    OFFLINE_REQUESTS,
+    PUBLISHED_MEASUREMENT,
+    POINTS,
+    SIM_SECONDS,
+    SEED,
+    LOGNORMAL_MU,
+    LOGNORMAL_SIGMA,
+    BINS,
+    LIST_ITEMS,
+    MIXTURE_COMPONENTS,
+    RATE_POINTS,
+    CALIBRATION_POINTS,
+    BANDWIDTH_STEPS,
+    GPU_BUDGET_ENTRIES,
+    COARSE_THRESHOLDS,
+    OPERATING_LOAD,
+    PURCHASE_USD_PER_GPU,
+    DEPRECIATION_YEARS,
+    COST_OF_CAPITAL,
+    USD_PER_KWH,
+    PUE,
+    IDLE_POWER_FRACTION,
+    USD_PER_GBPS_MONTH,
+    USD_PER_GB,
+    COMPARE_OPTIONS,
+    JOBS,
+    WINDOW_HOURS,
+    INPUT_SCALE,
+    CONVERSION_S,
+    DAY_WINDOWS,
+)
 
 
 def check_simulated_requests(requests: int, runs: int, field: str, what: str = "") -> int:
@@ -168,9 +227,12 @@ def check_simulated_requests(requests: int, runs: int, field: str, what: str = "
         count = shorten(f"{requests:,}", 24)
         product = f"{what} x {count} = {shorten(f'{total:,}', 24)}" if runs > 1 else count
         most = f"; give at most {int(REQUESTS.hi) // runs:,} per run" if runs > 1 else ""
-        raise PlanInputError(f"{product} simulated requests, over the limit of {int(REQUESTS.hi):,} per command "
-                             "(at the limit the worst case takes about a minute here; 10,000,000 took 273 s and 5.3 GB)"
-                             f"{most}", field=field)
+        raise PlanInputError(
+            f"{product} simulated requests, over the limit of {int(REQUESTS.hi):,} per command "
+            "(at the limit the worst case takes about a minute here; 10,000,000 took 273 s and 5.3 GB)"
+            f"{most}",
+            field=field,
+        )
     return requests
 
 
@@ -180,10 +242,13 @@ def markdown_table() -> str:
     lines += [f"| {r.what} | {r.describe()} |" for r in NUMERIC]
     lines.append(f"| a plan's Lambda_max | at least {MIN_CAPACITY_RPS:g} requests/s, else an error |")
     lines.append(f"| chips per instance (lists, auto) | at most {MAX_CHIP_COMBINATIONS} combinations over the pools |")
-    lines.append(f"| YAML/JSON files | at most {MAX_PROFILE_BYTES // 2**20} MiB, {MAX_DEPTH} levels deep, "
-                 f"{MAX_NODES:,} values after aliases, integers of at most {MAX_INT_DIGITS} digits |")
-    lines.append(f"| a length distribution (trace, histogram, mixture, prefix cache) | at most {MAX_SUPPORT_POINTS:,} "
-                 "distinct lengths |")
+    lines.append(
+        f"| YAML/JSON files | at most {MAX_PROFILE_BYTES // 2**20} MiB, {MAX_DEPTH} levels deep, "
+        f"{MAX_NODES:,} values after aliases, integers of at most {MAX_INT_DIGITS} digits |"
+    )
+    lines.append(
+        f"| a length distribution (trace, histogram, mixture, prefix cache) | at most {MAX_SUPPORT_POINTS:,} distinct lengths |"
+    )
     lines.append(f"| CSV files (calibration points, bandwidth traces) | at most {MAX_CSV_BYTES // 2**20} MiB |")
     lines.append(f"| request-length traces | at most {MAX_TRACE_BYTES // 2**30} GiB |")
     lines.append(f"| names | 1 to {MAX_NAME_CHARS} characters |")

@@ -96,8 +96,7 @@ def _csv_value(value: Any) -> Any:
 
 def _widths(report: Report, columns: list[Column]) -> list[int]:
     """Each column's natural width: its header, its minimum, its widest cell."""
-    return [max([len(col.header), col.min_width or 0, *(len(col.fmt(row[col.key])) for row in report.rows)])
-            for col in columns]
+    return [max([len(col.header), col.min_width or 0, *(len(col.fmt(row[col.key])) for row in report.rows)]) for col in columns]
 
 
 def table_width(widths: list[int]) -> int:
@@ -116,8 +115,10 @@ def parts(report: Report, width: int | None) -> list[list[Column]]:
     if not width or table_width(_widths(report, columns)) <= width:
         return [columns]
     if not any(c.keep for c in columns):  # no row name to repeat: wrap the text if the numbers fit
-        wrapped = [w if _justify(c) == "right" else max(len(c.header), c.min_width or 0, 10)
-                   for c, w in zip(columns, _widths(report, columns))]
+        wrapped = [
+            w if _justify(c) == "right" else max(len(c.header), c.min_width or 0, 10)
+            for c, w in zip(columns, _widths(report, columns))
+        ]
         if table_width(wrapped) <= width:
             return [columns]
     kept = [c for c in columns if c.keep]
@@ -143,15 +144,17 @@ def to_table(report: Report, width: int | None = None, color: bool = False) -> s
     from rich.table import Table
 
     buf = io.StringIO()
-    console = Console(file=buf, width=width or 120, force_terminal=color,
-                      color_system="auto" if color and not color_disabled() else None)  # None: no ANSI codes
+    console = Console(
+        file=buf, width=width or 120, force_terminal=color, color_system="auto" if color and not color_disabled() else None
+    )  # None: no ANSI codes
     if report.meta:
         console.print("  ".join(f"[bold]{k}[/bold]: {v}" for k, v in report.meta.items()), highlight=False)
     for k, columns in enumerate(parts(report, width)):
         table = Table(title=report.title if k == 0 else CONTINUED, title_justify="left", box=box.SIMPLE_HEAD)
         for col in columns:
-            table.add_column(col.header, justify=_justify(col), min_width=col.min_width,
-                             overflow="fold", no_wrap=_justify(col) != "left")
+            table.add_column(
+                col.header, justify=_justify(col), min_width=col.min_width, overflow="fold", no_wrap=_justify(col) != "left"
+            )
         for row in report.rows:
             table.add_row(*[col.fmt(row[col.key]) for col in columns])
         console.print(table)
@@ -172,9 +175,13 @@ def _plain(report: Report, width: int | None = None) -> str:
     one line per row (cells padded by one space, columns one space apart), then the notes; split
     into parts at ``width`` (``parts``), the widest text column of a part that still does not fit
     wrapped at spaces, and the title and notes wrapped too."""
+
     def fill(text: str, indent: str = "") -> list[str]:
-        return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False,
-                             break_on_hyphens=False) or [""] if width else [text]
+        return (
+            textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [""]
+            if width
+            else [text]
+        )
 
     lines = fill("  ".join(f"{k}: {v}" for k, v in report.meta.items())) if report.meta else []
     for k, columns in enumerate(parts(report, width)):
@@ -202,10 +209,11 @@ def _plain_part(report: Report, columns: list[Column], width: int | None) -> lis
         return " " + " ".join(f" {v.rjust(w) if r else v.ljust(w)} " for v, w, r in zip(values, widths, right))
 
     def physical(values: list[str]) -> list[str]:
-        wrapped = [textwrap.wrap(v, w, break_long_words=False, break_on_hyphens=False) or [""] if len(v) > w
-                   else [v] for v, w in zip(values, widths)]
-        return [line([cell[k] if k < len(cell) else "" for cell in wrapped])
-                for k in range(max(len(cell) for cell in wrapped))]
+        wrapped = [
+            textwrap.wrap(v, w, break_long_words=False, break_on_hyphens=False) or [""] if len(v) > w else [v]
+            for v, w in zip(values, widths)
+        ]
+        return [line([cell[k] if k < len(cell) else "" for cell in wrapped]) for k in range(max(len(cell) for cell in wrapped))]
 
     rule_width = len(line(headers)) - 2
     return [line(headers), " " + "─" * rule_width, *(ln for r in cells for ln in physical(r))]

@@ -121,4 +121,3 @@ def dtype_bytes(dtype: str) -> float:
         return DTYPE_BYTES[Dtype(dtype)]
     except ValueError:
         raise PlanInputError(f"unknown dtype {show(dtype)} (known: {', '.join(DTYPE_BYTES)})") from None
-

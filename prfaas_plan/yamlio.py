@@ -77,8 +77,7 @@ def note_input(path: str | Path, st: os.stat_result | None = None) -> None:
         _inputs_read.setdefault((st.st_dev, st.st_ino), str(path))
 
 
-def read_input_bytes(path: str | Path, max_bytes: int, *, source: str | None = None,
-                     limit_read: int | None = None) -> bytes:
+def read_input_bytes(path: str | Path, max_bytes: int, *, source: str | None = None, limit_read: int | None = None) -> bytes:
     """The bytes of a user's input file: a regular file of at most ``max_bytes`` (only the first
     ``limit_read`` bytes are read when given: a check before a streaming reader)."""
     source = source or str(path)
@@ -121,6 +120,7 @@ def _reason(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------
 # YAML
 
+
 def _strict_classes():
     """A resolver with YAML 1.2 core scalars, and a constructor that refuses duplicate keys
     and over-long integers; C (libyaml) and pure-Python loaders built from them."""
@@ -134,9 +134,11 @@ def _strict_classes():
     for tag, pattern, first in (
         ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
         ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
-        ("tag:yaml.org,2002:float",
-         r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-         list("-+.0123456789")),
+        (
+            "tag:yaml.org,2002:float",
+            r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+            list("-+.0123456789"),
+        ),
         ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
         ("tag:yaml.org,2002:merge", r"^(?:<<)$", ["<"]),
     ):
@@ -154,8 +156,7 @@ def _strict_classes():
                         duplicate = key in seen
                         seen.add(key)
                     except TypeError:
-                        raise ConstructorError(None, None, "a mapping key must be a plain value",
-                                               key_node.start_mark) from None
+                        raise ConstructorError(None, None, "a mapping key must be a plain value", key_node.start_mark) from None
                     if duplicate:
                         raise ConstructorError(None, None, f"duplicate key {str(key)[:40]!r}", key_node.start_mark)
             return super().construct_mapping(node, deep=deep)
@@ -164,8 +165,7 @@ def _strict_classes():
             text = self.construct_scalar(node)
             digits = text.lstrip("+-")
             if len(digits) > MAX_INT_DIGITS:
-                raise ConstructorError(None, None, f"integer of {len(digits)} digits (at most {MAX_INT_DIGITS})",
-                                       node.start_mark)
+                raise ConstructorError(None, None, f"integer of {len(digits)} digits (at most {MAX_INT_DIGITS})", node.start_mark)
             if digits.startswith(("0o", "0x")):
                 return int(text, 0)
             return int(text, 10)
@@ -178,6 +178,7 @@ def _strict_classes():
     except ImportError:  # pragma: no cover - PyYAML built without libyaml
         parser = None
     if parser is not None:
+
         class Loader(parser, StrictConstructor, StrictResolver):
             def __init__(self, stream):
                 parser.__init__(self, stream)
@@ -197,6 +198,7 @@ def _strict_classes():
                 Composer.__init__(self)
                 StrictConstructor.__init__(self)
                 StrictResolver.__init__(self)
+
     return Loader
 
 
@@ -226,8 +228,11 @@ def _check_structure(loader, source: str | None) -> None:
         nonlocal total
         total += n
         if total > MAX_NODES:
-            raise PlanInputError(f"more than {MAX_NODES:,} values once aliases are expanded (an alias bomb?)",
-                                 source=source, field=_where(event.start_mark))
+            raise PlanInputError(
+                f"more than {MAX_NODES:,} values once aliases are expanded (an alias bomb?)",
+                source=source,
+                field=_where(event.start_mark),
+            )
         if stack:
             stack[-1][1] += n
 
@@ -235,8 +240,11 @@ def _check_structure(loader, source: str | None) -> None:
         event = loader.get_event()
         if isinstance(event, yaml.AliasEvent):
             if event.anchor not in sizes:
-                raise PlanInputError(f"alias *{event.anchor[:40]} refers to a collection that contains it "
-                                     "or to no anchor", source=source, field=_where(event.start_mark))
+                raise PlanInputError(
+                    f"alias *{event.anchor[:40]} refers to a collection that contains it or to no anchor",
+                    source=source,
+                    field=_where(event.start_mark),
+                )
             count(sizes[event.anchor], event)
         elif isinstance(event, yaml.ScalarEvent):
             count(1, event)
@@ -246,8 +254,7 @@ def _check_structure(loader, source: str | None) -> None:
             count(1, event)
             stack.append([event.anchor, 1])
             if len(stack) > MAX_DEPTH:
-                raise PlanInputError(f"nested more than {MAX_DEPTH} levels deep", source=source,
-                                     field=_where(event.start_mark))
+                raise PlanInputError(f"nested more than {MAX_DEPTH} levels deep", source=source, field=_where(event.start_mark))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             anchor, size = stack.pop()
             if anchor:
@@ -275,8 +282,9 @@ def parse_yaml(text: str, source: str | None = None) -> Any:
         try:
             return loader.get_single_data()
         except (ValueError, TypeError, OverflowError) as exc:  # e.g. `!!int abc`, an explicit tag it cannot honour
-            raise PlanInputError(f"malformed YAML: a value cannot be read as its tag says ({shorten(str(exc), 60)})",
-                                 source=source) from None
+            raise PlanInputError(
+                f"malformed YAML: a value cannot be read as its tag says ({shorten(str(exc), 60)})", source=source
+            ) from None
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
@@ -295,6 +303,7 @@ def load_yaml_file(path: str | Path, max_bytes: int = MAX_PROFILE_BYTES) -> Any:
 # ---------------------------------------------------------------------------------------
 # JSON
 
+
 def _json_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise ValueError(f"integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
@@ -306,8 +315,9 @@ def parse_json(text: str, source: str | None = None) -> Any:
     try:
         data = json.loads(text, parse_int=_json_int)
     except json.JSONDecodeError as exc:
-        raise PlanInputError(f"malformed JSON: {exc.msg}", source=source,
-                             field=f"line {exc.lineno}, column {exc.colno}") from None
+        raise PlanInputError(
+            f"malformed JSON: {exc.msg}", source=source, field=f"line {exc.lineno}, column {exc.colno}"
+        ) from None
     except ValueError as exc:
         raise PlanInputError(f"malformed JSON: {exc}", source=source, field=_long_integer_at(text)) from None
     except RecursionError:
@@ -353,6 +363,7 @@ def dump_yaml(data: Any) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Output
+
 
 class OutputFiles:
     """Every output file of one command, committed together.
@@ -409,8 +420,9 @@ class OutputFiles:
         self.check(path, option)
         path = Path(path)
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=path.suffix[:16] or ".tmp",
-                                       dir=path.parent if str(path.parent) else ".")
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{path.name[:64]}.", suffix=path.suffix[:16] or ".tmp", dir=path.parent if str(path.parent) else "."
+            )
             os.close(fd)
         except OSError as exc:
             raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=option) from None
@@ -439,11 +451,17 @@ def _refuse_input(st: os.stat_result, path: str, option: str, inputs: Iterable[t
     for given, what in inputs:
         other = file_status(given) if given else None
         if other is not None and (other.st_dev, other.st_ino) == key:
-            raise PlanInputError(f"is {what} this command reads ({shorten(str(given), 60)}): write the output to "
-                                 "another file", source=path, field=option)
+            raise PlanInputError(
+                f"is {what} this command reads ({shorten(str(given), 60)}): write the output to another file",
+                source=path,
+                field=option,
+            )
     if _inputs_read and key in _inputs_read:
-        raise PlanInputError(f"is a file this command reads ({shorten(_inputs_read[key], 60)}): write the output "
-                             "to another file", source=path, field=option)
+        raise PlanInputError(
+            f"is a file this command reads ({shorten(_inputs_read[key], 60)}): write the output to another file",
+            source=path,
+            field=option,
+        )
 
 
 def write_text_atomic(path: str | Path, text: str, option: str = "--output") -> None:

@@ -119,7 +119,7 @@ def table_parts(text: str) -> list[tuple[list[str], list[str]]]:
     for i, line in enumerate(lines):
         if line.strip() and set(line.strip()) == {"─"}:
             body = []
-            for row in lines[i + 1:]:
+            for row in lines[i + 1 :]:
                 if not row.strip():
                     break
                 body.append(row)
@@ -127,8 +127,7 @@ def table_parts(text: str) -> list[tuple[list[str], list[str]]]:
     return out
 
 
-def calibrated_on_truth(base, truth_efficiency: dict, fit: list[str], model: str = "qwen3-8b",
-                        lengths=(8192, 32768)):
+def calibrated_on_truth(base, truth_efficiency: dict, fit: list[str], model: str = "qwen3-8b", lengths=(8192, 32768)):
     """``calibrate`` of ``base`` (1 chip) on the prefill latencies the roofline gives with
     ``truth_efficiency`` (on the layout the base picks), fitting ``fit``: a synthetic truth to recover."""
     from prfaas_plan import api

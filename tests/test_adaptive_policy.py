@@ -36,11 +36,14 @@ def thin(case_inputs):
 
 def _drop_runs(thin, arrivals):
     inputs, dep, dec = thin
-    return {policy: simulate(inputs, dep, dec, SimConfig(policy=policy, arrivals=arrivals, **DROP))
-            for policy in ("static", "adaptive")}
+    return {
+        policy: simulate(inputs, dep, dec, SimConfig(policy=policy, arrivals=arrivals, **DROP))
+        for policy in ("static", "adaptive")
+    }
 
 
 # --- the controller's rules, signal by signal ---------------------------------------------------
+
 
 @pytest.fixture
 def policy(case_inputs):
@@ -50,16 +53,19 @@ def policy(case_inputs):
     return pol
 
 
-@pytest.mark.parametrize("signals, step, why", [
-    ((0.95, 0.0, 0.0, 0.0), +1, "link near saturation, PD-P idle: raise"),
-    ((0.95, 0.0, 0.0, 1.5), 0, "link near saturation, PD-P has 1.5 s queued: hold (the old policy raised)"),
-    ((0.5, 0.0, 6.0, 0.5), +1, "PrfaaS queue of 6 s, PD-P has headroom: raise"),
-    ((0.95, 2.0, 0.0, 8.0), -2, "PD-P backed up (8 s), link waits 2 s: back to t0 at once"),
-    ((0.95, 30.0, 0.0, 8.0), 0, "both backed up, the link more: hold"),
-    ((0.3, 0.5, 0.0, 3.0), -1, "link relaxed, PD-P not backed up: one rung down"),
-    ((0.3, 3.0, 0.0, 0.0), 0, "link idle but its backlog (3 s) not drained: hold"),
-    ((0.7, 0.0, 0.0, 0.0), 0, "between the utilisation bounds: hold (hysteresis)"),
-])
+@pytest.mark.parametrize(
+    "signals, step, why",
+    [
+        ((0.95, 0.0, 0.0, 0.0), +1, "link near saturation, PD-P idle: raise"),
+        ((0.95, 0.0, 0.0, 1.5), 0, "link near saturation, PD-P has 1.5 s queued: hold (the old policy raised)"),
+        ((0.5, 0.0, 6.0, 0.5), +1, "PrfaaS queue of 6 s, PD-P has headroom: raise"),
+        ((0.95, 2.0, 0.0, 8.0), -2, "PD-P backed up (8 s), link waits 2 s: back to t0 at once"),
+        ((0.95, 30.0, 0.0, 8.0), 0, "both backed up, the link more: hold"),
+        ((0.3, 0.5, 0.0, 3.0), -1, "link relaxed, PD-P not backed up: one rung down"),
+        ((0.3, 3.0, 0.0, 0.0), 0, "link idle but its backlog (3 s) not drained: hold"),
+        ((0.7, 0.0, 0.0, 0.0), 0, "between the utilisation bounds: hold (hysteresis)"),
+    ],
+)
 def test_controller_rules(policy, signals, step, why):
     assert policy.decide(*signals) == step, why
 
@@ -118,6 +124,7 @@ def test_decode_room_after_giving_one_instance_away():
 
 # --- the README's link drop ---------------------------------------------------------------------
 
+
 def test_link_drop_adaptive_bounds_the_backlog_and_keeps_the_overall_p90(thin):
     """Poisson: the static threshold offers ~7.5 Gbps into the halved 7.5 Gbps link and its backlog
     reaches 23 GB; the adaptive one keeps it under half of that and its overall P90 TTFT no worse
@@ -153,6 +160,7 @@ def test_link_drop_with_bursts_adaptive_is_no_worse_than_static(thin):
 
 # --- the README's role-switch example ------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_role_switch_example_keeps_the_queue_bounded(case_inputs):
     """The README's example (30,000 requests): one switch, to the 4 / 4 split that the planner
@@ -160,8 +168,16 @@ def test_role_switch_example_keeps_the_queue_bounded(case_inputs):
     capacity 3 x 0.78 = 2.34 req/s, below the 2.59 req/s offered); the queues stay bounded."""
     plain = plan(case_inputs, "exact", with_marginals=False)
     rate = 0.8 * plain.point.lambda_max
-    config = SimConfig(rate_rps=rate, requests=30_000, policy="adaptive", drop_at_s=600, drop_for_s=1e6,
-                       drop_to_fraction=0.1, rebalance=True, conversion_s=120)
+    config = SimConfig(
+        rate_rps=rate,
+        requests=30_000,
+        policy="adaptive",
+        drop_at_s=600,
+        drop_for_s=1e6,
+        drop_to_fraction=0.1,
+        rebalance=True,
+        conversion_s=120,
+    )
     result = simulate(case_inputs, deployments_of(plain)["prfaas_pd"], decode_model(case_inputs), config)
     assert [change[1:] for change in result.role_changes] == [(4, 4)]
     thin_plan = plan(case_inputs.with_link_gbps(10), "exact", with_marginals=False).point
@@ -171,11 +187,14 @@ def test_role_switch_example_keeps_the_queue_bounded(case_inputs):
     assert result.queue_growth["stable"] is True
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"adaptive_wait_low_s": 6.0}, "--adaptive-wait-low"),  # above the default high bound (5 s)
-    ({"adaptive_wait_high_s": 0.0}, "--adaptive-wait-high"),
-    ({"adaptive_wait_low_s": -1.0}, "--adaptive-wait-low"),
-])
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"adaptive_wait_low_s": 6.0}, "--adaptive-wait-low"),  # above the default high bound (5 s)
+        ({"adaptive_wait_high_s": 0.0}, "--adaptive-wait-high"),
+        ({"adaptive_wait_low_s": -1.0}, "--adaptive-wait-low"),
+    ],
+)
 def test_wait_bounds_are_checked(changes, field):
     from prfaas_plan.errors import PlanInputError
 

@@ -28,39 +28,89 @@ ATTENTION_RATE = 0.25 * 100e12  # the toy chip's attention fraction x its bf16 p
 
 def toy_hardware(**efficiency):
     """bf16 100 TFLOPS, 2 TB/s; attention 0.25, memory 0.8; no shape term, kernel or pass cost."""
-    eff = {"matmul": 0.5, "attention": 0.25, "memory": 0.8, "prefill_overhead_s": 0, "matmul_k0": 0.0,
-           "matmul_m0": 0.0, "kernel_overhead_us": 0.0, "prefill_pass_overhead_s": 0.0, **efficiency}
-    return load_hardware_profile({"name": "toy", "peak_tflops": {"bf16": 100}, "memory_gib": 80,
-                                  "memory_bandwidth_tb_per_s": 2, "scale_up_gb_per_s": 100, "efficiency": eff})
+    eff = {
+        "matmul": 0.5,
+        "attention": 0.25,
+        "memory": 0.8,
+        "prefill_overhead_s": 0,
+        "matmul_k0": 0.0,
+        "matmul_m0": 0.0,
+        "kernel_overhead_us": 0.0,
+        "prefill_pass_overhead_s": 0.0,
+        **efficiency,
+    }
+    return load_hardware_profile(
+        {
+            "name": "toy",
+            "peak_tflops": {"bf16": 100},
+            "memory_gib": 80,
+            "memory_bandwidth_tb_per_s": 2,
+            "scale_up_gb_per_s": 100,
+            "efficiency": eff,
+        }
+    )
 
 
 def attention_layer(kind: str, flops: float) -> Work:
     """One layer of ``kind`` whose only work is ``flops`` attention-core FLOPs (1,000 tokens, no KV)."""
     one = np.array([1000.0])
     zero = np.zeros(1)
-    return Work(tokens=one, hidden=64, act_bytes=2.0, mixer_flops=zero, mixer_weight_bytes=0.0,
-                attention_flops=np.array([flops]), kv_bytes=zero, dense_flops=zero, dense_weight_bytes=0.0,
-                expert_flops=zero, per_expert_bytes=0.0, num_experts=0, top_k=0, activation_bytes=zero,
-                has_mixer=True, has_ffn=False, kv_ways=4, mixer_type=kind)
+    return Work(
+        tokens=one,
+        hidden=64,
+        act_bytes=2.0,
+        mixer_flops=zero,
+        mixer_weight_bytes=0.0,
+        attention_flops=np.array([flops]),
+        kv_bytes=zero,
+        dense_flops=zero,
+        dense_weight_bytes=0.0,
+        expert_flops=zero,
+        per_expert_bytes=0.0,
+        num_experts=0,
+        top_k=0,
+        activation_bytes=zero,
+        has_mixer=True,
+        has_ffn=False,
+        kv_ways=4,
+        mixer_type=kind,
+    )
 
 
 def head() -> Work:
     zero = np.zeros(1)
-    return Work(tokens=np.array([1000.0]), hidden=64, act_bytes=2.0, mixer_flops=zero, mixer_weight_bytes=0.0,
-                attention_flops=zero, kv_bytes=zero, dense_flops=zero, dense_weight_bytes=0.0, expert_flops=zero,
-                per_expert_bytes=0.0, num_experts=0, top_k=0, activation_bytes=zero, has_mixer=False,
-                has_ffn=False)
+    return Work(
+        tokens=np.array([1000.0]),
+        hidden=64,
+        act_bytes=2.0,
+        mixer_flops=zero,
+        mixer_weight_bytes=0.0,
+        attention_flops=zero,
+        kv_bytes=zero,
+        dense_flops=zero,
+        dense_weight_bytes=0.0,
+        expert_flops=zero,
+        per_expert_bytes=0.0,
+        num_experts=0,
+        top_k=0,
+        activation_bytes=zero,
+        has_mixer=False,
+        has_ffn=False,
+    )
 
 
 TWO_KINDS = [(1, attention_layer("gqa", 1e11)), (1, attention_layer("linear", 2e11)), (1, head())]
 
 
-@pytest.mark.parametrize(("kinds", "want_s"), [
-    ({}, 1e11 / ATTENTION_RATE + 2e11 / ATTENTION_RATE),  # 4 ms + 8 ms
-    ({"linear": 0.5}, 1e11 / ATTENTION_RATE + 2e11 / (0.5 * ATTENTION_RATE)),  # 4 ms + 16 ms
-    ({"gqa": 2.0}, 1e11 / (2.0 * ATTENTION_RATE) + 2e11 / ATTENTION_RATE),  # 2 ms + 8 ms
-    ({"mla": 0.1}, 1e11 / ATTENTION_RATE + 2e11 / ATTENTION_RATE),  # no mla layer: unchanged
-])
+@pytest.mark.parametrize(
+    ("kinds", "want_s"),
+    [
+        ({}, 1e11 / ATTENTION_RATE + 2e11 / ATTENTION_RATE),  # 4 ms + 8 ms
+        ({"linear": 0.5}, 1e11 / ATTENTION_RATE + 2e11 / (0.5 * ATTENTION_RATE)),  # 4 ms + 16 ms
+        ({"gqa": 2.0}, 1e11 / (2.0 * ATTENTION_RATE) + 2e11 / ATTENTION_RATE),  # 2 ms + 8 ms
+        ({"mla": 0.1}, 1e11 / ATTENTION_RATE + 2e11 / ATTENTION_RATE),  # no mla layer: unchanged
+    ],
+)
 def test_kind_factor_scales_only_its_kinds_layers_in_prefill(kinds, want_s):
     """A gqa layer of 1e11 and a linear layer of 2e11 attention FLOPs at 25 TFLOPS: each kind's layers run at
     the attention rate x its own factor; a decode step keeps the chip's rate (the factor is fitted on prefill)."""
@@ -80,16 +130,32 @@ def test_kind_factor_multiplies_the_engines():
     assert got.compute_s[0] == pytest.approx(1e11 / ATTENTION_RATE + 2e11 / (0.4 * ATTENTION_RATE), rel=REL)
 
 
-LINEAR = {"type": "linear", "kind": "kda", "num_heads": 2, "num_key_heads": 1, "key_head_dim": 8, "value_head_dim": 16,
-          "conv_channels": 48, "conv_kernel": 4}
+LINEAR = {
+    "type": "linear",
+    "kind": "kda",
+    "num_heads": 2,
+    "num_key_heads": 1,
+    "key_head_dim": 8,
+    "value_head_dim": 16,
+    "conv_channels": 48,
+    "conv_kernel": 4,
+}
 GQA = {"type": "gqa", "num_query_heads": 4, "num_kv_heads": 2, "qk_head_dim": 16, "v_head_dim": 8}
 
 
 def tiny_hybrid():
     """One gqa and one kda layer (chunk 64 tokens), no FFN."""
-    return load_model_profile({"name": "tiny", "hidden_size": 64, "vocab_size": 100, "max_context_tokens": 1 << 20,
-                               "mixers": {"g": GQA, "k": LINEAR}, "ffns": {},
-                               "layers": {"count": 2, "pattern": ["g:none", "k:none"]}})
+    return load_model_profile(
+        {
+            "name": "tiny",
+            "hidden_size": 64,
+            "vocab_size": 100,
+            "max_context_tokens": 1 << 20,
+            "mixers": {"g": GQA, "k": LINEAR},
+            "ffns": {},
+            "layers": {"count": 2, "pattern": ["g:none", "k:none"]},
+        }
+    )
 
 
 def test_kind_factor_on_a_tiny_model_of_two_kinds_by_hand():
@@ -208,12 +274,15 @@ def test_cli_fit_takes_a_kind(tmp_path, run_cli):
     truth = {"attention": 0.4, "attention_kind": {"linear": 0.3}}
     hw, sets = synthetic_sets(truth, [("llama-3.1-8b", 1), ("qwen3.5-397b", 8)])
     points = tmp_path / "points.csv"
-    points.write_text("length,prefill_s,model,gpus\n" + "".join(
-        f"{p.length_tokens},{p.prefill_s!r},{s.model.name},{s.gpus}\n" for s in sets for p in s.points))
+    points.write_text(
+        "length,prefill_s,model,gpus\n"
+        + "".join(f"{p.length_tokens},{p.prefill_s!r},{s.model.name},{s.gpus}\n" for s in sets for p in s.points)
+    )
     base, out = tmp_path / "h200-plain.yaml", tmp_path / "h200-kinds.yaml"
     base.write_text(dump_yaml(hardware_to_yaml_dict(hw.model_copy(update={"name": "h200-plain"}))))
-    res = run_cli("calibrate", "--hardware", base, "--points", points, "--fit", "attention,attention_linear",
-                  "-o", out, "-f", "json")
+    res = run_cli(
+        "calibrate", "--hardware", base, "--points", points, "--fit", "attention,attention_linear", "-o", out, "-f", "json"
+    )
     assert res.code == 0, res.err
     calibrated = resolve_hardware(str(out))
     assert calibrated.efficiency.attention_kind["linear"] == pytest.approx(0.3, rel=1e-3)
@@ -239,6 +308,7 @@ def test_linear_prefill_takes_at_least_its_chunk_steps_by_hand():
     four_base = stage_cost(m, hw, Layout(), Engine(), groups, requests=4.0, prefill=True)
     assert four.compute_s[0] - four_base.compute_s[0] == pytest.approx(16e-3 - 4 * linear_s, rel=1e-9)
     from prfaas_plan.accounting.work import decode_work
+
     steps = decode_work(m, np.array([8.0]), 1000.0)
     assert stage_cost(m, hw, Layout(), floor, steps).total_s[0] == stage_cost(m, hw, Layout(), Engine(), steps).total_s[0]
 
@@ -292,5 +362,4 @@ def test_a_kernel_multiplier_never_takes_attention_past_the_chips_peak():
     attn_s = groups[0][1].attention_flops[0] / (hw.peak_flops("bf16") * frac)
     assert base.compute_s[0] - capped.compute_s[0] == pytest.approx(attn_s * (1 - frac), rel=1e-9)
     steps = decode_work(m, np.array([8.0]), 1000.0)
-    assert stage_cost(m, hw, Layout(), fast, steps[:1]).memory_s[0] >= \
-        steps[0][1].kv_bytes[0] / hw.memory_bytes_per_s - 1e-15
+    assert stage_cost(m, hw, Layout(), fast, steps[:1]).memory_s[0] >= steps[0][1].kv_bytes[0] / hw.memory_bytes_per_s - 1e-15

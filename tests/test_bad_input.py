@@ -64,13 +64,16 @@ def test_bad_model_profile(case, tmp_path, run_cli, existing_output):
     assert_clean_failure(run_cli("validate", path), str(path), *needles)
 
 
-@pytest.mark.parametrize("field,value,needle", [
-    ("memory_gib", -1, "must be in [0.001, 1,000,000] GiB"),
-    ("efficiency.matmul", 1.5, "must be in (0, 1]"),
-    ("efficiency.prefill_overhead_s", -0.1, "must be in [0, 60] s"),
-    ("peak_tflops.bf16", float("nan"), "finite"),
-    ("peak_tflops.fp9", 100, "unknown field"),
-])
+@pytest.mark.parametrize(
+    "field,value,needle",
+    [
+        ("memory_gib", -1, "must be in [0.001, 1,000,000] GiB"),
+        ("efficiency.matmul", 1.5, "must be in (0, 1]"),
+        ("efficiency.prefill_overhead_s", -0.1, "must be in [0, 60] s"),
+        ("peak_tflops.bf16", float("nan"), "finite"),
+        ("peak_tflops.fp9", 100, "unknown field"),
+    ],
+)
 def test_bad_hardware_profile(field, value, needle, tmp_path, run_cli, existing_output):
     path = tmp_path / "hw.yaml"
     path.write_text(yaml.safe_dump(edited(H200, field, value)))
@@ -93,20 +96,23 @@ def test_yaml_is_loaded_safely(tmp_path, run_cli):
     assert_clean_failure(run_cli("validate", path), str(path), "malformed YAML")
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["kv", "no-such-model"], ["unknown model 'no-such-model'", "minimax-m2.5"]),
-    (["kv", "minimax-m2.5", "--hardware", "h999"], ["unknown hardware 'h999'", "h200"]),
-    (["kv", "minimax-m2.5", "-l", "0"], ["--lengths", "below 1"]),
-    (["kv", "minimax-m2.5", "-l", "-5"], ["--lengths"]),
-    (["kv", "minimax-m2.5", "-l", "256K"], ["exceeds", "196,608"]),
-    (["kv", "minimax-m2.5", "-l", "32Q"], ["not a token count"]),
-    (["kv", "minimax-m2.5", "--gpus", "0"], ["--gpus", "must be in [1, 65,536]"]),
-    (["kv", "missing-file.yaml"], ["missing-file.yaml", "file not found"]),
-    (["decode", "kimi-k2", "--hardware", "h20"], ["does not fit", "needs at least 12"]),
-    (["decode", "minimax-m2.5", "--tpot-ms", "-1"], ["--tpot-ms", "must be in [0.01"]),
-    (["decode", "minimax-m2.5", "--context", "0"], ["--context", "below 1"]),
-    (["calibrate", "--model", "minimax-m2.5", "--hardware", "h200", "--points", "nope.csv"], ["nope.csv", "not found"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["kv", "no-such-model"], ["unknown model 'no-such-model'", "minimax-m2.5"]),
+        (["kv", "minimax-m2.5", "--hardware", "h999"], ["unknown hardware 'h999'", "h200"]),
+        (["kv", "minimax-m2.5", "-l", "0"], ["--lengths", "below 1"]),
+        (["kv", "minimax-m2.5", "-l", "-5"], ["--lengths"]),
+        (["kv", "minimax-m2.5", "-l", "256K"], ["exceeds", "196,608"]),
+        (["kv", "minimax-m2.5", "-l", "32Q"], ["not a token count"]),
+        (["kv", "minimax-m2.5", "--gpus", "0"], ["--gpus", "must be in [1, 65,536]"]),
+        (["kv", "missing-file.yaml"], ["missing-file.yaml", "file not found"]),
+        (["decode", "kimi-k2", "--hardware", "h20"], ["does not fit", "needs at least 12"]),
+        (["decode", "minimax-m2.5", "--tpot-ms", "-1"], ["--tpot-ms", "must be in [0.01"]),
+        (["decode", "minimax-m2.5", "--context", "0"], ["--context", "below 1"]),
+        (["calibrate", "--model", "minimax-m2.5", "--hardware", "h200", "--points", "nope.csv"], ["nope.csv", "not found"]),
+    ],
+)
 def test_bad_arguments(args, needles, run_cli, existing_output):
     res = run_cli(*args, "-o", existing_output) if args[0] in ("kv", "decode") else run_cli(*args)
     assert_clean_failure(res, *needles)

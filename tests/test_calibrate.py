@@ -63,8 +63,21 @@ def test_calibrated_profile_changes_other_models(tmp_path, run_cli):
     from prfaas_plan.yamlio import dump_yaml
 
     base.write_text(dump_yaml(hardware_to_yaml_dict(naive_h200().model_copy(update={"name": "h200-naive"}))))
-    res = run_cli("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", base, "--gpus", "8",
-                  "--points", TABLE5_CSV, "-o", out, "-f", "json")
+    res = run_cli(
+        "calibrate",
+        "--model",
+        "prfaas-1t-hybrid",
+        "--hardware",
+        base,
+        "--gpus",
+        "8",
+        "--points",
+        TABLE5_CSV,
+        "-o",
+        out,
+        "-f",
+        "json",
+    )
     assert res.code == 0, res.err
     fit = json.loads(res.out)
     assert all(abs(r["error_pct"]) < 5 for r in fit["rows"])
@@ -78,16 +91,19 @@ def test_calibrated_profile_changes_other_models(tmp_path, run_cli):
         assert after > before * 1.3  # the serving stack's real efficiency is far below the datasheet
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("", "empty file"),
-    ("len,seconds\n1K,0.4\n", "header must name"),
-    ("length,prefill_s\n1K,abc\n", "not a number"),
-    ("length,prefill_s\n1K,-1\n", "must be in \\(0"),
-    ("length,prefill_s\n1K,nan\n", "must be a number"),
-    ("length,prefill_s\n0,0.4\n", "below 1"),
-    ("length,prefill_s\n", "no data rows"),
-    ("length,prefill_s\n1K,0.4\n1024,0.5\n", "twice"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("", "empty file"),
+        ("len,seconds\n1K,0.4\n", "header must name"),
+        ("length,prefill_s\n1K,abc\n", "not a number"),
+        ("length,prefill_s\n1K,-1\n", "must be in \\(0"),
+        ("length,prefill_s\n1K,nan\n", "must be a number"),
+        ("length,prefill_s\n0,0.4\n", "below 1"),
+        ("length,prefill_s\n", "no data rows"),
+        ("length,prefill_s\n1K,0.4\n1024,0.5\n", "twice"),
+    ],
+)
 def test_bad_points_csv(tmp_path, text, reason):
     path = tmp_path / "points.csv"
     path.write_text(text)

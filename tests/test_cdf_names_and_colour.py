@@ -78,18 +78,21 @@ def test_cdf_file_equals_inline(tmp_path, form):
     np.testing.assert_array_equal(from_file.probs, inline.probs)
 
 
-@pytest.mark.parametrize(("points", "field", "reason"), [
-    ([[1024, 0.5], [1024, 1.0]], "points[1]", "strictly increasing"),
-    ([[1024, 0.5], [2048, 0.4], [4096, 1.0]], "points[1]", "never decreases"),
-    ([[1024, 0.5], [2048, 0.9]], "points[1]", "F = 1"),
-    ([[0, 0.5], [10, 1.0]], "points[0][0]", ">= 1"),
-    ([[10, 1.5]], "points[0][1]", "[0, 1]"),
-    ([[10, -0.1], [20, 1]], "points[0][1]", "[0, 1]"),
-    ([[10, True]], "points[0][1]", "not true"),
-    ([[10, 0.5, 3]], "points[0]", "a point is [tokens, F]"),
-    ([], "points", "at least 1"),
-    ([[i + 1, 1.0] for i in range(10_001)], "points", "at most 10000"),
-])
+@pytest.mark.parametrize(
+    ("points", "field", "reason"),
+    [
+        ([[1024, 0.5], [1024, 1.0]], "points[1]", "strictly increasing"),
+        ([[1024, 0.5], [2048, 0.4], [4096, 1.0]], "points[1]", "never decreases"),
+        ([[1024, 0.5], [2048, 0.9]], "points[1]", "F = 1"),
+        ([[0, 0.5], [10, 1.0]], "points[0][0]", ">= 1"),
+        ([[10, 1.5]], "points[0][1]", "[0, 1]"),
+        ([[10, -0.1], [20, 1]], "points[0][1]", "[0, 1]"),
+        ([[10, True]], "points[0][1]", "not true"),
+        ([[10, 0.5, 3]], "points[0]", "a point is [tokens, F]"),
+        ([], "points", "at least 1"),
+        ([[i + 1, 1.0] for i in range(10_001)], "points", "at most 10000"),
+    ],
+)
 def test_bad_cdf_points_are_one_line_errors(points, field, reason):
     with pytest.raises(PlanInputError) as info:
         load_workload_spec({"type": "cdf", "points": points}, "s.yaml", "workload.input")
@@ -97,14 +100,17 @@ def test_bad_cdf_points_are_one_line_errors(points, field, reason):
     assert line.startswith(f"s.yaml: workload.input.{field}: ") and reason in line and "\n" not in line
 
 
-@pytest.mark.parametrize(("content", "field", "reason"), [
-    ({"cdf": [[1024, 0.5], [512, 1.0]]}, "cdf[1]", "strictly increasing"),
-    ([[1024, 0.5], [2048, "x"]], "[1][1]", "must be a number"),
-    ({"cdf": [[1024, 0.5]], "note": "x"}, "note", "unknown field"),
-    ({}, "cdf", "missing"),
-    ({"points": [[1024, 1]]}, "points", "unknown field"),
-    (3, None, "expected [[tokens, F], ...]"),
-])
+@pytest.mark.parametrize(
+    ("content", "field", "reason"),
+    [
+        ({"cdf": [[1024, 0.5], [512, 1.0]]}, "cdf[1]", "strictly increasing"),
+        ([[1024, 0.5], [2048, "x"]], "[1][1]", "must be a number"),
+        ({"cdf": [[1024, 0.5]], "note": "x"}, "note", "unknown field"),
+        ({}, "cdf", "missing"),
+        ({"points": [[1024, 1]]}, "points", "unknown field"),
+        (3, None, "expected [[tokens, F], ...]"),
+    ],
+)
 def test_bad_cdf_file_names_the_file_and_point(run_cli, tmp_path, content, field, reason):
     (tmp_path / "lengths.json").write_text(json.dumps(content))
     doc = yaml.safe_load(CASE_STUDY.read_text())
@@ -130,8 +136,13 @@ def test_plan_runs_on_a_cdf_workload(run_cli, tmp_path):
     """The case study with its input as a CDF (and a cdf component of a mixture) plans."""
     doc = yaml.safe_load(CASE_STUDY.read_text())
     doc["workload"]["input"] = {"type": "cdf", "points": [[1024, 0.2], [8192, 0.6], [32768, 0.9], [131072, 1.0]]}
-    doc["workload"]["output"] = {"type": "mixture", "components": [
-        {"weight": 1, "type": "cdf", "points": [[256, 0.5], [2048, 1]]}, {"weight": 1, "type": "fixed", "tokens": 1024}]}
+    doc["workload"]["output"] = {
+        "type": "mixture",
+        "components": [
+            {"weight": 1, "type": "cdf", "points": [[256, 0.5], [2048, 1]]},
+            {"weight": 1, "type": "fixed", "tokens": 1024},
+        ],
+    }
     scenario = tmp_path / "s.yaml"
     scenario.write_text(yaml.safe_dump(doc))
     res = run_cli("plan", scenario, "-f", "json")
@@ -145,6 +156,7 @@ def test_plan_runs_on_a_cdf_workload(run_cli, tmp_path):
 
 # ---------------------------------------------------------------------------------------
 # 2. names: case and '_' forgiven when unambiguous; "did you mean" otherwise
+
 
 def test_names_case_and_underscore_insensitive():
     from prfaas_plan.profiles.registry import canonical_name, resolve_hardware, resolve_model
@@ -185,8 +197,7 @@ def test_shorten_cuts_between_words():
     text = ", ".join(f"name-{i:02d}" for i in range(40))
     out = shorten(text, 100)
     assert len(out) <= 100 and "..." in out
-    assert all(part.strip() in text.split(", ") for chunk in out.split("...") for part in chunk.split(",")
-               if part.strip())
+    assert all(part.strip() in text.split(", ") for chunk in out.split("...") for part in chunk.split(",") if part.strip())
     assert shorten("x" * 50, 20) == "x" * 12 + "..." + "x" * 5  # no space: cut as before
 
 
@@ -208,11 +219,11 @@ def test_budget_names_are_forgiven_too(run_cli, tmp_path):
 # ---------------------------------------------------------------------------------------
 # 3. NO_COLOR
 
+
 def test_no_color_table_has_no_ansi_codes(monkeypatch):
     from prfaas_plan.report import Column, Report, render
 
-    report = Report("a title", [Column("x", "x", lambda v: f"{v:g}")], [{"x": 1.5}], meta={"model": "m"},
-                    notes=["a note"])
+    report = Report("a title", [Column("x", "x", lambda v: f"{v:g}")], [{"x": 1.5}], meta={"model": "m"}, notes=["a note"])
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert "\x1b[" in render(report, "table", width=80, color=True)  # a terminal gets styles
     monkeypatch.setenv("NO_COLOR", "1")
@@ -246,8 +257,9 @@ def test_no_color_in_a_terminal(tmp_path):
     def run(no_color: str) -> bytes:
         master, slave = pty.openpty()
         env = {**os.environ, "NO_COLOR": no_color}
-        proc = subprocess.Popen([sys.executable, "-m", "prfaas_plan", "hardware", "list"],
-                                stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "prfaas_plan", "hardware", "list"], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO
+        )
         os.close(slave)
         out = b""
         while True:
@@ -271,8 +283,10 @@ def test_no_color_in_a_terminal(tmp_path):
 # ---------------------------------------------------------------------------------------
 # 4. the schedule and robust examples, shipped by name
 
-SHIPPED = {"day-rebalance": ("schedule", DATA / "day_profile.yaml"),
-           "robust-three-mixes": ("robust", DATA / "robust_three_mixes.yaml")}
+SHIPPED = {
+    "day-rebalance": ("schedule", DATA / "day_profile.yaml"),
+    "robust-three-mixes": ("robust", DATA / "robust_three_mixes.yaml"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
@@ -296,12 +310,14 @@ def test_schedule_and_robust_run_by_name(run_cli, tmp_path, monkeypatch):
     res = run_cli("schedule", "day-rebalance", "-f", "json")
     assert res.code == 0, res.err
     # the README's tables: the day's split 3 / 5, the evening's 5 / 3; the robust cases 0/5, 0/5, 1/4
-    assert [(r["window"], r["n_p"], r["n_d"]) for r in json.loads(res.out)["rows"]] == [("day", 3, 5),
-                                                                                       ("evening", 5, 3)]
+    assert [(r["window"], r["n_p"], r["n_d"]) for r in json.loads(res.out)["rows"]] == [("day", 3, 5), ("evening", 5, 3)]
     res = run_cli("robust", "robust-three-mixes", "-f", "json")
     assert res.code == 0, res.err
     assert [(r["case"], r["n_p"], r["n_d"]) for r in json.loads(res.out)["rows"]] == [
-        ("mixed", 0, 5), ("short", 0, 5), ("long", 1, 4)]
+        ("mixed", 0, 5),
+        ("short", 0, 5),
+        ("long", 1, 4),
+    ]
 
 
 def test_readme_examples_use_names():
@@ -319,8 +335,16 @@ CONFIGS = DATA / "hf-configs"
 def test_spoken_sizes():
     from prfaas_plan.profiles.hf_import import spoken_size
 
-    assert [spoken_size(x) for x in (8.03e9, 8.19e9, 70.55e9, 405.85e9, 1.026e12, 1.54e9, 0.49e9, 1.6e12)] == \
-        ["8b", "8.2b", "70b", "405b", "1t", "1.5b", "0.5b", "1.6t"]
+    assert [spoken_size(x) for x in (8.03e9, 8.19e9, 70.55e9, 405.85e9, 1.026e12, 1.54e9, 0.49e9, 1.6e12)] == [
+        "8b",
+        "8.2b",
+        "70b",
+        "405b",
+        "1t",
+        "1.5b",
+        "0.5b",
+        "1.6t",
+    ]
 
 
 def test_imported_names_say_the_model():
@@ -361,6 +385,9 @@ def test_readme_lists_every_shipped_model_and_hardware():
     text = (REPO / "README.md").read_text()
     for kind in ("model_profiles", "hardware_profiles"):
         names = set(shipped_names(kind))
-        listed = next(set(re.findall(r"`([a-z0-9.\-]+)`", block)) for block in re.findall(r"Shipped: (.*?)\.\s", text, re.S)
-                      if set(re.findall(r"`([a-z0-9.\-]+)`", block)) & names)
+        listed = next(
+            set(re.findall(r"`([a-z0-9.\-]+)`", block))
+            for block in re.findall(r"Shipped: (.*?)\.\s", text, re.S)
+            if set(re.findall(r"`([a-z0-9.\-]+)`", block)) & names
+        )
         assert listed - {"prfaas-plan"} == names, (kind, sorted(names ^ listed))

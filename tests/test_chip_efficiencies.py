@@ -31,8 +31,9 @@ def _kernel_s(hw) -> float:
 
 
 def _ttft_s(hw, **precision) -> float:
-    est = api.estimate("deepseek-v3", hw, 4, input_tokens=PROMPT_TOKENS, output_tokens=1,
-                       precision=precision or None, parallel={"tp": 4})
+    est = api.estimate(
+        "deepseek-v3", hw, 4, input_tokens=PROMPT_TOKENS, output_tokens=1, precision=precision or None, parallel={"tp": 4}
+    )
     return est.ttft_s
 
 
@@ -46,8 +47,7 @@ def test_gb300_fp8_attention_rate_over_gb200_is_the_measured_kernel_speedup():
     # and each fraction is the layer's FLOPs (hand count) over the kernel time, over the peak
     layer_flops = 128 * 2 * (192 + 128) * PROMPT_TOKENS * (PROMPT_TOKENS + 1) / 2
     for hw in (gb300, gb200):
-        assert hw.efficiency.attention_fp8 == pytest.approx(
-            layer_flops / _kernel_s(hw) / (hw.peak_tflops.fp8 * 1e12), rel=1e-3)
+        assert hw.efficiency.attention_fp8 == pytest.approx(layer_flops / _kernel_s(hw) / (hw.peak_tflops.fp8 * 1e12), rel=1e-3)
 
 
 def test_gb300_prefills_128k_with_fp8_attention_faster_than_gb200_because_of_its_attention():
@@ -57,8 +57,9 @@ def test_gb300_prefills_128k_with_fp8_attention_faster_than_gb200_because_of_its
     gb300, gb200 = resolve_hardware("gb300"), resolve_hardware("gb200")
     t300, t200 = _ttft_s(gb300, **FP8_ATTENTION), _ttft_s(gb200, **FP8_ATTENTION)
     assert t300 < t200
-    lifted = gb200.model_copy(update={"efficiency": gb200.efficiency.model_copy(
-        update={"attention_fp8": gb300.efficiency.attention_fp8})})
+    lifted = gb200.model_copy(
+        update={"efficiency": gb200.efficiency.model_copy(update={"attention_fp8": gb300.efficiency.attention_fp8})}
+    )
     t_lifted = _ttft_s(lifted, **FP8_ATTENTION)
     flops_per_chip = 61 * 128 * 2 * (192 + 128) * PROMPT_TOKENS * (PROMPT_TOKENS + 1) / 2 / 4
     by_hand = flops_per_chip * (1 / attention_rate(gb200, ComputeDtype.fp8) - 1 / attention_rate(gb300, ComputeDtype.fp8))
@@ -84,8 +85,9 @@ def test_fp4_matmul_uses_its_own_figure_else_the_fp8_fraction():
     """GB200's FP4 GEMMs run at Azure's measured cuBLASLt FP4 rate (parsed from its source); B200
     (no FP4 measurement) runs FP4 at its fp8 fraction of the fp4 peak; H200 (no fp4 peak) at fp8."""
     gb200 = resolve_hardware("gb200")
-    measured = float(re.search(r"([\d,.]+) TFLOPS at m = n = k", gb200.efficiency_sources["matmul_fp4"]).group(1)
-                     .replace(",", ""))
+    measured = float(
+        re.search(r"([\d,.]+) TFLOPS at m = n = k", gb200.efficiency_sources["matmul_fp4"]).group(1).replace(",", "")
+    )
     assert matmul_rate(gb200, ComputeDtype.fp4) == pytest.approx(measured * 1e12, rel=1e-4)
     b200 = resolve_hardware("b200")
     assert b200.efficiency_sources["matmul_fp4"].startswith("fallback: matmul_fp8")
@@ -120,14 +122,18 @@ def test_every_efficiency_a_shipped_profile_sets_names_its_source(name):
 def test_gb300_is_listed_everywhere_the_shipped_hardware_is():
     assert "gb300" in shipped_names("hardware_profiles")
     from pathlib import Path
+
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    shipped = readme[readme.index("Shipped: `h100`"):].split("\n\n")[0]  # the paragraph listing them
+    shipped = readme[readme.index("Shipped: `h100`") :].split("\n\n")[0]  # the paragraph listing them
     assert all(f"`{name}`" in shipped for name in shipped_names("hardware_profiles"))
 
 
 PROFILE_WITHOUT_FP8 = {
-    "name": "no-fp8-figures", "peak_tflops": {"bf16": 1000, "fp8": 2000}, "memory_gib": 80,
-    "memory_bandwidth_tb_per_s": 3.0, "scale_up_gb_per_s": 400,
+    "name": "no-fp8-figures",
+    "peak_tflops": {"bf16": 1000, "fp8": 2000},
+    "memory_gib": 80,
+    "memory_bandwidth_tb_per_s": 3.0,
+    "scale_up_gb_per_s": 400,
     "efficiency": {"matmul": 0.8, "attention": 0.6, "memory": 0.85},
 }
 
@@ -143,8 +149,9 @@ def test_fp8_attention_falls_back_to_the_bf16_fraction_visibly():
     notes = hardware_show_view(hw).notes
     assert "efficiency attention_fp8 0.6: fallback: attention (no source for this chip)" in notes
     # given its own figure, the fp8 rate follows it and the bf16 rate does not move
-    own = load_hardware_profile({**PROFILE_WITHOUT_FP8, "efficiency": {**PROFILE_WITHOUT_FP8["efficiency"],
-                                                                      "attention_fp8": 0.45}})
+    own = load_hardware_profile(
+        {**PROFILE_WITHOUT_FP8, "efficiency": {**PROFILE_WITHOUT_FP8["efficiency"], "attention_fp8": 0.45}}
+    )
     assert attention_rate(own, ComputeDtype.fp8) == pytest.approx(2000e12 * 0.45)
     assert attention_rate(own, ComputeDtype.bf16) == attention_rate(hw, ComputeDtype.bf16) == pytest.approx(1000e12 * 0.6)
 
@@ -158,6 +165,7 @@ def test_a_shipped_fallback_takes_the_bf16_fraction():
 
 def test_efficiency_sources_must_name_efficiency_fields():
     from prfaas_plan.errors import PlanInputError
+
     with pytest.raises(PlanInputError, match="efficiency_sources names attn_fp8, not an efficiency field"):
         load_hardware_profile({**PROFILE_WITHOUT_FP8, "efficiency_sources": {"attn_fp8": "a typo"}})
 
@@ -165,8 +173,9 @@ def test_efficiency_sources_must_name_efficiency_fields():
 def test_calibrating_attention_keeps_the_measured_fp8_to_bf16_ratio():
     """Fitting ``attention`` fits the bf16 fraction and scales attention_fp8 by the same factor;
     the fitted fields' sources say they were calibrated."""
-    base = load_hardware_profile({**PROFILE_WITHOUT_FP8, "efficiency": {
-        **PROFILE_WITHOUT_FP8["efficiency"], "attention_fp8": 0.3}})
+    base = load_hardware_profile(
+        {**PROFILE_WITHOUT_FP8, "efficiency": {**PROFILE_WITHOUT_FP8["efficiency"], "attention_fp8": 0.3}}
+    )
     result = calibrated_on_truth(base, {"attention": 0.3}, ["attention"])
     assert result.fitted["attention"] == pytest.approx(0.3, rel=1e-3)
     assert result.hardware.efficiency.attention_fp8 == pytest.approx(0.3 * 0.3 / 0.6, rel=1e-3)

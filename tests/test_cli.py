@@ -49,8 +49,9 @@ def test_kv_formats_carry_the_same_numbers(run_cli, tmp_path):
 
 
 def test_decode_command(run_cli):
-    res = run_cli("decode", "minimax-m2.5", "--hardware", "h200", "--gpus", "8", "--context", "32K", "--tpot-ms", "30",
-                  "-f", "json")
+    res = run_cli(
+        "decode", "minimax-m2.5", "--hardware", "h200", "--gpus", "8", "--context", "32K", "--tpot-ms", "30", "-f", "json"
+    )
     assert res.code == 0, res.err
     row = json.loads(res.out)["rows"][0]
     assert row["context_tokens"] == 32768 and row["step_ms"] <= 30 and row["batch_requests"] >= 1
@@ -59,8 +60,19 @@ def test_decode_command(run_cli):
 
 def test_models_and_hardware_listing(run_cli):
     names = {r["model"] for r in json.loads(run_cli("models", "list", "-f", "json").out)["rows"]}
-    assert {"minimax-m2.5", "qwen3-235b", "qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t",
-            "kimi-k2", "deepseek-v3", "qwen3-8b", "qwen3-32b", "prfaas-1t-hybrid"} <= names
+    assert {
+        "minimax-m2.5",
+        "qwen3-235b",
+        "qwen3.5-397b",
+        "mimo-v2-flash",
+        "kimi-linear-48b",
+        "ring-2.5-1t",
+        "kimi-k2",
+        "deepseek-v3",
+        "qwen3-8b",
+        "qwen3-32b",
+        "prfaas-1t-hybrid",
+    } <= names
     hw = {r["hardware"] for r in json.loads(run_cli("hardware", "list", "-f", "json").out)["rows"]}
     assert {"h100", "h200", "h20", "b200", "gb200", "gb300", "b300", "rubin", "rubin-cpx", "groq-lpu", "mi300x", "mi355x"} <= hw
     show = json.loads(run_cli("models", "show", "mimo-v2-flash", "-f", "json").out)
@@ -90,16 +102,19 @@ def test_validate_shipped_profiles(run_cli):
         assert res.code == 0 and "valid" in res.out, (path, res.err)
 
 
-@pytest.mark.parametrize("config,shipped", [
-    ("MiniMaxAI--MiniMax-M2.5.config.json", "minimax-m2.5"),
-    ("Qwen--Qwen3-235B-A22B.config.json", "qwen3-235b"),
-    ("Qwen--Qwen3-8B.config.json", "qwen3-8b"),
-    ("Qwen--Qwen3-32B.config.json", "qwen3-32b"),
-    ("Qwen--Qwen3.5-397B-A17B.config.json", "qwen3.5-397b"),
-    ("XiaomiMiMo--MiMo-V2-Flash.config.json", "mimo-v2-flash"),
-    ("moonshotai--Kimi-K2-Instruct.config.json", "kimi-k2"),
-    ("deepseek-ai--DeepSeek-V3.config.json", "deepseek-v3"),
-])
+@pytest.mark.parametrize(
+    "config,shipped",
+    [
+        ("MiniMaxAI--MiniMax-M2.5.config.json", "minimax-m2.5"),
+        ("Qwen--Qwen3-235B-A22B.config.json", "qwen3-235b"),
+        ("Qwen--Qwen3-8B.config.json", "qwen3-8b"),
+        ("Qwen--Qwen3-32B.config.json", "qwen3-32b"),
+        ("Qwen--Qwen3.5-397B-A17B.config.json", "qwen3.5-397b"),
+        ("XiaomiMiMo--MiMo-V2-Flash.config.json", "mimo-v2-flash"),
+        ("moonshotai--Kimi-K2-Instruct.config.json", "kimi-k2"),
+        ("deepseek-ai--DeepSeek-V3.config.json", "deepseek-v3"),
+    ],
+)
 def test_import_matches_shipped_kv(config, shipped, run_cli, tmp_path):
     out = tmp_path / "imported.yaml"
     res = run_cli("model", "import", DATA / "hf-configs" / config, "--name", "imported", "-o", out)

@@ -31,8 +31,9 @@ H20_LENGTHS = [10224, 27486]  # the scenario's H20 calibration points
 @pytest.fixture(scope="module")
 def comparisons():
     """H200/B200/Rubin CPX x H20/H200 on the case study, on each basis (about 5 s)."""
-    return {basis: api.compare("paper-case-study", prfaas=list(PRFAAS), pd=list(PD), basis=basis)
-            for basis in ("model", "as-given")}
+    return {
+        basis: api.compare("paper-case-study", prfaas=list(PRFAAS), pd=list(PD), basis=basis) for basis in ("model", "as-given")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -48,24 +49,27 @@ def _expected(basis: str, prfaas: str, pd: str) -> dict:
     """Each pool's source, by hand: measured points (or a measured rate) are used only on the
     hardware they were measured on."""
     if basis == "model":  # the instance model, calibrated where the hardware has measurements, batched
-        return {"prfaas_prefill_source": "calibrated" if prfaas == "h200" else "roofline",
-                "prfaas_prefill_capacity": "saturated",
-                "pd_prefill_source": "calibrated",  # H20: the scenario's points; H200: Table 5
-                "pd_prefill_capacity": "saturated",
-                "decode_source": "calibrated" if pd == "h20" else "roofline"}
-    return {"prfaas_prefill_source": "measured" if prfaas == "h200" else "roofline",
-            "prfaas_prefill_capacity": "per_request" if prfaas == "h200" else "saturated",
-            "pd_prefill_source": "calibrated" if pd == "h20" else "measured",
-            "pd_prefill_capacity": "per_request",
-            "decode_source": "scenario" if pd == "h20" else "roofline"}
+        return {
+            "prfaas_prefill_source": "calibrated" if prfaas == "h200" else "roofline",
+            "prfaas_prefill_capacity": "saturated",
+            "pd_prefill_source": "calibrated",  # H20: the scenario's points; H200: Table 5
+            "pd_prefill_capacity": "saturated",
+            "decode_source": "calibrated" if pd == "h20" else "roofline",
+        }
+    return {
+        "prfaas_prefill_source": "measured" if prfaas == "h200" else "roofline",
+        "prfaas_prefill_capacity": "per_request" if prfaas == "h200" else "saturated",
+        "pd_prefill_source": "calibrated" if pd == "h20" else "measured",
+        "pd_prefill_capacity": "per_request",
+        "decode_source": "scenario" if pd == "h20" else "roofline",
+    }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("basis", ["model", "as-given"])
 def test_every_compare_row_names_its_basis_and_each_pools_source(comparisons, basis):
     rows = _rows(comparisons[basis])
-    assert sorted((r["prfaas_hardware"], r["pd_hardware"]) for r in rows) == sorted(
-        (f, d) for f in PRFAAS for d in PD)
+    assert sorted((r["prfaas_hardware"], r["pd_hardware"]) for r in rows) == sorted((f, d) for f in PRFAAS for d in PD)
     for r in rows:
         assert r["status"] == "ok" and r["basis"] == basis
         assert all(r[k] for k in SOURCE_KEYS if k != "decode_layout"), r
@@ -175,8 +179,7 @@ def test_basis_from_the_compare_section_and_the_option(tmp_path, run_cli):
     path = _write(tmp_path, doc)
     rows = list(csv.DictReader(io.StringIO(run_cli("compare", path, "-f", "csv", "-j", "1").out)))
     assert [r["basis"] for r in rows] == ["as-given"]
-    rows = list(csv.DictReader(io.StringIO(run_cli("compare", path, "-f", "csv", "-j", "1", "--basis",
-                                                   "model").out)))
+    rows = list(csv.DictReader(io.StringIO(run_cli("compare", path, "-f", "csv", "-j", "1", "--basis", "model").out)))
     assert [r["basis"] for r in rows] == ["model"]
     doc["compare"].pop("basis")  # the default: the instance model
     rows = list(csv.DictReader(io.StringIO(run_cli("compare", _write(tmp_path, doc), "-f", "csv", "-j", "1").out)))
@@ -227,8 +230,13 @@ def _check_fits(report, text: str, width: int) -> None:
             for row in table.rows:
                 assert " ".join(row["value"].split()) in flat or all(w in text for w in row["value"].split())
             continue
-        shown = [p for p in parts if len(p[1]) == len(table.rows) and set(p[0]) <= {c.header for c in table.columns}
-                 and p[0][0] == table.columns[0].header]
+        shown = [
+            p
+            for p in parts
+            if len(p[1]) == len(table.rows)
+            and set(p[0]) <= {c.header for c in table.columns}
+            and p[0][0] == table.columns[0].header
+        ]
         headers = {h for p in shown for h in p[0]}
         assert headers == {c.header for c in table.columns}, (table.title, headers)
         by_header = {c.header: c for c in table.columns}

@@ -52,8 +52,15 @@ def test_front_is_the_non_dominated_set_over_the_known_criteria(objective, seed)
         rate = float(rng.integers(1, 6))
         ttft = float(rng.integers(1, 6)) if rng.random() > 0.1 else None
         feasible = rng.random() > 0.1
-        results.append(OptionResult(CompareOption(link_gbps=float(k)), failure=None if feasible else "invalid",
-                                    usd_per_hour=cost, lambda_max_rps=rate, ttft_p90_s=ttft))
+        results.append(
+            OptionResult(
+                CompareOption(link_gbps=float(k)),
+                failure=None if feasible else "invalid",
+                usd_per_hour=cost,
+                lambda_max_rps=rate,
+                ttft_p90_s=ttft,
+            )
+        )
         raw.append((cost, rate, ttft) if feasible else None)
     all_priced = all(p[0] is not None for p in raw if p is not None)
     assert all_priced == (seed % 2 == 0)  # both cases are exercised
@@ -91,8 +98,9 @@ def test_unpriced_options_enter_the_front_and_beat_the_worse_priced_one(run_cli)
     rubin, h200 = cmp.results[by["rubin"]], cmp.results[by["h200"]]
     assert rubin.capacity_rps > h200.capacity_rps and rubin.ttft_p90_s < h200.ttft_p90_s
     assert cmp.pareto == {by["rubin"]} and cmp.front == ("capacity_rps", "ttft_p90_s")
-    rows = csv.DictReader(io.StringIO(run_cli("compare", "--prfaas", "h200,rubin", "--pd", "h20", "--jobs", "1",
-                                              "-f", "csv").out))
+    rows = csv.DictReader(
+        io.StringIO(run_cli("compare", "--prfaas", "h200,rubin", "--pd", "h20", "--jobs", "1", "-f", "csv").out)
+    )
     assert {r["prfaas_hardware"]: r["pareto"] for r in rows} == {"rubin": "True", "h200": "False"}
     out = run_cli("compare", "--prfaas", "h200,rubin", "--pd", "h20", "--jobs", "1").out
     assert "front over req/s and TTFT P90" in out and "left out of the front" in out and "prfaas=rubin" in out
@@ -120,6 +128,7 @@ def test_min_cost_front_ignores_lambda_above_the_target(tmp_path):
 # --------------------------------------------------------------------------------------------
 # power of hardware without a TDP
 
+
 def test_unknown_power_is_none_and_the_total_a_marked_lower_bound(run_cli, tmp_path, case_study_file):
     """The case study with Rubin CPX (no tdp_w) as PrfaaS: its pool's kW is null, the plan's kW
     and J/token are null, and the counted kW is the H20 pools' by hand (chips x TDP x (idle +
@@ -140,8 +149,11 @@ def test_unknown_power_is_none_and_the_total_a_marked_lower_bound(run_cli, tmp_p
     assert cost["power_not_counted"] == ["rubin-cpx"]
     h20 = resolve_hardware("h20")
     site = load_inputs(str(path)).pd.cost
-    by_hand = sum(p["chips"] * h20.tdp_w * (site.idle_power_fraction + (1 - site.idle_power_fraction) * p["busy"])
-                  * site.pue / 1000 for role, p in pools.items() if role != "prfaas")
+    by_hand = sum(
+        p["chips"] * h20.tdp_w * (site.idle_power_fraction + (1 - site.idle_power_fraction) * p["busy"]) * site.pue / 1000
+        for role, p in pools.items()
+        if role != "prfaas"
+    )
     assert by_hand > 0 and cost["counted_power_kw"] == pytest.approx(by_hand, rel=1e-4)
     assert all(p["power_kw"] is not None for role, p in pools.items() if role != "prfaas")
     text = run_cli("plan", path).out
@@ -157,12 +169,10 @@ def test_a_pool_without_instances_draws_nothing_and_a_full_plan_sums_its_pools()
     def pool(role, instances, kw):
         return PoolTco(role, role + "-hw", instances, 8 * instances, 0.5, 1.0, 0.0, kw, "rental")
 
-    known = Tco(2.0, (pool("prfaas", 2, 10.0), pool("pd_prefill", 0, 0.0), pool("pd_decode", 3, 5.0)),
-                0.0, 0.0, 1000.0, 500.0)
+    known = Tco(2.0, (pool("prfaas", 2, 10.0), pool("pd_prefill", 0, 0.0), pool("pd_decode", 3, 5.0)), 0.0, 0.0, 1000.0, 500.0)
     assert known.power_kw == pytest.approx(15.0) and known.power_not_counted == ()
     assert known.joules_per_output_token == pytest.approx(15.0 * 1000 / (2.0 * 500.0))
-    partial = Tco(2.0, (pool("prfaas", 2, None), pool("pd_prefill", 0, 0.0), pool("pd_decode", 3, 5.0)),
-                  0.0, 0.0, 1000.0, 500.0)
+    partial = Tco(2.0, (pool("prfaas", 2, None), pool("pd_prefill", 0, 0.0), pool("pd_decode", 3, 5.0)), 0.0, 0.0, 1000.0, 500.0)
     assert partial.power_kw is None and partial.counted_power_kw == pytest.approx(5.0)
     assert partial.power_not_counted == ("prfaas-hw",) and partial.joules_per_token is None
 
@@ -173,8 +183,10 @@ def test_pool_tco_power_is_none_only_with_chips_and_no_tdp():
     from prfaas_plan.planner.cost import ChipCost, pool_tco
 
     def pool(tdp):
-        return SimpleNamespace(role="prfaas", hardware_name="x", gpus_per_instance=8,
-                               cost=ChipCost(2.0, "rental", tdp, 0.1, 1.5, 0.25))
+        return SimpleNamespace(
+            role="prfaas", hardware_name="x", gpus_per_instance=8, cost=ChipCost(2.0, "rental", tdp, 0.1, 1.5, 0.25)
+        )
+
     assert pool_tco(pool(None), 2, 0.5).power_kw is None
     assert pool_tco(pool(None), 0, 0.5).power_kw == 0.0
     # 16 chips x 1000 W x (0.25 + 0.75 x 0.5) x 1.5 = 15 kW
@@ -233,14 +245,14 @@ def test_mixture_weights_not_summing_to_one_are_normalised_with_a_note(tmp_path,
     lognormal = yaml.safe_load(CASE_STUDY.read_text())["workload"]["input"]
 
     def inputs(w1, w2):
-        mix = {"type": "mixture", "components": [dict(lognormal, weight=w1),
-                                                  {"type": "fixed", "tokens": 3000, "weight": w2}]}
+        mix = {"type": "mixture", "components": [dict(lognormal, weight=w1), {"type": "fixed", "tokens": 3000, "weight": w2}]}
         return load_inputs(str(case_study_file(tmp_path, workload__input=mix)))
 
     odd = inputs(0.5, 0.2)
     notes = [n for n in odd.notes if "mixture" in n]
-    assert notes == [f"workload.input: the mixture's weights sum to 0.7, not 1: each is divided by the sum "
-                     f"(shares {5 / 7:.3g}, {2 / 7:.3g})"]
+    assert notes == [
+        f"workload.input: the mixture's weights sum to 0.7, not 1: each is divided by the sum (shares {5 / 7:.3g}, {2 / 7:.3g})"
+    ]
     dist = odd.workload.full_input_dist
     assert float(dist.probs[dist.lengths_tokens == 3000].sum()) == pytest.approx(2 / 7, abs=1e-9)
     assert not [n for n in inputs(5 / 7, 2 / 7).notes if "mixture" in n]
@@ -249,17 +261,20 @@ def test_mixture_weights_not_summing_to_one_are_normalised_with_a_note(tmp_path,
 def test_nested_mixture_notes_name_their_field():
     from prfaas_plan.profiles.workload_spec import MixtureSpec, mixture_weight_notes
 
-    inner = {"type": "mixture", "weight": 0.5, "components": [{"type": "fixed", "tokens": 5, "weight": 2},
-                                                              {"type": "fixed", "tokens": 6, "weight": 2}]}
-    spec = MixtureSpec.model_validate({"type": "mixture", "components": [inner, {"type": "fixed", "tokens": 7,
-                                                                                "weight": 0.5}]})
+    inner = {
+        "type": "mixture",
+        "weight": 0.5,
+        "components": [{"type": "fixed", "tokens": 5, "weight": 2}, {"type": "fixed", "tokens": 6, "weight": 2}],
+    }
+    spec = MixtureSpec.model_validate({"type": "mixture", "components": [inner, {"type": "fixed", "tokens": 7, "weight": 0.5}]})
     assert mixture_weight_notes(spec, "workload.input") == [
-        "workload.input.components[0]: the mixture's weights sum to 4, not 1: each is divided by the sum "
-        "(shares 0.5, 0.5)"]
+        "workload.input.components[0]: the mixture's weights sum to 4, not 1: each is divided by the sum (shares 0.5, 0.5)"
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # notes true of their option; CSV a spreadsheet reads
+
 
 def test_a_dropped_cost_note_says_what_the_new_hardware_is_priced_at():
     """phase-split's PrfaaS pool has a Rubin CPX cost: moved onto rubin (no price) the note says
@@ -270,12 +285,14 @@ def test_a_dropped_cost_note_says_what_the_new_hardware_is_priced_at():
     scenario, _ = resolve_scenario_file("phase-split")
     assert resolve_hardware("rubin").price_usd_per_gpu_hour is None
     _, notes = option_scenario(scenario, CompareOption(prfaas="rubin"))
-    assert notes == ["prfaas on rubin: the cost of rubin-cpx dropped, and rubin has no price "
-                     "(no price_usd_per_gpu_hour in its profile)"]
+    assert notes == [
+        "prfaas on rubin: the cost of rubin-cpx dropped, and rubin has no price (no price_usd_per_gpu_hour in its profile)"
+    ]
     price = resolve_hardware("h200").price_usd_per_gpu_hour
     _, notes = option_scenario(scenario, CompareOption(prfaas="h200"))
-    assert notes == [f"prfaas on h200: the cost of rubin-cpx dropped (priced at its profile's example rental, "
-                     f"${price:,.2f} per GPU-hour)"]
+    assert notes == [
+        f"prfaas on h200: the cost of rubin-cpx dropped (priced at its profile's example rental, ${price:,.2f} per GPU-hour)"
+    ]
     assert not any("; " in n for n in notes)  # the compare CSV joins notes with '; '
 
 
@@ -318,10 +335,10 @@ def test_schedule_utilisation_is_a_named_fraction_of_capacity(run_cli):
     rows = list(csv.DictReader(io.StringIO(run_cli("schedule", DATA / "day_profile.yaml", "-f", "csv").out)))
     assert rows and "utilisation" not in rows[0]
     for r in rows:
-        assert float(r["utilisation_fraction"]) == pytest.approx(float(r["rate_rps"]) / float(r["capacity_rps"]),
-                                                                 rel=1e-5)
+        assert float(r["utilisation_fraction"]) == pytest.approx(float(r["rate_rps"]) / float(r["capacity_rps"]), rel=1e-5)
         assert float(r["static_utilisation_fraction"]) == pytest.approx(
-            float(r["rate_rps"]) / float(r["static_capacity_rps"]), rel=1e-5)
+            float(r["rate_rps"]) / float(r["static_capacity_rps"]), rel=1e-5
+        )
 
 
 def test_an_option_that_does_not_fit_keeps_the_chips_it_was_written_with(run_cli):
@@ -330,7 +347,9 @@ def test_an_option_that_does_not_fit_keeps_the_chips_it_was_written_with(run_cli
     written = yaml.safe_load(CASE_STUDY.read_text())
     assert row["status"] == "does not fit"
     assert (row["prfaas_gpus_per_instance"], row["pd_gpus_per_instance"]) == (
-        str(written["prfaas"]["gpus_per_instance"]), str(written["pd"]["gpus_per_instance"]))
+        str(written["prfaas"]["gpus_per_instance"]),
+        str(written["pd"]["gpus_per_instance"]),
+    )
 
 
 def test_compare_kw_cell_marks_a_lower_bound():

@@ -43,6 +43,7 @@ def usd_per_instance_hour(hardware: str, chips: int = 8) -> float:
 # --------------------------------------------------------------------------------------------
 # (a) the committed link is priced on its raw bandwidth
 
+
 def test_committed_link_is_priced_on_the_raw_bandwidth():
     """The case study's 100 Gbps link, half of it usable for KV, at $2,000 per Gbps-month: the committed
     price is $2,000 x 100 Gbps / 730 h = $273.97/hour (the raw rate is what is bought), and the plan's
@@ -61,6 +62,7 @@ def test_committed_link_is_priced_on_the_raw_bandwidth():
 # --------------------------------------------------------------------------------------------
 # (c) and (a) in the multi-site programme: PrfaaS sites priced per instance, links on their raw rate
 
+
 def test_multi_site_cost_is_instances_at_their_price_plus_used_links(tmp_path):
     """Two PD sites of 4 H20 instances sharing up to 8 H200 instances, links of 10 and 100 Gbps raw
     (half usable) at $60 and $40 per Gbps-month: the plan's $/hour is, by hand, every instance at 8 chips x
@@ -71,11 +73,17 @@ def test_multi_site_cost_is_instances_at_their_price_plus_used_links(tmp_path):
     result, _ = _sites(tmp_path, doc)
     assert not result.one_site and result.n_prfaas["factory"] > 0
     egress = {s.name: s.egress_gbps["factory"] for s in result.pd}
-    link_usd = sum(price * gbps / HOURS_PER_MONTH for name, gbps, price in (("east", 10.0, 60.0), ("west", 100.0, 40.0))
-                   if egress[name] > 1e-9)
+    link_usd = sum(
+        price * gbps / HOURS_PER_MONTH
+        for name, gbps, price in (("east", 10.0, 60.0), ("west", 100.0, 40.0))
+        if egress[name] > 1e-9
+    )
     assert link_usd > 0
-    hand = (result.n_prfaas["factory"] * usd_per_instance_hour("h200")
-            + sum(result.n_pd.values()) * usd_per_instance_hour("h20") + link_usd)
+    hand = (
+        result.n_prfaas["factory"] * usd_per_instance_hour("h200")
+        + sum(result.n_pd.values()) * usd_per_instance_hour("h20")
+        + link_usd
+    )
     assert result.usd_per_hour == pytest.approx(hand, rel=1e-9)
     assert egress["east"] <= 5.0 * (1 + 1e-6)  # the usable half of the 10 Gbps link
 
@@ -104,8 +112,13 @@ def _serves(tables: dict, n_f: int, rates: dict, links: tuple, pd_instances: int
                 continue
             if rates["east"] * te.link_work_bytes[ke] > links[0] or rates["west"] * tw.link_work_bytes[kw] > links[1]:
                 continue
-            ok = [any(rates[name] * t.pd_work_s[k] <= n_p and rates[name] <= r_d * (pd_instances - n_p)
-                      for n_p in range(pd_instances + 1)) for name, t, k in (("east", te, ke), ("west", tw, kw))]
+            ok = [
+                any(
+                    rates[name] * t.pd_work_s[k] <= n_p and rates[name] <= r_d * (pd_instances - n_p)
+                    for n_p in range(pd_instances + 1)
+                )
+                for name, t, k in (("east", te, ke), ("west", tw, kw))
+            ]
             if all(ok):
                 return True
     return False
@@ -114,12 +127,17 @@ def _serves(tables: dict, n_f: int, rates: dict, links: tuple, pd_instances: int
 # --------------------------------------------------------------------------------------------
 # (b) the multi-site day is cyclic: the first window pays for the switch from the last
 
+
 def _two_window_sites_doc(conversion_s: float) -> dict:
     doc = sites_doc(rates=(2.0, 2.0), links=(100.0, 100.0), pd_instances=6, prfaas_max=8)
     doc["prfaas_sites"][0]["instances"] = 8
-    doc["day"] = {"conversion_s": conversion_s, "windows": [
-        {"name": "east-peak", "hours": 1, "rates": {"east": 2.0, "west": 0.5}},
-        {"name": "west-busy", "hours": 1, "rates": {"east": 0.5, "west": 1.5}}]}
+    doc["day"] = {
+        "conversion_s": conversion_s,
+        "windows": [
+            {"name": "east-peak", "hours": 1, "rates": {"east": 2.0, "west": 0.5}},
+            {"name": "west-busy", "hours": 1, "rates": {"east": 0.5, "west": 1.5}},
+        ],
+    }
     return doc
 
 
@@ -144,9 +162,13 @@ def _best_day_scale(si, windows, conversion_s: float, first_window_pays: bool = 
         for ke, kw in itertools.product(range(len(tables[0])), range(len(tables[1]))):
             ks = (ke, kw)
             work = sum(demand[name] * t.prfaas_work_s[k] for name, t, k in zip(names, tables, ks))
-            shared = min(n_f / work if work > 0 else np.inf,
-                         *(link / (demand[name] * t.link_work_bytes[k]) if t.link_work_bytes[k] > 0 else np.inf
-                           for name, t, k in zip(names, tables, ks)))
+            shared = min(
+                n_f / work if work > 0 else np.inf,
+                *(
+                    link / (demand[name] * t.link_work_bytes[k]) if t.link_work_bytes[k] > 0 else np.inf
+                    for name, t, k in zip(names, tables, ks)
+                ),
+            )
             local = []
             for name, t, k in zip(names, tables, ks):
                 pd_p = p_cap / (demand[name] * t.pd_work_s[k]) if t.pd_work_s[k] > 0 else np.full(p_cap.shape, np.inf)
@@ -175,6 +197,7 @@ def test_multi_site_day_is_cyclic(tmp_path, conversion_s):
 # --------------------------------------------------------------------------------------------
 # (d) the schedule's switch limit, where it binds
 
+
 def _best_schedule_by_hand(windows, grids, n: int, conversion_s: float, limit: int | None) -> float:
     """Every cyclic sequence of splits of n PD instances with at most ``limit`` switches between
     consecutive windows (the last precedes the first), scored with the conversion formula."""
@@ -200,9 +223,14 @@ def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
     switch and the best with 2 (so a limit one too tight or one too loose gives another answer)."""
     from prfaas_plan.planner.schedule import _grid
 
-    doc = _day_doc(max_switches_per_window=1, windows=[
-        {"name": "a", "hours": 2, "rate_rps": 3.0}, {"name": "b", "hours": 1, "rate_rps": 2.0, "input_scale": 2.0},
-        {"name": "c", "hours": 3, "rate_rps": 1.2, "input_scale": 1.5}])
+    doc = _day_doc(
+        max_switches_per_window=1,
+        windows=[
+            {"name": "a", "hours": 2, "rate_rps": 3.0},
+            {"name": "b", "hours": 1, "rate_rps": 2.0, "input_scale": 2.0},
+            {"name": "c", "hours": 3, "rate_rps": 1.2, "input_scale": 1.5},
+        ],
+    )
     (day, windows), _ = _day(tmp_path, doc)
     grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
     hand = {limit: _best_schedule_by_hand(windows, grids, day.n_pd, 300.0, limit) for limit in (0, 1, 2)}
@@ -215,6 +243,7 @@ def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # (e) the weighted robust objective counts each case against its own target
+
 
 def _case_lambdas(cases, tables, n_f: int, n_pd: int) -> list[float]:
     """Each case's Lambda_max with n_f PrfaaS and n_pd PD instances: the best split and threshold."""
@@ -260,6 +289,7 @@ def test_robust_weighted_counts_cases_against_their_targets(tmp_path):
 # --------------------------------------------------------------------------------------------
 # (f) the memory-limited decode batch of an instance of several replicas
 
+
 def test_memory_batch_counts_every_replica():
     """The tiny gqa + dense model on 4 chips as 2 replicas of tp 2: each replica holds what one tp-2 instance
     does, floor((9,663,676 - 80,384) / 96,000) = 99 requests (test_hand_counts), so the instance holds
@@ -273,6 +303,5 @@ def test_memory_batch_counts_every_replica():
     assert (cap.batch_size, cap.limited_by) == (198, "memory")
     assert cap.step_s == pytest.approx(hand_decode_step_s(99), rel=1e-9)
     assert cap.tokens_per_s == pytest.approx(198 / hand_decode_step_s(99), rel=1e-9)
-    capped = decode_capacity(m, Instance(decode_hardware(), 4, Layout(tp=2, replicas=2)), DECODE_CONTEXT,
-                             max_batch=150)
+    capped = decode_capacity(m, Instance(decode_hardware(), 4, Layout(tp=2, replicas=2)), DECODE_CONTEXT, max_batch=150)
     assert (capped.batch_size, capped.limited_by) == (150, "max_batch")  # between one replica's 99 and 198

@@ -18,41 +18,145 @@ from conftest import DATA, REPO
 
 from prfaas_plan.planner.basis import SOURCE_KEYS
 
-SCENARIO_IDENTITY = ("scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
-                     "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps")
+SCENARIO_IDENTITY = (
+    "scenario",
+    "model",
+    "prfaas_hardware",
+    "prfaas_gpus_per_instance",
+    "pd_hardware",
+    "pd_gpus_per_instance",
+    "pd_decode_hardware",
+    "pd_decode_gpus_per_instance",
+    "link_gbps",
+)
 INSTANCE_IDENTITY = ("model", "hardware", "gpus_per_instance")
-SITES_IDENTITY = ("scenario", "model", "window", "part", "prfaas_site", "prfaas_hardware", "prfaas_gpus_per_instance",
-                  "pd_site", "pd_hardware", "pd_gpus_per_instance", "link_gbps")
+SITES_IDENTITY = (
+    "scenario",
+    "model",
+    "window",
+    "part",
+    "prfaas_site",
+    "prfaas_hardware",
+    "prfaas_gpus_per_instance",
+    "pd_site",
+    "pd_hardware",
+    "pd_gpus_per_instance",
+    "link_gbps",
+)
 
 # what a row is about (text, or a count of chips that names its unit)
-IDENTITY_NAMES = {*SCENARIO_IDENTITY, *INSTANCE_IDENTITY, *SITES_IDENTITY, "layout", "prefill_layout", "decode_layout",
-                  "deployment", "option", "case", "path", "hardware", *SOURCE_KEYS}  # each pool's source (basis)
+IDENTITY_NAMES = {
+    *SCENARIO_IDENTITY,
+    *INSTANCE_IDENTITY,
+    *SITES_IDENTITY,
+    "layout",
+    "prefill_layout",
+    "decode_layout",
+    "deployment",
+    "option",
+    "case",
+    "path",
+    "hardware",
+    *SOURCE_KEYS,
+}  # each pool's source (basis)
 # text and yes/no columns
-TEXT_NAMES = {"kv_dtype", "status", "reason", "objective", "binding", "limited_by", "notes", "pareto", "planned", "beyond_link",
-              "cache_regime", "sim_stable", "sim_queues", "static_sim_queues", "mixers",
-              "versus_best", "distinguishable_from_best", "shares_error_with_best",  # compare: an option against the best
-              "usd_per_hour_is_lower_bound"}  # yes/no: a pool's billed power of unknown TDP is counted as $0
+TEXT_NAMES = {
+    "kv_dtype",
+    "status",
+    "reason",
+    "objective",
+    "binding",
+    "limited_by",
+    "notes",
+    "pareto",
+    "planned",
+    "beyond_link",
+    "cache_regime",
+    "sim_stable",
+    "sim_queues",
+    "static_sim_queues",
+    "mixers",
+    "versus_best",
+    "distinguishable_from_best",
+    "shares_error_with_best",  # compare: an option against the best
+    "usd_per_hour_is_lower_bound",
+}  # yes/no: a pool's billed power of unknown TDP is counted as $0
 # numbers without a unit: shares and ratios, instance counts in the paper's notation, ranks
-UNITLESS_NAMES = {"p", "load", "weight", "rank", "layers", "ratio_vs_homogeneous", "n_prfaas", "n_p", "n_d", "n_pd",
-                  "own_n_prfaas", "own_n_p", "own_n_d", "static_n_p", "static_n_d", "switched", "eff_matmul", "eff_attention_fp8",
-                  "eff_attention", "eff_memory", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
-                  "link_utilisation_at_planned_rate"}
-UNIT_SUFFIXES = ("_s", "_ms", "hours", "_tokens", "_bytes", "_mib", "_gib", "_gb", "_gbps", "_tflops", "_tb_per_s",
-                 "_gb_per_s", "_rps", "_per_s", "_per_gpu", "_per_chip", "_per_token", "_per_output_token", "_usd_per_hour",
-                 "usd_per_hour", "usd_per_gpu_hour", "_kw", "_requests", "_billions", "_pct",
-                 "_utilisation", "_diff", "_fraction")  # the last three: a share of capacity, a relative
+UNITLESS_NAMES = {
+    "p",
+    "load",
+    "weight",
+    "rank",
+    "layers",
+    "ratio_vs_homogeneous",
+    "n_prfaas",
+    "n_p",
+    "n_d",
+    "n_pd",
+    "own_n_prfaas",
+    "own_n_p",
+    "own_n_d",
+    "static_n_p",
+    "static_n_d",
+    "switched",
+    "eff_matmul",
+    "eff_attention_fp8",
+    "eff_attention",
+    "eff_memory",
+    "link_utilisation_at_capacity",
+    "link_utilisation_at_operating_rate",
+    "link_utilisation_at_planned_rate",
+}
+UNIT_SUFFIXES = (
+    "_s",
+    "_ms",
+    "hours",
+    "_tokens",
+    "_bytes",
+    "_mib",
+    "_gib",
+    "_gb",
+    "_gbps",
+    "_tflops",
+    "_tb_per_s",
+    "_gb_per_s",
+    "_rps",
+    "_per_s",
+    "_per_gpu",
+    "_per_chip",
+    "_per_token",
+    "_per_output_token",
+    "_usd_per_hour",
+    "usd_per_hour",
+    "usd_per_gpu_hour",
+    "_kw",
+    "_requests",
+    "_billions",
+    "_pct",
+    "_utilisation",
+    "_diff",
+    "_fraction",
+)  # the last three: a share of capacity, a relative
 # difference, a share of 1 (loss_fraction 0.25 is 25%)
 UNIT_FIRST = ("usd_per_", "gpus_")  # usd_per_mtok_output, usd_per_hour_operating, gpus_total
 
-CALIBRATE = ("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8",
-             "--points", str(DATA / "table5_h200_prfaas_1t.csv"))
+CALIBRATE = (
+    "calibrate",
+    "--model",
+    "prfaas-1t-hybrid",
+    "--hardware",
+    "h200",
+    "--gpus",
+    "8",
+    "--points",
+    str(DATA / "table5_h200_prfaas_1t.csv"),
+)
 SLOW = pytest.mark.slow
 
 COMMANDS = [
     pytest.param(("kv", "kimi-linear-48b", "-l", "1K,8K"), (*INSTANCE_IDENTITY, "layout"), id="kv"),
     pytest.param(("decode", "kimi-linear-48b"), (*INSTANCE_IDENTITY, "layout"), id="decode"),
-    pytest.param(("estimate", "kimi-linear-48b"), (*INSTANCE_IDENTITY, "prefill_layout", "decode_layout"),
-                 id="estimate"),
+    pytest.param(("estimate", "kimi-linear-48b"), (*INSTANCE_IDENTITY, "prefill_layout", "decode_layout"), id="estimate"),
     pytest.param(CALIBRATE, INSTANCE_IDENTITY, id="calibrate"),
     pytest.param(("models", "list"), ("model",), id="models-list"),
     pytest.param(("models", "show", "kimi-linear-48b"), ("model",), id="models-show"),
@@ -60,8 +164,10 @@ COMMANDS = [
     pytest.param(("hardware", "show", "h200"), ("hardware",), id="hardware-show"),
     pytest.param(("plan",), (*SCENARIO_IDENTITY, "deployment"), id="plan"),
     pytest.param(("compare", "--prfaas", "h200", "--jobs", "1"), (*SCENARIO_IDENTITY, "option"), id="compare"),
-    *[pytest.param(("sweep", "--over", over, "--points", "3"), SCENARIO_IDENTITY, id=f"sweep-{over}")
-      for over in ("threshold", "bandwidth", "rate")],
+    *[
+        pytest.param(("sweep", "--over", over, "--points", "3"), SCENARIO_IDENTITY, id=f"sweep-{over}")
+        for over in ("threshold", "bandwidth", "rate")
+    ],
     pytest.param(("sweep", "--over", "np"), SCENARIO_IDENTITY, id="sweep-np"),
     pytest.param(("sweep", "--over", "instances", "--to", "3"), SCENARIO_IDENTITY, id="sweep-instances"),
     pytest.param(("route-table", "--points", "3"), SCENARIO_IDENTITY, id="route-table"),
@@ -129,8 +235,7 @@ def test_the_header_rule_refuses_what_it_should():
 def test_identity_values_are_the_inputs(run_cli):
     """The identity cells say what was asked: estimate's model, hardware and chips, and every
     scenario row's pools, from the case study (h200 x 8 PrfaaS, h20 x 8 PD, 100 Gbps)."""
-    rows = check_csv(run_cli("estimate", "qwen3-8b", "-H", "h100", "-g", "2", "-P", "tp=2", "-f", "csv").out,
-                     INSTANCE_IDENTITY)
+    rows = check_csv(run_cli("estimate", "qwen3-8b", "-H", "h100", "-g", "2", "-P", "tp=2", "-f", "csv").out, INSTANCE_IDENTITY)
     assert (rows[0]["model"], rows[0]["hardware"], rows[0]["gpus_per_instance"]) == ("qwen3-8b", "h100", "2")
     assert rows[0]["prefill_layout"] == rows[0]["decode_layout"] == "tp2"
     assert (rows[0]["input_tokens"], rows[0]["output_tokens"]) == ("1024", "1024")
@@ -161,13 +266,16 @@ def test_sites_csv_has_a_column_per_link_figure_and_prices_add_up(run_cli, tmp_p
     from prfaas_plan import api
 
     doc = {
-        "name": "two-edges", "model": "prfaas-1t-hybrid",
-        "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8,
-                          "instances": {"min": 0, "max": 4}}],
-        "pd_sites": [{"name": n, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0}
-                     for n in ("east", "west")],
-        "links": [{"prfaas": "factory", "pd": "east", "bandwidth_gbps": 10, "rtt_ms": 20, "usd_per_gbps_month": 73},
-                  {"prfaas": "factory", "pd": "west", "bandwidth_gbps": 100, "rtt_ms": 35, "usable_fraction": 0.5}],
+        "name": "two-edges",
+        "model": "prfaas-1t-hybrid",
+        "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8, "instances": {"min": 0, "max": 4}}],
+        "pd_sites": [
+            {"name": n, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0} for n in ("east", "west")
+        ],
+        "links": [
+            {"prfaas": "factory", "pd": "east", "bandwidth_gbps": 10, "rtt_ms": 20, "usd_per_gbps_month": 73},
+            {"prfaas": "factory", "pd": "west", "bandwidth_gbps": 100, "rtt_ms": 35, "usable_fraction": 0.5},
+        ],
         "workload": {"input": {"type": "fixed", "tokens": 30000}, "output": {"type": "fixed", "tokens": 1024}},
         "decode": {"max_batch": 64, "tokens_per_s_per_instance": 800},
     }
@@ -179,18 +287,22 @@ def test_sites_csv_has_a_column_per_link_figure_and_prices_add_up(run_cli, tmp_p
     assert [r["part"] for r in rows] == ["pd_site", "pd_site", "link", "link", "prfaas_site", "total"]
     links = {r["pd_site"]: r for r in rows if r["part"] == "link"}
     assert {k: (float(r["link_gbps"]), float(r["usable_gbps"]), float(r["rtt_ms"])) for k, r in links.items()} == {
-        "east": (10.0, 10.0, 20.0), "west": (100.0, 50.0, 35.0)}
+        "east": (10.0, 10.0, 20.0),
+        "west": (100.0, 50.0, 35.0),
+    }
     result, si = api.sites(str(path))
     for site in result.pd:
         row = links[site.name]
         assert float(row["egress_gbps"]) == pytest.approx(site.egress_gbps["factory"], abs=1e-4)
-        assert float(row["link_utilisation_at_planned_rate"]) == pytest.approx(site.egress_gbps["factory"] /
-                                                               float(row["usable_gbps"]), abs=1e-5)
+        assert float(row["link_utilisation_at_planned_rate"]) == pytest.approx(
+            site.egress_gbps["factory"] / float(row["usable_gbps"]), abs=1e-5
+        )
         assert float(row["offload_rps"]) == pytest.approx(site.offload_rps["factory"], abs=1e-6)
     hw = {h: api.hardware_of(h).price_usd_per_gpu_hour for h in ("h200", "h20")}
     by_part = {(r["part"], r["pd_site"] or r["prfaas_site"] or r["part"]): r for r in rows}
     assert float(by_part["prfaas_site", "factory"]["usd_per_hour"]) == pytest.approx(
-        result.n_prfaas["factory"] * 8 * hw["h200"], rel=1e-9)
+        result.n_prfaas["factory"] * 8 * hw["h200"], rel=1e-9
+    )
     for name in ("east", "west"):
         assert float(by_part["pd_site", name]["usd_per_hour"]) == pytest.approx(4 * 8 * hw["h20"], rel=1e-9)
     # east's committed link: 10 Gbps x $73 per Gbps-month over 730 hours a month = $1/hour, when used
@@ -214,9 +326,16 @@ def test_a_link_is_paid_when_it_carries_traffic_in_any_window():
     result, si = api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
 
     def offloading(flags):
-        windows = tuple(replace(w, pd=tuple(replace(s, offload_rps={f: v if on or s.name != "us-east" else 0.0
-                                                                      for f, v in s.offload_rps.items()})
-                                            for s in w.pd)) for w, on in zip(result.windows, flags))
+        windows = tuple(
+            replace(
+                w,
+                pd=tuple(
+                    replace(s, offload_rps={f: v if on or s.name != "us-east" else 0.0 for f, v in s.offload_rps.items()})
+                    for s in w.pd
+                ),
+            )
+            for w, on in zip(result.windows, flags)
+        )
         return replace(result, windows=windows)
 
     price = 40 * 60 / 730
@@ -253,9 +372,13 @@ def _boxes(fig):
 
 
 def _overlapping(boxes) -> list[tuple[int, int]]:
-    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
-            if min(boxes[i].x1, boxes[j].x1) > max(boxes[i].x0, boxes[j].x0)
-            and min(boxes[i].y1, boxes[j].y1) > max(boxes[i].y0, boxes[j].y0)]
+    return [
+        (i, j)
+        for i in range(len(boxes))
+        for j in range(i + 1, len(boxes))
+        if min(boxes[i].x1, boxes[j].x1) > max(boxes[i].x0, boxes[j].x0)
+        and min(boxes[i].y1, boxes[j].y1) > max(boxes[i].y0, boxes[j].y0)
+    ]
 
 
 def test_place_labels_keeps_a_crowd_apart():

@@ -57,12 +57,15 @@ def test_max_batch_cap():
     assert d.batch_size == 64 and d.limited_by == "max_batch"
 
 
-@pytest.mark.parametrize("model,hardware,gpus,context,needs", [
-    # 1.04 TB fp8 on 96 GiB chips (92.8 GB usable each): 11.2 chips on average; 12 stages of 61
-    # layers hold it, the fullest chip included
-    ("kimi-k2", "h20", 8, 32768, 12),
-    ("prfaas-1t-hybrid", "groq-lpu", 64, 8192, None),  # 500 GB on 230 MB chips
-])
+@pytest.mark.parametrize(
+    "model,hardware,gpus,context,needs",
+    [
+        # 1.04 TB fp8 on 96 GiB chips (92.8 GB usable each): 11.2 chips on average; 12 stages of 61
+        # layers hold it, the fullest chip included
+        ("kimi-k2", "h20", 8, 32768, 12),
+        ("prfaas-1t-hybrid", "groq-lpu", 64, 8192, None),  # 500 GB on 230 MB chips
+    ],
+)
 def test_weights_that_do_not_fit_say_how_many_chips(model, hardware, gpus, context, needs):
     with pytest.raises(PlanInputError) as err:
         api.decode(model, hardware, gpus, context)
@@ -92,8 +95,12 @@ def test_context_beyond_model_is_an_error():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["minimax-m2.5", "prfaas-1t-hybrid", "mimo-v2-flash"]), st.integers(1, 512), st.integers(1, 512),
-       st.integers(1024, 131072))
+@given(
+    st.sampled_from(["minimax-m2.5", "prfaas-1t-hybrid", "mimo-v2-flash"]),
+    st.integers(1, 512),
+    st.integers(1, 512),
+    st.integers(1024, 131072),
+)
 def test_step_time_monotone_in_batch_and_context(model, a, b, context):
     m, inst = api.model_of(model), Instance(api.hardware_of("b300"), 8)
     lo, hi = sorted((a, b))

@@ -93,8 +93,9 @@ def test_unknown_or_negative_gpu_budget(tmp_path, run_cli, case_study_file):
     assert res.code == 2 and "budgets.gpus" in res.err
 
 
-@pytest.mark.parametrize("instances,needle", [(True, "must be a number, not true"), ("4", "must be an integer"),
-                                              ({"min": 3}, "prfaas.instances.max")])
+@pytest.mark.parametrize(
+    "instances,needle", [(True, "must be a number, not true"), ("4", "must be an integer"), ({"min": 3}, "prfaas.instances.max")]
+)
 def test_instance_counts_are_strict(tmp_path, run_cli, instances, needle, case_study_file):
     res = run_cli("plan", case_study_file(tmp_path, prfaas__instances=instances))
     assert res.code == 2 and needle in res.err, res.err

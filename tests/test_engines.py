@@ -26,8 +26,7 @@ from prfaas_plan.timing.instance import Instance
 from prfaas_plan.timing.layout import Layout
 
 # the serving defaults the planner used before engines existed (profiles/serving.py EngineSpec, as it was)
-TODAY = dict(overlap=0.0, expert_imbalance=1.18, prefill_tokens_per_pass=8192, chunked_prefill=True,
-             mtp_tokens_per_step=1.0)
+TODAY = dict(overlap=0.0, expert_imbalance=1.18, prefill_tokens_per_pass=8192, chunked_prefill=True, mtp_tokens_per_step=1.0)
 HAND = dict(expert_imbalance=1.0)  # test_hand_counts' engine
 
 
@@ -45,10 +44,13 @@ def test_generic_profile_is_the_historical_defaults_with_every_multiplier_one():
     assert Engine.of(None) == Engine(**TODAY)
 
 
-@pytest.mark.parametrize(("model", "hardware", "gpus", "lengths"), [
-    ("qwen3-8b", "h100", 1, (4096, 1024)),
-    ("deepseek-v3", "h200", 8, (1024, 1024)),
-])
+@pytest.mark.parametrize(
+    ("model", "hardware", "gpus", "lengths"),
+    [
+        ("qwen3-8b", "h100", 1, (4096, 1024)),
+        ("deepseek-v3", "h200", 8, (1024, 1024)),
+    ],
+)
 def test_generic_estimate_equals_the_pre_engine_code_path(model, hardware, gpus, lengths):
     """api.estimate with no engine, with engine 'generic' and with today's values written out equals
     timing.estimate on an Instance whose Engine carries today's values and nothing else (the code path
@@ -94,8 +96,9 @@ def test_dense_and_grouped_gemm_multipliers_each_scale_their_own_matrices():
     """Projections 1e12 FLOPs (20 ms), attention 1e11 (4 ms), routed experts 2e12 (40 ms at 5e13, 1e6 tokens):
     dense_gemm 0.5 doubles the projections only (40 + 4 + 40 ms), grouped_gemm 0.5 the experts only
     (20 + 4 + 80 ms)."""
-    groups = one_layer(mixer_flops=1e12, attention_flops=1e11, expert_flops=2e12, num_experts=8, top_k=2,
-                       tokens=1e6, mixer_type="gqa")
+    groups = one_layer(
+        mixer_flops=1e12, attention_flops=1e11, expert_flops=2e12, num_experts=8, top_k=2, tokens=1e6, mixer_type="gqa"
+    )
     assert cost(groups).compute_s[0] == pytest.approx(0.064, rel=REL)
     assert cost(groups, engine=Engine(dense_gemm=0.5, **HAND)).compute_s[0] == pytest.approx(0.084, rel=REL)
     assert cost(groups, engine=Engine(grouped_gemm=0.5, **HAND)).compute_s[0] == pytest.approx(0.104, rel=REL)
@@ -143,8 +146,9 @@ def test_an_engine_default_setting_reaches_the_instance_and_a_given_one_wins():
     with pytest.raises(PlanInputError) as info:
         api.estimate("qwen3-8b", "h100", 1, input_tokens=16384, output_tokens=16, engine="trtllm")
     assert info.value.field == "--pass-tokens"
-    est = api.estimate("qwen3-8b", "h100", 1, input_tokens=16384, output_tokens=16,
-                       engine={"name": "trtllm", "chunked_prefill": True})
+    est = api.estimate(
+        "qwen3-8b", "h100", 1, input_tokens=16384, output_tokens=16, engine={"name": "trtllm", "chunked_prefill": True}
+    )
     assert est.ttft_s > 0
     assert Engine.of(EngineSpec(name="trtllm")).chunked_prefill is False
     assert Engine.of(EngineSpec(name="trtllm", overlap=0.5)).overlap == 0.5
@@ -206,8 +210,9 @@ def test_scenario_pools_engine_sets_the_fp8_checkpoint_kv(tmp_path):
 
 
 def test_bare_string_and_mapping_forms_load_alike(tmp_path):
-    assert EngineSpec.model_validate("sglang") == EngineSpec.model_validate({"name": "sglang"}) == EngineSpec(
-        name=EngineName.sglang)
+    assert (
+        EngineSpec.model_validate("sglang") == EngineSpec.model_validate({"name": "sglang"}) == EngineSpec(name=EngineName.sglang)
+    )
     bare, mapping = scenario_with(tmp_path, pd="vllm"), scenario_with(tmp_path, pd={"name": "vllm"})
     assert load_scenario(bare).pd.engine == load_scenario(mapping).pd.engine == EngineSpec(name="vllm")
     assert load_scenario(scenario_with(tmp_path)).pd.engine == EngineSpec()  # a file without engine: generic
@@ -279,16 +284,19 @@ def test_profiles_ship_as_package_data():
 # the published CSV's engine column
 
 
-@pytest.mark.parametrize(("text", "name"), [
-    ("SGLang (PD disagg; DeepEP; DeepGEMM; TBO; EPLB)", "sglang"),
-    ("SGLang v0.4.10.post1 (ROCm 6.3; aiter attention)", "sglang"),
-    ("TensorRT-LLM (trtllm-bench PyTorch backend)", "trtllm"),
-    ("TRT-LLM 0.19", "trtllm"),
-    ("trtllm-serve", "trtllm"),
-    ("vLLM (benchmark_latency.py)", "vllm"),
-    ("NVIDIA MLPerf harness", "generic"),
-    ("", "generic"),
-])
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("SGLang (PD disagg; DeepEP; DeepGEMM; TBO; EPLB)", "sglang"),
+        ("SGLang v0.4.10.post1 (ROCm 6.3; aiter attention)", "sglang"),
+        ("TensorRT-LLM (trtllm-bench PyTorch backend)", "trtllm"),
+        ("TRT-LLM 0.19", "trtllm"),
+        ("trtllm-serve", "trtllm"),
+        ("vLLM (benchmark_latency.py)", "vllm"),
+        ("NVIDIA MLPerf harness", "generic"),
+        ("", "generic"),
+    ],
+)
 def test_engine_name_of_recognises_the_engine_by_keyword(text, name):
     assert engine_name_of(text) == EngineName(name)
 
@@ -302,8 +310,9 @@ def test_pools_whose_engines_keep_an_fp8_checkpoints_kv_differently_need_precisi
     def patched(name):
         profile = real(name)
         if name == EngineName.sglang:
-            return profile.model_copy(update={"defaults": profile.defaults.model_copy(
-                update={"kv_dtype_fp8_checkpoint": Dtype.bf16})})
+            return profile.model_copy(
+                update={"defaults": profile.defaults.model_copy(update={"kv_dtype_fp8_checkpoint": Dtype.bf16})}
+            )
         return profile
 
     monkeypatch.setattr(engines, "engine_profile", patched)

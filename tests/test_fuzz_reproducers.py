@@ -115,8 +115,7 @@ def scenario(case_study_file, folder: Path, raw: str | None = None, **changes) -
     return path, text
 
 
-def model_profile(folder: Path, edit: Callable[[dict], None], name: str = "model.yaml",
-                  base: str = "prfaas-1t-hybrid") -> Path:
+def model_profile(folder: Path, edit: Callable[[dict], None], name: str = "model.yaml", base: str = "prfaas-1t-hybrid") -> Path:
     doc = yaml.safe_load((MODELS / f"{base}.yaml").read_text())
     edit(doc)
     path = folder / name
@@ -152,10 +151,12 @@ def alias_bomb(levels: int, indent: str) -> list[str]:
 def mixture_bomb(levels: int) -> str:
     """A valid-looking workload: a mixture of mixtures ``levels`` deep whose components alias each
     other, 10**levels fixed-length leaves in all (the schema would validate every one of them)."""
+
     def component(k: int) -> str:
         if k == 0:
             return "&c0 {type: fixed, tokens: 1024, weight: 1}"
         return f"&c{k} {{type: mixture, weight: 1, components: [{component(k - 1)}, {', '.join([f'*c{k - 1}'] * 9)}]}}"
+
     return f"{{type: mixture, components: [{component(levels - 1)}, {', '.join([f'*c{levels - 1}'] * 9)}]}}"
 
 
@@ -183,6 +184,7 @@ def reproducer(name: str):
         assert name not in REPRODUCERS
         REPRODUCERS[name] = build
         return build
+
     return register
 
 
@@ -240,8 +242,10 @@ def _(tmp, out, cs):
 def _(tmp, out, cs):
     points = tmp / "points.csv"
     points.write_text(f"length,prefill_s\n1024,0.44\n{'9' * 400},1.0\n32768,1.84\n")
-    return (["calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8", "--points", points,
-             "-o", out], ("line 3", "length"))
+    return (
+        ["calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8", "--points", points, "-o", out],
+        ("line 3", "length"),
+    )
 
 
 @reproducer("04-scenario-max-tokens-400-digits-K")
@@ -255,8 +259,10 @@ def _(tmp, out, cs):
 def _(tmp, out, cs):
     points = tmp / "points.csv"
     points.write_text(f"length,prefill_s\n1024,0.44\n8192,{'7' * 200_000}\n32768,1.84\n")
-    return (["calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8", "--points", points,
-             "-o", out], ("line 3", "prefill_s"))
+    return (
+        ["calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8", "--points", points, "-o", out],
+        ("line 3", "prefill_s"),
+    )
 
 
 # 6. A bandwidth trace that is not UTF-8.
@@ -293,8 +299,7 @@ def _(tmp, out, cs):
 
 @reproducer("08-histogram-counts-nested-list")
 def _(tmp, out, cs):
-    path, _ = scenario(cs, tmp, workload__input={"type": "histogram", "edges_tokens": [128, 8192, 131072],
-                                                  "counts": [3, [1]]})
+    path, _ = scenario(cs, tmp, workload__input={"type": "histogram", "edges_tokens": [128, 8192, 131072], "counts": [3, [1]]})
     return ["plan", path, "-o", out], "workload.input.counts"
 
 
@@ -462,9 +467,17 @@ def _crawling(h: dict) -> None:
 def _(tmp, out, cs):
     prfaas = hardware_profile(tmp, _crawling, "crawl-prfaas", base="h200")
     pd = hardware_profile(tmp, _crawling, "crawl-pd", base="h20")
-    path, _ = scenario(cs, tmp, prfaas__hardware=str(prfaas), pd__hardware=str(pd), pd__calibration_points=None,
-                       pd__calibration_note=None, decode__tokens_per_s_per_instance=None,
-                       decode__tokens_per_s_note=None, link__bandwidth_gbps=0.001)
+    path, _ = scenario(
+        cs,
+        tmp,
+        prfaas__hardware=str(prfaas),
+        pd__hardware=str(pd),
+        pd__calibration_points=None,
+        pd__calibration_note=None,
+        decode__tokens_per_s_per_instance=None,
+        decode__tokens_per_s_note=None,
+        link__bandwidth_gbps=0.001,
+    )
     # Lambda_max is about 1e-5 requests/s here, below ranges.MIN_CAPACITY_RPS (1e-3)
     return ["plan", path, "-o", out], ("pd.instances", "pd.hardware", "prfaas.hardware"), ("no plan", "can serve")
 

@@ -34,8 +34,10 @@ BLACKWELL = ("b200", "gb200", "b300", "gb300")
 def _kernel_lines(hw) -> dict[int, tuple[float | None, float]]:
     """{tokens: (ms or None, TFLOPS)} of the kernel table the profile's grouped_matmul_fp4 source quotes."""
     text = hw.efficiency_sources["grouped_matmul_fp4"]
-    lines = {int(t): (float(ms), float(tf)) for ms, t, tf in
-             re.findall(r"takes (\d+\.\d+) ms at (\d+) tokens, (\d+\.\d+) TFLOPS", text)}
+    lines = {
+        int(t): (float(ms), float(tf))
+        for ms, t, tf in re.findall(r"takes (\d+\.\d+) ms at (\d+) tokens, (\d+\.\d+) TFLOPS", text)
+    }
     lines.update({int(t): (None, float(tf)) for t, tf in re.findall(r"the (\d+)-token line, (\d+\.\d+) TFLOPS", text)})
     return lines
 
@@ -63,8 +65,7 @@ def test_b300_grouped_fp4_fraction_is_the_fused_moe_kernel_rate_after_the_shape_
     ms, tflops = _kernel_lines(hw)[16384]
     flops = 16384 * TOP_K * (32 / EXPERTS) * (2 * H * 2 * I_EXPERT + 2 * I_EXPERT * H)
     assert flops / (ms * 1e-3) / 1e12 == pytest.approx(tflops, rel=1e-5)
-    assert hw.efficiency.grouped_matmul_fp4 == pytest.approx(_fraction_from(tflops, 16384, hw.peak_tflops.fp4),
-                                                             abs=5e-5)
+    assert hw.efficiency.grouped_matmul_fp4 == pytest.approx(_fraction_from(tflops, 16384, hw.peak_tflops.fp4), abs=5e-5)
     assert hw.efficiency.grouped_matmul_fp4 < 0.5 * hw.efficiency.matmul_fraction(ComputeDtype.fp4)
 
 

@@ -40,15 +40,35 @@ REL = 1e-12
 
 GQA = {"type": "gqa", "num_query_heads": 4, "num_kv_heads": 2, "qk_head_dim": 16, "v_head_dim": 8}
 SWA = {"type": "swa", "num_query_heads": 4, "num_kv_heads": 2, "qk_head_dim": 16, "window_tokens": 8}
-MLA = {"type": "mla", "num_heads": 2, "kv_lora_rank": 32, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
-       "v_head_dim": 16, "q_lora_rank": 24}
-SPARSE = {**MLA, "type": "sparse", "index_num_heads": 2, "index_head_dim": 16, "index_topk_tokens": 8,
-          "index_key_dtype": "fp8"}
-LINEAR = {"type": "linear", "kind": "kda", "num_heads": 2, "num_key_heads": 1, "key_head_dim": 8, "value_head_dim": 16,
-          "conv_channels": 48, "conv_kernel": 4}
+MLA = {
+    "type": "mla",
+    "num_heads": 2,
+    "kv_lora_rank": 32,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "q_lora_rank": 24,
+}
+SPARSE = {**MLA, "type": "sparse", "index_num_heads": 2, "index_head_dim": 16, "index_topk_tokens": 8, "index_key_dtype": "fp8"}
+LINEAR = {
+    "type": "linear",
+    "kind": "kda",
+    "num_heads": 2,
+    "num_key_heads": 1,
+    "key_head_dim": 8,
+    "value_head_dim": 16,
+    "conv_channels": 48,
+    "conv_kernel": 4,
+}
 DENSE = {"type": "dense", "intermediate_size": 128}
-MOE = {"type": "moe", "num_experts": 8, "top_k": 2, "expert_intermediate_size": 32, "shared_experts": 1,
-       "shared_intermediate_size": 48}
+MOE = {
+    "type": "moe",
+    "num_experts": 8,
+    "top_k": 2,
+    "expert_intermediate_size": 32,
+    "shared_experts": 1,
+    "shared_intermediate_size": 48,
+}
 
 # KV / state bytes per layer, by hand (bf16 KV, fp32 state, bf16 activations).
 GQA_KV_PER_TOKEN = 2 * (16 + 8) * BF16  # kv heads x (qk + v) = 96
@@ -60,10 +80,13 @@ LINEAR_STATE = 2 * 8 * 16 * FP32 + 48 * (4 - 1) * BF16  # heads x dk x dv in fp3
 # Matrix parameters per layer, by hand (h = 64).
 GQA_PARAMS = 64 * 4 * 16 + 64 * 2 * 16 + 64 * 2 * 8 + 4 * 8 * 64  # q + k + v + o = 9216
 SWA_PARAMS = 64 * 4 * 16 + 64 * 2 * 16 + 64 * 2 * 16 + 4 * 16 * 64  # 12288
-MLA_PARAMS = (64 * 24 + 24 * 2 * (16 + 8)  # q_a + q_b
-              + 64 * (32 + 8)  # kv_a (latent + rope key)
-              + 32 * 2 * (16 + 16)  # kv_b (nope keys + values)
-              + 2 * 16 * 64)  # o  = 9344
+MLA_PARAMS = (
+    64 * 24
+    + 24 * 2 * (16 + 8)  # q_a + q_b
+    + 64 * (32 + 8)  # kv_a (latent + rope key)
+    + 32 * 2 * (16 + 16)  # kv_b (nope keys + values)
+    + 2 * 16 * 64
+)  # o  = 9344
 SPARSE_PARAMS = MLA_PARAMS + 24 * 2 * 16 + 64 * 16 + 64 * 2  # + indexer wq_b, wk, head weights = 11264
 LINEAR_PARAMS = 64 * 1 * 8 + 64 * 1 * 8 + 64 * 2 * 16 + 2 * 16 * 64  # q + k + v + o = 5120
 DENSE_PARAMS = 3 * 64 * 128  # gated: gate, up, down = 24576
@@ -75,8 +98,12 @@ ACT_PER_TOKEN = 8 * 64 * BF16  # 8 hidden-sized activation tensors per layer and
 def model(mixer=None, ffn=None, *, layers=2, dtypes=None, **top):
     """A tiny model profile of ``layers`` identical layers (no FFN or no mixer when None)."""
     doc = {
-        "name": "tiny", "hidden_size": H, "vocab_size": VOCAB, "max_context_tokens": 1 << 20,
-        "mixers": {"m": mixer} if mixer else {}, "ffns": {"f": ffn} if ffn else {},
+        "name": "tiny",
+        "hidden_size": H,
+        "vocab_size": VOCAB,
+        "max_context_tokens": 1 << 20,
+        "mixers": {"m": mixer} if mixer else {},
+        "ffns": {"f": ffn} if ffn else {},
         "layers": {"count": layers, "pattern": [f"{'m' if mixer else 'none'}:{'f' if ffn else 'none'}"]},
     }
     if dtypes:
@@ -89,11 +116,24 @@ def hardware(**changes):
     """Made-up chip: bf16 100 TFLOPS, fp8 200, 80 GB at 2 TB/s, 100 GB/s scale-up (the schema's 2 us per latency
     step); no GEMM shape term and no kernel cost unless a test sets them."""
     doc = {
-        "name": "toy", "peak_tflops": {"bf16": 100, "fp8": 200}, "memory_gib": 80, "memory_bandwidth_tb_per_s": 2,
+        "name": "toy",
+        "peak_tflops": {"bf16": 100, "fp8": 200},
+        "memory_gib": 80,
+        "memory_bandwidth_tb_per_s": 2,
         "scale_up_gb_per_s": 100,
-        "efficiency": {"matmul": 0.5, "attention": 0.25, "memory": 0.8, "network": 0.5, "nic": 0.9,
-                       "prefill_overhead_s": 0, "decode_step_overhead_s": 0, "memory_usable_fraction": 0.9,
-                       "matmul_k0": 0.0, "matmul_m0": 0.0, "kernel_overhead_us": 0.0},
+        "efficiency": {
+            "matmul": 0.5,
+            "attention": 0.25,
+            "memory": 0.8,
+            "network": 0.5,
+            "nic": 0.9,
+            "prefill_overhead_s": 0,
+            "decode_step_overhead_s": 0,
+            "memory_usable_fraction": 0.9,
+            "matmul_k0": 0.0,
+            "matmul_m0": 0.0,
+            "kernel_overhead_us": 0.0,
+        },
     }
     for key, value in changes.items():
         if key in doc["efficiency"]:
@@ -140,9 +180,11 @@ def single_group(groups):
 # 1. S_kv(l) per request ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mixer", "per_token"), [(GQA, GQA_KV_PER_TOKEN), (MLA, MLA_KV_PER_TOKEN),
-                                                  (SPARSE, SPARSE_KV_PER_TOKEN)],
-                         ids=["gqa", "mla", "sparse"])
+@pytest.mark.parametrize(
+    ("mixer", "per_token"),
+    [(GQA, GQA_KV_PER_TOKEN), (MLA, MLA_KV_PER_TOKEN), (SPARSE, SPARSE_KV_PER_TOKEN)],
+    ids=["gqa", "mla", "sparse"],
+)
 def test_kv_bytes_growing_kinds(mixer, per_token):
     """gqa 2 x (16+8) x 2 B, mla (32+8) x 2 B, sparse (32+8) x 2 B + 16 x 1 B (fp8 indexer key) per token and
     layer, times 2 layers and l tokens."""
@@ -184,7 +226,10 @@ def test_kv_bytes_linear_state_is_fixed():
 def test_kv_bytes_hybrid_stack_sums_layers():
     """A 4-layer stack gqa, swa, mla, linear: S_kv(l) = (96 + 80) l + 128 min(l, 8) + 1,312."""
     doc = {
-        "name": "hybrid", "hidden_size": H, "vocab_size": VOCAB, "max_context_tokens": 1 << 20,
+        "name": "hybrid",
+        "hidden_size": H,
+        "vocab_size": VOCAB,
+        "max_context_tokens": 1 << 20,
         "mixers": {"g": GQA, "s": SWA, "a": MLA, "r": LINEAR},
         "layers": {"count": 4, "pattern": ["g", "s", "a", "r"]},
     }
@@ -199,12 +244,21 @@ def test_kv_bytes_hybrid_stack_sums_layers():
 # 2. Parameter counts and weight bytes -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mixer", "params"), [
-    (GQA, 9216), ({**GQA, "output_gate": True}, 9216 + 64 * 4 * 8),
-    (SWA, 12288), (MLA, 9344), ({**MLA, "q_lora_rank": None}, 9344 - (64 * 24 + 24 * 2 * 24) + 64 * 2 * 24),
-    (SPARSE, 11264), ({**SPARSE, "q_lora_rank": None}, 9728 + 64 * 2 * 16 + 64 * 16 + 64 * 2),
-    (LINEAR, 5120), ({**LINEAR, "output_gate": True}, 5120 + 64 * 2 * 16),
-], ids=["gqa", "gqa-gate", "swa", "mla", "mla-no-qlora", "sparse", "sparse-no-qlora", "linear", "linear-gate"])
+@pytest.mark.parametrize(
+    ("mixer", "params"),
+    [
+        (GQA, 9216),
+        ({**GQA, "output_gate": True}, 9216 + 64 * 4 * 8),
+        (SWA, 12288),
+        (MLA, 9344),
+        ({**MLA, "q_lora_rank": None}, 9344 - (64 * 24 + 24 * 2 * 24) + 64 * 2 * 24),
+        (SPARSE, 11264),
+        ({**SPARSE, "q_lora_rank": None}, 9728 + 64 * 2 * 16 + 64 * 16 + 64 * 2),
+        (LINEAR, 5120),
+        ({**LINEAR, "output_gate": True}, 5120 + 64 * 2 * 16),
+    ],
+    ids=["gqa", "gqa-gate", "swa", "mla", "mla-no-qlora", "sparse", "sparse-no-qlora", "linear", "linear-gate"],
+)
 def test_mixer_params(mixer, params):
     """Matrix parameters of each mixer (projections written out at the top of the file) x 2 layers, plus the
     untied embeddings 2 x 100 x 64; total = active (no experts)."""
@@ -217,15 +271,22 @@ def test_mixer_params(mixer, params):
     assert counts.total == 2 * 100 * 64 + 2 * params
 
 
-@pytest.mark.parametrize(("ffn", "total", "active", "routed"), [
-    (DENSE, 3 * 64 * 128, 3 * 64 * 128, 0),
-    ({**DENSE, "gated": False}, 2 * 64 * 128, 2 * 64 * 128, 0),
-    (MOE, 3 * 64 * 48 + 64 * 8 + 8 * 3 * 64 * 32, 3 * 64 * 48 + 64 * 8 + 2 * 3 * 64 * 32, 8 * 3 * 64 * 32),
-    ({**MOE, "shared_experts": 2, "shared_intermediate_size": None},  # 2 shared experts of the expert width
-     2 * 3 * 64 * 32 + 64 * 8 + 8 * 3 * 64 * 32, 2 * 3 * 64 * 32 + 64 * 8 + 2 * 3 * 64 * 32, 8 * 3 * 64 * 32),
-    ({**MOE, "gated": False, "shared_experts": 0},
-     64 * 8 + 8 * 2 * 64 * 32, 64 * 8 + 2 * 2 * 64 * 32, 8 * 2 * 64 * 32),
-], ids=["dense", "dense-ungated", "moe", "moe-2-shared", "moe-ungated-no-shared"])
+@pytest.mark.parametrize(
+    ("ffn", "total", "active", "routed"),
+    [
+        (DENSE, 3 * 64 * 128, 3 * 64 * 128, 0),
+        ({**DENSE, "gated": False}, 2 * 64 * 128, 2 * 64 * 128, 0),
+        (MOE, 3 * 64 * 48 + 64 * 8 + 8 * 3 * 64 * 32, 3 * 64 * 48 + 64 * 8 + 2 * 3 * 64 * 32, 8 * 3 * 64 * 32),
+        (
+            {**MOE, "shared_experts": 2, "shared_intermediate_size": None},  # 2 shared experts of the expert width
+            2 * 3 * 64 * 32 + 64 * 8 + 8 * 3 * 64 * 32,
+            2 * 3 * 64 * 32 + 64 * 8 + 2 * 3 * 64 * 32,
+            8 * 3 * 64 * 32,
+        ),
+        ({**MOE, "gated": False, "shared_experts": 0}, 64 * 8 + 8 * 2 * 64 * 32, 64 * 8 + 2 * 2 * 64 * 32, 8 * 2 * 64 * 32),
+    ],
+    ids=["dense", "dense-ungated", "moe", "moe-2-shared", "moe-ungated-no-shared"],
+)
 def test_ffn_params(ffn, total, active, routed):
     """FFN parameters of an FFN-only 2-layer stack: (3 if gated else 2) x h x width per FFN or expert, the router
     h x experts, shared experts always active, top-2 of 8 routed experts active; tied embeddings 100 x 64."""
@@ -258,15 +319,24 @@ def test_prefill_work_gqa_dense_and_lm_head():
     lengths = [1, 7, 20]
     l = np.array(lengths, float)
     groups = prefill_work(model(GQA, DENSE), lengths)
-    assert_work(single_group(groups),
-                matmul_flops=2 * l * (9216 + 24576),
-                expert_flops=0,
-                attention_flops=[2 * 4 * (16 + 8) * keys_attended(n) for n in lengths],
-                weight_bytes=(9216 + 24576) * 2,
-                other_bytes=96 * l + 8 * l * 64 * 2,
-                allreduce_bytes=2 * l * 64 * 2)
-    assert_work(groups[-1][1], matmul_flops=2 * 1 * 64 * 100, expert_flops=0, attention_flops=0,
-                weight_bytes=64 * 100 * 2, other_bytes=1 * 100 * 4, allreduce_bytes=0)
+    assert_work(
+        single_group(groups),
+        matmul_flops=2 * l * (9216 + 24576),
+        expert_flops=0,
+        attention_flops=[2 * 4 * (16 + 8) * keys_attended(n) for n in lengths],
+        weight_bytes=(9216 + 24576) * 2,
+        other_bytes=96 * l + 8 * l * 64 * 2,
+        allreduce_bytes=2 * l * 64 * 2,
+    )
+    assert_work(
+        groups[-1][1],
+        matmul_flops=2 * 1 * 64 * 100,
+        expert_flops=0,
+        attention_flops=0,
+        weight_bytes=64 * 100 * 2,
+        other_bytes=1 * 100 * 4,
+        allreduce_bytes=0,
+    )
     assert [keys_attended(n) for n in lengths] == [n * (n + 1) // 2 for n in lengths]  # the closed form
 
 
@@ -277,13 +347,15 @@ def test_prefill_work_swa_windowed():
     l = np.array(lengths, float)
     work = single_group(prefill_work(model(SWA), lengths))
     assert keys_attended(20, 8) == 36 + 12 * 8
-    assert_work(work,
-                matmul_flops=2 * l * 12288,
-                expert_flops=0,
-                attention_flops=[2 * 4 * 32 * keys_attended(n, 8) for n in lengths],
-                weight_bytes=12288 * 2,
-                other_bytes=[128 * min(n, 8) + 1024 * n for n in lengths],
-                allreduce_bytes=l * 64 * 2)
+    assert_work(
+        work,
+        matmul_flops=2 * l * 12288,
+        expert_flops=0,
+        attention_flops=[2 * 4 * 32 * keys_attended(n, 8) for n in lengths],
+        weight_bytes=12288 * 2,
+        other_bytes=[128 * min(n, 8) + 1024 * n for n in lengths],
+        allreduce_bytes=l * 64 * 2,
+    )
 
 
 def test_prefill_work_mla():
@@ -291,12 +363,14 @@ def test_prefill_work_mla():
     lengths = [1, 7, 20]
     l = np.array(lengths, float)
     work = single_group(prefill_work(model(MLA), lengths))
-    assert_work(work,
-                matmul_flops=2 * l * 9344,
-                attention_flops=[2 * 2 * (16 + 8 + 16) * keys_attended(n) for n in lengths],
-                weight_bytes=9344 * 2,
-                other_bytes=80 * l + 1024 * l,
-                allreduce_bytes=l * 64 * 2)
+    assert_work(
+        work,
+        matmul_flops=2 * l * 9344,
+        attention_flops=[2 * 2 * (16 + 8 + 16) * keys_attended(n) for n in lengths],
+        weight_bytes=9344 * 2,
+        other_bytes=80 * l + 1024 * l,
+        allreduce_bytes=l * 64 * 2,
+    )
 
 
 def test_prefill_work_sparse():
@@ -305,12 +379,14 @@ def test_prefill_work_sparse():
     lengths = [5, 8, 20]
     l = np.array(lengths, float)
     work = single_group(prefill_work(model(SPARSE), lengths))
-    assert_work(work,
-                matmul_flops=2 * l * 11264,
-                attention_flops=[2 * 2 * 16 * keys_attended(n) + 2 * 2 * (2 * 32 + 8) * keys_attended(n, 8) for n in lengths],
-                weight_bytes=11264 * 2,
-                other_bytes=96 * l + 1024 * l,
-                allreduce_bytes=l * 64 * 2)
+    assert_work(
+        work,
+        matmul_flops=2 * l * 11264,
+        attention_flops=[2 * 2 * 16 * keys_attended(n) + 2 * 2 * (2 * 32 + 8) * keys_attended(n, 8) for n in lengths],
+        weight_bytes=11264 * 2,
+        other_bytes=96 * l + 1024 * l,
+        allreduce_bytes=l * 64 * 2,
+    )
 
 
 def test_prefill_work_linear():
@@ -319,12 +395,14 @@ def test_prefill_work_linear():
     lengths = [1, 7, 20]
     l = np.array(lengths, float)
     work = single_group(prefill_work(model(LINEAR), lengths))
-    assert_work(work,
-                matmul_flops=2 * l * 5120,
-                attention_flops=l * 2 * (4 * 8 * 16 + 64 * (8 + 16)) + 2 * l * 48 * 4,
-                weight_bytes=5120 * 2,
-                other_bytes=1312 + 1024 * l,
-                allreduce_bytes=l * 64 * 2)
+    assert_work(
+        work,
+        matmul_flops=2 * l * 5120,
+        attention_flops=l * 2 * (4 * 8 * 16 + 64 * (8 + 16)) + 2 * l * 48 * 4,
+        weight_bytes=5120 * 2,
+        other_bytes=1312 + 1024 * l,
+        allreduce_bytes=l * 64 * 2,
+    )
     chunk4 = single_group(prefill_work(model({**LINEAR, "chunk_tokens": 4}), lengths))
     assert_work(chunk4, attention_flops=l * 2 * (4 * 8 * 16 + 4 * (8 + 16)) + 2 * l * 48 * 4)
 
@@ -343,16 +421,17 @@ def test_prefill_work_moe():
     lengths = [1, 3, 20]
     l = np.array(lengths, float)
     work = single_group(prefill_work(model(GQA, MOE, dtypes={"experts": "fp8"}), lengths))
-    distinct = [distinct_experts_by_enumeration(8, 2, 1), distinct_experts_by_enumeration(8, 2, 3),
-                8 * (1 - 0.75 ** 20)]
+    distinct = [distinct_experts_by_enumeration(8, 2, 1), distinct_experts_by_enumeration(8, 2, 3), 8 * (1 - 0.75**20)]
     assert distinct[0] == pytest.approx(2)
-    assert_work(work,
-                matmul_flops=2 * l * (9216 + 9728),
-                expert_flops=2 * l * 2 * 6144,
-                attention_flops=[2 * 4 * 24 * keys_attended(n) for n in lengths],
-                weight_bytes=[(9216 + 9728) * 2 + d * 6144 * 1 for d in distinct],
-                other_bytes=96 * l + 1024 * l,
-                allreduce_bytes=2 * l * 64 * 2)
+    assert_work(
+        work,
+        matmul_flops=2 * l * (9216 + 9728),
+        expert_flops=2 * l * 2 * 6144,
+        attention_flops=[2 * 4 * 24 * keys_attended(n) for n in lengths],
+        weight_bytes=[(9216 + 9728) * 2 + d * 6144 * 1 for d in distinct],
+        other_bytes=96 * l + 1024 * l,
+        allreduce_bytes=2 * l * 64 * 2,
+    )
 
 
 # 4. Decode work --------------------------------------------------------------------------------------------------
@@ -365,13 +444,15 @@ def test_decode_work_gqa_reads_full_context():
     activations per request, matmul 2 B (9,216 + 24,576), weights read once."""
     b = np.array(BATCHES, float)
     work = single_group(decode_work(model(GQA, DENSE), BATCHES, 50))
-    assert_work(work,
-                matmul_flops=2 * b * (9216 + 24576),
-                expert_flops=0,
-                attention_flops=2 * 4 * (16 + 8) * 50 * b,
-                weight_bytes=(9216 + 24576) * 2,
-                other_bytes=b * 96 * 50 + b * 1024,
-                allreduce_bytes=2 * b * 64 * 2)
+    assert_work(
+        work,
+        matmul_flops=2 * b * (9216 + 24576),
+        expert_flops=0,
+        attention_flops=2 * 4 * (16 + 8) * 50 * b,
+        weight_bytes=(9216 + 24576) * 2,
+        other_bytes=b * 96 * 50 + b * 1024,
+        allreduce_bytes=2 * b * 64 * 2,
+    )
 
 
 @pytest.mark.parametrize(("context", "keys"), [(5, 5), (8, 8), (100, 8)])
@@ -386,8 +467,9 @@ def test_decode_work_mla_absorbed():
     """mla at context 50: absorbed form 2 x 2 heads x (2 x 32 + 8) FLOPs and (32 + 8) x 2 B per cached key."""
     b = np.array(BATCHES, float)
     work = single_group(decode_work(model(MLA), BATCHES, 50))
-    assert_work(work, matmul_flops=2 * b * 9344, attention_flops=2 * 2 * (2 * 32 + 8) * 50 * b,
-                other_bytes=b * 80 * 50 + b * 1024)
+    assert_work(
+        work, matmul_flops=2 * b * 9344, attention_flops=2 * 2 * (2 * 32 + 8) * 50 * b, other_bytes=b * 80 * 50 + b * 1024
+    )
 
 
 @pytest.mark.parametrize(("context", "topk_keys"), [(5, 5), (100, 8)])
@@ -396,9 +478,11 @@ def test_decode_work_sparse_topk(context, topk_keys):
     16 B fp8 key) over every cached key."""
     b = np.array(BATCHES, float)
     work = single_group(decode_work(model(SPARSE), BATCHES, context))
-    assert_work(work,
-                attention_flops=b * (2 * 2 * 72 * topk_keys + 2 * 2 * 16 * context),
-                other_bytes=b * (80 * topk_keys + 16 * context) + b * 1024)
+    assert_work(
+        work,
+        attention_flops=b * (2 * 2 * 72 * topk_keys + 2 * 2 * 16 * context),
+        other_bytes=b * (80 * topk_keys + 16 * context) + b * 1024,
+    )
 
 
 @pytest.mark.parametrize("context", [5, 50_000])
@@ -416,13 +500,14 @@ def test_decode_work_moe_distinct_experts_of_batch():
     batches = [1, 4, 16]
     b = np.array(batches, float)
     work = single_group(decode_work(model(GQA, MOE, dtypes={"experts": "int4"}), batches, 10))
-    distinct = np.array([2.0, 8 * (1 - 81 / 256), 8 * (1 - 0.75 ** 16)])
+    distinct = np.array([2.0, 8 * (1 - 81 / 256), 8 * (1 - 0.75**16)])
     assert distinct[1] == pytest.approx(distinct_experts_by_enumeration(8, 2, 4), rel=1e-12)
-    assert_work(work,
-                matmul_flops=2 * b * (9216 + 9728),
-                expert_flops=2 * b * 2 * 6144,
-                weight_bytes=(9216 + 9728) * 2 + distinct * 6144 * 0.5)
-
+    assert_work(
+        work,
+        matmul_flops=2 * b * (9216 + 9728),
+        expert_flops=2 * b * 2 * 6144,
+        weight_bytes=(9216 + 9728) * 2 + distinct * 6144 * 0.5,
+    )
 
 
 # 5. Collectives and the cost of a pass --------------------------------------------------------------------------
@@ -434,8 +519,7 @@ UP_BPS, NIC_BPS = 100e9 * 0.5, 50e9 * 0.5
 
 
 def net_hardware(**changes):
-    return hardware(scale_up_latency_us=1.0, nic_latency_us=5.0, nic_gbps=400, scale_up_domain_chips=2, nic=0.5,
-                    **changes)
+    return hardware(scale_up_latency_us=1.0, nic_latency_us=5.0, nic_gbps=400, scale_up_domain_chips=2, nic=0.5, **changes)
 
 
 def test_all_reduce_and_all_gather_by_hand():
@@ -464,19 +548,43 @@ def test_all_to_all_splits_domains_and_dedupes_per_domain(dedupe):
 
 def one_layer(**fields) -> list:
     """Groups for stage_cost: one layer of the given Work fields (one-element arrays) and an empty output head."""
-    base = dict(tokens=1000.0, hidden=64, act_bytes=2.0, mixer_flops=0.0, mixer_weight_bytes=0.0, attention_flops=0.0,
-                kv_bytes=0.0, dense_flops=0.0, dense_weight_bytes=0.0, expert_flops=0.0, per_expert_bytes=0.0,
-                num_experts=0, top_k=0, activation_bytes=0.0, has_mixer=True, has_ffn=True, kv_ways=4)
+    base = dict(
+        tokens=1000.0,
+        hidden=64,
+        act_bytes=2.0,
+        mixer_flops=0.0,
+        mixer_weight_bytes=0.0,
+        attention_flops=0.0,
+        kv_bytes=0.0,
+        dense_flops=0.0,
+        dense_weight_bytes=0.0,
+        expert_flops=0.0,
+        per_expert_bytes=0.0,
+        num_experts=0,
+        top_k=0,
+        activation_bytes=0.0,
+        has_mixer=True,
+        has_ffn=True,
+        kv_ways=4,
+    )
     base.update(fields)
     arrays = {k: np.array([v], float) if k in ARRAY_FIELDS else v for k, v in base.items()}
     head = {k: (np.zeros(1) if k in ARRAY_FIELDS else v) for k, v in base.items()}
-    head.update(has_mixer=False, has_ffn=False, num_experts=0, top_k=0, mixer_weight_bytes=0.0, kernels=0,
-                dense_weight_bytes=0.0, per_expert_bytes=0.0, tokens=np.array([base["tokens"]], float))
+    head.update(
+        has_mixer=False,
+        has_ffn=False,
+        num_experts=0,
+        top_k=0,
+        mixer_weight_bytes=0.0,
+        kernels=0,
+        dense_weight_bytes=0.0,
+        per_expert_bytes=0.0,
+        tokens=np.array([base["tokens"]], float),
+    )
     return [(1, Work(**arrays)), (1, Work(**head))]
 
 
-ARRAY_FIELDS = {"tokens", "mixer_flops", "attention_flops", "kv_bytes", "dense_flops", "expert_flops",
-                "activation_bytes"}
+ARRAY_FIELDS = {"tokens", "mixer_flops", "attention_flops", "kv_bytes", "dense_flops", "expert_flops", "activation_bytes"}
 
 
 def cost(groups, layout=Layout(), dtypes=None, engine=Engine(expert_imbalance=1.0), hw=None, **kw):
@@ -506,8 +614,7 @@ def test_pass_memory_bound_and_kv_split_by_heads():
     (MLA's latent) does not."""
     c = cost(one_layer(mixer_flops=1e9, mixer_weight_bytes=8e9))
     assert c.memory_s[0] == pytest.approx(0.005, rel=REL) and c.compute_s[0] == 0 and c.binding() == "memory"
-    assert cost(one_layer(mixer_flops=1e9, mixer_weight_bytes=8e9), Layout(tp=2)).memory_s[0] == pytest.approx(
-        0.0025, rel=REL)
+    assert cost(one_layer(mixer_flops=1e9, mixer_weight_bytes=8e9), Layout(tp=2)).memory_s[0] == pytest.approx(0.0025, rel=REL)
     kv = one_layer(kv_bytes=4e9)
     assert cost(kv).memory_s[0] == pytest.approx(0.0025, rel=REL)
     assert cost(kv, Layout(tp=2)).memory_s[0] == pytest.approx(0.00125, rel=REL)

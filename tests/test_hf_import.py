@@ -200,18 +200,28 @@ def test_missing_required_key_is_named(tmp_path: Path):
 @pytest.mark.parametrize(
     ("stem", "edit", "field", "needle"),
     [
-        ("Qwen--Qwen3.5-397B-A17B", lambda c: c["text_config"].pop("linear_num_key_heads"),
-         "text_config.linear_num_key_heads", "missing"),
-        ("nvidia--Nemotron-H-56B-Base-8K",
-         lambda c: c.update(hybrid_override_pattern=c["hybrid_override_pattern"][:-1] + "E"),
-         "hybrid_override_pattern", "'E'"),
+        (
+            "Qwen--Qwen3.5-397B-A17B",
+            lambda c: c["text_config"].pop("linear_num_key_heads"),
+            "text_config.linear_num_key_heads",
+            "missing",
+        ),
+        (
+            "nvidia--Nemotron-H-56B-Base-8K",
+            lambda c: c.update(hybrid_override_pattern=c["hybrid_override_pattern"][:-1] + "E"),
+            "hybrid_override_pattern",
+            "'E'",
+        ),
         ("XiaomiMiMo--MiMo-V2-Flash", lambda c: c.update(moe_layer_freq=[1] * 47), "moe_layer_freq", "47"),
-        ("deepseek-ai--DeepSeek-V3", lambda c: c["quantization_config"].update(quant_method="awq"),
-         "quantization_config.quant_method", "'awq'"),
+        (
+            "deepseek-ai--DeepSeek-V3",
+            lambda c: c["quantization_config"].update(quant_method="awq"),
+            "quantization_config.quant_method",
+            "'awq'",
+        ),
         ("Qwen--Qwen3-8B", lambda c: c.update(torch_dtype="float64"), "torch_dtype", "'float64'"),
         ("Qwen--Qwen3-8B", lambda c: c.update(num_attention_heads=30), "num_key_value_heads", "does not divide"),
-        ("openai--gpt-oss-120b", lambda c: c.update(layer_types=["chunked_attention"] * 36), "layer_types",
-         "chunked_attention"),
+        ("openai--gpt-oss-120b", lambda c: c.update(layer_types=["chunked_attention"] * 36), "layer_types", "chunked_attention"),
     ],
 )
 def test_not_understood_values_are_named(stem, edit, field, needle):

@@ -59,12 +59,19 @@ def test_published_trtllm_bench_rows_run_as_the_tool_ran_them(predictions):
     state at the memory-limited batch, which was 2.05x the published figure."""
     by_id = {p.id: p for p in predictions}
     model = api.precision_of(api.model_of("deepseek-v3"), {"kv": "fp8"})
-    steady = api.estimate(model, "h200", 8, input_tokens=1024, output_tokens=1024,
-                          parallel={"ep": 8, "dp_attention": 8})
+    steady = api.estimate(model, "h200", 8, input_tokens=1024, output_tokens=1024, parallel={"ep": 8, "dp_attention": 8})
     assert steady.e2e_output_tokens_per_s / 8 / 1620 > 2.0  # the old prediction
-    run = api.estimate(model, "h200", 8, input_tokens=1024, output_tokens=1024, parallel={"ep": 8, "dp_attention": 8},
-                       max_batch=384 * 8, requests=3000,
-                       engine={"prefill_tokens_per_pass": 2048, "chunked_prefill": False})
+    run = api.estimate(
+        model,
+        "h200",
+        8,
+        input_tokens=1024,
+        output_tokens=1024,
+        parallel={"ep": 8, "dp_attention": 8},
+        max_batch=384 * 8,
+        requests=3000,
+        engine={"prefill_tokens_per_pass": 2048, "chunked_prefill": False},
+    )
     assert by_id["B06"].predicted == pytest.approx(run.e2e_output_tokens_per_s / 8)
     assert run.concurrency == 3072 and run.offline.requests == 3000
     assert run.e2e_output_tokens_per_s < run.e2e_steady_output_tokens_per_s < steady.e2e_output_tokens_per_s
@@ -82,9 +89,13 @@ def test_published_script_prints_table_and_summary(tmp_path):
     import subprocess
     import sys
 
-
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "published.py"), str(PUBLISHED_CSV)],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "published.py"), str(PUBLISHED_CSV)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert "B15" in out.stdout and "median |error|" in out.stdout and "worst" in out.stdout
     # the engine-neutral figures beside the engines' own, per row and in the summary
@@ -104,8 +115,15 @@ RUBIN_PROMPT = 32768
 
 def rubin_ttft(chips: int, precision=None):
     """One 32K prompt of the 1T hybrid on Rubin CPX, pipelined over 8 stages of chips / 8."""
-    est = api.estimate("prfaas-1t-hybrid", "rubin-cpx", chips, input_tokens=RUBIN_PROMPT, output_tokens=1,
-                       parallel={"tp": chips // 8, "pp": 8}, precision=precision)
+    est = api.estimate(
+        "prfaas-1t-hybrid",
+        "rubin-cpx",
+        chips,
+        input_tokens=RUBIN_PROMPT,
+        output_tokens=1,
+        parallel={"tp": chips // 8, "pp": 8},
+        precision=precision,
+    )
     return est.ttft_s, est.first_token
 
 
@@ -127,8 +145,12 @@ def test_rubin_cpx_prefill_falls_with_chips_until_communication_binds():
 def test_rubin_cpx_prefill_falls_as_compute_precision_drops(chips):
     # the default profile computes in bf16 (experts int4, widened to bf16); then fp8 attention,
     # fp4 experts (same bytes as int4) and fp4 dense weights
-    steps = [None, {"attention": "fp8"}, {"attention": "fp8", "experts": "fp4"},
-             {"attention": "fp8", "experts": "fp4", "weights": "fp4"}]
+    steps = [
+        None,
+        {"attention": "fp8"},
+        {"attention": "fp8", "experts": "fp4"},
+        {"attention": "fp8", "experts": "fp4", "weights": "fp4"},
+    ]
     results = [rubin_ttft(chips, p) for p in steps]
     times = [t for t, _ in results]
     computes = [b.compute_s for _, b in results]
@@ -203,8 +225,7 @@ def test_a_precision_change_drops_measured_points():
 
 
 def test_estimate_ep32_over_four_nodes_charges_the_nic():
-    est = api.estimate("deepseek-v3", "h100", 32, input_tokens=1024, output_tokens=1024,
-                       parallel="{ep: 32, dp_attention: 32}")
+    est = api.estimate("deepseek-v3", "h100", 32, input_tokens=1024, output_tokens=1024, parallel="{ep: 32, dp_attention: 32}")
     assert est.prefill.layout == Layout(ep=32, dp_attention=32)
     for budget in (est.prefill, est.decode):
         assert budget.nic_bytes > 0 and budget.communication_s > 0
@@ -219,8 +240,22 @@ def test_estimate_tp8_in_one_node_charges_nvlink_only():
 
 
 def test_estimate_cli_shows_the_budget(run_cli):
-    r = run_cli("estimate", "deepseek-v3", "-H", "h100", "-g", "32", "-P", "{ep: 32, dp_attention: 32}",
-                "-i", "1024", "-O", "1024", "-f", "json")
+    r = run_cli(
+        "estimate",
+        "deepseek-v3",
+        "-H",
+        "h100",
+        "-g",
+        "32",
+        "-P",
+        "{ep: 32, dp_attention: 32}",
+        "-i",
+        "1024",
+        "-O",
+        "1024",
+        "-f",
+        "json",
+    )
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     jobs = {b["job"]: b for b in doc["budget"]}
@@ -294,8 +329,10 @@ def test_joint_fit_reports_uncertainty_and_leave_one_model_out(tmp_path, run_cli
 def test_joint_fit_without_noise_recovers_the_factors(tmp_path):
     path, truth = joint_points(tmp_path)
     text = path.read_text().splitlines()
-    rows = [text[0]] + [",".join(line.split(",")[:3] + [f"{float(line.split(',')[3]) / n:.9f}"])
-                        for line, n in zip(text[1:], [1.01, 0.99, 1.01, 0.99] * 2)]
+    rows = [text[0]] + [
+        ",".join(line.split(",")[:3] + [f"{float(line.split(',')[3]) / n:.9f}"])
+        for line, n in zip(text[1:], [1.01, 0.99, 1.01, 0.99] * 2)
+    ]
     path.write_text("\n".join(rows) + "\n")
     result = api.calibrate(None, "h200", None, str(path))
     for key, value in truth.items():
@@ -331,10 +368,17 @@ def test_plan_reports_the_prefill_capacity_of_each_pool(tmp_path, run_cli):
 
 def test_mtp_multiplies_tokens_per_step_and_pays_for_its_drafts():
     dep8 = {"ep": 8, "dp_attention": 8}
-    one = api.estimate("deepseek-v3", "h200", 8, input_tokens=1024, output_tokens=1024, concurrency=256,
-                       parallel=dep8)
-    two = api.estimate("deepseek-v3", "h200", 8, input_tokens=1024, output_tokens=1024, concurrency=256,
-                       parallel=dep8, engine={"mtp_tokens_per_step": 1.8})
+    one = api.estimate("deepseek-v3", "h200", 8, input_tokens=1024, output_tokens=1024, concurrency=256, parallel=dep8)
+    two = api.estimate(
+        "deepseek-v3",
+        "h200",
+        8,
+        input_tokens=1024,
+        output_tokens=1024,
+        concurrency=256,
+        parallel=dep8,
+        engine={"mtp_tokens_per_step": 1.8},
+    )
     # each request verifies ceil(1.8) = 2 tokens a step: twice the FLOPs; the weights and KV are read
     # once (a few more experts touched, twice the activations)
     assert two.decode.compute_s > 1.5 * one.decode.compute_s
@@ -386,16 +430,15 @@ def test_uncertainty_is_the_standard_error_of_the_fit():
     lengths = np.array([8192.0, 32768.0, 131072.0])
     base = RooflinePrefill(model, Instance(hw, 8, held)).prefill_s(lengths)
     measured = base * np.array([1.2, 0.9, 1.05])
-    result = calibrate(model, hw, 8, [CalibrationPoint(int(l), float(t)) for l, t in zip(lengths, measured)],
-                       fit=["compute"])
+    result = calibrate(model, hw, 8, [CalibrationPoint(int(l), float(t)) for l, t in zip(lengths, measured)], fit=["compute"])
     x = result.fitted["compute"]
 
     def log_t(scale: float) -> np.ndarray:
         e = hw.efficiency
-        eff = e.model_copy(update={"matmul": e.matmul * scale, "matmul_fp8": e.matmul_fp8 * scale,
-                                   "attention": e.attention * scale})
-        return np.log(RooflinePrefill(model, Instance(hw.model_copy(update={"efficiency": eff}), 8, held))
-                      .prefill_s(lengths))
+        eff = e.model_copy(
+            update={"matmul": e.matmul * scale, "matmul_fp8": e.matmul_fp8 * scale, "attention": e.attention * scale}
+        )
+        return np.log(RooflinePrefill(model, Instance(hw.model_copy(update={"efficiency": eff}), 8, held)).prefill_s(lengths))
 
     r = log_t(x) - np.log(measured)
     eps = 1e-4
@@ -416,16 +459,14 @@ def test_a_lone_prompt_sends_all_its_routed_tokens():
     work = [g for g in prefill_work(model, np.array([2048.0])) if g[1].num_experts]  # the MoE layers
     lone = stage_cost(model, hw, layout, Engine(), work, busy_groups=1, prefill=True)
     spread = stage_cost(model, hw, layout, Engine(), work, busy_groups=32, prefill=True)
-    assert float(lone.nic_bytes[0]) == pytest.approx(32 / Engine().expert_imbalance * float(spread.nic_bytes[0]),
-                                                     rel=1e-9)
+    assert float(lone.nic_bytes[0]) == pytest.approx(32 / Engine().expert_imbalance * float(spread.nic_bytes[0]), rel=1e-9)
     assert float(lone.communication_s[0]) > float(spread.communication_s[0])
 
 
 def test_pipeline_reads_the_model_once_per_token():
     """A decode step of one request reads every weight once, however many stages hold them."""
     one = api.estimate("qwen3-8b", "h100", 1, input_tokens=1024, output_tokens=1024, concurrency=1, parallel={"tp": 1})
-    eight = api.estimate("qwen3-8b", "h100", 8, input_tokens=1024, output_tokens=1024, concurrency=1,
-                         parallel={"pp": 8})
+    eight = api.estimate("qwen3-8b", "h100", 8, input_tokens=1024, output_tokens=1024, concurrency=1, parallel={"pp": 8})
     assert eight.decode.memory_s == pytest.approx(one.decode.memory_s, rel=1e-9)
     assert eight.decode.communication_s > 0  # but pays a hop per stage
 
@@ -455,22 +496,25 @@ def test_pipeline_memory_is_that_of_the_fullest_stage():
     whole = weights_per_chip(model, Layout(), groups)
     dense, moe = [w for _, w in groups[:-1]]
     assert dense.num_experts == 0 and moe.num_experts > 0
-    per_layer = {id(w): w.mixer_weight_bytes + w.dense_weight_bytes + w.num_experts * w.per_expert_bytes
-                 for w in (dense, moe)}
-    scale = whole / (3 * per_layer[id(dense)] + 58 * per_layer[id(moe)]
-                     + 2 * model.vocab_size * model.hidden_size * 1.0)  # fp8 embeddings; declared-size scaling
+    per_layer = {id(w): w.mixer_weight_bytes + w.dense_weight_bytes + w.num_experts * w.per_expert_bytes for w in (dense, moe)}
+    scale = whole / (
+        3 * per_layer[id(dense)] + 58 * per_layer[id(moe)] + 2 * model.vocab_size * model.hidden_size * 1.0
+    )  # fp8 embeddings; declared-size scaling
     stage2 = 8 * per_layer[id(moe)] * scale
     stage1 = (3 * per_layer[id(dense)] + 5 * per_layer[id(moe)] + model.vocab_size * model.hidden_size) * scale
     assert weights_per_chip(model, Layout(pp=8), groups) == pytest.approx(max(stage1, stage2), rel=1e-9)
     assert weights_per_chip(model, Layout(pp=8), groups) > whole / 8
 
 
-@pytest.mark.parametrize("fn, lo, hi, root", [
-    (lambda x: math.exp(20 * x) - math.exp(-60), -4.25, 0.357, -3.0),  # values over 70 orders of magnitude
-    (lambda x: (x - 0.2) ** 3, -4.0, 1.0, 0.2),  # flat at the root
-    (lambda x: -1.0 if x < 0.3 else 1.0, -4.0, 1.0, 0.3),  # a step
-    (lambda x: 2 * x - 1, -4.0, 1.0, 0.5),
-])
+@pytest.mark.parametrize(
+    "fn, lo, hi, root",
+    [
+        (lambda x: math.exp(20 * x) - math.exp(-60), -4.25, 0.357, -3.0),  # values over 70 orders of magnitude
+        (lambda x: (x - 0.2) ** 3, -4.0, 1.0, 0.2),  # flat at the root
+        (lambda x: -1.0 if x < 0.3 else 1.0, -4.0, 1.0, 0.3),  # a step
+        (lambda x: 2 * x - 1, -4.0, 1.0, 0.5),
+    ],
+)
 def test_calibration_root_finder_meets_its_tolerance(fn, lo, hi, root):
     from prfaas_plan.timing.calibrate import _bisect
 

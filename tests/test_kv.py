@@ -73,15 +73,21 @@ def test_ring_and_case_study_model():
     assert k.fixed_bytes / MIB == pytest.approx(46 * (64 * 128 * 128 * 4 + 24_576 * 3 * 2) / MIB)
 
 
-@given(st.sampled_from(["minimax-m2.5", "mimo-v2-flash", "qwen3.5-397b", "kimi-k2"]),
-       st.integers(1, 200_000), st.integers(1, 200_000))
+@given(
+    st.sampled_from(["minimax-m2.5", "mimo-v2-flash", "qwen3.5-397b", "kimi-k2"]),
+    st.integers(1, 200_000),
+    st.integers(1, 200_000),
+)
 def test_kv_monotone_and_affine_bounds(name, a, b):
     k = kv(name)
     lo, hi = sorted((a, b))
     assert k.bytes_at(lo) <= k.bytes_at(hi)
     # never below the growing part alone, never above growing + uncapped windows + fixed
-    assert k.growing_bytes_per_token * hi <= k.bytes_at(hi) <= (
-        k.growing_bytes_per_token * hi + sum(bpt * hi for _, bpt in k.windows) + k.fixed_bytes)
+    assert (
+        k.growing_bytes_per_token * hi
+        <= k.bytes_at(hi)
+        <= (k.growing_bytes_per_token * hi + sum(bpt * hi for _, bpt in k.windows) + k.fixed_bytes)
+    )
 
 
 @pytest.mark.parametrize("name", ["minimax-m2.5", "mimo-v2-flash", "kimi-k2", "qwen3.5-397b"])

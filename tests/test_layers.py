@@ -65,8 +65,11 @@ def imports_of(path: Path, root: Path) -> set[str]:
                 continue
             for alias in node.names:  # `from . import api` imports a module
                 sub = f"{target}.{alias.name}"
-                found.add(sub if (root.parent / (sub.replace(".", "/") + ".py")).exists()
-                          or (root.parent / sub.replace(".", "/")).is_dir() else target)
+                found.add(
+                    sub
+                    if (root.parent / (sub.replace(".", "/") + ".py")).exists() or (root.parent / sub.replace(".", "/")).is_dir()
+                    else target
+                )
     return found
 
 
@@ -91,7 +94,7 @@ def check_layers(root: Path) -> list[str]:
             if nxt not in edges or nxt == node or layer_of(nxt) != layer_of(node):
                 continue
             if state.get(nxt) == 1:
-                problems.append("cycle: " + " -> ".join(stack[stack.index(nxt):] + [nxt]))
+                problems.append("cycle: " + " -> ".join(stack[stack.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
@@ -116,22 +119,43 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_checker_fails_on_an_upward_import(tmp_path):
-    root = _tree(tmp_path, {"__init__.py": "", "timing/__init__.py": "", "planner/__init__.py": "",
-                            "timing/prefill.py": "def f():\n    from ..planner import plan\n",
-                            "planner/plan.py": "from ..timing import prefill\n"})
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "timing/__init__.py": "",
+            "planner/__init__.py": "",
+            "timing/prefill.py": "def f():\n    from ..planner import plan\n",
+            "planner/plan.py": "from ..timing import prefill\n",
+        },
+    )
     problems = check_layers(root)
     assert problems == ["prfaas_plan.timing.prefill (timing) imports prfaas_plan.planner.plan (planner)"]
 
 
 def test_checker_fails_on_a_cycle_inside_a_layer(tmp_path):
-    root = _tree(tmp_path, {"__init__.py": "", "planner/__init__.py": "",
-                            "planner/a.py": "from .b import x\n", "planner/b.py": "from . import a\nx = 1\n"})
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "planner/__init__.py": "",
+            "planner/a.py": "from .b import x\n",
+            "planner/b.py": "from . import a\nx = 1\n",
+        },
+    )
     assert any(p.startswith("cycle: ") for p in check_layers(root))
 
 
 def test_checker_accepts_downward_imports(tmp_path):
-    root = _tree(tmp_path, {"__init__.py": "", "errors.py": "", "planner/__init__.py": "",
-                            "planner/a.py": "from ..errors import x\nimport prfaas_plan.errors\n"})
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "errors.py": "",
+            "planner/__init__.py": "",
+            "planner/a.py": "from ..errors import x\nimport prfaas_plan.errors\n",
+        },
+    )
     assert check_layers(root) == []
 
 
@@ -171,16 +195,17 @@ def test_resolved_inputs_carry_no_scenario():
     assert "scenario" not in {f.name for f in fields(PlanInputs)}
 
 
-@pytest.mark.parametrize("module", ["prfaas_plan.accounting.kv", "prfaas_plan.accounting.params",
-                                    "prfaas_plan.accounting.work", "prfaas_plan.views.profiles"])
+@pytest.mark.parametrize(
+    "module",
+    ["prfaas_plan.accounting.kv", "prfaas_plan.accounting.params", "prfaas_plan.accounting.work", "prfaas_plan.views.profiles"],
+)
 def test_no_isinstance_dispatch_on_block_kinds(module):
     """Physics per kind lives in its class; nothing else asks which kind a block is."""
     import importlib
 
     path = Path(importlib.import_module(module).__file__)
     text = path.read_text()
-    for kind in ("GqaAttention", "SwaAttention", "MlaAttention", "SparseAttention", "LinearAttention", "DenseFfn",
-                 "MoeFfn"):
+    for kind in ("GqaAttention", "SwaAttention", "MlaAttention", "SparseAttention", "LinearAttention", "DenseFfn", "MoeFfn"):
         assert kind not in text, f"{path.name} names {kind}"
 
 

@@ -35,8 +35,10 @@ H200_USD_PER_INSTANCE_HOUR, H20_USD_PER_INSTANCE_HOUR = 8 * 4.0, 8 * 2.0  # the 
 
 def two_length_inputs(gbps: float, method: str = "auto", budgets: dict | None = None):
     doc = case_study_doc()
-    doc["workload"]["input"] = {"type": "mixture", "components": [
-        {"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}]}
+    doc["workload"]["input"] = {
+        "type": "mixture",
+        "components": [{"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}],
+    }
     doc["prfaas"]["instances"] = {"min": 0, "max": 8}
     doc["link"]["bandwidth_gbps"] = gbps
     doc["optimiser"] = {"method": method}
@@ -66,8 +68,12 @@ def by_hand(inputs, gbps: float, gpu_budget_h200: int | None = None, usd_per_hou
         if usd_per_hour is not None and cost > usd_per_hour:
             continue
         n_d = PD_INSTANCES - n_p
-        b = {"prfaas_compute": over(n_f, w_f), "link": over(link_bytes_per_s, w_link), "pd_prefill": over(n_p, w_pd),
-             "pd_decode": n_d * DECODE_TOKENS_PER_S / OUTPUT_TOKENS}
+        b = {
+            "prfaas_compute": over(n_f, w_f),
+            "link": over(link_bytes_per_s, w_link),
+            "pd_prefill": over(n_p, w_pd),
+            "pd_decode": n_d * DECODE_TOKENS_PER_S / OUTPUT_TOKENS,
+        }
         lam = min(b.values())
         results.append((lam, t, n_f, n_p, n_d, min(b, key=b.get), lam * w_link * 8 / 1e9))
     best = max(r[0] for r in results)

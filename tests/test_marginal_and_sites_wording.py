@@ -32,8 +32,12 @@ def _phase_split_usd_per_hour(n_prfaas: int, n_p: int, n_d: int, lpu_chips: int)
     h200 = api.hardware_of("h200").price_usd_per_gpu_hour
     lpu = api.hardware_of("groq-lpu").price_usd_per_gpu_hour
     committed = link["usd_per_gbps_month"] * link["bandwidth_gbps"] / HOURS_PER_MONTH if n_prfaas else 0.0
-    return (n_prfaas * doc["prfaas"]["gpus_per_instance"] * rubin_per_chip + n_p * doc["pd"]["gpus_per_instance"] * h200
-            + n_d * lpu_chips * lpu + committed)
+    return (
+        n_prfaas * doc["prfaas"]["gpus_per_instance"] * rubin_per_chip
+        + n_p * doc["pd"]["gpus_per_instance"] * h200
+        + n_d * lpu_chips * lpu
+        + committed
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +67,18 @@ def test_budget_relaxation_names_the_plan_it_reaches_and_its_price(phase_split):
     plan_cost = _phase_split_usd_per_hour(pt.n_prfaas, pt.n_p, pt.n_d, lpu_chips)
     assert pt.usd_per_hour == pytest.approx(plan_cost, rel=1e-9)
     line = details["marginal +1 PD instance"]
-    found = re.search(r"allow another plan, N_f/N_p/N_d (\d+)/(\d+)/(\d+) at " + USD + r"/hour \(\+" + USD
-                      + r"/hour over this plan: " + USD + r"/hour more than its price, from the " + USD
-                      + r"/hour of the budget this plan left unused\): \+([\d.]+) req/s", line)
+    found = re.search(
+        r"allow another plan, N_f/N_p/N_d (\d+)/(\d+)/(\d+) at "
+        + USD
+        + r"/hour \(\+"
+        + USD
+        + r"/hour over this plan: "
+        + USD
+        + r"/hour more than its price, from the "
+        + USD
+        + r"/hour of the budget this plan left unused\): \+([\d.]+) req/s",
+        line,
+    )
     assert found, line
     counts = tuple(int(found.group(i)) for i in (1, 2, 3))
     stated, extra, beyond, unused = (_usd(found.group(i)) for i in (4, 5, 6, 7))
@@ -106,12 +119,16 @@ def test_a_relaxation_within_the_unit_price_and_one_that_buys_nothing(phase_spli
 
 
 SITES = {
-    "name": "two-edges", "model": "prfaas-1t-hybrid",
+    "name": "two-edges",
+    "model": "prfaas-1t-hybrid",
     "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8, "instances": {"min": 0, "max": 4}}],
-    "pd_sites": [{"name": n, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0}
-                 for n in ("east", "west")],
-    "links": [{"prfaas": "factory", "pd": "east", "bandwidth_gbps": 10, "rtt_ms": 20},
-              {"prfaas": "factory", "pd": "west", "bandwidth_gbps": 100, "rtt_ms": 35, "usable_fraction": 0.5}],
+    "pd_sites": [
+        {"name": n, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0} for n in ("east", "west")
+    ],
+    "links": [
+        {"prfaas": "factory", "pd": "east", "bandwidth_gbps": 10, "rtt_ms": 20},
+        {"prfaas": "factory", "pd": "west", "bandwidth_gbps": 100, "rtt_ms": 35, "usable_fraction": 0.5},
+    ],
     "workload": {"input": {"type": "fixed", "tokens": 30000}, "output": {"type": "fixed", "tokens": 1024}},
     "decode": {"max_batch": 64, "tokens_per_s_per_instance": 800},
 }
@@ -135,11 +152,13 @@ def test_sites_link_utilisation_is_named_at_the_planned_rate(run_cli, tmp_path):
         offload = float(row["offload_rps"])
         assert offload > 0
         assert float(row["link_utilisation_at_planned_rate"]) == pytest.approx(
-            offload * kv_bytes * 8 / 1e9 / usable[row["pd_site"]], rel=1e-4)
+            offload * kv_bytes * 8 / 1e9 / usable[row["pd_site"]], rel=1e-4
+        )
     doc = json.loads(run_cli("sites", path, "-f", "json").out)
     assert all("link_utilisation" not in r for r in doc["rows"])
     assert [r["link_utilisation_at_planned_rate"] for r in doc["rows"] if r["part"] == "link"] == [
-        pytest.approx(float(r["link_utilisation_at_planned_rate"]), abs=1e-6) for r in links]
+        pytest.approx(float(r["link_utilisation_at_planned_rate"]), abs=1e-6) for r in links
+    ]
     table = run_cli("sites", path).out
     assert "link util: the link's egress at the planned rate" in table
 
@@ -158,13 +177,17 @@ def test_kv_and_plan_name_what_their_layouts_of_one_measured_curve_are_for(run_c
     res = run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-g", "8")
     assert res.code == 0, res.err
     note = next(line for line in res.out.splitlines() if line.startswith("- T_prefill source"))
-    assert (f"layout {kv.layout.label}: the layout whose one-prompt roofline shapes the curve around the measured "
-            "points (the fitting layout with the lowest one-prompt TTFT)") in note
+    assert (
+        f"layout {kv.layout.label}: the layout whose one-prompt roofline shapes the curve around the measured "
+        "points (the fitting layout with the lowest one-prompt TTFT)"
+    ) in note
     roof = run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-g", "8", "--source", "roofline").out
     assert "the layout its one-prompt latency is computed on" in roof
     plan_out = run_cli("plan").out
-    sources = plan_out[plan_out.index("Sources"):plan_out.index("Latency")]
+    sources = plan_out[plan_out.index("Sources") : plan_out.index("Latency")]
     assert f"shape {plan_layout}" in sources
-    assert (f"PrfaaS layout shape {plan_layout}: the curve is the measured points on 8xh200; {plan_layout} is the "
-            "layout whose roofline shapes it around them (the fitting layout with the lowest time per token in a "
-            "saturated pass)") in " ".join(sources.split())
+    assert (
+        f"PrfaaS layout shape {plan_layout}: the curve is the measured points on 8xh200; {plan_layout} is the "
+        "layout whose roofline shapes it around them (the fitting layout with the lowest time per token in a "
+        "saturated pass)"
+    ) in " ".join(sources.split())

@@ -26,9 +26,10 @@ from prfaas_plan.profiles.scenario_set import CompareOption, option_scenario, sc
 
 REPO = Path(__file__).resolve().parents[1]
 CASE_STUDY_LAMBDA_RPS = 3.237  # tests/test_planner.py: t = 19,349, 4/3/5 (exact mode)
-MEASURED = {"pd": ("calibration_points", "calibration_fit", "calibration_note", "calibration_hardware",
-                   "calibration_gpus"),
-            "decode": ("tokens_per_s_per_instance", "tokens_per_s_hardware", "tokens_per_s_note", "tokens_per_s_gpus")}
+MEASURED = {
+    "pd": ("calibration_points", "calibration_fit", "calibration_note", "calibration_hardware", "calibration_gpus"),
+    "decode": ("tokens_per_s_per_instance", "tokens_per_s_hardware", "tokens_per_s_note", "tokens_per_s_gpus"),
+}
 
 
 def _write(folder: Path, doc: dict, name: str = "s.yaml") -> str:

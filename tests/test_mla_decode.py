@@ -40,8 +40,15 @@ REL = 1e-9
 H = 64
 # a tiny MLA of 32 heads (enough for the absorbed core to be compute-bound on one toy chip)
 HEADS, RANK, ROPE, NOPE, V = 32, 32, 8, 16, 16
-TINY_MLA = {"type": "mla", "num_heads": HEADS, "kv_lora_rank": RANK, "qk_rope_head_dim": ROPE,
-            "qk_nope_head_dim": NOPE, "v_head_dim": V, "q_lora_rank": 24}
+TINY_MLA = {
+    "type": "mla",
+    "num_heads": HEADS,
+    "kv_lora_rank": RANK,
+    "qk_rope_head_dim": ROPE,
+    "qk_nope_head_dim": NOPE,
+    "v_head_dim": V,
+    "q_lora_rank": 24,
+}
 DECODE_FLOPS_PER_KEY = 2 * 32 * ((32 + 8) + 32)  # 4,608
 LATENT_BYTES_PER_KEY = (32 + 8) * 2  # bf16: 80
 PREFILL_FLOPS_PER_PAIR = 2 * 32 * (16 + 8 + 16)  # 2,560
@@ -50,27 +57,55 @@ ATTENTION_FLOPS_PER_S, BYTES_PER_S = 100e12 * 0.25, 2e12 * 0.8
 
 
 def tiny_model(kv: str = "bf16"):
-    return load_model_profile({
-        "name": "tiny-mla", "hidden_size": H, "vocab_size": 100, "max_context_tokens": 1 << 20,
-        "mixers": {"m": TINY_MLA}, "ffns": {}, "layers": {"count": 2, "pattern": ["m:none"]},
-        "dtypes": {"kv": kv}})
+    return load_model_profile(
+        {
+            "name": "tiny-mla",
+            "hidden_size": H,
+            "vocab_size": 100,
+            "max_context_tokens": 1 << 20,
+            "mixers": {"m": TINY_MLA},
+            "ffns": {},
+            "layers": {"count": 2, "pattern": ["m:none"]},
+            "dtypes": {"kv": kv},
+        }
+    )
 
 
 def toy_chip():
-    return load_hardware_profile({
-        "name": "toy", "peak_tflops": {"bf16": 100, "fp8": 200}, "memory_gib": 80, "memory_bandwidth_tb_per_s": 2,
-        "scale_up_gb_per_s": 100, "nic_gbps": 400, "scale_up_domain_chips": 8,
-        "efficiency": {"matmul": 0.5, "attention": 0.25, "memory": 0.8, "network": 0.5, "nic": 0.9,
-                       "prefill_overhead_s": 0, "decode_step_overhead_s": 0, "memory_usable_fraction": 0.9,
-                       "matmul_k0": 0.0, "matmul_m0": 0.0, "kernel_overhead_us": 0.0}})
+    return load_hardware_profile(
+        {
+            "name": "toy",
+            "peak_tflops": {"bf16": 100, "fp8": 200},
+            "memory_gib": 80,
+            "memory_bandwidth_tb_per_s": 2,
+            "scale_up_gb_per_s": 100,
+            "nic_gbps": 400,
+            "scale_up_domain_chips": 8,
+            "efficiency": {
+                "matmul": 0.5,
+                "attention": 0.25,
+                "memory": 0.8,
+                "network": 0.5,
+                "nic": 0.9,
+                "prefill_overhead_s": 0,
+                "decode_step_overhead_s": 0,
+                "memory_usable_fraction": 0.9,
+                "matmul_k0": 0.0,
+                "matmul_m0": 0.0,
+                "kernel_overhead_us": 0.0,
+            },
+        }
+    )
 
 
 def attention_core_s(model, hw, layout, batch, context):
     """(compute, memory) seconds the attention core adds to one decode step: the step at ``context``
     less the step at context 0."""
+
     def parts(ctx):
         c = stage_cost(model, hw, layout, Engine(), decode_work(model, [batch], ctx))
         return float(c.compute_s[0]), float(c.memory_s[0])
+
     (c1, m1), (c0, m0) = parts(context), parts(0.0)
     return c1 - c0, m1 - m0
 

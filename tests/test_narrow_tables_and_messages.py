@@ -23,8 +23,17 @@ from prfaas_plan.report import CONTINUED, to_csv, to_table
 
 WIDTH = 80
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-CALIBRATE = ("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8",
-             "--points", str(DATA / "table5_h200_prfaas_1t.csv"))
+CALIBRATE = (
+    "calibrate",
+    "--model",
+    "prfaas-1t-hybrid",
+    "--hardware",
+    "h200",
+    "--gpus",
+    "8",
+    "--points",
+    str(DATA / "table5_h200_prfaas_1t.csv"),
+)
 
 # command -> (its arguments, the name columns of each table: the report's, then each section's)
 COMMANDS = {
@@ -37,8 +46,10 @@ COMMANDS = {
     "hardware show": (("hardware", "show", "h200"), [["hardware"]]),
     "calibrate": (CALIBRATE, [["length (tokens)"]]),
     "plan": (("plan",), [["deployment"], ["item"], ["PrfaaS / PD / decode"], ["deployment"]]),
-    "compare": (("compare", "paper-case-study", "--prfaas", "h200,b200", "-j", "1"),
-                [["#", "PrfaaS / PD / decode"], ["#", "PrfaaS / PD / decode"]]),
+    "compare": (
+        ("compare", "paper-case-study", "--prfaas", "h200,b200", "-j", "1"),
+        [["#", "PrfaaS / PD / decode"], ["#", "PrfaaS / PD / decode"]],
+    ),
     "sweep threshold": (("sweep", "--over", "threshold", "--points", "5", "-f", "table"), [["threshold_tokens"]]),
     "sweep np": (("sweep", "--over", "np", "-f", "table"), [["n_p", "n_d"]]),
     "sweep bandwidth": (("sweep", "--over", "bandwidth", "--points", "4", "-f", "table"), [["usable_gbps"]]),
@@ -52,8 +63,22 @@ COMMANDS = {
     "validate-model": (("validate-model", "-n", "300"), [["load"]]),
 }
 # tables the trial found split at 80 columns without their name (each must split, or the test is idle)
-SPLIT = {"robust", "schedule", "sites", "route-table", "hardware list", "models list", "validate-model",
-         "sweep threshold", "estimate", "decode", "calibrate", "compare", "plan", "simulate"}
+SPLIT = {
+    "robust",
+    "schedule",
+    "sites",
+    "route-table",
+    "hardware list",
+    "models list",
+    "validate-model",
+    "sweep threshold",
+    "estimate",
+    "decode",
+    "calibrate",
+    "compare",
+    "plan",
+    "simulate",
+}
 
 
 class _Reports(dict):
@@ -114,7 +139,7 @@ def test_every_part_of_every_table_starts_with_the_rows_name(reports, name, colo
         first = next(c for c in table.columns if c.keep)
         labels = [first.fmt(row[first.key]) for row in table.rows]
         for headers, body in parts:
-            assert headers[:len(names)] == names, (name, table.title, headers)
+            assert headers[: len(names)] == names, (name, table.title, headers)
             starts = [line.strip() for line in body]
             found, k = [], 0  # each row's name, in order, at the start of a line (wrapped lines between)
             for line in starts:
@@ -184,7 +209,7 @@ def _readme_block(after: str) -> list[str]:
     """The lines of the README's first code block after the text ``after``."""
     text = (REPO / "README.md").read_text()
     start = text.index("```\n", text.index(after)) + 4
-    return text[start:text.index("```", start)].splitlines()
+    return text[start : text.index("```", start)].splitlines()
 
 
 def _header_in(lines: list[str]) -> list[str]:
@@ -200,10 +225,10 @@ def test_readme_schedule_and_validate_examples_have_the_outputs_columns(reports)
 
     day, _ = api.schedule("day-rebalance")
     simulated = schedule_view(day, api.inputs("day-rebalance"), [(True, True)] * len(day.windows))
-    assert _header_in(_readme_block("prfaas-plan schedule day-rebalance\n--simulate 4000")) == \
-        [c.header for c in simulated.columns]
-    assert _header_in(_readme_block("validate-model -n 10000`):")) == \
-        [c.header for c in reports["validate-model"].columns]
+    assert _header_in(_readme_block("prfaas-plan schedule day-rebalance\n--simulate 4000")) == [
+        c.header for c in simulated.columns
+    ]
+    assert _header_in(_readme_block("validate-model -n 10000`):")) == [c.header for c in reports["validate-model"].columns]
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,13 +286,16 @@ def test_a_missing_section_names_the_file_the_field_and_the_reason(run_cli, tmp_
         assert "section missing" in lines[0] and Path(named).name in lines[0]
 
 
-@pytest.mark.parametrize("chips, field, reason", [
-    ([8, 0], "prfaas.gpus_per_instance[1]", "must be in [1, 65,536] chips, got 0"),
-    ([8, "a"], "prfaas.gpus_per_instance[1]", "must be an integer (got 'a')"),
-    ([], "prfaas.gpus_per_instance", "must have at least 1 item(s)"),
-    (0, "prfaas.gpus_per_instance", "must be in [1, 65,536] chips, got 0"),
-    ("eight", "prfaas.gpus_per_instance", "must be an integer (got 'eight')"),
-])
+@pytest.mark.parametrize(
+    "chips, field, reason",
+    [
+        ([8, 0], "prfaas.gpus_per_instance[1]", "must be in [1, 65,536] chips, got 0"),
+        ([8, "a"], "prfaas.gpus_per_instance[1]", "must be an integer (got 'a')"),
+        ([], "prfaas.gpus_per_instance", "must have at least 1 item(s)"),
+        (0, "prfaas.gpus_per_instance", "must be in [1, 65,536] chips, got 0"),
+        ("eight", "prfaas.gpus_per_instance", "must be an integer (got 'eight')"),
+    ],
+)
 def test_chips_per_instance_errors_name_the_item_at_fault(run_cli, tmp_path, chips, field, reason):
     """A list of chip counts is allowed: the error is about its bad item, not 'must be an integer'."""
     doc = case_study_doc()

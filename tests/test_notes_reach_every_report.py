@@ -16,10 +16,17 @@ from prfaas_plan.planner.throughput import threshold_table
 
 # two PD sites sharing one PrfaaS site (the sites wording test's), with inputs of two classes in
 # weights 1 and 3 (a mixture whose weights do not sum to 1)
-SITES = {**copy.deepcopy(_WORDING_SITES), "workload": {
-    "input": {"type": "mixture", "components": [{"weight": 1, "type": "fixed", "tokens": 30000},
-                                                {"weight": 3, "type": "fixed", "tokens": 2000}]},
-    "output": {"type": "fixed", "tokens": 1024}}, "decode": {"max_batch": 64}}
+SITES = {
+    **copy.deepcopy(_WORDING_SITES),
+    "workload": {
+        "input": {
+            "type": "mixture",
+            "components": [{"weight": 1, "type": "fixed", "tokens": 30000}, {"weight": 3, "type": "fixed", "tokens": 2000}],
+        },
+        "output": {"type": "fixed", "tokens": 1024},
+    },
+    "decode": {"max_batch": 64},
+}
 
 
 def _sites(run_cli, tmp_path, doc: dict, *extra: str):
@@ -39,7 +46,8 @@ def test_sites_says_a_decode_rate_of_other_chips_is_not_used(run_cli, tmp_path):
     doc = json.loads(_sites(run_cli, tmp_path, measured, "-f", "json"))
     plain = json.loads(_sites(run_cli, tmp_path, SITES, "-f", "json"))
     assert doc["usd_per_hour"] == plain["usd_per_hour"] and doc["rows"] == [
-        {**r, "scenario": doc["scenario"]} for r in plain["rows"]]
+        {**r, "scenario": doc["scenario"]} for r in plain["rows"]
+    ]
     dropped = [n for n in doc["notes"] if "800 tokens/s" in n]
     assert len(dropped) == 1 and "4-chip" in dropped[0] and "not used" in dropped[0], doc["notes"]
     weights = [n for n in doc["notes"] if "workload.input" in n]
@@ -53,8 +61,7 @@ def test_sites_says_a_decode_rate_of_other_chips_is_not_used(run_cli, tmp_path):
     assert not [n for n in json.loads(_sites(run_cli, tmp_path, used, "-f", "json"))["notes"] if "not used" in n]
 
 
-def test_plan_link_utilisation_at_capacity_is_one_formula_for_every_deployment(run_cli, case_study_file,
-                                                                               tmp_path, case_plan):
+def test_plan_link_utilisation_at_capacity_is_one_formula_for_every_deployment(run_cli, case_study_file, tmp_path, case_plan):
     """Every deployment's link_utilisation_at_capacity is its egress at Lambda_max over the usable
     bandwidth: on the case study's 100 Gbps link that is egress_gbps / usable_gbps (the homogeneous
     baselines send nothing: 0; the naive one sends every request's KV); on a 0 Gbps link nothing
@@ -66,18 +73,19 @@ def test_plan_link_utilisation_at_capacity_is_one_formula_for_every_deployment(r
     deployments = {"prfaas_pd": doc["prfaas_pd"], **doc["baselines"]}
     assert doc["baselines"]["naive_heterogeneous"]["egress_gbps"] > 0
     for name, row in deployments.items():
-        assert row["link_utilisation_at_capacity"] == pytest.approx(row["egress_gbps"] / usable_gbps, rel=1e-4,
-                                                                    abs=1e-6), name
+        assert row["link_utilisation_at_capacity"] == pytest.approx(row["egress_gbps"] / usable_gbps, rel=1e-4, abs=1e-6), name
     # the naive baseline's egress, counted here: Lambda_max x every request's mean KV bytes (t = 0)
     naive = case_plan.baselines["naive_heterogeneous"]
     table = threshold_table(case_plan.inputs)
     assert naive.link_utilisation == pytest.approx(
-        naive.lambda_max * float(table.link_work_bytes[0]) / case_plan.inputs.link.usable_bytes_per_s, rel=1e-12)
+        naive.lambda_max * float(table.link_work_bytes[0]) / case_plan.inputs.link.usable_bytes_per_s, rel=1e-12
+    )
     res = run_cli("plan", case_study_file(tmp_path, link__bandwidth_gbps=0), "-f", "json")
     assert res.code == 0, res.err
     zero = json.loads(res.out)
     assert [zero["prfaas_pd"]["link_utilisation_at_capacity"]] + [
-        b["link_utilisation_at_capacity"] for b in zero["baselines"].values()] == [0.0] * (1 + len(zero["baselines"]))
+        b["link_utilisation_at_capacity"] for b in zero["baselines"].values()
+    ] == [0.0] * (1 + len(zero["baselines"]))
 
 
 def _readme_keys(text: str) -> dict:
@@ -129,12 +137,15 @@ def test_every_key_the_readme_lists_for_plan_json_is_in_it(case_plan):
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     start = readme.index("JSON (`-f json`): `{") + len("JSON (`-f json`): `")
-    listed = _readme_keys(readme[start:readme.index("`;", start)])
+    listed = _readme_keys(readme[start : readme.index("`;", start)])
     doc = json.loads(json.dumps(_merged(plan_json(case_plan), plan_json(api.plan("phase-split")))))
 
     def check(tree: dict, node: dict, where: str) -> list[str]:
-        wrong = [f"{where}: {sorted(set(node) - set(tree))} not listed, {sorted(set(tree) - set(node))} not in the JSON"
-                 ] if set(tree) != set(node) else []
+        wrong = (
+            [f"{where}: {sorted(set(node) - set(tree))} not listed, {sorted(set(tree) - set(node))} not in the JSON"]
+            if set(tree) != set(node)
+            else []
+        )
         for name, children in tree.items():
             if children is not None and name in node:
                 wrong += check(children, node[name], f"{where}.{name}")
@@ -163,8 +174,12 @@ def test_compare_says_its_ratio_divides_goodputs_under_an_slo(case_study_file, t
     goodput, homogeneous = plan["prfaas_pd"]["goodput_rps"], plan["baselines"]["homogeneous"]["goodput_rps"]
     assert option["goodput_rps"] == pytest.approx(goodput, rel=1e-6)
     assert option["ratio_vs_homogeneous"] == pytest.approx(goodput / homogeneous, rel=1e-5)
-    assert any(n.startswith("ratio_vs_homogeneous (CSV, JSON): goodput under the SLO over the homogeneous "
-                            "baseline's (what the plan maximises") for n in report.notes), report.notes
+    assert any(
+        n.startswith(
+            "ratio_vs_homogeneous (CSV, JSON): goodput under the SLO over the homogeneous baseline's (what the plan maximises"
+        )
+        for n in report.notes
+    ), report.notes
     plain = compare_view(api.compare("paper-case-study", prfaas=["h200"], jobs=1, basis="as-given")).notes
     assert not [n for n in plain if "ratio_vs_homogeneous" in n or "goodput under the SLO" in n]
 
@@ -181,7 +196,8 @@ def test_robust_json_rows_are_its_csv_rows(run_cli):
     assert "own_counts" not in doc["rows"][0]
     for row, line in zip(doc["rows"], table_csv):
         assert [str(row[k]) for k in ("own_n_prfaas", "own_n_p", "own_n_d")] == [
-            line[k] for k in ("own_n_prfaas", "own_n_p", "own_n_d")]
+            line[k] for k in ("own_n_prfaas", "own_n_p", "own_n_d")
+        ]
     table = run_cli("robust", "robust-three-mixes").out
     for row in doc["rows"]:
         assert f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}" in table

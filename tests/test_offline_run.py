@@ -51,8 +51,9 @@ def test_every_request_decodes_its_output():
 def test_a_prompt_longer_than_the_budget_without_chunking_is_an_error(run_cli):
     with pytest.raises(PlanInputError, match="whole prompt"):
         batch_per_iteration(3, 3, 5000, 2, 2048, False)
-    result = run_cli("estimate", "llama-3.1-8b", "-g", "1", "-i", "16K", "--pass-tokens", "8192",
-                     "--no-chunked-prefill", "-N", "100")
+    result = run_cli(
+        "estimate", "llama-3.1-8b", "-g", "1", "-i", "16K", "--pass-tokens", "8192", "--no-chunked-prefill", "-N", "100"
+    )
     assert result.code == 2 and "--pass-tokens" in result.err and "whole prompt" in result.err
     assert len(result.err.strip().splitlines()) == 1
 
@@ -107,8 +108,9 @@ def test_attention_groups_each_run_their_share():
     # 4 data-parallel attention groups, 20 requests: each group runs 5 as in the hand count above,
     # and every step carries the four groups' requests together
     model = api.model_of("qwen3-235b")
-    inst = api.instance_of(model, "h200", 4, {"ep": 4, "dp_attention": 4},
-                           {"prefill_tokens_per_pass": 250, "chunked_prefill": False})
+    inst = api.instance_of(
+        model, "h200", 4, {"ep": 4, "dp_attention": 4}, {"prefill_tokens_per_pass": 250, "chunked_prefill": False}
+    )
     run = offline_run(model, inst, inst.layout, 100, 3, 20, 12, 0.01, 101)
     steps, _ = step_cost(model, inst, inst.layout, [8, 12, 4, 8, 8], 101)
     assert run.iterations == 6 and run.mean_batch_requests == pytest.approx(4 * 10 / 6)
@@ -117,10 +119,15 @@ def test_attention_groups_each_run_their_share():
 
 def test_run_approaches_the_steady_state_from_below(llama):
     model, _ = llama
-    steady = api.estimate(model, "h200", 1, input_tokens=1024, output_tokens=256, parallel={"tp": 1},
-                          max_batch=64).e2e_steady_output_tokens_per_s
-    rates = [api.estimate(model, "h200", 1, input_tokens=1024, output_tokens=256, parallel={"tp": 1}, max_batch=64,
-                          requests=n).e2e_output_tokens_per_s for n in (16, 64, 640, 64_000)]
+    steady = api.estimate(
+        model, "h200", 1, input_tokens=1024, output_tokens=256, parallel={"tp": 1}, max_batch=64
+    ).e2e_steady_output_tokens_per_s
+    rates = [
+        api.estimate(
+            model, "h200", 1, input_tokens=1024, output_tokens=256, parallel={"tp": 1}, max_batch=64, requests=n
+        ).e2e_output_tokens_per_s
+        for n in (16, 64, 640, 64_000)
+    ]
     assert all(r <= steady * (1 + 1e-9) for r in rates)
     assert rates == sorted(rates)  # more requests, less ramp and drain per token
     assert rates[-1] == pytest.approx(steady, rel=0.01)
@@ -131,8 +138,7 @@ def test_steady_state_batch_is_capped_by_the_token_budget():
     # 128-token prompts, 1K outputs, 256 tokens a pass: decode tokens b and the b / 1023 prompts
     # that replace finishing requests share the budget, so b <= 256 / (1 + 128 / 1023) = 227.5,
     # far below the memory-limited batch; a long run converges to that steady state
-    kwargs = dict(input_tokens=128, output_tokens=1024, parallel={"tp": 1},
-                  engine={"prefill_tokens_per_pass": 256})
+    kwargs = dict(input_tokens=128, output_tokens=1024, parallel={"tp": 1}, engine={"prefill_tokens_per_pass": 256})
     free = api.estimate("llama-3.1-8b", "h200", 1, **{**kwargs, "engine": None})
     capped = api.estimate("llama-3.1-8b", "h200", 1, **kwargs)
     assert capped.concurrency > 228  # memory holds more
@@ -151,8 +157,7 @@ def test_a_smaller_token_budget_slows_the_ramp(llama):
     model, _ = llama
     seconds = []
     for budget in (1024, 4096, 16384):
-        inst = api.instance_of(model, "h200", 1, {"tp": 1}, {"prefill_tokens_per_pass": budget,
-                                                            "chunked_prefill": False})
+        inst = api.instance_of(model, "h200", 1, {"tp": 1}, {"prefill_tokens_per_pass": budget, "chunked_prefill": False})
         seconds.append(offline_run(model, inst, inst.layout, 1024, 1024, 300, 300, 0.01, 1536).seconds)
     assert seconds == sorted(seconds, reverse=True) and seconds[0] > 1.05 * seconds[-1]
 
@@ -218,6 +223,7 @@ def test_trtllm_limits_rounding_branches(tp):
     hw = api.hardware_of("h200")
     per_token = 2 * 32 * max(tp, 8) * 128 * 2  # bf16 KV
     from prfaas_plan.accounting.params import count_params
+
     params = model.total_params_b * 1e9 if model.total_params_b else count_params(model).total
     for i, o in ((128, 128), (1000, 2000), (20000, 2000)):
         requests = 0.9 * (tp * 141 * 2**30 - params * 2) / (per_token * (i + o))
@@ -236,15 +242,36 @@ def test_trtllm_limits_rounding_branches(tp):
 
 def test_estimate_cli_runs_a_finite_offline_benchmark(tmp_path, run_cli):
     out = tmp_path / "e.json"
-    result = run_cli("estimate", "llama-3.1-8b", "-H", "h200", "-g", "1", "-i", "1000", "-O", "2000",
-                     "--requests", "1500", "--max-batch", "384", "--pass-tokens", "2048", "--no-chunked-prefill",
-                     "-f", "json", "-o", str(out))
+    result = run_cli(
+        "estimate",
+        "llama-3.1-8b",
+        "-H",
+        "h200",
+        "-g",
+        "1",
+        "-i",
+        "1000",
+        "-O",
+        "2000",
+        "--requests",
+        "1500",
+        "--max-batch",
+        "384",
+        "--pass-tokens",
+        "2048",
+        "--no-chunked-prefill",
+        "-f",
+        "json",
+        "-o",
+        str(out),
+    )
     assert result.code == 0, result.err
     row = json.loads(out.read_text())["rows"][0]
     assert row["offline_requests"] == 1500 and row["concurrency_requests"] <= 384 and row["offline_mean_batch_requests"] <= 384
     assert row["e2e_output_tokens_per_s"] < row["e2e_steady_output_tokens_per_s"]
-    table = run_cli("estimate", "llama-3.1-8b", "-H", "h200", "-g", "1", "-i", "1000", "-O", "2000", "-N", "1500",
-                    "--max-batch", "384")
+    table = run_cli(
+        "estimate", "llama-3.1-8b", "-H", "h200", "-g", "1", "-i", "1000", "-O", "2000", "-N", "1500", "--max-batch", "384"
+    )
     assert table.code == 0 and "a run of 1,500 requests queued at once" in table.out
 
 
@@ -257,8 +284,14 @@ def test_estimate_cli_refuses_out_of_range_counts(args, run_cli):
 # --- a CSV of one's own: bad rows are one-line errors naming the file and line ----------------
 
 
-@pytest.mark.parametrize("value,needle", [("-3", "line 2: requests: must be in [1, 1,000,000]"),
-                                          ("nan", "line 2: malformed value"), ("1e400", "line 2: malformed value")])
+@pytest.mark.parametrize(
+    "value,needle",
+    [
+        ("-3", "line 2: requests: must be in [1, 1,000,000]"),
+        ("nan", "line 2: malformed value"),
+        ("1e400", "line 2: malformed value"),
+    ],
+)
 def test_published_csv_requests_out_of_range(tmp_path, value, needle):
     import csv
 

@@ -74,8 +74,7 @@ SAME_AS_INPUT = {
     "simulate --plot": (["simulate", "fig.svg", "-n", "100", "--plot", "OUT"], "fig.svg"),
     "validate-model": (["validate-model", "s.yaml", "-n", "100", "-o", "OUT"], "s.yaml"),
     "calibrate points": (["calibrate", "-m", "prfaas-1t-hybrid", "-H", "h200", "-p", "p.csv", "-o", "OUT"], "p.csv"),
-    "calibrate hardware": (["calibrate", "-m", "prfaas-1t-hybrid", "-H", "hw.yaml", "-p", "p.csv", "-o", "OUT"],
-                           "hw.yaml"),
+    "calibrate hardware": (["calibrate", "-m", "prfaas-1t-hybrid", "-H", "hw.yaml", "-p", "p.csv", "-o", "OUT"], "hw.yaml"),
     "model import": (["model", "import", "config.json", "-o", "OUT"], "config.json"),
 }
 
@@ -102,8 +101,14 @@ def test_output_naming_an_input_is_refused_and_the_input_unchanged(run_cli, inpu
 def test_every_spelling_of_the_input_path_is_the_same_file(run_cli, inputs, spelling):
     """route-table s.yaml -o s.yaml once turned the scenario into a CSV (issue 16)."""
     (inputs / "sub").mkdir()
-    out = {"same": "s.yaml", "dot": "./s.yaml", "absolute": str(inputs / "s.yaml"), "symlink": "link.yaml",
-           "hardlink": "hard.yaml", "dotdot": "sub/../s.yaml"}[spelling]
+    out = {
+        "same": "s.yaml",
+        "dot": "./s.yaml",
+        "absolute": str(inputs / "s.yaml"),
+        "symlink": "link.yaml",
+        "hardlink": "hard.yaml",
+        "dotdot": "sub/../s.yaml",
+    }[spelling]
     if spelling == "symlink":
         os.symlink("s.yaml", "link.yaml")
     if spelling == "hardlink":
@@ -139,8 +144,10 @@ def test_the_shipped_profiles_a_list_reads_are_inputs(run_cli, tmp_path, monkeyp
     monkeypatch.setattr(registry, "_shipped_dir", lambda kind: tmp_path / kind)
     registry.shipped_names.cache_clear()
     try:
-        for args, target in ((["models", "list"], tmp_path / "model_profiles" / "qwen3-8b.yaml"),
-                             (["hardware", "list"], tmp_path / "hardware_profiles" / "h100.yaml")):
+        for args, target in (
+            (["models", "list"], tmp_path / "model_profiles" / "qwen3-8b.yaml"),
+            (["hardware", "list"], tmp_path / "hardware_profiles" / "h100.yaml"),
+        ):
             before = target.read_bytes()
             assert run_cli(*args).code == 0  # loads and caches every profile
             res = run_cli(*args, "-o", target)
@@ -275,8 +282,9 @@ BAD_PUBLISHED = [
 ]
 
 
-@pytest.mark.parametrize("row_id,column,value,needle", BAD_PUBLISHED,
-                         ids=[f"{r}-{c}-{v or 'blank'}" for r, c, v, _ in BAD_PUBLISHED])
+@pytest.mark.parametrize(
+    "row_id,column,value,needle", BAD_PUBLISHED, ids=[f"{r}-{c}-{v or 'blank'}" for r, c, v, _ in BAD_PUBLISHED]
+)
 def test_every_published_field_is_checked(tmp_path, capsys, row_id, column, value, needle):
     """Once 0 was a ZeroDivisionError, nan exited 0 with 'median |error| nan%', -1 a math-domain
     traceback, and a count of 0 silently became a default (B09's prediction doubled)."""
@@ -298,8 +306,9 @@ def test_published_blanks_take_only_their_documented_defaults(tmp_path):
     _, b13 = _published_row("B13")  # MLPerf: input_len blank; its model is a config beside the CSV
     shutil.copytree(DATA / "hf-configs", tmp_path / "hf-configs")
     blank = _write_rows(tmp_path / "blank.csv", header, {**b09, "unit_gpus": ""}, b13)
-    given = _write_rows(tmp_path / "given.csv", header, {**b09, "unit_gpus": b09["gpus"]},
-                        {**b13, "input_len": str(published.DEFAULT_INPUT)})
+    given = _write_rows(
+        tmp_path / "given.csv", header, {**b09, "unit_gpus": b09["gpus"]}, {**b13, "input_len": str(published.DEFAULT_INPUT)}
+    )
     per_gpu = _write_rows(tmp_path / "per_gpu.csv", header, {**b09, "unit_gpus": "1"})
     predicted = [p.predicted for p in published.predict_all(str(blank))]
     assert predicted == [p.predicted for p in published.predict_all(str(given))]
@@ -315,10 +324,13 @@ def test_a_published_row_with_extra_cells_is_one_line(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "line 3" in err and "more than the header's 24 columns" in err
 
 
-@pytest.mark.parametrize("old,new,needle", [
-    (",unit_gpus,", ",unit_gpu,", "unknown column 'unit_gpu': did you mean 'unit_gpus'?"),
-    (",gpus,unit_gpus,", ",gpus,gpus,", "column 'gpus' appears twice"),
-])
+@pytest.mark.parametrize(
+    "old,new,needle",
+    [
+        (",unit_gpus,", ",unit_gpu,", "unknown column 'unit_gpu': did you mean 'unit_gpus'?"),
+        (",gpus,unit_gpus,", ",gpus,gpus,", "column 'gpus' appears twice"),
+    ],
+)
 def test_a_misspelt_or_repeated_published_column_is_refused(tmp_path, capsys, old, new, needle):
     """A misspelt optional column would have been absent, so every row took its default (unit_gpus:
     the median error went from 17.9% to 76.8%, exit 0); a repeated one took its last cell."""
@@ -331,6 +343,7 @@ def test_a_misspelt_or_repeated_published_column_is_refused(tmp_path, capsys, ol
 
 
 # --- simulated requests: at most REQUESTS.hi per command, over all its runs --------------------
+
 
 def test_the_simulated_request_limit_counts_every_run():
     """n runs of k requests fit exactly when n x k <= the limit (hand count at the boundary)."""
@@ -350,13 +363,16 @@ def test_the_simulated_request_limit_counts_every_run():
         check_simulated_requests(0, 4, "--requests")
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["simulate", "-n", "500001"], "--requests: 500,001 simulated requests, over the limit of 500,000"),
-    (["simulate", "-n", "10000000"], "--requests: 10,000,000 simulated requests, over the limit"),
-    (["validate-model", "-n", "125001"], "--requests: 4 loads x 125,001 = 500,004 simulated requests"),
-    (["schedule", "d.yaml", "--simulate", "125001"], "--simulate: 2 windows x 2 plans x 125,001 = 500,004"),
-    (["sites", "sites.yaml", "--simulate", "83334"], "--simulate: 3 windows x 2 PD sites x 83,334 = 500,004"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["simulate", "-n", "500001"], "--requests: 500,001 simulated requests, over the limit of 500,000"),
+        (["simulate", "-n", "10000000"], "--requests: 10,000,000 simulated requests, over the limit"),
+        (["validate-model", "-n", "125001"], "--requests: 4 loads x 125,001 = 500,004 simulated requests"),
+        (["schedule", "d.yaml", "--simulate", "125001"], "--simulate: 2 windows x 2 plans x 125,001 = 500,004"),
+        (["sites", "sites.yaml", "--simulate", "83334"], "--simulate: 3 windows x 2 PD sites x 83,334 = 500,004"),
+    ],
+)
 def test_counts_beyond_a_minute_of_simulation_are_refused(run_cli, inputs, args, needle):
     """10,000,000 simulated requests took 273 s and 5.3 GB (issue 16); refused before simulating
     (schedule and sites before planning their day)."""

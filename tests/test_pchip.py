@@ -9,8 +9,10 @@ from prfaas_plan.pchip import pchip
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=12),
-       st.lists(st.floats(0.01, 10), min_size=12, max_size=12))
+@given(
+    st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=2, max_size=12),
+    st.lists(st.floats(0.01, 10), min_size=12, max_size=12),
+)
 def test_matches_scipy(ys, gaps):
     x = np.cumsum(gaps[: len(ys)])
     y = np.array(ys)

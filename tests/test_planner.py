@@ -74,8 +74,9 @@ def _lambda_by_hand(inputs, mode: str) -> float:
         over = lambda cap, work: np.where(work > 0, cap / work, np.inf)  # noqa: E731
         best = 0.0
         for n_p in range(9):
-            lam = np.minimum.reduce([over(4, work_f), over(100e9 / 8, work_link), over(n_p, work_pd),
-                                     np.full_like(p, (8 - n_p) * 800 / 1024)])
+            lam = np.minimum.reduce(
+                [over(4, work_f), over(100e9 / 8, work_link), over(n_p, work_pd), np.full_like(p, (8 - n_p) * 800 / 1024)]
+            )
             best = max(best, float(lam.max()))
     return best
 
@@ -98,8 +99,19 @@ def test_plan_json_schema(run_cli):
     res = run_cli("plan", "paper-case-study", "--mode", "paper", "-f", "json")
     doc = json.loads(res.out)
     assert doc["mode"] == "paper"
-    for key in ("threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps", "theta_pdp_rps", "theta_pdd_rps",
-                "lambda_max_rps", "egress_gbps", "binding"):
+    for key in (
+        "threshold_tokens",
+        "p",
+        "n_prfaas",
+        "n_p",
+        "n_d",
+        "theta_prfaas_rps",
+        "theta_pdp_rps",
+        "theta_pdd_rps",
+        "lambda_max_rps",
+        "egress_gbps",
+        "binding",
+    ):
         assert key in doc["prfaas_pd"]
     assert {"n_p", "n_d", "lambda_max_rps"} <= set(doc["baselines"]["homogeneous"])
     assert {"n_prfaas", "n_d", "lambda_max_rps"} <= set(doc["baselines"]["naive_heterogeneous"])
@@ -132,8 +144,14 @@ def small(case, prfaas=(0, 3), pd=(1, 5), gbps=None, decode_tps=None):
 
 @pytest.mark.slow
 @SLOW
-@given(st.integers(0, 3), st.integers(0, 3), st.integers(1, 4), st.integers(0, 4),
-       st.sampled_from([0.5, 3.0, 10.0, 100.0]), st.sampled_from(["exact", "paper"]))
+@given(
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(1, 4),
+    st.integers(0, 4),
+    st.sampled_from([0.5, 3.0, 10.0, 100.0]),
+    st.sampled_from(["exact", "paper"]),
+)
 def test_milp_equals_brute_force(case, f_lo, f_span, pd_lo, pd_span, gbps, mode):
     inputs = small(case, (f_lo, f_lo + f_span), (pd_lo, pd_lo + pd_span), gbps)
     table = threshold_table(inputs, mode)

@@ -17,8 +17,19 @@ from prfaas_plan.timing.prefill import MeasuredPrefill, RooflinePrefill, prefill
 # PRFAAS.md Table 5: the 1T hybrid on one 8 x H200 instance (length, KV MiB, latency s, Phi_kv Gbps)
 TABLE5_CSV = Path(__file__).parent / "data" / "table5_h200_prfaas_1t.csv"
 TABLE5 = [(1024, 190.8, 0.44, 3.61), (8192, 308.9, 0.72, 3.59), (32768, 701.3, 1.84, 3.19), (131072, 2316.3, 7.40, 2.62)]
-FULL_ATTENTION = ["minimax-m2.5", "qwen3-235b", "qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t",
-                  "kimi-k2", "deepseek-v3", "qwen3-8b", "qwen3-32b", "prfaas-1t-hybrid"]
+FULL_ATTENTION = [
+    "minimax-m2.5",
+    "qwen3-235b",
+    "qwen3.5-397b",
+    "mimo-v2-flash",
+    "kimi-linear-48b",
+    "ring-2.5-1t",
+    "kimi-k2",
+    "deepseek-v3",
+    "qwen3-8b",
+    "qwen3-32b",
+    "prfaas-1t-hybrid",
+]
 HYBRIDS = ["qwen3.5-397b", "mimo-v2-flash", "kimi-linear-48b", "ring-2.5-1t", "prfaas-1t-hybrid"]
 
 
@@ -135,19 +146,25 @@ def test_source_selection():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(["minimax-m2.5", "qwen3.5-397b", "mimo-v2-flash"]), st.integers(1024, 131072),
-       st.floats(1.1, 4.0))
+@given(st.sampled_from(["minimax-m2.5", "qwen3.5-397b", "mimo-v2-flash"]), st.integers(1024, 131072), st.floats(1.1, 4.0))
 def test_more_compute_never_slower(model, length, speedup):
     """Scaling every peak up can only shorten the prefill: on any one layout, and for the searched
     layout at the pass size it is chosen for (the minimum over layouts of shorter times)."""
     hw = api.hardware_of("h200")
-    fast = hw.model_copy(update={"peak_tflops": hw.peak_tflops.model_copy(
-        update={"bf16": hw.peak_tflops.bf16 * speedup, "fp8": hw.peak_tflops.fp8 * speedup})})
+    fast = hw.model_copy(
+        update={
+            "peak_tflops": hw.peak_tflops.model_copy(
+                update={"bf16": hw.peak_tflops.bf16 * speedup, "fp8": hw.peak_tflops.fp8 * speedup}
+            )
+        }
+    )
     m = api.model_of(model)
     slow_curve, fast_curve = RooflinePrefill(m, Instance(hw, 8)), RooflinePrefill(m, Instance(fast, 8))
     layout = slow_curve.layout
-    assert (RooflinePrefill(m, Instance(fast, 8, layout)).prefill_s([length])[0]
-            <= RooflinePrefill(m, Instance(hw, 8, layout)).prefill_s([length])[0])
+    assert (
+        RooflinePrefill(m, Instance(fast, 8, layout)).prefill_s([length])[0]
+        <= RooflinePrefill(m, Instance(hw, 8, layout)).prefill_s([length])[0]
+    )
     budget = float(Instance(hw, 8).engine.prefill_tokens_per_pass)
     assert fast_curve.capacity_s([budget])[0] <= slow_curve.capacity_s([budget])[0]
 
@@ -170,10 +187,10 @@ def test_chunked_prefill_equals_chunk_by_chunk_costing():
         costs = []
         for k in range(-(-length // budget)):
             chunk = min(budget, length - k * budget)
-            cost = stage_cost(model, hw, layout, engine, prefill_work(model, np.array([float(chunk)]), k * budget),
-                              busy_groups=1, prefill=True)
+            cost = stage_cost(
+                model, hw, layout, engine, prefill_work(model, np.array([float(chunk)]), k * budget), busy_groups=1, prefill=True
+            )
             costs.append(float(cost.total_s[0]))
         eff = hw.efficiency
-        expected = sum(costs) + (layout.pp - 1) * max(costs) + len(costs) * eff.prefill_pass_overhead_s \
-            + eff.prefill_overhead_s
+        expected = sum(costs) + (layout.pp - 1) * max(costs) + len(costs) * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
         assert t == pytest.approx(expected, rel=1e-12)

@@ -57,12 +57,16 @@ SLO = {"ttft_p90_s": 10.0}
 # A cost objective or a budget on unpriced hardware
 
 
-@pytest.mark.parametrize("top", [
-    {"objective": MIN_COST, "slo": SLO},  # the SLO optimiser skipped the check: max throughput, blank $/h
-    {"objective": MIN_COST},
-    {"budgets": {"usd_per_hour": 1000}, "slo": SLO},
-    {"budgets": {"usd_per_hour": 1000}},
-], ids=["min_cost+slo", "min_cost", "budget+slo", "budget"])
+@pytest.mark.parametrize(
+    "top",
+    [
+        {"objective": MIN_COST, "slo": SLO},  # the SLO optimiser skipped the check: max throughput, blank $/h
+        {"objective": MIN_COST},
+        {"budgets": {"usd_per_hour": 1000}, "slo": SLO},
+        {"budgets": {"usd_per_hour": 1000}},
+    ],
+    ids=["min_cost+slo", "min_cost", "budget+slo", "budget"],
+)
 def test_plan_refuses_a_cost_objective_or_budget_on_unpriced_hardware(tmp_path, run_cli, top):
     path = scenario(tmp_path, unpriced_h200(tmp_path), **top)
     out = tmp_path / "plan.json"
@@ -84,8 +88,7 @@ def test_slo_optimiser_checks_prices_itself(tmp_path):
 
     inputs = load_inputs(scenario(tmp_path, unpriced_h200(tmp_path), objective=MIN_COST, slo=SLO))
     with pytest.raises(PlanInputError) as err:
-        slo_optimise(inputs, threshold_table(inputs), decode_model(inputs), inputs.slo, objective="min_cost",
-                     target_rps=2.0)
+        slo_optimise(inputs, threshold_table(inputs), decode_model(inputs), inputs.slo, objective="min_cost", target_rps=2.0)
     assert err.value.field == "prfaas.hardware" and "no price" in err.value.reason
 
 
@@ -150,8 +153,11 @@ KV_1K_ARCHITECTURE_BYTES = (
     # prfaas-1t-hybrid: 61 layers in the pattern [kda, kda, kda, mla]: MLA at layers 3, 7, ..., 59
     # (15 layers), KDA at the other 46.
     15 * (512 + 64) * 2 * 1024  # MLA: (kv_lora_rank 512 + qk_rope_head_dim 64) bf16 per token: 17,280 B/token
-    + 46 * (64 * 128 * 128 * 4  # KDA state: 64 heads x 128 x 128, fp32 (4 MiB a layer)
-            + 24576 * (4 - 1) * 2)  # short convolution: 24,576 channels x (kernel 4 - 1), bf16
+    + 46
+    * (
+        64 * 128 * 128 * 4  # KDA state: 64 heads x 128 x 128, fp32 (4 MiB a layer)
+        + 24576 * (4 - 1) * 2
+    )  # short convolution: 24,576 channels x (kernel 4 - 1), bf16
 )  # = 17,694,720 + 199,720,960 (190.47 MiB) = 217,415,680 B
 KV_1K_MEASURED_BYTES = round(190.8 * 2**20)  # the profile's Table 5 point: 190.8 MiB at 1,024 tokens
 
@@ -192,14 +198,19 @@ def test_simulate_says_what_it_counted_and_which_rate_is_which(run_cli):
     assert doc["completed"] == n and doc["ttft"]["overall"]["count"] == n - warmup
     overall = next(line for line in table.out.splitlines() if line.strip().startswith("overall"))
     assert f"{n - warmup:,}" in overall.split()[1]
-    assert (f"{n:,} requests simulated (seed 0, arrivals poisson), {n:,} completed; the first {warmup:,} completions "
-            f"(10% warm-up) are left out: {n - warmup:,} measured") in table.out
+    assert (
+        f"{n:,} requests simulated (seed 0, arrivals poisson), {n:,} completed; the first {warmup:,} completions "
+        f"(10% warm-up) are left out: {n - warmup:,} measured"
+    ) in table.out
     start, end = doc["window_s"]
-    assert (f"rates: asked {rate:.3f} req/s (the arrival process's mean; load {rate / doc['lambda_max']:.2f} of the "
-            f"closed-form Λ_max {doc['lambda_max']:.3f}, the deployment's capacity); measured in the window "
-            f"{start:,.0f}-{end:,.0f} s") in table.out
-    assert (f"offered {doc['offered_rps']:.3f} (arrivals per second), achieved {doc['achieved_rps']:.3f} "
-            "(completions per second)") in table.out
+    assert (
+        f"rates: asked {rate:.3f} req/s (the arrival process's mean; load {rate / doc['lambda_max']:.2f} of the "
+        f"closed-form Λ_max {doc['lambda_max']:.3f}, the deployment's capacity); measured in the window "
+        f"{start:,.0f}-{end:,.0f} s"
+    ) in table.out
+    assert (
+        f"offered {doc['offered_rps']:.3f} (arrivals per second), achieved {doc['achieved_rps']:.3f} (completions per second)"
+    ) in table.out
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,8 +242,9 @@ def test_jensen_line_of_a_min_cost_plan_is_of_that_plan(tmp_path):
     jensen = details["Jensen gap"]
     assert "of this plan's counts (4/0/3)" in jensen and f"exact {shown:.3f} vs paper {shown:.3f} req/s" in jensen
     assert "by 0.0%" in jensen and details["Λ_max"].startswith(f"{shown:.3f} req/s")
-    assert (f"of the max-throughput plan (N_f/N_p/N_d 4/10/6, Λ_max {6 * decode_rps:.3f} req/s), not of the plan "
-            "shown") in details["marginal values"]
+    assert (
+        f"of the max-throughput plan (N_f/N_p/N_d 4/10/6, Λ_max {6 * decode_rps:.3f} req/s), not of the plan shown"
+    ) in details["marginal values"]
     assert out["jensen"]["lambda_exact"] == pytest.approx(shown, rel=1e-9) == out["prfaas_pd"]["lambda_max_rps"]
     assert out["jensen"]["lambda_paper"] == pytest.approx(shown, rel=1e-9) and out["jensen"]["gap"] == 0
 
@@ -260,7 +272,9 @@ def test_marginal_separates_own_gain_from_the_budget_relaxation():
     assert dec.budget_lambda_rps == pytest.approx(r_d, rel=1e-9)  # $1,248 more buys the instance itself
     details, out = _details(result)
     line = details["marginal +1 PD instance"]
-    assert line.startswith("price $32.00/hour; own gain with the budgets held +0.0000 req/s, worth $0.00/hour; the "
-                           "budgets raised by its price allow another plan, N_f/N_p/N_d 1/0/2 at ")
+    assert line.startswith(
+        "price $32.00/hour; own gain with the budgets held +0.0000 req/s, worth $0.00/hour; the "
+        "budgets raised by its price allow another plan, N_f/N_p/N_d 1/0/2 at "
+    )
     assert line.endswith(f"): {r_d:+.4f} req/s")
     assert out["marginal"]["per_pd_instance"]["budget_counts"] == [1, 0, 2]

@@ -130,9 +130,15 @@ def test_auto_chips_pick_the_smallest_fitting_count_for_kimi_k2_on_h20():
     from prfaas_plan.timing.instance import Instance
     from prfaas_plan.timing.memory import fitting_layouts
 
-    doc = scenario_doc(model="kimi-k2", pd__gpus_per_instance="auto", pd__max_gpus_per_instance=None,
-                       pd__calibration_points=None, pd__calibration_fit=None, decode__tokens_per_s_per_instance=None,
-                       prfaas__gpus_per_instance="auto")
+    doc = scenario_doc(
+        model="kimi-k2",
+        pd__gpus_per_instance="auto",
+        pd__max_gpus_per_instance=None,
+        pd__calibration_points=None,
+        pd__calibration_fit=None,
+        decode__tokens_per_s_per_instance=None,
+        prfaas__gpus_per_instance="auto",
+    )
     doc["workload"]["input"]["max_tokens"] = 32768
     inputs = inputs_of(doc)
     model, h20 = inputs.model, inputs.pd.instance.hardware
@@ -160,8 +166,7 @@ def test_chips_list_is_chosen_by_the_objective():
     base = scenario_doc(prfaas__instances={"min": 0, "max": 8}, budgets={"usd_per_hour": 300})
     alone = {}
     for g in (8, 16):
-        doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, budgets={"usd_per_hour": 300},
-                           prfaas__gpus_per_instance=g)
+        doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, budgets={"usd_per_hour": 300}, prfaas__gpus_per_instance=g)
         alone[g] = plan(inputs_of(doc), with_marginals=False).point.lambda_max
     base["prfaas"]["gpus_per_instance"] = [16, 8]
     chosen = inputs_of(base)
@@ -176,8 +181,11 @@ def test_chips_list_is_chosen_by_the_objective():
 
 def test_min_cost_reports_latency_link_and_cost_at_the_target_rate():
     """min_cost at 2 req/s: latency, link utilisation and $/Mtok at 2 req/s, each by hand."""
-    doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, pd__instances={"min": 2, "max": 12},
-                       objective={"type": "min_cost", "target_rate_rps": 2.0})
+    doc = scenario_doc(
+        prfaas__instances={"min": 0, "max": 8},
+        pd__instances={"min": 2, "max": 12},
+        objective={"type": "min_cost", "target_rate_rps": 2.0},
+    )
     result = plan(inputs_of(doc), with_marginals=False)
     pt, inputs = result.point, result.inputs
     assert result.operating_rate_rps == 2.0 and result.operating_basis == "target rate"
@@ -230,14 +238,14 @@ def test_a_budget_that_stops_a_gain_is_binding_and_marginals_are_priced(run_cli,
     # the budget relaxation buys the plan with a third PrfaaS instance and $32/hour more
     more = scenario_doc(prfaas__instances={"min": 3, "max": 8}, budgets={"usd_per_hour": 232})
     assert m.budget_lambda_rps > 0 and m.budget_counts[0] == 3
-    assert m.budget_lambda_rps == pytest.approx(plan(inputs_of(more), with_marginals=False).point.lambda_max
-                                                - pt.lambda_max, rel=1e-9)
+    assert m.budget_lambda_rps == pytest.approx(
+        plan(inputs_of(more), with_marginals=False).point.lambda_max - pt.lambda_max, rel=1e-9
+    )
     res = run_cli("plan", write(tmp_path, doc), "-f", "json")
     assert res.code == 0, res.err
     out = json.loads(res.out)
     assert "usd_per_hour_budget" in out["prfaas_pd"]["tight"]
-    assert out["marginal"]["per_prfaas_instance"]["value_usd_per_hour"] == pytest.approx(m.value_usd_per_hour,
-                                                                                          rel=1e-5)
+    assert out["marginal"]["per_prfaas_instance"]["value_usd_per_hour"] == pytest.approx(m.value_usd_per_hour, rel=1e-5)
     table = run_cli("plan", write(tmp_path, doc)).out
     assert "the plan plus it breaks usd_per_hour_budget" in table
     assert "the budgets raised by its price allow another plan" in table
@@ -250,7 +258,8 @@ TCO_CASE = dict(
     prfaas__cost={"purchase_usd_per_gpu": 32000, "depreciation_years": 4, "cost_of_capital": 0.08},
     prfaas__site={"usd_per_kwh": 0.10, "pue": 1.25, "idle_power_fraction": 0.3},
     pd__site={"usd_per_kwh": 0.06, "pue": 1.5, "idle_power_fraction": 0.2},
-    link__usd_per_gbps_month=20.0, link__usd_per_gb_egress=0.01,
+    link__usd_per_gbps_month=20.0,
+    link__usd_per_gb_egress=0.01,
 )
 
 
@@ -267,8 +276,11 @@ def test_power_energy_and_link_cost_by_hand(run_cli, tmp_path):
     table = threshold_table(inputs)
     k = int(np.searchsorted(table.thresholds_tokens, pt.threshold_tokens))
     b = bounds(table, k, 4, 3, 5, inputs)
-    busy = {"prfaas": rate / float(b.prfaas_compute), "pd_prefill": rate / float(b.pd_prefill),
-            "pd_decode": rate / float(b.pd_decode)}
+    busy = {
+        "prfaas": rate / float(b.prfaas_compute),
+        "pd_prefill": rate / float(b.pd_prefill),
+        "pd_decode": rate / float(b.pd_decode),
+    }
     chips = {"prfaas": 32, "pd_prefill": 24, "pd_decode": 40}
     tdp = {"prfaas": 700, "pd_prefill": 400, "pd_decode": 400}
     idle = {"prfaas": 0.3, "pd_prefill": 0.2, "pd_decode": 0.2}
@@ -362,8 +374,15 @@ def _ranked_separately(tmp_path, combos) -> list[tuple]:
     for prfaas, pd, model in combos:
         path = write(tmp_path, option_doc(prfaas, pd, model), f"{prfaas}-{pd}-{model}.yaml")
         result = api.plan(str(path), with_marginals=False)
-        rows.append((-round(result.point.lambda_max, 9), result.point.usd_per_hour, result.ttft_p90_s,
-                     (prfaas, pd, model), result.point.lambda_max))
+        rows.append(
+            (
+                -round(result.point.lambda_max, 9),
+                result.point.usd_per_hour,
+                result.ttft_p90_s,
+                (prfaas, pd, model),
+                result.point.lambda_max,
+            )
+        )
     rows.sort()
     return rows
 
@@ -386,13 +405,26 @@ def test_compare_two_options_ranks_as_separate_plans(run_cli, tmp_path):
 def test_compare_twelve_options_ranks_as_separate_plans(run_cli, tmp_path):
     """3 PrfaaS x 2 PD x 2 models in one command (two processes): the same ranking, Lambda_max and
     $/hour as planning each option's scenario file alone; the CSV names every option and unit."""
-    combos = [(p, d, m) for p in ("h200", "b200", "rubin-cpx") for d in ("h20", "h200")
-              for m in ("prfaas-1t-hybrid", "kimi-linear-48b")]
+    combos = [
+        (p, d, m) for p in ("h200", "b200", "rubin-cpx") for d in ("h20", "h200") for m in ("prfaas-1t-hybrid", "kimi-linear-48b")
+    ]
     expected = _ranked_separately(tmp_path, combos)
     plot = tmp_path / "front.png"
-    rows = _compare_csv(run_cli, "--prfaas", "h200,b200,rubin-cpx", "--pd", "h20,h200",
-                        "--model", "prfaas-1t-hybrid,kimi-linear-48b", "--jobs", "2", "--plot", str(plot),
-                        "--basis", "as-given")
+    rows = _compare_csv(
+        run_cli,
+        "--prfaas",
+        "h200,b200,rubin-cpx",
+        "--pd",
+        "h20,h200",
+        "--model",
+        "prfaas-1t-hybrid,kimi-linear-48b",
+        "--jobs",
+        "2",
+        "--plot",
+        str(plot),
+        "--basis",
+        "as-given",
+    )
     assert len(rows) == 12 and plot.stat().st_size > 10_000
     assert [(r["prfaas_hardware"], r["pd_hardware"], r["model"]) for r in rows] == [e[3] for e in expected]
     assert [float(r["lambda_max_rps"]) for r in rows] == pytest.approx([e[4] for e in expected], rel=1e-6)
@@ -405,20 +437,78 @@ def test_compare_twelve_options_ranks_as_separate_plans(run_cli, tmp_path):
 def test_compare_csv_columns_carry_identity_and_units(run_cli):
     rows = _compare_csv(run_cli, "--prfaas", "h200,b200", "--jobs", "1")
     header = list(rows[0])
-    for column in ("scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
-                   "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps",
-                   "lambda_max_rps", "usd_per_hour", "usd_per_mtok_output", "usd_per_mtok_blended", "ttft_p90_s",
-                   "power_kw", "joules_per_output_token", "link_usd_per_hour"):
+    for column in (
+        "scenario",
+        "model",
+        "prfaas_hardware",
+        "prfaas_gpus_per_instance",
+        "pd_hardware",
+        "pd_gpus_per_instance",
+        "pd_decode_hardware",
+        "pd_decode_gpus_per_instance",
+        "link_gbps",
+        "lambda_max_rps",
+        "usd_per_hour",
+        "usd_per_mtok_output",
+        "usd_per_mtok_blended",
+        "ttft_p90_s",
+        "power_kw",
+        "joules_per_output_token",
+        "link_usd_per_hour",
+    ):
         assert column in header
-    unitless = {"scenario", "model", "prfaas_hardware", "pd_hardware", "pd_decode_hardware", "option", "rank",
-                "pareto", "status", "reason", "objective", "binding", "n_prfaas", "n_p", "n_d",
-                "ratio_vs_homogeneous", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
-                "notes", "basis", "prfaas_prefill_source", "usd_per_hour_is_lower_bound",
-                "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source", "pd_prefill_capacity", "pd_layout",
-                "decode_source", "decode_layout", "versus_best", "distinguishable_from_best", "shares_error_with_best"}
-    units = ("_rps", "_s", "_ms", "_gbps", "_tokens", "_usd_per_hour", "usd_per_hour", "_kw", "_instance",
-             "usd_per_mtok_output", "usd_per_mtok_blended", "_per_output_token", "gpus_total", "usd_per_hour_operating",
-             "usd_per_mtok_output_low", "usd_per_mtok_output_high")
+    unitless = {
+        "scenario",
+        "model",
+        "prfaas_hardware",
+        "pd_hardware",
+        "pd_decode_hardware",
+        "option",
+        "rank",
+        "pareto",
+        "status",
+        "reason",
+        "objective",
+        "binding",
+        "n_prfaas",
+        "n_p",
+        "n_d",
+        "ratio_vs_homogeneous",
+        "link_utilisation_at_capacity",
+        "link_utilisation_at_operating_rate",
+        "notes",
+        "basis",
+        "prfaas_prefill_source",
+        "usd_per_hour_is_lower_bound",
+        "prfaas_prefill_capacity",
+        "prfaas_layout",
+        "pd_prefill_source",
+        "pd_prefill_capacity",
+        "pd_layout",
+        "decode_source",
+        "decode_layout",
+        "versus_best",
+        "distinguishable_from_best",
+        "shares_error_with_best",
+    }
+    units = (
+        "_rps",
+        "_s",
+        "_ms",
+        "_gbps",
+        "_tokens",
+        "_usd_per_hour",
+        "usd_per_hour",
+        "_kw",
+        "_instance",
+        "usd_per_mtok_output",
+        "usd_per_mtok_blended",
+        "_per_output_token",
+        "gpus_total",
+        "usd_per_hour_operating",
+        "usd_per_mtok_output_low",
+        "usd_per_mtok_output_high",
+    )
     for column in set(header) - unitless:
         assert column.endswith(units), column
 
@@ -429,7 +519,12 @@ def test_plan_csv_rows_carry_identity(run_cli):
     assert [r["deployment"] for r in rows][0] == "prfaas_pd"
     for r in rows:
         assert (r["scenario"], r["model"], r["prfaas_hardware"], r["pd_hardware"], r["link_gbps"]) == (
-            "paper-case-study", "prfaas-1t-hybrid", "h200", "h20", "100.0")
+            "paper-case-study",
+            "prfaas-1t-hybrid",
+            "h200",
+            "h20",
+            "100.0",
+        )
         assert (r["prfaas_gpus_per_instance"], r["pd_gpus_per_instance"]) == ("8", "8")
     assert float(rows[0]["operating_rate_rps"]) == pytest.approx(0.8 * float(rows[0]["lambda_max_rps"]), rel=1e-5)
 
@@ -444,8 +539,12 @@ def test_compare_says_why_options_fail():
 
     assert outcome(case_study_doc(), CompareOption(model="kimi-k2")).failure == "does not fit"
     assert outcome(scenario_doc(budgets={"usd_per_hour": 100})).failure == "over budget"
-    assert outcome(scenario_doc(objective={"type": "min_cost", "target_rate_rps": 50.0},
-                                prfaas__instances={"min": 0, "max": 8})).failure == "cannot reach the target rate"
+    assert (
+        outcome(
+            scenario_doc(objective={"type": "min_cost", "target_rate_rps": 50.0}, prfaas__instances={"min": 0, "max": 8})
+        ).failure
+        == "cannot reach the target rate"
+    )
     assert outcome(scenario_doc(slo={"ttft_p90_s": 0.01})).failure == "misses the SLO"
     ok = outcome(case_study_doc())
     assert ok.feasible and ok.lambda_max_rps == pytest.approx(3.2369, rel=1e-4)
@@ -457,8 +556,10 @@ def test_pareto_front_by_brute_force():
 
     rng = np.random.default_rng(7)
     pts = rng.integers(1, 6, size=(40, 3)).astype(float)
-    results = [OptionResult(CompareOption(link_gbps=float(i)), usd_per_hour=c, lambda_max_rps=r, ttft_p90_s=t)
-               for i, (c, r, t) in enumerate(pts)]
+    results = [
+        OptionResult(CompareOption(link_gbps=float(i)), usd_per_hour=c, lambda_max_rps=r, ttft_p90_s=t)
+        for i, (c, r, t) in enumerate(pts)
+    ]
     results.append(OptionResult(CompareOption(), failure="invalid"))
     front = pareto_front(results)
     for i, (c, r, t) in enumerate(pts):
@@ -468,21 +569,29 @@ def test_pareto_front_by_brute_force():
 
 
 def test_compare_bad_input_is_one_line_exit_2(run_cli, tmp_path):
-    for args, needle in ((("--prfaas", "h2000"), "--prfaas"), (("--link", "10,abc"), "--link"),
-                         (("--pd", "h20,,h200"), "--pd"), (("--jobs", "100"), "--jobs"),
-                         (("--model", "nope"), "--model"), (("--plot", str(tmp_path / "f.txt")), "--plot")):
+    for args, needle in (
+        (("--prfaas", "h2000"), "--prfaas"),
+        (("--link", "10,abc"), "--link"),
+        (("--pd", "h20,,h200"), "--pd"),
+        (("--jobs", "100"), "--jobs"),
+        (("--model", "nope"), "--model"),
+        (("--plot", str(tmp_path / "f.txt")), "--plot"),
+    ):
         res = run_cli("compare", *args)
         assert res.code == 2 and needle in res.err and len(res.err.strip().splitlines()) == 1, (args, res.err)
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"pd__gpus_per_instance": "autox"}, "pd.gpus_per_instance"),
-    ({"pd__max_gpus_per_instance": 16}, "pd"),
-    ({"prfaas__cost": {"usd_per_gpu_hour": 3, "purchase_usd_per_gpu": 30000}}, "prfaas.cost"),
-    ({"prfaas__site": {"pue": 0.5}}, "prfaas.site.pue"),
-    ({"link__usd_per_gb_egress": -1}, "link.usd_per_gb_egress"),
-    ({"pd_decode": {"hardware": "h20", "instances": 0}}, "pd_decode"),
-])
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"pd__gpus_per_instance": "autox"}, "pd.gpus_per_instance"),
+        ({"pd__max_gpus_per_instance": 16}, "pd"),
+        ({"prfaas__cost": {"usd_per_gpu_hour": 3, "purchase_usd_per_gpu": 30000}}, "prfaas.cost"),
+        ({"prfaas__site": {"pue": 0.5}}, "prfaas.site.pue"),
+        ({"link__usd_per_gb_egress": -1}, "link.usd_per_gb_egress"),
+        ({"pd_decode": {"hardware": "h20", "instances": 0}}, "pd_decode"),
+    ],
+)
 def test_bad_pool_and_cost_fields_exit_2(run_cli, tmp_path, changes, field):
     res = run_cli("plan", write(tmp_path, scenario_doc(**changes)))
     assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
@@ -505,19 +614,27 @@ def test_np_sweep_with_a_decode_only_pool_keeps_its_decode_count(run_cli):
     assert {int(r["n_d"]) for r in rows} == {plan_doc["n_d"]}
 
 
-@pytest.mark.parametrize("objective, budgets", [
-    ({"type": "min_cost", "target_rate_rps": 3.0}, {}),
-    ({"type": "max_throughput"}, {"usd_per_hour": 600}),
-])
+@pytest.mark.parametrize(
+    "objective, budgets",
+    [
+        ({"type": "min_cost", "target_rate_rps": 3.0}, {}),
+        ({"type": "max_throughput"}, {"usd_per_hour": 600}),
+    ],
+)
 def test_milp_pays_the_committed_link_only_when_prfaas_is_used(objective, budgets):
     """A link at $2,000/Gbps-month ($274/hour for 100 Gbps) is paid only by plans with PrfaaS
     instances: the MILP (link as a binary) finds the same optimum as the enumeration, here a
     local-only plan that does not pay for the link."""
     found = {}
     for method in ("milp", "enumerate"):
-        doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, pd__instances={"min": 0, "max": 40},
-                           link__usd_per_gbps_month=2000.0, objective=objective, budgets=budgets,
-                           optimiser={"method": method})
+        doc = scenario_doc(
+            prfaas__instances={"min": 0, "max": 8},
+            pd__instances={"min": 0, "max": 40},
+            link__usd_per_gbps_month=2000.0,
+            objective=objective,
+            budgets=budgets,
+            optimiser={"method": method},
+        )
         pt = plan(inputs_of(doc), with_marginals=False).point
         found[method] = (pt.n_prfaas, pt.n_p + pt.n_d, round(pt.lambda_max, 9), pt.usd_per_hour)
     assert found["milp"] == found["enumerate"]
@@ -545,8 +662,13 @@ def test_failed_options_keep_their_identity_and_say_why(run_cli, tmp_path):
     rows = _compare_csv(run_cli, write(tmp_path, doc), "--prfaas", "h200,mi355x", "--jobs", "1")
     failed = next(r for r in rows if r["status"] != "ok")
     assert failed["status"] == "no price" and failed["rank"] == ""
-    assert (failed["scenario"], failed["model"], failed["prfaas_hardware"], failed["pd_hardware"],
-            failed["link_gbps"]) == ("paper-case-study", "prfaas-1t-hybrid", "mi355x", "h20", "100.0")
+    assert (failed["scenario"], failed["model"], failed["prfaas_hardware"], failed["pd_hardware"], failed["link_gbps"]) == (
+        "paper-case-study",
+        "prfaas-1t-hybrid",
+        "mi355x",
+        "h20",
+        "100.0",
+    )
 
 
 def test_compare_section_references_are_checked(run_cli, tmp_path):
@@ -569,9 +691,15 @@ def test_validate_and_plan_accept_a_chips_list_whose_first_count_does_not_fit(ru
 
 
 def test_too_many_chip_combinations_is_an_error(run_cli, tmp_path):
-    path = write(tmp_path, scenario_doc(prfaas__gpus_per_instance=list(range(5, 14)),
-                                        pd__gpus_per_instance=list(range(8, 16)), pd__calibration_points=None,
-                                        pd__calibration_fit=None))
+    path = write(
+        tmp_path,
+        scenario_doc(
+            prfaas__gpus_per_instance=list(range(5, 14)),
+            pd__gpus_per_instance=list(range(8, 16)),
+            pd__calibration_points=None,
+            pd__calibration_fit=None,
+        ),
+    )
     res = run_cli("plan", path)
     assert res.code == 2 and "72 combinations of chips per instance" in res.err
 
@@ -580,8 +708,7 @@ def test_slo_missed_even_when_idle_fails_fast():
     """A TTFT target below any prefill time is refused without searching every count."""
     import time
 
-    doc = scenario_doc(prfaas__instances={"min": 0, "max": 20}, pd__instances={"min": 0, "max": 20},
-                       slo={"ttft_p90_s": 0.05})
+    doc = scenario_doc(prfaas__instances={"min": 0, "max": 20}, pd__instances={"min": 0, "max": 20}, slo={"ttft_p90_s": 0.05})
     start = time.perf_counter()
     with pytest.raises(PlanInputError, match="even on an idle deployment"):
         plan(inputs_of(doc), with_marginals=False)
@@ -591,8 +718,12 @@ def test_slo_missed_even_when_idle_fails_fast():
 def test_first_prfaas_instance_is_priced_with_the_link_it_brings():
     """With no PrfaaS instance in the plan, one more brings the committed link: its price is the
     instance's plus the link's ($2,000/Gbps-month x 100 Gbps / 730 h)."""
-    doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, link__usd_per_gbps_month=2000.0,
-                       budgets={"usd_per_hour": 600}, pd__instances={"min": 0, "max": 40})
+    doc = scenario_doc(
+        prfaas__instances={"min": 0, "max": 8},
+        link__usd_per_gbps_month=2000.0,
+        budgets={"usd_per_hour": 600},
+        pd__instances={"min": 0, "max": 40},
+    )
     result = plan(inputs_of(doc))
     assert result.point.n_prfaas == 0
     m = result.marginals["per_prfaas_instance"]

@@ -50,9 +50,15 @@ def chunked_ttft_by_hand(model, inst, layout: Layout, prompt: int, chunk: int) -
     times = []
     for i in range(n):
         tokens = min(chunk, prompt - i * chunk)
-        cost = stage_cost(model, inst.hardware, layout, inst.engine, prefill_work(model, np.array([float(tokens)]),
-                                                                                     float(i * chunk)),
-                          busy_groups=1, prefill=True)
+        cost = stage_cost(
+            model,
+            inst.hardware,
+            layout,
+            inst.engine,
+            prefill_work(model, np.array([float(tokens)]), float(i * chunk)),
+            busy_groups=1,
+            prefill=True,
+        )
         times.append(float(cost.total_s[0]))
     return sum(times) + (layout.pp - 1) * max(times) + n * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
 
@@ -60,12 +66,16 @@ def chunked_ttft_by_hand(model, inst, layout: Layout, prompt: int, chunk: int) -
 # --- the four rows, by hand ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("row_id,model_ref,precision,tp,pp,chunk", [
-    ("K01", "deepseek-v3", None, 8, 4, 12288),  # DeepSeek-V3.1, PP4 TP8 on 32 H20, 128K
-    ("K02", "qwen3-235b", {"weights": "fp8"}, 4, 8, 18432),  # Qwen3-235B-FP8, PP8 TP4, 128K = its full context
-])
-def test_a_chunked_128k_prompt_on_a_pipeline_is_predicted_as_the_source_ran_it(new_rows, row_id, model_ref, precision,
-                                                                               tp, pp, chunk):
+@pytest.mark.parametrize(
+    "row_id,model_ref,precision,tp,pp,chunk",
+    [
+        ("K01", "deepseek-v3", None, 8, 4, 12288),  # DeepSeek-V3.1, PP4 TP8 on 32 H20, 128K
+        ("K02", "qwen3-235b", {"weights": "fp8"}, 4, 8, 18432),  # Qwen3-235B-FP8, PP8 TP4, 128K = its full context
+    ],
+)
+def test_a_chunked_128k_prompt_on_a_pipeline_is_predicted_as_the_source_ran_it(
+    new_rows, row_id, model_ref, precision, tp, pp, chunk
+):
     row = new_rows[row_id]
     model = api.precision_of(api.model_of(model_ref), precision)
     layout = Layout(tp=tp, pp=pp)
@@ -80,8 +90,9 @@ def test_a_chunked_128k_prompt_on_a_pipeline_is_predicted_as_the_source_ran_it(n
     first = chunked_ttft_by_hand(model, inst, layout, chunk, chunk)
     assert p.predicted > (n + pp - 1) / pp * first
     # the layout the source ran, not the one the search would pick for a lone prompt
-    searched = api.estimate(model, "h20", 32, input_tokens=131072, output_tokens=1, concurrency=1,
-                            engine={"prefill_tokens_per_pass": chunk})
+    searched = api.estimate(
+        model, "h20", 32, input_tokens=131072, output_tokens=1, concurrency=1, engine={"prefill_tokens_per_pass": chunk}
+    )
     assert searched.first_token.layout != layout
 
 
@@ -103,8 +114,7 @@ def batch_latency_by_hand(model, inst, layout: Layout, batch: int, i: int, o: in
     one pass of B prompts, then O - 1 decode steps at batch B, context I + O // 2."""
     eff = inst.hardware.efficiency
     work = prefill_work(model, np.array([float(i)]))
-    one_pass = stage_cost(model, inst.hardware, layout, inst.engine, work, requests=float(batch), busy_groups=1,
-                          prefill=True)
+    one_pass = stage_cost(model, inst.hardware, layout, inst.engine, work, requests=float(batch), busy_groups=1, prefill=True)
     prefill_s = float(one_pass.total_s[0]) * layout.pp + eff.prefill_pass_overhead_s + eff.prefill_overhead_s
     step = float(step_cost(model, inst, layout, [batch], i + o // 2)[0][0])
     lone = stage_cost(model, inst.hardware, layout, inst.engine, work, busy_groups=1, prefill=True)
@@ -112,16 +122,18 @@ def batch_latency_by_hand(model, inst, layout: Layout, batch: int, i: int, o: in
     return prefill_s + (o - 1) * step, lone_s + (o - 1) * step
 
 
-@pytest.mark.parametrize("row_id,batch,i,o", [
-    ("K04", 96, 2048, 128),  # prefill-heavy: 96 x 2,048 tokens in the context pass
-    ("K05", 64, 2048, 2048),  # input + output = 4,096 = Llama-2-70B's full context
-])
+@pytest.mark.parametrize(
+    "row_id,batch,i,o",
+    [
+        ("K04", 96, 2048, 128),  # prefill-heavy: 96 x 2,048 tokens in the context pass
+        ("K05", 64, 2048, 2048),  # input + output = 4,096 = Llama-2-70B's full context
+    ],
+)
 def test_a_static_batch_latency_is_its_whole_prefill_then_its_decode(new_rows, row_id, batch, i, o):
     row = new_rows[row_id]
     model = api.precision_of(api.model_of("llama-2-70b"), {"weights": "fp8", "kv": "fp8"})
     assert int(row["chunk_tokens"]) == batch * i and row["chunked_prefill"] == "false"
-    inst = api.instance_of(model, "h100", 2, {"tp": 2}, {"prefill_tokens_per_pass": batch * i,
-                                                          "chunked_prefill": False})
+    inst = api.instance_of(model, "h100", 2, {"tp": 2}, {"prefill_tokens_per_pass": batch * i, "chunked_prefill": False})
     expected, one_prompt = batch_latency_by_hand(model, inst, Layout(tp=2), batch, i, o)
     p = predict(row)
     assert p.predicted == pytest.approx(expected, rel=1e-9)
@@ -137,8 +149,14 @@ def test_a_batch_prefill_with_a_small_budget_takes_several_passes():
     roof = RooflinePrefill(model, inst, fit_tokens=2048)
     batch = roof.batch(2048, 10)  # 4 a pass: 4, 4, 2
     work = prefill_work(model, np.array([2048.0]))
-    t = [float(stage_cost(model, inst.hardware, Layout(), inst.engine, work, requests=float(k), busy_groups=1,
-                          prefill=True).total_s[0]) for k in (4, 4, 2)]
+    t = [
+        float(
+            stage_cost(model, inst.hardware, Layout(), inst.engine, work, requests=float(k), busy_groups=1, prefill=True).total_s[
+                0
+            ]
+        )
+        for k in (4, 4, 2)
+    ]
     done = np.cumsum(t) + eff.prefill_pass_overhead_s * np.arange(1, 4) + eff.prefill_overhead_s
     assert batch.passes == 3 and batch.prompts_per_pass == 4
     assert batch.seconds == pytest.approx(done[-1], rel=1e-12)
@@ -154,19 +172,23 @@ def test_a_batch_spread_over_attention_groups_ends_each_prompt_once():
     batch = RooflinePrefill(model, inst, fit_tokens=1024).batch(1024, 10)
     eff = inst.hardware.efficiency
     work = prefill_work(model, np.array([1024.0]))
-    one = stage_cost(model, inst.hardware, Layout(ep=8, dp_attention=8), inst.engine, work, requests=16.0,
-                     busy_groups=8, prefill=True)
+    one = stage_cost(
+        model, inst.hardware, Layout(ep=8, dp_attention=8), inst.engine, work, requests=16.0, busy_groups=8, prefill=True
+    )
     expected = float(one.total_s[0]) + eff.prefill_pass_overhead_s + eff.prefill_overhead_s
     assert batch.passes == 1 and batch.prompts_per_pass == 2
     assert batch.seconds == pytest.approx(expected, rel=1e-12)
     assert batch.mean_first_token_s == pytest.approx(expected, rel=1e-12)
 
 
-@pytest.mark.parametrize("model,hw,gpus,layout,engine,prompt", [
-    ("llama-3.1-8b", "h200", 1, {"tp": 1}, None, 2048),
-    ("llama-3.1-8b", "h200", 4, {"tp": 1, "pp": 4}, {"prefill_tokens_per_pass": 4096}, 30000),
-    ("qwen3-235b", "h200", 8, {"ep": 8, "dp_attention": 8}, None, 1024),
-])
+@pytest.mark.parametrize(
+    "model,hw,gpus,layout,engine,prompt",
+    [
+        ("llama-3.1-8b", "h200", 1, {"tp": 1}, None, 2048),
+        ("llama-3.1-8b", "h200", 4, {"tp": 1, "pp": 4}, {"prefill_tokens_per_pass": 4096}, 30000),
+        ("qwen3-235b", "h200", 8, {"ep": 8, "dp_attention": 8}, None, 1024),
+    ],
+)
 def test_a_batch_of_one_is_the_lone_prompt(model, hw, gpus, layout, engine, prompt):
     m = api.model_of(model)
     inst = api.instance_of(m, hw, gpus, layout, engine)
@@ -179,12 +201,10 @@ def test_a_batch_of_one_is_the_lone_prompt(model, hw, gpus, layout, engine, prom
 
 
 def test_the_estimate_charges_a_batch_its_whole_prefill():
-    est = api.estimate("llama-3.1-8b", "h200", 1, input_tokens=2048, output_tokens=256, concurrency=64,
-                       parallel={"tp": 1})
+    est = api.estimate("llama-3.1-8b", "h200", 1, input_tokens=2048, output_tokens=256, concurrency=64, parallel={"tp": 1})
     assert est.e2e_latency_s == pytest.approx(est.batch_prefill_s + 255 * est.tpot_s, rel=1e-12)
     assert est.ttft_s < est.batch_ttft_s < est.batch_prefill_s
-    lone = api.estimate("llama-3.1-8b", "h200", 1, input_tokens=2048, output_tokens=256, concurrency=1,
-                        parallel={"tp": 1})
+    lone = api.estimate("llama-3.1-8b", "h200", 1, input_tokens=2048, output_tokens=256, concurrency=1, parallel={"tp": 1})
     assert lone.batch_prefill_s == pytest.approx(lone.ttft_s, rel=1e-12)
     assert lone.e2e_latency_s == pytest.approx(lone.ttft_s + 255 * lone.tpot_s, rel=1e-12)
 
@@ -194,8 +214,19 @@ def test_the_estimate_charges_a_batch_its_whole_prefill():
 
 def decode_row(**cells) -> dict[str, str]:
     row = dict.fromkeys(published.KNOWN_COLUMNS, "")
-    row.update({"id": "X1", "kind": "decode_tps", "model_ref": "llama-3.1-8b", "tool_hw": "h200", "gpus": "1",
-                "tp": "1", "measured": "1", "unit": "output tokens/s", "concurrency": "1"})
+    row.update(
+        {
+            "id": "X1",
+            "kind": "decode_tps",
+            "model_ref": "llama-3.1-8b",
+            "tool_hw": "h200",
+            "gpus": "1",
+            "tp": "1",
+            "measured": "1",
+            "unit": "output tokens/s",
+            "concurrency": "1",
+        }
+    )
     row.update(cells)
     return row
 
@@ -228,34 +259,46 @@ def test_a_prefill_of_the_whole_context_is_accepted():
 
 
 def test_the_layout_columns_override_the_parallelism_text():
-    row = decode_row(kind="tpot", unit="s", model_ref="llama-3.1-8b", gpus="8", tp="4", pp="2",
-                     parallelism="TP8", input_len="1024", output_len="128")
+    row = decode_row(
+        kind="tpot",
+        unit="s",
+        model_ref="llama-3.1-8b",
+        gpus="8",
+        tp="4",
+        pp="2",
+        parallelism="TP8",
+        input_len="1024",
+        output_len="128",
+    )
     p = predict(row)
     assert p.layout == "tp4 pp2"
-    est = api.estimate("llama-3.1-8b", "h200", 8, input_tokens=1024, output_tokens=128, concurrency=1,
-                       parallel={"tp": 4, "pp": 2})
+    est = api.estimate(
+        "llama-3.1-8b", "h200", 8, input_tokens=1024, output_tokens=128, concurrency=1, parallel={"tp": 4, "pp": 2}
+    )
     assert p.predicted == est.tpot_s
     assert predict({**row, "tp": "", "pp": ""}).layout == "tp8"
 
 
-@pytest.mark.parametrize("cells,needle", [
-    ({"tp": "4"}, "gpus: the layout's tp x dp_attention x pp x replicas is 4 chips, not the row's 8"),
-    ({"tp": "2", "dp_attention": "2", "ep": "3", "replicas": "2"}, "ep: ep 3 must divide tp x dp_attention (4)"),
-    ({"pp": "0"}, "pp: must be in [1, 65,536]"),
-    ({"replicas": "1.5"}, "replicas: must be a whole number"),
-    ({"chunk_tokens": "0"}, "chunk_tokens: must be in [1, 1,048,576]"),
-    ({"chunk_tokens": "2048.5"}, "chunk_tokens: must be a whole number"),
-    ({"chunked_prefill": "yes"}, "chunked_prefill: must be true or false"),
-    ({"mtp_tokens": "0.5"}, "mtp_tokens: must be in [1, 16]"),
-    ({"mtp_tokens": "fast"}, "malformed value in column mtp_tokens"),
-    ({"concurrency": "0"}, "concurrency: must be in [1, 100,000]"),
-    ({"concurrency": "2.5"}, "concurrency: must be a whole number"),
-    ({"kind": "ttft", "unit": "sec"}, "unit: a ttft row is in seconds: unit must be s or ms"),
-    ({"kind": "tpot", "unit": "tokens/s"}, "unit: a tpot row is in seconds"),
-    ({"kind": "e2e_latency", "unit": "s", "output_len": "128", "concurrency": "", "batch": ""},
-     "batch: needs a value"),
-    ({"kind": "ttfb"}, "unknown kind 'ttfb' (one of prefill_tps, decode_tps, e2e_tps, e2e_latency, ttft, tpot"),
-])
+@pytest.mark.parametrize(
+    "cells,needle",
+    [
+        ({"tp": "4"}, "gpus: the layout's tp x dp_attention x pp x replicas is 4 chips, not the row's 8"),
+        ({"tp": "2", "dp_attention": "2", "ep": "3", "replicas": "2"}, "ep: ep 3 must divide tp x dp_attention (4)"),
+        ({"pp": "0"}, "pp: must be in [1, 65,536]"),
+        ({"replicas": "1.5"}, "replicas: must be a whole number"),
+        ({"chunk_tokens": "0"}, "chunk_tokens: must be in [1, 1,048,576]"),
+        ({"chunk_tokens": "2048.5"}, "chunk_tokens: must be a whole number"),
+        ({"chunked_prefill": "yes"}, "chunked_prefill: must be true or false"),
+        ({"mtp_tokens": "0.5"}, "mtp_tokens: must be in [1, 16]"),
+        ({"mtp_tokens": "fast"}, "malformed value in column mtp_tokens"),
+        ({"concurrency": "0"}, "concurrency: must be in [1, 100,000]"),
+        ({"concurrency": "2.5"}, "concurrency: must be a whole number"),
+        ({"kind": "ttft", "unit": "sec"}, "unit: a ttft row is in seconds: unit must be s or ms"),
+        ({"kind": "tpot", "unit": "tokens/s"}, "unit: a tpot row is in seconds"),
+        ({"kind": "e2e_latency", "unit": "s", "output_len": "128", "concurrency": "", "batch": ""}, "batch: needs a value"),
+        ({"kind": "ttfb"}, "unknown kind 'ttfb' (one of prefill_tps, decode_tps, e2e_tps, e2e_latency, ttft, tpot"),
+    ],
+)
 def test_every_new_field_is_checked_in_one_line_naming_line_and_column(tmp_path, cells, needle):
     good = decode_row(gpus="8", tp="8", context="2048")
     bad = {**good, "tp": "8", **cells}
@@ -278,11 +321,21 @@ def test_a_misspelt_new_column_is_refused_with_a_hint(tmp_path):
 
 
 def test_chunk_mtp_and_chunked_prefill_reach_the_engine():
-    row = decode_row(kind="tpot", unit="s", gpus="8", tp="8", input_len="20000", output_len="512",
-                     chunk_tokens="4096", chunked_prefill="true", mtp_tokens="2.5")
+    row = decode_row(
+        kind="tpot",
+        unit="s",
+        gpus="8",
+        tp="8",
+        input_len="20000",
+        output_len="512",
+        chunk_tokens="4096",
+        chunked_prefill="true",
+        mtp_tokens="2.5",
+    )
     engine = {"prefill_tokens_per_pass": 4096, "chunked_prefill": True, "mtp_tokens_per_step": 2.5}
-    est = api.estimate("llama-3.1-8b", "h200", 8, input_tokens=20000, output_tokens=512, concurrency=1,
-                       parallel={"tp": 8}, engine=engine)
+    est = api.estimate(
+        "llama-3.1-8b", "h200", 8, input_tokens=20000, output_tokens=512, concurrency=1, parallel={"tp": 8}, engine=engine
+    )
     assert predict(row).predicted == est.tpot_s
     ttft = {**row, "kind": "ttft"}
     assert predict(ttft).predicted == est.ttft_s
@@ -290,20 +343,21 @@ def test_chunk_mtp_and_chunked_prefill_reach_the_engine():
     # without chunked prefill a pass must hold the whole prompt: a one-line error naming the field
     with pytest.raises(PlanInputError, match="without chunked prefill"):
         predict({**ttft, "chunked_prefill": "false"})
-    assert predict({**row, "kind": "user_tps", "unit": "tokens/s"}).predicted == pytest.approx(1 / est.tpot_s,
-                                                                                               rel=1e-12)
+    assert predict({**row, "kind": "user_tps", "unit": "tokens/s"}).predicted == pytest.approx(1 / est.tpot_s, rel=1e-12)
 
 
 def test_concurrency_wins_over_batch_and_a_burst_ttft_is_the_mean_first_token():
     base = decode_row(kind="ttft", unit="s", gpus="1", input_len="2048", output_len="1", concurrency="")
-    est = api.estimate("llama-3.1-8b", "h200", 1, input_tokens=2048, output_tokens=1, concurrency=16,
-                       parallel={"tp": 1})
+    est = api.estimate("llama-3.1-8b", "h200", 1, input_tokens=2048, output_tokens=1, concurrency=16, parallel={"tp": 1})
     burst = predict({**base, "concurrency": "16", "batch": "4"})
     assert burst.predicted == est.batch_ttft_s  # concurrency, not batch
     assert predict({**base, "batch": "16"}).predicted == est.batch_ttft_s  # an old CSV's batch
-    assert predict({**base, "batch": "2", "batch_scope": "per_gpu", "gpus": "8", "tp": "8"}).predicted \
-        == api.estimate("llama-3.1-8b", "h200", 8, input_tokens=2048, output_tokens=1, concurrency=16,
-                        parallel={"tp": 8}).batch_ttft_s
+    assert (
+        predict({**base, "batch": "2", "batch_scope": "per_gpu", "gpus": "8", "tp": "8"}).predicted
+        == api.estimate(
+            "llama-3.1-8b", "h200", 8, input_tokens=2048, output_tokens=1, concurrency=16, parallel={"tp": 8}
+        ).batch_ttft_s
+    )
     lone = predict(base)  # blank: one request
     assert lone.predicted == est.ttft_s < burst.predicted
 
@@ -314,10 +368,21 @@ def test_concurrency_wins_over_batch_and_a_burst_ttft_is_the_mean_first_token():
 # the per-chip efficiencies of GB200 and MI300X:
 # ``published.predict_all('tests/data/published_benchmarks.csv')``); the format's growth must not move them
 OLD_PREDICTIONS = {
-    "B01": 47261.48984109141, "B02": 46751.3487743677, "B03": 18263.61860941016, "B04": 12632.075104235797,
-    "B05": 21811.16630510597, "B06": 2993.469428474713, "B07": 1531.49457461959, "B08": 2999.84054703463,
-    "B09": 2282.602387131009, "B10": 455.73978788928105, "B11": 1711.1872258006485, "B12": 10602.854319771572,
-    "B13": 20915.833109170242, "B14": 13.475236356831147, "B15": 3.2541121543445,
+    "B01": 47261.48984109141,
+    "B02": 46751.3487743677,
+    "B03": 18263.61860941016,
+    "B04": 12632.075104235797,
+    "B05": 21811.16630510597,
+    "B06": 2993.469428474713,
+    "B07": 1531.49457461959,
+    "B08": 2999.84054703463,
+    "B09": 2282.602387131009,
+    "B10": 455.73978788928105,
+    "B11": 1711.1872258006485,
+    "B12": 10602.854319771572,
+    "B13": 20915.833109170242,
+    "B14": 13.475236356831147,
+    "B15": 3.2541121543445,
 }  # B14, B15 (8 x MI300X, TP8): its all-reduce figures now measured (tests/test_rocm_efficiencies.py)
 
 

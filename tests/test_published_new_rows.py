@@ -18,8 +18,19 @@ from prfaas_plan.profiles.registry import shipped_names
 DATA = Path(__file__).parent / "data"
 NEW_CSV = DATA / "published_benchmarks_new.csv"
 OLD_CSV = DATA / "published_benchmarks.csv"
-LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp_attention", "replicas", "chunk_tokens", "chunked_prefill", "mtp_tokens",
-                  "concurrency", "load", "max_batch")
+LAYOUT_COLUMNS = (
+    "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "replicas",
+    "chunk_tokens",
+    "chunked_prefill",
+    "mtp_tokens",
+    "concurrency",
+    "load",
+    "max_batch",
+)
 KINDS = {"prefill_tps", "decode_tps", "e2e_tps", "e2e_latency", "ttft", "tpot", "user_tps"}
 TIME_UNITS = {"ttft": {"s", "ms"}, "tpot": {"s", "ms"}, "e2e_latency": {"s"}}
 PENDING_HARDWARE: set[str] = set()  # every chip the rows name is shipped now
@@ -145,8 +156,9 @@ def test_offline_output_lengths_follow_the_mlperf_logs(rows):
     for r in rows:
         if "mlperf" not in r["source"].lower():
             continue
-        match = re.search(r"([\d.]+) tokens/s and ([\d.]+) samples/s", r["notes"]) or \
-            re.search(r"mean output_len ([\d.]+)/([\d.]+)", r["notes"])
+        match = re.search(r"([\d.]+) tokens/s and ([\d.]+) samples/s", r["notes"]) or re.search(
+            r"mean output_len ([\d.]+)/([\d.]+)", r["notes"]
+        )
         assert match, r["id"]
         tokens, samples = (float(g) for g in match.groups())
         assert float(r["output_len"]) == pytest.approx(tokens / samples, abs=0.06), r["id"]

@@ -38,10 +38,10 @@ _NAMED = re.compile(r"`(prfaas-plan\s[^`]+|python benchmarks/published\.py)`")
 
 @dataclass(frozen=True)
 class Example:
-    kind: str            # "block" or "table"
+    kind: str  # "block" or "table"
     command: str | None  # as the README names it, whitespace collapsed
-    text: str            # the shown output (a block without its "$" line) or the table
-    line: int            # 1-based line of the README where it starts
+    text: str  # the shown output (a block without its "$" line) or the table
+    line: int  # 1-based line of the README where it starts
     opted_out: str | None = None
 
 
@@ -55,7 +55,7 @@ def examples(readme: str) -> list[Example]:
         if line.startswith("```"):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
             if line.strip() == "```":
-                body = lines[i + 1:end]
+                body = lines[i + 1 : end]
                 command, opted = _context(lines, i)
                 if body and body[0].startswith("$ prfaas-plan "):
                     command, body = body[0][2:].strip(), body[1:]
@@ -108,7 +108,7 @@ def _rounds_to(shown: str, value: str) -> bool:
     """``value`` printed to ``shown``'s digits is ``shown`` (a table rounds: 23.4 for 23.41)."""
     s, v = float(shown.replace(",", "")), float(value.replace(",", ""))
     digits = len(shown.split(".")[1]) if "." in shown else 0
-    return abs(s - v) <= 0.5 * 10 ** -digits * (1 + 1e-9) + 1e-12
+    return abs(s - v) <= 0.5 * 10**-digits * (1 + 1e-9) + 1e-12
 
 
 def block_mismatches(shown: str, output: str) -> list[str]:
@@ -120,8 +120,7 @@ def block_mismatches(shown: str, output: str) -> list[str]:
             continue
         nums, words = _numbers(line), _words(line)
         for k in range(at, len(out)):
-            if (_subsequence(nums, _numbers(out[k]), str.__eq__)
-                    and _subsequence(words, _words(out[k]), str.__eq__)):
+            if _subsequence(nums, _numbers(out[k]), str.__eq__) and _subsequence(words, _words(out[k]), str.__eq__):
                 at = k + 1
                 break
         else:
@@ -143,8 +142,10 @@ def table_mismatches(table: str, output: str) -> list[str]:
     for cells in _table_rows(table):
         label = cells[0].strip("`*")
         wanted = [n for c in cells[1:] for n in _numbers(c)]
-        if not any(label in line and _subsequence(wanted, _numbers(line[line.index(label) + len(label):]), _rounds_to)
-                   for line in output.splitlines()):
+        if not any(
+            label in line and _subsequence(wanted, _numbers(line[line.index(label) + len(label) :]), _rounds_to)
+            for line in output.splitlines()
+        ):
             missing.append(" | ".join(cells))
     return missing
 
@@ -155,7 +156,7 @@ def _columns(output: str, header_has: str) -> list[dict[str, str]]:
     h = next(k for k, line in enumerate(lines) if header_has in line)
     names = re.split(r"\s{2,}", lines[h].strip())
     rows = []
-    for line in lines[h + 2:]:
+    for line in lines[h + 2 :]:
         if not line.strip():
             break
         rows.append(dict(zip(names, re.split(r"\s{2,}", line.strip()))))
@@ -214,13 +215,17 @@ def _simulate_rows(run_cli, ex: Example, tmp_path: Path) -> list[str]:
     for cells in _table_rows(ex.text):
         arrivals, policy = cells[0], cells[1]
         command = ex.command.replace("static|adaptive", policy).replace(
-            "[--arrivals onoff]", "--arrivals onoff" if arrivals == "onoff" else "")
+            "[--arrivals onoff]", "--arrivals onoff" if arrivals == "onoff" else ""
+        )
         code, out = _run(run_cli, [str(thin) if a == "thin.yaml" else a for a in _args(command)])
         assert code == 0, out
         paths = {r["path"]: r for r in _columns(out, "P90 s")}
-        have = {"max link backlog": re.search(r"max link backlog ([\d.]+) GB", out)[1],
-                "remote P90": paths["remote"]["P90 s"], "local P90": paths["local"]["P90 s"],
-                "overall P90 TTFT": paths["overall"]["P90 s"]}
+        have = {
+            "max link backlog": re.search(r"max link backlog ([\d.]+) GB", out)[1],
+            "remote P90": paths["remote"]["P90 s"],
+            "local P90": paths["local"]["P90 s"],
+            "overall P90 TTFT": paths["overall"]["P90 s"],
+        }
         for name, cell in zip(header[2:], cells[2:]):
             if not _rounds_to(_numbers(cell)[0], have[name]):
                 wrong.append(f"{arrivals} {policy} {name}: README {cell}, output {have[name]}")
@@ -262,11 +267,12 @@ def _published_summary(out: str) -> list[str]:
     for k, line in enumerate(lines):
         m = re.match(r"(\S+): (\d+) rows: median \|error\| (\S+), worst (\S+) \((\w+)\), geometric mean ratio (\S+)", line)
         if m:
-            g = re.search(r"engine generic: median \|error\| (\S+), worst (\S+) \(\w+\), geometric mean ratio (\S+)",
-                          lines[k + 1])
+            g = re.search(
+                r"engine generic: median \|error\| (\S+), worst (\S+) \(\w+\), geometric mean ratio (\S+)", lines[k + 1]
+            )
             summaries[m[2]] = (m[3], f"{m[4]} ({m[5]})", m[6], f"{g[1]}, {g[2]}, {g[3]}")
     readme = (REPO / "README.md").read_text()
-    table = readme[readme.index("| set | rows | median"):].split("\n\n", 1)[0].splitlines()[2:]
+    table = readme[readme.index("| set | rows | median") :].split("\n\n", 1)[0].splitlines()[2:]
     for row in table:
         cells = [c.strip().replace("**", "") for c in row.strip("|").split("|")]
         have = summaries.get(cells[1])
@@ -322,8 +328,11 @@ plan`):
 def test_the_checker_finds_each_example_and_its_command():
     found = examples(_SAMPLE)
     assert [(e.kind, e.command, e.opted_out) for e in found] == [
-        ("block", "prfaas-plan kv m --gpus 8", None), ("block", "prfaas-plan bench", "benchmark timings"),
-        ("block", None, None), ("table", "prfaas-plan plan", None)]
+        ("block", "prfaas-plan kv m --gpus 8", None),
+        ("block", "prfaas-plan bench", "benchmark timings"),
+        ("block", None, None),
+        ("table", "prfaas-plan plan", None),
+    ]
     assert found[1].text == "took 1.2 s"
 
 

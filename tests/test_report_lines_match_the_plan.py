@@ -86,7 +86,8 @@ def test_link_utilisation_names_one_meaning_each(case_plan):
     assert doc["baselines"]["naive_heterogeneous"]["link_utilisation_at_capacity"] > 0  # all KV crosses
     op = doc["operating"]
     assert op["link_utilisation_at_operating_rate"] == pytest.approx(
-        pd["link_utilisation_at_capacity"] * op["rate_rps"] / pd["lambda_max_rps"], rel=1e-4)
+        pd["link_utilisation_at_capacity"] * op["rate_rps"] / pd["lambda_max_rps"], rel=1e-4
+    )
     assert op["link_utilisation_at_operating_rate"] < pd["link_utilisation_at_capacity"]
     assert "link_utilisation" not in _keys(doc)
 
@@ -111,8 +112,7 @@ def test_compare_and_plan_call_the_same_figure_by_the_same_name(run_cli):
     plan = json.loads(res.out)
     assert option["lambda_max_rps"] == pytest.approx(plan["prfaas_pd"]["lambda_max_rps"], rel=1e-6)
     assert option["link_utilisation_at_capacity"] == pytest.approx(plan["prfaas_pd"]["link_utilisation_at_capacity"])
-    assert option["link_utilisation_at_operating_rate"] == pytest.approx(
-        plan["operating"]["link_utilisation_at_operating_rate"])
+    assert option["link_utilisation_at_operating_rate"] == pytest.approx(plan["operating"]["link_utilisation_at_operating_rate"])
     for key in ("link_utilisation_at_capacity", "link_utilisation_at_operating_rate"):
         assert float(row[key]) == pytest.approx(option[key])
     assert "link_utilisation" not in row and "link_utilisation" not in option
@@ -133,7 +133,7 @@ def test_simulation_series_have_one_name_in_json_and_csv():
     series = run.result.to_json_dict()["timeseries"]
     rows = list(csv.DictReader(io.StringIO(to_csv(timeseries_report(run)))))
     header = list(rows[0])
-    assert header[-len(series):] == list(series)
+    assert header[-len(series) :] == list(series)
     assert {"prfaas_queue_requests", "pdp_queue_requests", "decode_queue_requests"} <= set(series)
     assert not {"prfaas_queue", "pdp_queue", "decode_queue"} & (set(series) | set(header))
     assert [float(r["pdp_queue_requests"]) for r in rows] == series["pdp_queue_requests"]
@@ -158,11 +158,16 @@ def test_published_csv_without_optional_columns(tmp_path):
     does: each absent optional column is a blank cell (its documented default)."""
     from prfaas_plan import published
 
-    full = {p.id: p.predicted for p in published.predict_all(_published_subset(tmp_path, list(
-        csv.DictReader(io.StringIO((DATA / "published_benchmarks.csv").read_text())).fieldnames)))}
+    full = {
+        p.id: p.predicted
+        for p in published.predict_all(
+            _published_subset(
+                tmp_path, list(csv.DictReader(io.StringIO((DATA / "published_benchmarks.csv").read_text())).fieldnames)
+            )
+        )
+    }
     # B01 and B05 (prefill): blank requests, context, batch and batch_scope in the shipped CSV
-    needed = [*published.REQUIRED_COLUMNS, "unit_gpus", "engine", "parallelism", "input_len", "output_len",
-              "dtype_override"]
+    needed = [*published.REQUIRED_COLUMNS, "unit_gpus", "engine", "parallelism", "input_len", "output_len", "dtype_override"]
     assert not {"requests", "context", "batch", "batch_scope"} & set(needed)
     short = {p.id: p.predicted for p in published.predict_all(_published_subset(tmp_path, needed))}
     assert short == full and set(full) == {"B01", "B05"}
@@ -272,14 +277,15 @@ def test_slo_goodput_in_the_table_json_and_note(slo_plan, case_plan):
     assert doc["prfaas_pd"]["goodput_rps"] == pytest.approx(slo_plan.goodput_rps, rel=1e-6)
     for name, b in doc["baselines"].items():
         assert b["goodput_rps"] == pytest.approx(slo_plan.goodputs[name], rel=1e-6)
-        assert b["ratio_vs_homogeneous"] == pytest.approx(slo_plan.goodputs[name] / slo_plan.goodputs["homogeneous"],
-                                                          rel=1e-5)
+        assert b["ratio_vs_homogeneous"] == pytest.approx(slo_plan.goodputs[name] / slo_plan.goodputs["homogeneous"], rel=1e-5)
     view = plan_view(slo_plan)
     assert "goodput" in [c.header for c in view.columns]
     assert view.notes[0].startswith("vs homog: goodput under the SLO")
     rows = list(csv.DictReader(io.StringIO(to_csv(view))))
-    assert [float(r["goodput_rps"]) for r in rows] == [doc["prfaas_pd"]["goodput_rps"],
-                                                         *(b["goodput_rps"] for b in doc["baselines"].values())]
+    assert [float(r["goodput_rps"]) for r in rows] == [
+        doc["prfaas_pd"]["goodput_rps"],
+        *(b["goodput_rps"] for b in doc["baselines"].values()),
+    ]
     plain = plan_view(case_plan)  # no SLO: no goodput column, the ratio is of Λ_max
     assert "goodput" not in [c.header for c in plain.columns]
     assert plain.notes[0] == "vs homog: Λ_max over the homogeneous baseline's"
@@ -296,7 +302,7 @@ def _readme_plan_examples() -> list[tuple[list[str], str]]:
     from conftest import REPO
 
     text = (REPO / "README.md").read_text()
-    section = text[text.index("### `prfaas-plan plan "):text.index("### `prfaas-plan simulate")]
+    section = text[text.index("### `prfaas-plan plan ") : text.index("### `prfaas-plan simulate")]
     found = re.findall(r"\(`prfaas-plan (plan[^`]*)`\):\n\n(```\n.*?```|(?:\|[^\n]*\n)+)", section, re.S)
     return [(command.split()[1:], block) for command, block in found]
 
@@ -323,12 +329,12 @@ def test_readme_plan_examples_are_the_real_output(run_cli):
             missing = [line for line in shown if line not in out_lines]
             assert not missing, f"README block of plan {' '.join(args)} is not the output: {missing}"
             continue
-        latency = res.out[res.out.index("Latency (closed form)"):]
+        latency = res.out[res.out.index("Latency (closed form)") :]
         rows = {}
         for line in latency.splitlines():
             label = re.match(r"\s+(PrfaaS-PD|homogeneous|homog\. equal-\$|naive heterog\.)\s+\d", line)
             if label:
-                rows[label[1]] = _numbers(line[label.end(1):])
+                rows[label[1]] = _numbers(line[label.end(1) :])
         for line in block.splitlines()[2:]:
             label, *cells = [c.strip() for c in line.strip("|").split("|")]
             wanted, have = [n for c in cells for n in _numbers(c)], iter(rows[label])

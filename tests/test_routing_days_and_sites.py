@@ -62,8 +62,10 @@ def test_route_table_rows_are_the_best_threshold_by_brute_force():
     table = threshold_table(inputs)
     for row in table_doc.rows:
         link = row.usable_gbps * 1e9 / 8
-        best = max(float(bounds(table, k, pt.n_prfaas, pt.n_p, pt.n_d, inputs, link_bytes_per_s=link).lambda_max)
-                   for k in range(len(table)))
+        best = max(
+            float(bounds(table, k, pt.n_prfaas, pt.n_p, pt.n_d, inputs, link_bytes_per_s=link).lambda_max)
+            for k in range(len(table))
+        )
         assert row.lambda_max_rps == pytest.approx(best, rel=1e-9)
         k = int(np.searchsorted(table.thresholds_tokens, row.threshold_tokens))
         at = float(bounds(table, k, pt.n_prfaas, pt.n_p, pt.n_d, inputs, link_bytes_per_s=link).lambda_max)
@@ -90,8 +92,7 @@ def test_route_table_of_a_link_bound_plan_matches_the_plan(run_cli, tmp_path):
 
 
 def test_route_table_bad_input(run_cli):
-    for args, field in ((("--from", "5", "--to", "1"), "--from/--to"), (("--to", "-1"), "--to"),
-                        (("--points", "1"), "--points")):
+    for args, field in ((("--from", "5", "--to", "1"), "--from/--to"), (("--to", "-1"), "--to"), (("--points", "1"), "--points")):
         res = run_cli("route-table", *args)
         assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
 
@@ -152,8 +153,13 @@ def test_robust_worst_case_by_brute_force(tmp_path):
         for n_pd in range(4, 13):
             if n_f * 32 + n_pd * 16 > 350:
                 continue
-            worst = min(max(float(np.max(bounds(t, np.arange(len(t)), n_f, n_p, n_pd - n_p, c.inputs).lambda_max))
-                            for n_p in range(n_pd + 1)) for c, t in zip(cases, tables))
+            worst = min(
+                max(
+                    float(np.max(bounds(t, np.arange(len(t)), n_f, n_p, n_pd - n_p, c.inputs).lambda_max))
+                    for n_p in range(n_pd + 1)
+                )
+                for c, t in zip(cases, tables)
+            )
             best = max(best, worst)
     assert result.worst_lambda_rps == pytest.approx(best, rel=1e-9)
     assert result.usd_per_hour <= 350
@@ -172,13 +178,16 @@ def test_robust_min_cost_meets_every_target(tmp_path):
 
     _, cases = robust_inputs(*resolve_scenario_file(path))
     tables = [threshold_table(c.inputs) for c in cases]
-    cheapest = min(n_f * 32 + n_pd * 16 for n_f in range(9) for n_pd in range(4, 13)
-                   if n_f * 32 + n_pd * 16 <= 350 and all(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] >= c.target_rate_rps
-                                                          for c, t in zip(cases, tables)))
+    cheapest = min(
+        n_f * 32 + n_pd * 16
+        for n_f in range(9)
+        for n_pd in range(4, 13)
+        if n_f * 32 + n_pd * 16 <= 350
+        and all(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] >= c.target_rate_rps for c, t in zip(cases, tables))
+    )
     assert result.usd_per_hour == cheapest
     for case, c in zip(result.cases, cases):  # loss: the extra cost share over the case's own cheapest plan
-        own = plan(replace(c.inputs, objective=Objective("min_cost", c.target_rate_rps)),
-                   with_marginals=False).point.usd_per_hour
+        own = plan(replace(c.inputs, objective=Objective("min_cost", c.target_rate_rps)), with_marginals=False).point.usd_per_hour
         assert case.loss == pytest.approx(cheapest / own - 1, rel=1e-12)
 
 
@@ -193,14 +202,16 @@ def test_robust_report_and_csv(run_cli, tmp_path):
     assert "loss" in table and "worst case" in table
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"objective": "weighted", "cases": [{"name": "a", "weight": 0.5}, {"name": "b", "weight": 0.4}]},
-     "weights sum to 0.9"),
-    ({"cases": [{"name": "a"}, {"name": "a"}]}, "case names must differ"),
-    ({"cases": [{"name": "a", "target_rate_rps": -1}, {"name": "b"}]}, "robust.cases[0].target_rate_rps"),
-    ({"cases": [{"name": "a"}]}, "robust.cases"),
-    ({"objective": "min_cost"}, "target rate for every case"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"objective": "weighted", "cases": [{"name": "a", "weight": 0.5}, {"name": "b", "weight": 0.4}]}, "weights sum to 0.9"),
+        ({"cases": [{"name": "a"}, {"name": "a"}]}, "case names must differ"),
+        ({"cases": [{"name": "a", "target_rate_rps": -1}, {"name": "b"}]}, "robust.cases[0].target_rate_rps"),
+        ({"cases": [{"name": "a"}]}, "robust.cases"),
+        ({"objective": "min_cost"}, "target rate for every case"),
+    ],
+)
 def test_robust_bad_input_is_one_line(run_cli, tmp_path, change, field):
     res = run_cli("robust", _write(tmp_path, _robust_doc(**change)))
     assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
@@ -214,8 +225,10 @@ SHORT, LONG = 8192, 65536
 
 def cache_doc(gbps: float, pd_cache=None, prfaas_cache=None, regime="auto", prfaas_max: int = 8) -> dict:
     doc = case_study_doc()
-    doc["workload"]["input"] = {"type": "mixture", "components": [
-        {"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}]}
+    doc["workload"]["input"] = {
+        "type": "mixture",
+        "components": [{"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}],
+    }
     caches = {"regime": regime}
     if pd_cache:
         caches["pd"] = {"hit_fractions": list(pd_cache), "probs": [1] * len(pd_cache)}
@@ -235,7 +248,8 @@ def _table_by_hand(inputs, classes, t):
     S = lambda n: float(f.kv_bytes(np.array([float(n)]))[0]) if n > 0 else 0.0  # noqa: E731
     prfaas = sum(w * T(f, cf) for w, r, cf, cp, off, loc in classes if r > t)
     link = sum(w * S(off) for w, r, cf, cp, off, loc in classes if r > t) + sum(
-        w * S(loc) for w, r, cf, cp, off, loc in classes if r <= t)
+        w * S(loc) for w, r, cf, cp, off, loc in classes if r <= t
+    )
     local = sum(w * T(pd, cp) for w, r, cf, cp, off, loc in classes if r <= t)
     return prfaas, link, local
 
@@ -280,7 +294,8 @@ def test_plentiful_bandwidth_uses_the_best_cache_and_ships_cached_kv():
     table = threshold_table(inputs)
     for k, t in enumerate(table.thresholds_tokens):
         assert (table.prfaas_work_s[k], table.link_work_bytes[k], table.pd_work_s[k]) == pytest.approx(
-            _table_by_hand(inputs, classes, t), rel=1e-9)
+            _table_by_hand(inputs, classes, t), rel=1e-9
+        )
     result = plan(inputs, with_marginals=False)
     t = result.point.threshold_tokens
     S = lambda n: float(inputs.prfaas.curve.kv_bytes(np.array([float(n)]))[0])  # noqa: E731
@@ -288,8 +303,7 @@ def test_plentiful_bandwidth_uses_the_best_cache_and_ships_cached_kv():
     assert cached > 0
     assert result.cache["cache_egress_gbps"] == pytest.approx(result.point.lambda_max * cached * 8 / 1e9, rel=1e-9)
     offloaded = sum(w * S(off) for w, r, cf, cp, off, loc in classes if r > t)
-    assert result.point.stages.egress_gbps == pytest.approx(
-        result.point.lambda_max * (offloaded + cached) * 8 / 1e9, rel=1e-6)
+    assert result.point.stages.egress_gbps == pytest.approx(result.point.lambda_max * (offloaded + cached) * 8 / 1e9, rel=1e-6)
     assert result.point.lambda_max > result.cache["lambda_without_caches_rps"]
 
 
@@ -318,8 +332,13 @@ def test_route_table_switches_cache_regime_by_bandwidth():
         other = inputs.with_cache_regime(regime)
         t = threshold_table(other)
         for row in table.rows[::8]:
-            best = float(np.max(bounds(t, np.arange(len(t)), pt.n_prfaas, pt.n_p, pt.n_d, other,
-                                       link_bytes_per_s=row.usable_gbps * 1.25e8).lambda_max))
+            best = float(
+                np.max(
+                    bounds(
+                        t, np.arange(len(t)), pt.n_prfaas, pt.n_p, pt.n_d, other, link_bytes_per_s=row.usable_gbps * 1.25e8
+                    ).lambda_max
+                )
+            )
             assert row.lambda_max_rps >= best * (1 - 1e-9)
 
 
@@ -367,9 +386,13 @@ def test_schedule_is_the_brute_force_best_sequence(tmp_path):
 
     from prfaas_plan.planner.schedule import _grid
 
-    doc = _day_doc(windows=[{"name": "a", "hours": 2, "rate_rps": 3.0}, {"name": "b", "hours": 1, "rate_rps": 2.0,
-                                                                         "input_scale": 2.0},
-                            {"name": "c", "hours": 3, "rate_rps": 1.2, "input_scale": 1.5}])
+    doc = _day_doc(
+        windows=[
+            {"name": "a", "hours": 2, "rate_rps": 3.0},
+            {"name": "b", "hours": 1, "rate_rps": 2.0, "input_scale": 2.0},
+            {"name": "c", "hours": 3, "rate_rps": 1.2, "input_scale": 1.5},
+        ]
+    )
     (day, windows), _ = _day(tmp_path, doc)
     grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
     n = day.n_pd
@@ -414,11 +437,14 @@ def test_min_cost_day_serves_every_window_for_less(tmp_path):
     assert day.usd_per_hour <= s_cost
 
 
-@pytest.mark.parametrize("window, field", [
-    ({"hours": 8, "rate_rps": -1.0}, "day.windows[0].rate_rps"),
-    ({"hours": 0, "rate_rps": 1.0}, "day.windows[0].hours"),
-    ({"hours": 8, "rate_rps": 1.0, "input_scale": 0}, "day.windows[0].input_scale"),
-])
+@pytest.mark.parametrize(
+    "window, field",
+    [
+        ({"hours": 8, "rate_rps": -1.0}, "day.windows[0].rate_rps"),
+        ({"hours": 0, "rate_rps": 1.0}, "day.windows[0].hours"),
+        ({"hours": 8, "rate_rps": 1.0, "input_scale": 0}, "day.windows[0].input_scale"),
+    ],
+)
 def test_bad_day_profile_is_one_line(run_cli, tmp_path, window, field):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(_day_doc(windows=[window])))
@@ -438,17 +464,25 @@ def test_schedule_report_and_csv(run_cli):
 # --------------------------------------------------------------------------------------------
 # several sites
 
+
 def sites_doc(rates=(2.0, 2.0), links=(10.0, 100.0), pd_instances=4, prfaas_max=4) -> dict:
-    mixture = {"type": "mixture", "components": [{"weight": 1, "type": "fixed", "tokens": SHORT},
-                                                 {"weight": 1, "type": "fixed", "tokens": LONG}]}
+    mixture = {
+        "type": "mixture",
+        "components": [{"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}],
+    }
     return {
-        "name": "two-edges", "model": "prfaas-1t-hybrid",
-        "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8,
-                          "instances": {"min": 0, "max": prfaas_max}}],
-        "pd_sites": [{"name": name, "hardware": "h20", "gpus_per_instance": 8, "instances": pd_instances,
-                      "rate_rps": rate} for name, rate in zip(("east", "west"), rates)],
-        "links": [{"prfaas": "factory", "pd": name, "bandwidth_gbps": gbps, "rtt_ms": 20}
-                  for name, gbps in zip(("east", "west"), links)],
+        "name": "two-edges",
+        "model": "prfaas-1t-hybrid",
+        "prfaas_sites": [
+            {"name": "factory", "hardware": "h200", "gpus_per_instance": 8, "instances": {"min": 0, "max": prfaas_max}}
+        ],
+        "pd_sites": [
+            {"name": name, "hardware": "h20", "gpus_per_instance": 8, "instances": pd_instances, "rate_rps": rate}
+            for name, rate in zip(("east", "west"), rates)
+        ],
+        "links": [
+            {"prfaas": "factory", "pd": name, "bandwidth_gbps": gbps, "rtt_ms": 20} for name, gbps in zip(("east", "west"), links)
+        ],
         "workload": {"input": mixture, "output": {"type": "fixed", "tokens": 1024}},
         "decode": {"max_batch": 64, "tokens_per_s_per_instance": 800},
     }
@@ -478,13 +512,18 @@ def test_two_sites_fill_the_small_link_to_its_cap_and_match_brute_force(tmp_path
             for kw in range(len(tables["west"])):
                 te, tw = tables["east"], tables["west"]
                 prfaas = over(n_f, rates["east"] * te.prfaas_work_s[ke] + rates["west"] * tw.prfaas_work_s[kw])
-                links = min(over(10e9 / 8, rates["east"] * te.link_work_bytes[ke]),
-                            over(100e9 / 8, rates["west"] * tw.link_work_bytes[kw]))
+                links = min(
+                    over(10e9 / 8, rates["east"] * te.link_work_bytes[ke]),
+                    over(100e9 / 8, rates["west"] * tw.link_work_bytes[kw]),
+                )
                 for npe in range(5):
                     for npw in range(5):
-                        local = min(over(npe, rates["east"] * te.pd_work_s[ke]),
-                                    over(npw, rates["west"] * tw.pd_work_s[kw]),
-                                    r_d * (4 - npe) / rates["east"], r_d * (4 - npw) / rates["west"])
+                        local = min(
+                            over(npe, rates["east"] * te.pd_work_s[ke]),
+                            over(npw, rates["west"] * tw.pd_work_s[kw]),
+                            r_d * (4 - npe) / rates["east"],
+                            r_d * (4 - npw) / rates["west"],
+                        )
                         best = max(best, min(prfaas, links, local))
     assert result.scale == pytest.approx(best, rel=1e-6)
     assert not result.one_site
@@ -495,17 +534,25 @@ def test_two_sites_fill_the_small_link_to_its_cap_and_match_brute_force(tmp_path
 def test_one_site_scenario_gives_the_case_study_plan_exactly(tmp_path):
     """The case study written as one PD site and one PrfaaS site: today's plan, figure for figure."""
     case = case_study_doc()
-    doc = {"name": "one-site", "model": case["model"],
-           "prfaas_sites": [{"name": "factory", **case["prfaas"]}],
-           "pd_sites": [{"name": "local", **case["pd"], "rate_rps": 2.0}],
-           "links": [{"prfaas": "factory", "pd": "local", **case["link"]}],
-           "workload": case["workload"], "decode": case["decode"]}
+    doc = {
+        "name": "one-site",
+        "model": case["model"],
+        "prfaas_sites": [{"name": "factory", **case["prfaas"]}],
+        "pd_sites": [{"name": "local", **case["pd"], "rate_rps": 2.0}],
+        "links": [{"prfaas": "factory", "pd": "local", **case["link"]}],
+        "workload": case["workload"],
+        "decode": case["decode"],
+    }
     result, _ = _sites(tmp_path, doc)
     point = api.plan("paper-case-study", with_marginals=False).point
     site = result.pd[0]
     assert result.one_site
     assert (site.threshold_tokens, result.n_prfaas["factory"], site.n_p, site.n_d) == (
-        point.threshold_tokens, point.n_prfaas, point.n_p, point.n_d)
+        point.threshold_tokens,
+        point.n_prfaas,
+        point.n_p,
+        point.n_d,
+    )
     assert site.served_rps == point.lambda_max and result.scale == point.lambda_max / 2.0
     assert site.egress_gbps["factory"] == point.stages.egress_gbps
 
@@ -517,17 +564,19 @@ def test_sites_report_per_site_and_total(run_cli, tmp_path):
     assert res.code == 0, res.err
     rows = [r for r in csv.DictReader(io.StringIO(res.out)) if r["part"] in ("pd_site", "total")]
     assert [r["pd_site"] or r["part"] for r in rows] == ["east", "west", "total"]
-    assert float(rows[2]["served_rps"]) == pytest.approx(float(rows[0]["served_rps"]) + float(rows[1]["served_rps"]),
-                                                         rel=1e-5)
+    assert float(rows[2]["served_rps"]) == pytest.approx(float(rows[0]["served_rps"]) + float(rows[1]["served_rps"]), rel=1e-5)
     assert run_cli("validate", path).code == 0
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["links"][0].update(pd="north"), "links[0].pd: unknown PD site 'north'"),
-    (lambda d: d["links"][1].update(prfaas="plant"), "links[1].prfaas: unknown PrfaaS site 'plant'"),
-    (lambda d: d["pd_sites"][0].update(rate_rps=-1), "pd_sites[0].rate_rps"),
-    (lambda d: d["links"][0].update(bandwidth_gbps=-5), "links[0].bandwidth_gbps"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["links"][0].update(pd="north"), "links[0].pd: unknown PD site 'north'"),
+        (lambda d: d["links"][1].update(prfaas="plant"), "links[1].prfaas: unknown PrfaaS site 'plant'"),
+        (lambda d: d["pd_sites"][0].update(rate_rps=-1), "pd_sites[0].rate_rps"),
+        (lambda d: d["links"][0].update(bandwidth_gbps=-5), "links[0].bandwidth_gbps"),
+    ],
+)
 def test_bad_multi_site_input_is_one_line(run_cli, tmp_path, change, field):
     doc = sites_doc()
     change(doc)
@@ -630,8 +679,7 @@ def test_latency_model_and_simulator_carry_the_cached_kv():
     dep = Deployment("prfaas_pd", point.threshold_tokens, point.n_prfaas, point.n_p, point.n_d)
     decode = decode_model(inputs)
     closed = LatencyModel(inputs, dep, decode).at(rate)
-    assert closed.link_utilisation == pytest.approx(rate * table.link_work_bytes[k] / inputs.link.usable_bytes_per_s,
-                                                    rel=1e-9)
+    assert closed.link_utilisation == pytest.approx(rate * table.link_work_bytes[k] / inputs.link.usable_bytes_per_s, rel=1e-9)
     sim = simulate(inputs, dep, decode, SimConfig(rate_rps=rate, requests=3000))
     measured_gbps = sim.egress["mean_gbps"]
     assert measured_gbps == pytest.approx(closed.link_utilisation * inputs.link.usable_gbps, rel=0.1)
@@ -654,8 +702,12 @@ def test_robust_worst_case_counts_cases_against_their_targets(tmp_path):
     result = api.robust(path)
     _, cases = robust_inputs(*resolve_scenario_file(path))
     tables = [threshold_table(c.inputs) for c in cases]
-    best = max(min(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] / c.target_rate_rps for c, t in zip(cases, tables))
-               for n_f in range(9) for n_pd in range(4, 13) if n_f * 32 + n_pd * 16 <= 350)
+    best = max(
+        min(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] / c.target_rate_rps for c, t in zip(cases, tables))
+        for n_f in range(9)
+        for n_pd in range(4, 13)
+        if n_f * 32 + n_pd * 16 <= 350
+    )
     assert min(c.lambda_max_rps / c.target_rate_rps for c in result.cases) == pytest.approx(best, rel=1e-9)
 
 
@@ -672,8 +724,10 @@ def test_baselines_without_prfaas_use_the_pd_cache_only():
     best = max(float(bounds(table, len(table) - 1, 0, n_p, total - n_p, local).lambda_max) for n_p in range(total + 1))
     assert homog.lambda_max == pytest.approx(best, rel=1e-12)
     plentiful_table = threshold_table(inputs)
-    flattering = max(float(bounds(plentiful_table, len(plentiful_table) - 1, 0, n_p, total - n_p, inputs).lambda_max)
-                     for n_p in range(total + 1))
+    flattering = max(
+        float(bounds(plentiful_table, len(plentiful_table) - 1, 0, n_p, total - n_p, inputs).lambda_max)
+        for n_p in range(total + 1)
+    )
     assert homog.lambda_max < flattering  # the PrfaaS cache would flatter it
 
 

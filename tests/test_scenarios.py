@@ -43,28 +43,37 @@ def test_thin_link_offloads_less(tmp_path, run_cli, scenario):
     assert "link" in thin["prfaas_pd"]["tight"]
 
 
-@pytest.mark.parametrize("changes,needles", [
-    ({"pd__instances": 0}, ["pd.instances", "zero decode capacity"]),
-    ({"decode__tokens_per_s_per_instance": 0}, ["decode.tokens_per_s_per_instance", "must be in [0.001,"]),
-    ({"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": 0, "min_tokens": 128, "max_tokens": 131072}},
-     ["workload.input.sigma", "must be in (0, 10]"]),
-    ({"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": -1, "min_tokens": 128, "max_tokens": 131072}},
-     ["workload.input.sigma"]),
-    ({"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": 1, "min_tokens": 4096, "max_tokens": 4096}},
-     ["workload.input", "min"]),
-    ({"link__usable_fraction": 0}, ["link.usable_fraction", "must be in (0, 1]"]),
-    ({"link__usable_fraction": 1.5}, ["link.usable_fraction", "must be in (0, 1], got 1.5"]),
-    ({"link__bandwidth_gbps": -1}, ["link.bandwidth_gbps"]),
-    ({"budgets": {"gpus": {"h20": 32}}}, ["budgets.gpus.h20", "need 64 h20 chips, more than the budget of 32"]),
-    ({"budgets": {"usd_per_hour": 10}}, ["budgets.usd_per_hour", "more than the budget of $10.00/hour"]),
-    ({"objective": {"type": "min_cost", "target_rate_rps": 1000}}, ["objective.target_rate_rps", "1000"]),
-    ({"objective": {"type": "min_cost"}}, ["objective", "target_rate_rps"]),
-    ({"prfaas__instances": {"min": 5, "max": 2}}, ["prfaas.instances", "above max"]),
-    ({"prfaas__hardware": "h999"}, ["unknown hardware 'h999'"]),
-    ({"model": "nope"}, ["unknown model 'nope'"]),
-    ({"link": None}, ["link", "required"]),
-    ({"workload__input": {"type": "zipf"}}, ["workload.input", "zipf"]),
-])
+@pytest.mark.parametrize(
+    "changes,needles",
+    [
+        ({"pd__instances": 0}, ["pd.instances", "zero decode capacity"]),
+        ({"decode__tokens_per_s_per_instance": 0}, ["decode.tokens_per_s_per_instance", "must be in [0.001,"]),
+        (
+            {"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": 0, "min_tokens": 128, "max_tokens": 131072}},
+            ["workload.input.sigma", "must be in (0, 10]"],
+        ),
+        (
+            {"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": -1, "min_tokens": 128, "max_tokens": 131072}},
+            ["workload.input.sigma"],
+        ),
+        (
+            {"workload__input": {"type": "lognormal", "mu": 9.9, "sigma": 1, "min_tokens": 4096, "max_tokens": 4096}},
+            ["workload.input", "min"],
+        ),
+        ({"link__usable_fraction": 0}, ["link.usable_fraction", "must be in (0, 1]"]),
+        ({"link__usable_fraction": 1.5}, ["link.usable_fraction", "must be in (0, 1], got 1.5"]),
+        ({"link__bandwidth_gbps": -1}, ["link.bandwidth_gbps"]),
+        ({"budgets": {"gpus": {"h20": 32}}}, ["budgets.gpus.h20", "need 64 h20 chips, more than the budget of 32"]),
+        ({"budgets": {"usd_per_hour": 10}}, ["budgets.usd_per_hour", "more than the budget of $10.00/hour"]),
+        ({"objective": {"type": "min_cost", "target_rate_rps": 1000}}, ["objective.target_rate_rps", "1000"]),
+        ({"objective": {"type": "min_cost"}}, ["objective", "target_rate_rps"]),
+        ({"prfaas__instances": {"min": 5, "max": 2}}, ["prfaas.instances", "above max"]),
+        ({"prfaas__hardware": "h999"}, ["unknown hardware 'h999'"]),
+        ({"model": "nope"}, ["unknown model 'nope'"]),
+        ({"link": None}, ["link", "required"]),
+        ({"workload__input": {"type": "zipf"}}, ["workload.input", "zipf"]),
+    ],
+)
 def test_bad_scenarios(tmp_path, run_cli, changes, needles, scenario):
     path = scenario(tmp_path, **changes)
     out = tmp_path / "plan.json"
@@ -74,12 +83,15 @@ def test_bad_scenarios(tmp_path, run_cli, changes, needles, scenario):
     assert out.read_text() == "keep me\n"
 
 
-@pytest.mark.parametrize("content,needles", [
-    ("", ["empty"]),
-    ("length\n", ["empty"]),
-    ("1000\n2000\nabc\n", ["line 3", "abc"]),
-    ("1000\n-5\n", ["line 2"]),
-])
+@pytest.mark.parametrize(
+    "content,needles",
+    [
+        ("", ["empty"]),
+        ("length\n", ["empty"]),
+        ("1000\n2000\nabc\n", ["line 3", "abc"]),
+        ("1000\n-5\n", ["line 2"]),
+    ],
+)
 def test_bad_traces(tmp_path, run_cli, content, needles, scenario):
     trace = tmp_path / "trace.txt"
     trace.write_text(content)
@@ -95,8 +107,9 @@ def test_trace_workload_plans(tmp_path, run_cli, scenario):
     draws = np.exp(rng.normal(9.9, 1.0, 40_000))
     lengths = draws[(draws >= 128) & (draws <= 131072)][:20_000].astype(int)  # truncation, as the scenario
     (tmp_path / "trace.txt").write_text("\n".join(map(str, lengths)) + "\n")
-    res = run_cli("plan", scenario(tmp_path, workload__input={"type": "trace", "path": "trace.txt"}), "--mode", "paper",
-                  "-f", "json")
+    res = run_cli(
+        "plan", scenario(tmp_path, workload__input={"type": "trace", "path": "trace.txt"}), "--mode", "paper", "-f", "json"
+    )
     assert res.code == 0, res.err
     doc = json.loads(res.out)["prfaas_pd"]
     # a sampled trace of the same distribution lands near the analytic plan

@@ -32,10 +32,13 @@ CONTEXT = 200  # I + O // 2 of the run below: 150 + 100 // 2
 
 
 def toy_instance(budget: int = 64) -> Instance:
-    hw = hardware(peak_tflops={"bf16": 0.01}, memory_bandwidth_tb_per_s=0.001,
-                  decode_step_overhead_s=DECODE_OVERHEAD_S, prefill_overhead_s=REQUEST_OVERHEAD_S)
-    hw = hw.model_copy(update={"efficiency": hw.efficiency.model_copy(
-        update={"prefill_pass_overhead_s": PASS_OVERHEAD_S})})
+    hw = hardware(
+        peak_tflops={"bf16": 0.01},
+        memory_bandwidth_tb_per_s=0.001,
+        decode_step_overhead_s=DECODE_OVERHEAD_S,
+        prefill_overhead_s=REQUEST_OVERHEAD_S,
+    )
+    hw = hw.model_copy(update={"efficiency": hw.efficiency.model_copy(update={"prefill_pass_overhead_s": PASS_OVERHEAD_S})})
     return Instance(hw, 1, Layout(), Engine(prefill_tokens_per_pass=budget, chunked_prefill=True))
 
 
@@ -62,8 +65,12 @@ def test_the_mixed_step_is_counted_by_hand():
     """Decodes alone, a chunk alone and the two in one step, each as ``hand_step_s``; a step of
     decodes alone is ``decode.step_cost``'s."""
     inst = toy_instance()
-    for decodes, chunk, prefix, prompts in ((3.0, 61.0, 0.0, 1.0), (3.0, 28.0, 122.0, 1.0), (0.0, 64.0, 64.0, 1.0),
-                                            (5.0, 20.0, 0.0, 2.5)):
+    for decodes, chunk, prefix, prompts in (
+        (3.0, 61.0, 0.0, 1.0),
+        (3.0, 28.0, 122.0, 1.0),
+        (0.0, 64.0, 64.0, 1.0),
+        (5.0, 20.0, 0.0, 2.5),
+    ):
         got, _ = mixed_step_cost(model(GQA, DENSE), inst, Layout(), decodes, CONTEXT, [chunk], [prefix], prompts)
         assert float(got[0]) == pytest.approx(hand_step_s(decodes, chunk, prefix, prompts), rel=REL)
     alone = float(step_cost(model(GQA, DENSE), inst, Layout(), [3.0], CONTEXT)[0][0])
@@ -122,15 +129,19 @@ def test_memory_caps_the_decodes_and_the_rest_wait():
     assert got.ttft_s == pytest.approx((2 * 100 / 2 - 3) * got.step_s + own + REQUEST_OVERHEAD_S, rel=REL)
 
 
-@pytest.mark.parametrize("model_ref, hw, gpus, parallel, engine", [
-    ("llama-3.1-8b", "h100", 1, {"tp": 1}, "vllm"),
-    ("llama-3.3-70b", "h200", 8, {"tp": 8}, "sglang"),
-])
+@pytest.mark.parametrize(
+    "model_ref, hw, gpus, parallel, engine",
+    [
+        ("llama-3.1-8b", "h100", 1, {"tp": 1}, "vllm"),
+        ("llama-3.3-70b", "h200", 8, {"tp": 8}, "sglang"),
+    ],
+)
 def test_one_request_in_flight_is_the_idle_instance(model_ref, hw, gpus, parallel, engine):
     """C = 1: no other request decodes beside the newcomer's prompt and none brings prompts into its
     decode steps, so TPOT at load is today's TPOT at batch 1 and TTFT at load the idle TTFT."""
-    est = api.estimate(model_ref, hw, gpus, input_tokens=20000, output_tokens=2000, concurrency=1, parallel=parallel,
-                       engine=engine)
+    est = api.estimate(
+        model_ref, hw, gpus, input_tokens=20000, output_tokens=2000, concurrency=1, parallel=parallel, engine=engine
+    )
     assert est.load.mixed_fraction == 0.0
     assert est.tpot_at_load_s == est.tpot_s
     assert est.ttft_at_load_s == pytest.approx(est.ttft_s, rel=1e-9)
@@ -139,8 +150,9 @@ def test_one_request_in_flight_is_the_idle_instance(model_ref, hw, gpus, paralle
 def test_without_prompts_to_mix_in_the_load_is_the_decode_step_at_its_concurrency():
     """O so long that a prompt comes once in 10^4 steps: TPOT at load tends to today's TPOT at C
     (the decodes d = c w / (w + n) -> c, the mixed share -> 0), and it is never below it."""
-    est = api.estimate("llama-3.1-8b", "h100", 1, input_tokens=1024, output_tokens=30_000, concurrency=4,
-                       parallel={"tp": 1}, engine="vllm")
+    est = api.estimate(
+        "llama-3.1-8b", "h100", 1, input_tokens=1024, output_tokens=30_000, concurrency=4, parallel={"tp": 1}, engine="vllm"
+    )
     assert est.load.mixed_fraction < 1e-3
     assert est.tpot_at_load_s == pytest.approx(est.tpot_s, rel=1e-3)
     assert est.tpot_at_load_s >= est.tpot_s * (1 - 1e-9)
@@ -149,8 +161,9 @@ def test_without_prompts_to_mix_in_the_load_is_the_decode_step_at_its_concurrenc
 def test_a_static_batch_is_not_a_load():
     """8 prompts started together wait for each other's prefill (batch TTFT), where a newcomer under
     load runs its chunks beside the decodes; the e2e latency stays the static batch's."""
-    est = api.estimate("llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8,
-                       parallel={"tp": 1}, engine="vllm")
+    est = api.estimate(
+        "llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8, parallel={"tp": 1}, engine="vllm"
+    )
     assert est.ttft_at_load_s < est.batch_ttft_s
     assert est.ttft_at_load_s > est.ttft_s  # the decodes beside its chunks cost something
     assert est.e2e_latency_s == pytest.approx(est.batch_prefill_s + 1999 * est.tpot_s, rel=1e-12)
@@ -160,18 +173,31 @@ def test_a_static_batch_is_not_a_load():
 
 # --- the published format's load column ------------------------------------------------------------------------
 
+
 def row(**cells) -> dict[str, str]:
     base = {c: "" for c in published.KNOWN_COLUMNS}
-    base.update(id="X1", kind="ttft", model_ref="llama-3.1-8b", tool_hw="h100", gpus="1", tp="1",
-                engine="vLLM (vllm bench serve)", input_len="20000", output_len="2000", concurrency="8",
-                measured="1", unit="ms")
+    base.update(
+        id="X1",
+        kind="ttft",
+        model_ref="llama-3.1-8b",
+        tool_hw="h100",
+        gpus="1",
+        tp="1",
+        engine="vLLM (vllm bench serve)",
+        input_len="20000",
+        output_len="2000",
+        concurrency="8",
+        measured="1",
+        unit="ms",
+    )
     base.update(cells)
     return base
 
 
 def test_the_load_column_chooses_the_figure():
-    est = api.estimate("llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8,
-                       parallel={"tp": 1}, engine="vllm")
+    est = api.estimate(
+        "llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8, parallel={"tp": 1}, engine="vllm"
+    )
     predict = lambda **c: published.predict_row(row(**c), DATA).predicted  # noqa: E731
     assert predict(requests="150") == pytest.approx(est.ttft_at_load_s * 1e3, rel=1e-12)  # blank + requests: closed
     assert predict() == pytest.approx(est.batch_ttft_s * 1e3, rel=1e-12)  # blank, no requests: static
@@ -179,15 +205,17 @@ def test_the_load_column_chooses_the_figure():
     assert predict(load="open") == pytest.approx(est.ttft_at_load_s * 1e3, rel=1e-12)
     assert predict(kind="tpot", load="closed") == pytest.approx(est.tpot_at_load_s * 1e3, rel=1e-12)
     assert predict(kind="tpot") == pytest.approx(est.tpot_s * 1e3, rel=1e-12)
-    assert predict(kind="user_tps", unit="tokens/s", load="closed") == pytest.approx(1 / est.tpot_at_load_s,
-                                                                                      rel=1e-12)
+    assert predict(kind="user_tps", unit="tokens/s", load="closed") == pytest.approx(1 / est.tpot_at_load_s, rel=1e-12)
 
 
-@pytest.mark.parametrize("cells, needle", [
-    ({"load": "poisson"}, "load: unknown load 'poisson' (one of static, closed, open)"),
-    ({"kind": "e2e_latency", "unit": "s", "load": "closed"}, "load: an e2e_latency row is not timed under a load"),
-    ({"kind": "e2e_tps", "unit": "tokens/s", "load": "open"}, "load: an e2e_tps row is not timed under a load"),
-])
+@pytest.mark.parametrize(
+    "cells, needle",
+    [
+        ({"load": "poisson"}, "load: unknown load 'poisson' (one of static, closed, open)"),
+        ({"kind": "e2e_latency", "unit": "s", "load": "closed"}, "load: an e2e_latency row is not timed under a load"),
+        ({"kind": "e2e_tps", "unit": "tokens/s", "load": "open"}, "load: an e2e_tps row is not timed under a load"),
+    ],
+)
 def test_a_bad_load_is_one_line_naming_line_and_column(tmp_path, cells, needle):
     path = tmp_path / "mine.csv"
     with open(path, "w", newline="") as f:
@@ -207,16 +235,26 @@ def test_the_static_rows_keep_their_figures():
     for key in ("K01", "K02", "K03", "K04", "K05"):
         assert published.read_fields(rows[key]).load == "static", key
     k03 = published.predict_row(rows["K03"], DATA)
-    est = api.estimate("llama-2-70b", "h100", 4, input_tokens=2048, output_tokens=1, concurrency=1,
-                       parallel={"tp": 4}, precision={"weights": "fp8", "kv": "fp8"}, engine="trtllm")
+    est = api.estimate(
+        "llama-2-70b",
+        "h100",
+        4,
+        input_tokens=2048,
+        output_tokens=1,
+        concurrency=1,
+        parallel={"tp": 4},
+        precision={"weights": "fp8", "kv": "fp8"},
+        engine="trtllm",
+    )
     assert k03.predicted == pytest.approx(est.ttft_s * 1e3, rel=1e-12)
 
 
 def test_the_estimate_report_carries_the_load_figures_with_their_range():
     from prfaas_plan.views.estimate import estimate_view
 
-    est = api.estimate("llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8,
-                       parallel={"tp": 1}, engine="vllm")
+    est = api.estimate(
+        "llama-3.1-8b", "h100", 1, input_tokens=20000, output_tokens=2000, concurrency=8, parallel={"tp": 1}, engine="vllm"
+    )
     out = estimate_view(est).rows[0]
     assert out["ttft_at_load_s"] == round(est.ttft_at_load_s, 6)
     assert out["tpot_at_load_ms"] == round(est.tpot_at_load_s * 1e3, 4)
@@ -250,7 +288,9 @@ def test_a_closed_load_ttft_row_beyond_memory_is_predicted(tmp_path):
     from prfaas_plan import published
 
     path = tmp_path / "mine.csv"
-    path.write_text("id,kind,model_ref,tool_hw,gpus,input_len,output_len,concurrency,requests,load,measured,unit\n"
-                    "M1,ttft,llama-3.1-8b,h100,1,8192,1024,500,2000,closed,1.0,s\n")
+    path.write_text(
+        "id,kind,model_ref,tool_hw,gpus,input_len,output_len,concurrency,requests,load,measured,unit\n"
+        "M1,ttft,llama-3.1-8b,h100,1,8192,1024,500,2000,closed,1.0,s\n"
+    )
     (p,) = published.predict_all(str(path))
     assert p.predicted > 0 and "do not fit" in p.note

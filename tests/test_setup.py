@@ -42,19 +42,28 @@ def test_every_package_is_installed():
 
 def test_shipped_profiles_found_from_any_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-m", "prfaas_plan", "kv", "qwen3-8b", "--hardware", "h100", "-f", "csv"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "prfaas_plan", "kv", "qwen3-8b", "--hardware", "h100", "-f", "csv"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.splitlines()[0].startswith("model,hardware,gpus_per_instance,layout,length_tokens,kv_bytes")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(bool(os.environ.get("PRFAAS_PLAN_SKIP_VENV_TEST") or os.environ.get("PRFAAS_PLAN_IN_VENV_TEST")),
-                    reason="skipped on request, or already inside the fresh-venv test")
+@pytest.mark.skipif(
+    bool(os.environ.get("PRFAAS_PLAN_SKIP_VENV_TEST") or os.environ.get("PRFAAS_PLAN_IN_VENV_TEST")),
+    reason="skipped on request, or already inside the fresh-venv test",
+)
 def test_fresh_venv_follows_readme(tmp_path):
     """Copy the tracked tree, make a fresh venv, and run the README's two commands there."""
     src = tmp_path / "src"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
-                           text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
     for name in files:
         if (REPO / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)

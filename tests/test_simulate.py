@@ -55,8 +55,9 @@ def drop_runs(case, lam):
     tight = inputs.with_link_gbps(15)
     runs = {}
     for policy in ("static", "adaptive"):
-        config = SimConfig(rate_rps=0.8 * lam, requests=3000, seed=3, policy=policy,
-                           drop_at_s=300.0, drop_for_s=400.0, drop_to_fraction=0.5)
+        config = SimConfig(
+            rate_rps=0.8 * lam, requests=3000, seed=3, policy=policy, drop_at_s=300.0, drop_for_s=400.0, drop_to_fraction=0.5
+        )
         runs[policy] = simulate(tight, PLAN, dec, config)
     return runs
 
@@ -67,6 +68,7 @@ def _window(result, start_s, end_s):
 
 
 # --- capacity ---------------------------------------------------------------------------------
+
 
 def test_below_capacity_throughput_matches_offered_and_queues_stay_bounded(below, lam):
     assert below.completed == 6000
@@ -102,6 +104,7 @@ def test_egress_matches_the_planned_offload(case, below):
 
 # --- reproducibility --------------------------------------------------------------------------
 
+
 def test_same_seed_same_result_different_seed_different(case):
     inputs, dec = case
     config = SimConfig(rate_rps=2.5, requests=1500, seed=7, policy="adaptive")
@@ -116,10 +119,10 @@ def test_same_seed_same_result_different_seed_different(case):
 
 # --- routing extremes -------------------------------------------------------------------------
 
+
 def test_all_local_sends_nothing_over_the_link(case):
     inputs, dec = case
-    result = simulate(inputs, Deployment("homogeneous", math.inf, 0, 9, 3), dec,
-                      SimConfig(rate_rps=1.5, requests=2000, seed=2))
+    result = simulate(inputs, Deployment("homogeneous", math.inf, 0, 9, 3), dec, SimConfig(rate_rps=1.5, requests=2000, seed=2))
     assert result.remote_requests == 0
     assert result.ttft["remote"] == {"count": 0, "mean_s": None, "p50_s": None, "p90_s": None, "p99_s": None}
     assert result.tpot["remote"]["count"] == 0 and result.tpot["remote"]["mean_ms"] is None
@@ -137,6 +140,7 @@ def test_all_remote_keeps_nothing_local(case):
 
 
 # --- the link ---------------------------------------------------------------------------------
+
 
 def _transfers(capacity_bytes_per_s, jobs):
     """Run KvLink alone: jobs = [(start_s, size_bytes, prefill_s)]; returns completion times and bytes sent."""
@@ -173,8 +177,7 @@ def test_link_pipelining_and_fair_sharing():
 def test_link_conserves_bytes_and_never_exceeds_capacity(drop_runs):
     for result in drop_runs.values():
         per_request = result.per_request
-        assert result.egress["sent_bytes"] == pytest.approx(per_request["kv_bytes"][per_request["remote"]].sum(),
-                                                            rel=1e-9)
+        assert result.egress["sent_bytes"] == pytest.approx(per_request["kv_bytes"][per_request["remote"]].sum(), rel=1e-9)
         series = result.timeseries
         assert np.all(series["egress_gbps"] <= series["link_capacity_gbps"] * (1 + 1e-9))
         assert np.all(series["link_backlog_bytes"] >= 0)
@@ -231,23 +234,21 @@ def test_bandwidth_trace_sets_the_capacity(case):
 
 # --- arrivals ---------------------------------------------------------------------------------
 
+
 def test_bursty_arrivals_raise_mean_ttft(case, below, lam):
     inputs, dec = case
-    bursty = simulate(inputs, PLAN, dec, SimConfig(rate_rps=0.8 * lam, requests=6000, seed=1,
-                                                   arrivals="gamma", cv=3.0))
+    bursty = simulate(inputs, PLAN, dec, SimConfig(rate_rps=0.8 * lam, requests=6000, seed=1, arrivals="gamma", cv=3.0))
     assert bursty.offered_rps == pytest.approx(0.8 * lam, rel=0.1)
     assert bursty.ttft["overall"]["mean_s"] > 1.5 * below.ttft["overall"]["mean_s"]
     # common random numbers: the same requests, only their timing differs
     np.testing.assert_array_equal(bursty.per_request["input_tokens"], below.per_request["input_tokens"])
 
 
-@pytest.mark.parametrize("arrivals, cv_range", [("poisson", (0.95, 1.05)), ("gamma", (2.8, 3.2)),
-                                                ("onoff", (1.5, 20.0))])
+@pytest.mark.parametrize("arrivals, cv_range", [("poisson", (0.95, 1.05)), ("gamma", (2.8, 3.2)), ("onoff", (1.5, 20.0))])
 def test_arrival_processes_keep_the_mean_rate(arrivals, cv_range):
     from prfaas_plan.simulate.arrivals import arrival_times_s
 
-    config = SimConfig(rate_rps=2.0, requests=200_000, arrivals=arrivals, cv=3.0, on_s=20.0, off_s=40.0,
-                       burst_factor=2.5)
+    config = SimConfig(rate_rps=2.0, requests=200_000, arrivals=arrivals, cv=3.0, on_s=20.0, off_s=40.0, burst_factor=2.5)
     times_s = arrival_times_s(config, np.random.default_rng(11))
     gaps_s = np.diff(times_s)
     assert times_s.size == 200_000 and np.all(gaps_s >= 0)
@@ -256,6 +257,7 @@ def test_arrival_processes_keep_the_mean_rate(arrivals, cv_range):
 
 
 # --- output and progress ----------------------------------------------------------------------
+
 
 def test_json_and_rows(below):
     payload = below.to_json_dict()
@@ -294,20 +296,24 @@ def test_importing_the_package_loads_neither_numpy_nor_simpy():
 
 # --- bad input --------------------------------------------------------------------------------
 
+
 def test_read_bandwidth_trace_good_file():
     assert read_bandwidth_trace(str(DATA / "bandwidth_trace.csv")) == ((0.0, 100.0), (200.0, 10.0), (400.0, 100.0))
 
 
-@pytest.mark.parametrize("text, line, words", [
-    ("time_s,gbps\n0,100\n10,abc\n", "line 3", "not a number"),
-    ("time_s,gbps\n0,100\n10,-5\n", "line 3", "gbps must be in [0"),
-    ("time_s,gbps\n0,100\n10,50\n10,20\n", "line 4", "must increase"),
-    ("time_s,gbps\n", None, "no rows"),
-    ("", None, "no rows"),
-    ("t,bw\n0,1\n", "line 1", "header"),
-    ("time_s,gbps\n0,1,2\n", "line 2", "2 values"),
-    ("time_s,gbps\n0,nan\n", "line 2", "gbps must be a number"),
-])
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("time_s,gbps\n0,100\n10,abc\n", "line 3", "not a number"),
+        ("time_s,gbps\n0,100\n10,-5\n", "line 3", "gbps must be in [0"),
+        ("time_s,gbps\n0,100\n10,50\n10,20\n", "line 4", "must increase"),
+        ("time_s,gbps\n", None, "no rows"),
+        ("", None, "no rows"),
+        ("t,bw\n0,1\n", "line 1", "header"),
+        ("time_s,gbps\n0,1,2\n", "line 2", "2 values"),
+        ("time_s,gbps\n0,nan\n", "line 2", "gbps must be a number"),
+    ],
+)
 def test_read_bandwidth_trace_bad_files(tmp_path, text, line, words):
     path = tmp_path / "trace.csv"
     path.write_text(text)
@@ -323,39 +329,45 @@ def test_read_bandwidth_trace_missing_file(tmp_path):
     assert info.value.source == str(tmp_path / "absent.csv")
 
 
-@pytest.mark.parametrize("overrides, field", [
-    ({"rate_rps": 0.0}, "--rate"),
-    ({"rate_rps": -1.0}, "--rate"),
-    ({"rate_rps": math.nan}, "--rate"),
-    ({"requests": 0}, "--requests"),
-    ({"requests": 2.5}, "--requests"),
-    ({"cv": 0.0}, "--cv"),
-    ({"arrivals": "uniform"}, "--arrivals"),
-    ({"policy": "greedy"}, "--policy"),
-    ({"arrivals": "onoff", "burst_factor": 3.0}, "--burst-factor"),
-    ({"bandwidth_trace": ()}, "--bandwidth-trace"),
-    ({"bandwidth_trace": ((0.0, 10.0), (0.0, 5.0))}, "--bandwidth-trace[1]"),
-    ({"bandwidth_trace": ((0.0, -1.0),)}, "--bandwidth-trace[0]"),
-    ({"drop_to_fraction": 1.5}, "--drop-to"),
-    ({"drop_at_s": -1.0}, "--drop-at"),
-    ({"sample_interval_s": 0.0}, "--sample-interval"),
-    ({"warmup_fraction": 1.0}, "--warmup"),
-    ({"adaptive_util_low": 0.95}, "--adaptive-util-low"),
-    ({"seed": -1}, "--seed"),
-])
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"rate_rps": 0.0}, "--rate"),
+        ({"rate_rps": -1.0}, "--rate"),
+        ({"rate_rps": math.nan}, "--rate"),
+        ({"requests": 0}, "--requests"),
+        ({"requests": 2.5}, "--requests"),
+        ({"cv": 0.0}, "--cv"),
+        ({"arrivals": "uniform"}, "--arrivals"),
+        ({"policy": "greedy"}, "--policy"),
+        ({"arrivals": "onoff", "burst_factor": 3.0}, "--burst-factor"),
+        ({"bandwidth_trace": ()}, "--bandwidth-trace"),
+        ({"bandwidth_trace": ((0.0, 10.0), (0.0, 5.0))}, "--bandwidth-trace[1]"),
+        ({"bandwidth_trace": ((0.0, -1.0),)}, "--bandwidth-trace[0]"),
+        ({"drop_to_fraction": 1.5}, "--drop-to"),
+        ({"drop_at_s": -1.0}, "--drop-at"),
+        ({"sample_interval_s": 0.0}, "--sample-interval"),
+        ({"warmup_fraction": 1.0}, "--warmup"),
+        ({"adaptive_util_low": 0.95}, "--adaptive-util-low"),
+        ({"seed": -1}, "--seed"),
+    ],
+)
 def test_bad_config_values(overrides, field):
     with pytest.raises(PlanInputError) as info:
         SimConfig(**{"rate_rps": 1.0, "requests": 10, **overrides})
     assert info.value.field == field and "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("deployment, config, field", [
-    (Deployment("no-prfaas", 19349.0, 0, 3, 5), {}, "n_prfaas"),
-    (Deployment("no-pdp", 19349.0, 4, 0, 5), {}, "n_p"),
-    (Deployment("naive", 0.0, 4, 0, 8), {"policy": "adaptive"}, "n_p"),
-    (Deployment("no-decode", 19349.0, 4, 3, 0), {}, "n_d"),
-    (PLAN, {"bandwidth_trace": ((0.0, 100.0), (50.0, 0.0))}, "--bandwidth-trace"),
-])
+@pytest.mark.parametrize(
+    "deployment, config, field",
+    [
+        (Deployment("no-prfaas", 19349.0, 0, 3, 5), {}, "n_prfaas"),
+        (Deployment("no-pdp", 19349.0, 4, 0, 5), {}, "n_p"),
+        (Deployment("naive", 0.0, 4, 0, 8), {"policy": "adaptive"}, "n_p"),
+        (Deployment("no-decode", 19349.0, 4, 3, 0), {}, "n_d"),
+        (PLAN, {"bandwidth_trace": ((0.0, 100.0), (50.0, 0.0))}, "--bandwidth-trace"),
+    ],
+)
 def test_deployments_that_strand_requests_are_rejected(case, deployment, config, field):
     inputs, dec = case
     with pytest.raises(PlanInputError) as info:

@@ -61,22 +61,33 @@ def test_simulate_outputs(tmp_path, run_cli):
     assert "homogeneous" in table and "remote" in table
 
 
-@pytest.mark.parametrize("args,needles", [
-    (["--rate", "0"], ["--rate", "must be in (0"]),
-    (["--rate", "-2"], ["--rate"]),
-    (["--load", "1.0"], ["--requests", "without bound"]),
-    (["--load", "1.3"], ["--requests"]),
-    (["--arrivals", "gamma", "--cv", "0"], ["--cv"]),
-    (["--arrivals", "gamma", "--cv", "-1"], ["--cv"]),
-    (["--rate", "1", "--load", "0.5"], ["not both"]),
-    (["--deployment", "magic"], ["--deployment", "'magic' is not one of"]),
-    (["--plot", "ts.bmp"], ["--plot", "unsupported"]),
-])
+@pytest.mark.parametrize(
+    "args,needles",
+    [
+        (["--rate", "0"], ["--rate", "must be in (0"]),
+        (["--rate", "-2"], ["--rate"]),
+        (["--load", "1.0"], ["--requests", "without bound"]),
+        (["--load", "1.3"], ["--requests"]),
+        (["--arrivals", "gamma", "--cv", "0"], ["--cv"]),
+        (["--arrivals", "gamma", "--cv", "-1"], ["--cv"]),
+        (["--rate", "1", "--load", "0.5"], ["not both"]),
+        (["--deployment", "magic"], ["--deployment", "'magic' is not one of"]),
+        (["--plot", "ts.bmp"], ["--plot", "unsupported"]),
+    ],
+)
 def test_bad_simulation_input(tmp_path, run_cli, args, needles):
     out = tmp_path / "sim.json"
     out.write_text("keep\n")
-    res = run_cli("simulate", *args, "-n" if "--load" not in args else "--seed", "500" if "--load" not in args else "0",
-                  "-f", "json", "-o", out)
+    res = run_cli(
+        "simulate",
+        *args,
+        "-n" if "--load" not in args else "--seed",
+        "500" if "--load" not in args else "0",
+        "-f",
+        "json",
+        "-o",
+        out,
+    )
     assert res.code == 2, (res.out, res.err)
     assert "Traceback" not in res.err and len(res.err.strip().splitlines()) == 1
     for needle in needles:
@@ -84,12 +95,15 @@ def test_bad_simulation_input(tmp_path, run_cli, args, needles):
     assert out.read_text() == "keep\n"
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("time_s,gbps\n0,100\n10,abc\n", "line 3"),
-    ("time_s,gbps\n0,100\n5,-1\n", "line 3"),
-    ("time_s,gbps\n10,100\n5,50\n", "line 3"),
-    ("", "no rows"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("time_s,gbps\n0,100\n10,abc\n", "line 3"),
+        ("time_s,gbps\n0,100\n5,-1\n", "line 3"),
+        ("time_s,gbps\n10,100\n5,50\n", "line 3"),
+        ("", "no rows"),
+    ],
+)
 def test_bad_bandwidth_trace(tmp_path, run_cli, content, needle):
     trace = tmp_path / "bw.csv"
     trace.write_text(content)

@@ -47,8 +47,11 @@ def _phase_split_without_decode_pool(tmp_path, pd_max: int = 16, budget: bool = 
 
 @functools.cache
 def _bases(tmp: Path) -> dict:
-    out = {"case": load_inputs("paper-case-study"), "lpu": load_inputs(str(PHASE_SPLIT)),
-           "no_decode": load_inputs(str(_phase_split_without_decode_pool(tmp)))}
+    out = {
+        "case": load_inputs("paper-case-study"),
+        "lpu": load_inputs(str(PHASE_SPLIT)),
+        "no_decode": load_inputs(str(_phase_split_without_decode_pool(tmp))),
+    }
     return {name: (inputs, threshold_table(inputs)) for name, inputs in out.items()}
 
 
@@ -155,8 +158,14 @@ def scenarios(draw):
     if base == "lpu":
         p_lo, p_span = draw(st.integers(0, 2)), draw(st.integers(15, 30))
         d_lo, d_span = draw(st.integers(0, 2)), draw(st.integers(15, 30))
-        changes = dict(prfaas_min=f_lo, prfaas_max=f_lo + f_span, pd_min=p_lo, pd_max=p_lo + p_span,
-                       decode_min=d_lo, decode_max=d_lo + d_span)
+        changes = dict(
+            prfaas_min=f_lo,
+            prfaas_max=f_lo + f_span,
+            pd_min=p_lo,
+            pd_max=p_lo + p_span,
+            decode_min=d_lo,
+            decode_max=d_lo + d_span,
+        )
         count = (f_span + 1) * (p_span + 1) * (d_span + 1)
     else:
         p_lo, p_span = draw(st.integers(0, 3)), draw(st.integers(30, 60))
@@ -180,8 +189,11 @@ def _budgeted(inputs, budget: str, share: float):
         return inputs if full is None else inputs.with_limits(usd_per_hour=share * full)
     if budget == "gpu":
         hw = inputs.pd.hardware_name
-        chips = sum(pool.gpus_per_instance * n for pool, n in zip((inputs.prfaas, inputs.pd, inputs.decode_pool), top)
-                    if pool.hardware_name == hw)
+        chips = sum(
+            pool.gpus_per_instance * n
+            for pool, n in zip((inputs.prfaas, inputs.pd, inputs.decode_pool), top)
+            if pool.hardware_name == hw
+        )
         return inputs.with_limits(gpu_budget={hw: max(1, int(share * chips))})
     return inputs
 

@@ -71,16 +71,20 @@ def test_plot_rejects_unknown_format(tmp_path, run_cli):
 
 def test_matplotlib_not_imported_by_plan(tmp_path):
     heavy = "('matplotlib','simpy','scipy.optimize','scipy.interpolate')"
-    code = f"import sys; from prfaas_plan.cli import main; sys.argv=['p','plan','-o','{tmp_path / 'plan.txt'}']\n" \
-           f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
+    code = (
+        f"import sys; from prfaas_plan.cli import main; sys.argv=['p','plan','-o','{tmp_path / 'plan.txt'}']\n"
+        f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
 
 def test_help_imports_nothing_heavy():
     heavy = "('numpy','scipy','pulp','pydantic','matplotlib')"
-    code = "import sys; from prfaas_plan.cli import main; sys.argv=['p','--help']\n" \
-           f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
+    code = (
+        "import sys; from prfaas_plan.cli import main; sys.argv=['p','--help']\n"
+        f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
@@ -92,10 +96,10 @@ def test_readme_links_the_benchmark_results():
 @pytest.mark.slow
 def test_benchmark_script_runs(tmp_path):
     """The script runs end to end (small traces, one repeat) and writes a row per benchmark."""
-    env = dict(os.environ, BENCH_REPEATS="1", BENCH_SCALE="100", BENCH_RESULTS=str(tmp_path / "r.md"),
-               PYTHONPATH=str(REPO))
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "run.py")], env=env, cwd=REPO, check=False,
-                   capture_output=True, timeout=300)
+    env = dict(os.environ, BENCH_REPEATS="1", BENCH_SCALE="100", BENCH_RESULTS=str(tmp_path / "r.md"), PYTHONPATH=str(REPO))
+    subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "run.py")], env=env, cwd=REPO, check=False, capture_output=True, timeout=300
+    )
     text = (tmp_path / "r.md").read_text()
     assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 8
 

@@ -39,8 +39,9 @@ XS = [-0.4, -0.3, -0.2, -0.1, 0.0, 0.1, 0.2, 0.3, 0.5]
 
 def nine(engine="sglang", group="prefill") -> list[tuple]:
     """The nine x's as rows: the odd ones a rate (ratio e^-x), the even ones a time (ratio e^x)."""
-    return [(f"R{i}", group, "rate" if i % 2 else "time", engine, math.exp(-x) if i % 2 else math.exp(x))
-            for i, x in enumerate(XS)]
+    return [
+        (f"R{i}", group, "rate" if i % 2 else "time", engine, math.exp(-x) if i % 2 else math.exp(x)) for i, x in enumerate(XS)
+    ]
 
 
 def test_order_statistic_interval_by_hand():
@@ -132,9 +133,11 @@ def _band_by_hand(group: str) -> tuple[float, float]:
     """The generic engine's band of a group from the shipped CSV, recounted: the group's rows if
     at least 9, else every row; [x_(k), x_(n+1-k)], k = floor((n + 1) / 10), widened to hold 0."""
     rows = list(csv.DictReader(SHIPPED.open()))
+
     def x(r):
         ratio = float(r["ratio_predicted_over_measured"])
         return -math.log(ratio) if r["orientation"] == "rate" else math.log(ratio)
+
     chosen = [x(r) for r in rows if r["group"] == group]
     if len(chosen) < 9:
         chosen = [x(r) for r in rows]
@@ -148,17 +151,31 @@ def test_estimate_json_carries_a_range_for_every_figure(run_cli):
     assert out.code == 0, out.err
     doc = json.loads(out.out)
     (row,) = doc["rows"]
-    figures = [("ttft", "_s"), ("tpot", "_ms"), ("prefill", "_tokens_per_s"), ("prefill", "_tokens_per_s_per_gpu"),
-               ("decode", "_tokens_per_s"), ("decode", "_tokens_per_s_per_gpu"), ("per_user", "_tokens_per_s"),
-               ("e2e_output", "_tokens_per_s"), ("e2e_output", "_tokens_per_s_per_gpu"),
-               ("e2e_steady_output", "_tokens_per_s"), ("e2e_latency", "_s")]
+    figures = [
+        ("ttft", "_s"),
+        ("tpot", "_ms"),
+        ("prefill", "_tokens_per_s"),
+        ("prefill", "_tokens_per_s_per_gpu"),
+        ("decode", "_tokens_per_s"),
+        ("decode", "_tokens_per_s_per_gpu"),
+        ("per_user", "_tokens_per_s"),
+        ("e2e_output", "_tokens_per_s"),
+        ("e2e_output", "_tokens_per_s_per_gpu"),
+        ("e2e_steady_output", "_tokens_per_s"),
+        ("e2e_latency", "_s"),
+    ]
     for name, unit in figures:
         assert row[f"{name}_low{unit}"] <= row[name + unit] <= row[f"{name}_high{unit}"], name + unit
         assert row[f"{name}_low{unit}"] < row[f"{name}_high{unit}"], name + unit
-    groups = {("ttft", "_s"): ("prefill", "time"), ("prefill", "_tokens_per_s"): ("prefill", "rate"),
-              ("tpot", "_ms"): ("decode", "time"), ("decode", "_tokens_per_s"): ("decode", "rate"),
-              ("per_user", "_tokens_per_s"): ("decode", "rate"), ("e2e_output", "_tokens_per_s"): ("e2e", "rate"),
-              ("e2e_latency", "_s"): ("e2e", "time")}
+    groups = {
+        ("ttft", "_s"): ("prefill", "time"),
+        ("prefill", "_tokens_per_s"): ("prefill", "rate"),
+        ("tpot", "_ms"): ("decode", "time"),
+        ("decode", "_tokens_per_s"): ("decode", "rate"),
+        ("per_user", "_tokens_per_s"): ("decode", "rate"),
+        ("e2e_output", "_tokens_per_s"): ("e2e", "rate"),
+        ("e2e_latency", "_s"): ("e2e", "time"),
+    }
     for (name, unit), (group, orientation) in groups.items():
         low, high = _band_by_hand(group)
         value = row[name + unit]
@@ -182,8 +199,7 @@ def _check_plan_range(doc: dict, inputs) -> None:
     link = inputs.link.usable_bytes_per_s / t.link_work_bytes[idx]
     for end in ("low", "high"):
         f_f, f_p, f_d = (bands[k][f"{end}_factor"] for k in ("prfaas_prefill", "pd_prefill", "decode"))
-        lam = min(f_f * pt["n_prfaas"] / t.prfaas_work_s[idx], link, f_p * pt["n_p"] / t.pd_work_s[idx],
-                  f_d * pt["n_d"] * r_d)
+        lam = min(f_f * pt["n_prfaas"] / t.prfaas_work_s[idx], link, f_p * pt["n_p"] / t.pd_work_s[idx], f_d * pt["n_d"] * r_d)
         assert pt[f"lambda_max_{end}_rps"] == pytest.approx(lam, rel=1e-5)
         assert unc[end]["lambda_max_rps"] == pytest.approx(lam, rel=1e-5)
         rate = doc["operating"]["rate_rps"] * lam / pt["lambda_max_rps"]  # operating_load x Lambda_max
@@ -235,8 +251,12 @@ def test_target_counts_at_the_low_end(run_cli, case_study_file, tmp_path):
     from prfaas_plan.planner.chips import load_inputs
     from prfaas_plan.planner.throughput import threshold_table
 
-    path = case_study_file(tmp_path, objective={"type": "min_cost", "target_rate_rps": 2.0},
-                           prfaas__instances={"min": 0, "max": 8}, pd__instances={"min": 1, "max": 16})
+    path = case_study_file(
+        tmp_path,
+        objective={"type": "min_cost", "target_rate_rps": 2.0},
+        prfaas__instances={"min": 0, "max": 8},
+        pd__instances={"min": 1, "max": 16},
+    )
     out = run_cli("plan", str(path), "-f", "json")
     assert out.code == 0, out.err
     doc = json.loads(out.out)
@@ -248,18 +268,23 @@ def test_target_counts_at_the_low_end(run_cli, case_study_file, tmp_path):
     f = {k: doc["uncertainty"]["bands"][k]["low_factor"] for k in ("prfaas_prefill", "pd_prefill", "decode")}
     r_d = inputs.decode.tokens_per_s_per_instance / inputs.output_mean_tokens
     with np.errstate(divide="ignore"):
-        lam = np.minimum.reduce([np.where(t.prfaas_work_s > 0, f["prfaas_prefill"] * counts[0] / t.prfaas_work_s, np.inf),
-                                 np.where(t.link_work_bytes > 0, inputs.link.usable_bytes_per_s / t.link_work_bytes, np.inf),
-                                 np.where(t.pd_work_s > 0, f["pd_prefill"] * counts[1] / t.pd_work_s, np.inf),
-                                 np.full(len(t), f["decode"] * counts[2] * r_d)])
+        lam = np.minimum.reduce(
+            [
+                np.where(t.prfaas_work_s > 0, f["prfaas_prefill"] * counts[0] / t.prfaas_work_s, np.inf),
+                np.where(t.link_work_bytes > 0, inputs.link.usable_bytes_per_s / t.link_work_bytes, np.inf),
+                np.where(t.pd_work_s > 0, f["pd_prefill"] * counts[1] / t.pd_work_s, np.inf),
+                np.full(len(t), f["decode"] * counts[2] * r_d),
+            ]
+        )
     assert lam.max() >= 2.0 * (1 - 1e-9)
     pt = doc["prfaas_pd"]
     assert sum(counts) >= pt["n_prfaas"] + pt["n_p"] + pt["n_d"]
 
 
 def _option(label_hw: str, lam: float, low: float, high: float, key: tuple) -> OptionResult:
-    return OptionResult(CompareOption(prfaas=label_hw), lambda_max_rps=lam, lambda_low_rps=low, lambda_high_rps=high,
-                        error_key=key)
+    return OptionResult(
+        CompareOption(prfaas=label_hw), lambda_max_rps=lam, lambda_low_rps=low, lambda_high_rps=high, error_key=key
+    )
 
 
 def test_compare_flags_options_the_band_cannot_tell_apart():
@@ -284,6 +309,7 @@ def test_compare_json_ranges_and_flags(run_cli):
     for r in rows:
         assert r["capacity_low_rps"] <= r["capacity_rps"] <= r["capacity_high_rps"]
         assert r["usd_per_mtok_output_low"] <= r["usd_per_mtok_output"] <= r["usd_per_mtok_output_high"]
+
     def zero_width(r):
         return r["capacity_low_rps"] == r["capacity_high_rps"]
 
@@ -298,11 +324,13 @@ def test_compare_json_ranges_and_flags(run_cli):
 def test_options_of_other_models_do_not_share_the_model_error(run_cli):
     """Two models on the same chips and engine are not timed by a common error (residuals on one chip
     and engine range widely across models): compare does not call their difference certain."""
-    out = run_cli("compare", "--prfaas", "b200", "--pd", "h100", "--model", "prfaas-1t-hybrid,kimi-linear-48b",
-                  "--jobs", "1", "-f", "json")
+    out = run_cli(
+        "compare", "--prfaas", "b200", "--pd", "h100", "--model", "prfaas-1t-hybrid,kimi-linear-48b", "--jobs", "1", "-f", "json"
+    )
     assert out.code == 0, out.err
     rows = [r for r in json.loads(out.out)["options"] if r["status"] == "ok"]
     assert len(rows) == 2 and not rows[1]["shares_error_with_best"]
-    apart = rows[1]["capacity_high_rps"] < rows[0]["capacity_low_rps"] or \
-        rows[0]["capacity_high_rps"] < rows[1]["capacity_low_rps"]
+    apart = (
+        rows[1]["capacity_high_rps"] < rows[0]["capacity_low_rps"] or rows[0]["capacity_high_rps"] < rows[1]["capacity_low_rps"]
+    )
     assert rows[1]["distinguishable_from_best"] is apart

@@ -21,8 +21,19 @@ from prfaas_plan.units import (
 )
 
 
-@pytest.mark.parametrize("text,tokens", [("32K", 32768), ("32k", 32768), ("32768", 32768), ("128K", 131072),
-                                         ("19.4K", 19866), ("1M", 1048576), (" 8K ", 8192), ("1", 1)])
+@pytest.mark.parametrize(
+    "text,tokens",
+    [
+        ("32K", 32768),
+        ("32k", 32768),
+        ("32768", 32768),
+        ("128K", 131072),
+        ("19.4K", 19866),
+        ("1M", 1048576),
+        (" 8K ", 8192),
+        ("1", 1),
+    ],
+)
 def test_parse_tokens(text, tokens):
     assert parse_tokens(text) == tokens
 

@@ -71,7 +71,8 @@ def test_billed_power_without_tdp_marks_every_dollar_figure_a_lower_bound(tmp_pa
     h200 = resolve_hardware("h200").price_usd_per_gpu_hour
     link = 50 * 100 / HOURS_PER_MONTH
     assert row["usd_per_hour"] == pytest.approx(
-        row["n_prfaas"] * 8 * per_chip + (row["n_p"] + row["n_d"]) * 8 * h200 + link, abs=0.006)
+        row["n_prfaas"] * 8 * per_chip + (row["n_p"] + row["n_d"]) * 8 * h200 + link, abs=0.006
+    )
     baselines = doc["baselines"]
     assert baselines["homogeneous"]["usd_per_hour_is_lower_bound"] is False  # H200 only
 
@@ -124,8 +125,7 @@ def test_compare_says_no_price_for_unpriced_power_and_marks_lower_bounds(tmp_pat
     assert rows["h200"]["status"] == "ok" and rows["h200"]["usd_per_hour_is_lower_bound"] is False
 
     free = _bought_rubin(tmp_path, budget=False)
-    rows = {r["prfaas_hardware"]: r for r in csv.DictReader(io.StringIO(run_cli("compare", free, *args,
-                                                                                  "-f", "csv").out))}
+    rows = {r["prfaas_hardware"]: r for r in csv.DictReader(io.StringIO(run_cli("compare", free, *args, "-f", "csv").out))}
     assert rows["rubin-cpx"]["status"] == "ok" and rows["rubin-cpx"]["usd_per_hour_is_lower_bound"].lower() == "true"
     assert rows["h200"]["usd_per_hour_is_lower_bound"].lower() == "false"
     table = run_cli("compare", free, *args).out
@@ -136,6 +136,7 @@ def test_compare_says_no_price_for_unpriced_power_and_marks_lower_bounds(tmp_pat
 
 
 # the paper's figures beside the paper's plan only
+
 
 def _mu_with_mean(sigma: float, mean_tokens: float, min_tokens: float, max_tokens: float) -> float:
     """The mu of a truncated lognormal of ``sigma`` whose mean is ``mean_tokens`` (bisection)."""
@@ -151,8 +152,7 @@ def _mu_with_mean(sigma: float, mean_tokens: float, min_tokens: float, max_token
     return (lo + hi) / 2
 
 
-def test_an_slo_a_budget_an_objective_or_another_shape_is_not_the_case_study(case_inputs, tmp_path,
-                                                                             case_study_file):
+def test_an_slo_a_budget_an_objective_or_another_shape_is_not_the_case_study(case_inputs, tmp_path, case_study_file):
     """A copy with a TTFT SLO, with a budget, with min_cost, or with the input lognormal of
     another sigma and the same mean is not the paper's case study (the plain copy still is)."""
     from prfaas_plan.planner.chips import load_inputs
@@ -161,8 +161,7 @@ def test_an_slo_a_budget_an_objective_or_another_shape_is_not_the_case_study(cas
     assert is_case_study(load_inputs(str(case_study_file(tmp_path, name="copy"))))
     assert not is_case_study(load_inputs(str(case_study_file(tmp_path, slo={"ttft_p90_s": 4.0}))))
     assert not is_case_study(load_inputs(str(case_study_file(tmp_path, budgets={"usd_per_hour": 10000}))))
-    assert not is_case_study(load_inputs(str(case_study_file(
-        tmp_path, objective={"type": "min_cost", "target_rate_rps": 2.0}))))
+    assert not is_case_study(load_inputs(str(case_study_file(tmp_path, objective={"type": "min_cost", "target_rate_rps": 2.0}))))
     spec = {"type": "lognormal", "sigma": 0.8, "min_tokens": 128, "max_tokens": 131072}
     mean = case_inputs.workload.full_input_dist.mean_tokens()
     spec["mu"] = _mu_with_mean(0.8, mean, 128, 131072)

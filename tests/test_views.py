@@ -43,81 +43,208 @@ class Col:
     labels: dict | None = None
 
 
-DEPLOYMENT_LABELS = {"prfaas_pd": "PrfaaS-PD", "homogeneous": "homogeneous", "homogeneous_equal_cost": "homog. equal-$",
-                     "naive_heterogeneous": "naive heterog.", "operating": "PrfaaS-PD @ op."}
+DEPLOYMENT_LABELS = {
+    "prfaas_pd": "PrfaaS-PD",
+    "homogeneous": "homogeneous",
+    "homogeneous_equal_cost": "homog. equal-$",
+    "naive_heterogeneous": "naive heterog.",
+    "operating": "PrfaaS-PD @ op.",
+}
 BOUND_LABELS = {"prfaas_compute": "PrfaaS", "link": "link", "pd_prefill": "PD-P", "pd_decode": "PD-D"}
 STABILITY_LABELS = {True: "stable", False: "growing", None: "unknown (too few samples)"}
 
 PLAN_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
-    "N_prfaas": "n_prfaas", "N_p": "n_p", "N_d": "n_d",
-    "Θ_prfaas": "theta_prfaas_rps", "Θ_pdp": "theta_pdp_rps", "Θ_pdd": "theta_pdd_rps",
+    "N_prfaas": "n_prfaas",
+    "N_p": "n_p",
+    "N_d": "n_d",
+    "Θ_prfaas": "theta_prfaas_rps",
+    "Θ_pdp": "theta_pdp_rps",
+    "Θ_pdd": "theta_pdd_rps",
     "Λ_max": "lambda_max_rps",
     "bound by": Col("binding", labels=BOUND_LABELS),
     "$/h": "usd_per_hour",
     "vs homog": "ratio_vs_homogeneous",
 }
 # The CSV of a plan: every deployment row with the operating-point fields, in this order.
-IDENTITY_CSV = ["scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
-                "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps"]
-OPERATING_CSV = ["operating_rate_rps", "ttft_p90_s", "link_utilisation_at_operating_rate", "usd_per_hour_operating",
-                 "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
-                 "link_usd_per_hour"]
+IDENTITY_CSV = [
+    "scenario",
+    "model",
+    "prfaas_hardware",
+    "prfaas_gpus_per_instance",
+    "pd_hardware",
+    "pd_gpus_per_instance",
+    "pd_decode_hardware",
+    "pd_decode_gpus_per_instance",
+    "link_gbps",
+]
+OPERATING_CSV = [
+    "operating_rate_rps",
+    "ttft_p90_s",
+    "link_utilisation_at_operating_rate",
+    "usd_per_hour_operating",
+    "usd_per_mtok_output",
+    "usd_per_mtok_blended",
+    "power_kw",
+    "joules_per_output_token",
+    "link_usd_per_hour",
+]
 # which curve and rate sized each pool (the JSON's "sources"), the same on every deployment row
-SOURCES_CSV = ["basis", "prfaas_prefill_source", "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source",
-               "pd_prefill_capacity", "pd_layout", "decode_source", "decode_layout"]
-PLAN_CSV = [*IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
-            "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
-            "link_utilisation_at_capacity", "usd_per_hour", "usd_per_hour_is_lower_bound",
-            "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCES_CSV]
+SOURCES_CSV = [
+    "basis",
+    "prfaas_prefill_source",
+    "prfaas_prefill_capacity",
+    "prfaas_layout",
+    "pd_prefill_source",
+    "pd_prefill_capacity",
+    "pd_layout",
+    "decode_source",
+    "decode_layout",
+]
+PLAN_CSV = [
+    *IDENTITY_CSV,
+    "deployment",
+    "threshold_tokens",
+    "p",
+    "n_prfaas",
+    "n_p",
+    "n_d",
+    "theta_prfaas_rps",
+    "theta_pdp_rps",
+    "theta_pdd_rps",
+    "lambda_max_rps",
+    "goodput_rps",
+    "binding",
+    "egress_gbps",
+    "link_utilisation_at_capacity",
+    "usd_per_hour",
+    "usd_per_hour_is_lower_bound",
+    "ratio_vs_homogeneous",
+    *OPERATING_CSV,
+    *SOURCES_CSV,
+]
 LATENCY_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
-    "rate req/s": "rate_rps", "TTFT mean s": "ttft_mean_s", "P90 s": "ttft_p90_s", "P99 s": "ttft_p99_s",
-    "local s": "local_mean_s", "remote s": "remote_mean_s", "TPOT ms": "tpot_ms",
+    "rate req/s": "rate_rps",
+    "TTFT mean s": "ttft_mean_s",
+    "P90 s": "ttft_p90_s",
+    "P99 s": "ttft_p99_s",
+    "local s": "local_mean_s",
+    "remote s": "remote_mean_s",
+    "TPOT ms": "tpot_ms",
 }
-KV_TABLE = {"length (tokens)": "length_tokens", "S_kv (bytes)": "kv_bytes", "S_kv (MiB)": "kv_mib",
-            "T_prefill (s)": "prefill_s", "Phi_kv (Gbps)": "phi_kv_gbps"}
-DECODE_TABLE = {"context (tokens)": "context_tokens", "layout": "layout", "batch": "batch_requests",
-                "BS_max (memory)": "bs_max_memory_requests", "limited by": "limited_by", "T_decode (ms)": "step_ms",
-                "TPOT (ms)": "tpot_ms", "tokens/s": "tokens_per_s", "tok/s/user": "per_user_tokens_per_s",
-                "weights/chip (GB)": "weight_gb_per_chip", "KV/request/chip (MiB)": "kv_per_request_mib_per_chip"}
-MODELS_TABLE = {"model": "model", "layers": "layers", "mixers (kind:layers)": "mixers", "KV B/token": "kv_bytes_per_token",
-                "SWA cap MiB": "window_cap_mib", "state MiB": "fixed_state_mib", "params B": "params_total_billions",
-                "active B": "params_active_billions", "weights GB": "weight_gb", "context": "max_context_tokens"}
-HARDWARE_TABLE = {"hardware": "hardware", "bf16 TFLOPS": "bf16_tflops", "fp8 TFLOPS": "fp8_tflops", "fp4 TFLOPS": "fp4_tflops",
-                  "memory GiB": "memory_gib", "TB/s": "bandwidth_tb_per_s", "scale-up GB/s": "scale_up_gb_per_s",
-                  "eff mm": "eff_matmul", "eff attn": "eff_attention", "eff attn fp8": "eff_attention_fp8",
-                  "eff mem": "eff_memory", "overhead s": "prefill_overhead_s", "$/GPU-h (example)": "usd_per_gpu_hour"}
-CALIBRATION_TABLE = {"length (tokens)": "length_tokens", "measured (s)": "measured_s", "fitted (s)": "predicted_s",
-                     "error %": "error_pct", "measured KV (B)": "measured_kv_bytes", "model KV (B)": "model_kv_bytes"}
+KV_TABLE = {
+    "length (tokens)": "length_tokens",
+    "S_kv (bytes)": "kv_bytes",
+    "S_kv (MiB)": "kv_mib",
+    "T_prefill (s)": "prefill_s",
+    "Phi_kv (Gbps)": "phi_kv_gbps",
+}
+DECODE_TABLE = {
+    "context (tokens)": "context_tokens",
+    "layout": "layout",
+    "batch": "batch_requests",
+    "BS_max (memory)": "bs_max_memory_requests",
+    "limited by": "limited_by",
+    "T_decode (ms)": "step_ms",
+    "TPOT (ms)": "tpot_ms",
+    "tokens/s": "tokens_per_s",
+    "tok/s/user": "per_user_tokens_per_s",
+    "weights/chip (GB)": "weight_gb_per_chip",
+    "KV/request/chip (MiB)": "kv_per_request_mib_per_chip",
+}
+MODELS_TABLE = {
+    "model": "model",
+    "layers": "layers",
+    "mixers (kind:layers)": "mixers",
+    "KV B/token": "kv_bytes_per_token",
+    "SWA cap MiB": "window_cap_mib",
+    "state MiB": "fixed_state_mib",
+    "params B": "params_total_billions",
+    "active B": "params_active_billions",
+    "weights GB": "weight_gb",
+    "context": "max_context_tokens",
+}
+HARDWARE_TABLE = {
+    "hardware": "hardware",
+    "bf16 TFLOPS": "bf16_tflops",
+    "fp8 TFLOPS": "fp8_tflops",
+    "fp4 TFLOPS": "fp4_tflops",
+    "memory GiB": "memory_gib",
+    "TB/s": "bandwidth_tb_per_s",
+    "scale-up GB/s": "scale_up_gb_per_s",
+    "eff mm": "eff_matmul",
+    "eff attn": "eff_attention",
+    "eff attn fp8": "eff_attention_fp8",
+    "eff mem": "eff_memory",
+    "overhead s": "prefill_overhead_s",
+    "$/GPU-h (example)": "usd_per_gpu_hour",
+}
+CALIBRATION_TABLE = {
+    "length (tokens)": "length_tokens",
+    "measured (s)": "measured_s",
+    "fitted (s)": "predicted_s",
+    "error %": "error_pct",
+    "measured KV (B)": "measured_kv_bytes",
+    "model KV (B)": "model_kv_bytes",
+}
 # Each Δ column names the pair it compares: (closed - simulated) / simulated, in percent.
 VALIDATION_TABLE = {
-    "load": "load", "rate req/s": "rate_rps", "closed tput req/s": "closed_throughput_rps",
-    "sim tput req/s": "sim_throughput_rps", "Δ tput": Col("throughput_diff", scale=100),
+    "load": "load",
+    "rate req/s": "rate_rps",
+    "closed tput req/s": "closed_throughput_rps",
+    "sim tput req/s": "sim_throughput_rps",
+    "Δ tput": Col("throughput_diff", scale=100),
     "closed TTFT mean s": Col("closed_ttft_mean_s", none="overload"),
-    "sim TTFT mean s": Col("sim_ttft_mean_s", none="overload"), "Δ TTFT mean": Col("ttft_mean_diff", scale=100),
+    "sim TTFT mean s": Col("sim_ttft_mean_s", none="overload"),
+    "Δ TTFT mean": Col("ttft_mean_diff", scale=100),
     "closed TTFT P90 s": Col("closed_ttft_p90_s", none="overload"),
-    "sim TTFT P90 s": Col("sim_ttft_p90_s", none="overload"), "Δ TTFT P90": Col("ttft_p90_diff", scale=100),
+    "sim TTFT P90 s": Col("sim_ttft_p90_s", none="overload"),
+    "Δ TTFT P90": Col("ttft_p90_diff", scale=100),
     "sim queues": Col("sim_stable", labels=STABILITY_LABELS),
 }
 # simulate: one row per path; the JSON row of a path is {path, ttft: ttft[path], tpot: tpot[path], closed_form: ...}.
 SIMULATION_TABLE = {
-    "path": "path", "measured requests": "ttft.count", "TTFT mean s": "ttft.mean_s", "P50 s": "ttft.p50_s", "P90 s": "ttft.p90_s",
-    "P99 s": "ttft.p99_s", "closed-form mean s": "closed_form.mean_s", "closed-form P90 s": "closed_form.p90_s",
+    "path": "path",
+    "measured requests": "ttft.count",
+    "TTFT mean s": "ttft.mean_s",
+    "P50 s": "ttft.p50_s",
+    "P90 s": "ttft.p90_s",
+    "P99 s": "ttft.p99_s",
+    "closed-form mean s": "closed_form.mean_s",
+    "closed-form P90 s": "closed_form.p90_s",
     "TPOT mean ms": "tpot.mean_ms",
 }
 # Sweeps label each column with its key (the keys carry the units).
 SWEEP_KEYS = {
-    "threshold": ["threshold_tokens", "p", "l_long_tokens", "l_short_tokens", "prfaas_bound_rps", "link_bound_rps",
-                  "pd_prefill_bound_rps", "pd_decode_bound_rps", "lambda_max_rps"],
+    "threshold": [
+        "threshold_tokens",
+        "p",
+        "l_long_tokens",
+        "l_short_tokens",
+        "prfaas_bound_rps",
+        "link_bound_rps",
+        "pd_prefill_bound_rps",
+        "pd_decode_bound_rps",
+        "lambda_max_rps",
+    ],
     "np": ["n_p", "n_d", "prefill_bound_rps", "decode_bound_rps", "lambda_max_rps"],
     "bandwidth": ["usable_gbps", "threshold_tokens", "p", "lambda_max_rps", "egress_gbps"],
     "rate": ["deployment", "rate_rps", "load", "ttft_mean_s", "ttft_p90_s", "ttft_p99_s", "tpot_ms"],
     "instances": ["n_prfaas", "threshold_tokens", "p", "n_p", "n_d", "lambda_max_rps", "usd_per_hour"],
 }
 
-CALIBRATE = ("calibrate", "--model", "prfaas-1t-hybrid", "--hardware", "h200", "--gpus", "8",
-             "--points", str(DATA / "table5_h200_prfaas_1t.csv"))
+CALIBRATE = (
+    "calibrate",
+    "--model",
+    "prfaas-1t-hybrid",
+    "--hardware",
+    "h200",
+    "--gpus",
+    "8",
+    "--points",
+    str(DATA / "table5_h200_prfaas_1t.csv"),
+)
 
 # --------------------------------------------------------------------------------------------
 # Running a command in the three formats and reading what it wrote
@@ -156,10 +283,10 @@ def parse_tables(text: str) -> list[Table]:
     for i, line in enumerate(lines):
         if not line.strip() or set(line.strip()) != {"─"}:
             continue
-        above = [s for s in lines[:i - 1] if s.strip()]
+        above = [s for s in lines[: i - 1] if s.strip()]
         headers = cells_of(lines[i - 1])
         rows = []
-        for row in lines[i + 1:]:
+        for row in lines[i + 1 :]:
             if not row.strip():
                 break
             cells = cells_of(row)
@@ -208,12 +335,15 @@ def assert_cell_shows(cell: str, value: Any, col: Col, where: str) -> None:
         half_digit = 0.5 * 10.0 ** shown.as_tuple().exponent
         expected = value * col.scale
         assert abs(float(shown) - expected) <= half_digit * (1 + 1e-9) + 1e-12, (
-            f"{where}: shows {cell!r}, JSON {col.key} = {value!r} (x{col.scale:g}) would show {expected!r}")
+            f"{where}: shows {cell!r}, JSON {col.key} = {value!r} (x{col.scale:g}) would show {expected!r}"
+        )
 
 
 def expand_mapping(mapping: dict) -> dict[str, list[Col]]:
-    return {label: [Col(s) if isinstance(s, str) else s for s in (spec if isinstance(spec, list) else [spec])]
-            for label, spec in mapping.items()}
+    return {
+        label: [Col(s) if isinstance(s, str) else s for s in (spec if isinstance(spec, list) else [spec])]
+        for label, spec in mapping.items()
+    }
 
 
 def check_table(table: Table, mapping: dict, json_rows: list[dict]) -> None:
@@ -223,8 +353,9 @@ def check_table(table: Table, mapping: dict, json_rows: list[dict]) -> None:
     unmapped = sorted(set(table.headers) - set(cols))
     assert not unmapped, f"{table.title}: headers {unmapped} are not in the test's mapping"
     for label, specs in cols.items():
-        assert table.headers.count(label) == len(specs), f"{table.title}: header {label!r} appears " \
-                                                         f"{table.headers.count(label)} times, mapped {len(specs)}"
+        assert table.headers.count(label) == len(specs), (
+            f"{table.title}: header {label!r} appears {table.headers.count(label)} times, mapped {len(specs)}"
+        )
     seen: dict[str, int] = {}
     order = []
     for label in table.headers:
@@ -284,13 +415,17 @@ def check_rows_report(run_cli, args: tuple[str, ...], mapping: dict) -> tuple[di
 
 
 # where each operating-point CSV column lives in a plan's JSON document
-OPERATING_JSON = {"operating_rate_rps": ("rate_rps",), "ttft_p90_s": ("ttft_p90_s",),
-                  "link_utilisation_at_operating_rate": ("link_utilisation_at_operating_rate",),
-                  "usd_per_hour_operating": ("cost", "usd_per_hour"),
-                  "usd_per_mtok_output": ("cost", "usd_per_mtok_output"),
-                  "usd_per_mtok_blended": ("cost", "usd_per_mtok_blended"), "power_kw": ("cost", "power_kw"),
-                  "joules_per_output_token": ("cost", "joules_per_output_token"),
-                  "link_usd_per_hour": ("cost", "link_usd_per_hour")}
+OPERATING_JSON = {
+    "operating_rate_rps": ("rate_rps",),
+    "ttft_p90_s": ("ttft_p90_s",),
+    "link_utilisation_at_operating_rate": ("link_utilisation_at_operating_rate",),
+    "usd_per_hour_operating": ("cost", "usd_per_hour"),
+    "usd_per_mtok_output": ("cost", "usd_per_mtok_output"),
+    "usd_per_mtok_blended": ("cost", "usd_per_mtok_blended"),
+    "power_kw": ("cost", "power_kw"),
+    "joules_per_output_token": ("cost", "joules_per_output_token"),
+    "link_usd_per_hour": ("cost", "link_usd_per_hour"),
+}
 
 
 def _at(doc: dict, path: tuple[str, ...]):
@@ -304,8 +439,10 @@ def plan_rows(doc: dict) -> list[dict]:
     point), then the baselines (identity only)."""
     ident = {**doc["identity"], **doc["sources"]}
     operating = {k: _at(doc["operating"], path) for k, path in OPERATING_JSON.items()}
-    return [{**ident, "deployment": "prfaas_pd", **doc["prfaas_pd"], **operating},
-            *({**ident, "deployment": name, **b} for name, b in doc["baselines"].items())]
+    return [
+        {**ident, "deployment": "prfaas_pd", **doc["prfaas_pd"], **operating},
+        *({**ident, "deployment": name, **b} for name, b in doc["baselines"].items()),
+    ]
 
 
 def baseline_extras(doc: dict) -> dict[int, dict]:
@@ -317,8 +454,7 @@ def baseline_extras(doc: dict) -> dict[int, dict]:
     for i, (name, b) in enumerate(doc["baselines"].items(), start=1):
         offloaded = name == "naive_heterogeneous"
         assert (b["threshold_tokens"], b["p"]) == ((0.0, 1.0) if offloaded else (None, 0.0)), name
-        extras[i] = {"theta_prfaas_rps": None, "theta_pdp_rps": None, "theta_pdd_rps": None,
-                     **dict.fromkeys(OPERATING_CSV)}
+        extras[i] = {"theta_prfaas_rps": None, "theta_pdp_rps": None, "theta_pdd_rps": None, **dict.fromkeys(OPERATING_CSV)}
     return extras
 
 
@@ -364,8 +500,9 @@ def test_plan_link_utilisation_against_usable_bandwidth(run_cli, case_study_file
     m = re.fullmatch(r"(\S+) Gbps = (\S+)% of the usable (\S+) Gbps \(link (\S+) Gbps x usable fraction (\S+)\)", egress)
     assert m, egress
     assert_cell_shows(m[1], pd["egress_gbps"], Col("egress_gbps"), "operating point egress")
-    assert_cell_shows(m[2], pd["link_utilisation_at_capacity"], Col("link_utilisation_at_capacity", scale=100),
-                      "operating point utilisation")
+    assert_cell_shows(
+        m[2], pd["link_utilisation_at_capacity"], Col("link_utilisation_at_capacity", scale=100), "operating point utilisation"
+    )
     assert float(m[3]) == pytest.approx(bandwidth * 0.5)
     assert float(m[4]) == pytest.approx(bandwidth)
     assert float(m[5]) == 0.5
@@ -409,8 +546,7 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
     kv_mib = model["kv_bytes_per_token"] * row["context_tokens"] / 2**20 + model["window_cap_mib"] + model["fixed_state_mib"]
     # MLA's latent is held whole by each chip of an attention group; the fullest pipeline stage holds
     # ceil(61 / pp) of Kimi K2's 61 layers (all MLA, so all with the same KV)
-    assert row["kv_per_request_mib_per_chip"] == pytest.approx(kv_mib * math.ceil(61 / parallel["pp"]) / 61,
-                                                                abs=2e-3)
+    assert row["kv_per_request_mib_per_chip"] == pytest.approx(kv_mib * math.ceil(61 / parallel["pp"]) / 61, abs=2e-3)
     assert row["tpot_ms"] == pytest.approx(row["step_ms"], rel=1e-9)  # one token per step
     assert row["per_user_tokens_per_s"] == pytest.approx(1e3 / row["tpot_ms"], rel=1e-4)
     assert row["batch_requests"] <= row["bs_max_memory_requests"]
@@ -421,15 +557,40 @@ def test_decode_columns_show_their_json_fields(run_cli, limit):
         assert row["tokens_per_s"] == pytest.approx(row["batch_requests"] / (row["step_ms"] / 1e3), rel=1e-4)
 
 
-ESTIMATE_TABLE = {"input": "input_tokens", "output": "output_tokens", "concurrency": "concurrency_requests", "TTFT (s)": "ttft_s",
-                  "TPOT (ms)": "tpot_ms", "prefill tok/s/GPU": "prefill_tokens_per_s_per_gpu",
-                  "decode tok/s/GPU": "decode_tokens_per_s_per_gpu", "tok/s/user": "per_user_tokens_per_s",
-                  "e2e tok/s/GPU": "e2e_output_tokens_per_s_per_gpu", "e2e latency (s)": "e2e_latency_s"}
-RANGE_TABLE = {"figure": "figure", "low": "low", "model": "value", "high": "high", "group": "group", "residuals": "pool",
-               "rows": "rows"}
-BUDGET_TABLE = {"pass": "job", "layout": "layout", "tokens": "tokens", "time (ms)": "ms", "compute": "compute_ms",
-                "memory": "memory_ms", "communication": "communication_ms", "overhead": "overhead_ms",
-                "binds": "binding", "scale-up GB/chip": "scale_up_gb_per_chip", "NIC GB/chip": "nic_gb_per_chip"}
+ESTIMATE_TABLE = {
+    "input": "input_tokens",
+    "output": "output_tokens",
+    "concurrency": "concurrency_requests",
+    "TTFT (s)": "ttft_s",
+    "TPOT (ms)": "tpot_ms",
+    "prefill tok/s/GPU": "prefill_tokens_per_s_per_gpu",
+    "decode tok/s/GPU": "decode_tokens_per_s_per_gpu",
+    "tok/s/user": "per_user_tokens_per_s",
+    "e2e tok/s/GPU": "e2e_output_tokens_per_s_per_gpu",
+    "e2e latency (s)": "e2e_latency_s",
+}
+RANGE_TABLE = {
+    "figure": "figure",
+    "low": "low",
+    "model": "value",
+    "high": "high",
+    "group": "group",
+    "residuals": "pool",
+    "rows": "rows",
+}
+BUDGET_TABLE = {
+    "pass": "job",
+    "layout": "layout",
+    "tokens": "tokens",
+    "time (ms)": "ms",
+    "compute": "compute_ms",
+    "memory": "memory_ms",
+    "communication": "communication_ms",
+    "overhead": "overhead_ms",
+    "binds": "binding",
+    "scale-up GB/chip": "scale_up_gb_per_chip",
+    "NIC GB/chip": "nic_gb_per_chip",
+}
 
 
 def test_estimate_columns_show_their_json_fields(run_cli):
@@ -452,10 +613,13 @@ def test_estimate_columns_show_their_json_fields(run_cli):
     assert row["per_user_tokens_per_s"] == pytest.approx(1e3 / row["tpot_ms"], rel=1e-4)
     for b in doc["budget"]:
         # each part and the total are rounded to 1e-4 ms
-        assert b["compute_ms"] + b["memory_ms"] + b["communication_ms"] + b["overhead_ms"] == pytest.approx(b["ms"],
-                                                                                                         abs=3e-4)
-        parts = {"compute": b["compute_ms"], "memory": b["memory_ms"], "communication": b["communication_ms"],
-                 "overhead": b["overhead_ms"]}
+        assert b["compute_ms"] + b["memory_ms"] + b["communication_ms"] + b["overhead_ms"] == pytest.approx(b["ms"], abs=3e-4)
+        parts = {
+            "compute": b["compute_ms"],
+            "memory": b["memory_ms"],
+            "communication": b["communication_ms"],
+            "overhead": b["overhead_ms"],
+        }
         assert b["binding"] == max(parts, key=parts.get)
     jobs = {b["job"]: b for b in doc["budget"]}
     assert jobs["decode step"]["ms"] == pytest.approx(row["tpot_ms"], rel=1e-4)  # one token per step
@@ -504,12 +668,18 @@ def test_hardware_list_columns_show_their_json_fields(run_cli):
     for r in doc["rows"]:
         h = profiles[r["hardware"]]
         e = h.efficiency
-        assert (r["bf16_tflops"], r["fp8_tflops"], r["fp4_tflops"]) == (
-            h.peak_tflops.bf16, h.peak_tflops.fp8, h.peak_tflops.fp4)
+        assert (r["bf16_tflops"], r["fp8_tflops"], r["fp4_tflops"]) == (h.peak_tflops.bf16, h.peak_tflops.fp8, h.peak_tflops.fp4)
         assert (r["memory_gib"], r["bandwidth_tb_per_s"], r["scale_up_gb_per_s"]) == (
-            h.memory_gib, h.memory_bandwidth_tb_per_s, h.scale_up_gb_per_s)
+            h.memory_gib,
+            h.memory_bandwidth_tb_per_s,
+            h.scale_up_gb_per_s,
+        )
         assert (r["eff_matmul"], r["eff_attention"], r["eff_memory"], r["prefill_overhead_s"]) == (
-            e.matmul, e.attention, e.memory, e.prefill_overhead_s)
+            e.matmul,
+            e.attention,
+            e.memory,
+            e.prefill_overhead_s,
+        )
         assert r["usd_per_gpu_hour"] == h.price_usd_per_gpu_hour
 
 
@@ -517,8 +687,16 @@ def test_hardware_list_columns_show_their_json_fields(run_cli):
 # sweep
 
 
-@pytest.mark.parametrize("over, extra", [("threshold", ("--points", "20")), ("np", ()), ("bandwidth", ("--points", "5")),
-                                         ("rate", ("--points", "5")), ("instances", ())])
+@pytest.mark.parametrize(
+    "over, extra",
+    [
+        ("threshold", ("--points", "20")),
+        ("np", ()),
+        ("bandwidth", ("--points", "5")),
+        ("rate", ("--points", "5")),
+        ("instances", ()),
+    ],
+)
 def test_sweep_columns_show_their_json_fields(run_cli, over, extra):
     """sweep: the table rounds, CSV and JSON keep the values; each column is labelled with its
     key; the default format is CSV."""
@@ -562,9 +740,11 @@ def test_validate_model_columns_show_their_json_fields(run_cli):
     doc, _, _ = check_rows_report(run_cli, ("validate-model", "-n", "300"), VALIDATION_TABLE)
     for r in doc["rows"]:
         assert r["closed_throughput_rps"] <= r["rate_rps"]
-        pairs = [("throughput_diff", "closed_throughput_rps", "sim_throughput_rps"),
-                 ("ttft_mean_diff", "closed_ttft_mean_s", "sim_ttft_mean_s"),
-                 ("ttft_p90_diff", "closed_ttft_p90_s", "sim_ttft_p90_s")]
+        pairs = [
+            ("throughput_diff", "closed_throughput_rps", "sim_throughput_rps"),
+            ("ttft_mean_diff", "closed_ttft_mean_s", "sim_ttft_mean_s"),
+            ("ttft_p90_diff", "closed_ttft_p90_s", "sim_ttft_p90_s"),
+        ]
         for diff, closed, sim in pairs:
             if r[diff] is not None:
                 assert r[diff] == pytest.approx((r[closed] - r[sim]) / r[sim], abs=1e-3), diff
@@ -594,22 +774,40 @@ def test_simulate_columns_show_their_json_fields(run_cli):
     header, *cells = list(csv.reader(io.StringIO(res.out)))
     ident = [*IDENTITY_CSV, "deployment"]
     assert tuple(header) == (*ident, *COLUMNS)  # the JSON's series names, queues in waiting requests
-    assert all(row[: len(ident)] == ["paper-case-study", "prfaas-1t-hybrid", "h200", "8", "h20", "8", "", "", "100.0",
-                                     "prfaas_pd"] for row in cells)
+    assert all(
+        row[: len(ident)] == ["paper-case-study", "prfaas-1t-hybrid", "h200", "8", "h20", "8", "", "", "100.0", "prfaas_pd"]
+        for row in cells
+    )
     series = api.simulate("paper-case-study", requests=300).result.to_json_dict()["timeseries"]
     assert cells and all(len(series[k]) == len(cells) for k in COLUMNS)
-    check_csv(list(COLUMNS), [dict(zip(COLUMNS, row[len(ident):])) for row in cells],
-              [{k: series[k][i] for k in COLUMNS} for i in range(len(cells))])
+    check_csv(
+        list(COLUMNS),
+        [dict(zip(COLUMNS, row[len(ident) :])) for row in cells],
+        [{k: series[k][i] for k in COLUMNS} for i in range(len(cells))],
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # compare
 
-COMPARE_TABLE = {"#": "rank", "front": "front", "PrfaaS / PD / decode": "pools", "model": "model",
-                 "Gbps": "link_gbps", "chips": "chips", "N_f/N_p/N_d": "counts", "Λ_max req/s": "capacity_rps",
-                 "req/s range": "capacity_range", "$/Mtok range": "usd_mtok_range", "vs best": "versus_best",
-                 "$/h": "usd_per_hour", "$/Mtok out": "usd_per_mtok_output", "TTFT P90 s": "ttft_p90_s",
-                 "kW": "power_kw", "status": "status"}
+COMPARE_TABLE = {
+    "#": "rank",
+    "front": "front",
+    "PrfaaS / PD / decode": "pools",
+    "model": "model",
+    "Gbps": "link_gbps",
+    "chips": "chips",
+    "N_f/N_p/N_d": "counts",
+    "Λ_max req/s": "capacity_rps",
+    "req/s range": "capacity_range",
+    "$/Mtok range": "usd_mtok_range",
+    "vs best": "versus_best",
+    "$/h": "usd_per_hour",
+    "$/Mtok out": "usd_per_mtok_output",
+    "TTFT P90 s": "ttft_p90_s",
+    "kW": "power_kw",
+    "status": "status",
+}
 
 
 def test_compare_columns_show_their_json_fields(run_cli):

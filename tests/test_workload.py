@@ -233,9 +233,7 @@ def lognormal_window(mu: float, sigma: float, z_lo: float, width: float) -> Leng
 
 
 # Windows from deep in the lower tail to 6 sigma above the median, 0.05 to 10 sigma wide.
-lognormals = st.builds(
-    lognormal_window, st.floats(3.0, 12.0), st.floats(0.2, 2.5), st.floats(-8.0, 6.0), st.floats(0.05, 10.0)
-)
+lognormals = st.builds(lognormal_window, st.floats(3.0, 12.0), st.floats(0.2, 2.5), st.floats(-8.0, 6.0), st.floats(0.05, 10.0))
 distributions = st.one_of(lengths_lists.map(empirical), lognormals)
 thresholds = st.lists(st.floats(min_value=0.0, max_value=2e7), min_size=1, max_size=30)
 
@@ -373,9 +371,7 @@ def test_spec_trace_relative_to_the_yaml_folder():
 
 
 def test_spec_histogram_fixed_and_mixture():
-    hist = load_workload_spec(
-        {"type": "histogram", "edges_tokens": [0, 100, 300], "counts": [1, 3], "points_per_bin": 2}, None
-    )
+    hist = load_workload_spec({"type": "histogram", "edges_tokens": [0, 100, 300], "counts": [1, 3], "points_per_bin": 2}, None)
     assert hist.lengths_tokens.tolist() == [25, 75, 150, 250]
     assert load_workload_spec({"type": "fixed", "tokens": "32K"}, None).lengths_tokens.tolist() == [32768]
     mixed = load_workload_spec(

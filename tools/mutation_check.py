@@ -37,854 +37,991 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     "serving-little-law": (
         "prfaas_plan/timing/serving.py",
         'd_next = min(c * w / (w + n), cap, full)',
-        'd_next = min(c, cap, full)'),
+        'd_next = min(c, cap, full)',
+    ),
     "serving-prompts-per-step-ignored": (
-        "prfaas_plan/timing/serving.py",
-        'return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},',
-        'return replace(a, **{f: getattr(a, f) + getattr(b, f) for f in ADDITIVE},'),
+        'prfaas_plan/timing/serving.py',
+        '        **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},',
+        '        **{f: getattr(a, f) + getattr(b, f) for f in ADDITIVE},',
+    ),
     "serving-own-newcomer-mixed": (
         "prfaas_plan/timing/serving.py",
         'mixed_fraction = min(1.0, arrivals * (c - 1) / c * n / k)',
-        'mixed_fraction = min(1.0, arrivals * n / k)'),
+        'mixed_fraction = min(1.0, arrivals * n / k)',
+    ),
     "serving-ttft-no-wait": (
         "prfaas_plan/timing/serving.py",
         'ttft = wait_steps * step + float(np.sum(t_pre))',
-        'ttft = float(np.sum(t_pre))'),
+        'ttft = float(np.sum(t_pre))',
+    ),
     "serving-ttft-beside-all-decodes": (
         "prfaas_plan/timing/serving.py",
         't_pre, _ = mixed_step_cost(model, instance, layout, d_pre * schedulers,',
-        't_pre, _ = mixed_step_cost(model, instance, layout, d_dec * schedulers,'),
+        't_pre, _ = mixed_step_cost(model, instance, layout, d_dec * schedulers,',
+    ),
     "serving-budget-ignores-decodes": (
         "prfaas_plan/timing/serving.py",
         'room = max(budget - d * q, 1.0)',
-        'room = max(budget, 1.0)'),
-    "serving-no-prefill-bound": (
-        "prfaas_plan/timing/serving.py",
-        'full = budget / (q + I / w)',
-        'full = budget / q'),
+        'room = max(budget, 1.0)',
+    ),
+    "serving-no-prefill-bound": ("prfaas_plan/timing/serving.py", 'full = budget / (q + I / w)', 'full = budget / q'),
     "serving-mixed-step-decode-overhead": (
         "prfaas_plan/timing/serving.py",
         'overhead = max(eff.decode_step_overhead_s, eff.prefill_pass_overhead_s) + engine.step_overhead_s',
-        'overhead = eff.decode_step_overhead_s + engine.step_overhead_s'),
+        'overhead = eff.decode_step_overhead_s + engine.step_overhead_s',
+    ),
     "published-load-default-static": (
         "prfaas_plan/published.py",
         'return "closed" if kind in LOAD_KINDS and row["requests"] else "static"',
-        'return "static"'),
+        'return "static"',
+    ),
     "published-load-tpot-static": (
         "prfaas_plan/published.py",
         'seconds = est.ttft_at_load_s if f.kind == "ttft" else est.tpot_at_load_s',
-        'seconds = est.ttft_at_load_s if f.kind == "ttft" else est.tpot_s'),
+        'seconds = est.ttft_at_load_s if f.kind == "ttft" else est.tpot_s',
+    ),
     "theta-prfaas-ignores-link": (
         "prfaas_plan/planner/throughput.py",
         "link=_over(link, table.link_work_bytes[idx]),",
-        "link=_over(np.inf, table.link_work_bytes[idx]),"),
+        "link=_over(np.inf, table.link_work_bytes[idx]),",
+    ),
     "egress-gib": (
         "prfaas_plan/planner/throughput.py",
         "egress = bytes_per_s_to_gbps(lam * float(table.link_work_bytes[idx]))",
-        "egress = lam * float(table.link_work_bytes[idx]) * 8 / 2**30"),
+        "egress = lam * float(table.link_work_bytes[idx]) * 8 / 2**30",
+    ),
     "milp-link-rhs-unscaled": (
         "prfaas_plan/planner/optimizer.py",
         "<= inputs.link.usable_bytes_per_s / scale",
-        "<= inputs.link.usable_bytes_per_s"),
+        "<= inputs.link.usable_bytes_per_s",
+    ),
     "plan-columns-swapped": (
         "prfaas_plan/views/plan.py",
         'Column("theta_pdp_rps", "Θ_pdp", num(2)),',
-        'Column("theta_pdp_rps", "Θ_pdd", num(2)),'),
+        'Column("theta_pdp_rps", "Θ_pdd", num(2)),',
+    ),
     "plan-csv-swapped": (
-        "prfaas_plan/views/plan.py",
-        '"theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps",',
-        '"theta_pdd_rps", "theta_pdp_rps", "lambda_max_rps",'),
+        'prfaas_plan/views/plan.py',
+        '            "theta_pdp_rps",\n            "theta_pdd_rps",',
+        '            "theta_pdd_rps",\n            "theta_pdp_rps",',
+    ),
     "swa-prefill-flops": (
         "prfaas_plan/accounting/mixers/gqa.py",
         "return self._flops_per_key() * causal_keys(lengths, self.window_tokens)",
-        "return self._flops_per_key() * causal_keys(lengths)"),
+        "return self._flops_per_key() * causal_keys(lengths)",
+    ),
     "swa-kv-write": (
         "prfaas_plan/accounting/work.py",
         "written = kv.at(prefix + l) - kv.at(prefix) + kv.fixed_bytes",
-        "written = kv.growing_bytes_per_token * l + kv.window_bytes_per_token * l + kv.fixed_bytes"),
+        "written = kv.growing_bytes_per_token * l + kv.window_bytes_per_token * l + kv.fixed_bytes",
+    ),
     "swa-decode-full-context": (
         "prfaas_plan/accounting/mixers/gqa.py",
         "keys = context_tokens if self.window_tokens is None else min(context_tokens, self.window_tokens)",
-        "keys = context_tokens"),
+        "keys = context_tokens",
+    ),
     "sparse-decode-max": (
         "prfaas_plan/accounting/mixers/sparse.py",
         "keys = min(context_tokens, s.index_topk_tokens)",
-        "keys = max(context_tokens, s.index_topk_tokens)"),
+        "keys = max(context_tokens, s.index_topk_tokens)",
+    ),
     "moe-decode-topk-experts": (
         "prfaas_plan/timing/cost.py",
         "touched = math.ceil(e / layout.ep) * (1.0 - (1.0 - k / e) ** tokens)",
-        "touched = k + 0 * tokens"),
+        "touched = k + 0 * tokens",
+    ),
     "linear-state-not-written": (
         "prfaas_plan/accounting/mixers/linear.py",
         "return flops, batch * 2 * self.state_bytes",
-        "return flops, batch * self.state_bytes"),
+        "return flops, batch * self.state_bytes",
+    ),
     "tpot-over-all-pd": (
         "prfaas_plan/planner/latency.py",
         "r = rate_rps * self.inputs.output_mean_tokens / n_d if n_d > 0 else math.inf",
-        "r = rate_rps * self.inputs.output_mean_tokens / (n_d + self.deployment.n_p) if n_d > 0 else math.inf"),
+        "r = rate_rps * self.inputs.output_mean_tokens / (n_d + self.deployment.n_p) if n_d > 0 else math.inf",
+    ),
     "closed-form-no-pipelining": (
         "prfaas_plan/planner/latency.py",
         "extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)",
-        "extra = kv / b_eff"),
-    "sim-no-rtt": (
-        "prfaas_plan/simulate/engine.py",
-        "self.rtt_s = inputs.link.rtt_s",
-        "self.rtt_s = 0.0"),
+        "extra = kv / b_eff",
+    ),
+    "sim-no-rtt": ("prfaas_plan/simulate/engine.py", "self.rtt_s = inputs.link.rtt_s", "self.rtt_s = 0.0"),
     "attention-kind-factor-inverted": (
         "prfaas_plan/timing/cost.py",
         "attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)",
-        "attn = engine.attention_rate(w.mixer_type, prefill) / eff.attention_kind_rate(w.mixer_type, prefill)"),
+        "attn = engine.attention_rate(w.mixer_type, prefill) / eff.attention_kind_rate(w.mixer_type, prefill)",
+    ),
     "attention-kind-factor-in-decode": (
         "prfaas_plan/profiles/hardware.py",
         "return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0",
-        "return self.attention_kind.get(mixer_type, 1.0)"),
+        "return self.attention_kind.get(mixer_type, 1.0)",
+    ),
     "calibration-kind-never-held": (
         "prfaas_plan/timing/calibrate.py",
         "return [i for i, p in enumerate(self.fit) if not p.attention_kind or p.attention_kind in kinds]",
-        "return list(range(len(self.fit)))"),
+        "return list(range(len(self.fit)))",
+    ),
     "calibration-kind-absent-accepted": (
         "prfaas_plan/timing/calibrate.py",
         "if p.attention_kind and p.attention_kind not in kinds:",
-        "if False:"),
+        "if False:",
+    ),
     "linear-chunk-steps-not-whole": (
         "prfaas_plan/accounting/mixers/linear.py",
         "return np.ceil(np.asarray(lengths, dtype=float) / self.spec.chunk_tokens)",
-        "return np.asarray(lengths, dtype=float) / self.spec.chunk_tokens"),
+        "return np.asarray(lengths, dtype=float) / self.spec.chunk_tokens",
+    ),
     "linear-chunk-floor-per-request": (
-        "prfaas_plan/timing/cost.py",
-        "w.sequential_steps * engine.linear_chunk_step_s),",
-        "w.sequential_steps * r * engine.linear_chunk_step_s),"),
+        'prfaas_plan/timing/cost.py',
+        '            w.sequential_steps * engine.linear_chunk_step_s,',
+        '            w.sequential_steps * r * engine.linear_chunk_step_s,',
+    ),
     "linear-chunk-floor-counted-once-roofline": (
         "prfaas_plan/timing/cost.py",
         "short = c + m < floor_s",
-        "short = c + m > floor_s"),
+        "short = c + m > floor_s",
+    ),
     "calibration-absolute-residuals": (
         "prfaas_plan/timing/calibrate.py",
         "return np.log(self.predict(full(xa), chosen)) - np.log(measured)",
-        "return self.predict(full(xa), chosen) - measured"),
+        "return self.predict(full(xa), chosen) - measured",
+    ),
     "balance-tie-reversed": (
         "prfaas_plan/planner/optimizer.py",
         "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",
-        "idx = int(np.argmin(np.where(tied, prefill, np.inf)))"),
+        "idx = int(np.argmin(np.where(tied, prefill, np.inf)))",
+    ),
     "decode-weight-gib": (
         "prfaas_plan/views/timing.py",
         '"weight_gb_per_chip": round(d.weight_bytes / 1e9, 3),',
-        '"weight_gb_per_chip": round(d.weight_bytes / 2**30, 3),'),
+        '"weight_gb_per_chip": round(d.weight_bytes / 2**30, 3),',
+    ),
     "link-utilisation-raw": (
         "prfaas_plan/planner/inputs.py",
         "usable = self.usable_bytes_per_s\n",
-        "usable = self.bandwidth_bytes_per_s\n"),
-    "kv-dtype-ignored": (
-        "prfaas_plan/accounting/kinds.py",
-        "return dtype_bytes(self.dtypes.kv)",
-        "return 2.0"),
-    "alias-bomb-unchecked": (
-        "prfaas_plan/yamlio.py",
-        "        if total > MAX_NODES:",
-        "        if False:"),
+        "usable = self.bandwidth_bytes_per_s\n",
+    ),
+    "kv-dtype-ignored": ("prfaas_plan/accounting/kinds.py", "return dtype_bytes(self.dtypes.kv)", "return 2.0"),
+    "alias-bomb-unchecked": ("prfaas_plan/yamlio.py", "        if total > MAX_NODES:", "        if False:"),
     "instances-unbounded": (
         "prfaas_plan/ranges.py",
         'INSTANCES = Range(0, 10_000, "instances"',
-        'INSTANCES = Range(0, 1e30, "instances"'),
+        'INSTANCES = Range(0, 1e30, "instances"',
+    ),
     "zero-capacity-accepted": (
         "prfaas_plan/planner/optimizer.py",
         "if sol.lambda_max < MIN_CAPACITY_RPS:",
-        "if sol.lambda_max < 0:"),
+        "if sol.lambda_max < 0:",
+    ),
     # issue 8: the instance model
     "all-reduce-half-bytes": (
         "prfaas_plan/timing/collectives.py",
         "return 2 * steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s",
-        "return 2 * steps(chips) * f.latency_s + (chips - 1) / chips * payload / f.bytes_per_s"),
+        "return 2 * steps(chips) * f.latency_s + (chips - 1) / chips * payload / f.bytes_per_s",
+    ),
     "all-to-all-nic-at-nvlink-speed": (
         "prfaas_plan/timing/collectives.py",
         "np.maximum(intra / up.bytes_per_s, inter / out.bytes_per_s), intra, inter",
-        "np.maximum(intra / up.bytes_per_s, inter / up.bytes_per_s), intra, inter"),
+        "np.maximum(intra / up.bytes_per_s, inter / up.bytes_per_s), intra, inter",
+    ),
     "nic-gbps-as-gbytes": (
         "prfaas_plan/timing/collectives.py",
         'return Fabric("NIC", hw.nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)',
-        'return Fabric("NIC", hw.nic_gbps * 1e9 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)'),
+        'return Fabric("NIC", hw.nic_gbps * 1e9 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)',
+    ),
     "gemm-shape-ignores-rows": (
         "prfaas_plan/timing/cost.py",
         "return depth * (m + eff.matmul_m0) / np.maximum(m, 1e-9)",
-        "return depth"),
+        "return depth",
+    ),
     "kernel-overhead-ignored": (
         "prfaas_plan/timing/cost.py",
         "overhead = np.full_like(tokens, w.kernels * eff.kernel_overhead_us * 1e-6)",
-        "overhead = np.zeros_like(tokens)"),
+        "overhead = np.zeros_like(tokens)",
+    ),
     "overlap-hides-everything": (
         "prfaas_plan/timing/cost.py",
         "exposed = comm - engine.overlap * np.minimum(comm, compute + memory)",
-        "exposed = comm - np.minimum(comm, compute + memory)"),
+        "exposed = comm - np.minimum(comm, compute + memory)",
+    ),
     "pipeline-fill-ignored": (
         "prfaas_plan/timing/prefill.py",
         "parts = parts.add(longest.scaled(layout.pp - 1))",
-        "parts = parts.add(longest.scaled(0))"),
-    "decode-one-stage-per-step": (
-        "prfaas_plan/timing/decode.py",
-        "parts = stage.scaled(layout.pp)",
-        "parts = stage.scaled(1)"),
+        "parts = parts.add(longest.scaled(0))",
+    ),
+    "decode-one-stage-per-step": ("prfaas_plan/timing/decode.py", "parts = stage.scaled(layout.pp)", "parts = stage.scaled(1)"),
     "mtp-ignored": (
         "prfaas_plan/timing/decode.py",
         'tokens_per_s, used = best * mtp / step, "roofline"',
-        'tokens_per_s, used = best / step, "roofline"'),
+        'tokens_per_s, used = best / step, "roofline"',
+    ),
     "e2e-no-prefill": (
         "prfaas_plan/timing/estimate.py",
         "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * mixed_step",
-        "e2e = output_tokens / (0.0 + (output_tokens - 1) * mixed_step"),
+        "e2e = output_tokens / (0.0 + (output_tokens - 1) * mixed_step",
+    ),
     "uncertainty-ignores-dof": (
         "prfaas_plan/timing/calibrate.py",
         "s2 = float(2 * res.cost) / dof",
-        "s2 = float(2 * res.cost) / points"),
+        "s2 = float(2 * res.cost) / points",
+    ),
     "ep-dispatch-spread-over-stage": (
         "prfaas_plan/timing/cost.py",
         "share = max(1 / (max(busy, 1) * tp), engine.expert_imbalance / stage)",
-        "share = engine.expert_imbalance / stage"),
-    "mtp-drafts-free": (
-        "prfaas_plan/timing/decode.py",
-        "q = math.ceil(mtp - 1e-9)",
-        "q = 1"),
+        "share = engine.expert_imbalance / stage",
+    ),
+    "mtp-drafts-free": ("prfaas_plan/timing/decode.py", "q = math.ceil(mtp - 1e-9)", "q = 1"),
     "output-head-every-stage": (
         "prfaas_plan/timing/cost.py",
         "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)",
-        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp if count > 1 else 1)"),
+        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp if count > 1 else 1)",
+    ),
     "estimate-columns-swapped": (
         "prfaas_plan/views/estimate.py",
         'Column("decode_tokens_per_s_per_gpu", "decode tok/s/GPU", fmt_float(0)),',
-        'Column("prefill_tokens_per_s_per_gpu", "decode tok/s/GPU", fmt_float(0)),'),
+        'Column("prefill_tokens_per_s_per_gpu", "decode tok/s/GPU", fmt_float(0)),',
+    ),
     "chunk-sum-off-by-one": (
         "prfaas_plan/timing/prefill.py",
         "np.concatenate([[0.0], np.cumsum(full_parts[f])])[before]",
-        "np.concatenate([[0.0], np.cumsum(full_parts[f])])[np.maximum(before - 1, 0)]"),
+        "np.concatenate([[0.0], np.cumsum(full_parts[f])])[np.maximum(before - 1, 0)]",
+    ),
     "pipeline-memory-mean-stage": (
         "prfaas_plan/timing/cost.py",
         "best = part if best is None else np.maximum(best, part)",
-        "best = (part if best is None else best + part)"),
+        "best = (part if best is None else best + part)",
+    ),
     "search-ignores-missing-nic": (
         "prfaas_plan/timing/memory.py",
         "return hw.nic_gbps is not None or layout.replica_chips <= hw.scale_up_domain_chips",
-        "return True"),
+        "return True",
+    ),
     # issue 9: pools per phase, cost of ownership, operating point, compare
     "crf-simple-interest": (
         "prfaas_plan/planner/cost.py",
         "return rate_per_year * growth / (growth - 1.0)",
-        "return 1.0 / years + rate_per_year"),
+        "return 1.0 / years + rate_per_year",
+    ),
     "power-ignores-idle": (
         "prfaas_plan/planner/cost.py",
         "return self.tdp_w * (self.idle_power_fraction + (1.0 - self.idle_power_fraction) * busy) * self.pue",
-        "return self.tdp_w * busy * self.pue"),
+        "return self.tdp_w * busy * self.pue",
+    ),
     "blended-counts-output-only": (
         "prfaas_plan/planner/cost.py",
         "return self._per_mtok(self.input_mean_tokens + self.output_mean_tokens)",
-        "return self._per_mtok(self.output_mean_tokens)"),
+        "return self._per_mtok(self.output_mean_tokens)",
+    ),
     "egress-per-gib": (
         "prfaas_plan/planner/cost.py",
         "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 1e9",
-        "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 2**30"),
+        "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 2**30",
+    ),
     "month-of-30-days": (
         "prfaas_plan/planner/cost.py",
         "HOURS_PER_MONTH = HOURS_PER_YEAR / 12  # 730",
-        "HOURS_PER_MONTH = 720.0"),
+        "HOURS_PER_MONTH = 720.0",
+    ),
     "min-cost-reported-at-lambda-max": (
         "prfaas_plan/planner/plan.py",
         "        result.operating_rate_rps, result.operating_basis = target, \"target rate\"",
-        "        result.operating_rate_rps, result.operating_basis = result.point.lambda_max, \"target rate\""),
+        "        result.operating_rate_rps, result.operating_basis = result.point.lambda_max, \"target rate\"",
+    ),
     "budget-block-not-named": (
         "prfaas_plan/planner/plan.py",
         "        out += [x for x in _blocking(inputs, limits, grown) if x not in out]",
-        "        pass"),
+        "        pass",
+    ),
     "decode-on-the-pd-pool": (
         "prfaas_plan/planner/inputs.py",
         "        decoder = chosen.get(Role.pd_decode, chosen[Role.pd])",
-        "        decoder = chosen[Role.pd]"),
+        "        decoder = chosen[Role.pd]",
+    ),
     "auto-chips-not-the-fewest": (
         "prfaas_plan/planner/inputs.py",
         "    return tuple(range(least, cap + 1, least))",
-        "    return tuple(range(least + 1, cap + 2, least))"),
+        "    return tuple(range(least + 1, cap + 2, least))",
+    ),
     "compare-ranks-cheapest-first": (
         "prfaas_plan/planner/compare.py",
         "        return (0, -r.capacity_rps, cost, ttft)",
-        "        return (0, cost, -r.capacity_rps, ttft)"),
-    "homogeneous-ignores-budgets": (
-        "prfaas_plan/planner/plan.py",
-        "    count = _most(total, local)",
-        "    count = total"),
-    "milp-link-free": (
-        "prfaas_plan/planner/optimizer.py",
-        "        prob += nf <= limits.prfaas_max * uses_link",
-        "        pass"),
+        "        return (0, cost, -r.capacity_rps, ttft)",
+    ),
+    "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local)", "    count = total"),
+    "milp-link-free": ("prfaas_plan/planner/optimizer.py", "        prob += nf <= limits.prfaas_max * uses_link", "        pass"),
     "slo-idle-check-inverted": (
         "prfaas_plan/planner/slo.py",
         "    if not any(idle_ok(int(k)) for k in coarse):",
-        "    if any(idle_ok(int(k)) for k in coarse):"),
+        "    if any(idle_ok(int(k)) for k in coarse):",
+    ),
     "compare-keeps-old-cost": (
         "prfaas_plan/profiles/scenario_set.py",
         '"parallel": None, "cost": CostSpec()})',
-        '"parallel": None})'),
+        '"parallel": None})',
+    ),
     # issue 10: cache-aware routing, robust plans, day schedule, several sites
     "scarce-prfaas-uses-pd-cache": (
         "prfaas_plan/workload/cluster_cache.py",
         "        prfaas = np.broadcast_to(np.maximum(np.round(length * (1 - g)), 1.0), shape)",
-        "        prfaas = pd_missing"),
+        "        prfaas = pd_missing",
+    ),
     "plentiful-cache-not-on-link": (
         "prfaas_plan/workload/cluster_cache.py",
         "        local_kv = np.broadcast_to(np.round(length * np.maximum(g - h, 0.0)), shape)",
-        "        local_kv = np.zeros(shape)"),
+        "        local_kv = np.zeros(shape)",
+    ),
     "switches-cost-nothing": (
         "prfaas_plan/planner/schedule.py",
         "    f = min(1.0, conversion_s / (window.hours * 3600.0))",
-        "    f = 0.0"),
+        "    f = 0.0",
+    ),
     "sites-link-unbounded": (
-        "prfaas_plan/planner/sites.py",
-        "                                   for k, x in items) <= link.usable_bytes_per_s / scale",
-        "                                   for k, x in items) <= 1e30"),
+        'prfaas_plan/planner/sites.py',
+        '                    <= link.usable_bytes_per_s / scale',
+        '                    <= 1e30',
+    ),
     "robust-worst-is-mean": (
         "prfaas_plan/planner/robust.py",
         "            value = min(scaled) if objective == RobustObjective.worst_case else weighted",
-        "            value = sum(scaled) / len(scaled) if objective == RobustObjective.worst_case else weighted"),
+        "            value = sum(scaled) / len(scaled) if objective == RobustObjective.worst_case else weighted",
+    ),
     "cbc-solution-trusted": (
         "prfaas_plan/planner/optimizer.py",
         "        if not c.valid(rel_tolerance * scale):",
-        "        if False:"),
+        "        if False:",
+    ),
     "solution-tolerance-absolute": (
         "prfaas_plan/planner/optimizer.py",
         "scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])",
-        "scale = max(1.0, abs(c.constant))"),
+        "scale = max(1.0, abs(c.constant))",
+    ),
     "certificate-floor-counts": (
         "prfaas_plan/planner/exact.py",
         "    return np.ceil(x * (1 - _CEIL_REL))",
-        "    return np.floor(x * (1 - _CEIL_REL))"),
+        "    return np.floor(x * (1 - _CEIL_REL))",
+    ),
     "certificate-ignores-link": (
         "prfaas_plan/planner/exact.py",
         "    link_ok = rate_rps * table.link_work_bytes <= inputs.link.usable_bytes_per_s * (1 + _CEIL_REL)",
-        "    link_ok = rate_rps >= 0"),
+        "    link_ok = rate_rps >= 0",
+    ),
     "certificate-no-pd-minimum": (
         "prfaas_plan/planner/exact.py",
         "        n_d = np.maximum(n_d, limits.pd_min - n_p)",
-        "        n_d = n_d"),
+        "        n_d = n_d",
+    ),
     "sites-switches-free": (
         "prfaas_plan/planner/sites.py",
         "            f_idle = min(1.0, si.conversion_s / (si.windows[w][1] * 3600.0)) if len(si.windows) > 1 else 0.0",
-        "            f_idle = 0.0"),
+        "            f_idle = 0.0",
+    ),
     # issue 8: offline runs and trtllm-bench's own limits
     "offline-run-decodes-one-step-short": (
         "prfaas_plan/timing/offline.py",
         "running -= admitted[-window - 1]",
-        "running -= admitted[-window]"),
+        "running -= admitted[-window]",
+    ),
     "offline-run-no-token-budget": (
         "prfaas_plan/timing/offline.py",
         "room = max(budget_tokens - query * running, 0.0) / input_tokens",
-        "room = max(budget_tokens, 0.0) / input_tokens"),
+        "room = max(budget_tokens, 0.0) / input_tokens",
+    ),
     "e2e-steady-o-decode-steps": (
         "prfaas_plan/timing/estimate.py",
         "e2e = output_tokens / (mixed_capacity_s + (output_tokens - 1) * mixed_step",
-        "e2e = output_tokens / (mixed_capacity_s + output_tokens * mixed_step"),
+        "e2e = output_tokens / (mixed_capacity_s + output_tokens * mixed_step",
+    ),
     "trtllm-batch-limit-per-instance": (
         "prfaas_plan/published.py",
         "max_batch = per_rank * _ranks(f, layout_kind_, gpus)",
-        "max_batch = per_rank"),
+        "max_batch = per_rank",
+    ),
     "trtllm-kv-heads-not-tp": (
         "prfaas_plan/published.py",
         "kv_gib_per_token = 2 * model.layers.count * max(tp_size, kv_heads) * head",
-        "kv_gib_per_token = 2 * model.layers.count * kv_heads * head"),
+        "kv_gib_per_token = 2 * model.layers.count * kv_heads * head",
+    ),
     "unchunked-long-prompt-accepted": (
         "prfaas_plan/timing/cost.py",
         "        if not self.chunked_prefill and longest > self.prefill_tokens_per_pass:",
-        "        if False:"),
-    "steady-batch-ignores-budget": (
-        "prfaas_plan/timing/estimate.py",
-        "    if room >= dec.batch_size:",
-        "    if True:"),
+        "        if False:",
+    ),
+    "steady-batch-ignores-budget": ("prfaas_plan/timing/estimate.py", "    if room >= dec.batch_size:", "    if True:"),
     "offline-run-mtp-ignored": (
         "prfaas_plan/timing/offline.py",
         "    window = math.ceil((output_tokens - 1) / mtp_tokens_per_step - 1e-9)",
-        "    window = output_tokens - 1"),
+        "    window = output_tokens - 1",
+    ),
     "offline-run-one-group": (
         "prfaas_plan/timing/offline.py",
         "    groups = layout.dp_attention * layout.replicas",
-        "    groups = 1"),
+        "    groups = 1",
+    ),
     "chip-memory-decimal": (
         "prfaas_plan/profiles/hardware.py",
         "        return self.memory_gib * 2**30",
-        "        return self.memory_gib * 1e9"),
+        "        return self.memory_gib * 1e9",
+    ),
     # issue 16: six bugs that passed the whole suite (tests/test_costs_switches_and_replicas.py)
     "link-priced-on-usable": (
         "prfaas_plan/planner/inputs.py",
         "return self.cost.fixed_usd_per_hour(self.bandwidth_gbps)",
-        "return self.cost.fixed_usd_per_hour(self.usable_gbps)"),
+        "return self.cost.fixed_usd_per_hour(self.usable_gbps)",
+    ),
     "sites-day-not-cyclic": (
         "prfaas_plan/planner/sites.py",
         "prev = windows[(w - 1) % len(si.windows)][0]",
-        "prev = windows[max(w - 1, 0)][0]"),
+        "prev = windows[max(w - 1, 0)][0]",
+    ),
     "sites-prfaas-priced-per-chip": (
         "prfaas_plan/planner/sites.py",
         "n_f[f] * (si.pairs[first, f].prfaas.usd_per_hour_per_instance or 0.0)",
-        "n_f[f] * (si.pairs[first, f].prfaas.cost.provisioned_usd_per_hour or 0.0)"),
+        "n_f[f] * (si.pairs[first, f].prfaas.cost.provisioned_usd_per_hour or 0.0)",
+    ),
     "schedule-switch-limit-one-too-tight": (
         "prfaas_plan/planner/schedule.py",
         "np.abs(splits[:, None] - splits[None, :]) <= max_switches",
-        "np.abs(splits[:, None] - splits[None, :]) < max_switches"),
+        "np.abs(splits[:, None] - splits[None, :]) < max_switches",
+    ),
     "schedule-switch-limit-one-too-loose": (
         "prfaas_plan/planner/schedule.py",
         "np.abs(splits[:, None] - splits[None, :]) <= max_switches",
-        "np.abs(splits[:, None] - splits[None, :]) <= max_switches + 1"),
+        "np.abs(splits[:, None] - splits[None, :]) <= max_switches + 1",
+    ),
     "robust-weighted-ignores-targets": (
         "prfaas_plan/planner/robust.py",
         "weighted = sum(c.weight * x for c, x in zip(cases, scaled))",
-        "weighted = sum(c.weight * x for c, x in zip(cases, lams))"),
+        "weighted = sum(c.weight * x for c, x in zip(cases, lams))",
+    ),
     "memory-batch-one-replica": (
         "prfaas_plan/timing/decode.py",
         "return max(per_group, 0) * layout.dp_attention * layout.replicas, weights, kv",
-        "return max(per_group, 0) * layout.dp_attention, weights, kv"),
+        "return max(per_group, 0) * layout.dp_attention, weights, kv",
+    ),
     # measurements follow their instance (tests/test_measurements_follow_their_hardware.py)
     "hardware-compared-as-written": (
         "prfaas_plan/profiles/registry.py",
         "return a == b or hardware_identity(a, base) == hardware_identity(b, base)",
-        "return a == b"),
+        "return a == b",
+    ),
     "hardware-file-by-path-not-name": (
         "prfaas_plan/profiles/registry.py",
         "return resolve_hardware(str(path)).name",
-        "return str(path)"),
+        "return str(path)",
+    ),
     "measurement-chips-ignored": (
         "prfaas_plan/planner/basis.py",
         "if measured_gpus is not None and measured_gpus != gpus:",
-        "if False:"),
+        "if False:",
+    ),
     "decode-rate-chips-not-passed": (
-        "prfaas_plan/planner/inputs.py",
-        "pd.gpus_per_instance, dec.tokens_per_s_gpus, base)",
-        "pd.gpus_per_instance, None, base)"),
+        'prfaas_plan/planner/inputs.py',
+        '        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, dec.tokens_per_s_gpus, base',
+        '        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, None, base',
+    ),
     "compare-swap-by-raw-name": (
         "prfaas_plan/profiles/scenario_set.py",
         "if same_hardware(hardware, spec.hardware, base):",
-        "if hardware == spec.hardware:"),
+        "if hardware == spec.hardware:",
+    ),
     "decode-chips-default-from-pd": (
         "prfaas_plan/profiles/scenario.py",
         'pool = data.get("pd_decode") or data.get("pd")',
-        'pool = data.get("pd")'),
+        'pool = data.get("pd")',
+    ),
     "split-parts-drop-row-name": (
         "prfaas_plan/report.py",
         "return [kept + part for part in out]",
-        "return [kept + part if k == 0 else part for k, part in enumerate(out)]"),
+        "return [kept + part if k == 0 else part for k, part in enumerate(out)]",
+    ),
     "sites-site-not-kept": (
         "prfaas_plan/views/sites.py",
         'Column("site", "site", justify="left", keep=True),',
-        'Column("site", "site", justify="left"),'),
+        'Column("site", "site", justify="left"),',
+    ),
     "union-list-read-as-integer": (
         "prfaas_plan/profiles/_base.py",
         "(scalar_branch and (given_mapping or given_list))",
-        "(scalar_branch and given_mapping)"),
+        "(scalar_branch and given_mapping)",
+    ),
     "robust-error-without-file": (
         "prfaas_plan/api.py",
         "    with scenario_errors(path):  # a shipped name's errors name its file too\n        objective, cases",
-        "    with scenario_errors(scenario):\n        objective, cases"),
-    "text-binding-as-enum": (
-        "prfaas_plan/views/plan.py",
-        "return _BOUND_LABELS.get(value, str(value))",
-        "return str(value)"),
+        "    with scenario_errors(scenario):\n        objective, cases",
+    ),
+    "text-binding-as-enum": ("prfaas_plan/views/plan.py", "return _BOUND_LABELS.get(value, str(value))", "return str(value)"),
     "validate-delta-headers-by-position": (
         "prfaas_plan/views/simulation.py",
         'Column("ttft_mean_diff", "Δ TTFT mean", pct)',
-        'Column("ttft_mean_diff", "Δ", pct)'),
+        'Column("ttft_mean_diff", "Δ", pct)',
+    ),
     # issue 16: the compare front, unknown power, weights, notes and CSV a committee reads
     "front-prices-unpriced-as-worst": (
         "prfaas_plan/planner/compare.py",
         "    priced = all(r.usd_per_hour is not None for r in feasible)",
-        "    priced = any(r.usd_per_hour is not None for r in feasible)"),
+        "    priced = any(r.usd_per_hour is not None for r in feasible)",
+    ),
     "front-counts-lambda-under-min-cost": (
-        "prfaas_plan/planner/compare.py",
-        '*(("capacity_rps",) if objective != ObjectiveKind.min_cost else ()), "ttft_p90_s")',
-        '"capacity_rps", "ttft_p90_s")'),
+        'prfaas_plan/planner/compare.py',
+        '    return (\n        *(("usd_per_hour",) if priced else ()),\n        *(("capacity_rps",) if objective != ObjectiveKind.min_cost else ()),\n        "ttft_p90_s",\n    )',
+        '    return (*(("usd_per_hour",) if priced else ()), "capacity_rps", "ttft_p90_s")',
+    ),
     "front-ttft-more-is-better": (
         "prfaas_plan/planner/compare.py",
         'CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": -1}',
-        'CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": +1}'),
+        'CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": +1}',
+    ),
     "no-price-row-without-sources": (
-        "prfaas_plan/planner/compare.py",
-        "sources=sources(inputs, scenarios.basis) if known else {\"basis\": str(scenarios.basis)})",
-        "sources={\"basis\": str(scenarios.basis)})"),
+        'prfaas_plan/planner/compare.py',
+        '            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)},',
+        '            sources={"basis": str(scenarios.basis)},',
+    ),
     "unknown-power-is-zero": (
         "prfaas_plan/planner/cost.py",
         "    kw = None if chips and c.tdp_w is None else c.facility_w(busy) * chips / 1000.0",
-        "    kw = c.facility_w(busy) * chips / 1000.0"),
+        "    kw = c.facility_w(busy) * chips / 1000.0",
+    ),
     "partial-power-as-the-total": (
         "prfaas_plan/planner/cost.py",
         "        return None if self.power_not_counted else self.counted_power_kw",
-        "        return self.counted_power_kw"),
+        "        return self.counted_power_kw",
+    ),
     "robust-weights-checked-for-weighted-only": (
         "prfaas_plan/profiles/scenario.py",
         "if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:",
-        "if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:"),
+        "if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:",
+    ),
     "robust-weighted-figure-without-weights": (
         "prfaas_plan/views/plan.py",
         'if any(c.weight for c in result.cases) else "")',
-        'if True else "")'),
+        'if True else "")',
+    ),
     "mixture-weights-normalised-silently": (
         "prfaas_plan/profiles/workload_spec.py",
         "        if total > 0 and abs(total - 1.0) > 1e-9:",
-        "        if False:"),
-    "dropped-cost-note-claims-a-rental": (
-        "prfaas_plan/profiles/scenario_set.py",
-        "    if price is None:",
-        "    if False:"),
+        "        if False:",
+    ),
+    "dropped-cost-note-claims-a-rental": ("prfaas_plan/profiles/scenario_set.py", "    if price is None:", "    if False:"),
     "written-chips-not-described": (
         "prfaas_plan/profiles/scenario_set.py",
         "        return spec.gpus_per_instance if spec is not None and isinstance(spec.gpus_per_instance, int) else None",
-        "        return None"),
+        "        return None",
+    ),
     "robust-own-counts-swapped": (
-        "prfaas_plan/views/plan.py",
-        '**dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts))} for c in result.cases]',
-        '**dict(zip(("own_n_p", "own_n_prfaas", "own_n_d"), c.own_counts))} for c in result.cases]'),
+        'prfaas_plan/views/plan.py',
+        '            **dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts)),',
+        '            **dict(zip(("own_n_p", "own_n_prfaas", "own_n_d"), c.own_counts)),',
+    ),
     "relaxed-plan-priced-as-the-plan": (
         "prfaas_plan/planner/plan.py",
         "return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)",
-        "return more.lambda_max - base, counts, usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)"),
+        "return more.lambda_max - base, counts, usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)",
+    ),
     "unused-budget-is-the-whole-budget": (
         "prfaas_plan/planner/plan.py",
         "else limits.usd_per_hour - plan_cost",
-        "else limits.usd_per_hour"),
+        "else limits.usd_per_hour",
+    ),
     "relaxed-rise-net-of-the-price": (
         "prfaas_plan/views/plan.py",
         "extra = m.budget_usd_per_hour - m.plan_usd_per_hour",
-        "extra = m.budget_usd_per_hour - m.plan_usd_per_hour - (m.price_usd_per_hour or 0.0)"),
-    "slack-said-when-none-is-spent": (
-        "prfaas_plan/views/plan.py",
-        "extra > price + 0.005",
-        "extra > 0.005"),
+        "extra = m.budget_usd_per_hour - m.plan_usd_per_hour - (m.price_usd_per_hour or 0.0)",
+    ),
+    "slack-said-when-none-is-spent": ("prfaas_plan/views/plan.py", "extra > price + 0.005", "extra > 0.005"),
     "sites-link-utilisation-on-raw-bandwidth": (
         "prfaas_plan/views/sites.py",
         "link_utilisation_at_planned_rate=round(site.link_utilisation_at_planned_rate[f], 6),",
-        "link_utilisation_at_planned_rate=round(site.egress_gbps[f] / link.bandwidth_gbps, 6),"),
+        "link_utilisation_at_planned_rate=round(site.egress_gbps[f] / link.bandwidth_gbps, 6),",
+    ),
     "layout-choice-text-swapped": (
-        "prfaas_plan/views/timing.py",
-        'TTFT" if capacity == "per_request" else',
-        'TTFT" if capacity != "per_request" else'),
+        'prfaas_plan/views/timing.py',
+        '        if capacity == "per_request"',
+        '        if capacity != "per_request"',
+    ),
     "unpriced-power-ignores-the-kwh": (
         "prfaas_plan/planner/cost.py",
         "return self.tdp_w is None and self.usd_per_kwh > 0",
-        "return self.tdp_w is None"),
+        "return self.tdp_w is None",
+    ),
     "pool-tco-never-flags-uncounted-power": (
-        "prfaas_plan/planner/cost.py",
-        "c.basis, bool(chips) and c.power_unpriced)",
-        "c.basis, False)"),
+        'prfaas_plan/planner/cost.py',
+        '        bool(chips) and c.power_unpriced,',
+        '        False,',
+    ),
     "budget-accepts-unpriced-power": (
         "prfaas_plan/planner/optimizer.py",
         "if count_max > 0 and pool.cost.power_unpriced:",
-        "if False and pool.cost.power_unpriced:"),
+        "if False and pool.cost.power_unpriced:",
+    ),
     "cost-line-total-not-marked": (
         "prfaas_plan/views/plan.py",
         'f"{_usd_low(tco.usd_per_hour, low)}/hour = capital',
-        'f"{_usd(tco.usd_per_hour)}/hour = capital'),
+        'f"{_usd(tco.usd_per_hour)}/hour = capital',
+    ),
     "plan-row-flag-always-false": (
         "prfaas_plan/views/plan.py",
         '"usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d)),',
-        '"usd_per_hour_is_lower_bound": False,'),
+        '"usd_per_hour_is_lower_bound": False,',
+    ),
     "compare-usd-cell-unmarked": (
         "prfaas_plan/views/compare.py",
         'return ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{value:,.{digits}f}"',
-        'return f"{value:,.{digits}f}"'),
-    "paper-fingerprint-without-slo": (
-        "prfaas_plan/planner/paper.py",
-        "inputs.objective, inputs.slo,",
-        "inputs.objective,"),
-    "paper-fingerprint-without-objective": (
-        "prfaas_plan/planner/paper.py",
-        "inputs.objective, inputs.slo,",
-        "inputs.slo,"),
+        'return f"{value:,.{digits}f}"',
+    ),
+    "paper-fingerprint-without-slo": ('prfaas_plan/planner/paper.py', '        inputs.slo,', ''),
+    "paper-fingerprint-without-objective": ('prfaas_plan/planner/paper.py', '        inputs.objective,', ''),
     "paper-fingerprint-input-mean-only": (
         "prfaas_plan/planner/paper.py",
         "*(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),",
-        "round(workload.full_input_dist.mean_tokens(), 6), round(inputs.output_mean_tokens, 6),"),
+        "round(workload.full_input_dist.mean_tokens(), 6), round(inputs.output_mean_tokens, 6),",
+    ),
     "sites-pair-notes-dropped": (
         "prfaas_plan/planner/sites.py",
         "notes = tuple(dict.fromkeys(n for inputs in pairs.values() for n in inputs.notes))",
-        "notes = ()"),
+        "notes = ()",
+    ),
     "baseline-utilisation-null": (
         "prfaas_plan/views/plan.py",
         '"link_utilisation_at_capacity": _opt(b.link_utilisation, 6),',
-        '"link_utilisation_at_capacity": None,'),
+        '"link_utilisation_at_capacity": None,',
+    ),
     "naive-utilisation-zero": (
-        "prfaas_plan/planner/plan.py",
-        "usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(egress_bytes_per_s),\n"
-        "                    inputs.link.utilisation(egress_bytes_per_s))",
-        "usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(egress_bytes_per_s),\n"
-        "                    0.0)"),
-    "compare-ratio-note-missing": (
-        "prfaas_plan/views/compare.py",
-        'if served == "goodput":',
-        'if served == "Λ_max":'),
+        'prfaas_plan/planner/plan.py',
+        '        usd_per_hour(inputs, n_prfaas, 0, n_d),\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        inputs.link.utilisation(egress_bytes_per_s),',
+        '        usd_per_hour(inputs, n_prfaas, 0, n_d),\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        0.0,',
+    ),
+    "compare-ratio-note-missing": ("prfaas_plan/views/compare.py", 'if served == "goodput":', 'if served == "Λ_max":'),
     "robust-json-rows-carry-table-cell": (
-        "prfaas_plan/views/plan.py",
-        'json_doc={**meta, "rows": rows, "notes": notes})',
-        'json_doc={**meta, "rows": table_rows, "notes": notes})'),
+        'prfaas_plan/views/plan.py',
+        '        json_doc={**meta, "rows": rows, "notes": notes},',
+        '        json_doc={**meta, "rows": table_rows, "notes": notes},',
+    ),
     "compare-plot-legend-without-rule": (
-        "prfaas_plan/plot.py",
-        "label=textwrap.fill(front_note(comparison), 46))",
-        "label=\"Pareto front (TTFT too)\")"),
+        'prfaas_plan/plot.py',
+        '            label=textwrap.fill(front_note(comparison), 46),',
+        '            label="Pareto front (TTFT too)",',
+    ),
     # per-chip efficiencies (tests/test_chip_efficiencies.py)
     "fp8-attention-uses-bf16-fraction": (
         "prfaas_plan/timing/cost.py",
         "return hw.peak_flops(running) * hw.efficiency.attention_fraction(running)",
-        "return hw.peak_flops(running) * hw.efficiency.attention"),
+        "return hw.peak_flops(running) * hw.efficiency.attention",
+    ),
     "fp8-attention-field-is-bf16": (
         "prfaas_plan/profiles/hardware.py",
         '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8",',
-        '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention",'),
+        '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention",',
+    ),
     "fp8-matmul-field-is-bf16": (
         "prfaas_plan/profiles/hardware.py",
         '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8",',
-        '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",'),
+        '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",',
+    ),
     "fp8-attention-falls-back-to-matmul": (
-        "prfaas_plan/profiles/hardware.py",
-        '"attention_fp8": "attention"}',
-        '"attention_fp8": "matmul"}'),
+        'prfaas_plan/profiles/hardware.py',
+        '    "attention_fp8": "attention",',
+        '    "attention_fp8": "matmul",',
+    ),
     "fallback-source-names-itself": (
         "prfaas_plan/profiles/hardware.py",
         'return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"',
-        'return f"fallback: {field} (no source for this chip)"'),
+        'return f"fallback: {field} (no source for this chip)"',
+    ),
     "efficiency-sources-typo-accepted": (
         "prfaas_plan/profiles/hardware.py",
         "unknown = sorted(set(self.efficiency_sources) - set(Efficiency.model_fields))",
-        "unknown = []"),
+        "unknown = []",
+    ),
     "calibration-drops-fp8-attention-ratio": (
         "prfaas_plan/timing/calibrate.py",
         '"grouped_matmul_fp4": "matmul", "attention_fp8": "attention"}',
-        '"grouped_matmul_fp4": "matmul"}'),
+        '"grouped_matmul_fp4": "matmul"}',
+    ),
     "fp4-matmul-skips-its-fraction": (
         "prfaas_plan/profiles/hardware.py",
         'ComputeDtype.fp4: "matmul_fp4"}',
-        'ComputeDtype.fp4: "matmul_fp8"}'),
+        'ComputeDtype.fp4: "matmul_fp8"}',
+    ),
     # the published format says everything estimate can
     "batch-pipeline-fill-per-stage": (
-        "prfaas_plan/timing/prefill.py",
-        "done = (np.cumsum(t) + (layout.pp - 1) * np.maximum.accumulate(t)",
-        "done = (np.cumsum(t) + layout.pp * np.maximum.accumulate(t)"),
+        'prfaas_plan/timing/prefill.py',
+        '        done = (\n            np.cumsum(t)\n            + (layout.pp - 1) * np.maximum.accumulate(t)\n            + count * eff.prefill_pass_overhead_s\n            + eff.prefill_overhead_s\n        )',
+        '        done = np.cumsum(t) + layout.pp * np.maximum.accumulate(t) + count * eff.prefill_pass_overhead_s + eff.prefill_overhead_s',
+    ),
     "batch-pass-ignores-budget": (
         "prfaas_plan/timing/prefill.py",
         "k = max(1, min(budget // input_tokens, held, per_group))",
-        "k = max(1, min(held, per_group))"),
+        "k = max(1, min(held, per_group))",
+    ),
     "batch-prompts-not-cut-to-batch": (
         "prfaas_plan/timing/prefill.py",
         "ended = np.minimum(ended, np.maximum(batch - (np.cumsum(ended) - ended), 0.0))",
-        "ended = ended"),
+        "ended = ended",
+    ),
     "e2e-latency-one-prompt-prefill": (
         "prfaas_plan/timing/estimate.py",
         "e2e_latency_s=burst.seconds + (output_tokens - 1) * tpot,",
-        "e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,"),
+        "e2e_latency_s=float(ttft[0]) + (output_tokens - 1) * tpot,",
+    ),
     "full-context-refused": (
         "prfaas_plan/timing/estimate.py",
         'check_lengths(model, [input_tokens + output_tokens - 1], field="input + output")',
-        'check_lengths(model, [input_tokens + output_tokens], field="input + output")'),
+        'check_lengths(model, [input_tokens + output_tokens], field="input + output")',
+    ),
     "published-batch-wins-over-concurrency": (
         "prfaas_plan/published.py",
         "    if concurrency is None and batch is not None:",
-        "    if batch is not None:"),
+        "    if batch is not None:",
+    ),
     "published-ms-not-converted": (
         "prfaas_plan/published.py",
         'SECONDS_PER_UNIT = {"s": 1.0, "ms": 1e-3}',
-        'SECONDS_PER_UNIT = {"s": 1.0, "ms": 1.0}'),
+        'SECONDS_PER_UNIT = {"s": 1.0, "ms": 1.0}',
+    ),
     "published-chunk-column-ignored": (
-        "prfaas_plan/published.py",
-        '(("chunk_tokens", "prefill_tokens_per_pass"), ("chunked_prefill", "chunked_prefill"),',
-        '(("chunked_prefill", "chunked_prefill"),'),
+        'prfaas_plan/published.py',
+        '    for column, setting in (\n        ("chunk_tokens", "prefill_tokens_per_pass"),\n        ("chunked_prefill", "chunked_prefill"),\n        ("mtp_tokens", "mtp_tokens_per_step"),\n    ):',
+        '    for column, setting in (("chunked_prefill", "chunked_prefill"), ("mtp_tokens", "mtp_tokens_per_step")):',
+    ),
     "published-burst-ttft-is-whole-prefill": (
         "prfaas_plan/published.py",
         '"ttft": est.ttft_s if lone else est.batch_ttft_s}[f.kind]',
-        '"ttft": est.ttft_s if lone else est.batch_prefill_s}[f.kind]'),
-    "published-layout-chips-unchecked": (
-        "prfaas_plan/published.py",
-        "    if chips != gpus:",
-        "    if False:"),
+        '"ttft": est.ttft_s if lone else est.batch_prefill_s}[f.kind]',
+    ),
+    "published-layout-chips-unchecked": ("prfaas_plan/published.py", "    if chips != gpus:", "    if False:"),
     "published-layout-columns-ignored": (
         "prfaas_plan/published.py",
         "return dict(f.layout) if f.layout is not None else layout_of(_layout_kind_of(row, f), gpus)",
-        "return layout_of(_layout_kind_of(row, f), gpus)"),
+        "return layout_of(_layout_kind_of(row, f), gpus)",
+    ),
     "engine-attention-prefill-ignored": (
         "prfaas_plan/timing/cost.py",
         "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
-        "attn_flops = attn_rate"),
+        "attn_flops = attn_rate",
+    ),
     "engine-attention-decode-ignored": (
         "prfaas_plan/timing/cost.py",
         "attn_bw = min(bw * attn, hw.memory_bytes_per_s)",
-        "attn_bw = bw"),
+        "attn_bw = bw",
+    ),
     "engine-attention-phases-swapped": (
         "prfaas_plan/timing/cost.py",
         "return in_prefill if prefill else in_decode",
-        "return in_decode if prefill else in_prefill"),
+        "return in_decode if prefill else in_prefill",
+    ),
     "engine-gemm-multipliers-swapped": (
         "prfaas_plan/timing/cost.py",
         "mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm",
-        "mm, expert_rate = mm * engine.grouped_gemm, expert_rate * engine.dense_gemm"),
+        "mm, expert_rate = mm * engine.grouped_gemm, expert_rate * engine.dense_gemm",
+    ),
     "engine-all-to-all-ignored": (
         "prfaas_plan/timing/cost.py",
         "time, up, nic = time + t / engine.all_to_all, up + intra, nic + inter",
-        "time, up, nic = time + t, up + intra, nic + inter"),
+        "time, up, nic = time + t, up + intra, nic + inter",
+    ),
     "engine-given-settings-ignored": (
         "prfaas_plan/timing/cost.py",
         "settings = {f: given.get(f, getattr(profile.defaults, f)) for f in SETTINGS}",
-        "settings = {f: getattr(profile.defaults, f) for f in SETTINGS}"),
+        "settings = {f: getattr(profile.defaults, f) for f in SETTINGS}",
+    ),
     "engine-step-overhead-dropped": (
         "prfaas_plan/timing/decode.py",
         "overhead = instance.hardware.efficiency.decode_step_overhead_s + instance.engine.step_overhead_s",
-        "overhead = instance.hardware.efficiency.decode_step_overhead_s"),
+        "overhead = instance.hardware.efficiency.decode_step_overhead_s",
+    ),
     "engine-batch-limit-per-instance": (
         "prfaas_plan/timing/decode.py",
         "max_batch = instance.engine.max_batch * layout.dp_attention * layout.replicas",
-        "max_batch = instance.engine.max_batch"),
+        "max_batch = instance.engine.max_batch",
+    ),
     "engine-fp8-kv-overrides-given-kv": (
         "prfaas_plan/profiles/serving.py",
         'if kv_fp8_checkpoint is not None and "kv" not in update and quantised:',
-        "if kv_fp8_checkpoint is not None and quantised:"),
+        "if kv_fp8_checkpoint is not None and quantised:",
+    ),
     "engine-fp8-kv-on-any-checkpoint": (
         "prfaas_plan/profiles/serving.py",
         'quantised = any(update.get(part) in QUANTISED for part in ("weights", "experts"))',
-        'quantised = True'),
+        'quantised = True',
+    ),
     "engine-name-keyword-missing": (
         "prfaas_plan/published.py",
         '(EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM", "TRTLLM"))',
-        '(EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM"))'),
+        '(EngineName.trtllm, ("TENSORRT-LLM", "TRT-LLM"))',
+    ),
     "engine-unsourced-value-accepted": (
         "prfaas_plan/timing/engines/__init__.py",
         "return [k for k, v in flat_values(profile).items() if v != base[k] and not profile.field_sources.get(k, \"\").strip()]",
-        "return []"),
+        "return []",
+    ),
     "engine-published-override-ignored": (
         "prfaas_plan/published.py",
         'args = _estimate_args(row, f, checkpoint, precision, engine_name or engine_name_of(row["engine"]))',
-        'args = _estimate_args(row, f, checkpoint, precision, engine_name_of(row["engine"]))'),
+        'args = _estimate_args(row, f, checkpoint, precision, engine_name_of(row["engine"]))',
+    ),
     # uncertainty (timing/uncertainty.py, planner/uncertainty.py, views): tests/test_uncertainty.py
     "band-order-statistic-narrow": (
         "prfaas_plan/timing/uncertainty.py",
         "return ordered[k - 1], ordered[n - k]",
-        "return ordered[k], ordered[n - k - 1]"),
+        "return ordered[k], ordered[n - k - 1]",
+    ),
     "band-time-rows-as-rates": (
         "prfaas_plan/timing/uncertainty.py",
         'return -math.log(self.ratio) if self.orientation == "rate" else math.log(self.ratio)',
-        "return -math.log(self.ratio)"),
+        "return -math.log(self.ratio)",
+    ),
     "band-excludes-the-model-figure": (
         "prfaas_plan/timing/uncertainty.py",
         "return Band(math.exp(min(lo, 0.0)), math.exp(max(hi, 0.0)), name, len(chosen), str(method))",
-        "return Band(math.exp(lo), math.exp(hi), name, len(chosen), str(method))"),
-    "t-band-without-prediction-term": (
-        "prfaas_plan/timing/uncertainty.py",
-        "s * math.sqrt(1 + 1 / n)",
-        "s * math.sqrt(1 / n)"),
+        "return Band(math.exp(lo), math.exp(hi), name, len(chosen), str(method))",
+    ),
+    "t-band-without-prediction-term": ("prfaas_plan/timing/uncertainty.py", "s * math.sqrt(1 + 1 / n)", "s * math.sqrt(1 / n)"),
     "leave-one-out-keeps-the-row": (
         "prfaas_plan/timing/uncertainty.py",
         'b = band(r.group, r.engine, rows, method, min_rows, exclude=f"{r.set}/{r.id}")',
-        "b = band(r.group, r.engine, rows, method, min_rows)"),
+        "b = band(r.group, r.engine, rows, method, min_rows)",
+    ),
     "band-time-range-as-rate": (
         "prfaas_plan/timing/uncertainty.py",
         "return value / self.high, value / self.low",
-        "return value * self.low, value * self.high"),
+        "return value * self.low, value * self.high",
+    ),
     "plan-range-pd-work-times-factor": (
         "prfaas_plan/planner/uncertainty.py",
         "pd_work_s=table.pd_work_s / f_pd)",
-        "pd_work_s=table.pd_work_s * f_pd)"),
+        "pd_work_s=table.pd_work_s * f_pd)",
+    ),
     "plan-range-decode-fixed": (
         "prfaas_plan/planner/uncertainty.py",
         "tokens_per_s_per_instance=inputs.decode.tokens_per_s_per_instance * f_d)",
-        "tokens_per_s_per_instance=inputs.decode.tokens_per_s_per_instance)"),
+        "tokens_per_s_per_instance=inputs.decode.tokens_per_s_per_instance)",
+    ),
     "plan-range-rate-fixed": (
         "prfaas_plan/planner/uncertainty.py",
         "rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)",
-        "rate = rate_rps"),
+        "rate = rate_rps",
+    ),
     "compare-overlap-one-sided": (
         "prfaas_plan/planner/uncertainty.py",
         "return a[0] <= b[1] and b[0] <= a[1]",
-        "return a[0] <= b[1]"),
+        "return a[0] <= b[1]",
+    ),
     "compare-shared-error-ignored": (
         "prfaas_plan/planner/uncertainty.py",
         "shared = bool(r.error_key) and r.error_key == best.error_key",
-        "shared = False"),
+        "shared = False",
+    ),
     "estimate-range-per-gpu-not-divided": (
         "prfaas_plan/views/estimate.py",
         'out[f"{name}_low{unit}"] = round(low * scale / divide, digits)',
-        'out[f"{name}_low{unit}"] = round(low * scale, digits)'),
+        'out[f"{name}_low{unit}"] = round(low * scale, digits)',
+    ),
     # issue 17, wave 2: the AMD Instinct fabric figures (tests/test_rocm_efficiencies.py)
-    "mi300x-network-back-to-assumed": (
-        "hardware_profiles/mi300x.yaml",
-        "  network: 0.7072\n",
-        "  network: 0.8\n"),
+    "mi300x-network-back-to-assumed": ("hardware_profiles/mi300x.yaml", "  network: 0.7072\n", "  network: 0.8\n"),
     "mi300x-latency-step-back-to-assumed": (
         "hardware_profiles/mi300x.yaml",
         "scale_up_latency_us: 1.795\n",
-        "scale_up_latency_us: 3.0\n"),
+        "scale_up_latency_us: 3.0\n",
+    ),
     "mi355x-fabric-borrowed-from-mi300x": (
         "hardware_profiles/mi355x.yaml",
         "scale_up_gb_per_s: 537.6\n",
-        "scale_up_gb_per_s: 448\n"),
+        "scale_up_gb_per_s: 448\n",
+    ),
     "all-reduce-latency-one-way": (
         "prfaas_plan/timing/collectives.py",
         "return 2 * steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s",
-        "return steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s"),
+        "return steps(chips) * f.latency_s + 2 * (chips - 1) / chips * payload / f.bytes_per_s",
+    ),
     "sparse-prefill-uncompressed": (
-        "prfaas_plan/accounting/mixers/sparse.py",
-        "+ self._decode_flops_per_key() * causal_keys(lengths, topk))  # absorbed form (module doc)",
-        "+ self._prefill_flops_per_key() * causal_keys(lengths, topk))"),
+        'prfaas_plan/accounting/mixers/sparse.py',
+        '        return self._indexer_flops_per_key() * causal_keys(lengths) + self._decode_flops_per_key() * causal_keys(\n            lengths, topk\n        )  # absorbed form (module doc)',
+        '        return self._indexer_flops_per_key() * causal_keys(lengths) + self._prefill_flops_per_key() * causal_keys(lengths, topk)',
+    ),
     # MLA decode (tests/test_mla_decode.py)
     "mla-decode-values-not-absorbed": (
         "prfaas_plan/accounting/mixers/mla.py",
         "return 2 * self.spec.num_heads * (2 * self.spec.kv_lora_rank + self.spec.qk_rope_head_dim)",
-        "return 2 * self.spec.num_heads * (self.spec.kv_lora_rank + self.spec.qk_rope_head_dim)"),
+        "return 2 * self.spec.num_heads * (self.spec.kv_lora_rank + self.spec.qk_rope_head_dim)",
+    ),
     "mla-decode-reads-no-rope-key": (
         "prfaas_plan/accounting/mixers/mla.py",
         "batch * self.latent * self.kv_bytes * context_tokens)",
-        "batch * self.spec.kv_lora_rank * self.kv_bytes * context_tokens)"),
+        "batch * self.spec.kv_lora_rank * self.kv_bytes * context_tokens)",
+    ),
     "mla-latent-split-by-tp": (
         "prfaas_plan/accounting/mixers/mla.py",
         "    def kv(self) -> LayerKv:\n        return LayerKv(growing_bytes_per_token=self.latent * self.kv_bytes)",
-        ("    kv_ways = 128\n\n    def kv(self) -> LayerKv:\n"
-         "        return LayerKv(growing_bytes_per_token=self.latent * self.kv_bytes)")),
+        (
+            "    kv_ways = 128\n\n    def kv(self) -> LayerKv:\n"
+            "        return LayerKv(growing_bytes_per_token=self.latent * self.kv_bytes)"
+        ),
+    ),
     "published-override-keeps-first-part-only": (
         "prfaas_plan/published.py",
         "return dict(part.split(\"=\", 1) for part in parts)",
-        "return dict(part.split(\"=\", 1) for part in parts[:1])"),
+        "return dict(part.split(\"=\", 1) for part in parts[:1])",
+    ),
     "engine-fp8-checkpoint-kv-ignored": (
         "prfaas_plan/api.py",
         "kv = None if spec is None else engine_profile(spec.name).defaults.kv_dtype_fp8_checkpoint",
-        "kv = None"),
+        "kv = None",
+    ),
     "grouped-fp4-fraction-ignored": (
         "prfaas_plan/profiles/hardware.py",
         'return getattr(self, self.field_in_use("grouped_matmul_fp4"))',
-        "return self.matmul_fraction(dtype)"),
+        "return self.matmul_fraction(dtype)",
+    ),
     "experts-at-dense-matmul-rate": (
         "prfaas_plan/timing/cost.py",
         "grouped_matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),",
-        "matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),"),
+        "matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),",
+    ),
     "trtllm-untuned-quant-tuned": (
         "prfaas_plan/published.py",
         "return not (d.experts == Dtype.fp4 and d.weights in (Dtype.bf16, Dtype.fp16))",
-        "return True"),
+        "return True",
+    ),
     "trtllm-untuned-budget-not-raised": (
         "prfaas_plan/published.py",
         "return defaults.max_batch, max(defaults.prefill_tokens_per_pass, input_tokens + defaults.max_batch)",
-        "return defaults.max_batch, defaults.prefill_tokens_per_pass"),
+        "return defaults.max_batch, defaults.prefill_tokens_per_pass",
+    ),
     "trtllm-nvfp4-sized-at-weights-dtype": (
         "prfaas_plan/published.py",
         "weight_dtype = Dtype.fp4 if model.dtypes.experts == Dtype.fp4 else model.dtypes.weights",
-        "weight_dtype = model.dtypes.weights"),
+        "weight_dtype = model.dtypes.weights",
+    ),
     "calibration-drops-grouped-fp4-ratio": (
         "prfaas_plan/timing/calibrate.py",
         '"matmul_fp4": "matmul", "grouped_matmul_fp4": "matmul",',
-        '"matmul_fp4": "matmul",'),
+        '"matmul_fp4": "matmul",',
+    ),
     "serving-mixed-step-drops-chunk-floor": (
-        "prfaas_plan/timing/serving.py",
-        "sequential_steps=np.maximum(a.sequential_steps, b.sequential_steps))",
-        "sequential_steps=a.sequential_steps)"),
+        'prfaas_plan/timing/serving.py',
+        '    return replace(\n        a,\n        **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},\n        sequential_steps=np.maximum(a.sequential_steps, b.sequential_steps),\n    )',
+        '    return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE}, sequential_steps=a.sequential_steps)',
+    ),
     "kernel-multiplier-past-peak": (
         "prfaas_plan/timing/cost.py",
         "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
-        "attn_flops = attn_rate * attn"),
+        "attn_flops = attn_rate * attn",
+    ),
     "shared-error-ignores-model": (
         "prfaas_plan/planner/uncertainty.py",
         "return (inputs.model.name, _workload_digest(inputs.workload)) + tuple(",
-        "return () + tuple("),
+        "return () + tuple(",
+    ),
     "load-beyond-memory-ignored": (
-        "prfaas_plan/timing/estimate.py",
-        "max(load_concurrency or 0, dec.batch_size), max(cap, dec.batch_size), context)",
-        "dec.batch_size, max(cap, dec.batch_size), context)"),
+        'prfaas_plan/timing/estimate.py',
+        '        max(load_concurrency or 0, dec.batch_size),',
+        '        dec.batch_size,',
+    ),
     "static-batch-on-lone-layout": (
         "prfaas_plan/timing/estimate.py",
         "    burst = mixed.batch(input_tokens, dec.batch_size)",
-        "    burst = lone.batch(input_tokens, dec.batch_size)"),
+        "    burst = lone.batch(input_tokens, dec.batch_size)",
+    ),
 }
 
 
@@ -895,8 +1032,11 @@ def stale() -> list[str]:
         file = REPO / path
         count = file.read_text().count(old) if file.is_file() else 0
         if count != 1 or old == new:
-            why = "no such file" if not file.is_file() else (
-                "text equals its replacement" if old == new else f"text occurs {count} times")
+            why = (
+                "no such file"
+                if not file.is_file()
+                else ("text equals its replacement" if old == new else f"text occurs {count} times")
+            )
             out.append(f"{name} ({path}: {why})")
     return out
 
@@ -913,8 +1053,13 @@ def run(name: str | None, tests: list[str]) -> bool:
                 raise SystemExit(f"{name}: the text to replace occurs {source.count(old)} times in {path}")
             (copy / path).write_text(source.replace(old, new))
         env = dict(os.environ, PYTHONPATH=str(copy), PRFAAS_PLAN_SKIP_VENV_TEST="1")
-        result = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider",
-                                 *tests], cwd=copy, env=env, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-m", "not slow", "-p", "no:cacheprovider", *tests],
+            cwd=copy,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         return result.returncode != 0
 
 
@@ -922,8 +1067,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
     parser.add_argument("--check", action="store_true", help="only check that every mutant still applies")
-    parser.add_argument("--tests", action="append", default=[], metavar="PATH",
-                        help="run only these test files or node ids (repeatable; default: the fast tier)")
+    parser.add_argument(
+        "--tests",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="run only these test files or node ids (repeatable; default: the fast tier)",
+    )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in MUTANTS]
     if unknown:
@@ -933,8 +1083,11 @@ def main(argv: list[str]) -> int:
         bad = [s for s in stale() if not args.names or s.split(" ", 1)[0] in args.names]
         for line in bad:
             print(f"STALE    {line}")
-        print(f"{len(bad)} of {len(args.names or MUTANTS)} mutants stale" if bad else
-              f"all {len(args.names or MUTANTS)} mutants apply")
+        print(
+            f"{len(bad)} of {len(args.names or MUTANTS)} mutants stale"
+            if bad
+            else f"all {len(args.names or MUTANTS)} mutants apply"
+        )
         return 1 if bad else 0
     if run(None, args.tests):
         print("the tests fail without any mutant: fix that first")

@@ -25,8 +25,7 @@ sys.path.insert(0, str(ROOT))
 from prfaas_plan import published  # noqa: E402
 from prfaas_plan.timing import uncertainty  # noqa: E402
 
-SETS = (("original", ROOT / "tests/data/published_benchmarks.csv"),
-        ("new", ROOT / "tests/data/published_benchmarks_new.csv"))
+SETS = (("original", ROOT / "tests/data/published_benchmarks.csv"), ("new", ROOT / "tests/data/published_benchmarks_new.csv"))
 OUT = ROOT / "prfaas_plan/timing/residuals.csv"
 
 
@@ -38,9 +37,18 @@ def rows() -> list[dict]:
         engines = {r["id"]: str(published.engine_name_of(r["engine"])) for r in published.read_rows(str(path))}
         for p in published.predict_all(str(path)):
             group, orientation = uncertainty.KIND_FIGURES[p.kind]
-            out.append({"id": p.id, "set": name, "kind": p.kind, "group": group, "orientation": orientation,
-                        "engine": engines[p.id], "hardware": p.hardware,
-                        "ratio_predicted_over_measured": f"{p.ratio:.6f}"})
+            out.append(
+                {
+                    "id": p.id,
+                    "set": name,
+                    "kind": p.kind,
+                    "group": group,
+                    "orientation": orientation,
+                    "engine": engines[p.id],
+                    "hardware": p.hardware,
+                    "ratio_predicted_over_measured": f"{p.ratio:.6f}",
+                }
+            )
     return out
 
 
@@ -58,8 +66,10 @@ def report() -> str:
     lines = [f"{len(residuals)} rows; level {uncertainty.LEVEL:g}; at least {uncertainty.MIN_ROWS} rows a cell"]
     for method in uncertainty.Method:
         loo = uncertainty.leave_one_out(residuals, method)
-        lines.append(f"{method}: leave-one-out coverage {loo.coverage:.1%} "
-                     f"({sum(c for *_, c in loo.rows)}/{len(loo.rows)}), median width {loo.median_width:.2f}x")
+        lines.append(
+            f"{method}: leave-one-out coverage {loo.coverage:.1%} "
+            f"({sum(c for *_, c in loo.rows)}/{len(loo.rows)}), median width {loo.median_width:.2f}x"
+        )
         for group in uncertainty.GROUPS:
             b = uncertainty.band(group, residuals=residuals, method=method)
             lines.append(f"  {group}: x{b.low:.3f} .. x{b.high:.3f} of the predicted speed ({b.pool}, {b.rows} rows)")

@@ -39,9 +39,11 @@ class LayerKv:
 
     def at(self, length_tokens):
         """S_kv of this layer for ``length_tokens`` (scalar or array)."""
-        return (self.growing_bytes_per_token * length_tokens
-                + self.window_bytes_per_token * np.minimum(length_tokens, self.window_tokens)
-                + self.fixed_bytes)
+        return (
+            self.growing_bytes_per_token * length_tokens
+            + self.window_bytes_per_token * np.minimum(length_tokens, self.window_tokens)
+            + self.fixed_bytes
+        )
 
 
 def causal_keys(length, window=None) -> np.ndarray:
@@ -161,11 +163,14 @@ NoMixer, NoFfn = MixerKind, FfnKind
 def _registrar(table: dict[str, type]) -> Callable[[str], Callable[[type], type]]:
     def kind(tag: str) -> Callable[[type], type]:
         """Class decorator: register a kind under its schema discriminator ``tag``."""
+
         def register(cls: type) -> type:
             table[tag] = cls
             cls.tag = tag
             return cls
+
         return register
+
     return kind
 
 

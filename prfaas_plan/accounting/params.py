@@ -68,15 +68,19 @@ def declared_params_mismatch(model: ModelProfile) -> str | None:
     if model.total_params_b is not None:
         counted = counts.total / 1e9
         if abs(model.total_params_b / counted - 1) > DECLARED_PARAMS_TOLERANCE:
-            problems.append(f"total_params_b {model.total_params_b:g} differs by "
-                            f"{100 * (model.total_params_b / counted - 1):+.0f}% from the {counted:,.1f}B its layer stack "
-                            "counts (weight bytes use the declared figure)")
+            problems.append(
+                f"total_params_b {model.total_params_b:g} differs by "
+                f"{100 * (model.total_params_b / counted - 1):+.0f}% from the {counted:,.1f}B its layer stack "
+                "counts (weight bytes use the declared figure)"
+            )
     if model.active_params_b is not None:
         head = counts.embedding // (1 if model.tie_word_embeddings else 2)
         conventions = [(counts.active - k) / 1e9 for k in (0, counts.embedding - head, counts.embedding)]
         if all(abs(model.active_params_b / c - 1) > DECLARED_PARAMS_TOLERANCE for c in conventions):
-            problems.append(f"active_params_b {model.active_params_b:g} matches none of the {conventions[-1]:,.1f}B "
-                            f"to {conventions[0]:,.1f}B its layer stack counts")
+            problems.append(
+                f"active_params_b {model.active_params_b:g} matches none of the {conventions[-1]:,.1f}B "
+                f"to {conventions[0]:,.1f}B its layer stack counts"
+            )
     return f"model '{model.name}': " + "; ".join(problems) if problems else None
 
 

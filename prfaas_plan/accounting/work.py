@@ -106,8 +106,14 @@ def layer_groups(model: ModelProfile) -> list[tuple[int, Layer]]:
     return [(counts[key], first[key]) for key in counts]
 
 
-def _layer_work(model: ModelProfile, layer: Layer, tokens: np.ndarray, attention_flops: np.ndarray,
-                kv_bytes: np.ndarray, sequential_steps: np.ndarray | float = 0.0) -> Work:
+def _layer_work(
+    model: ModelProfile,
+    layer: Layer,
+    tokens: np.ndarray,
+    attention_flops: np.ndarray,
+    kv_bytes: np.ndarray,
+    sequential_steps: np.ndarray | float = 0.0,
+) -> Work:
     """The terms common to prefill and decode, for ``tokens`` tokens through one layer."""
     h = model.hidden_size
     mixer, ffn = mixer_of(layer.mixer, model.dtypes), ffn_of(layer.ffn, model.dtypes)
@@ -193,10 +199,22 @@ def lm_head_work(model: ModelProfile, tokens: np.ndarray) -> Work:
     tokens = np.asarray(tokens, dtype=float)
     zeros = np.zeros_like(tokens)
     return Work(
-        tokens=tokens, hidden=h, act_bytes=dtype_bytes(model.dtypes.activations),
-        mixer_flops=zeros, mixer_weight_bytes=0.0, attention_flops=zeros, kv_bytes=zeros,
-        dense_flops=2 * tokens * h * v, dense_weight_bytes=h * v * dtype_bytes(model.dtypes.weights),
-        expert_flops=zeros, per_expert_bytes=0.0, num_experts=0, top_k=0,
+        tokens=tokens,
+        hidden=h,
+        act_bytes=dtype_bytes(model.dtypes.activations),
+        mixer_flops=zeros,
+        mixer_weight_bytes=0.0,
+        attention_flops=zeros,
+        kv_bytes=zeros,
+        dense_flops=2 * tokens * h * v,
+        dense_weight_bytes=h * v * dtype_bytes(model.dtypes.weights),
+        expert_flops=zeros,
+        per_expert_bytes=0.0,
+        num_experts=0,
+        top_k=0,
         activation_bytes=tokens * v * 4.0,  # fp32 logits
-        has_mixer=False, has_ffn=False, kernels=LM_HEAD_KERNELS, dense_gemms=((h * v, h),),
+        has_mixer=False,
+        has_ffn=False,
+        kernels=LM_HEAD_KERNELS,
+        dense_gemms=((h * v, h),),
     )

@@ -34,8 +34,9 @@ from ..timing.prefill import measured_for
 _FIT_BY_POINTS = {1: (FitParam.compute,), 2: (FitParam.compute, FitParam.prefill_overhead_s)}
 
 
-def measured_here(what: str, pool: str, written: str, gpus: int, measured_on: str | None,
-                  measured_gpus: int | None, base: Path | None = None) -> str | None:
+def measured_here(
+    what: str, pool: str, written: str, gpus: int, measured_on: str | None, measured_gpus: int | None, base: Path | None = None
+) -> str | None:
     """None when a measurement (``what``) taken on ``measured_gpus`` x ``measured_on`` (None:
     the pool's own) belongs to ``pool`` on ``gpus`` x ``written`` (the same hardware,
     ``same_hardware``, and chip count); else the note that says why it is not used."""
@@ -46,10 +47,21 @@ def measured_here(what: str, pool: str, written: str, gpus: int, measured_on: st
     return None
 
 
-def calibration_points(role: str, written: str, given: list[CalibrationPoint], fit, measured_on: str | None,
-                       curve: CurveSource, model: ModelProfile, hardware, gpus: int, basis: Basis, prefills: bool,
-                       measured_gpus: int | None = None, base: Path | None = None
-                       ) -> tuple[list[CalibrationPoint], tuple | None, list[str]]:
+def calibration_points(
+    role: str,
+    written: str,
+    given: list[CalibrationPoint],
+    fit,
+    measured_on: str | None,
+    curve: CurveSource,
+    model: ModelProfile,
+    hardware,
+    gpus: int,
+    basis: Basis,
+    prefills: bool,
+    measured_gpus: int | None = None,
+    base: Path | None = None,
+) -> tuple[list[CalibrationPoint], tuple | None, list[str]]:
     """(points to calibrate a pool's hardware on, the parameters to fit (None: the default),
     notes). ``given``: the scenario's points for the pool, whose hardware it names ``written``,
     measured on ``measured_gpus`` x ``measured_on`` (None: the pool's); used when measured on
@@ -75,23 +87,30 @@ _CALIBRATIONS: dict[tuple, CalibrationResult] = {}
 CALIBRATIONS_KEPT = 32
 
 
-def calibrated(model: ModelProfile, hardware, gpus: int, points: list[CalibrationPoint], fit, layout, engine
-               ) -> CalibrationResult:
+def calibrated(
+    model: ModelProfile, hardware, gpus: int, points: list[CalibrationPoint], fit, layout, engine
+) -> CalibrationResult:
     """``timing.calibrate.calibrate``, once per process for the same inputs: a comparison fits the
     same measured points (a model profile's, for every option on that hardware) again and again."""
-    key = (model.model_dump_json(), hardware.model_dump_json(), gpus,
-           tuple((p.length_tokens, p.prefill_s) for p in points), None if fit is None else tuple(fit), repr(layout),
-           repr(engine))
+    key = (
+        model.model_dump_json(),
+        hardware.model_dump_json(),
+        gpus,
+        tuple((p.length_tokens, p.prefill_s) for p in points),
+        None if fit is None else tuple(fit),
+        repr(layout),
+        repr(engine),
+    )
     if key not in _CALIBRATIONS:
         if len(_CALIBRATIONS) >= CALIBRATIONS_KEPT:
             _CALIBRATIONS.pop(next(iter(_CALIBRATIONS)))
-        _CALIBRATIONS[key] = calibrate(model, hardware, gpus, points, name=hardware.name, fit=fit, layout=layout,
-                                       engine=engine)
+        _CALIBRATIONS[key] = calibrate(model, hardware, gpus, points, name=hardware.name, fit=fit, layout=layout, engine=engine)
     return _CALIBRATIONS[key]
 
 
-def prefill_settings(curve: CurveSource, capacity: PrefillCapacity | None, calibrated: bool, basis: Basis
-                     ) -> tuple[CurveSource, PrefillCapacity | None]:
+def prefill_settings(
+    curve: CurveSource, capacity: PrefillCapacity | None, calibrated: bool, basis: Basis
+) -> tuple[CurveSource, PrefillCapacity | None]:
     """(curve source, capacity) of a pool's prefill, from the pool's own (``capacity`` None: not
     fixed): on basis ``model`` the roofline, batched unless the pool fixes its capacity; as
     given, the pool's own source, and per request for a calibrated roofline (it was fitted to
@@ -101,14 +120,21 @@ def prefill_settings(curve: CurveSource, capacity: PrefillCapacity | None, calib
     return curve, capacity or (PrefillCapacity.per_request if calibrated else None)
 
 
-def measured_decode_rate(rate: float | None, measured_on: str | None, decoder_hardware: str, gpus: int,
-                         measured_gpus: int | None = None, base: Path | None = None) -> tuple[float | None, list[str]]:
+def measured_decode_rate(
+    rate: float | None,
+    measured_on: str | None,
+    decoder_hardware: str,
+    gpus: int,
+    measured_gpus: int | None = None,
+    base: Path | None = None,
+) -> tuple[float | None, list[str]]:
     """(the scenario's decode tokens/s per instance ``rate`` when measured on the decoding pool's
     instance, ``gpus`` x ``decoder_hardware`` (``measured_here``; None: on it), notes)."""
     if rate is None:
         return None, []
-    elsewhere = measured_here(f"the scenario's {rate:,.0f} tokens/s", "decode", decoder_hardware, gpus, measured_on,
-                              measured_gpus, base)
+    elsewhere = measured_here(
+        f"the scenario's {rate:,.0f} tokens/s", "decode", decoder_hardware, gpus, measured_on, measured_gpus, base
+    )
     if elsewhere is not None:
         return None, [f"{elsewhere} is not used: its roofline is"]
     return rate, []
@@ -136,8 +162,17 @@ def prefill_source(pool) -> dict[str, str]:
     return {"source": str(source), "capacity": str(curve.capacity), "layout": layout}
 
 
-SOURCE_KEYS = ("basis", "prfaas_prefill_source", "prfaas_prefill_capacity", "prfaas_layout", "pd_prefill_source",
-               "pd_prefill_capacity", "pd_layout", "decode_source", "decode_layout")
+SOURCE_KEYS = (
+    "basis",
+    "prfaas_prefill_source",
+    "prfaas_prefill_capacity",
+    "prfaas_layout",
+    "pd_prefill_source",
+    "pd_prefill_capacity",
+    "pd_layout",
+    "decode_source",
+    "decode_layout",
+)
 
 
 def sources(inputs, basis: Basis) -> dict[str, str | None]:
@@ -147,8 +182,13 @@ def sources(inputs, basis: Basis) -> dict[str, str | None]:
     out: dict[str, str | None] = {"basis": str(basis)}
     for pool in (inputs.prfaas, inputs.pd):
         found = prefill_source(pool)
-        out.update({f"{pool.role}_prefill_source": found["source"], f"{pool.role}_prefill_capacity": found["capacity"],
-                    f"{pool.role}_layout": found["layout"]})
+        out.update(
+            {
+                f"{pool.role}_prefill_source": found["source"],
+                f"{pool.role}_prefill_capacity": found["capacity"],
+                f"{pool.role}_layout": found["layout"],
+            }
+        )
     cap = inputs.decode.capacity
     out["decode_source"] = str(inputs.decode.source)
     out["decode_layout"] = None if cap is None or cap.layout is None else cap.layout.label

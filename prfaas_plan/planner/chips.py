@@ -29,8 +29,9 @@ def _score(inputs: PlanInputs) -> tuple:
     table = threshold_table(inputs)
     objective = inputs.objective
     if inputs.slo is not None:
-        chosen = slo_optimise(inputs, table, decode_model(inputs), inputs.slo, objective=objective.kind,
-                              target_rps=objective.target_rate_rps)
+        chosen = slo_optimise(
+            inputs, table, decode_model(inputs), inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps
+        )
         rate, cost = chosen.goodput_rps, chosen.usd_per_hour
     else:
         sol = optimise(inputs, table)
@@ -70,8 +71,11 @@ def _cache_regime(inputs: PlanInputs) -> PlanInputs:
     other = ""
     if others:
         (value, *_), name, _ = others[0]
-        other = (f"; the {name} rule would cost ${value:,.2f}/hour" if inputs.objective.kind == ObjectiveKind.min_cost
-                 else f"; the {name} rule would serve {-value:.3f} req/s")
+        other = (
+            f"; the {name} rule would cost ${value:,.2f}/hour"
+            if inputs.objective.kind == ObjectiveKind.min_cost
+            else f"; the {name} rule would serve {-value:.3f} req/s"
+        )
     return replace(best, notes=best.notes + (f"cache regime: {regime} (chosen by the plan{other})",))
 
 
@@ -89,10 +93,14 @@ def _chips(scenario, source: str | None = None, basis: Basis = Basis.as_given) -
         raise first_error.with_source(source) if source else first_error
     scored.sort(key=lambda item: (item[0], item[1]))
     best = scored[0][2]
-    chosen = "; ".join(f"{pool.role} {pool.gpus_per_instance} of {list(pool.chip_options)}"
-                       for pool in best.pools if pool.chip_options)
-    return replace(best, notes=best.notes + (f"chips per instance chosen by the planner ({len(scored)} of "
-                                             f"{len(variants)} combinations planned): {chosen}",))
+    chosen = "; ".join(
+        f"{pool.role} {pool.gpus_per_instance} of {list(pool.chip_options)}" for pool in best.pools if pool.chip_options
+    )
+    return replace(
+        best,
+        notes=best.notes
+        + (f"chips per instance chosen by the planner ({len(scored)} of {len(variants)} combinations planned): {chosen}",),
+    )
 
 
 def load_inputs(ref: str) -> PlanInputs:

@@ -138,28 +138,51 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     except PlanInputError as exc:
         # resolved (e.g. no price): the chips and sources the option would use; else the scenario as written
         known = inputs is not None
-        return OptionResult(option, identity=inputs.identity() if known else describe(variant), failure=_failure(exc),
-                            reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}", notes=tuple(notes),
-                            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)})
+        return OptionResult(
+            option,
+            identity=inputs.identity() if known else describe(variant),
+            failure=_failure(exc),
+            reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}",
+            notes=tuple(notes),
+            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)},
+        )
     pt, lat, u = result.point, result.operating_latency, result.uncertainty
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(
-        option, identity=result.inputs.identity(), lambda_max_rps=pt.lambda_max, goodput_rps=result.goodput_rps,
-        threshold_tokens=pt.threshold_tokens, p=pt.p, n_prfaas=pt.n_prfaas, n_p=pt.n_p, n_d=pt.n_d, gpus=dict(pt.gpus),
-        usd_per_hour=pt.usd_per_hour, binding=str(pt.stages.binding), tight=tuple(str(t) for t in pt.tight),
-        operating_rate_rps=result.operating_rate_rps, operating_basis=result.operating_basis,
-        ttft_p90_s=finite(lat.overall_p90_s), tpot_ms=finite(lat.tpot_ms),
+        option,
+        identity=result.inputs.identity(),
+        lambda_max_rps=pt.lambda_max,
+        goodput_rps=result.goodput_rps,
+        threshold_tokens=pt.threshold_tokens,
+        p=pt.p,
+        n_prfaas=pt.n_prfaas,
+        n_p=pt.n_p,
+        n_d=pt.n_d,
+        gpus=dict(pt.gpus),
+        usd_per_hour=pt.usd_per_hour,
+        binding=str(pt.stages.binding),
+        tight=tuple(str(t) for t in pt.tight),
+        operating_rate_rps=result.operating_rate_rps,
+        operating_basis=result.operating_basis,
+        ttft_p90_s=finite(lat.overall_p90_s),
+        tpot_ms=finite(lat.tpot_ms),
         link_utilisation_at_capacity=finite(pt.link_utilisation),
         link_utilisation_at_operating_rate=finite(lat.link_utilisation),
-        tco=result.tco, ratio_vs_homogeneous=result.ratio("prfaas_pd"), notes=tuple(notes + list(result.notes)),
+        tco=result.tco,
+        ratio_vs_homogeneous=result.ratio("prfaas_pd"),
+        notes=tuple(notes + list(result.notes)),
         sources=sources(result.inputs, scenarios.basis),
-        lambda_low_rps=u.low.lambda_max_rps, lambda_high_rps=u.high.lambda_max_rps,
-        usd_per_mtok_output_low=u.high.usd_per_mtok_output, usd_per_mtok_output_high=u.low.usd_per_mtok_output,
-        error_key=error_key(result.inputs, u.bands))
+        lambda_low_rps=u.low.lambda_max_rps,
+        lambda_high_rps=u.high.lambda_max_rps,
+        usd_per_mtok_output_low=u.high.usd_per_mtok_output,
+        usd_per_mtok_output_high=u.low.usd_per_mtok_output,
+        error_key=error_key(result.inputs, u.bands),
+    )
 
 
 def rank_key(objective: ObjectiveKind):
     """Sort key of results: feasible first, then by the objective (see the module docstring)."""
+
     def key(r: OptionResult):
         if not r.feasible:
             return (1, 0.0, 0.0, 0.0)
@@ -168,6 +191,7 @@ def rank_key(objective: ObjectiveKind):
         if objective == ObjectiveKind.min_cost:
             return (0, cost, -r.capacity_rps, ttft)
         return (0, -r.capacity_rps, cost, ttft)
+
     return key
 
 
@@ -175,14 +199,16 @@ def rank_key(objective: ObjectiveKind):
 CRITERIA_SENSE = {"usd_per_hour": -1, "capacity_rps": +1, "ttft_p90_s": -1}
 
 
-def front_criteria(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput
-                   ) -> tuple[str, ...]:
+def front_criteria(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput) -> tuple[str, ...]:
     """The criteria of the Pareto front (see the module docstring): $/hour when every feasible
     option has one, req/s unless the objective is ``min_cost``, and TTFT P90."""
     feasible = [r for r in results if r.feasible]
     priced = all(r.usd_per_hour is not None for r in feasible)
-    return (*(("usd_per_hour",) if priced else ()),
-            *(("capacity_rps",) if objective != ObjectiveKind.min_cost else ()), "ttft_p90_s")
+    return (
+        *(("usd_per_hour",) if priced else ()),
+        *(("capacity_rps",) if objective != ObjectiveKind.min_cost else ()),
+        "ttft_p90_s",
+    )
 
 
 def pareto_front(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput) -> set[int]:
@@ -197,8 +223,9 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
     points = {i: tuple(loss(r, name) for name in criteria) for i, r in enumerate(results) if r.feasible}
     front = set()
     for i, a in points.items():
-        dominated = any(all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a))
-                        for j, b in points.items() if j != i)
+        dominated = any(
+            all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a)) for j, b in points.items() if j != i
+        )
         if not dominated:
             front.add(i)
     return front
@@ -219,8 +246,15 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
             progress(k + 1, total)
     results.sort(key=rank_key(scenarios.objective))
     objective = scenarios.objective
-    return Comparison(scenarios.name, objective, results, pareto_front(results, objective), scenarios.basis,
-                      front_criteria(results, objective), versus_best(results, objective))
+    return Comparison(
+        scenarios.name,
+        objective,
+        results,
+        pareto_front(results, objective),
+        scenarios.basis,
+        front_criteria(results, objective),
+        versus_best(results, objective),
+    )
 
 
 def _in_processes(scenarios: ScenarioSet, mode, jobs: int, progress) -> list[OptionResult]:

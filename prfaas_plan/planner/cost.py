@@ -83,13 +83,15 @@ class ChipCost:
 def chip_cost(hardware, cost_spec, site_spec) -> ChipCost:
     """The resolved cost of one chip of ``hardware`` (a profile) under a pool's ``cost`` and ``site``."""
     if cost_spec.purchase_usd_per_gpu is not None:
-        capital = cost_spec.purchase_usd_per_gpu * capital_recovery_factor(
-            cost_spec.cost_of_capital, cost_spec.depreciation_years) / HOURS_PER_YEAR
+        capital = (
+            cost_spec.purchase_usd_per_gpu
+            * capital_recovery_factor(cost_spec.cost_of_capital, cost_spec.depreciation_years)
+            / HOURS_PER_YEAR
+        )
         kwh = DEFAULT_USD_PER_KWH if site_spec.usd_per_kwh is None else site_spec.usd_per_kwh
         basis = "purchase"
     else:
-        capital = cost_spec.usd_per_gpu_hour if cost_spec.usd_per_gpu_hour is not None \
-            else hardware.price_usd_per_gpu_hour
+        capital = cost_spec.usd_per_gpu_hour if cost_spec.usd_per_gpu_hour is not None else hardware.price_usd_per_gpu_hour
         kwh = site_spec.usd_per_kwh or 0.0
         basis = "rental"
     return ChipCost(capital, basis, hardware.tdp_w, kwh, site_spec.pue, site_spec.idle_power_fraction, cost_spec.note)
@@ -214,5 +216,15 @@ def pool_tco(pool, instances: int, busy: float) -> PoolTco:
     c = pool.cost
     capital = None if c.capital_usd_per_hour is None else c.capital_usd_per_hour * chips
     kw = None if chips and c.tdp_w is None else c.facility_w(busy) * chips / 1000.0
-    return PoolTco(str(pool.role), pool.hardware_name, instances, chips, busy if instances else 0.0, capital,
-                   c.power_usd_per_hour(busy) * chips, kw, c.basis, bool(chips) and c.power_unpriced)
+    return PoolTco(
+        str(pool.role),
+        pool.hardware_name,
+        instances,
+        chips,
+        busy if instances else 0.0,
+        capital,
+        c.power_usd_per_hour(busy) * chips,
+        kw,
+        c.basis,
+        bool(chips) and c.power_unpriced,
+    )

@@ -53,8 +53,14 @@ class DecodeModel:
 def decode_model(inputs: PlanInputs) -> DecodeModel:
     dec = inputs.decode
     context = dec.context_tokens
-    cap = dec.capacity or decode_capacity(inputs.model, inputs.decode_pool.instance, context, tpot_ms=dec.tpot_ms,
-                                          max_batch=dec.max_batch, source=CurveSource.roofline)
+    cap = dec.capacity or decode_capacity(
+        inputs.model,
+        inputs.decode_pool.instance,
+        context,
+        tpot_ms=dec.tpot_ms,
+        max_batch=dec.max_batch,
+        source=CurveSource.roofline,
+    )
     sizes = np.arange(1, cap.batch_size + 1, dtype=float)
     steps = decode_step_s(inputs.model, inputs.decode_pool.instance, sizes, context, cap.layout)
     if dec.source != DecodeSource.roofline:

@@ -70,8 +70,9 @@ def usd_per_hour(inputs: PlanInputs, n_f, n_p, n_d) -> np.ndarray:
     return prices[0] * n_f + prices[1] * n_p + prices[2] * n_d + inputs.link.fixed_usd_per_hour * (n_f > 0)
 
 
-def threshold_optima(table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
-                     target_rps: float | None = None):
+def threshold_optima(
+    table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None = None
+):
     """Per threshold: the optimal counts (n_f, n_p, n_d; float arrays of integers), whether any plan
     exists there, and the rate those counts serve at that threshold (req/s)."""
     if objective == ObjectiveKind.min_cost:
@@ -93,16 +94,20 @@ def threshold_optima(table: ThresholdTable, inputs: PlanInputs, limits: Limits, 
             lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
         n_f, n_p, n_d, _ = smallest_counts(table, inputs, limits, lo)
     with np.errstate(divide="ignore", invalid="ignore"):
-        served = np.minimum.reduce([
-            np.where(table.prfaas_work_s > 0, n_f / table.prfaas_work_s, np.inf),
-            np.where(table.link_work_bytes > 0, inputs.link.usable_bytes_per_s / table.link_work_bytes, np.inf),
-            np.where(table.pd_work_s > 0, n_p / table.pd_work_s, np.inf),
-            n_d * inputs.decode_rps_per_instance])
+        served = np.minimum.reduce(
+            [
+                np.where(table.prfaas_work_s > 0, n_f / table.prfaas_work_s, np.inf),
+                np.where(table.link_work_bytes > 0, inputs.link.usable_bytes_per_s / table.link_work_bytes, np.inf),
+                np.where(table.pd_work_s > 0, n_p / table.pd_work_s, np.inf),
+                n_d * inputs.decode_rps_per_instance,
+            ]
+        )
     return n_f, n_p, n_d, ok, np.where(ok, served, 0.0)
 
 
-def best_over_thresholds(table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
-                         target_rps: float | None = None) -> tuple[int, int, int, int] | None:
+def best_over_thresholds(
+    table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None = None
+) -> tuple[int, int, int, int] | None:
     """(threshold index, N_prfaas, N_p, N_d) of the exact optimum over every threshold and count
     combination; None when no plan fits (or, for min_cost, none reaches the target). Ties: the
     fewest instances for max_throughput, the higher rate for min_cost."""

@@ -271,8 +271,11 @@ class PlanInputs:
                     raise PlanInputError(f"must be an integer, got {value!r:.40}", field=name)
                 INSTANCES.check(value, name)
         limits = replace(self.limits, **changes)
-        for role, lo, hi in (("prfaas", limits.prfaas_min, limits.prfaas_max), ("pd", limits.pd_min, limits.pd_max),
-                             ("pd_decode", limits.decode_min or 0, limits.decode_max or 0)):
+        for role, lo, hi in (
+            ("prfaas", limits.prfaas_min, limits.prfaas_max),
+            ("pd", limits.pd_min, limits.pd_max),
+            ("pd_decode", limits.decode_min or 0, limits.decode_max or 0),
+        ):
             if lo > hi:
                 raise PlanInputError(f"min ({lo}) is above max ({hi})", field=f"{role}.instances")
         return replace(self, limits=limits)
@@ -286,8 +289,7 @@ class PlanInputs:
     def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
         """The same scenario with a given decode throughput per PD-D instance."""
         DECODE_TOKENS_PER_S.check(tokens_per_s, "decode.tokens_per_s_per_instance")
-        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s,
-                                            source=DecodeSource.scenario))
+        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s, source=DecodeSource.scenario))
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,8 +302,11 @@ def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
         return ref
     candidate = base / ref
     if not is_regular_file(candidate):
-        raise PlanInputError(f"file not found: {shorten(ref, 60)} (relative paths are taken from the scenario's "
-                             "folder)", source=source, field=field)
+        raise PlanInputError(
+            f"file not found: {shorten(ref, 60)} (relative paths are taken from the scenario's folder)",
+            source=source,
+            field=field,
+        )
     return str(candidate)
 
 
@@ -312,8 +317,9 @@ def _hardware(role: Role, spec: ClusterSpec, base: Path | None, source: str | No
         raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or f"{role}.hardware") from None
 
 
-def chip_options(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, need_tokens: int,
-                 source: str | None) -> tuple[int, ...]:
+def chip_options(
+    role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, need_tokens: int, source: str | None
+) -> tuple[int, ...]:
     """The chips per instance a pool may have: the given count, the given list, or for ``auto`` the
     fewest chips whose memory holds the model and one request of ``need_tokens`` in some layout
     (``timing.memory.chips_needed``: SRAM for an LPU, HBM for a GPU) and its multiples up to
@@ -325,18 +331,33 @@ def chip_options(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: H
         return tuple(sorted(set(given)))
     least, _ = chips_needed(model, Instance(hardware, 1), need_tokens)
     if not least:
-        raise PlanInputError(f"no layout of {hardware.name} chips holds {model.name} and a {need_tokens:,}-token "
-                             "request", source=source, field=f"{role}.gpus_per_instance")
+        raise PlanInputError(
+            f"no layout of {hardware.name} chips holds {model.name} and a {need_tokens:,}-token request",
+            source=source,
+            field=f"{role}.gpus_per_instance",
+        )
     cap = spec.max_gpus_per_instance or 2 * least
     if cap < least:
-        raise PlanInputError(f"max_gpus_per_instance {cap} is below the {least} chips {model.name} needs on "
-                             f"{hardware.name}", source=source, field=f"{role}.max_gpus_per_instance")
+        raise PlanInputError(
+            f"max_gpus_per_instance {cap} is below the {least} chips {model.name} needs on {hardware.name}",
+            source=source,
+            field=f"{role}.max_gpus_per_instance",
+        )
     return tuple(range(least, cap + 1, least))
 
 
-def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, gpus: int,
-          options: tuple[int, ...], source: str | None, prefills: bool = True, basis: Basis = Basis.as_given,
-          base: Path | None = None) -> Pool:
+def _pool(
+    role: Role,
+    spec: ClusterSpec,
+    model: ModelProfile,
+    hardware: HardwareProfile,
+    gpus: int,
+    options: tuple[int, ...],
+    source: str | None,
+    prefills: bool = True,
+    basis: Basis = Basis.as_given,
+    base: Path | None = None,
+) -> Pool:
     """One pool on ``basis`` (``planner.basis``: which measured points calibrate it, which curve
     and capacity size it); ``base``: the scenario's folder (relative profile paths)."""
     layout = None if spec.parallel is None else parse_layout(spec.parallel)
@@ -349,9 +370,21 @@ def _pool(role: Role, spec: ClusterSpec, model: ModelProfile, hardware: Hardware
     cost = chip_cost(hardware, spec.cost, spec.site)
     calibration = None
     given = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points]
-    points, fit, notes = calibration_points(role, spec.hardware, given, spec.calibration_fit, spec.calibration_hardware,
-                                            spec.source, model, hardware, gpus, basis, prefills, spec.calibration_gpus,
-                                            base)
+    points, fit, notes = calibration_points(
+        role,
+        spec.hardware,
+        given,
+        spec.calibration_fit,
+        spec.calibration_hardware,
+        spec.source,
+        model,
+        hardware,
+        gpus,
+        basis,
+        prefills,
+        spec.calibration_gpus,
+        base,
+    )
     if points:
         try:
             calibration = calibrated(model, hardware, gpus, points, fit, layout, engine)
@@ -378,14 +411,16 @@ def _precision_applied(scenario: Scenario, model: ModelProfile, source: str | No
     from ..timing.engines import engine_profile
 
     pools = [("prfaas", scenario.prfaas), ("pd", scenario.pd), ("pd_decode", scenario.pd_decode)]
-    picks = {role: engine_profile(spec.engine.name).defaults.kv_dtype_fp8_checkpoint
-             for role, spec in pools if spec is not None}
+    picks = {role: engine_profile(spec.engine.name).defaults.kv_dtype_fp8_checkpoint for role, spec in pools if spec is not None}
     chosen = {kv for kv in picks.values() if kv is not None}
     precision = scenario.precision or PrecisionSpec()
     if len(chosen) > 1 and precision.kv is None and (precision.weights or model.dtypes.weights) == Dtype.fp8:
         said = ", ".join(f"{role} {kv or 'the model profile'}" for role, kv in picks.items())
-        raise PlanInputError(f"the pools' engines keep an FP8 checkpoint's KV in different dtypes ({said}); give "
-                             "precision.kv", source=source, field="precision.kv")
+        raise PlanInputError(
+            f"the pools' engines keep an FP8 checkpoint's KV in different dtypes ({said}); give precision.kv",
+            source=source,
+            field="precision.kv",
+        )
     return precision.applied(model, next(iter(chosen), None))
 
 
@@ -395,8 +430,9 @@ def build_inputs(scenario: Scenario, source: str | None = None, basis: Basis = B
     return build_variants(scenario, source, first_only=True, basis=basis)[0]
 
 
-def build_variants(scenario: Scenario, source: str | None = None, first_only: bool = False,
-                   basis: Basis = Basis.as_given) -> list[PlanInputs]:
+def build_variants(
+    scenario: Scenario, source: str | None = None, first_only: bool = False, basis: Basis = Basis.as_given
+) -> list[PlanInputs]:
     """The resolved inputs of every combination of the pools' chips per instance (one when each
     pool has one count, or with ``first_only``), each pool on ``basis`` (``planner.basis``).
     Combinations whose pools do not hold the model are left out; if none does, the first one's
@@ -417,21 +453,27 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         notes.extend(mixture_weight_notes(getattr(scenario.workload, name), f"workload.{name}"))
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
-        raise PlanInputError(f"inputs reach {longest} tokens, beyond {model.name}'s context of "
-                             f"{model.max_context_tokens}", source=source, field="workload.input")
+        raise PlanInputError(
+            f"inputs reach {longest} tokens, beyond {model.name}'s context of {model.max_context_tokens}",
+            source=source,
+            field="workload.input",
+        )
     context = _decode_context(scenario, model, workload, source)
     separate = scenario.pd_decode is not None
     specs = {Role.prfaas: (scenario.prfaas, longest), Role.pd: (scenario.pd, longest if separate else max(context, longest))}
     if separate:
         specs[Role.pd_decode] = (scenario.pd_decode, max(context, longest))
     hardware = {role: _hardware(role, spec, base, source) for role, (spec, _) in specs.items()}
-    options = {role: chip_options(role, spec, model, hardware[role], need, source)
-               for role, (spec, need) in specs.items()}
+    options = {role: chip_options(role, spec, model, hardware[role], need, source) for role, (spec, need) in specs.items()}
     roles = list(specs)
     count = math.prod(len(options[r]) for r in roles)
     if count > MAX_CHIP_COMBINATIONS:
-        raise PlanInputError(f"{count} combinations of chips per instance (at most {MAX_CHIP_COMBINATIONS}): shorten the "
-                             "lists or lower max_gpus_per_instance", source=source, field="gpus_per_instance")
+        raise PlanInputError(
+            f"{count} combinations of chips per instance (at most {MAX_CHIP_COMBINATIONS}): shorten the "
+            "lists or lower max_gpus_per_instance",
+            source=source,
+            field="gpus_per_instance",
+        )
     combos = [tuple(options[r][0] for r in roles)] if first_only else list(itertools.product(*(options[r] for r in roles)))
     pools: dict[tuple[Role, int], Pool | PlanInputError] = {}
     decodes: dict[int, tuple[Decode, list[str]]] = {}
@@ -441,8 +483,7 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         if key not in pools:
             spec, need = specs[role]
             try:
-                pool = _pool(role, spec, model, hardware[role], gpus, options[role], source, role != Role.pd_decode,
-                             basis, base)
+                pool = _pool(role, spec, model, hardware[role], gpus, options[role], source, role != Role.pd_decode, basis, base)
                 if spec.count_range[1] > 0:
                     try:
                         require_fit(model, pool.instance, need)
@@ -468,8 +509,7 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
         decoder = chosen.get(Role.pd_decode, chosen[Role.pd])
         if decoder.gpus_per_instance not in decodes:
             written = (scenario.pd_decode or scenario.pd).hardware
-            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, written, context, source, basis,
-                                                         base)
+            decodes[decoder.gpus_per_instance] = _decode(scenario, model, decoder, written, context, source, basis, base)
         decode, decode_notes = decodes[decoder.gpus_per_instance]
         pool_notes = [n for pool in chosen.values() for n in pool.notes]
         out.append(_assemble(scenario, source, model, chosen, workload, decode, notes + pool_notes + decode_notes))
@@ -481,8 +521,15 @@ def build_variants(scenario: Scenario, source: str | None = None, first_only: bo
     return out
 
 
-def _assemble(scenario: Scenario, source: str | None, model: ModelProfile, chosen: dict, workload: Workload,
-              decode: Decode, notes: list[str]) -> PlanInputs:
+def _assemble(
+    scenario: Scenario,
+    source: str | None,
+    model: ModelProfile,
+    chosen: dict,
+    workload: Workload,
+    decode: Decode,
+    notes: list[str],
+) -> PlanInputs:
     link = scenario.link
     slo = scenario.slo
     prfaas, pd, pd_decode = chosen[Role.prfaas], chosen[Role.pd], chosen.get(Role.pd_decode)
@@ -492,14 +539,18 @@ def _assemble(scenario: Scenario, source: str | None, model: ModelProfile, chose
         model=model,
         prfaas=prfaas,
         pd=pd,
-        link=Link(gbps_to_bytes_per_s(link.bandwidth_gbps), link.usable_fraction, link.rtt_ms / 1000.0,
-                  LinkCost(link.usd_per_gbps_month, link.usd_per_gb_egress)),
+        link=Link(
+            gbps_to_bytes_per_s(link.bandwidth_gbps),
+            link.usable_fraction,
+            link.rtt_ms / 1000.0,
+            LinkCost(link.usd_per_gbps_month, link.usd_per_gb_egress),
+        ),
         workload=workload,
         decode=decode,
         limits=_limits(scenario, [p for p in (prfaas, pd, pd_decode) if p is not None], source),
         objective=Objective(scenario.objective.type, scenario.objective.target_rate_rps),
         slo=None if slo is None else Slo(slo.ttft_p90_s, slo.ttft_p99_s, slo.tpot_ms),
-        latency=LatencySettings(scenario.latency.operating_load, scenario.latency.arrival_cv ** 2),
+        latency=LatencySettings(scenario.latency.operating_load, scenario.latency.arrival_cv**2),
         optimiser=OptimiserSettings(scenario.optimiser.method, scenario.optimiser.coarse_thresholds),
         notes=tuple(notes),
         pd_decode=pd_decode,
@@ -519,9 +570,11 @@ def _workload(scenario: Scenario, source: str | None) -> Workload:
     if spec.cluster_caches is None:
         return Workload(uncached, full_input, output)
     cc = spec.cluster_caches
-    caches = ClusterCaches(full_input, *(HitDistribution.none() if c is None else
-                                         HitDistribution.of(c.hit_fractions, c.probs) for c in (cc.pd, cc.prfaas)),
-                           cc.regime)
+    caches = ClusterCaches(
+        full_input,
+        *(HitDistribution.none() if c is None else HitDistribution.of(c.hit_fractions, c.probs) for c in (cc.pd, cc.prfaas)),
+        cc.regime,
+    )
     try:
         workload = Workload(uncached, full_input, output, caches)
         return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
@@ -534,19 +587,31 @@ def _decode_context(scenario: Scenario, model: ModelProfile, workload: Workload,
     (decode holds the whole context, cached prefix included), within the model's context."""
     given = scenario.decode.context_tokens
     if given is not None and given > model.max_context_tokens:
-        raise PlanInputError(f"{given} tokens exceeds {model.name}'s context of {model.max_context_tokens}",
-                             source=source, field="decode.context_tokens")
+        raise PlanInputError(
+            f"{given} tokens exceeds {model.name}'s context of {model.max_context_tokens}",
+            source=source,
+            field="decode.context_tokens",
+        )
     default = int(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2))
     return given or min(default, model.max_context_tokens)
 
 
-def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, written: str, context: int, source: str | None,
-            basis: Basis = Basis.as_given, base: Path | None = None) -> tuple[Decode, list[str]]:
+def _decode(
+    scenario: Scenario,
+    model: ModelProfile,
+    pd: Pool,
+    written: str,
+    context: int,
+    source: str | None,
+    basis: Basis = Basis.as_given,
+    base: Path | None = None,
+) -> tuple[Decode, list[str]]:
     """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool, whose
     hardware the scenario names ``written``) sustains, on ``basis`` (``planner.basis``); notes."""
     dec = scenario.decode
-    rate, notes = measured_decode_rate(dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written,
-                                       pd.gpus_per_instance, dec.tokens_per_s_gpus, base)
+    rate, notes = measured_decode_rate(
+        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, dec.tokens_per_s_gpus, base
+    )
     if rate is not None and basis == Basis.as_given:
         return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
     try:
@@ -554,8 +619,7 @@ def _decode(scenario: Scenario, model: ModelProfile, pd: Pool, written: str, con
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=source, field=f"decode.{exc.field}" if exc.field else "decode") from None
     used = decode_source(rate is not None, capacity.source, basis)
-    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s if rate is None else rate, used,
-                  capacity), notes
+    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s if rate is None else rate, used, capacity), notes
 
 
 def _limits(scenario: Scenario, pools: list[Pool], source: str | None) -> Limits:
@@ -565,8 +629,11 @@ def _limits(scenario: Scenario, pools: list[Pool], source: str | None) -> Limits
     for name, chips in scenario.budgets.gpus.items():
         key = name if name in names else canonical_name(name, "hardware_profiles") or name  # 'H200' is h200
         if key not in names:
-            raise PlanInputError(f"budget for '{name}', which no pool uses (they use "
-                                 f"{', '.join(sorted(names))})", source=source, field=f"budgets.gpus.{name}")
+            raise PlanInputError(
+                f"budget for '{name}', which no pool uses (they use {', '.join(sorted(names))})",
+                source=source,
+                field=f"budgets.gpus.{name}",
+            )
         if key in budgets:
             raise PlanInputError(f"a second budget for '{key}'", source=source, field=f"budgets.gpus.{name}")
         budgets[key] = chips

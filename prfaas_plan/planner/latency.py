@@ -157,8 +157,7 @@ class LatencyResult:
 
     @property
     def stable(self) -> bool:
-        return all(path.stable or path.arrival_rps == 0 for path in (self.local, self.remote)) and (
-            self.decode_batch is not None)
+        return all(path.stable or path.arrival_rps == 0 for path in (self.local, self.remote)) and (self.decode_batch is not None)
 
 
 @dataclass(frozen=True)
@@ -187,40 +186,58 @@ class SupportArrays:
         if routed is None:
             x = inputs.input_dist.lengths_tokens
             prfaas_s, pd_s = f.prefill_s(x), pd.prefill_s(x)
-            return cls(x, inputs.input_dist.probs, prfaas_s, pd_s, f.kv_bytes(x), layers,
-                       np.minimum(f.capacity_s(x), prfaas_s), np.minimum(pd.capacity_s(x), pd_s))
+            return cls(
+                x,
+                inputs.input_dist.probs,
+                prfaas_s,
+                pd_s,
+                f.kv_bytes(x),
+                layers,
+                np.minimum(f.capacity_s(x), prfaas_s),
+                np.minimum(pd.capacity_s(x), pd_s),
+            )
         prfaas_s = per_token_count(f.prefill_s, routed.prfaas_tokens)
         pd_s = per_token_count(pd.prefill_s, routed.pd_tokens)
         local_kv = np.zeros_like(routed.probs)
         moved = routed.local_kv_tokens > 0
         if moved.any():
             local_kv[moved] = per_token_count(f.kv_bytes, routed.local_kv_tokens[moved])
-        return cls(routed.route_tokens, routed.probs, prfaas_s, pd_s, per_token_count(f.kv_bytes, routed.offload_kv_tokens),
-                   layers, np.minimum(per_token_count(f.capacity_s, routed.prfaas_tokens), prfaas_s),
-                   np.minimum(per_token_count(pd.capacity_s, routed.pd_tokens), pd_s), local_kv)
+        return cls(
+            routed.route_tokens,
+            routed.probs,
+            prfaas_s,
+            pd_s,
+            per_token_count(f.kv_bytes, routed.offload_kv_tokens),
+            layers,
+            np.minimum(per_token_count(f.capacity_s, routed.prfaas_tokens), prfaas_s),
+            np.minimum(per_token_count(pd.capacity_s, routed.pd_tokens), pd_s),
+            local_kv,
+        )
 
 
 class LatencyModel:
     """Closed-form latency of one deployment, evaluated at any rate (see module doc)."""
 
-    def __init__(self, inputs: PlanInputs, deployment: Deployment, decode: DecodeModel,
-                 support: SupportArrays | None = None):
+    def __init__(self, inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, support: SupportArrays | None = None):
         self.inputs, self.deployment, self.decode = inputs, deployment, decode
         sup = support or SupportArrays.of(inputs)
         remote = sup.lengths_tokens > deployment.threshold_tokens
         self.p = float(sup.weights[remote].sum())
         self._paths = {}
         for name, mask, service, hold, servers in (
-                ("local", ~remote, sup.pd_s, sup.pd_hold_s, deployment.n_p),
-                ("remote", remote, sup.prfaas_s, sup.prfaas_hold_s, deployment.n_prfaas)):
+            ("local", ~remote, sup.pd_s, sup.pd_hold_s, deployment.n_p),
+            ("remote", remote, sup.prfaas_s, sup.prfaas_hold_s, deployment.n_prfaas),
+        ):
             share = float(sup.weights[mask].sum())
             w = sup.weights[mask] / share if share > 0 else sup.weights[mask]
-            kv = sup.kv_bytes if name == "remote" else (
-                sup.local_kv_bytes if sup.local_kv_bytes is not None else np.zeros_like(sup.kv_bytes))
+            kv = (
+                sup.kv_bytes
+                if name == "remote"
+                else (sup.local_kv_bytes if sup.local_kv_bytes is not None else np.zeros_like(sup.kv_bytes))
+            )
             self._paths[name] = (share, w, service[mask], kv[mask], servers, hold[mask])
         self._layers = sup.layers
-        self._mean_kv = {name: float(np.sum(path[1] * path[3])) if path[1].size else 0.0
-                         for name, path in self._paths.items()}
+        self._mean_kv = {name: float(np.sum(path[1] * path[3])) if path[1].size else 0.0 for name, path in self._paths.items()}
 
     def _mixtures(self, rate_rps: float, arrival_scv: float):
         """Per path: (share, mixture, PathLatency without quantiles); and the link utilisation."""
@@ -248,8 +265,11 @@ class LatencyModel:
                 wait, c, theta = math.inf, 1.0, math.inf
             mean_service = float(np.sum(w * total)) if service.size else float("nan")
             mix = _Mixture(w, total, c, theta)
-            out[name] = (share, mix, PathLatency(name, lam, servers, util, c, wait, mean_service,
-                                                 wait + mean_service, float("nan"), float("nan")))
+            out[name] = (
+                share,
+                mix,
+                PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service, float("nan"), float("nan")),
+            )
         return out, link_util
 
     def _tpot(self, rate_rps: float) -> tuple[float | None, float]:
@@ -268,8 +288,19 @@ class LatencyModel:
         parts = [(share, mix) for share, mix, _ in paths.values()]
         overall_mean = sum(share * done[n].mean_s for n, (share, _, _) in paths.items() if share > 0)
         batch, tpot = self._tpot(rate_rps)
-        return LatencyResult(self.deployment, rate_rps, self.p, done["local"], done["remote"], overall_mean,
-                             _quantile(parts, 0.9), _quantile(parts, 0.99), link_util, batch, tpot)
+        return LatencyResult(
+            self.deployment,
+            rate_rps,
+            self.p,
+            done["local"],
+            done["remote"],
+            overall_mean,
+            _quantile(parts, 0.9),
+            _quantile(parts, 0.99),
+            link_util,
+            batch,
+            tpot,
+        )
 
     def meets(self, rate_rps: float, slo, arrival_scv: float = 1.0) -> bool:
         """Whether the SLO (ttft_p90_s, ttft_p99_s, tpot_ms; None = no limit) holds at the rate:
@@ -286,4 +317,3 @@ class LatencyModel:
         if batch is None:
             return False
         return slo.tpot_ms is None or tpot <= slo.tpot_ms
-

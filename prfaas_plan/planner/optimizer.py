@@ -60,8 +60,11 @@ class Solution:
 
 def _cost_terms(inputs: PlanInputs) -> tuple[float | None, float | None, float | None]:
     """Provisioned $/hour of one PrfaaS, PD(-P) and decoding instance."""
-    return (inputs.prfaas.usd_per_hour_per_instance, inputs.pd.usd_per_hour_per_instance,
-            inputs.decode_pool.usd_per_hour_per_instance)
+    return (
+        inputs.prfaas.usd_per_hour_per_instance,
+        inputs.pd.usd_per_hour_per_instance,
+        inputs.decode_pool.usd_per_hour_per_instance,
+    )
 
 
 def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float | None:
@@ -102,34 +105,47 @@ def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -
     ``enumerate_best`` and ``slo.slo_optimise``), with the objective it optimises."""
     decode_max = limits.decode_max if limits.separate_decode else limits.pd_max
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
-        raise PlanInputError("zero decode capacity: the PD cluster has no instances to decode",
-                             field="pd_decode.instances" if limits.separate_decode else "pd.instances")
+        raise PlanInputError(
+            "zero decode capacity: the PD cluster has no instances to decode",
+            field="pd_decode.instances" if limits.separate_decode else "pd.instances",
+        )
     needs_price = objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None
     if needs_price:
-        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max),
-                                (inputs.decode_pool, decode_max)):
+        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max), (inputs.decode_pool, decode_max)):
             if count_max > 0 and pool.usd_per_hour_per_instance is None:
-                raise PlanInputError(f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its "
-                                     "profile, or the pool's cost), needed for a cost objective or budget",
-                                     field=f"{pool.role}.hardware")
+                raise PlanInputError(
+                    f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its "
+                    "profile, or the pool's cost), needed for a cost objective or budget",
+                    field=f"{pool.role}.hardware",
+                )
             if count_max > 0 and pool.cost.power_unpriced:
-                raise PlanInputError(f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power "
-                                     f"(${pool.cost.usd_per_kwh:g}/kWh) has no price, needed for a cost objective "
-                                     "or budget", field=f"{pool.role}.hardware")
+                raise PlanInputError(
+                    f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power "
+                    f"(${pool.cost.usd_per_kwh:g}/kWh) has no price, needed for a cost objective "
+                    "or budget",
+                    field=f"{pool.role}.hardware",
+                )
 
 
 def _gpu_rows(inputs: PlanInputs, limits: Limits):
     """(budget, chips per PrfaaS, PD(-P) and decoding instance) for each budgeted hardware."""
     rows = []
     for name, budget in limits.gpu_budget.items():
-        sizes = tuple(pool.gpus_per_instance if pool.hardware_name == name else 0
-                      for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool))
+        sizes = tuple(
+            pool.gpus_per_instance if pool.hardware_name == name else 0 for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool)
+        )
         rows.append((budget, *sizes))
     return rows
 
 
-def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, limits: Limits,
-                objective: ObjectiveKind, target_rps: float | None) -> Solution | None:
+def _solve_milp(
+    table: ThresholdTable,
+    cand: np.ndarray,
+    inputs: PlanInputs,
+    limits: Limits,
+    objective: ObjectiveKind,
+    target_rps: float | None,
+) -> Solution | None:
     import pulp
 
     r_d = inputs.decode_rps_per_instance
@@ -154,8 +170,9 @@ def _solve_milp(table: ThresholdTable, cand: np.ndarray, inputs: PlanInputs, lim
         prob += nf <= limits.prfaas_max * uses_link
         cost = cost + link_usd * uses_link
     if maximise:
-        prob += total - TIE_REL * upper * (nf + np_ + nd) / max(1, limits.prfaas_max + limits.pd_max
-                                                             + (decode_max if separate else 0))
+        prob += total - TIE_REL * upper * (nf + np_ + nd) / max(
+            1, limits.prfaas_max + limits.pd_max + (decode_max if separate else 0)
+        )
     else:
         prob += cost
         prob += total >= target_rps
@@ -200,8 +217,15 @@ def _solvers():
     yield pulp.PULP_CBC_CMD(msg=False, presolve=False, options=["primalTolerance 1e-10", "integerTolerance 1e-9"])
 
 
-def exact_solution(table: ThresholdTable, idx: int, count_vars, inputs: PlanInputs, limits: Limits,
-                   objective: ObjectiveKind, target_rps: float | None) -> Solution | None:
+def exact_solution(
+    table: ThresholdTable,
+    idx: int,
+    count_vars,
+    inputs: PlanInputs,
+    limits: Limits,
+    objective: ObjectiveKind,
+    target_rps: float | None,
+) -> Solution | None:
     """The solver's counts, rounded and checked exactly against the ranges and budgets, with
     Lambda_max recomputed by the model at threshold ``idx``; None when the rounded counts break a
     range or a budget, or (min_cost) miss the target rate."""
@@ -250,28 +274,44 @@ def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Soluti
     prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
     tied = lam >= best * (1 - TIE_REL)
     idx = int(np.argmax(np.where(tied, prefill, -np.inf)))
-    return replace(sol, threshold_index=idx, threshold_tokens=float(table.thresholds_tokens[idx]),
-                   lambda_max=float(lam[idx]))
+    return replace(sol, threshold_index=idx, threshold_tokens=float(table.thresholds_tokens[idx]), lambda_max=float(lam[idx]))
 
 
 ENUMERATE_MAX_COMBINATIONS = 2000
 
 
-def optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
-             target_rps: float | None = None, limits: Limits | None = None, method: str | None = None) -> Solution:
+def optimise(
+    inputs: PlanInputs,
+    table: ThresholdTable | None = None,
+    *,
+    objective: str | None = None,
+    target_rps: float | None = None,
+    limits: Limits | None = None,
+    method: str | None = None,
+) -> Solution:
     """The operating point (see ``_optimise``). A plan whose Lambda_max is below
     ``ranges.MIN_CAPACITY_RPS`` has effectively no capacity: an error, not a table of zeros."""
     sol = _optimise(inputs, table, objective=objective, target_rps=target_rps, limits=limits, method=method)
     if sol.lambda_max < MIN_CAPACITY_RPS:
         what = "any request" if sol.lambda_max <= 0 else f"{MIN_CAPACITY_RPS:g} requests/s (best: {sol.lambda_max:.3g})"
-        raise PlanInputError(f"no plan within the ranges and budgets can serve {what}: it needs prefill "
-                             "capacity (a PrfaaS instance with a usable link, or a PD-P instance) and a decode "
-                             "instance, on hardware fast enough to matter", field="pd.instances")
+        raise PlanInputError(
+            f"no plan within the ranges and budgets can serve {what}: it needs prefill "
+            "capacity (a PrfaaS instance with a usable link, or a PD-P instance) and a decode "
+            "instance, on hardware fast enough to matter",
+            field="pd.instances",
+        )
     return sol
 
 
-def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, objective: str | None = None,
-              target_rps: float | None = None, limits: Limits | None = None, method: str | None = None) -> Solution:
+def _optimise(
+    inputs: PlanInputs,
+    table: ThresholdTable | None = None,
+    *,
+    objective: str | None = None,
+    target_rps: float | None = None,
+    limits: Limits | None = None,
+    method: str | None = None,
+) -> Solution:
     """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, a local search,
     certified by the per-threshold optimum; ``enumerate``: exhaustive; ``per_threshold``: the exact
     optimum of every threshold (``exact.py``); ``auto``: enumerate when the count space has at most
@@ -284,7 +324,8 @@ def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, object
     table = table or threshold_table(inputs)
     check_limits(inputs, limits, objective)
     if method == OptimiserMethod.enumerate or (
-            method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS):
+        method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS
+    ):
         return enumerate_best(inputs, table, limits, objective, target_rps)
     if method in (OptimiserMethod.auto, OptimiserMethod.per_threshold):
         exact = _certificate(table, inputs, limits, objective, target_rps)
@@ -316,8 +357,9 @@ def _optimise(inputs: PlanInputs, table: ThresholdTable | None = None, *, object
     return sol
 
 
-def _certificate(table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
-                 target_rps: float | None) -> Solution | None:
+def _certificate(
+    table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None
+) -> Solution | None:
     """The exact optimum over every threshold and count combination (``exact.best_over_thresholds``)
     as a Solution, its Lambda_max the best threshold's for its counts; None when no plan exists."""
     best = best_over_thresholds(table, inputs, limits, objective, target_rps)
@@ -326,15 +368,15 @@ def _certificate(table: ThresholdTable, inputs: PlanInputs, limits: Limits, obje
     _, n_f, n_p, n_d = best
     lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
     k = int(np.argmax(lam))
-    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]),
-                    usd_per_hour(inputs, n_f, n_p, n_d))
+    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), usd_per_hour(inputs, n_f, n_p, n_d))
 
 
 FINE_MAX_CANDIDATES = 256  # binaries in the fine MILP; the polish step scans every threshold anyway
 
 
-def _polish(table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
-            target_rps: float | None) -> Solution:
+def _polish(
+    table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None
+) -> Solution:
     """Exact local search around the MILP's counts: every N_p / N_d split of N_prfaas +- 1 and
     N_pd +- 1 (within ranges and budgets), each over every threshold (vectorised). It fixes
     what the coarse-to-fine threshold grid can miss. For min_cost, the cheapest neighbour that
@@ -393,8 +435,9 @@ def _minimal_counts(limits: Limits) -> tuple[int, int, int]:
     return limits.prfaas_min, 0, limits.pd_min
 
 
-def infeasible(inputs: PlanInputs, table: ThresholdTable, limits: Limits, objective: ObjectiveKind,
-               target_rps: float | None) -> PlanInputError:
+def infeasible(
+    inputs: PlanInputs, table: ThresholdTable, limits: Limits, objective: ObjectiveKind, target_rps: float | None
+) -> PlanInputError:
     """The proven reason no plan exists, naming what makes it so. Every budget is a sum of
     non-negative terms, so the smallest counts are the cheapest under each: when they fit every
     budget some plan fits, and a max-throughput plan always exists; otherwise the first budget
@@ -405,13 +448,18 @@ def infeasible(inputs: PlanInputs, table: ThresholdTable, limits: Limits, object
     for name, (budget, g_f, g_p, g_d) in zip(limits.gpu_budget, _gpu_rows(inputs, limits)):
         need = g_f * n_f + g_p * n_p + g_d * n_d
         if need > budget:
-            return PlanInputError(f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) need {need} "
-                                  f"{name} chips, more than the budget of {budget}", field=f"budgets.gpus.{name}")
+            return PlanInputError(
+                f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) need {need} "
+                f"{name} chips, more than the budget of {budget}",
+                field=f"budgets.gpus.{name}",
+            )
     cost = usd_per_hour(inputs, n_f, n_p, n_d)
     if limits.usd_per_hour is not None and cost is not None and cost > limits.usd_per_hour + 1e-9:
-        return PlanInputError(f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) cost "
-                              f"${cost:,.2f}/hour, more than the budget of ${limits.usd_per_hour:,.2f}/hour",
-                              field="budgets.usd_per_hour")
+        return PlanInputError(
+            f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) cost "
+            f"${cost:,.2f}/hour, more than the budget of ${limits.usd_per_hour:,.2f}/hour",
+            field="budgets.usd_per_hour",
+        )
     if objective != ObjectiveKind.min_cost:  # not reached: the smallest counts are a plan
         return PlanInputError("no plan fits the instance ranges and budgets", field="budgets")
     best = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits).lambda_max
@@ -419,13 +467,17 @@ def infeasible(inputs: PlanInputs, table: ThresholdTable, limits: Limits, object
         free = replace(limits, gpu_budget={}, usd_per_hour=None)
         unbudgeted = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=free).lambda_max
         if unbudgeted >= target_rps * (1 - 1e-9):
-            return PlanInputError(f"the budgets stop it: within them the most any plan serves is {best:.4g} req/s, "
-                                  f"below the target {target_rps:g} req/s (without the budgets: {unbudgeted:.4g})",
-                                  field="budgets")
+            return PlanInputError(
+                f"the budgets stop it: within them the most any plan serves is {best:.4g} req/s, "
+                f"below the target {target_rps:g} req/s (without the budgets: {unbudgeted:.4g})",
+                field="budgets",
+            )
         best = unbudgeted
-    return PlanInputError(f"the most any plan within the instance ranges serves is {best:.4g} req/s, below the "
-                          f"target {target_rps:g} req/s: widen the ranges or lower the target",
-                          field="objective.target_rate_rps")
+    return PlanInputError(
+        f"the most any plan within the instance ranges serves is {best:.4g} req/s, below the "
+        f"target {target_rps:g} req/s: widen the ranges or lower the target",
+        field="objective.target_rate_rps",
+    )
 
 
 def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int):
@@ -450,8 +502,11 @@ def count_combinations(inputs: PlanInputs, limits: Limits):
     """Every feasible (N_prfaas, N_p, N_d, $/hour) within the ranges and budgets."""
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         if limits.separate_decode:
-            pairs = ((n_p, n_d) for n_p in range(limits.pd_min, limits.pd_max + 1)
-                     for n_d in range(limits.decode_min, limits.decode_max + 1))
+            pairs = (
+                (n_p, n_d)
+                for n_p in range(limits.pd_min, limits.pd_max + 1)
+                for n_d in range(limits.decode_min, limits.decode_max + 1)
+            )
         else:
             pairs = ((n_p, n_pd - n_p) for n_pd in range(limits.pd_min, limits.pd_max + 1) for n_p in range(n_pd + 1))
         for n_p, n_d in pairs:
@@ -469,8 +524,13 @@ def combination_count(limits: Limits) -> int:
     return (limits.prfaas_max - limits.prfaas_min + 1) * local
 
 
-def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None,
-                   objective: str = ObjectiveKind.max_throughput, target_rps: float | None = None) -> Solution:
+def enumerate_best(
+    inputs: PlanInputs,
+    table: ThresholdTable,
+    limits: Limits | None = None,
+    objective: str = ObjectiveKind.max_throughput,
+    target_rps: float | None = None,
+) -> Solution:
     """Exact optimum by enumerating every count combination, each over every threshold
     (vectorised). The reference the MILP is tested against; fast when the space is small."""
     limits = limits or inputs.limits
@@ -495,4 +555,3 @@ def enumerate_best(inputs: PlanInputs, table: ThresholdTable, limits: Limits | N
 def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:
     """Best (t, N_prfaas, N_p, N_d) for maximum throughput, by exhaustive enumeration."""
     return enumerate_best(inputs, table, limits)
-

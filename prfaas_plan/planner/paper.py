@@ -31,12 +31,18 @@ def _distribution(dist) -> tuple:
 def _fingerprint(inputs: PlanInputs) -> tuple:
     identity = {k: v for k, v in inputs.identity().items() if k != "scenario"}
     link, workload = inputs.link, inputs.workload
-    return (tuple(sorted(identity.items())), inputs.limits,  # instance ranges and budgets
-            inputs.objective, inputs.slo,
-            tuple(tuple(sorted(prefill_source(pool).items())) for pool in (inputs.prfaas, inputs.pd)),
-            round(link.usable_gbps, 9), round(link.rtt_s, 9),
-            *(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),
-            round(inputs.decode.tokens_per_s_per_instance, 6), inputs.latency)
+    return (
+        tuple(sorted(identity.items())),
+        inputs.limits,  # instance ranges and budgets
+        inputs.objective,
+        inputs.slo,
+        tuple(tuple(sorted(prefill_source(pool).items())) for pool in (inputs.prfaas, inputs.pd)),
+        round(link.usable_gbps, 9),
+        round(link.rtt_s, 9),
+        *(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),
+        round(inputs.decode.tokens_per_s_per_instance, 6),
+        inputs.latency,
+    )
 
 
 @lru_cache(maxsize=1)

@@ -207,11 +207,11 @@ def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> d
     return gpus
 
 
-def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int,
-           rate_rps: float) -> Tco:
+def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int, rate_rps: float) -> Tco:
     """The cost of ownership of a deployment at ``rate_rps``: each pool busy for the share of its
     capacity the rate uses (PrfaaS: rate x p T_long / N_prfaas; PD-P: rate x (1 - p) T_short / N_p;
     PD-D: rate / (N_d r_d)), the committed link when PrfaaS is used, egress at the rate."""
+
     def busy(work: float, servers: float) -> float:
         return min(1.0, rate_rps * work / servers) if servers > 0 else 0.0
 
@@ -222,13 +222,19 @@ def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n
     )
     parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
     egress = rate_rps * float(table.link_work_bytes[idx])
-    return Tco(rate_rps, parts, inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
-               inputs.link.cost.egress_usd_per_hour(egress), inputs.workload.full_input_dist.mean_tokens(),
-               inputs.output_mean_tokens)
+    return Tco(
+        rate_rps,
+        parts,
+        inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
+        inputs.link.cost.egress_usd_per_hour(egress),
+        inputs.workload.full_input_dist.mean_tokens(),
+        inputs.output_mean_tokens,
+    )
 
 
-def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName,
-              threshold_index: int | None = None) -> Baseline | None:
+def _baseline(
+    inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName, threshold_index: int | None = None
+) -> Baseline | None:
     """The best deployment within ``limits`` (max throughput); ``threshold_index`` fixes t
     (0: everything offloaded). None when no count within the limits fits the budgets."""
     idx = np.arange(len(table)) if threshold_index is None else threshold_index
@@ -244,8 +250,17 @@ def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: D
     value, k, n_f, n_p, n_d, cost = best
     b = bounds(table, k, n_f, n_p, n_d, inputs)
     egress_bytes_per_s = value * float(table.link_work_bytes[k]) if n_f else 0.0
-    return Baseline(name, n_f, n_p, n_d, value, b.binding(), cost, bytes_per_s_to_gbps(egress_bytes_per_s),
-                    inputs.link.utilisation(egress_bytes_per_s))
+    return Baseline(
+        name,
+        n_f,
+        n_p,
+        n_d,
+        value,
+        b.binding(),
+        cost,
+        bytes_per_s_to_gbps(egress_bytes_per_s),
+        inputs.link.utilisation(egress_bytes_per_s),
+    )
 
 
 def _most(upto: int, fits) -> int:
@@ -290,30 +305,44 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     count = _most(total, local)
     if count < total:
         notes.append(f"the homogeneous baseline has {count} local instances, not {total}: the budgets stop more")
-    homog = _baseline(local_inputs, local_table, replace(free, pd_min=count, pd_max=count),
-                      DeploymentName.homogeneous, len(local_table) - 1)
+    homog = _baseline(
+        local_inputs, local_table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous, len(local_table) - 1
+    )
     if homog is not None:
         out[DeploymentName.homogeneous] = homog
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_pd = inputs.pd.usd_per_hour_per_instance
     if cost is not None and per_pd:
-        spare = cost - (sol.n_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0)
-                        if limits.separate_decode else 0.0)
+        spare = cost - (sol.n_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0) if limits.separate_decode else 0.0)
         equal = int(spare / per_pd + 1e-9)
         if equal > INSTANCES.hi:
-            notes.append(f"the equal-cost homogeneous baseline would need {equal:,} PD instances (more than "
-                         f"{int(INSTANCES.hi):,}); it is left out")
+            notes.append(
+                f"the equal-cost homogeneous baseline would need {equal:,} PD instances (more than "
+                f"{int(INSTANCES.hi):,}); it is left out"
+            )
         else:
-            capped = _most(equal, lambda n: feasible_cost(inputs, replace(free, usd_per_hour=None), 0, n,
-                                               sol.n_d if limits.separate_decode else 0) is not False)
-            same = _baseline(local_inputs, local_table, replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
-                             DeploymentName.homogeneous_equal_cost, len(local_table) - 1)
+            capped = _most(
+                equal,
+                lambda n: (
+                    feasible_cost(inputs, replace(free, usd_per_hour=None), 0, n, sol.n_d if limits.separate_decode else 0)
+                    is not False
+                ),
+            )
+            same = _baseline(
+                local_inputs,
+                local_table,
+                replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
+                DeploymentName.homogeneous_equal_cost,
+                len(local_table) - 1,
+            )
             if same is not None and same.lambda_max >= MIN_CAPACITY_RPS:
                 out[DeploymentName.homogeneous_equal_cost] = same
             else:
                 beside = " beside the decode pool" if limits.separate_decode else ""
-                notes.append(f"the plan's ${cost:,.0f}/hour buys {capped} PD instances{beside}, which serve no "
-                             "request: the equal-cost homogeneous baseline is left out")
+                notes.append(
+                    f"the plan's ${cost:,.0f}/hour buys {capped} PD instances{beside}, which serve no "
+                    "request: the equal-cost homogeneous baseline is left out"
+                )
     n_pd = sol.n_p + sol.n_d
     naive_d = sol.n_d if limits.separate_decode else n_pd
     naive_limits = replace(limits, prfaas_min=0, pd_min=0, pd_max=int(INSTANCES.hi))
@@ -323,8 +352,9 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     if n_naive:
         out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive, naive_d)
     else:
-        notes.append("no PrfaaS instance is allowed (ranges or budgets), so the naive baseline (all prefill on "
-                     "PrfaaS) is left out")
+        notes.append(
+            "no PrfaaS instance is allowed (ranges or budgets), so the naive baseline (all prefill on PrfaaS) is left out"
+        )
     return out
 
 
@@ -332,9 +362,17 @@ def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_d: int) -
     b = bounds(table, 0, n_prfaas, 0, n_d, inputs)
     lam = float(b.lambda_max)
     egress_bytes_per_s = lam * float(table.link_work_bytes[0])
-    return Baseline(DeploymentName.naive_heterogeneous, n_prfaas, 0, n_d, lam, b.binding(),
-                    usd_per_hour(inputs, n_prfaas, 0, n_d), bytes_per_s_to_gbps(egress_bytes_per_s),
-                    inputs.link.utilisation(egress_bytes_per_s))
+    return Baseline(
+        DeploymentName.naive_heterogeneous,
+        n_prfaas,
+        0,
+        n_d,
+        lam,
+        b.binding(),
+        usd_per_hour(inputs, n_prfaas, 0, n_d),
+        bytes_per_s_to_gbps(egress_bytes_per_s),
+        inputs.link.utilisation(egress_bytes_per_s),
+    )
 
 
 _COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}
@@ -367,16 +405,20 @@ def _raised(limits: Limits, hardware: str | None, chips: int, usd_per_hour: floa
 
 def _blocking(inputs: PlanInputs, limits: Limits, sol: Solution) -> tuple[str, ...]:
     """The budgets of ``limits`` that the counts of ``sol`` exceed."""
-    out = [f"gpu_budget_{name}" for name, budget in limits.gpu_budget.items()
-           if gpus_by_hardware(inputs, sol.n_prfaas, sol.n_p, sol.n_d).get(name, 0) > budget]
+    out = [
+        f"gpu_budget_{name}"
+        for name, budget in limits.gpu_budget.items()
+        if gpus_by_hardware(inputs, sol.n_prfaas, sol.n_p, sol.n_d).get(name, 0) > budget
+    ]
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if limits.usd_per_hour is not None and cost is not None and cost > limits.usd_per_hour * (1 + 1e-9):
         out.append("usd_per_hour_budget")
     return tuple(out)
 
 
-def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode,
-                    limits: Limits) -> dict[str, Marginal]:
+def marginal_values(
+    inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode, limits: Limits
+) -> dict[str, Marginal]:
     """Finite differences of the max-throughput Lambda_max (``sol``) for +1 Gbps of usable link and
     one more instance of each pool (see ``Marginal``): the unit's own gain, re-optimised with the
     unit required and the budgets held; and, with budgets set, what the budgets raised by the
@@ -403,8 +445,17 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
 
     def marginal(what: str, own: float | None, blocked: tuple[str, ...], price: float | None, budget) -> Marginal:
         gain = 0.0 if own is None else own
-        return Marginal(what, gain, price, None if per_rps is None else gain * per_rps, blocked, own is not None,
-                        *budget, plan_usd_per_hour=plan_cost, unused_budget_usd_per_hour=unused)
+        return Marginal(
+            what,
+            gain,
+            price,
+            None if per_rps is None else gain * per_rps,
+            blocked,
+            own is not None,
+            *budget,
+            plan_usd_per_hour=plan_cost,
+            unused_budget_usd_per_hour=unused,
+        )
 
     link = inputs.link
     more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
@@ -434,8 +485,7 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, mo
     return out
 
 
-def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True,
-         with_other_mode: bool = True) -> PlanResult:
+def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = True, with_other_mode: bool = True) -> PlanResult:
     """Optimise the PrfaaS-PD deployment and compare it with the baselines (``with_other_mode``:
     also optimise in the other mode, for the Jensen gap; without it the gap is not known, NaN)."""
     mode = PlanMode(mode)
@@ -448,11 +498,13 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     # reference for marginal values and the Jensen gap.
     throughput_sol = optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits)
     if inputs.slo is not None:
-        chosen = slo_optimise(inputs, table, decode, inputs.slo, objective=objective.kind,
-                              target_rps=objective.target_rate_rps, limits=limits)
+        chosen = slo_optimise(
+            inputs, table, decode, inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps, limits=limits
+        )
         dep = chosen.deployment
-        sol = Solution(chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d,
-                       chosen.lambda_max, chosen.usd_per_hour)
+        sol = Solution(
+            chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d, chosen.lambda_max, chosen.usd_per_hour
+        )
         good = chosen.goodput_rps
     elif objective.kind == ObjectiveKind.min_cost:
         sol = optimise(inputs, table, limits=limits)
@@ -469,18 +521,31 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
         other_lambda = other_sol.lambda_max
         paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
-        exact_at_paper = float(bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p,
-                                      paper_sol.n_d, inputs).lambda_max)
+        exact_at_paper = float(
+            bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p, paper_sol.n_d, inputs).lambda_max
+        )
     notes = list(inputs.notes)
     if point.p == 0.0:
-        notes.append("no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
-                     "profitably, so this is a local-only plan")
+        notes.append(
+            "no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
+            "profitably, so this is a local-only plan"
+        )
     marginals = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
     point.tight.extend(_exhausted(inputs, sol, limits))
-    result = PlanResult(mode, inputs, point, baselines(inputs, table, sol, notes),
-                        {k: m.lambda_rps for k, m in marginals.items()}, throughput_sol.lambda_max, other_lambda,
-                        exact_at_paper, notes, marginals=marginals, lambda_of_counts=lambda_of_counts,
-                        marginal_anchor=(throughput_sol.n_prfaas, throughput_sol.n_p, throughput_sol.n_d))
+    result = PlanResult(
+        mode,
+        inputs,
+        point,
+        baselines(inputs, table, sol, notes),
+        {k: m.lambda_rps for k, m in marginals.items()},
+        throughput_sol.lambda_max,
+        other_lambda,
+        exact_at_paper,
+        notes,
+        marginals=marginals,
+        lambda_of_counts=lambda_of_counts,
+        marginal_anchor=(throughput_sol.n_prfaas, throughput_sol.n_p, throughput_sol.n_d),
+    )
     _add_latency(result, decode, good)
     if inputs.workload.routed is not None:
         result.cache = cache_effect(inputs, table, sol)
@@ -489,16 +554,28 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     result.uncertainty = plan_range(result, table, sol.threshold_index, tco_at)
     unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if unpriced:
-        result.notes.append(f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "
-                            "cost): the plan's $/hour, $ per million tokens and marginal worth are not known")
-    unknown = sorted({p.hardware for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
-                      if p.instances and pool.cost.tdp_w is None})
+        result.notes.append(
+            f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "
+            "cost): the plan's $/hour, $ per million tokens and marginal worth are not known"
+        )
+    unknown = sorted(
+        {
+            p.hardware
+            for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
+            if p.instances and pool.cost.tdp_w is None
+        }
+    )
     if unknown:
         billed = result.tco.power_usd_not_counted
-        result.notes.append(f"no tdp_w in the profile of {', '.join(unknown)}: its power is not known (the plan's kW "
-                            "is a lower bound without it and J/token is not given), "
-                            + (f"and the billed power of {', '.join(billed)} is counted as $0: the plan's $/hour "
-                               "and $/Mtok are lower bounds" if billed else "and its rental includes its power"))
+        result.notes.append(
+            f"no tdp_w in the profile of {', '.join(unknown)}: its power is not known (the plan's kW "
+            "is a lower bound without it and J/token is not given), "
+            + (
+                f"and the billed power of {', '.join(billed)} is counted as $0: the plan's $/hour and $/Mtok are lower bounds"
+                if billed
+                else "and its rental includes its power"
+            )
+        )
     return result
 
 
@@ -513,8 +590,7 @@ def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
     if sol.n_prfaas < limits.prfaas_max:
         steps.append((1, 0, 0))
     if limits.separate_decode:
-        steps += [step for step, room in (((0, 1, 0), sol.n_p < limits.pd_max),
-                                          ((0, 0, 1), sol.n_d < limits.decode_max)) if room]
+        steps += [step for step, room in (((0, 1, 0), sol.n_p < limits.pd_max), ((0, 0, 1), sol.n_d < limits.decode_max)) if room]
     elif sol.n_p + sol.n_d < limits.pd_max:
         steps.append((0, 1, 0))
     out: list[str] = []
@@ -532,8 +608,12 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
     deps = deployments_of(result)
     local_inputs = local_inputs_of(inputs)
     local_support = support if local_inputs is inputs else SupportArrays.of(local_inputs)
-    models = {name: LatencyModel(inputs, dep, decode, support) if dep.n_prfaas else
-              LatencyModel(local_inputs, dep, decode, local_support) for name, dep in deps.items()}
+    models = {
+        name: LatencyModel(inputs, dep, decode, support)
+        if dep.n_prfaas
+        else LatencyModel(local_inputs, dep, decode, local_support)
+        for name, dep in deps.items()
+    }
     result.goodput_rps = good
     target = inputs.objective.target_rate_rps if inputs.objective.kind == ObjectiveKind.min_cost else None
     if target is not None:
@@ -545,20 +625,27 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"
     result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
     if inputs.slo is not None:  # every deployment's goodput, found as the plan's (bisection up to its Lambda_max)
-        capacity = {DeploymentName.prfaas_pd: result.point.lambda_max,
-                    **{n: b.lambda_max for n, b in result.baselines.items()}}
-        result.goodputs = {name: good if name == DeploymentName.prfaas_pd and good is not None else
-                           goodput(models[name], inputs.slo, capacity[name], settings.arrival_scv) for name in deps}
+        capacity = {DeploymentName.prfaas_pd: result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
+        result.goodputs = {
+            name: good
+            if name == DeploymentName.prfaas_pd and good is not None
+            else goodput(models[name], inputs.slo, capacity[name], settings.arrival_scv)
+            for name in deps
+        }
     # one common rate that every compared deployment with real capacity can carry
-    lams = {DeploymentName.prfaas_pd: result.point.lambda_max,
-            **{n: b.lambda_max for n, b in result.baselines.items() if n != DeploymentName.homogeneous_equal_cost}}
+    lams = {
+        DeploymentName.prfaas_pd: result.point.lambda_max,
+        **{n: b.lambda_max for n, b in result.baselines.items() if n != DeploymentName.homogeneous_equal_cost},
+    }
     served = {n: lam for n, lam in lams.items() if lam >= MIN_CAPACITY_RPS}
     for name in lams.keys() - served.keys():
-        result.notes.append(f"{name} has effectively no capacity ({lams[name]:.3g} req/s): left out of the latency "
-                            "comparison")
+        result.notes.append(f"{name} has effectively no capacity ({lams[name]:.3g} req/s): left out of the latency comparison")
     result.common_rate_rps = settings.operating_load * min(served.values())
-    result.common_latency = {name: models[name].at(result.common_rate_rps, settings.arrival_scv) for name in deps
-                             if name in served or name == DeploymentName.homogeneous_equal_cost}
+    result.common_latency = {
+        name: models[name].at(result.common_rate_rps, settings.arrival_scv)
+        for name in deps
+        if name in served or name == DeploymentName.homogeneous_equal_cost
+    }
 
 
 def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> dict:
@@ -569,13 +656,16 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
     bare_table = threshold_table(bare, table.mode)
-    lam_bare = float(np.max(bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d,
-                                   bare).lambda_max))
+    lam_bare = float(np.max(bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d, bare).lambda_max))
     local = routed.route_tokens <= sol.threshold_tokens
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0
     if moved.any():
         per_request = float(np.sum(routed.probs[moved] * inputs.prfaas.curve.kv_bytes(routed.local_kv_tokens[moved])))
-    return {"regime": str(routed.regime), "lambda_without_caches_rps": lam_bare,
-            "cache_egress_gbps": bytes_per_s_to_gbps(sol.lambda_max * per_request),
-            "mean_hit_pd": inputs.workload.caches.pd.mean_share, "mean_hit_prfaas": inputs.workload.caches.prfaas.mean_share}
+    return {
+        "regime": str(routed.regime),
+        "lambda_without_caches_rps": lam_bare,
+        "cache_egress_gbps": bytes_per_s_to_gbps(sol.lambda_max * per_request),
+        "mean_hit_pd": inputs.workload.caches.pd.mean_share,
+        "mean_hit_prfaas": inputs.workload.caches.prfaas.mean_share,
+    }

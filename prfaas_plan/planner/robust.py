@@ -88,8 +88,9 @@ class RobustPlan:
         return sum(c.weight * c.lambda_max_rps for c in self.cases)
 
 
-def case_best(inputs: PlanInputs, table: ThresholdTable, n_f: int, n_p: int, n_d: int, shared: bool
-              ) -> tuple[float, int, int, int]:
+def case_best(
+    inputs: PlanInputs, table: ThresholdTable, n_f: int, n_p: int, n_d: int, shared: bool
+) -> tuple[float, int, int, int]:
     """(Lambda_max, threshold index, N_p, N_d) of one case with counts (N_p + N_d split freely when
     ``shared``), over every threshold and split."""
     idx = np.arange(len(table))
@@ -110,12 +111,17 @@ MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: ab
 
 def _check_work(limits: Limits, table_sizes: list[int]) -> None:
     """Refuse a search that would run for minutes (a one-line error, not a hang)."""
-    splits = sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1)) if not limits.separate_decode else (
-        (limits.pd_max - limits.pd_min + 1) * (limits.decode_max - limits.decode_min + 1))
+    splits = (
+        sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
+        if not limits.separate_decode
+        else ((limits.pd_max - limits.pd_min + 1) * (limits.decode_max - limits.decode_min + 1))
+    )
     work = (limits.prfaas_max - limits.prfaas_min + 1) * splits * sum(table_sizes)
     if work > MAX_WORK:
-        raise PlanInputError(f"about {work:.2g} evaluations (at most {MAX_WORK:.2g}, about 30 s): narrow the instance "
-                             "ranges or use fewer cases", field="robust")
+        raise PlanInputError(
+            f"about {work:.2g} evaluations (at most {MAX_WORK:.2g}, about 30 s): narrow the instance ranges or use fewer cases",
+            field="robust",
+        )
 
 
 def _shared_counts(inputs: PlanInputs, limits: Limits):
@@ -123,14 +129,18 @@ def _shared_counts(inputs: PlanInputs, limits: Limits):
     pool N_p carries the whole count (N_d = 0) and each case splits it."""
     separate = limits.separate_decode
     pd_counts = range(limits.pd_min, limits.pd_max + 1)
-    count = (limits.prfaas_max - limits.prfaas_min + 1) * len(pd_counts) * (
-        (limits.decode_max - limits.decode_min + 1) if separate else 1)
+    count = (
+        (limits.prfaas_max - limits.prfaas_min + 1)
+        * len(pd_counts)
+        * ((limits.decode_max - limits.decode_min + 1) if separate else 1)
+    )
     if count > MAX_SHARED_COMBINATIONS:
-        raise PlanInputError(f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the "
-                             "instance ranges", field="robust")
+        raise PlanInputError(
+            f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
+        )
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         for n_p in pd_counts:
-            for n_d in (range(limits.decode_min, limits.decode_max + 1) if separate else (0,)):
+            for n_d in range(limits.decode_min, limits.decode_max + 1) if separate else (0,):
                 cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
                 if cost is not False:
                     yield n_f, n_p, n_d, cost
@@ -142,8 +152,7 @@ def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
     if objective == RobustObjective.min_cost:
         if a[0] < b[0] - 1e-9:
             return True
-        return abs(a[0] - b[0]) <= 1e-9 and (a[1] > b[1] * (1 + TIE_REL) or (a[1] >= b[1] * (1 - TIE_REL)
-                                                                              and a[2] < b[2]))
+        return abs(a[0] - b[0]) <= 1e-9 and (a[1] > b[1] * (1 + TIE_REL) or (a[1] >= b[1] * (1 - TIE_REL) and a[2] < b[2]))
     if a[0] > b[0] * (1 + TIE_REL):
         return True
     if a[0] < b[0] * (1 - TIE_REL):
@@ -167,8 +176,11 @@ def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective,
     for name, weight, variant, target in specs[1:]:
         same = [v for v in build_variants(variant, source) if tuple(p.gpus_per_instance for p in v.pools) == chips]
         if not same:
-            raise PlanInputError(f"case {name}: the chips per instance of the first case ({chips}) do not hold its "
-                                 "requests", source=source, field="robust.cases")
+            raise PlanInputError(
+                f"case {name}: the chips per instance of the first case ({chips}) do not hold its requests",
+                source=source,
+                field="robust.cases",
+            )
         cases.append(RobustCase(name, weight, same[0], target))
     return robust_objective(scenario), cases
 
@@ -182,8 +194,11 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     if objective == RobustObjective.min_cost:
         missing = [c.name for c in cases if c.target_rate_rps is None]
         if missing:
-            raise PlanInputError(f"min_cost needs a target rate for every case ({', '.join(missing)} has none): give "
-                                 "target_rate_rps per case or in the objective", field="robust.cases")
+            raise PlanInputError(
+                f"min_cost needs a target rate for every case ({', '.join(missing)} has none): give "
+                "target_rate_rps per case or in the objective",
+                field="robust.cases",
+            )
     tables = [threshold_table(c.inputs) for c in cases]
     _check_work(limits, [len(t) for t in tables])
     # with a target rate for every case, cases count relative to their demand (Lambda_c / target_c)
@@ -208,8 +223,7 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
         raise PlanInputError(f"no set of instance counts within the ranges and budgets {what}", field="robust")
     n_f, n_p, n_d, cost, per_case = best
     if objective != RobustObjective.min_cost and max(r[0] for r in per_case) < MIN_CAPACITY_RPS:
-        raise PlanInputError("no shared counts serve any case: every case has effectively no capacity",
-                             field="robust")
+        raise PlanInputError("no shared counts serve any case: every case has effectively no capacity", field="robust")
     results = []
     for case, table, (lam, k, case_np, case_nd) in zip(cases, tables, per_case):
         own = optimise(case.inputs, table, objective=ObjectiveKind.max_throughput)
@@ -218,7 +232,20 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
             cheapest = optimise(case.inputs, table, objective=ObjectiveKind.min_cost, target_rps=case.target_rate_rps)
             own_usd = cheapest.usd_per_hour
             own = cheapest
-        results.append(CaseResult(case.name, case.weight, case.target_rate_rps, float(table.thresholds_tokens[k]),
-                                  float(table.p[k]), case_np, case_nd, lam, own.lambda_max,
-                                  (own.n_prfaas, own.n_p, own.n_d), own_usd, cost))
+        results.append(
+            CaseResult(
+                case.name,
+                case.weight,
+                case.target_rate_rps,
+                float(table.thresholds_tokens[k]),
+                float(table.p[k]),
+                case_np,
+                case_nd,
+                lam,
+                own.lambda_max,
+                (own.n_prfaas, own.n_p, own.n_d),
+                own_usd,
+                cost,
+            )
+        )
     return RobustPlan(objective, n_f, n_p + (n_d if shared else 0), None if shared else n_d, cost, tuple(results))

@@ -41,8 +41,9 @@ class RouteRow:
     beyond_link: bool = False  # above the scenario's usable bandwidth: a what-if, not a router's row
 
 
-def best_thresholds(table: ThresholdTable, inputs: PlanInputs, sol: Solution, link_bytes_per_s: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def best_thresholds(
+    table: ThresholdTable, inputs: PlanInputs, sol: Solution, link_bytes_per_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per link bandwidth (bytes/s): the index of the best threshold for the plan's counts (ties:
     the balance point of eq. 7) and its Lambda_max."""
     idx = np.arange(len(table))
@@ -92,12 +93,12 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
             other = inputs.with_cache_regime(regime)
             variants.append((regime, other, threshold_table(other, table.mode)))
     per_regime = [_rows(ins, tab, sol, grid, str(regime)) for regime, ins, tab in variants]
-    return [max(options, key=lambda r: r.lambda_max_rps * (1 + TIE_REL * (r.cache_regime == own)))
-            for options in zip(*per_regime)]
+    return [
+        max(options, key=lambda r: r.lambda_max_rps * (1 + TIE_REL * (r.cache_regime == own))) for options in zip(*per_regime)
+    ]
 
 
-def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.ndarray, regime: str | None
-          ) -> list[RouteRow]:
+def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.ndarray, regime: str | None) -> list[RouteRow]:
     link = gbps_to_bytes_per_s(grid)
     pick, lam = best_thresholds(table, inputs, sol, link)
     planned = inputs.link.usable_gbps
@@ -105,8 +106,17 @@ def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.nda
     for g, k, value, bps in zip(grid, pick, lam, link):
         b = bounds(table, int(k), sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=float(bps))
         values = [float(np.asarray(getattr(b, name))) for name in BOUNDS]
-        rows.append(RouteRow(float(g), float(table.thresholds_tokens[k]), float(table.p[k]), float(value),
-                             bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
-                             BOUNDS[int(np.argmin(values))], bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
-                             regime, bool(g > planned * (1 + 1e-12))))
+        rows.append(
+            RouteRow(
+                float(g),
+                float(table.thresholds_tokens[k]),
+                float(table.p[k]),
+                float(value),
+                bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
+                BOUNDS[int(np.argmin(values))],
+                bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
+                regime,
+                bool(g > planned * (1 + 1e-12)),
+            )
+        )
     return rows

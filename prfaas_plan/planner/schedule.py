@@ -82,18 +82,17 @@ def window_inputs(inputs: PlanInputs, scale: float) -> PlanInputs:
     if scale == 1.0:
         return inputs
     if inputs.workload.caches is not None:
-        raise PlanInputError("a day profile with input_scale does not combine with cluster_caches yet",
-                             field="day.windows")
+        raise PlanInputError("a day profile with input_scale does not combine with cluster_caches yet", field="day.windows")
     cap = float(inputs.model.max_context_tokens)
     w = inputs.workload
     workload = Workload(scaled(w.input_dist, scale, cap), scaled(w.full_input_dist, scale, cap), w.output_dist)
     decode = inputs.decode
     if decode.capacity is not None:  # not a rate the scenario gives
         context = int(min(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2), cap))
-        cap_w = decode_capacity(inputs.model, inputs.decode_pool.instance, context, tpot_ms=decode.tpot_ms,
-                                max_batch=decode.max_batch)
-        decode = Decode(context, decode.tpot_ms, decode.max_batch, cap_w.tokens_per_s, DecodeSource(cap_w.source),
-                        cap_w)
+        cap_w = decode_capacity(
+            inputs.model, inputs.decode_pool.instance, context, tpot_ms=decode.tpot_ms, max_batch=decode.max_batch
+        )
+        decode = Decode(context, decode.tpot_ms, decode.max_batch, cap_w.tokens_per_s, DecodeSource(cap_w.source), cap_w)
     return replace(inputs, workload=workload, decode=decode)
 
 
@@ -157,9 +156,18 @@ def _plans(windows: list[Window], grids, splits: list[int], n_pd: int, conversio
     for k, (w, (grid, best)) in enumerate(zip(windows, grids)):
         cur, prev = splits[k], splits[k - 1]
         score = _scores(w, grid, n_pd, conversion_s)[prev, cur]
-        out.append(WindowPlan(w.name, w.hours, w.rate_rps, cur, n_pd - cur,
-                              float(w.table.thresholds_tokens[best[cur, n_pd - cur]]), score * w.rate_rps,
-                              abs(cur - prev)))
+        out.append(
+            WindowPlan(
+                w.name,
+                w.hours,
+                w.rate_rps,
+                cur,
+                n_pd - cur,
+                float(w.table.thresholds_tokens[best[cur, n_pd - cur]]),
+                score * w.rate_rps,
+                abs(cur - prev),
+            )
+        )
     return tuple(out)
 
 
@@ -176,8 +184,7 @@ def _evaluate(windows, n_f, n_pd, conversion_s, max_switches):
 def check_day(inputs: PlanInputs) -> None:
     """A day's role rebalancing needs one PD pool that both prefills and decodes."""
     if inputs.limits.separate_decode:
-        raise PlanInputError("role rebalancing needs one PD pool that both prefills and decodes (no pd_decode)",
-                             field="day")
+        raise PlanInputError("role rebalancing needs one PD pool that both prefills and decodes (no pd_decode)", field="day")
 
 
 def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max_switches: int | None) -> DayPlan:
@@ -186,13 +193,20 @@ def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max
     limits = inputs.limits
     count = (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1)
     if count > MAX_DAY_COMBINATIONS:
-        raise PlanInputError(f"{count} count combinations (at most {MAX_DAY_COMBINATIONS}); narrow the instance "
-                             "ranges", field="day")
-    work = (limits.prfaas_max - limits.prfaas_min + 1) * sum(
-        (n + 1) ** 2 for n in range(limits.pd_min, limits.pd_max + 1)) * sum(len(w.table) for w in windows)
+        raise PlanInputError(
+            f"{count} count combinations (at most {MAX_DAY_COMBINATIONS}); narrow the instance ranges", field="day"
+        )
+    work = (
+        (limits.prfaas_max - limits.prfaas_min + 1)
+        * sum((n + 1) ** 2 for n in range(limits.pd_min, limits.pd_max + 1))
+        * sum(len(w.table) for w in windows)
+    )
     if work > MAX_DAY_WORK:
-        raise PlanInputError(f"about {work:.2g} evaluations (at most {MAX_DAY_WORK:.2g}, about 30 s): narrow the "
-                             "instance ranges or use fewer windows", field="day")
+        raise PlanInputError(
+            f"about {work:.2g} evaluations (at most {MAX_DAY_WORK:.2g}, about 30 s): narrow the "
+            "instance ranges or use fewer windows",
+            field="day",
+        )
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
     best = best_static = None
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
@@ -210,16 +224,28 @@ def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max
         what = "serves every window" if min_cost else "fits"
         raise PlanInputError(f"no count within the ranges and budgets {what}", field="day")
     if best[0] * min(w.rate_rps for w in windows) < MIN_CAPACITY_RPS:
-        raise PlanInputError(f"no count within the ranges and budgets serves {MIN_CAPACITY_RPS:g} requests/s in "
-                             "every window: it needs prefill and decode capacity", field="day")
+        raise PlanInputError(
+            f"no count within the ranges and budgets serves {MIN_CAPACITY_RPS:g} requests/s in "
+            "every window: it needs prefill and decode capacity",
+            field="day",
+        )
     value, cost, _, n_f, n_pd, grids, path = best
     s_value, s_cost, _, s_f, s_pd, s_grids, s_path = best_static
     same_counts_static = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
     fell_back = value <= same_counts_static[3] * (1 + TIE_REL)
     if fell_back:  # switching does not pay: the static split of these counts
         path, value = [same_counts_static[4]] * len(windows), same_counts_static[3]
-    return DayPlan(n_f, n_pd, cost, value, s_value, _plans(windows, grids, path, n_pd, conversion_s),
-                   _plans(windows, s_grids, s_path, s_pd, conversion_s), (s_f, s_pd, s_cost), fell_back)
+    return DayPlan(
+        n_f,
+        n_pd,
+        cost,
+        value,
+        s_value,
+        _plans(windows, grids, path, n_pd, conversion_s),
+        _plans(windows, s_grids, s_path, s_pd, conversion_s),
+        (s_f, s_pd, s_cost),
+        fell_back,
+    )
 
 
 def _pick(best, cand, min_cost: bool):

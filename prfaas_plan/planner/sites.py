@@ -121,12 +121,27 @@ def sites_inputs(spec, source: str | None = None) -> SitesInputs:
     used = {p.hardware_name for inputs in pairs.values() for p in (inputs.prfaas, inputs.pd)}
     for hardware in gpus:
         if hardware not in used:
-            raise PlanInputError(f"budget for '{hardware}', which no site uses (they use {', '.join(sorted(used))})",
-                                 source=source, field=f"budgets.gpus.{hardware}")
+            raise PlanInputError(
+                f"budget for '{hardware}', which no site uses (they use {', '.join(sorted(used))})",
+                source=source,
+                field=f"budgets.gpus.{hardware}",
+            )
     first = next(iter(pairs.values()))
     notes = tuple(dict.fromkeys(n for inputs in pairs.values() for n in inputs.notes))
-    return SitesInputs(spec.name, pd, prfaas, linked, pairs, gpus, usd, sites_objective(spec),
-                       first.optimiser.coarse_thresholds, sites_windows(spec), *sites_switching(spec), notes=notes)
+    return SitesInputs(
+        spec.name,
+        pd,
+        prfaas,
+        linked,
+        pairs,
+        gpus,
+        usd,
+        sites_objective(spec),
+        first.optimiser.coarse_thresholds,
+        sites_windows(spec),
+        *sites_switching(spec),
+        notes=notes,
+    )
 
 
 def _site_field(field: str | None, pd: str, prfaas: str) -> str:
@@ -145,8 +160,10 @@ def plan_sites(si: SitesInputs) -> SitesPlan:
     per_site = max(MIN_CANDIDATES, min(si.coarse, CANDIDATE_BUDGET // len(si.windows)))
     size = len(si.windows) * len(si.pd) * per_site * (2 + len(si.prfaas))
     if size > MAX_VARIABLES:
-        raise PlanInputError(f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer windows, PD sites or "
-                             "PrfaaS sites", field="day.windows" if len(si.windows) > 1 else "pd_sites")
+        raise PlanInputError(
+            f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer windows, PD sites or PrfaaS sites",
+            field="day.windows" if len(si.windows) > 1 else "pd_sites",
+        )
     cands = {name: coarse_indices(tables[name, si.prfaas[0]], per_site) for name, _ in si.pd}
     sol = _solve(si, tables, cands)
     if sol is None:
@@ -160,8 +177,11 @@ def plan_sites(si: SitesInputs) -> SitesPlan:
             lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
             picks |= set(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int).tolist())
         picks = np.array(sorted(picks))
-        fine[name] = picks if len(picks) <= per_site * 2 else picks[np.unique(
-            np.linspace(0, len(picks) - 1, per_site * 2).round().astype(int))]
+        fine[name] = (
+            picks
+            if len(picks) <= per_site * 2
+            else picks[np.unique(np.linspace(0, len(picks) - 1, per_site * 2).round().astype(int))]
+        )
     refined = _solve(si, tables, fine)
     if refined is not None and _better(refined, sol, si.objective):
         sol = refined
@@ -188,10 +208,16 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
     prob = pulp.LpProblem("sites", pulp.LpMaximize if prob_max else pulp.LpMinimize)
     var = prob.add_variable
     first = si.pd[0][0]
-    n_f = {f: var(f"nf_{f}", si.pairs[first, f].limits.prfaas_min, si.pairs[first, f].limits.prfaas_max,
-                  cat="Integer") for f in si.prfaas}
-    n_pd = {name: var(f"npd_{name}", si.pairs[name, si.prfaas[0]].limits.pd_min,
-                      si.pairs[name, si.prfaas[0]].limits.pd_max, cat="Integer") for name, _ in si.pd}
+    n_f = {
+        f: var(f"nf_{f}", si.pairs[first, f].limits.prfaas_min, si.pairs[first, f].limits.prfaas_max, cat="Integer")
+        for f in si.prfaas
+    }
+    n_pd = {
+        name: var(
+            f"npd_{name}", si.pairs[name, si.prfaas[0]].limits.pd_min, si.pairs[name, si.prfaas[0]].limits.pd_max, cat="Integer"
+        )
+        for name, _ in si.pd
+    }
     s = var("s", 0, None) if prob_max else 1.0
     cost = pulp.lpSum(n_f[f] * (si.pairs[first, f].prfaas.usd_per_hour_per_instance or 0.0) for f in si.prfaas)
     gpus: dict[str, list] = {}
@@ -249,8 +275,10 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
             for f, items in flows.items():
                 link = si.pairs[name, f].link
                 scale = max(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) for k, _ in items) or 1.0
-                prob += pulp.lpSum(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) / scale * x
-                                   for k, x in items) <= link.usable_bytes_per_s / scale
+                prob += (
+                    pulp.lpSum(float(tables[name, f].link_work_bytes[k]) / float(table.p[k]) / scale * x for k, x in items)
+                    <= link.usable_bytes_per_s / scale
+                )
                 if link.fixed_usd_per_hour > 0:
                     if (name, f) not in link_used:
                         link_used[name, f] = var(f"u_{name}_{f}", 0, 1, cat="Binary")
@@ -283,9 +311,17 @@ def _solve(si: SitesInputs, tables: dict, cands: dict) -> dict | None:
         status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S))
     if pulp.LpStatus[status] not in ("Optimal", "Not Solved") or not solution_valid(prob) or s_value(s) is None:
         return None
-    out = {"proven": prob.sol_status == pulp.LpSolutionOptimal, "s": s_value(s), "cost": float(pulp.value(cost)),
-           "nf": {f: int(round(v.value())) for f, v in n_f.items()},
-           "npd": {name: int(round(v.value())) for name, v in n_pd.items()}, "k": [], "np": [], "nd": [], "x": []}
+    out = {
+        "proven": prob.sol_status == pulp.LpSolutionOptimal,
+        "s": s_value(s),
+        "cost": float(pulp.value(cost)),
+        "nf": {f: int(round(v.value())) for f, v in n_f.items()},
+        "npd": {name: int(round(v.value())) for name, v in n_pd.items()},
+        "k": [],
+        "np": [],
+        "nd": [],
+        "x": [],
+    }
     for per_site in per_window:
         k, n_p, n_d, x = {}, {}, {}, {}
         for name, (ks, z, np_var, nd_var, flows) in per_site.items():
@@ -316,8 +352,20 @@ def _result(si: SitesInputs, tables: dict, sol: dict) -> SitesPlan:
                 offload[f] = rate
                 egress[f] = bytes_per_s_to_gbps(rate * per_request)
                 util[f] = si.pairs[name, f].link.utilisation(rate * per_request)
-            sites.append(PdSitePlan(name, demands[name], sol["s"] * demands[name], float(table.thresholds_tokens[k]),
-                                    p, sol["np"][w][name], sol["nd"][w][name], offload, egress, util))
+            sites.append(
+                PdSitePlan(
+                    name,
+                    demands[name],
+                    sol["s"] * demands[name],
+                    float(table.thresholds_tokens[k]),
+                    p,
+                    sol["np"][w][name],
+                    sol["nd"][w][name],
+                    offload,
+                    egress,
+                    util,
+                )
+            )
         windows.append(WindowSites(wname, hours, tuple(sites)))
     return SitesPlan(si.name, sol["s"], sol["nf"], sol["npd"], tuple(windows), sol["cost"], False, sol["proven"])
 
@@ -336,12 +384,27 @@ def _one_site(si: SitesInputs) -> SitesPlan:
     result = plan(replace(inputs, limits=limits, objective=objective), with_marginals=False, with_other_mode=False)
     pt = result.point
     egress = pt.stages.egress_gbps
-    site = PdSitePlan(name, demand, pt.lambda_max, pt.threshold_tokens, pt.p, pt.n_p, pt.n_d,
-                      {f: pt.lambda_max * pt.p} if (f, name) in si.linked else {},
-                      {f: egress} if (f, name) in si.linked else {},
-                      {f: pt.link_utilisation} if (f, name) in si.linked else {})
-    return SitesPlan(si.name, pt.lambda_max / demand, {f: pt.n_prfaas}, {name: pt.n_p + pt.n_d},
-                     (WindowSites(si.windows[0][0], si.windows[0][1], (site,)),), pt.usd_per_hour, True)
+    site = PdSitePlan(
+        name,
+        demand,
+        pt.lambda_max,
+        pt.threshold_tokens,
+        pt.p,
+        pt.n_p,
+        pt.n_d,
+        {f: pt.lambda_max * pt.p} if (f, name) in si.linked else {},
+        {f: egress} if (f, name) in si.linked else {},
+        {f: pt.link_utilisation} if (f, name) in si.linked else {},
+    )
+    return SitesPlan(
+        si.name,
+        pt.lambda_max / demand,
+        {f: pt.n_prfaas},
+        {name: pt.n_p + pt.n_d},
+        (WindowSites(si.windows[0][0], si.windows[0][1], (site,)),),
+        pt.usd_per_hour,
+        True,
+    )
 
 
 def cost_parts(si: SitesInputs, result: SitesPlan) -> dict:

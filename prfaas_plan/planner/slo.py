@@ -45,7 +45,7 @@ def goodput(model: LatencyModel, slo, upper_rps: float, arrival_scv: float = 1.0
         return 0.0
     if model.meets(upper_rps * (1 - 1e-9), slo, arrival_scv):
         return upper_rps * (1 - 1e-9)
-    if not model.meets(upper_rps * 2.0 ** -_BISECTIONS, slo, arrival_scv):
+    if not model.meets(upper_rps * 2.0**-_BISECTIONS, slo, arrival_scv):
         return 0.0  # missed even on an idle deployment: no bisection can find a rate
     lo, hi = 0.0, upper_rps
     for _ in range(_BISECTIONS):
@@ -57,9 +57,16 @@ def goodput(model: LatencyModel, slo, upper_rps: float, arrival_scv: float = 1.0
     return lo
 
 
-def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel, slo: Slo, *,
-                 objective: str = ObjectiveKind.max_throughput, target_rps: float | None = None,
-                 limits: Limits | None = None) -> SloPlan:
+def slo_optimise(
+    inputs: PlanInputs,
+    table: ThresholdTable,
+    decode: DecodeModel,
+    slo: Slo,
+    *,
+    objective: str = ObjectiveKind.max_throughput,
+    target_rps: float | None = None,
+    limits: Limits | None = None,
+) -> SloPlan:
     """Maximise goodput under the SLO, or minimise $/hour with goodput >= target."""
     limits = limits or inputs.limits
     objective = ObjectiveKind(objective)
@@ -67,8 +74,11 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
     check_limits(inputs, limits, objective)  # an unpriced pool under min_cost or a budget: an error, not a blank $
     splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:
-        raise PlanInputError(f"{splits} instance-count combinations are too many for SLO planning "
-                             f"(at most {MAX_COMBINATIONS}); narrow the instance ranges", field="slo")
+        raise PlanInputError(
+            f"{splits} instance-count combinations are too many for SLO planning "
+            f"(at most {MAX_COMBINATIONS}); narrow the instance ranges",
+            field="slo",
+        )
     combos = list(count_combinations(inputs, limits))
     scv = inputs.latency.arrival_scv
     support = SupportArrays.of(inputs)
@@ -95,8 +105,10 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
         return idle[k]
 
     if not any(idle_ok(int(k)) for k in coarse):
-        raise PlanInputError("no routing threshold meets it even on an idle deployment (prefill and KV transfer "
-                             "alone exceed the targets)", field="slo")
+        raise PlanInputError(
+            "no routing threshold meets it even on an idle deployment (prefill and KV transfer alone exceed the targets)",
+            field="slo",
+        )
 
     def evaluate(k: int, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost) -> SloPlan:
         dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
@@ -117,8 +129,7 @@ def slo_optimise(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel,
         pick = max(scored, key=lambda s: s.goodput_rps)
         pos = int(np.searchsorted(coarse, pick.threshold_index))
         lo, hi = coarse[max(pos - 1, 0)], coarse[min(pos + 1, len(coarse) - 1)]
-        fine = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in np.unique(np.linspace(lo, hi, 24).round())
-                if lam[int(k)] > 0]
+        fine = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in np.unique(np.linspace(lo, hi, 24).round()) if lam[int(k)] > 0]
         pick = max([pick, *fine], key=lambda s: s.goodput_rps)
         if min_cost:
             if pick.goodput_rps >= target_rps and (best is None or (cost or 0.0) < (best.usd_per_hour or 0.0)):

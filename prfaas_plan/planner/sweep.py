@@ -45,11 +45,17 @@ def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, po
     p = table.p[idx]
     prfaas = b.prfaas
     return [
-        {"threshold_tokens": float(table.thresholds_tokens[i]), "p": _round(p[k]),
-         "l_long_tokens": _round(table.l_long_tokens[i], 1), "l_short_tokens": _round(table.l_short_tokens[i], 1),
-         "prfaas_bound_rps": _round(prfaas[k]), "link_bound_rps": _round(b.link[k]),
-         "pd_prefill_bound_rps": _round(b.pd_prefill[k]),
-         "pd_decode_bound_rps": _round(b.pd_decode), "lambda_max_rps": _round(b.lambda_max[k])}
+        {
+            "threshold_tokens": float(table.thresholds_tokens[i]),
+            "p": _round(p[k]),
+            "l_long_tokens": _round(table.l_long_tokens[i], 1),
+            "l_short_tokens": _round(table.l_short_tokens[i], 1),
+            "prfaas_bound_rps": _round(prfaas[k]),
+            "link_bound_rps": _round(b.link[k]),
+            "pd_prefill_bound_rps": _round(b.pd_prefill[k]),
+            "pd_decode_bound_rps": _round(b.pd_decode),
+            "lambda_max_rps": _round(b.lambda_max[k]),
+        }
         for k, i in enumerate(idx)
     ]
 
@@ -66,14 +72,20 @@ def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[d
     b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, n_d, inputs)
     prefill = np.minimum(b.prfaas, b.pd_prefill)
     return [
-        {"n_p": int(n), "n_d": int(n_d[k]), "prefill_bound_rps": _round(prefill[k]),
-         "decode_bound_rps": _round(b.pd_decode[k]), "lambda_max_rps": _round(b.lambda_max[k])}
+        {
+            "n_p": int(n),
+            "n_d": int(n_d[k]),
+            "prefill_bound_rps": _round(prefill[k]),
+            "decode_bound_rps": _round(b.pd_decode[k]),
+            "lambda_max_rps": _round(b.lambda_max[k]),
+        }
         for k, n in enumerate(n_p)
     ]
 
 
-def sweep_bandwidth(inputs: PlanInputs, table: ThresholdTable, sol: Solution, gbps: np.ndarray,
-                    progress: Progress = _none) -> list[dict]:
+def sweep_bandwidth(
+    inputs: PlanInputs, table: ThresholdTable, sol: Solution, gbps: np.ndarray, progress: Progress = _none
+) -> list[dict]:
     """Per usable bandwidth (decimal Gbps): the best threshold, its p and Lambda_max for the
     plan's deployment, the threshold table a bandwidth-aware router needs. The bounds of every
     (bandwidth, threshold) pair are evaluated at once, in chunks of bandwidths."""
@@ -83,20 +95,27 @@ def sweep_bandwidth(inputs: PlanInputs, table: ThresholdTable, sol: Solution, gb
     idx = np.arange(len(table))
     rows: list[dict] = []
     for start in range(0, len(gbps), _CHUNK):
-        chunk = gbps[start:start + _CHUNK]
+        chunk = gbps[start : start + _CHUNK]
         b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=gbps_to_bytes_per_s(chunk)[:, None])
         lam = np.broadcast_to(b.lambda_max, (len(chunk), len(idx)))
         best = np.argmax(lam, axis=1)
         for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
-            rows.append({"usable_gbps": float(g), "threshold_tokens": float(table.thresholds_tokens[k]),
-                         "p": _round(table.p[k]), "lambda_max_rps": _round(value),
-                         "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4)})
+            rows.append(
+                {
+                    "usable_gbps": float(g),
+                    "threshold_tokens": float(table.thresholds_tokens[k]),
+                    "p": _round(table.p[k]),
+                    "lambda_max_rps": _round(value),
+                    "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4),
+                }
+            )
         progress(min(start + _CHUNK, len(gbps)), len(gbps))
     return rows
 
 
-def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, points: int | None = None,
-                    progress: Progress = _none) -> list[dict]:
+def sweep_instances(
+    inputs: PlanInputs, table: ThresholdTable, upto: int, points: int | None = None, progress: Progress = _none
+) -> list[dict]:
     """Lambda_max against N_prfaas from 0 to ``upto`` (every count, or ``points`` of them), with t and
     the PD split re-optimised each time within the scenario's PD range and budgets, by the
     scenario's optimiser method. A count the budgets exclude gives a row without a plan."""
@@ -113,12 +132,29 @@ def sweep_instances(inputs: PlanInputs, table: ThresholdTable, upto: int, points
         try:
             sol = optimise(inputs, table, objective="max_throughput", limits=limits)
         except Infeasible:
-            rows.append({"n_prfaas": n, "threshold_tokens": None, "p": None, "n_p": None, "n_d": None,
-                         "lambda_max_rps": None, "usd_per_hour": None})
+            rows.append(
+                {
+                    "n_prfaas": n,
+                    "threshold_tokens": None,
+                    "p": None,
+                    "n_p": None,
+                    "n_d": None,
+                    "lambda_max_rps": None,
+                    "usd_per_hour": None,
+                }
+            )
         else:
-            rows.append({"n_prfaas": n, "threshold_tokens": sol.threshold_tokens,
-                         "p": _round(table.p[sol.threshold_index]), "n_p": sol.n_p, "n_d": sol.n_d,
-                         "lambda_max_rps": _round(sol.lambda_max), "usd_per_hour": sol.usd_per_hour})
+            rows.append(
+                {
+                    "n_prfaas": n,
+                    "threshold_tokens": sol.threshold_tokens,
+                    "p": _round(table.p[sol.threshold_index]),
+                    "n_p": sol.n_p,
+                    "n_d": sol.n_d,
+                    "lambda_max_rps": _round(sol.lambda_max),
+                    "usd_per_hour": sol.usd_per_hour,
+                }
+            )
         progress(k + 1, len(counts))
     return rows
 
@@ -144,11 +180,16 @@ def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dic
         for rate in rates:
             lat = model.at(float(rate), scv) if rate < lams[name] else None
             ok = lat is not None and lat.stable
-            rows.append({"deployment": name, "rate_rps": round(float(rate), 5),
-                         "load": round(float(rate) / lams[name], 5) if lams[name] > 0 else None,
-                         "ttft_mean_s": _round(lat.overall_mean_s, 4) if ok else None,
-                         "ttft_p90_s": _round(lat.overall_p90_s, 4) if ok else None,
-                         "ttft_p99_s": _round(lat.overall_p99_s, 4) if ok else None,
-                         "tpot_ms": _round(lat.tpot_ms, 3) if ok else None})
+            rows.append(
+                {
+                    "deployment": name,
+                    "rate_rps": round(float(rate), 5),
+                    "load": round(float(rate) / lams[name], 5) if lams[name] > 0 else None,
+                    "ttft_mean_s": _round(lat.overall_mean_s, 4) if ok else None,
+                    "ttft_p90_s": _round(lat.overall_p90_s, 4) if ok else None,
+                    "ttft_p99_s": _round(lat.overall_p99_s, 4) if ok else None,
+                    "tpot_ms": _round(lat.tpot_ms, 3) if ok else None,
+                }
+            )
         progress(k + 1, len(deps))
     return rows

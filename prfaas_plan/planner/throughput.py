@@ -49,9 +49,21 @@ class ThresholdTable:
 
     def subset(self, idx) -> ThresholdTable:
         idx = np.asarray(idx)
-        return ThresholdTable(self.mode, *(getattr(self, f)[idx] for f in (
-            "thresholds_tokens", "p", "l_long_tokens", "l_short_tokens", "prfaas_work_s", "link_work_bytes",
-            "pd_work_s")))
+        return ThresholdTable(
+            self.mode,
+            *(
+                getattr(self, f)[idx]
+                for f in (
+                    "thresholds_tokens",
+                    "p",
+                    "l_long_tokens",
+                    "l_short_tokens",
+                    "prfaas_work_s",
+                    "link_work_bytes",
+                    "pd_work_s",
+                )
+            ),
+        )
 
 
 def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
@@ -104,8 +116,11 @@ def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> 
     PrfaaS E[T_prfaas(c_f); r > t], PD-P E[T_pd(c_pd); r <= t], link E[S(off); r > t] + E[S(local); r <= t].
     Class means in both modes (the paper's mean-length form has no meaning for mixed classes)."""
     pts = inputs.workload.routed
-    t = np.concatenate(([0.0], np.unique(pts.route_tokens))) if thresholds_tokens is None else np.asarray(
-        thresholds_tokens, dtype=float)
+    t = (
+        np.concatenate(([0.0], np.unique(pts.route_tokens)))
+        if thresholds_tokens is None
+        else np.asarray(thresholds_tokens, dtype=float)
+    )
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
     w = pts.probs
     t_f = w * per_token_count(prfaas.capacity_s, pts.prfaas_tokens)
@@ -199,8 +214,7 @@ class StageThroughputs:
     egress_gbps: float  # KV egress at lambda_max: lambda * p * S_long, decimal Gbps
 
 
-def stage_throughputs(table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int,
-                      inputs: PlanInputs) -> StageThroughputs:
+def stage_throughputs(table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int, inputs: PlanInputs) -> StageThroughputs:
     b = bounds(table, idx, n_prfaas, n_p, n_d, inputs)
     lam = float(b.lambda_max)
     p = float(table.p[idx])

@@ -66,6 +66,7 @@ class PlanBands:
 
 def plan_bands(inputs: PlanInputs) -> PlanBands:
     """Each pool's band by its source (module doc)."""
+
     def prefill(pool) -> Band:
         source = prefill_source(pool)["source"]
         if source != PrefillSource.roofline:
@@ -80,8 +81,7 @@ def plan_bands(inputs: PlanInputs) -> PlanBands:
     return PlanBands(prefill(inputs.prfaas), prefill(inputs.pd), decode)
 
 
-def scaled(inputs: PlanInputs, table: ThresholdTable, factors: tuple[float, float, float]
-           ) -> tuple[PlanInputs, ThresholdTable]:
+def scaled(inputs: PlanInputs, table: ThresholdTable, factors: tuple[float, float, float]) -> tuple[PlanInputs, ThresholdTable]:
     """The inputs and threshold table with each pool's rate times its factor (module doc)."""
     f_prfaas, f_pd, f_d = factors
     table = replace(table, prfaas_work_s=table.prfaas_work_s / f_prfaas, pd_work_s=table.pd_work_s / f_pd)
@@ -109,8 +109,18 @@ class PlanRange:
     high: End
 
 
-def end_of(inputs: PlanInputs, table: ThresholdTable, idx: int, counts: tuple[int, int, int], central_lambda: float,
-           rate_rps: float, fixed_rate: bool, factors: tuple[float, float, float], target: bool, tco_at) -> End:
+def end_of(
+    inputs: PlanInputs,
+    table: ThresholdTable,
+    idx: int,
+    counts: tuple[int, int, int],
+    central_lambda: float,
+    rate_rps: float,
+    fixed_rate: bool,
+    factors: tuple[float, float, float],
+    target: bool,
+    tco_at,
+) -> End:
     """One end: Lambda_max of the counts on the scaled rates, the rate, $/Mtok (``tco_at``:
     ``plan.tco_at``), and with a target rate the counts it needs (``target``)."""
     s_inputs, s_table = scaled(inputs, table, factors)
@@ -137,8 +147,21 @@ def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
     bands = plan_bands(inputs)
     target = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
     counts = (pt.n_prfaas, pt.n_p, pt.n_d)
-    ends = {end: end_of(inputs, table, idx, counts, pt.lambda_max, result.operating_rate_rps, target,
-                        bands.factors(end), target and end == "low", tco_at) for end in ENDS}
+    ends = {
+        end: end_of(
+            inputs,
+            table,
+            idx,
+            counts,
+            pt.lambda_max,
+            result.operating_rate_rps,
+            target,
+            bands.factors(end),
+            target and end == "low",
+            tco_at,
+        )
+        for end in ENDS
+    }
     return PlanRange(bands, ends["low"], ends["high"])
 
 
@@ -150,9 +173,17 @@ def error_key(inputs: PlanInputs, bands: PlanBands) -> tuple:
     range widely across models), so its key differs."""
     pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
     return (inputs.model.name, _workload_digest(inputs.workload)) + tuple(
-        (pool.hardware_name, pool.gpus_per_instance, pool.instance.layout.label if pool.instance.layout else None,
-         engine_of(pool), b.pool, round(b.low, 9), round(b.high, 9))
-        for pool, b in zip(pools, (bands.prfaas, bands.pd, bands.decode)))
+        (
+            pool.hardware_name,
+            pool.gpus_per_instance,
+            pool.instance.layout.label if pool.instance.layout else None,
+            engine_of(pool),
+            b.pool,
+            round(b.low, 9),
+            round(b.high, 9),
+        )
+        for pool, b in zip(pools, (bands.prfaas, bands.pd, bands.decode))
+    )
 
 
 def _workload_digest(workload) -> str:
@@ -188,6 +219,7 @@ def versus_best(results: list, objective: str) -> list[Verdict | None]:
     ratio: they are distinguishable when their model figures differ at all (a difference the
     band cannot explain away), which is more certain than their overlapping ranges suggest.
     None for an option not planned."""
+
     def figure(r) -> tuple[float, tuple[float, float] | None]:
         if objective == ObjectiveKind.min_cost:
             central = None if r.tco is None else r.tco.usd_per_mtok_output

@@ -42,11 +42,13 @@ def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
 
 def _within(r: Range) -> AfterValidator:
     """A validator with the same message as ``Range.check`` (files, options and the API agree)."""
+
     def check(value):
         reason = r.problem(value)
         if reason is not None:
             raise ValueError(reason)
         return value
+
     return AfterValidator(check)
 
 
@@ -113,8 +115,12 @@ def _most_relevant(errors: list[dict]) -> dict:
         mapping_branch = err.get("type") in ("model_type", "dict_type")
         list_branch = err.get("type") == "list_type"
         literal_of_list = err.get("type") == "literal_error" and given_list
-        if in_union and ((scalar_branch and (given_mapping or given_list)) or (mapping_branch and not given_mapping)
-                         or (list_branch and not given_list) or literal_of_list):
+        if in_union and (
+            (scalar_branch and (given_mapping or given_list))
+            or (mapping_branch and not given_mapping)
+            or (list_branch and not given_list)
+            or literal_of_list
+        ):
             continue
         return err
     return errors[0]
@@ -197,11 +203,10 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
         reason = f"needs a {err.get('ctx', {}).get('discriminator', 'type').strip(chr(39))} field"
     elif kind in ("int_type", "float_type", "int_from_float") and isinstance(err.get("input"), bool):
         reason = f"must be a number, not {str(err['input']).lower()}"
-    elif "input" in err and kind not in ("model_type", "dict_type", "value_error") and not isinstance(
-            err["input"], (dict, list)):
+    elif "input" in err and kind not in ("model_type", "dict_type", "value_error") and not isinstance(err["input"], (dict, list)):
         reason = f"{reason} (got {show(err['input'])})"
     others = {_clean_loc(tuple(e.get("loc", ()))) for e in errors}
-    more = sum(1 for other in others if other[:len(loc)] != loc and loc[:len(other)] != other)
+    more = sum(1 for other in others if other[: len(loc)] != loc and loc[: len(other)] != other)
     if more > 0:
         reason += f" (and {more} more error{'s' if more > 1 else ''})"
     path = format_loc(loc + (("type",) if kind in ("union_tag_invalid", "union_tag_not_found") else ()))

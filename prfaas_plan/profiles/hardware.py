@@ -105,11 +105,19 @@ class Efficiency(StrictModel):
 
 _MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
 _ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8", ComputeDtype.fp4: "attention_fp8"}
-FALLBACK: dict[str, str] = {"matmul_fp8": "matmul", "matmul_fp4": "matmul_fp8", "grouped_matmul_fp4": "matmul_fp4",
-                            "attention_fp8": "attention"}
+FALLBACK: dict[str, str] = {
+    "matmul_fp8": "matmul",
+    "matmul_fp4": "matmul_fp8",
+    "grouped_matmul_fp4": "matmul_fp4",
+    "attention_fp8": "attention",
+}
 """Per-dtype fractions and the field each falls back to when a profile has no figure of its own."""
-FIELD_DTYPE: dict[str, ComputeDtype] = {"matmul_fp8": ComputeDtype.fp8, "matmul_fp4": ComputeDtype.fp4,
-                                        "grouped_matmul_fp4": ComputeDtype.fp4, "attention_fp8": ComputeDtype.fp8}
+FIELD_DTYPE: dict[str, ComputeDtype] = {
+    "matmul_fp8": ComputeDtype.fp8,
+    "matmul_fp4": ComputeDtype.fp4,
+    "grouped_matmul_fp4": ComputeDtype.fp4,
+    "attention_fp8": ComputeDtype.fp8,
+}
 """The dtype of each per-dtype fraction: it matters only on a chip with a peak for that dtype."""
 
 _SOURCE = Annotated[str, Field(min_length=1, max_length=2000)]
@@ -134,24 +142,27 @@ class HardwareProfile(StrictModel):
     efficiency: Efficiency
     # where each efficiency figure comes from: field -> "repo@commit path (table): figure / peak = fraction",
     # "assumption: ..." or "fallback: <field> (no source for this chip)"; see ``efficiency_source``
-    efficiency_sources: dict[Annotated[str, Field(max_length=64)], _SOURCE] = Field(default_factory=dict,
-                                                                                    max_length=32)
+    efficiency_sources: dict[Annotated[str, Field(max_length=64)], _SOURCE] = Field(default_factory=dict, max_length=32)
     calibration: CalibrationRecord | None = None  # written by `prfaas-plan calibrate`
 
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data):
         if isinstance(data, dict) and "memory_gb" in data:
-            raise ValueError("memory_gb is now memory_gib: capacities are binary (an '80 GB' H100 holds 80 GiB, "
-                             "which the chip reports as 79.6 GiB); give the datasheet figure as memory_gib")
+            raise ValueError(
+                "memory_gb is now memory_gib: capacities are binary (an '80 GB' H100 holds 80 GiB, "
+                "which the chip reports as 79.6 GiB); give the datasheet figure as memory_gib"
+            )
         return data
 
     @model_validator(mode="after")
     def _ordered(self):
         unknown = sorted(set(self.efficiency_sources) - set(Efficiency.model_fields))
         if unknown:
-            raise ValueError(f"efficiency_sources names {', '.join(unknown)}, not an efficiency field "
-                             f"(fields: {', '.join(Efficiency.model_fields)})")
+            raise ValueError(
+                f"efficiency_sources names {', '.join(unknown)}, not an efficiency field "
+                f"(fields: {', '.join(Efficiency.model_fields)})"
+            )
         p = self.peak_tflops
         if p.fp8 is not None and p.fp8 < p.bf16:
             raise ValueError("peak_tflops.fp8 is below peak_tflops.bf16")
@@ -174,9 +185,13 @@ class HardwareProfile(StrictModel):
         """The efficiency fields this profile answers for: those it sets, and each per-dtype
         fraction of a dtype the chip has a peak for (set, or taking its fallback)."""
         e = self.efficiency
-        return [f for f in Efficiency.model_fields
-                if f in e.model_fields_set or f in self.efficiency_sources
-                or (f in FIELD_DTYPE and getattr(self.peak_tflops, FIELD_DTYPE[f]) is not None)]
+        return [
+            f
+            for f in Efficiency.model_fields
+            if f in e.model_fields_set
+            or f in self.efficiency_sources
+            or (f in FIELD_DTYPE and getattr(self.peak_tflops, FIELD_DTYPE[f]) is not None)
+        ]
 
     def efficiency_source(self, field: str) -> str:
         """Where ``efficiency.<field>`` comes from: the profile's ``efficiency_sources`` entry; for a

@@ -42,9 +42,15 @@ _KV_ASSUMPTION = "KV cached in bf16 (2 B/element), as the PrfaaS paper sizes it"
 # The largest value a config key may hold: the profile's range for what it becomes (a width,
 # by default), so an error names the config's key, not the profile field it turns into.
 _MAX_INTEGER = int(WIDTH.hi)
-_MAXIMA = {"num_hidden_layers": int(LAYERS.hi), "max_position_embeddings": int(TOKENS.hi),
-           "sliding_window": int(TOKENS.hi), "index_topk": int(TOKENS.hi), "max_window_layers": int(LAYERS.hi),
-           "first_k_dense_replace": int(LAYERS.hi), "decoder_sparse_step": int(LAYERS.hi)}
+_MAXIMA = {
+    "num_hidden_layers": int(LAYERS.hi),
+    "max_position_embeddings": int(TOKENS.hi),
+    "sliding_window": int(TOKENS.hi),
+    "index_topk": int(TOKENS.hi),
+    "max_window_layers": int(LAYERS.hi),
+    "first_k_dense_replace": int(LAYERS.hi),
+    "decoder_sparse_step": int(LAYERS.hi),
+}
 
 
 class _Reader:
@@ -231,9 +237,7 @@ def _qwen_moe_ffns(r: _Reader, m: _Model, **moe: Any) -> list[str]:
     step = r.integer("decoder_sparse_step", 1)
     names = ["dense" if i in dense_only or (i + 1) % step else "moe" for i in range(n)]
     if "moe" in names:
-        m.ffns["moe"] = _moe(
-            r, experts="num_experts", top_k="num_experts_per_tok", size="moe_intermediate_size", **moe
-        )
+        m.ffns["moe"] = _moe(r, experts="num_experts", top_k="num_experts_per_tok", size="moe_intermediate_size", **moe)
     if "dense" in names:
         m.ffns["dense"] = _dense(r)
     return names

@@ -154,8 +154,9 @@ def scenario_path(ref: str) -> str:
 
 def _one_site_scenario(data: object, source: str) -> Scenario:
     if isinstance(data, dict) and ("pd_sites" in data or "prfaas_sites" in data):
-        raise PlanInputError("a multi-site scenario (pd_sites, prfaas_sites): plan it with `prfaas-plan sites FILE`",
-                             source=source)
+        raise PlanInputError(
+            "a multi-site scenario (pd_sites, prfaas_sites): plan it with `prfaas-plan sites FILE`", source=source
+        )
     return load_scenario(data, source)
 
 
@@ -172,5 +173,6 @@ def detect_profile_kind(data: object) -> ProfileKind:
         return ProfileKind.model
     if "peak_tflops" in data or "efficiency" in data:
         return ProfileKind.hardware
-    raise PlanInputError("cannot tell whether this is a model, hardware or scenario file "
-                         "(no 'layers', 'peak_tflops' or 'prfaas')")
+    raise PlanInputError(
+        "cannot tell whether this is a model, hardware or scenario file (no 'layers', 'peak_tflops' or 'prfaas')"
+    )

@@ -106,7 +106,8 @@ class ClusterSpec(StrictModel):
 
     hardware: Path  # shipped name or YAML path (relative to the scenario file)
     gpus_per_instance: _CHIPS | Annotated[list[_CHIPS], Field(min_length=1, max_length=16)] | Literal["auto"] = Field(
-        DEFAULT_GPUS_PER_INSTANCE, union_mode="left_to_right")
+        DEFAULT_GPUS_PER_INSTANCE, union_mode="left_to_right"
+    )
     max_gpus_per_instance: _CHIPS | None = None  # the cap of `auto`
     instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
     cost: CostSpec = Field(default_factory=CostSpec)  # rental (default: the profile's example price) or purchase
@@ -116,7 +117,8 @@ class ClusterSpec(StrictModel):
     engine: EngineSpec = Field(default_factory=EngineSpec)
     prefill_capacity: PrefillCapacity | None = None  # default: saturated for the roofline, else per request
     calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=int(CALIBRATION_POINTS.hi))] = Field(
-        default_factory=list)
+        default_factory=list
+    )
     calibration_fit: List(FitParam) | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
     # the hardware and the chips per instance the calibration points were measured on (default:
@@ -138,8 +140,10 @@ class ClusterSpec(StrictModel):
         if self.max_gpus_per_instance is not None and self.gpus_per_instance != AUTO:
             raise ValueError("max_gpus_per_instance is the cap of gpus_per_instance: auto")
         if self.calibration_points and self.calibration_gpus is None:
-            raise ValueError(f"calibration_gpus: give the chips per instance the calibration points were measured on "
-                             f"(gpus_per_instance is {self.gpus_per_instance!r:.40}, not one count)")
+            raise ValueError(
+                f"calibration_gpus: give the chips per instance the calibration points were measured on "
+                f"(gpus_per_instance is {self.gpus_per_instance!r:.40}, not one count)"
+            )
         return self
 
     @property
@@ -216,8 +220,7 @@ class DecodeSpec(StrictModel):
 
 
 class BudgetSpec(StrictModel):
-    gpus: Annotated[dict[Name, Int(GPU_BUDGET)], Field(max_length=int(GPU_BUDGET_ENTRIES.hi))] = Field(
-        default_factory=dict)
+    gpus: Annotated[dict[Name, Int(GPU_BUDGET)], Field(max_length=int(GPU_BUDGET_ENTRIES.hi))] = Field(default_factory=dict)
     usd_per_hour: Float(USD_PER_HOUR_BUDGET) | None = None
 
 
@@ -363,8 +366,10 @@ class Scenario(StrictModel):
         dec, pool = self.decode, self.pd_decode or self.pd
         if dec.tokens_per_s_per_instance is not None and dec.tokens_per_s_gpus is None:
             role = "pd_decode" if self.pd_decode is not None else "pd"
-            raise ValueError(f"decode.tokens_per_s_gpus: give the chips per instance the rate was measured on "
-                             f"({role}.gpus_per_instance is {pool.gpus_per_instance!r:.40}, not one count)")
+            raise ValueError(
+                f"decode.tokens_per_s_gpus: give the chips per instance the rate was measured on "
+                f"({role}.gpus_per_instance is {pool.gpus_per_instance!r:.40}, not one count)"
+            )
         return self
 
 

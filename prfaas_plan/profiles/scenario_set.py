@@ -42,9 +42,17 @@ class CompareOption:
 
     @property
     def label(self) -> str:
-        parts = [f"{k}={v:g}" if isinstance(v, float) else f"{k}={Path(v).stem if looks_like_path(v) else v}"
-                 for k, v in (("prfaas", self.prfaas), ("pd", self.pd), ("decode", self.pd_decode),
-                              ("model", self.model), ("link", self.link_gbps)) if v is not None]
+        parts = [
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={Path(v).stem if looks_like_path(v) else v}"
+            for k, v in (
+                ("prfaas", self.prfaas),
+                ("pd", self.pd),
+                ("decode", self.pd_decode),
+                ("model", self.model),
+                ("link", self.link_gbps),
+            )
+            if v is not None
+        ]
         return " ".join(parts) or "scenario as given"
 
 
@@ -69,8 +77,16 @@ class ScenarioSet:
         return option_scenario(self.scenario, option, self.source)
 
 
-def scenario_set(scenario: Scenario, source: str | None, prfaas=None, pd=None, pd_decode=None, model=None,
-                 link_gbps=None, basis: Basis | str | None = None) -> ScenarioSet:
+def scenario_set(
+    scenario: Scenario,
+    source: str | None,
+    prfaas=None,
+    pd=None,
+    pd_decode=None,
+    model=None,
+    link_gbps=None,
+    basis: Basis | str | None = None,
+) -> ScenarioSet:
     """The scenario with every combination of the given lists as its options (``options_of``), on
     ``basis`` (default: the ``compare:`` section's, else ``model``)."""
     if basis is None:
@@ -78,25 +94,23 @@ def scenario_set(scenario: Scenario, source: str | None, prfaas=None, pd=None, p
     try:
         basis = Basis(basis)
     except ValueError:
-        raise PlanInputError(f"unknown basis {str(basis)[:40]!r}; choose from {', '.join(Basis)}",
-                             field="basis") from None
+        raise PlanInputError(f"unknown basis {str(basis)[:40]!r}; choose from {', '.join(Basis)}", field="basis") from None
     return ScenarioSet(scenario, source, tuple(options_of(scenario, prfaas, pd, pd_decode, model, link_gbps)), basis)
 
 
-def options_of(scenario: Scenario, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None
-               ) -> list[CompareOption]:
+def options_of(scenario: Scenario, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None) -> list[CompareOption]:
     """Every combination of the given lists; a dimension the arguments leave out comes from the
     scenario's ``compare:`` section, else stays as the scenario has it."""
     spec = scenario.compare
     dims = []
-    for given, name in ((prfaas, "prfaas"), (pd, "pd"), (pd_decode, "pd_decode"), (model, "model"),
-                        (link_gbps, "link_gbps")):
+    for given, name in ((prfaas, "prfaas"), (pd, "pd"), (pd_decode, "pd_decode"), (model, "model"), (link_gbps, "link_gbps")):
         values = list(given) if given else list(getattr(spec, name)) if spec is not None else []
         dims.append(values or [None])
     combos = [CompareOption(*combo) for combo in itertools.product(*dims)]
     if len(combos) > COMPARE_OPTIONS.hi:
-        raise PlanInputError(f"{len(combos)} combinations (at most {int(COMPARE_OPTIONS.hi)}); give fewer options",
-                             field="compare")
+        raise PlanInputError(
+            f"{len(combos)} combinations (at most {int(COMPARE_OPTIONS.hi)}); give fewer options", field="compare"
+        )
     return combos
 
 
@@ -112,8 +126,7 @@ def _new_price(hardware: str) -> str:
     return f" (priced at its profile's example rental, ${price:,.2f} per GPU-hour)"
 
 
-def option_scenario(scenario: Scenario, option: CompareOption, source: str | None = None
-                    ) -> tuple[Scenario, list[str]]:
+def option_scenario(scenario: Scenario, option: CompareOption, source: str | None = None) -> tuple[Scenario, list[str]]:
     """The scenario with the option's parts replaced (see the module docstring), and notes.
     Hardware is compared as the profiles the references resolve to (``same_hardware``; a
     relative path from the folder of ``source``, the scenario file): 'H20' on an h20 pool
@@ -125,11 +138,14 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
     def swapped(role: str, spec: ClusterSpec, hardware: str) -> ClusterSpec:
         if same_hardware(hardware, spec.hardware, base):
             return spec
-        dropped = [what for what, present in (("layout", spec.parallel is not None),
-                                              ("cost", spec.cost != CostSpec())) if present]
+        dropped = [
+            what for what, present in (("layout", spec.parallel is not None), ("cost", spec.cost != CostSpec())) if present
+        ]
         if dropped:
-            notes.append(f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
-                         + (_new_price(hardware) if "cost" in dropped else ""))
+            notes.append(
+                f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
+                + (_new_price(hardware) if "cost" in dropped else "")
+            )
         # calibration points stay with the instance they were measured on (calibration_hardware, _gpus)
         return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
 
@@ -144,12 +160,15 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
             update["pd_decode"] = swapped("pd_decode", scenario.pd_decode, option.pd_decode)
         else:
             lo, hi = scenario.pd.count_range
-            update["pd_decode"] = ClusterSpec(hardware=option.pd_decode, gpus_per_instance=AUTO,
-                                              instances=CountRange(min=1, max=max(1, hi)))
+            update["pd_decode"] = ClusterSpec(
+                hardware=option.pd_decode, gpus_per_instance=AUTO, instances=CountRange(min=1, max=max(1, hi))
+            )
             pd = update.get("pd", scenario.pd)
             update["pd"] = pd.model_copy(update={"instances": CountRange(min=0, max=hi)})
-            notes.append(f"a decode-only pool of {option.pd_decode} (auto chips, 1 to {max(1, hi)} instances) beside "
-                         f"0 to {hi} PD-P instances")
+            notes.append(
+                f"a decode-only pool of {option.pd_decode} (auto chips, 1 to {max(1, hi)} instances) beside "
+                f"0 to {hi} PD-P instances"
+            )
     if option.model is not None and option.model != scenario.model:
         update["model"] = option.model
         for role in ("prfaas", "pd", "pd_decode"):
@@ -159,16 +178,18 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
                 notes.append(f"{role}: calibration points measured on {scenario.model} dropped")
         if scenario.decode.tokens_per_s_per_instance is not None:
             update["decode"] = scenario.decode.model_copy(update={"tokens_per_s_per_instance": None})
-            notes.append(f"the scenario's decode tokens/s measured on {scenario.model} dropped: the decode pool's "
-                         "roofline is used")
+            notes.append(
+                f"the scenario's decode tokens/s measured on {scenario.model} dropped: the decode pool's roofline is used"
+            )
     if option.link_gbps is not None:
         update["link"] = scenario.link.model_copy(update={"bandwidth_gbps": option.link_gbps})
     out = scenario.model_copy(update=update)
     used = {hardware_identity(spec.hardware, base) for spec in (out.prfaas, out.pd, out.pd_decode) if spec is not None}
     kept = {k: v for k, v in out.budgets.gpus.items() if hardware_identity(k) in used}  # 'H200' is h200
     if len(kept) < len(out.budgets.gpus):
-        notes.append(f"GPU budgets of hardware this option does not use ignored: "
-                     f"{', '.join(sorted(set(out.budgets.gpus) - set(kept)))}")
+        notes.append(
+            f"GPU budgets of hardware this option does not use ignored: {', '.join(sorted(set(out.budgets.gpus) - set(kept)))}"
+        )
         out = out.model_copy(update={"budgets": out.budgets.model_copy(update={"gpus": kept})})
     return out, notes
 
@@ -180,10 +201,18 @@ def describe(scenario: Scenario) -> dict:
 
     def chips(spec):  # a fixed count as written; None for auto
         return spec.gpus_per_instance if spec is not None and isinstance(spec.gpus_per_instance, int) else None
-    return {"scenario": scenario.name, "model": scenario.model, "prfaas_hardware": scenario.prfaas.hardware,
-            "prfaas_gpus_per_instance": chips(scenario.prfaas), "pd_hardware": scenario.pd.hardware,
-            "pd_gpus_per_instance": chips(scenario.pd), "pd_decode_hardware": None if dec is None else dec.hardware,
-            "pd_decode_gpus_per_instance": chips(dec), "link_gbps": float(scenario.link.bandwidth_gbps)}
+
+    return {
+        "scenario": scenario.name,
+        "model": scenario.model,
+        "prfaas_hardware": scenario.prfaas.hardware,
+        "prfaas_gpus_per_instance": chips(scenario.prfaas),
+        "pd_hardware": scenario.pd.hardware,
+        "pd_gpus_per_instance": chips(scenario.pd),
+        "pd_decode_hardware": None if dec is None else dec.hardware,
+        "pd_decode_gpus_per_instance": chips(dec),
+        "link_gbps": float(scenario.link.bandwidth_gbps),
+    }
 
 
 def references(scenario: Scenario, options: tuple[CompareOption, ...] = ()) -> list[tuple[str, str, str]]:
@@ -204,8 +233,9 @@ def robust_cases(scenario: Scenario) -> list[tuple[str, float, Scenario, float |
     objective's)."""
     spec = scenario.robust
     if spec is None:
-        raise PlanInputError("section missing: the cases to plan for (the built-in scenario "
-                             "robust-three-mixes has one)", field="robust")
+        raise PlanInputError(
+            "section missing: the cases to plan for (the built-in scenario robust-three-mixes has one)", field="robust"
+        )
     out = []
     for case in spec.cases:
         update: dict = {}
@@ -226,7 +256,8 @@ def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float
     """((name, hours, rate, input scale) per window, conversion seconds, switch limit) of ``day:``."""
     day = scenario.day
     if day is None:
-        raise PlanInputError("section missing: the windows of traffic to schedule (the built-in "
-                             "scenario day-rebalance has one)", field="day")
+        raise PlanInputError(
+            "section missing: the windows of traffic to schedule (the built-in scenario day-rebalance has one)", field="day"
+        )
     windows = [(w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale) for k, w in enumerate(day.windows)]
     return windows, day.conversion_s, day.max_switches_per_window

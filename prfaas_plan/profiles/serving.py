@@ -93,14 +93,20 @@ class PrecisionSpec(StrictModel):
             update["kv"] = kv_fp8_checkpoint
         if not update:
             return model
-        if "weights" in update and "experts" not in update and model.dtypes.experts is not None \
-                and model.dtypes.experts == model.dtypes.weights:
+        if (
+            "weights" in update
+            and "experts" not in update
+            and model.dtypes.experts is not None
+            and model.dtypes.experts == model.dtypes.weights
+        ):
             update["experts"] = update["weights"]
         dtypes = model.dtypes.model_copy(update=update)
         if dtypes == model.dtypes:
             return model
         if model.measured:
-            warn(f"{model.name}'s measured points were taken at its own dtypes, so with these precision overrides "
-                 "the roofline stands for them (and sizes prefill pools by saturated passes unless a pool says "
-                 "prefill_capacity: per_request)")
+            warn(
+                f"{model.name}'s measured points were taken at its own dtypes, so with these precision overrides "
+                "the roofline stands for them (and sizes prefill pools by saturated passes unless a pool says "
+                "prefill_capacity: per_request)"
+            )
         return model.model_copy(update={"dtypes": dtypes, "measured": []})

@@ -101,19 +101,18 @@ class SitesScenario(StrictModel):
         for kind, sites in (("prfaas_sites", self.prfaas_sites), ("pd_sites", self.pd_sites)):
             for k, site in enumerate(sites):
                 if not isinstance(site.gpus_per_instance, int):
-                    raise ValueError(f"{kind}[{k}].gpus_per_instance: give a count (lists and auto are for one-site "
-                                     "scenarios)")
+                    raise ValueError(f"{kind}[{k}].gpus_per_instance: give a count (lists and auto are for one-site scenarios)")
         for k, site in enumerate(self.pd_sites):
             caches = (site.workload or self.workload).cluster_caches
             if caches is not None and caches.regime == CacheRegime.auto:
-                raise ValueError(f"pd_sites[{k}]: cluster_caches.regime auto is for one-site scenarios; choose "
-                                 "scarce or plentiful")
+                raise ValueError(
+                    f"pd_sites[{k}]: cluster_caches.regime auto is for one-site scenarios; choose scarce or plentiful"
+                )
         prfaas, pd = {s.name for s in self.prfaas_sites}, {s.name for s in self.pd_sites}
         pairs = set()
         for k, link in enumerate(self.links):
             if link.prfaas not in prfaas:
-                raise ValueError(f"links[{k}].prfaas: unknown PrfaaS site '{link.prfaas}' (sites: "
-                                 f"{', '.join(sorted(prfaas))})")
+                raise ValueError(f"links[{k}].prfaas: unknown PrfaaS site '{link.prfaas}' (sites: {', '.join(sorted(prfaas))})")
             if link.pd not in pd:
                 raise ValueError(f"links[{k}].pd: unknown PD site '{link.pd}' (sites: {', '.join(sorted(pd))})")
             if (link.prfaas, link.pd) in pairs:
@@ -122,8 +121,7 @@ class SitesScenario(StrictModel):
         for k, window in enumerate(self.day.windows if self.day else ()):
             for site in window.rates:
                 if site not in pd:
-                    raise ValueError(f"day.windows[{k}].rates: unknown PD site '{site}' (sites: "
-                                     f"{', '.join(sorted(pd))})")
+                    raise ValueError(f"day.windows[{k}].rates: unknown PD site '{site}' (sites: {', '.join(sorted(pd))})")
         return self
 
 
@@ -142,22 +140,37 @@ def pair_scenario(spec: SitesScenario, pd_name: str, prfaas_name: str):
     link = next((lk for lk in spec.links if lk.prfaas == prfaas_name and lk.pd == pd_name), None)
     cluster = ClusterSpec.model_fields
     pool = lambda site: ClusterSpec(**{k: getattr(site, k) for k in cluster})  # noqa: E731
-    link_spec = LinkSpec(bandwidth_gbps=0.0) if link is None else LinkSpec(
-        **{k: getattr(link, k) for k in LinkSpec.model_fields})
+    link_spec = LinkSpec(bandwidth_gbps=0.0) if link is None else LinkSpec(**{k: getattr(link, k) for k in LinkSpec.model_fields})
     decode = spec.decode
     if decode.tokens_per_s_per_instance is not None:  # measured, unless it says otherwise, on each PD site's instance
-        decode = decode.model_copy(update=measured_instance_defaults(
-            decode.model_dump(), {"hardware": pd.hardware, "gpus_per_instance": pd.gpus_per_instance},
-            "tokens_per_s_hardware", "tokens_per_s_gpus"))
-    return Scenario(name=f"{spec.name}:{pd_name}", model=spec.model, precision=spec.precision, prfaas=pool(prfaas),
-                    pd=pool(pd), link=link_spec, workload=pd.workload or spec.workload, decode=decode,
-                    objective=ObjectiveSpec(type=ObjectiveKind.max_throughput))
+        decode = decode.model_copy(
+            update=measured_instance_defaults(
+                decode.model_dump(),
+                {"hardware": pd.hardware, "gpus_per_instance": pd.gpus_per_instance},
+                "tokens_per_s_hardware",
+                "tokens_per_s_gpus",
+            )
+        )
+    return Scenario(
+        name=f"{spec.name}:{pd_name}",
+        model=spec.model,
+        precision=spec.precision,
+        prfaas=pool(prfaas),
+        pd=pool(pd),
+        link=link_spec,
+        workload=pd.workload or spec.workload,
+        decode=decode,
+        objective=ObjectiveSpec(type=ObjectiveKind.max_throughput),
+    )
 
 
 def site_names(spec: SitesScenario) -> tuple[list[tuple[str, float]], list[str], dict]:
     """([(PD site, demand req/s)], [PrfaaS site], {(PrfaaS site, PD site): True} for linked pairs)."""
-    return ([(s.name, s.rate_rps) for s in spec.pd_sites], [s.name for s in spec.prfaas_sites],
-            {(lk.prfaas, lk.pd): True for lk in spec.links})
+    return (
+        [(s.name, s.rate_rps) for s in spec.pd_sites],
+        [s.name for s in spec.prfaas_sites],
+        {(lk.prfaas, lk.pd): True for lk in spec.links},
+    )
 
 
 def sites_budgets(spec: SitesScenario) -> tuple[dict, float | None]:

@@ -118,9 +118,7 @@ class MixtureSpec(_Spec):
         return components
 
 
-LengthSpec = Annotated[
-    LognormalSpec | TraceSpec | HistogramSpec | CdfSpec | FixedSpec | MixtureSpec, Field(discriminator="type")
-]
+LengthSpec = Annotated[LognormalSpec | TraceSpec | HistogramSpec | CdfSpec | FixedSpec | MixtureSpec, Field(discriminator="type")]
 MixtureSpec.model_rebuild()
 register_tags(*WorkloadType)
 
@@ -140,7 +138,6 @@ def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[st
         total = sum(weights)
         if total > 0 and abs(total - 1.0) > 1e-9:
             shares = ", ".join(f"{w / total:.3g}" for w in weights[:6]) + (", ..." if len(weights) > 6 else "")
-            notes.append(f"{path}: the mixture's weights sum to {total:g}, not 1: each is divided by the sum "
-                         f"(shares {shares})")
+            notes.append(f"{path}: the mixture's weights sum to {total:g}, not 1: each is divided by the sum (shares {shares})")
         stack.extend((c, f"{path}.components[{i}]") for i, c in reversed(list(enumerate(node.components))))
     return notes

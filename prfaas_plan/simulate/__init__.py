@@ -27,8 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["SimConfig", "SimResult", "read_bandwidth_trace", "simulate"]
 
 
-def simulate(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig,
-             progress: Callable[[int, int], None] | None = None) -> SimResult:
+def simulate(
+    inputs: PlanInputs,
+    deployment: Deployment,
+    decode: DecodeModel,
+    config: SimConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment`` (see ``engine.simulate``)."""
     from .engine import simulate as run
 

@@ -37,13 +37,13 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
         cells = [cell.strip() for cell in text.split(",")]
         if not header_seen:
             if tuple(c.lower() for c in cells) != TRACE_HEADER:
-                raise PlanInputError(f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path,
-                                     field=f"line {number}")
+                raise PlanInputError(
+                    f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=f"line {number}"
+                )
             header_seen = True
             continue
         if len(cells) != 2:
-            raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path,
-                                 field=f"line {number}")
+            raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path, field=f"line {number}")
         try:
             row = (float(cells[0]), float(cells[1]))
         except ValueError:
@@ -80,15 +80,20 @@ def _check_step(row: tuple[float, float], previous_time_s: float | None, *, sour
             raise PlanInputError(f"{name} {exc.reason}", source=source, field=field) from None
     time_s = row[0]
     if previous_time_s is not None and time_s <= previous_time_s:
-        raise PlanInputError(f"time_s must increase, got {time_s:g} after {previous_time_s:g}", source=source,
-                             field=field)
+        raise PlanInputError(f"time_s must increase, got {time_s:g} after {previous_time_s:g}", source=source, field=field)
 
 
 class CapacitySchedule:
     """Usable link capacity c(t) in bytes/s, piecewise constant: c(t) = rates[k] on [starts[k], starts[k+1])."""
 
-    def __init__(self, base_bytes_per_s: float, trace: tuple[tuple[float, float], ...] | None = None,
-                 drop_at_s: float | None = None, drop_for_s: float = 0.0, drop_to_fraction: float = 1.0):
+    def __init__(
+        self,
+        base_bytes_per_s: float,
+        trace: tuple[tuple[float, float], ...] | None = None,
+        drop_at_s: float | None = None,
+        drop_for_s: float = 0.0,
+        drop_to_fraction: float = 1.0,
+    ):
         steps = [(time_s, gbps_to_bytes_per_s(gbps)) for time_s, gbps in (trace or ())]
         trace_starts = [time_s for time_s, _ in steps]
         drop_end_s = None if drop_at_s is None else drop_at_s + drop_for_s

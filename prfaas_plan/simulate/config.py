@@ -80,7 +80,9 @@ class SimConfig:
             if not 1.0 <= self.burst_factor <= most:
                 raise PlanInputError(
                     f"must be in [1, (on_s + off_s) / on_s = {most:g}] so that the off-period rate is >= 0, "
-                    f"got {self.burst_factor:g}", field="--burst-factor")
+                    f"got {self.burst_factor:g}",
+                    field="--burst-factor",
+                )
         object.__setattr__(self, "policy", _choice(self.policy, RoutingPolicy, "--policy"))
         if self.bandwidth_trace is not None:
             object.__setattr__(self, "bandwidth_trace", check_trace(self.bandwidth_trace, "--bandwidth-trace"))

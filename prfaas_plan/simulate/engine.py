@@ -53,12 +53,14 @@ from .timeseries import Sampler
 ProgressCallback = Callable[[int, int], None]
 
 
-def simulate(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig,
-             progress: ProgressCallback | None = None) -> SimResult:
+def simulate(
+    inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig, progress: ProgressCallback | None = None
+) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment``; ``progress(done, total)`` is
     called about every 1% of arrivals (and once at the end)."""
-    schedule = CapacitySchedule(inputs.link.usable_bytes_per_s, config.bandwidth_trace, config.drop_at_s,
-                                config.drop_for_s, config.drop_to_fraction)
+    schedule = CapacitySchedule(
+        inputs.link.usable_bytes_per_s, config.bandwidth_trace, config.drop_at_s, config.drop_for_s, config.drop_to_fraction
+    )
     _check(inputs, deployment, config, schedule)
     return _Run(inputs, deployment, decode, config, schedule, progress).result()
 
@@ -68,34 +70,51 @@ def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedu
     if deployment.n_d < 1:
         raise PlanInputError(f"needs at least one decode instance, got {deployment.n_d}", field="n_d")
     if config.rebalance and inputs.pd_decode is not None:
-        raise PlanInputError("role switches need one PD pool that both prefills and decodes; this scenario "
-                             "decodes on a pool of its own (pd_decode)", field="--rebalance")
+        raise PlanInputError(
+            "role switches need one PD pool that both prefills and decodes; this scenario "
+            "decodes on a pool of its own (pd_decode)",
+            field="--rebalance",
+        )
     dist = inputs.input_dist
     long = dist.lengths_tokens > deployment.threshold_tokens
     offloaded = float(dist.probs[long].sum())
     any_remote, any_local = bool(np.any(dist.probs[long] > 0)), bool(np.any(dist.probs[~long] > 0))
     adapts = config.policy == RoutingPolicy.adaptive and any_remote
     if any_remote and deployment.n_prfaas < 1:
-        raise PlanInputError(f"threshold {deployment.threshold_tokens:g} tokens sends {offloaded:.1%} of requests "
-                             "to PrfaaS, which has no instance", field="n_prfaas")
+        raise PlanInputError(
+            f"threshold {deployment.threshold_tokens:g} tokens sends {offloaded:.1%} of requests "
+            "to PrfaaS, which has no instance",
+            field="n_prfaas",
+        )
     if (any_local or adapts) and deployment.n_p < 1:
-        why = "the adaptive policy may keep any request local" if adapts else (
-            f"threshold {deployment.threshold_tokens:g} tokens keeps {1 - offloaded:.1%} of requests local")
+        why = (
+            "the adaptive policy may keep any request local"
+            if adapts
+            else (f"threshold {deployment.threshold_tokens:g} tokens keeps {1 - offloaded:.1%} of requests local")
+        )
         raise PlanInputError(f"{why}, but PD-P has no instance", field="n_p")
     if any_remote and schedule.final_bytes_per_s <= 0:
-        raise PlanInputError("the link ends at 0 Gbps, so remote KV transfers could never finish",
-                             field="--bandwidth-trace" if config.bandwidth_trace else "link.bandwidth_gbps")
+        raise PlanInputError(
+            "the link ends at 0 Gbps, so remote KV transfers could never finish",
+            field="--bandwidth-trace" if config.bandwidth_trace else "link.bandwidth_gbps",
+        )
 
 
 class _Run:
     """One simulation: the SimPy environment, its stages and the per-request records."""
 
-    def __init__(self, inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig,
-                 schedule: CapacitySchedule, progress: ProgressCallback | None):
+    def __init__(
+        self,
+        inputs: PlanInputs,
+        deployment: Deployment,
+        decode: DecodeModel,
+        config: SimConfig,
+        schedule: CapacitySchedule,
+        progress: ProgressCallback | None,
+    ):
         self.config, self.deployment, self.progress = config, deployment, progress
         n = config.requests
-        arrival_rng, input_rng, output_rng = (np.random.default_rng(s)
-                                              for s in np.random.SeedSequence(config.seed).spawn(3))
+        arrival_rng, input_rng, output_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(3))
         self.arrival_s = arrival_times_s(config, arrival_rng)
         self.output_tokens = inputs.workload.output_dist.sample(output_rng, n)
         routed = inputs.workload.routed
@@ -128,9 +147,15 @@ class _Run:
         local_hold_s = np.minimum(inputs.pd.curve.capacity_s(local_tokens)[at], self.local_prefill_s)
         self.rtt_s = inputs.link.rtt_s
         # Plain lists for the per-event code (numpy scalars are slower in scalar arithmetic).
-        self._hot = (self.input_tokens.tolist(), self.output_tokens.tolist(), self.kv_bytes.tolist(),
-                     self.remote_prefill_s.tolist(), self.local_prefill_s.tolist(), remote_hold_s.tolist(),
-                     local_hold_s.tolist())
+        self._hot = (
+            self.input_tokens.tolist(),
+            self.output_tokens.tolist(),
+            self.kv_bytes.tolist(),
+            self.remote_prefill_s.tolist(),
+            self.local_prefill_s.tolist(),
+            remote_hold_s.tolist(),
+            local_hold_s.tolist(),
+        )
 
         self.env = env = simpy.Environment()
         self.schedule = schedule
@@ -145,8 +170,7 @@ class _Run:
             self.pdp = simpy.Resource(env, capacity=max(deployment.n_p, 1))
             self.decode = DecodePool(env, deployment.n_d, decode)
         if config.policy == RoutingPolicy.adaptive:
-            self.policy: StaticPolicy | AdaptivePolicy = AdaptivePolicy(deployment.threshold_tokens,
-                                                                        inputs.input_dist, config)
+            self.policy: StaticPolicy | AdaptivePolicy = AdaptivePolicy(deployment.threshold_tokens, inputs.input_dist, config)
         else:
             self.policy = StaticPolicy(deployment.threshold_tokens)
         self.sampler = Sampler(sample_interval_for(config))
@@ -166,9 +190,13 @@ class _Run:
     def observe(self) -> Observation:
         totals = self.link.totals()
         n_p = self.pdp.active if isinstance(self.pdp, RolePool) else self.deployment.n_p
-        return Observation(totals.sent_bytes, totals.backlog_bytes, self.schedule.at(self.env.now),
-                           _per_instance(self.prfaas_waiting_s, self.deployment.n_prfaas),
-                           _per_instance(self.pdp_waiting_s, n_p))
+        return Observation(
+            totals.sent_bytes,
+            totals.backlog_bytes,
+            self.schedule.at(self.env.now),
+            _per_instance(self.prfaas_waiting_s, self.deployment.n_prfaas),
+            _per_instance(self.pdp_waiting_s, n_p),
+        )
 
     def _pdp_queue(self) -> int:
         return self.pdp.queue_length if isinstance(self.pdp, RolePool) else len(self.pdp.queue)
@@ -179,14 +207,25 @@ class _Run:
     def result(self) -> SimResult:
         env = self.env
         env.process(self._arrivals())
-        env.process(self.sampler.run(env, self.link, self.schedule, self.queues,
-                                     lambda: self.policy.threshold_tokens, self.finished))
+        env.process(
+            self.sampler.run(env, self.link, self.schedule, self.queues, lambda: self.policy.threshold_tokens, self.finished)
+        )
         if isinstance(self.policy, AdaptivePolicy):
             env.process(self.policy.run(env, self.observe, self.schedule.bytes_between, self.finished))
         if self.config.rebalance:
             cfg = self.config
-            env.process(rebalance(env, self.pdp, self.decode, cfg.rebalance_interval_s, cfg.rebalance_queue_high,
-                                  cfg.conversion_s, self.finished, self.role_changes))
+            env.process(
+                rebalance(
+                    env,
+                    self.pdp,
+                    self.decode,
+                    cfg.rebalance_interval_s,
+                    cfg.rebalance_queue_high,
+                    cfg.conversion_s,
+                    self.finished,
+                    self.role_changes,
+                )
+            )
         env.run()
         remote = np.array(self.remote, dtype=bool)
         per_request = {
@@ -199,8 +238,15 @@ class _Run:
             "tpot_s": np.array(self.tpot_s),
             "done_s": np.array(self.done_s),
         }
-        result = summarise(self.config, self.deployment, per_request, np.array(self.completion_order, dtype=np.int64),
-                           self.sampler.rows, self.policy.changes, self.link.totals().sent_bytes)
+        result = summarise(
+            self.config,
+            self.deployment,
+            per_request,
+            np.array(self.completion_order, dtype=np.int64),
+            self.sampler.rows,
+            self.policy.changes,
+            self.link.totals().sent_bytes,
+        )
         return replace(result, role_changes=tuple(self.role_changes))
 
     def _arrivals(self) -> Generator[simpy.Event, Any, None]:

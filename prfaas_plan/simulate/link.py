@@ -35,8 +35,7 @@ _RELATIVE_TOLERANCE = 1e-9  # bytes within this share of S count as sent / caugh
 
 
 class _Transfer:
-    __slots__ = ("size_bytes", "sent_bytes", "produce_bytes_per_s", "start_s", "prefill_end_s", "rate_bytes_per_s",
-                 "done")
+    __slots__ = ("size_bytes", "sent_bytes", "produce_bytes_per_s", "start_s", "prefill_end_s", "rate_bytes_per_s", "done")
 
     def __init__(self, size_bytes: float, prefill_s: float, start_s: float, done: simpy.Event):
         self.size_bytes = size_bytes

@@ -87,9 +87,13 @@ class AdaptivePolicy:
         self.threshold_tokens = self.ladder_tokens[0]
         self.changes: list[tuple[float, float]] = [(0.0, self.threshold_tokens)]
 
-    def run(self, env: simpy.Environment, observe: Callable[[], Observation],
-            capacity_bytes_between: Callable[[float, float], float],
-            finished: Callable[[], bool]) -> Generator[simpy.Event, Any, None]:
+    def run(
+        self,
+        env: simpy.Environment,
+        observe: Callable[[], Observation],
+        capacity_bytes_between: Callable[[float, float], float],
+        finished: Callable[[], bool],
+    ) -> Generator[simpy.Event, Any, None]:
         """SimPy process: every ``adaptive_interval_s``, move at most one rung up or down."""
         before, before_s = observe(), env.now
         while not finished():
@@ -97,8 +101,12 @@ class AdaptivePolicy:
             now = observe()
             capacity_bytes = capacity_bytes_between(before_s, env.now)
             offered_bytes = now.sent_bytes - before.sent_bytes + now.backlog_bytes - before.backlog_bytes
-            step = self.decide(_ratio(offered_bytes, capacity_bytes),
-                               _ratio(now.backlog_bytes, now.capacity_bytes_per_s), now.prfaas_wait_s, now.pdp_wait_s)
+            step = self.decide(
+                _ratio(offered_bytes, capacity_bytes),
+                _ratio(now.backlog_bytes, now.capacity_bytes_per_s),
+                now.prfaas_wait_s,
+                now.pdp_wait_s,
+            )
             if step:
                 self._move(env.now, step)
             before, before_s = now, env.now
@@ -109,13 +117,20 @@ class AdaptivePolicy:
         (s of prefill work per instance); the rules of the module docstring."""
         cfg = self._config
         remote_wait_s = prfaas_wait_s + backlog_s
-        if (utilisation > cfg.adaptive_util_high or prfaas_wait_s > cfg.adaptive_wait_high_s) \
-                and pdp_wait_s <= cfg.adaptive_wait_low_s and self._rung + 1 < len(self.ladder_tokens):
+        if (
+            (utilisation > cfg.adaptive_util_high or prfaas_wait_s > cfg.adaptive_wait_high_s)
+            and pdp_wait_s <= cfg.adaptive_wait_low_s
+            and self._rung + 1 < len(self.ladder_tokens)
+        ):
             return +1
         if self._rung > 0 and pdp_wait_s > cfg.adaptive_wait_high_s and pdp_wait_s > remote_wait_s:
             return -self._rung
-        if self._rung > 0 and utilisation < cfg.adaptive_util_low and remote_wait_s <= cfg.adaptive_wait_low_s \
-                and pdp_wait_s <= cfg.adaptive_wait_high_s:
+        if (
+            self._rung > 0
+            and utilisation < cfg.adaptive_util_low
+            and remote_wait_s <= cfg.adaptive_wait_low_s
+            and pdp_wait_s <= cfg.adaptive_wait_high_s
+        ):
             return -1
         return 0
 

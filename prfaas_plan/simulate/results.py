@@ -89,9 +89,15 @@ class SimResult:
         return _json_safe(out)
 
 
-def summarise(config: SimConfig, deployment: Deployment, per_request: dict[str, np.ndarray],
-              completion_order: np.ndarray, rows: list[tuple[float, ...]],
-              threshold_changes: list[tuple[float, float]], link_sent_bytes: float) -> SimResult:
+def summarise(
+    config: SimConfig,
+    deployment: Deployment,
+    per_request: dict[str, np.ndarray],
+    completion_order: np.ndarray,
+    rows: list[tuple[float, ...]],
+    threshold_changes: list[tuple[float, float]],
+    link_sent_bytes: float,
+) -> SimResult:
     """Build the result from the per-request records, the completion order, the samples and the
     link's count of bytes sent."""
     done_s = per_request["done_s"]
@@ -112,8 +118,7 @@ def summarise(config: SimConfig, deployment: Deployment, per_request: dict[str, 
     ttft = {path: _ttft_stats(per_request["ttft_s"][measured][mask]) for path, mask in masks.items()}
     tpot = {path: _tpot_stats(per_request["tpot_s"][measured][mask]) for path, mask in masks.items()}
 
-    series = {name: np.array(values, dtype=float) for name, values in
-              zip(COLUMNS, zip(*rows) if rows else [()] * len(COLUMNS))}
+    series = {name: np.array(values, dtype=float) for name, values in zip(COLUMNS, zip(*rows) if rows else [()] * len(COLUMNS))}
     remote_kv = per_request["kv_bytes"][remote]
     egress = {
         "mean_gbps": _mean(series["egress_gbps"]),
@@ -126,42 +131,67 @@ def summarise(config: SimConfig, deployment: Deployment, per_request: dict[str, 
     mean_kv = float(remote_kv.mean()) if remote_kv.size else 1.0
     slack = deployment.n_prfaas + deployment.n_p + deployment.n_d
     growth = _queue_growth(series, last_arrival_s, mean_kv, slack)
-    return SimResult(config, deployment, float(offered), float(achieved), completed, int(remote.sum()),
-                     float(done_s.max()), (start_s, last_arrival_s), ttft, tpot, egress, growth,
-                     tuple(threshold_changes), series, per_request)
+    return SimResult(
+        config,
+        deployment,
+        float(offered),
+        float(achieved),
+        completed,
+        int(remote.sum()),
+        float(done_s.max()),
+        (start_s, last_arrival_s),
+        ttft,
+        tpot,
+        egress,
+        growth,
+        tuple(threshold_changes),
+        series,
+        per_request,
+    )
 
 
 def _ttft_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
     if values_s.size == 0:
         return {"count": 0, "mean_s": None, "p50_s": None, "p90_s": None, "p99_s": None}
     p50, p90, p99 = np.percentile(values_s, [50, 90, 99])
-    return {"count": int(values_s.size), "mean_s": float(values_s.mean()), "p50_s": float(p50),
-            "p90_s": float(p90), "p99_s": float(p99)}
+    return {
+        "count": int(values_s.size),
+        "mean_s": float(values_s.mean()),
+        "p50_s": float(p50),
+        "p90_s": float(p90),
+        "p99_s": float(p99),
+    }
 
 
 def _tpot_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
     if values_s.size == 0:
         return {"count": 0, "mean_ms": None, "p90_ms": None, "p99_ms": None}
     p90, p99 = np.percentile(values_s * 1e3, [90, 99])
-    return {"count": int(values_s.size), "mean_ms": float(values_s.mean() * 1e3), "p90_ms": float(p90),
-            "p99_ms": float(p99)}
+    return {"count": int(values_s.size), "mean_ms": float(values_s.mean() * 1e3), "p90_ms": float(p90), "p99_ms": float(p99)}
 
 
-def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_bytes: float,
-                  slack: int) -> dict[str, Any]:
+def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_bytes: float, slack: int) -> dict[str, Any]:
     time_s = series["time_s"]
-    total = (series["prfaas_queue_requests"] + series["pdp_queue_requests"] + series["decode_queue_requests"]
-             + series["link_backlog_bytes"] / mean_kv_bytes)
+    total = (
+        series["prfaas_queue_requests"]
+        + series["pdp_queue_requests"]
+        + series["decode_queue_requests"]
+        + series["link_backlog_bytes"] / mean_kv_bytes
+    )
     first = total[time_s <= _EDGE_SHARE * last_arrival_s]
     last = total[(time_s >= (1 - _EDGE_SHARE) * last_arrival_s) & (time_s <= last_arrival_s)]
     window = time_s <= last_arrival_s
     slope = float(np.polyfit(time_s[window], total[window], 1)[0]) if np.count_nonzero(window) >= 2 else None
     if first.size == 0 or last.size == 0:
-        return {"first_mean": None, "first_max": None, "last_mean": None, "last_max": None,
-                "slope_per_s": slope, "stable": None}
-    return {"first_mean": float(first.mean()), "first_max": float(first.max()),
-            "last_mean": float(last.mean()), "last_max": float(last.max()), "slope_per_s": slope,
-            "stable": bool(last.mean() <= 2 * first.mean() + slack)}
+        return {"first_mean": None, "first_max": None, "last_mean": None, "last_max": None, "slope_per_s": slope, "stable": None}
+    return {
+        "first_mean": float(first.mean()),
+        "first_max": float(first.max()),
+        "last_mean": float(last.mean()),
+        "last_max": float(last.max()),
+        "slope_per_s": slope,
+        "stable": bool(last.mean() <= 2 * first.mean() + slack),
+    }
 
 
 def _mean(values: np.ndarray) -> float | None:

@@ -78,8 +78,9 @@ class RoleDecodePool:
         self.slots = simpy.PriorityResource(env, capacity=total * self.batch)
         self.running = [0] * total
         self.decoding = [k < n_d for k in range(total)]
-        self.blockers: dict[int, list] = {k: [self.slots.request(priority=BLOCK) for _ in range(self.batch)]
-                                          for k in range(n_d, total)}
+        self.blockers: dict[int, list] = {
+            k: [self.slots.request(priority=BLOCK) for _ in range(self.batch)] for k in range(n_d, total)
+        }
         self.pending = 0
         self._step_s = [float(s) for s in decode.step_s_by_batch]
 
@@ -135,16 +136,28 @@ class RoleDecodePool:
         self.decoding[k] = True
 
 
-def rebalance(env: simpy.Environment, pdp: RolePool, decode: RoleDecodePool, interval_s: float, queue_high: int,
-              conversion_s: float, finished: Callable[[], bool], changes: list) -> Generator[simpy.Event, Any, None]:
+def rebalance(
+    env: simpy.Environment,
+    pdp: RolePool,
+    decode: RoleDecodePool,
+    interval_s: float,
+    queue_high: int,
+    conversion_s: float,
+    finished: Callable[[], bool],
+    changes: list,
+) -> Generator[simpy.Event, Any, None]:
     """SimPy process: the controller of the module docstring. A direction must hold at two
     consecutive looks (hysteresis against the queues' noise), and after a switch the controller
     waits ``COOLDOWN_INTERVALS`` intervals for the queues to show its effect."""
     last = None
     while not finished():
         yield env.timeout(interval_s)
-        if (pdp.queue_length > queue_high and decode.queue_length == 0 and decode.active > 1
-                and decode.busy_share_without_one() < DECODE_BUSY_SHARE):
+        if (
+            pdp.queue_length > queue_high
+            and decode.queue_length == 0
+            and decode.active > 1
+            and decode.busy_share_without_one() < DECODE_BUSY_SHARE
+        ):
             want = "to_prefill"
         elif decode.queue_length > queue_high and pdp.queue_length <= queue_high / 2 and pdp.active > 1:
             want = "to_decode"
@@ -168,8 +181,9 @@ def rebalance(env: simpy.Environment, pdp: RolePool, decode: RoleDecodePool, int
         yield from _wait(env, COOLDOWN_INTERVALS * interval_s, interval_s, finished)
 
 
-def _wait(env: simpy.Environment, seconds: float, step_s: float, finished: Callable[[], bool]
-          ) -> Generator[simpy.Event, Any, bool]:
+def _wait(
+    env: simpy.Environment, seconds: float, step_s: float, finished: Callable[[], bool]
+) -> Generator[simpy.Event, Any, bool]:
     """Wait ``seconds`` in steps, stopping early when the run has finished (False then), so that a
     long conversion does not outlast the requests."""
     end = env.now + seconds

@@ -48,8 +48,7 @@ class SiteSim:
     stable: bool
 
 
-def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int = 4000, seed: int = 0
-                   ) -> list[SiteSim]:
+def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int = 4000, seed: int = 0) -> list[SiteSim]:
     """Simulate ``requests`` requests per PD site of one window of ``plan`` (see the module docstring)."""
     env = simpy.Environment()
     rng = np.random.default_rng(seed)
@@ -62,26 +61,47 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
         arrivals = arrival_times_s(SimConfig(rate_rps=rate, requests=requests, seed=seed + k), rng)
         lengths = inputs.input_dist.sample(rng, requests)
         weights = np.array([site.offload_rps.get(f, 0.0) for f in si.prfaas])
-        choice = rng.choice(len(si.prfaas), size=requests, p=weights / weights.sum()) if weights.sum() > 0 \
+        choice = (
+            rng.choice(len(si.prfaas), size=requests, p=weights / weights.sum())
+            if weights.sum() > 0
             else np.zeros(requests, dtype=int)
-        links = {f: KvLink(env, CapacitySchedule(si.pairs[site.name, f].link.usable_bytes_per_s))
-                 for f in si.prfaas if (f, site.name) in si.linked}
+        )
+        links = {
+            f: KvLink(env, CapacitySchedule(si.pairs[site.name, f].link.usable_bytes_per_s))
+            for f in si.prfaas
+            if (f, site.name) in si.linked
+        }
         local = si.pairs[site.name, si.prfaas[0]].pd.curve
-        state.append({
-            "site": site, "rate": rate, "arrivals": arrivals, "lengths": lengths, "choice": choice, "links": links,
-            "pdp": simpy.Resource(env, capacity=max(site.n_p, 1)),
-            "decode": DecodePool(env, max(site.n_d, 1), decode_model(inputs)),
-            "local_s": local.prefill_s(lengths), "local_hold_s": np.minimum(local.capacity_s(lengths),
-                                                                           local.prefill_s(lengths)),
-            "outputs": inputs.workload.output_dist.sample(rng, requests),
-            "ttft": np.full(requests, np.nan), "waiting_remote": 0, "done": 0, "samples": [], "last_s": 0.0,
-        })
+        state.append(
+            {
+                "site": site,
+                "rate": rate,
+                "arrivals": arrivals,
+                "lengths": lengths,
+                "choice": choice,
+                "links": links,
+                "pdp": simpy.Resource(env, capacity=max(site.n_p, 1)),
+                "decode": DecodePool(env, max(site.n_d, 1), decode_model(inputs)),
+                "local_s": local.prefill_s(lengths),
+                "local_hold_s": np.minimum(local.capacity_s(lengths), local.prefill_s(lengths)),
+                "outputs": inputs.workload.output_dist.sample(rng, requests),
+                "ttft": np.full(requests, np.nan),
+                "waiting_remote": 0,
+                "done": 0,
+                "samples": [],
+                "last_s": 0.0,
+            }
+        )
         remote = {}
         for f in links:
             curve = si.pairs[site.name, f].prfaas.curve
             prefill = curve.prefill_s(lengths)
-            remote[f] = (prefill, np.minimum(curve.capacity_s(lengths), prefill), curve.kv_bytes(lengths),
-                         si.pairs[site.name, f].link.rtt_s)
+            remote[f] = (
+                prefill,
+                np.minimum(curve.capacity_s(lengths), prefill),
+                curve.kv_bytes(lengths),
+                si.pairs[site.name, f].link.rtt_s,
+            )
         state[-1]["remote"] = remote
 
     def request(s: dict, i: int):
@@ -135,12 +155,23 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
     for s in state:
         site = s["site"]
         ttft = s["ttft"][~np.isnan(s["ttft"])]
-        ttft = ttft[len(ttft) // 10:]
+        ttft = ttft[len(ttft) // 10 :]
         samples = np.asarray(s["samples"], dtype=float)
         fifth = max(len(samples) // 5, 1)
         first, last = float(samples[:fifth].mean()), float(samples[-fifth:].mean())
         duration = max(s["last_s"], 1e-9)
         egress = {f: link.totals().sent_bytes * 8 / 1e9 / duration for f, link in s["links"].items()}
-        out.append(SiteSim(site.name, s["rate"], s["done"], float(ttft.mean()), float(np.quantile(ttft, 0.9)), egress,
-                           first, last, last <= 2 * first + site.n_p + site.n_d))
+        out.append(
+            SiteSim(
+                site.name,
+                s["rate"],
+                s["done"],
+                float(ttft.mean()),
+                float(np.quantile(ttft, 0.9)),
+                egress,
+                first,
+                last,
+                last <= 2 * first + site.n_p + site.n_d,
+            )
+        )
     return out

@@ -24,8 +24,17 @@ from .bandwidth import CapacitySchedule
 from .link import KvLink
 
 # one set of names for the JSON series and the CSV columns (queues count waiting requests)
-COLUMNS = ("time_s", "prfaas_queue_requests", "pdp_queue_requests", "decode_queue_requests", "link_backlog_bytes",
-           "egress_gbps", "offered_egress_gbps", "link_capacity_gbps", "threshold_tokens")
+COLUMNS = (
+    "time_s",
+    "prfaas_queue_requests",
+    "pdp_queue_requests",
+    "decode_queue_requests",
+    "link_backlog_bytes",
+    "egress_gbps",
+    "offered_egress_gbps",
+    "link_capacity_gbps",
+    "threshold_tokens",
+)
 
 
 MAX_ROWS_PER_INTERVAL = 20_000
@@ -36,9 +45,15 @@ class Sampler:
         self.interval_s = interval_s
         self.rows: list[tuple[float, ...]] = []
 
-    def run(self, env: simpy.Environment, link: KvLink, schedule: CapacitySchedule,
-            queues: Callable[[], tuple[int, int, int]], threshold_tokens: Callable[[], float],
-            finished: Callable[[], bool]) -> Generator[simpy.Event, Any, None]:
+    def run(
+        self,
+        env: simpy.Environment,
+        link: KvLink,
+        schedule: CapacitySchedule,
+        queues: Callable[[], tuple[int, int, int]],
+        threshold_tokens: Callable[[], float],
+        finished: Callable[[], bool],
+    ) -> Generator[simpy.Event, Any, None]:
         """SimPy process appending one row (ordered as ``COLUMNS``) per interval."""
         before = link.totals()
         before_s = env.now
@@ -46,15 +61,17 @@ class Sampler:
             yield env.timeout(self.interval_s)
             now = link.totals()
             span_s = env.now - before_s
-            self.rows.append((
-                env.now,
-                *queues(),
-                now.backlog_bytes,
-                bytes_per_s_to_gbps((now.sent_bytes - before.sent_bytes) / span_s),
-                bytes_per_s_to_gbps((now.produced_bytes - before.produced_bytes) / span_s),
-                bytes_per_s_to_gbps(schedule.bytes_between(before_s, env.now) / span_s),
-                threshold_tokens(),
-            ))
+            self.rows.append(
+                (
+                    env.now,
+                    *queues(),
+                    now.backlog_bytes,
+                    bytes_per_s_to_gbps((now.sent_bytes - before.sent_bytes) / span_s),
+                    bytes_per_s_to_gbps((now.produced_bytes - before.produced_bytes) / span_s),
+                    bytes_per_s_to_gbps(schedule.bytes_between(before_s, env.now) / span_s),
+                    threshold_tokens(),
+                )
+            )
             before, before_s = now, env.now
             if len(self.rows) % MAX_ROWS_PER_INTERVAL == 0:
                 self.interval_s *= 2

@@ -76,8 +76,7 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
     try:
         rows = list(reader)
     except csv.Error as exc:
-        raise PlanInputError(f"malformed CSV ({shorten(str(exc), 80)})", source=path,
-                             field=f"line {reader.line_num}") from None
+        raise PlanInputError(f"malformed CSV ({shorten(str(exc), 80)})", source=path, field=f"line {reader.line_num}") from None
     rows = [r for r in rows if any(cell.strip() for cell in r)]
     if len(rows) - 1 > CALIBRATION_POINTS.hi:
         raise PlanInputError(f"{len(rows) - 1:,} points; at most {int(CALIBRATION_POINTS.hi):,}", source=path)
@@ -85,8 +84,9 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         raise PlanInputError("empty file (expected a header 'length,prefill_s[,kv_bytes]')", source=path)
     header = [c.strip().lower() for c in rows[0]]
     if "length" not in header or "prefill_s" not in header:
-        raise PlanInputError(f"header must name 'length' and 'prefill_s', got {shorten(','.join(rows[0]), 60)!r}",
-                             source=path, field="line 1")
+        raise PlanInputError(
+            f"header must name 'length' and 'prefill_s', got {shorten(','.join(rows[0]), 60)!r}", source=path, field="line 1"
+        )
     li, ti = header.index("length"), header.index("prefill_s")
     ki = header.index("kv_bytes") if "kv_bytes" in header else None
     mi = header.index("model") if "model" in header else None
@@ -108,8 +108,9 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
             raise PlanInputError(exc.reason, source=path, field=f"{where}: {exc.field}") from None
         PREFILL_SECONDS.check(seconds, f"{where}: prefill_s", path)
         if kv is not None and not (math.isfinite(kv) and 0 < kv <= 1e13):
-            raise PlanInputError(f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(row[ki], 30)}",
-                                 source=path, field=where)
+            raise PlanInputError(
+                f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(row[ki], 30)}", source=path, field=where
+            )
         points.append(CalibrationPoint(length, seconds, kv, where, model, gpus))
     if not points:
         raise PlanInputError("no data rows", source=path)
@@ -186,8 +187,7 @@ def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: 
     return hardware.model_copy(update=update)
 
 
-def _fitted_sources(hardware: HardwareProfile, values: dict[str, float], points: int,
-                    models: list[str]) -> dict[str, str]:
+def _fitted_sources(hardware: HardwareProfile, values: dict[str, float], points: int, models: list[str]) -> dict[str, str]:
     """The base profile's ``efficiency_sources``, each fitted field's entry saying that it was fitted
     (to how many points of which models) and what it was before, from where."""
     out = dict(hardware.efficiency_sources)
@@ -197,12 +197,17 @@ def _fitted_sources(hardware: HardwareProfile, values: dict[str, float], points:
         out["attention_kind"] = shorten(
             f"calibrated: {', '.join(kinds)} fitted to {points} measured prefill latencies of {', '.join(models)} "
             f"(was {dict((str(k), v) for k, v in was.items()) or 'unset: 1 for every kind'}: "
-            f"{hardware.efficiency_source('attention_kind')})", 2000)
+            f"{hardware.efficiency_source('attention_kind')})",
+            2000,
+        )
     for name in values:
         if name in type(hardware.efficiency).model_fields:
             was = getattr(hardware.efficiency, name)
-            out[name] = shorten(f"calibrated: fitted to {points} measured prefill latencies of {', '.join(models)} "
-                                f"(was {was if was is not None else 'unset'}: {hardware.efficiency_source(name)})", 2000)
+            out[name] = shorten(
+                f"calibrated: fitted to {points} measured prefill latencies of {', '.join(models)} "
+                f"(was {was if was is not None else 'unset'}: {hardware.efficiency_source(name)})",
+                2000,
+            )
     return out
 
 
@@ -222,13 +227,14 @@ def check_fit(params, points: int) -> tuple[FitParam, ...]:
     except ValueError as exc:
         raise PlanInputError(f"{exc}; choose from {', '.join(FitParam)}", field="fit") from None
     if FitParam.compute in fit and (FitParam.matmul in fit or FitParam.attention in fit):
-        raise PlanInputError("compute scales matmul and attention together: fit compute, or matmul and attention",
-                             field="fit")
+        raise PlanInputError("compute scales matmul and attention together: fit compute, or matmul and attention", field="fit")
     if points < len(fit):
         raise PlanInputError(
             f"{points} point{'s' if points != 1 else ''} cannot determine {len(fit)} parameters "
             f"({', '.join(fit)}): give at least {len(fit)} points, or fit fewer parameters "
-            f"(e.g. {'compute' if points == 1 else 'compute,prefill_overhead_s'})", field="--points")
+            f"(e.g. {'compute' if points == 1 else 'compute,prefill_overhead_s'})",
+            field="--points",
+        )
     return fit
 
 
@@ -244,8 +250,11 @@ class _Fit:
         self.sets, self.hardware, self.fit = sets, hardware, fit
         eff = hardware.efficiency
         # latencies are measured on the layout with the lowest TTFT, unless the set names one
-        self.layouts = [s.layout or RooflinePrefill(s.model, Instance(hardware, s.gpus, None, s.engine),
-                                                    capacity=PrefillCapacity.per_request).layout for s in sets]
+        self.layouts = [
+            s.layout
+            or RooflinePrefill(s.model, Instance(hardware, s.gpus, None, s.engine), capacity=PrefillCapacity.per_request).layout
+            for s in sets
+        ]
         self.measured = np.array([p.prefill_s for s in sets for p in s.points])
         top = max(getattr(eff, f) or 0.0 for f in ("matmul", "attention", *_KEEPS_RATIO))
         lower, upper = [], []
@@ -264,8 +273,7 @@ class _Fit:
                 upper.append(0.0)
         self.lower, self.upper = np.array(lower), np.array(upper)
         # a kind multiplier's value where its kind has no point to fit it: the base profile's (log)
-        self.base = np.array([math.log(eff.attention_kind.get(p.attention_kind, 1.0)) if p.attention_kind else 0.0
-                              for p in fit])
+        self.base = np.array([math.log(eff.attention_kind.get(p.attention_kind, 1.0)) if p.attention_kind else 0.0 for p in fit])
 
     def active(self, chosen: list[int]) -> list[int]:
         """Indices of the parameters the sets ``chosen`` determine: all but the kind multipliers of a
@@ -294,7 +302,7 @@ class _Fit:
     def predict(self, x: np.ndarray, sets: list[int] | None = None) -> np.ndarray:
         hw = _with_efficiency(self.hardware, self.values(x))
         out = []
-        for k in (range(len(self.sets)) if sets is None else sets):
+        for k in range(len(self.sets)) if sets is None else sets:
             s = self.sets[k]
             curve = RooflinePrefill(s.model, Instance(hw, s.gpus, self.layouts[k], s.engine))
             out.append(curve.prefill_s(np.array([p.length_tokens for p in s.points], dtype=float)))
@@ -350,7 +358,6 @@ class _Fit:
                 break
         best.x = full(best.x)  # the held multipliers at their base value
         return best
-
 
     def _exact(self, chosen: list[int], measured: np.ndarray):
         """One fraction for one point, or one fraction and the overhead for two: the overhead
@@ -439,15 +446,21 @@ def _uncertainty(fit: _Fit, res, points: int) -> dict[str, float | None]:
     return out
 
 
-def calibrate(model: ModelProfile, hardware: HardwareProfile, gpus: int, points: list[CalibrationPoint],
-              name: str | None = None, fit=None, layout: Layout | None = None, engine: Engine | None = None
-              ) -> CalibrationResult:
+def calibrate(
+    model: ModelProfile,
+    hardware: HardwareProfile,
+    gpus: int,
+    points: list[CalibrationPoint],
+    name: str | None = None,
+    fit=None,
+    layout: Layout | None = None,
+    engine: Engine | None = None,
+) -> CalibrationResult:
     """Fit ``fit`` (default matmul, attention, prefill_overhead_s) to one model's points."""
     return calibrate_sets([CalibrationSet(model, gpus, points, layout, engine or Engine())], hardware, name, fit)
 
 
-def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: str | None = None, fit=None
-                   ) -> CalibrationResult:
+def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: str | None = None, fit=None) -> CalibrationResult:
     """Fit one set of parameters to the points of several models (see the module doc)."""
     for s in sets:
         for point in s.points:
@@ -460,8 +473,11 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
     kinds = set().union(*(model_kinds(s.model) for s in sets))
     for p in params:
         if p.attention_kind and p.attention_kind not in kinds:
-            raise PlanInputError(f"{p} cannot be fitted: no layer of {', '.join(sorted({s.model.name for s in sets}))} "
-                                 f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})", field="fit")
+            raise PlanInputError(
+                f"{p} cannot be fitted: no layer of {', '.join(sorted({s.model.name for s in sets}))} "
+                f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})",
+                field="fit",
+            )
     problem = _Fit(sets, hardware, params)
     res = problem.solve()
     fitted_values = problem.values(res.x)
@@ -470,43 +486,60 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
     point_fits, k = [], 0
     for s in sets:
         kv = RooflinePrefill(s.model, Instance(calibrated, s.gpus)).kv_bytes(
-            np.array([p.length_tokens for p in s.points], dtype=float))
+            np.array([p.length_tokens for p in s.points], dtype=float)
+        )
         for p, model_kv in zip(s.points, kv):
-            point_fits.append(PointFit(p.length_tokens, p.prefill_s, float(predicted[k]), p.kv_bytes, float(model_kv),
-                                       s.model.name, s.gpus))
+            point_fits.append(
+                PointFit(p.length_tokens, p.prefill_s, float(predicted[k]), p.kv_bytes, float(model_kv), s.model.name, s.gpus)
+            )
             k += 1
     models = list(dict.fromkeys(s.model.name for s in sets))
     uncertainty = _uncertainty(problem, res, n)
     loo = _leave_one_model_out(problem, sets, models)
     reported = problem.reported(res.x)
-    before = {p.value: (1.0 if p == FitParam.compute
-                        else hardware.efficiency.attention_kind.get(p.attention_kind, 1.0) if p.attention_kind
-                        else float(getattr(hardware.efficiency, p.value)))
-              for p in params}
-    record = CalibrationRecord.model_validate({
-        "fitted_on_model": "+".join(models)[:128],
-        "gpus": sets[0].gpus,
-        "base_profile": hardware.name,
-        "date": date.today().isoformat(),
-        "fitted": {k: round(v, 6) for k, v in fitted_values.items()},
-        "uncertainty": {k: round(v, 6) for k, v in uncertainty.items() if v is not None},
-        "points": [
-            {"length_tokens": f.length_tokens, "measured_s": f.measured_s, "predicted_s": round(f.predicted_s, 6),
-             **({"model": f.model} if len(models) > 1 else {})}
-            for f in point_fits
-        ],
-        "max_abs_error": round(max(abs(f.error) for f in point_fits), 6),
-        "models": models if len(models) > 1 else [],
-    })
-    calibrated = calibrated.model_copy(update={"calibration": record,
-                                               "efficiency_sources": _fitted_sources(hardware, fitted_values, n, models)})
+    before = {
+        p.value: (
+            1.0
+            if p == FitParam.compute
+            else hardware.efficiency.attention_kind.get(p.attention_kind, 1.0)
+            if p.attention_kind
+            else float(getattr(hardware.efficiency, p.value))
+        )
+        for p in params
+    }
+    record = CalibrationRecord.model_validate(
+        {
+            "fitted_on_model": "+".join(models)[:128],
+            "gpus": sets[0].gpus,
+            "base_profile": hardware.name,
+            "date": date.today().isoformat(),
+            "fitted": {k: round(v, 6) for k, v in fitted_values.items()},
+            "uncertainty": {k: round(v, 6) for k, v in uncertainty.items() if v is not None},
+            "points": [
+                {
+                    "length_tokens": f.length_tokens,
+                    "measured_s": f.measured_s,
+                    "predicted_s": round(f.predicted_s, 6),
+                    **({"model": f.model} if len(models) > 1 else {}),
+                }
+                for f in point_fits
+            ],
+            "max_abs_error": round(max(abs(f.error) for f in point_fits), 6),
+            "models": models if len(models) > 1 else [],
+        }
+    )
+    calibrated = calibrated.model_copy(
+        update={"calibration": record, "efficiency_sources": _fitted_sources(hardware, fitted_values, n, models)}
+    )
     worst = max(point_fits, key=lambda f: abs(f.error))
     if abs(worst.error) > MAX_FIT_ERROR:
         raise PlanInputError(
             f"the roofline of {worst.model} on {worst.gpus} x {hardware.name} cannot reproduce these points: "
             f"{100 * worst.error:+.0f}% at {worst.length_tokens} tokens even with the best fit "
             f"({', '.join(f'{k} {v:.3g}' for k, v in reported.items())}); check the model, --gpus and that "
-            "prefill_s is in seconds", field="--points")
+            "prefill_s is in seconds",
+            field="--points",
+        )
     sizes = sorted({s.gpus for s in sets})
     instance = f"{'/'.join(map(str, sizes))}x{hardware.name}"
     return CalibrationResult("+".join(models), instance, reported, before, point_fits, calibrated, uncertainty, loo)

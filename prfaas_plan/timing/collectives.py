@@ -43,9 +43,12 @@ def scale_up(hw: HardwareProfile) -> Fabric:
 def scale_out(hw: HardwareProfile) -> Fabric:
     """The scale-out NIC of each chip; a profile without ``nic_gbps`` cannot span scale-up domains."""
     if hw.nic_gbps is None:
-        raise PlanInputError(f"hardware '{hw.name}' has no nic_gbps, so an instance cannot span more than one scale-up "
-                             f"domain of {hw.scale_up_domain_chips} chips: add nic_gbps to the profile, or use fewer "
-                             "chips per instance", field="nic_gbps")
+        raise PlanInputError(
+            f"hardware '{hw.name}' has no nic_gbps, so an instance cannot span more than one scale-up "
+            f"domain of {hw.scale_up_domain_chips} chips: add nic_gbps to the profile, or use fewer "
+            "chips per instance",
+            field="nic_gbps",
+        )
     return Fabric("NIC", hw.nic_gbps * 1e9 / 8 * hw.efficiency.nic, hw.nic_latency_us * 1e-6)
 
 
@@ -77,8 +80,9 @@ def all_gather_s(hw: HardwareProfile, chips: int, payload_bytes) -> np.ndarray:
     return steps(chips) * f.latency_s + (chips - 1) / chips * payload / f.bytes_per_s
 
 
-def all_to_all_s(hw: HardwareProfile, chips: int, bytes_per_chip, top_k: int = 1, dedupe: bool = False
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def all_to_all_s(
+    hw: HardwareProfile, chips: int, bytes_per_chip, top_k: int = 1, dedupe: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Expert-parallel dispatch or combine over ``chips`` ranks: each chip sends ``bytes_per_chip``
     (``top_k`` copies of each token) spread evenly over the other ranks. With ``dedupe`` (DeepEP's
     normal kernels, used for prefill) a token crosses the NIC once per remote domain it goes to,

@@ -55,8 +55,13 @@ from .layout import Layout
 
 # Weight dtype -> tensor-core input dtype used for the matmuls (weight-only int4 runs in bf16).
 MATMUL_DTYPE: dict[Dtype, ComputeDtype] = {
-    Dtype.fp32: ComputeDtype.bf16, Dtype.bf16: ComputeDtype.bf16, Dtype.fp16: ComputeDtype.bf16,
-    Dtype.fp8: ComputeDtype.fp8, Dtype.int8: ComputeDtype.fp8, Dtype.fp4: ComputeDtype.fp4, Dtype.int4: ComputeDtype.bf16,
+    Dtype.fp32: ComputeDtype.bf16,
+    Dtype.bf16: ComputeDtype.bf16,
+    Dtype.fp16: ComputeDtype.bf16,
+    Dtype.fp8: ComputeDtype.fp8,
+    Dtype.int8: ComputeDtype.fp8,
+    Dtype.fp4: ComputeDtype.fp4,
+    Dtype.int4: ComputeDtype.bf16,
 }
 PARTS = ("compute", "memory", "communication", "overhead")
 
@@ -94,11 +99,22 @@ class Engine:
         given = spec.model_dump(exclude_none=True, exclude={"name"})
         settings = {f: given.get(f, getattr(profile.defaults, f)) for f in SETTINGS}
         k = profile.kernels
-        attention = tuple((kind, m["prefill"], m["decode"]) for kind, m in k.attention.model_dump().items()
-                          if (m["prefill"], m["decode"]) != (1.0, 1.0))  # the kinds at the chip's fraction left out
-        return cls(**settings, name=spec.name, max_batch=profile.defaults.max_batch, attention=attention,
-                   dense_gemm=k.dense_gemm, grouped_gemm=k.grouped_gemm, all_to_all=k.all_to_all,
-                   step_overhead_s=k.step_overhead_s, linear_chunk_step_s=k.linear_chunk_step_us * 1e-6)
+        attention = tuple(
+            (kind, m["prefill"], m["decode"])
+            for kind, m in k.attention.model_dump().items()
+            if (m["prefill"], m["decode"]) != (1.0, 1.0)
+        )  # the kinds at the chip's fraction left out
+        return cls(
+            **settings,
+            name=spec.name,
+            max_batch=profile.defaults.max_batch,
+            attention=attention,
+            dense_gemm=k.dense_gemm,
+            grouped_gemm=k.grouped_gemm,
+            all_to_all=k.all_to_all,
+            step_overhead_s=k.step_overhead_s,
+            linear_chunk_step_s=k.linear_chunk_step_us * 1e-6,
+        )
 
     def attention_rate(self, mixer_type: str, prefill: bool) -> float:
         """The multiplier on the attention-core kernel of ``mixer_type`` in a prefill pass or a decode step."""
@@ -113,9 +129,12 @@ class Engine:
         vLLM's max_num_batched_tokens, TensorRT-LLM's max_num_tokens); a PlanInputError if not."""
         longest = int(np.max(lengths_tokens, initial=1))
         if not self.chunked_prefill and longest > self.prefill_tokens_per_pass:
-            raise PlanInputError(f"without chunked prefill a pass must hold a whole prompt: {longest:,} tokens is "
-                                 f"more than the budget of {self.prefill_tokens_per_pass:,}; raise "
-                                 "prefill_tokens_per_pass or turn chunked prefill on", field="prefill_tokens_per_pass")
+            raise PlanInputError(
+                f"without chunked prefill a pass must hold a whole prompt: {longest:,} tokens is "
+                f"more than the budget of {self.prefill_tokens_per_pass:,}; raise "
+                "prefill_tokens_per_pass or turn chunked prefill on",
+                field="prefill_tokens_per_pass",
+            )
         return self.prefill_tokens_per_pass
 
 
@@ -148,9 +167,11 @@ class PassCost:
 
 def peaks(model: ModelProfile, hw: HardwareProfile) -> tuple[float, float, float]:
     """Achievable FLOP/s of one chip for (dense matmuls, routed experts, attention cores)."""
-    return (matmul_rate(hw, MATMUL_DTYPE[model.dtypes.weights]),
-            grouped_matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),
-            attention_rate(hw, model.dtypes.attention))
+    return (
+        matmul_rate(hw, MATMUL_DTYPE[model.dtypes.weights]),
+        grouped_matmul_rate(hw, MATMUL_DTYPE[model.dtypes.experts or model.dtypes.weights]),
+        attention_rate(hw, model.dtypes.attention),
+    )
 
 
 def grouped_matmul_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
@@ -176,9 +197,16 @@ def attention_rate(hw: HardwareProfile, dtype: ComputeDtype) -> float:
     return hw.peak_flops(running) * hw.efficiency.attention_fraction(running)
 
 
-def stage_cost(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine,
-               groups: list[tuple[int, Work]], requests=1.0, busy_groups: int | None = None,
-               prefill: bool = False) -> PassCost:
+def stage_cost(
+    model: ModelProfile,
+    hw: HardwareProfile,
+    layout: Layout,
+    engine: Engine,
+    groups: list[tuple[int, Work]],
+    requests=1.0,
+    busy_groups: int | None = None,
+    prefill: bool = False,
+) -> PassCost:
     """One pass through one stage: ``groups`` (``accounting.work``) hold the work of one request
     (prefill) or of the whole micro-batch (decode, ``requests`` = 1); ``requests`` scales the
     per-request terms (weights are read once per pass). ``prefill``: expert-parallel dispatch
@@ -230,8 +258,9 @@ def _floor(kernel: tuple[np.ndarray, np.ndarray], floor_s) -> tuple[np.ndarray, 
     return np.where(short, floor_s, c), np.where(short, 0.0, m)
 
 
-def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, r: np.ndarray,
-           busy: int, prefill: bool) -> PassCost:
+def _layer(
+    model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, r: np.ndarray, busy: int, prefill: bool
+) -> PassCost:
     eff = hw.efficiency
     tp, stage = layout.tp, layout.stage_chips
     mm, expert_rate, attn_rate = peaks(model, hw)
@@ -249,14 +278,24 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     ep_on = w.num_experts > 0 and layout.ep > 1
     group_tokens = tokens / max(busy, 1)  # rows of an attention group's matrices
     kernels = [
-        _roofline(w.mixer_flops * r / chips_with_tokens * _shape(hw, w.mixer_gemms, group_tokens), mm,
-                  w.mixer_weight_bytes / tp, bw),
-        _floor(_roofline(w.attention_flops * r / chips_with_tokens, attn_flops,
-                         w.kv_bytes * r / (busy * min(tp, w.kv_ways)), attn_bw),
-               w.sequential_steps * engine.linear_chunk_step_s),
-        _roofline(w.dense_flops * r / (chips_with_tokens if ep_on else stage)
-                  * _shape(hw, w.dense_gemms, group_tokens if ep_on else tokens), mm,
-                  w.dense_weight_bytes / (tp if ep_on else stage), bw),
+        _roofline(
+            w.mixer_flops * r / chips_with_tokens * _shape(hw, w.mixer_gemms, group_tokens), mm, w.mixer_weight_bytes / tp, bw
+        ),
+        _floor(
+            _roofline(
+                w.attention_flops * r / chips_with_tokens, attn_flops, w.kv_bytes * r / (busy * min(tp, w.kv_ways)), attn_bw
+            ),
+            w.sequential_steps * engine.linear_chunk_step_s,
+        ),
+        _roofline(
+            w.dense_flops
+            * r
+            / (chips_with_tokens if ep_on else stage)
+            * _shape(hw, w.dense_gemms, group_tokens if ep_on else tokens),
+            mm,
+            w.dense_weight_bytes / (tp if ep_on else stage),
+            bw,
+        ),
         (np.zeros_like(tokens), w.activation_bytes * r / chips_with_tokens / bw),
     ]
     if w.num_experts:
@@ -264,8 +303,14 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
         touched = math.ceil(e / layout.ep) * (1.0 - (1.0 - k / e) ** tokens)
         imbalance = engine.expert_imbalance if layout.ep > 1 else 1.0  # tensor-parallel experts split evenly
         rows = tokens * k / np.maximum(e * (1.0 - (1.0 - k / e) ** tokens), 1e-9)  # per expert the tokens touch
-        kernels.append(_roofline(w.expert_flops * r * imbalance / stage * _shape(hw, w.expert_gemms, rows),
-                                 expert_rate, touched * w.per_expert_bytes / layout.moe_tp, bw))
+        kernels.append(
+            _roofline(
+                w.expert_flops * r * imbalance / stage * _shape(hw, w.expert_gemms, rows),
+                expert_rate,
+                touched * w.per_expert_bytes / layout.moe_tp,
+                bw,
+            )
+        )
     compute = sum(c for c, _ in kernels)
     memory = sum(m for _, m in kernels)
     comm, up_bytes, nic_bytes = _communication(model, hw, layout, engine, w, tokens, busy, prefill)
@@ -274,8 +319,16 @@ def _layer(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Eng
     return PassCost(compute, memory, exposed, overhead, up_bytes, nic_bytes)
 
 
-def _communication(model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, tokens: np.ndarray,
-                   busy: int, prefill: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _communication(
+    model: ModelProfile,
+    hw: HardwareProfile,
+    layout: Layout,
+    engine: Engine,
+    w: Work,
+    tokens: np.ndarray,
+    busy: int,
+    prefill: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seconds, scale-up bytes, NIC bytes) of one layer's collectives, per chip."""
     h, act = w.hidden, w.act_bytes
     tp, stage = layout.tp, layout.stage_chips
@@ -344,8 +397,9 @@ def weights_per_chip(model: ModelProfile, layout: Layout, groups: list[tuple[int
 
 
 def _architecture_bytes(model: ModelProfile, groups: list[tuple[int, Work]]) -> float:
-    return sum(count * (w.mixer_weight_bytes + w.dense_weight_bytes + w.num_experts * w.per_expert_bytes)
-               for count, w in groups[:-1])
+    return sum(
+        count * (w.mixer_weight_bytes + w.dense_weight_bytes + w.num_experts * w.per_expert_bytes) for count, w in groups[:-1]
+    )
 
 
 def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]], model: ModelProfile | None = None) -> np.ndarray:
@@ -372,7 +426,7 @@ def heaviest_stage(model: ModelProfile, pp: int, per_group: list, ends: float = 
     sizes = [len(layers) // pp + (1 if i < len(layers) % pp else 0) for i in range(pp)]
     best, start = None, 0
     for i, size in enumerate(sizes):
-        part = sum(layers[start:start + size]) + (ends if i in (0, pp - 1) else 0.0)
+        part = sum(layers[start : start + size]) + (ends if i in (0, pp - 1) else 0.0)
         start += size
         best = part if best is None else np.maximum(best, part)
     return best

@@ -42,20 +42,27 @@ from .memory import fitting_layouts, usable_per_chip
 from .prefill import check_lengths, measured_for
 
 
-def step_cost(model: ModelProfile, instance: Instance, layout: Layout, batch_sizes, context_tokens: float
-              ) -> tuple[np.ndarray, PassCost]:
+def step_cost(
+    model: ModelProfile, instance: Instance, layout: Layout, batch_sizes, context_tokens: float
+) -> tuple[np.ndarray, PassCost]:
     """(TPOT in seconds, the time of one step split into parts) at each instance batch size."""
     b = np.atleast_1d(np.asarray(batch_sizes, dtype=float))
     per_replica = b / layout.replicas
     # pp micro-batches in flight; with fewer requests than stages each is its own micro-batch
     micro = np.maximum(np.maximum(per_replica / layout.pp, np.minimum(per_replica, 1.0)), 1e-9)
-    stage = stage_cost(model, instance.hardware, layout, instance.engine,
-                       _step_work(model, micro, context_tokens, instance.engine.mtp_tokens_per_step))
+    stage = stage_cost(
+        model,
+        instance.hardware,
+        layout,
+        instance.engine,
+        _step_work(model, micro, context_tokens, instance.engine.mtp_tokens_per_step),
+    )
     parts = stage.scaled(layout.pp)
     # the chip's fixed cost per step, and the engine's own on top (its profile's step_overhead_s; generic 0)
     overhead = instance.hardware.efficiency.decode_step_overhead_s + instance.engine.step_overhead_s
-    parts = PassCost(parts.compute_s, parts.memory_s, parts.communication_s, parts.overhead_s + overhead,
-                     parts.scale_up_bytes, parts.nic_bytes)
+    parts = PassCost(
+        parts.compute_s, parts.memory_s, parts.communication_s, parts.overhead_s + overhead, parts.scale_up_bytes, parts.nic_bytes
+    )
     return parts.total_s, parts
 
 
@@ -70,8 +77,9 @@ def _step_work(model: ModelProfile, micro: np.ndarray, context_tokens: float, mt
     return [(count, replace(w, kv_bytes=w.kv_bytes / q)) for count, w in groups]
 
 
-def decode_step_s(model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float,
-                  layout: Layout | None = None) -> np.ndarray:
+def decode_step_s(
+    model: ModelProfile, instance: Instance, batch_sizes, context_tokens: float, layout: Layout | None = None
+) -> np.ndarray:
     """TPOT (seconds per step) for each instance batch size, every request at ``context_tokens``,
     on ``layout`` (default: the instance's, or the best decode layout at the largest batch)."""
     layout = layout or decode_layout(model, instance, int(context_tokens))
@@ -132,8 +140,15 @@ class DecodeCapacity:
         return self.mtp_tokens_per_step / self.step_s
 
 
-def _at_layout(model: ModelProfile, instance: Instance, layout: Layout, context: int, tpot_ms: float | None,
-               max_batch: int | None, reserve: int | None = None) -> tuple[int, int, DecodeLimit, float, float]:
+def _at_layout(
+    model: ModelProfile,
+    instance: Instance,
+    layout: Layout,
+    context: int,
+    tpot_ms: float | None,
+    max_batch: int | None,
+    reserve: int | None = None,
+) -> tuple[int, int, DecodeLimit, float, float]:
     """(batch, BS_max, limit, weights per chip, KV per chip) of one layout; batch 0 when nothing fits.
     Memory holds each request's KV at ``reserve`` tokens (default: the context)."""
     bs_mem, weights, kv = memory_batch(model, instance, layout, reserve or context)
@@ -152,8 +167,14 @@ def _at_layout(model: ModelProfile, instance: Instance, layout: Layout, context:
     return best, bs_mem, (limited_by if best == cap else DecodeLimit.tpot), weights, kv
 
 
-def decode_layout(model: ModelProfile, instance: Instance, context_tokens: int, tpot_ms: float | None = None,
-                  max_batch: int | None = None, reserve_tokens: int | None = None) -> Layout:
+def decode_layout(
+    model: ModelProfile,
+    instance: Instance,
+    context_tokens: int,
+    tpot_ms: float | None = None,
+    max_batch: int | None = None,
+    reserve_tokens: int | None = None,
+) -> Layout:
     """The instance's layout, or the fitting layout with the most decode tokens/s."""
     layouts = fitting_layouts(model, instance, reserve_tokens or context_tokens)
     if len(layouts) == 1:
@@ -191,36 +212,46 @@ def decode_capacity(
         if value is not None:
             DECODE_BATCH.check(value, name)
     layout = decode_layout(model, instance, context_tokens, tpot_ms, max_batch, reserve_tokens)
-    best, bs_mem, limited_by, weights, kv = _at_layout(model, instance, layout, context_tokens, tpot_ms, max_batch,
-                                                       reserve_tokens)
+    best, bs_mem, limited_by, weights, kv = _at_layout(
+        model, instance, layout, context_tokens, tpot_ms, max_batch, reserve_tokens
+    )
     if bs_mem < 1:
-        raise PlanInputError(f"{model.name} on {instance.label} as {layout.label} leaves no memory for the KV of one "
-                             f"request at {reserve_tokens or context_tokens:,} tokens", field="gpus")
+        raise PlanInputError(
+            f"{model.name} on {instance.label} as {layout.label} leaves no memory for the KV of one "
+            f"request at {reserve_tokens or context_tokens:,} tokens",
+            field="gpus",
+        )
     if best < 1:
         one = float(step_cost(model, instance, layout, [1], context_tokens)[0][0]) * 1e3
-        raise PlanInputError(f"TPOT limit {tpot_ms:g} ms is unreachable on {instance.label}: a batch of 1 takes "
-                             f"{one:.2f} ms per step", field="tpot_ms")
+        raise PlanInputError(
+            f"TPOT limit {tpot_ms:g} ms is unreachable on {instance.label}: a batch of 1 takes {one:.2f} ms per step",
+            field="tpot_ms",
+        )
     if batch is not None:
         if batch > bs_mem:
-            raise PlanInputError(f"{batch:,} running requests at {reserve_tokens or context_tokens:,} tokens do not fit "
-                                 f"{instance.label} "
-                                 f"as {layout.label} (at most {bs_mem:,})", field="concurrency")
+            raise PlanInputError(
+                f"{batch:,} running requests at {reserve_tokens or context_tokens:,} tokens do not fit "
+                f"{instance.label} "
+                f"as {layout.label} (at most {bs_mem:,})",
+                field="concurrency",
+            )
         best, limited_by = batch, DecodeLimit.max_batch
     seconds, parts = step_cost(model, instance, layout, [best], context_tokens)
     step = float(seconds[0])
     mtp = instance.engine.mtp_tokens_per_step
     if batch is not None and tpot_ms is not None and step / mtp * 1e3 > tpot_ms * (1 + 1e-9):
-        raise PlanInputError(f"{batch:,} running requests take {step / mtp * 1e3:.2f} ms per output token on "
-                             f"{instance.label} as {layout.label}, above the TPOT limit of {tpot_ms:g} ms: give "
-                             "fewer, or leave the concurrency out to get the largest batch within the limit",
-                             field="concurrency")
+        raise PlanInputError(
+            f"{batch:,} running requests take {step / mtp * 1e3:.2f} ms per output token on "
+            f"{instance.label} as {layout.label}, above the TPOT limit of {tpot_ms:g} ms: give "
+            "fewer, or leave the concurrency out to get the largest batch within the limit",
+            field="concurrency",
+        )
     tokens_per_s, used = best * mtp / step, "roofline"
     measured = measured_for(model, instance) if source != CurveSource.roofline else None
     if measured is not None and measured.decode_tokens_per_s is not None:
         tokens_per_s, used = measured.decode_tokens_per_s, "measured"
     elif source == CurveSource.measured:
-        raise PlanInputError(f"model '{model.name}' has no measured decode throughput for {instance.label}",
-                             field="source")
+        raise PlanInputError(f"model '{model.name}' has no measured decode throughput for {instance.label}", field="source")
     return DecodeCapacity(
         model=model.name,
         instance=instance.label,

@@ -75,11 +75,18 @@ from .uncertainty import GROUPS, Band, band
 
 # each figure of an Estimate: its figure group (``timing.uncertainty``) and 'rate' or 'time'
 ESTIMATE_FIGURES = {
-    "ttft_s": ("prefill", "time"), "prefill_tokens_per_s": ("prefill", "rate"),
-    "tpot_s": ("decode", "time"), "decode_tokens_per_s": ("decode", "rate"), "per_user_tokens_per_s": ("decode", "rate"),
-    "e2e_output_tokens_per_s": ("e2e", "rate"), "e2e_steady_output_tokens_per_s": ("e2e", "rate"),
-    "e2e_latency_s": ("e2e", "time"), "ttft_at_load_s": ("prefill", "time"), "tpot_at_load_s": ("decode", "time"),
-    "batch_prefill_s": ("prefill", "time"), "batch_ttft_s": ("prefill", "time"),
+    "ttft_s": ("prefill", "time"),
+    "prefill_tokens_per_s": ("prefill", "rate"),
+    "tpot_s": ("decode", "time"),
+    "decode_tokens_per_s": ("decode", "rate"),
+    "per_user_tokens_per_s": ("decode", "rate"),
+    "e2e_output_tokens_per_s": ("e2e", "rate"),
+    "e2e_steady_output_tokens_per_s": ("e2e", "rate"),
+    "e2e_latency_s": ("e2e", "time"),
+    "ttft_at_load_s": ("prefill", "time"),
+    "tpot_at_load_s": ("decode", "time"),
+    "batch_prefill_s": ("prefill", "time"),
+    "batch_ttft_s": ("prefill", "time"),
 }
 
 
@@ -106,8 +113,18 @@ class Budget:
     @classmethod
     def of(cls, job: str, layout: Layout, tokens: float, cost: PassCost) -> Budget:
         get = lambda a: float(np.asarray(a).reshape(-1)[0])  # noqa: E731
-        return cls(job, layout, tokens, get(cost.total_s), get(cost.compute_s), get(cost.memory_s),
-                   get(cost.communication_s), get(cost.overhead_s), get(cost.scale_up_bytes), get(cost.nic_bytes))
+        return cls(
+            job,
+            layout,
+            tokens,
+            get(cost.total_s),
+            get(cost.compute_s),
+            get(cost.memory_s),
+            get(cost.communication_s),
+            get(cost.overhead_s),
+            get(cost.scale_up_bytes),
+            get(cost.nic_bytes),
+        )
 
 
 @dataclass(frozen=True)
@@ -159,8 +176,9 @@ class Estimate:
         return b.rate(value) if orientation == "rate" else b.time(value)
 
 
-def _mixed_batch(model: ModelProfile, instance: Instance, dec: DecodeCapacity, input_tokens: int, output_tokens: int,
-                 context: int) -> tuple[float, float]:
+def _mixed_batch(
+    model: ModelProfile, instance: Instance, dec: DecodeCapacity, input_tokens: int, output_tokens: int, context: int
+) -> tuple[float, float]:
     """(running requests, step seconds) of the offline steady state: the decode batch, at most what
     the token budget of a pass leaves room for when each of the g attention groups, per iteration,
     decodes q = ceil(mtp) tokens for each of its b requests and prefills the b / w prompts that
@@ -179,9 +197,17 @@ def _mixed_batch(model: ModelProfile, instance: Instance, dec: DecodeCapacity, i
     return room, float(seconds[0])
 
 
-def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_tokens: int,
-             concurrency: int | None = None, tpot_ms: float | None = None, max_batch: int | None = None,
-             requests: int | None = None, load_concurrency: int | None = None) -> Estimate:
+def estimate(
+    model: ModelProfile,
+    instance: Instance,
+    input_tokens: int,
+    output_tokens: int,
+    concurrency: int | None = None,
+    tpot_ms: float | None = None,
+    max_batch: int | None = None,
+    requests: int | None = None,
+    load_concurrency: int | None = None,
+) -> Estimate:
     """The figures of the module doc for one instance (``requests``: the end-to-end figure of an
     offline run of that many requests, else the steady state; ``load_concurrency``: the requests in
     flight of the serving load, when more than memory holds: the decodes are the ``concurrency``
@@ -192,20 +218,29 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         OFFLINE_REQUESTS.check(requests, "requests")
     context = input_tokens + output_tokens // 2
     check_lengths(model, [input_tokens + output_tokens - 1], field="input + output")  # the last token is never held
-    dec = decode_capacity(model, instance, context, tpot_ms=tpot_ms, max_batch=max_batch, batch=concurrency,
-                          reserve_tokens=min(input_tokens + output_tokens, model.max_context_tokens))
+    dec = decode_capacity(
+        model,
+        instance,
+        context,
+        tpot_ms=tpot_ms,
+        max_batch=max_batch,
+        batch=concurrency,
+        reserve_tokens=min(input_tokens + output_tokens, model.max_context_tokens),
+    )
     roof = RooflinePrefill(model, instance, capacity=PrefillCapacity.saturated, fit_tokens=input_tokens)
     at = np.array([float(input_tokens)])
     # TTFT: one prompt alone, on the instance's layout or else the layout that serves it fastest
-    lone = roof if instance.layout is not None else RooflinePrefill(
-        model, instance, capacity=PrefillCapacity.per_request, fit_tokens=input_tokens)
+    lone = (
+        roof
+        if instance.layout is not None
+        else RooflinePrefill(model, instance, capacity=PrefillCapacity.per_request, fit_tokens=input_tokens)
+    )
     ttft, single = lone.single_prompt(at)
     capacity_s = float(roof.capacity_s(at)[0])
     per_group, _, pass_cost = roof.saturated_pass(at)
     prompts = float(per_group[0]) * roof.layout.dp_attention
     # offline: both jobs on the decode layout
-    mixed = RooflinePrefill(model, instance.with_layout(dec.layout), capacity=PrefillCapacity.saturated,
-                            fit_tokens=input_tokens)
+    mixed = RooflinePrefill(model, instance.with_layout(dec.layout), capacity=PrefillCapacity.saturated, fit_tokens=input_tokens)
     mixed_capacity_s = float(mixed.capacity_s(at)[0])
     burst = mixed.batch(input_tokens, dec.batch_size)  # a static batch: its prefill on the chips that decode it
     step = dec.step_s
@@ -214,14 +249,34 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
     tpot = step / dec.mtp_tokens_per_step
     if not (np.isfinite(e2e) and e2e > 0 and capacity_s > 0):
         raise PlanInputError(f"{model.name} on {instance.label} has no capacity at these lengths", field="gpus")
-    run = None if requests is None else offline_run(model, instance.with_layout(dec.layout), dec.layout, input_tokens,
-                                                    output_tokens, requests, dec.batch_size, mixed_capacity_s,
-                                                    context)
+    run = (
+        None
+        if requests is None
+        else offline_run(
+            model,
+            instance.with_layout(dec.layout),
+            dec.layout,
+            input_tokens,
+            output_tokens,
+            requests,
+            dec.batch_size,
+            mixed_capacity_s,
+            context,
+        )
+    )
     engine = str(instance.engine.name)
     limit = instance.engine.max_batch and instance.engine.max_batch * dec.layout.dp_attention * dec.layout.replicas
     cap = min(x for x in (dec.bs_max_memory, limit, max_batch, int(DECODE_BATCH.hi)) if x)
-    load = load_figures(model, instance.with_layout(dec.layout), dec.layout, input_tokens, output_tokens,
-                        max(load_concurrency or 0, dec.batch_size), max(cap, dec.batch_size), context)
+    load = load_figures(
+        model,
+        instance.with_layout(dec.layout),
+        dec.layout,
+        input_tokens,
+        output_tokens,
+        max(load_concurrency or 0, dec.batch_size),
+        max(cap, dec.batch_size),
+        context,
+    )
     return Estimate(
         model=model.name,
         instance=instance.label,
@@ -250,4 +305,3 @@ def estimate(model: ModelProfile, instance: Instance, input_tokens: int, output_
         bands={group: band(group, engine) for group in GROUPS},
         load=load,
     )
-

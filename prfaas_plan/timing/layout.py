@@ -58,8 +58,7 @@ class Layout:
 
     @property
     def label(self) -> str:
-        parts = [f"{name}{getattr(self, name)}" for name in ("tp", "dp_attention", "ep", "pp")
-                 if getattr(self, name) > 1]
+        parts = [f"{name}{getattr(self, name)}" for name in ("tp", "dp_attention", "ep", "pp") if getattr(self, name) > 1]
         inner = " ".join(parts) or "1 chip"
         inner = inner.replace("dp_attention", "dp-attn")
         return f"{self.replicas} x ({inner})" if self.replicas > 1 else inner
@@ -136,6 +135,7 @@ def layout_mismatch(model: ModelProfile, layout: Layout) -> str | None:
 
 def _shape_of(model: ModelProfile) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
     """(layers, the distinct head counts in layer order, the distinct expert counts), per model."""
+
     def compute(m: ModelProfile):
         layers = expand_layers(m)
         heads = tuple(dict.fromkeys(h for h in (heads_of(layer.mixer) for layer in layers) if h))
@@ -167,7 +167,7 @@ def candidate_layouts(model: ModelProfile, chips: int, max_candidates: int = 409
             stage = replica // pp
             for tp in _divisors(stage):
                 dp = stage // tp
-                for ep in ({1, stage} if moe else {1}):
+                for ep in {1, stage} if moe else {1}:
                     layout = Layout(tp=tp, dp_attention=dp, ep=ep, pp=pp, replicas=replicas)
                     if layout_mismatch(model, layout) is None:
                         out.append(layout)

@@ -38,7 +38,7 @@ def chips_needed(model: ModelProfile, instance: Instance, context_tokens: int) -
     floor_chips = max(1, math.ceil(total / usable))
     moe = any(getattr(layer.ffn, "num_experts", 0) for layer in expand_layers(model))
     for tp in _tp_choices(model):
-        for ep in ({1, tp} if moe else {1}):
+        for ep in {1, tp} if moe else {1}:
             first = max(1, math.ceil(floor_chips / tp))
             for pp in range(first, layers + 1):
                 layout = Layout(tp=tp, ep=ep, pp=pp)
@@ -76,36 +76,44 @@ def chip_bytes(model: ModelProfile, layout: Layout, context_tokens: int) -> tupl
     return cache[key]
 
 
-def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int, field: str = "--parallel"
-                    ) -> list[Layout]:
+def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int, field: str = "--parallel") -> list[Layout]:
     """The instance's layout if it fits, else every candidate layout that fits (errors if none)."""
     usable = usable_per_chip(instance)
     if instance.layout is not None:
         check_layout(model, instance.layout, instance.gpus, field)
         weights, kv = chip_bytes(model, instance.layout, context_tokens)
         if weights + kv > usable:
-            raise PlanInputError(f"{model.name} does not fit {instance.label} as {instance.layout.label}: "
-                                 f"{(weights + kv) / 1e9:.1f} GB per chip (weights {weights / 1e9:.1f} GB) against "
-                                 f"{usable / 1e9:.1f} GB usable", field=field)
+            raise PlanInputError(
+                f"{model.name} does not fit {instance.label} as {instance.layout.label}: "
+                f"{(weights + kv) / 1e9:.1f} GB per chip (weights {weights / 1e9:.1f} GB) against "
+                f"{usable / 1e9:.1f} GB usable",
+                field=field,
+            )
         return [instance.layout]
     candidates = candidate_layouts(model, instance.gpus)
     hw = instance.hardware
-    fits = [layout for layout in candidates
-            if reachable(hw, layout) and sum(chip_bytes(model, layout, context_tokens)) <= usable]
+    fits = [layout for layout in candidates if reachable(hw, layout) and sum(chip_bytes(model, layout, context_tokens)) <= usable]
     if not fits and any(sum(chip_bytes(model, layout, context_tokens)) <= usable for layout in candidates):
-        raise PlanInputError(f"{model.name} fits {instance.label} only in layouts that span more than one scale-up "
-                             f"domain of {hw.scale_up_domain_chips} chips, and '{hw.name}' has no nic_gbps: add "
-                             "nic_gbps to the profile", field="nic_gbps")
+        raise PlanInputError(
+            f"{model.name} fits {instance.label} only in layouts that span more than one scale-up "
+            f"domain of {hw.scale_up_domain_chips} chips, and '{hw.name}' has no nic_gbps: add "
+            "nic_gbps to the profile",
+            field="nic_gbps",
+        )
     if not fits:
         need, layout = chips_needed(model, instance, context_tokens)
         w_bytes = weight_bytes(model)
         kv_req = float(KvModel.of(model).bytes_at(context_tokens))
-        where = (f"; it needs at least {need} {instance.hardware.name} chips (as {layout.label})" if need
-                 else f"; no layout of {instance.hardware.name} chips holds it")
+        where = (
+            f"; it needs at least {need} {instance.hardware.name} chips (as {layout.label})"
+            if need
+            else f"; no layout of {instance.hardware.name} chips holds it"
+        )
         raise PlanInputError(
             f"{model.name} does not fit on {instance.label}: weights {w_bytes / 1e9:.1f} GB + one request's KV "
-            f"{kv_req / 1e9:.2f} GB at {context_tokens:,} tokens, against {usable / 1e9:.3g} GB usable per chip"
-            + where, field="gpus")
+            f"{kv_req / 1e9:.2f} GB at {context_tokens:,} tokens, against {usable / 1e9:.3g} GB usable per chip" + where,
+            field="gpus",
+        )
     return fits
 
 

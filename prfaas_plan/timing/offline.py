@@ -52,20 +52,32 @@ class OfflineRun:
     output_tokens_per_s: float  # N x O / seconds, per instance
 
 
-def batch_per_iteration(requests_per_group: float, concurrency_per_group: float, input_tokens: int, output_tokens: int,
-                        budget_tokens: int, chunked: bool, mtp_tokens_per_step: float = 1.0) -> np.ndarray:
+def batch_per_iteration(
+    requests_per_group: float,
+    concurrency_per_group: float,
+    input_tokens: int,
+    output_tokens: int,
+    budget_tokens: int,
+    chunked: bool,
+    mtp_tokens_per_step: float = 1.0,
+) -> np.ndarray:
     """Requests decoding in each iteration in one attention group (the module doc's admission rule);
     a request decodes ceil((O - 1) / mtp) steps after its first token."""
     if not chunked and input_tokens > budget_tokens:
-        raise PlanInputError(f"without chunked prefill a pass must hold a whole prompt: {input_tokens:,} tokens is more "
-                             f"than the budget of {budget_tokens:,}", field="prefill_tokens_per_pass")
+        raise PlanInputError(
+            f"without chunked prefill a pass must hold a whole prompt: {input_tokens:,} tokens is more "
+            f"than the budget of {budget_tokens:,}",
+            field="prefill_tokens_per_pass",
+        )
     waiting = float(requests_per_group)
     window = math.ceil((output_tokens - 1) / mtp_tokens_per_step - 1e-9)  # decode iterations after the first token
     query = math.ceil(mtp_tokens_per_step - 1e-9)  # tokens a running request takes of a pass's budget
     most_running = min(concurrency_per_group, budget_tokens / query) if window else concurrency_per_group
     if waiting * (window + 1) / max(most_running, 1e-9) > MAX_ITERATIONS:
-        raise PlanInputError(f"an offline run of these requests takes more than {MAX_ITERATIONS:,} iterations; "
-                             "give fewer requests", field="requests")
+        raise PlanInputError(
+            f"an offline run of these requests takes more than {MAX_ITERATIONS:,} iterations; give fewer requests",
+            field="requests",
+        )
     admitted: list[float] = []
     batch: list[float] = []
     running = 0.0  # admitted in the last `window` iterations: decoding now
@@ -75,8 +87,10 @@ def batch_per_iteration(requests_per_group: float, concurrency_per_group: float,
         if waiting <= 1e-9 and running <= 1e-9:
             break
         if len(batch) >= MAX_ITERATIONS:
-            raise PlanInputError(f"an offline run of these requests takes more than {MAX_ITERATIONS:,} iterations; "
-                                 "give fewer requests", field="requests")
+            raise PlanInputError(
+                f"an offline run of these requests takes more than {MAX_ITERATIONS:,} iterations; give fewer requests",
+                field="requests",
+            )
         room = max(budget_tokens - query * running, 0.0) / input_tokens
         if not chunked:
             room = math.floor(room + 1e-9)
@@ -91,19 +105,39 @@ def batch_per_iteration(requests_per_group: float, concurrency_per_group: float,
     return np.asarray(batch)
 
 
-def offline_run(model: ModelProfile, instance: Instance, layout: Layout, input_tokens: int, output_tokens: int,
-                requests: int, concurrency: int, capacity_s: float, context_tokens: float) -> OfflineRun:
+def offline_run(
+    model: ModelProfile,
+    instance: Instance,
+    layout: Layout,
+    input_tokens: int,
+    output_tokens: int,
+    requests: int,
+    concurrency: int,
+    capacity_s: float,
+    context_tokens: float,
+) -> OfflineRun:
     """The run of the module doc on ``layout`` with at most ``concurrency`` running requests;
     ``capacity_s`` is the instance-seconds of prefill one request costs (saturated passes) and
     decode steps read the KV at ``context_tokens``."""
     groups = layout.dp_attention * layout.replicas
     engine = instance.engine
-    batch = batch_per_iteration(requests / groups, concurrency / groups, input_tokens, output_tokens,
-                                engine.prefill_tokens_per_pass, engine.chunked_prefill, engine.mtp_tokens_per_step)
+    batch = batch_per_iteration(
+        requests / groups,
+        concurrency / groups,
+        input_tokens,
+        output_tokens,
+        engine.prefill_tokens_per_pass,
+        engine.chunked_prefill,
+        engine.mtp_tokens_per_step,
+    )
     sizes, where = np.unique(np.round(batch * groups, 6), return_inverse=True)
     seconds_at, _ = step_cost(model, instance, layout, np.maximum(sizes, 1e-9), context_tokens)
     seconds_at = np.where(sizes > 0, seconds_at, 0.0)
     total = requests * capacity_s + float(seconds_at[where].sum())
-    return OfflineRun(requests=requests, seconds=total, iterations=int(batch.size),
-                      mean_batch_requests=float(batch.mean() * groups),
-                      output_tokens_per_s=requests * output_tokens / total)
+    return OfflineRun(
+        requests=requests,
+        seconds=total,
+        iterations=int(batch.size),
+        mean_batch_requests=float(batch.mean() * groups),
+        output_tokens_per_s=requests * output_tokens / total,
+    )

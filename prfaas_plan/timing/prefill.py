@@ -109,9 +109,19 @@ class RooflinePrefill:
         l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
         budget = engine.chunk_tokens(l)
         chunks = np.ceil(l / budget)
-        parts, longest = _chunked(l, budget, lambda chunk, prefix, which: stage_cost(
-            self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
-            busy_groups=1, prefill=True))
+        parts, longest = _chunked(
+            l,
+            budget,
+            lambda chunk, prefix, which: stage_cost(
+                self.model,
+                self.instance.hardware,
+                layout,
+                engine,
+                prefill_work(self.model, chunk, prefix),
+                busy_groups=1,
+                prefill=True,
+            ),
+        )
         # chunks pipeline through the stages: their sum, plus pp - 1 more stages of the longest
         # chunk (the pipeline fill: the same compute, memory and communication, on the later stages)
         parts = parts.add(longest.scaled(layout.pp - 1))
@@ -131,19 +141,30 @@ class RooflinePrefill:
         mean over the B prompts of the done of the pass that ends each."""
         layout = layout or self.layout
         eff = self.instance.hardware.efficiency
-        passes = batch_passes(self.model, self.instance, layout, input_tokens, batch,
-                              int(self._held(layout, np.array([float(input_tokens)]))[0]))
+        passes = batch_passes(
+            self.model, self.instance, layout, input_tokens, batch, int(self._held(layout, np.array([float(input_tokens)]))[0])
+        )
         t = passes.stage_s
         count = np.arange(1, t.size + 1)
-        done = (np.cumsum(t) + (layout.pp - 1) * np.maximum.accumulate(t)
-                + count * eff.prefill_pass_overhead_s + eff.prefill_overhead_s)
+        done = (
+            np.cumsum(t)
+            + (layout.pp - 1) * np.maximum.accumulate(t)
+            + count * eff.prefill_pass_overhead_s
+            + eff.prefill_overhead_s
+        )
         fixed = float(t.size * eff.prefill_pass_overhead_s + eff.prefill_overhead_s)
         total = passes.total.add(passes.longest.scaled(layout.pp - 1))
         zero = 0.0 * total.total_s
         total = total.add(PassCost(zero, zero, zero, zero + fixed, zero, zero))
-        return BatchPrefill(batch=batch, layout=layout, passes=int(t.size), prompts_per_pass=passes.prompts_per_pass,
-                            seconds=float(done[-1]), mean_first_token_s=float(np.sum(done * passes.ended) / batch),
-                            cost=total)
+        return BatchPrefill(
+            batch=batch,
+            layout=layout,
+            passes=int(t.size),
+            prompts_per_pass=passes.prompts_per_pass,
+            seconds=float(done[-1]),
+            mean_first_token_s=float(np.sum(done * passes.ended) / batch),
+            cost=total,
+        )
 
     def saturated_pass(self, lengths_tokens, layout: Layout | None = None) -> tuple[np.ndarray, np.ndarray, PassCost]:
         """(prompts per pass per attention group, seconds per pass, its split) in a saturated pool."""
@@ -157,8 +178,15 @@ class RooflinePrefill:
         pass_overhead = self.instance.hardware.efficiency.prefill_pass_overhead_s
 
         def cost_of(chunk, prefix, which):
-            cost = stage_cost(self.model, self.instance.hardware, layout, engine, prefill_work(self.model, chunk, prefix),
-                              requests=requests[which], prefill=True)
+            cost = stage_cost(
+                self.model,
+                self.instance.hardware,
+                layout,
+                engine,
+                prefill_work(self.model, chunk, prefix),
+                requests=requests[which],
+                prefill=True,
+            )
             zero = np.zeros_like(chunk)
             return cost.add(PassCost(zero, zero, zero, zero + pass_overhead, zero, zero))
 
@@ -201,8 +229,9 @@ class BatchPasses:
     longest: PassCost  # the stage cost of the longest pass
 
 
-def batch_passes(model: ModelProfile, instance: Instance, layout: Layout, input_tokens: int, batch: int,
-                 held: int = 10**9) -> BatchPasses:
+def batch_passes(
+    model: ModelProfile, instance: Instance, layout: Layout, input_tokens: int, batch: int, held: int = 10**9
+) -> BatchPasses:
     """The passes of B prompts of I tokens started together on ``layout``, P the pass budget.
 
     The B prompts spread over the R replicas and, in each, over g = min(dp_attention, ceil(B / R))
@@ -221,8 +250,16 @@ def batch_passes(model: ModelProfile, instance: Instance, layout: Layout, input_
     width = busy * layout.replicas  # prompts a pass ends per prompt of the busiest group
 
     def cost(tokens, prefix, prompts: int) -> PassCost:
-        return stage_cost(model, instance.hardware, layout, engine, prefill_work(model, tokens, prefix),
-                          requests=float(prompts * busy), busy_groups=busy, prefill=True)
+        return stage_cost(
+            model,
+            instance.hardware,
+            layout,
+            engine,
+            prefill_work(model, tokens, prefix),
+            requests=float(prompts * busy),
+            busy_groups=busy,
+            prefill=True,
+        )
 
     if input_tokens <= budget:
         k = max(1, min(budget // input_tokens, held, per_group))
@@ -289,8 +326,7 @@ def _chunked(l: np.ndarray, budget: int, cost_of) -> tuple[PassCost, PassCost]:
         return last, last
     positions = int(n.max()) - 1
     multi = int(np.argmax(n > 1))  # full chunks are costed as this length's (they are all alike)
-    full = cost_of(np.full(positions, float(budget)), np.arange(positions) * float(budget),
-                   np.full(positions, multi))
+    full = cost_of(np.full(positions, float(budget)), np.arange(positions) * float(budget), np.full(positions, multi))
     fields = list(last.__dataclass_fields__)
     full_parts = {f: np.broadcast_to(getattr(full, f), (positions,)) for f in fields}
     before = n - 1  # full chunks ahead of the last one
@@ -359,8 +395,7 @@ class MeasuredPrefill:
     def prefill_s(self, lengths_tokens) -> np.ndarray:
         xs, pts = self._points()
         ys = np.array([p.prefill_s for p in pts])
-        return _memo(self, "prefill", lengths_tokens,
-                     lambda l: self._interp(l, xs, ys, self.roofline.prefill_s, "prefill"))
+        return _memo(self, "prefill", lengths_tokens, lambda l: self._interp(l, xs, ys, self.roofline.prefill_s, "prefill"))
 
     @property
     def kv_source(self) -> str:
@@ -385,14 +420,17 @@ def measured_for(model: ModelProfile, instance: Instance) -> MeasuredProfile | N
     if measured is None or instance.hardware.calibration is not None:
         return None
     if not is_shipped_profile(instance.hardware):
-        warn(f"hardware '{instance.hardware.name}' differs from the shipped profile of that name, so "
-             f"{model.name}'s measured points for {instance.label} are not used (roofline instead)")
+        warn(
+            f"hardware '{instance.hardware.name}' differs from the shipped profile of that name, so "
+            f"{model.name}'s measured points for {instance.label} are not used (roofline instead)"
+        )
         return None
     return measured
 
 
-def prefill_curve(model: ModelProfile, instance: Instance, source: str = CurveSource.auto,
-                  capacity: str | None = None) -> PrefillCurve:
+def prefill_curve(
+    model: ModelProfile, instance: Instance, source: str = CurveSource.auto, capacity: str | None = None
+) -> PrefillCurve:
     """The prefill curve for a model on an instance.
 
     ``auto`` uses the model's measured points for this hardware and GPU count when it has
@@ -429,8 +467,9 @@ def check_lengths(model: ModelProfile, lengths_tokens: list[int], field: str = "
     for length in lengths_tokens:
         TOKENS.check(length, field)
         if length > model.max_context_tokens:
-            raise PlanInputError(f"{length:,} tokens exceeds {model.name}'s context of {model.max_context_tokens:,} "
-                                 "tokens", field=field)
+            raise PlanInputError(
+                f"{length:,} tokens exceeds {model.name}'s context of {model.max_context_tokens:,} tokens", field=field
+            )
 
 
 @dataclass(frozen=True)
@@ -452,7 +491,4 @@ def kv_table(curve: PrefillCurve, model: ModelProfile, lengths_tokens: list[int]
     lengths = np.asarray(lengths_tokens, dtype=float)
     kv = curve.kv_bytes(lengths)
     t = curve.prefill_s(lengths)
-    return [
-        KvRow(int(l), int(round(k)), float(s), float(bytes_per_s_to_gbps(k / s)))
-        for l, k, s in zip(lengths_tokens, kv, t)
-    ]
+    return [KvRow(int(l), int(round(k)), float(s), float(bytes_per_s_to_gbps(k / s))) for l, k, s in zip(lengths_tokens, kv, t)]

@@ -97,12 +97,23 @@ def _merge(a: Work, b: Work, scale: float) -> Work:
     """One layer's work of ``a`` plus ``scale`` x ``b`` in one pass: the additive terms add, the
     weights (read once) and the kernels are ``a``'s; the sequential steps of a chunked
     linear-attention prefill are the prompt's (``b``): its chunks still run one after another."""
-    return replace(a, **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},
-                   sequential_steps=np.maximum(a.sequential_steps, b.sequential_steps))
+    return replace(
+        a,
+        **{f: getattr(a, f) + scale * getattr(b, f) for f in ADDITIVE},
+        sequential_steps=np.maximum(a.sequential_steps, b.sequential_steps),
+    )
 
 
-def mixed_step_cost(model: ModelProfile, instance: Instance, layout: Layout, decodes: float, context_tokens: float,
-                    chunk_tokens, prefix_tokens, prompts: float = 1.0) -> tuple[np.ndarray, PassCost]:
+def mixed_step_cost(
+    model: ModelProfile,
+    instance: Instance,
+    layout: Layout,
+    decodes: float,
+    context_tokens: float,
+    chunk_tokens,
+    prefix_tokens,
+    prompts: float = 1.0,
+) -> tuple[np.ndarray, PassCost]:
     """(seconds, split) of one step of ``decodes`` running requests (the instance's, at the context)
     plus, in each attention group, ``prompts`` prompts' chunk of ``chunk_tokens`` after
     ``prefix_tokens`` (arrays: one step per chunk); decodes spread as in ``decode.step_cost``,
@@ -120,13 +131,20 @@ def mixed_step_cost(model: ModelProfile, instance: Instance, layout: Layout, dec
     parts = stage_cost(model, instance.hardware, layout, engine, groups).scaled(layout.pp)
     eff = instance.hardware.efficiency
     overhead = max(eff.decode_step_overhead_s, eff.prefill_pass_overhead_s) + engine.step_overhead_s
-    parts = parts.add(PassCost(*(np.zeros_like(chunk),) * 3, np.full(chunk.shape, overhead),
-                               *(np.zeros_like(chunk),) * 2))
+    parts = parts.add(PassCost(*(np.zeros_like(chunk),) * 3, np.full(chunk.shape, overhead), *(np.zeros_like(chunk),) * 2))
     return parts.total_s, parts
 
 
-def load_figures(model: ModelProfile, instance: Instance, layout: Layout, input_tokens: int, output_tokens: int,
-                 concurrency: int, decode_cap: int, context_tokens: float) -> LoadFigures:
+def load_figures(
+    model: ModelProfile,
+    instance: Instance,
+    layout: Layout,
+    input_tokens: int,
+    output_tokens: int,
+    concurrency: int,
+    decode_cap: int,
+    context_tokens: float,
+) -> LoadFigures:
     """The steady state at ``concurrency`` requests in flight on ``layout`` (module doc); at most
     ``decode_cap`` of them decode (the instance's: memory and the engine's batch limit)."""
     engine = instance.engine
@@ -171,7 +189,16 @@ def load_figures(model: ModelProfile, instance: Instance, layout: Layout, input_
     wait_steps = max((c - d) * w / d - n, 0.0)
     ttft = wait_steps * step + float(np.sum(t_pre)) + instance.hardware.efficiency.prefill_overhead_s
     return LoadFigures(
-        concurrency=concurrency, decodes=d * schedulers, prompt_tokens_per_step=arrivals * I * schedulers,
-        prefill_steps=n, mixed_fraction=mixed_fraction, prefill_bound=d < c * w / (w + n) - 1e-9,
-        decode_step_s=t_dec, mixed_step_s=mixed, step_s=step, tpot_s=step / mtp,
-        itl_median_s=(t_dec if mixed_fraction < 0.5 else mixed) / mtp, ttft_s=ttft)
+        concurrency=concurrency,
+        decodes=d * schedulers,
+        prompt_tokens_per_step=arrivals * I * schedulers,
+        prefill_steps=n,
+        mixed_fraction=mixed_fraction,
+        prefill_bound=d < c * w / (w + n) - 1e-9,
+        decode_step_s=t_dec,
+        mixed_step_s=mixed,
+        step_s=step,
+        tpot_s=step / mtp,
+        itl_median_s=(t_dec if mixed_fraction < 0.5 else mixed) / mtp,
+        ttft_s=ttft,
+    )

@@ -57,9 +57,13 @@ MIN_ROWS = math.ceil(2 / (1 - LEVEL) - 1 - 1e-9)  # the fewest rows for a finite
 
 # figure group and orientation of each published kind ('rate': more is faster; 'time': less is)
 KIND_FIGURES = {
-    "prefill_tps": ("prefill", "rate"), "ttft": ("prefill", "time"),
-    "decode_tps": ("decode", "rate"), "tpot": ("decode", "time"), "user_tps": ("decode", "rate"),
-    "e2e_tps": ("e2e", "rate"), "e2e_latency": ("e2e", "time"),
+    "prefill_tps": ("prefill", "rate"),
+    "ttft": ("prefill", "time"),
+    "decode_tps": ("decode", "rate"),
+    "tpot": ("decode", "time"),
+    "user_tps": ("decode", "rate"),
+    "e2e_tps": ("e2e", "rate"),
+    "e2e_latency": ("e2e", "time"),
 }
 GROUPS = ("prefill", "decode", "e2e")
 RESIDUAL_COLUMNS = ("id", "set", "kind", "group", "orientation", "engine", "hardware", "ratio_predicted_over_measured")
@@ -117,8 +121,19 @@ def read_residuals(text: str | None = None) -> tuple[Residual, ...]:
     """The residual rows of ``text`` (CSV of ``RESIDUAL_COLUMNS``), by default the shipped file."""
     if text is None:
         return shipped()
-    return tuple(Residual(r["id"], r["set"], r["kind"], r["group"], r["orientation"], r["engine"], r["hardware"],
-                          float(r["ratio_predicted_over_measured"])) for r in csv.DictReader(io.StringIO(text)))
+    return tuple(
+        Residual(
+            r["id"],
+            r["set"],
+            r["kind"],
+            r["group"],
+            r["orientation"],
+            r["engine"],
+            r["hardware"],
+            float(r["ratio_predicted_over_measured"]),
+        )
+        for r in csv.DictReader(io.StringIO(text))
+    )
 
 
 @lru_cache(maxsize=1)
@@ -146,13 +161,22 @@ def interval(xs: list[float], method: str = METHOD, level: float = LEVEL) -> tup
     return mean - half, mean + half
 
 
-def band(group: str, engine: str = EngineName.generic, residuals: tuple[Residual, ...] | None = None,
-         method: str = METHOD, min_rows: int = MIN_ROWS, exclude: str | None = None) -> Band:
+def band(
+    group: str,
+    engine: str = EngineName.generic,
+    residuals: tuple[Residual, ...] | None = None,
+    method: str = METHOD,
+    min_rows: int = MIN_ROWS,
+    exclude: str | None = None,
+) -> Band:
     """The band of a figure group on an engine (module doc: the cell, else the group, else every
     row); ``exclude`` leaves one row out (by id and set, 'set/id')."""
     rows = [r for r in (read_residuals() if residuals is None else residuals) if f"{r.set}/{r.id}" != exclude]
-    pools = [(f"{group}/{engine}", [r for r in rows if r.group == group and r.engine == engine])] \
-        if engine != EngineName.generic else []
+    pools = (
+        [(f"{group}/{engine}", [r for r in rows if r.group == group and r.engine == engine])]
+        if engine != EngineName.generic
+        else []
+    )
     pools += [(group, [r for r in rows if r.group == group]), ("all", rows)]
     for name, chosen in pools:
         if len(chosen) >= min_rows:
@@ -176,8 +200,7 @@ class LeaveOneOut:
         return widths[n // 2] if n % 2 else math.sqrt(widths[n // 2 - 1] * widths[n // 2])
 
 
-def leave_one_out(residuals: tuple[Residual, ...] | None = None, method: str = METHOD,
-                  min_rows: int = MIN_ROWS) -> LeaveOneOut:
+def leave_one_out(residuals: tuple[Residual, ...] | None = None, method: str = METHOD, min_rows: int = MIN_ROWS) -> LeaveOneOut:
     """Each row against the band of its group and engine computed without it."""
     rows = read_residuals() if residuals is None else residuals
     out = []

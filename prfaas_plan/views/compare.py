@@ -13,15 +13,47 @@ from ..report import Column, Report
 from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json, under_slo_ratio
 from .uncertainty import WHAT
 
-METRIC_CSV = ("rank", "pareto", "status", "reason", "objective", "capacity_rps", "lambda_max_rps", "goodput_rps",
-              "threshold_tokens", "n_prfaas", "n_p", "n_d", "gpus_total", "usd_per_hour",
-              "usd_per_hour_is_lower_bound", "operating_rate_rps",
-              "ttft_p90_s", "tpot_ms", "link_utilisation_at_capacity", "link_utilisation_at_operating_rate",
-              "usd_per_hour_operating", "usd_per_mtok_output",
-              "usd_per_mtok_blended", "power_kw", "counted_power_kw", "joules_per_output_token", "link_usd_per_hour", "binding",
-              "ratio_vs_homogeneous", "capacity_low_rps", "capacity_high_rps", "lambda_max_low_rps",
-              "lambda_max_high_rps", "usd_per_mtok_output_low", "usd_per_mtok_output_high", "versus_best",
-              "distinguishable_from_best", "shares_error_with_best", "notes")
+METRIC_CSV = (
+    "rank",
+    "pareto",
+    "status",
+    "reason",
+    "objective",
+    "capacity_rps",
+    "lambda_max_rps",
+    "goodput_rps",
+    "threshold_tokens",
+    "n_prfaas",
+    "n_p",
+    "n_d",
+    "gpus_total",
+    "usd_per_hour",
+    "usd_per_hour_is_lower_bound",
+    "operating_rate_rps",
+    "ttft_p90_s",
+    "tpot_ms",
+    "link_utilisation_at_capacity",
+    "link_utilisation_at_operating_rate",
+    "usd_per_hour_operating",
+    "usd_per_mtok_output",
+    "usd_per_mtok_blended",
+    "power_kw",
+    "counted_power_kw",
+    "joules_per_output_token",
+    "link_usd_per_hour",
+    "binding",
+    "ratio_vs_homogeneous",
+    "capacity_low_rps",
+    "capacity_high_rps",
+    "lambda_max_low_rps",
+    "lambda_max_high_rps",
+    "usd_per_mtok_output_low",
+    "usd_per_mtok_output_high",
+    "versus_best",
+    "distinguishable_from_best",
+    "shares_error_with_best",
+    "notes",
+)
 
 
 def _round(value, digits: int = 6):
@@ -32,32 +64,56 @@ def option_row(rank: int | None, r, pareto: bool, objective: str, verdict=None) 
     """One option as a flat row (identity, then metrics with units in the keys; ``verdict``: the
     option against the best, ``planner.uncertainty.versus_best``)."""
     ident = dict.fromkeys(IDENTITY_CSV)
-    ident.update({"scenario": None, "prfaas_hardware": r.option.prfaas, "pd_hardware": r.option.pd,
-                  "pd_decode_hardware": r.option.pd_decode, "model": r.option.model, "link_gbps": r.option.link_gbps})
+    ident.update(
+        {
+            "scenario": None,
+            "prfaas_hardware": r.option.prfaas,
+            "pd_hardware": r.option.pd,
+            "pd_decode_hardware": r.option.pd_decode,
+            "model": r.option.model,
+            "link_gbps": r.option.link_gbps,
+        }
+    )
     if r.identity:
         ident.update(r.identity)
     cost = tco_json(r.tco) if r.tco is not None else {}
     span = r.capacity_range_rps
     return {
-        **ident, "option": r.option.label, "rank": rank, "pareto": pareto if r.feasible else None,
-        "status": "ok" if r.feasible else r.failure, "reason": r.reason, "objective": objective,
-        "capacity_rps": _round(r.capacity_rps), "lambda_max_rps": _round(r.lambda_max_rps),
-        "goodput_rps": _round(r.goodput_rps), "threshold_tokens": r.threshold_tokens, "n_prfaas": r.n_prfaas,
-        "n_p": r.n_p, "n_d": r.n_d, "gpus_total": sum(r.gpus.values()) if r.feasible else None,
+        **ident,
+        "option": r.option.label,
+        "rank": rank,
+        "pareto": pareto if r.feasible else None,
+        "status": "ok" if r.feasible else r.failure,
+        "reason": r.reason,
+        "objective": objective,
+        "capacity_rps": _round(r.capacity_rps),
+        "lambda_max_rps": _round(r.lambda_max_rps),
+        "goodput_rps": _round(r.goodput_rps),
+        "threshold_tokens": r.threshold_tokens,
+        "n_prfaas": r.n_prfaas,
+        "n_p": r.n_p,
+        "n_d": r.n_d,
+        "gpus_total": sum(r.gpus.values()) if r.feasible else None,
         "usd_per_hour": _round(r.usd_per_hour, 4),
         "usd_per_hour_is_lower_bound": None if r.tco is None else r.tco.usd_per_hour_is_lower_bound,
         "operating_rate_rps": _round(r.operating_rate_rps),
-        "ttft_p90_s": _round(r.ttft_p90_s, 4), "tpot_ms": _round(r.tpot_ms, 4),
+        "ttft_p90_s": _round(r.ttft_p90_s, 4),
+        "tpot_ms": _round(r.tpot_ms, 4),
         "link_utilisation_at_capacity": _round(r.link_utilisation_at_capacity),
         "link_utilisation_at_operating_rate": _round(r.link_utilisation_at_operating_rate),
         "usd_per_hour_operating": cost.get("usd_per_hour"),
-        "usd_per_mtok_output": cost.get("usd_per_mtok_output"), "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
-        "power_kw": cost.get("power_kw"), "counted_power_kw": cost.get("counted_power_kw"),
+        "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
+        "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
+        "power_kw": cost.get("power_kw"),
+        "counted_power_kw": cost.get("counted_power_kw"),
         "joules_per_output_token": cost.get("joules_per_output_token"),
-        "link_usd_per_hour": cost.get("link_usd_per_hour"), "binding": r.binding,
+        "link_usd_per_hour": cost.get("link_usd_per_hour"),
+        "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
-        "capacity_low_rps": _round(span[0] if span else None), "capacity_high_rps": _round(span[1] if span else None),
-        "lambda_max_low_rps": _round(r.lambda_low_rps), "lambda_max_high_rps": _round(r.lambda_high_rps),
+        "capacity_low_rps": _round(span[0] if span else None),
+        "capacity_high_rps": _round(span[1] if span else None),
+        "lambda_max_low_rps": _round(r.lambda_low_rps),
+        "lambda_max_high_rps": _round(r.lambda_high_rps),
         "usd_per_mtok_output_low": _round(r.usd_per_mtok_output_low),
         "usd_per_mtok_output_high": _round(r.usd_per_mtok_output_high),
         "versus_best": None if verdict is None else verdict.text,
@@ -95,16 +151,21 @@ def front_note(comparison) -> str:
     """What ``*`` means: the front's criteria (``planner.compare.front_criteria``) and why one is left out."""
     names = [CRITERIA_NAMES[c] for c in comparison.front]
     where = "at the target rate" if comparison.objective == "min_cost" else "at each option's operating rate"
-    text = f"* marks the Pareto front over {', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else \
-        f"* marks the Pareto front over {names[0]}"
+    text = (
+        f"* marks the Pareto front over {', '.join(names[:-1])} and {names[-1]}"
+        if len(names) > 1
+        else f"* marks the Pareto front over {names[0]}"
+    )
     text += f" {where} (no other feasible option is as good on each and better on one)"
     if comparison.objective == "min_cost":
         text += "; every option serves the target, so Λ_max above it is not counted"
     unpriced = comparison.unpriced
     if unpriced and comparison.feasible:
         labels = [r.option.label for r in unpriced]
-        text += (f"; $/hour is left out of the front because {len(labels)} option"
-                 f"{' has' if len(labels) == 1 else 's have'} no price ({', '.join(labels)})")
+        text += (
+            f"; $/hour is left out of the front because {len(labels)} option"
+            f"{' has' if len(labels) == 1 else 's have'} no price ({', '.join(labels)})"
+        )
     return text
 
 
@@ -124,13 +185,15 @@ def _usd_cell(row: dict, key: str, digits: int) -> str:
     return ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{value:,.{digits}f}"
 
 
-RANGE_NOTE = (f"ranges: low .. high at the ends of the instance model's band ({WHAT}; every pool of an option at its "
-              "low end, then at its high end, together); vs best: not distinguishable when the option's range of what "
-              "the ranking counts (req/s, or $/Mtok for min_cost) overlaps the best's ('no range' where a rate is "
-              "measured or calibrated on measured points); options that differ only in counts, link or prices (the "
-              "same model, workload, and hardware, chips, layout, engine and band in every pool) share that error, "
-              "which cancels in their ratio, so their difference is more certain than their ranges suggest "
-              "('shared error')")
+RANGE_NOTE = (
+    f"ranges: low .. high at the ends of the instance model's band ({WHAT}; every pool of an option at its "
+    "low end, then at its high end, together); vs best: not distinguishable when the option's range of what "
+    "the ranking counts (req/s, or $/Mtok for min_cost) overlaps the best's ('no range' where a rate is "
+    "measured or calibrated on measured points); options that differ only in counts, link or prices (the "
+    "same model, workload, and hardware, chips, layout, engine and band in every pool) share that error, "
+    "which cancels in their ratio, so their difference is more certain than their ranges suggest "
+    "('shared error')"
+)
 
 
 def _span(low: float | None, high: float | None, digits: int) -> str:
@@ -141,8 +204,9 @@ def _span(low: float | None, high: float | None, digits: int) -> str:
 def compare_view(comparison) -> Report:
     rows = compare_rows(comparison)
     for row in rows:
-        row["pools"] = " / ".join(str(row[k]) for k in ("prfaas_hardware", "pd_hardware", "pd_decode_hardware")
-                                  if row[k] is not None)
+        row["pools"] = " / ".join(
+            str(row[k]) for k in ("prfaas_hardware", "pd_hardware", "pd_decode_hardware") if row[k] is not None
+        )
         row["chips"] = _chips(row)  # also on an option not planned, where its chips are known
         row["counts"] = "-" if row["n_p"] is None else f"{row['n_prfaas']}/{row['n_p']}/{row['n_d']}"
         row["front"] = "*" if row["pareto"] else "-"
@@ -152,8 +216,15 @@ def compare_view(comparison) -> Report:
         row["usd_mtok_range"] = _span(row["usd_per_mtok_output_low"], row["usd_per_mtok_output_high"], 3)
     # no $ columns when no option has a price (rather than a column of blanks next to "ok")
     priced = any(row["usd_per_hour"] is not None for row in rows)
-    priced_columns = [Column("usd_h", "$/h", justify="right"), Column("usd_mtok", "$/Mtok out", justify="right"),
-                      Column("usd_mtok_range", "$/Mtok range", justify="right")] if priced else []
+    priced_columns = (
+        [
+            Column("usd_h", "$/h", justify="right"),
+            Column("usd_mtok", "$/Mtok out", justify="right"),
+            Column("usd_mtok_range", "$/Mtok range", justify="right"),
+        ]
+        if priced
+        else []
+    )
     served = "goodput" if any(r.goodput_rps is not None for r in comparison.results) else "Λ_max"
     columns = [
         Column("rank", "#", lambda v: "-" if v is None else str(v), keep=True),
@@ -173,22 +244,29 @@ def compare_view(comparison) -> Report:
     ]
     csv_columns = [Column(k, k) for k in (*IDENTITY_CSV, "option", *METRIC_CSV, *SOURCE_KEYS)]
     ranked = "least provisioned $/hour" if comparison.objective == "min_cost" else f"most req/s ({served})"
-    notes = [f"ranked by {ranked}; {front_note(comparison)}",
-             "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
-             "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)" if priced else
-             "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
-             "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)"]
+    notes = [
+        f"ranked by {ranked}; {front_note(comparison)}",
+        "$/h: provisioned (capital or rental + power at full load + committed link); $/Mtok out, TTFT and kW at "
+        "each option's operating rate (target rate, SLO goodput, or operating_load x Λ_max)"
+        if priced
+        else "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
+        "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)",
+    ]
     notes.append(RANGE_NOTE)
     if served == "goodput":
         notes.append(under_slo_ratio("ratio_vs_homogeneous (CSV, JSON)"))
     partial = [row["option"] for row in rows if row["power_kw"] is None and row["counted_power_kw"] is not None]
     if partial:
-        notes.append("kW '≥ x': a pool's hardware has no tdp_w, so its power is not known; x is the power of the "
-                     f"other pools, a lower bound ({', '.join(partial)})")
+        notes.append(
+            "kW '≥ x': a pool's hardware has no tdp_w, so its power is not known; x is the power of the "
+            f"other pools, a lower bound ({', '.join(partial)})"
+        )
     low = [row["option"] for row in rows if row["usd_per_hour_is_lower_bound"] and row["usd_per_hour"] is not None]
     if low:
-        notes.append("$ '≥ x': a pool's power is billed but its hardware has no tdp_w, so that power is counted as "
-                     f"$0 and x is a lower bound ({', '.join(low)})")
+        notes.append(
+            "$ '≥ x': a pool's power is billed but its hardware has no tdp_w, so that power is counted as "
+            f"$0 and x is a lower bound ({', '.join(low)})"
+        )
     shared: dict[str, list[str]] = {}
     for row in rows:
         if row["status"] != "ok":
@@ -199,15 +277,20 @@ def compare_view(comparison) -> Report:
         notes.append(f"{note} ({'every option' if len(options) == len(rows) else ', '.join(options)})")
     failed = sum(r["status"] != "ok" for r in rows)
     basis = str(comparison.basis)
-    said = {"model": "every pool on the instance model, calibrated where its own hardware has measured points",
-            "as-given": "the scenario's measurements where it has them, as plan uses them"}[basis]
+    said = {
+        "model": "every pool on the instance model, calibrated where its own hardware has measured points",
+        "as-given": "the scenario's measurements where it has them, as plan uses them",
+    }[basis]
     sources = sources_view(rows, f"Sources (basis {basis}: {said})", [SOURCES_NOTE])
     return Report(
         title=f"Compare: {comparison.name} ({len(rows)} option{'s' if len(rows) != 1 else ''}, "
-              f"{len(rows) - failed} feasible; "
-              f"objective {comparison.objective})",
-        columns=columns, rows=rows, csv_columns=csv_columns,
-        meta={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis}, notes=notes,
-        json_doc={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis,
-                  "options": rows}, sections=[sources],
+        f"{len(rows) - failed} feasible; "
+        f"objective {comparison.objective})",
+        columns=columns,
+        rows=rows,
+        csv_columns=csv_columns,
+        meta={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis},
+        notes=notes,
+        json_doc={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis, "options": rows},
+        sections=[sources],
     )

@@ -43,7 +43,8 @@ def budget_row(b: Budget) -> dict:
 # the figures of an estimate's row: (name, unit, Estimate figure, scale, per GPU, digits); the key is
 # name + unit, and name + "_low" + unit and name + "_high" + unit its range (``Estimate.range_of``)
 ROW_FIGURES = (
-    ("ttft", "_s", "ttft_s", 1.0, False, 6), ("tpot", "_ms", "tpot_s", 1e3, False, 4),
+    ("ttft", "_s", "ttft_s", 1.0, False, 6),
+    ("tpot", "_ms", "tpot_s", 1e3, False, 4),
     ("prefill", "_tokens_per_s", "prefill_tokens_per_s", 1.0, False, 3),
     ("prefill", "_tokens_per_s_per_gpu", "prefill_tokens_per_s", 1.0, True, 3),
     ("decode", "_tokens_per_s", "decode_tokens_per_s", 1.0, False, 3),
@@ -53,13 +54,20 @@ ROW_FIGURES = (
     ("e2e_output", "_tokens_per_s_per_gpu", "e2e_output_tokens_per_s", 1.0, True, 3),
     ("e2e_steady_output", "_tokens_per_s", "e2e_steady_output_tokens_per_s", 1.0, False, 3),
     ("e2e_latency", "_s", "e2e_latency_s", 1.0, False, 4),
-    ("ttft_at_load", "_s", "ttft_at_load_s", 1.0, False, 6), ("tpot_at_load", "_ms", "tpot_at_load_s", 1e3, False, 4),
-    ("batch_prefill", "_s", "batch_prefill_s", 1.0, False, 4), ("batch_ttft", "_s", "batch_ttft_s", 1.0, False, 4),
+    ("ttft_at_load", "_s", "ttft_at_load_s", 1.0, False, 6),
+    ("tpot_at_load", "_ms", "tpot_at_load_s", 1e3, False, 4),
+    ("batch_prefill", "_s", "batch_prefill_s", 1.0, False, 4),
+    ("batch_ttft", "_s", "batch_ttft_s", 1.0, False, 4),
 )
-RANGE_SHOWN = (("TTFT (s)", "ttft", "_s"), ("TPOT (ms)", "tpot", "_ms"),
-               ("prefill tok/s/GPU", "prefill", "_tokens_per_s_per_gpu"), ("decode tok/s/GPU", "decode", "_tokens_per_s_per_gpu"),
-               ("tok/s/user", "per_user", "_tokens_per_s"), ("e2e tok/s/GPU", "e2e_output", "_tokens_per_s_per_gpu"),
-               ("e2e latency (s)", "e2e_latency", "_s"))
+RANGE_SHOWN = (
+    ("TTFT (s)", "ttft", "_s"),
+    ("TPOT (ms)", "tpot", "_ms"),
+    ("prefill tok/s/GPU", "prefill", "_tokens_per_s_per_gpu"),
+    ("decode tok/s/GPU", "decode", "_tokens_per_s_per_gpu"),
+    ("tok/s/user", "per_user", "_tokens_per_s"),
+    ("e2e tok/s/GPU", "e2e_output", "_tokens_per_s_per_gpu"),
+    ("e2e latency (s)", "e2e_latency", "_s"),
+)
 
 
 def _figures(e: Estimate) -> dict:
@@ -76,19 +84,39 @@ def _figures(e: Estimate) -> dict:
 
 def uncertainty_json(e: Estimate) -> dict:
     """The band of each figure group: factors on the predicted speed and the rows they come from."""
-    return {"engine": e.engine, "level": LEVEL, **{group: {"low_factor": round(b.low, 6), "high_factor": round(b.high, 6),
-                                                           "pool": b.pool, "rows": b.rows, "method": b.method}
-                                                   for group, b in e.bands.items()}}
+    return {
+        "engine": e.engine,
+        "level": LEVEL,
+        **{
+            group: {
+                "low_factor": round(b.low, 6),
+                "high_factor": round(b.high, 6),
+                "pool": b.pool,
+                "rows": b.rows,
+                "method": b.method,
+            }
+            for group, b in e.bands.items()
+        },
+    }
 
 
 def range_rows(e: Estimate, row: dict) -> list[dict]:
     """One row per figure shown: its low, the model's figure and its high (the JSON row's), and the
     residuals behind its band."""
     groups = {name + unit: ESTIMATE_FIGURES[figure][0] for name, unit, figure, *_ in ROW_FIGURES}
-    return [{"figure": label, "key": name + unit, "low": row[f"{name}_low{unit}"], "value": row[name + unit],
-             "high": row[f"{name}_high{unit}"], "group": groups[name + unit], "pool": e.bands[groups[name + unit]].pool,
-             "rows": e.bands[groups[name + unit]].rows}
-            for label, name, unit in RANGE_SHOWN]
+    return [
+        {
+            "figure": label,
+            "key": name + unit,
+            "low": row[f"{name}_low{unit}"],
+            "value": row[name + unit],
+            "high": row[f"{name}_high{unit}"],
+            "group": groups[name + unit],
+            "pool": e.bands[groups[name + unit]].pool,
+            "rows": e.bands[groups[name + unit]].rows,
+        }
+        for label, name, unit in RANGE_SHOWN
+    ]
 
 
 def _shown(value: float) -> str:
@@ -97,18 +125,26 @@ def _shown(value: float) -> str:
 
 
 def range_view(rows: list[dict]) -> Report:
-    return Report(title=f"Range of each figure ({LEVEL:.0%} empirical interval from published measurements; not a "
-                        "guarantee)",
-                  columns=[Column("figure", "figure", keep=True), Column("low", "low", _shown),
-                           Column("value", "model", _shown), Column("high", "high", _shown),
-                           Column("group", "group", justify="left"), Column("pool", "residuals", justify="left"),
-                           Column("rows", "rows", fmt_int)], rows=rows)
+    return Report(
+        title=f"Range of each figure ({LEVEL:.0%} empirical interval from published measurements; not a guarantee)",
+        columns=[
+            Column("figure", "figure", keep=True),
+            Column("low", "low", _shown),
+            Column("value", "model", _shown),
+            Column("high", "high", _shown),
+            Column("group", "group", justify="left"),
+            Column("pool", "residuals", justify="left"),
+            Column("rows", "rows", fmt_int),
+        ],
+        rows=rows,
+    )
 
 
 def estimate_view(e: Estimate) -> Report:
     row = {
-        **instance_identity(e.model, e.decode_capacity.hardware, e.gpus, prefill_layout=e.prefill.layout,
-                            decode_layout=e.decode.layout),
+        **instance_identity(
+            e.model, e.decode_capacity.hardware, e.gpus, prefill_layout=e.prefill.layout, decode_layout=e.decode.layout
+        ),
         "input_tokens": e.input_tokens,
         "output_tokens": e.output_tokens,
         "concurrency_requests": e.concurrency,
@@ -127,13 +163,16 @@ def estimate_view(e: Estimate) -> Report:
         f"decode: {e.concurrency:,} running requests ({e.concurrency_source}; memory holds {d.bs_max_memory:,} with "
         f"each request's KV reserved for input + output) at a mean context of {d.context_tokens:,} tokens, on "
         f"{e.decode.layout.label}; weights {d.weight_bytes / 1e9:,.1f} GB per chip",
-        "e2e: offline, prefill and decode on the same chips (both on the decode layout); " + (
-            "steady state (give --requests for a run of that many)" if e.offline is None else
-            f"a run of {e.offline.requests:,} requests queued at once: {e.offline.seconds:,.1f} s over "
+        "e2e: offline, prefill and decode on the same chips (both on the decode layout); "
+        + (
+            "steady state (give --requests for a run of that many)"
+            if e.offline is None
+            else f"a run of {e.offline.requests:,} requests queued at once: {e.offline.seconds:,.1f} s over "
             f"{e.offline.iterations:,} iterations at a mean of {e.offline.mean_batch_requests:,.0f} running "
-            f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)")
+            f"({e.per_gpu(e.e2e_steady_output_tokens_per_s):,.0f} tok/s/GPU in the steady state)"
+        )
         + f"; latency of the {e.concurrency:,} requests started together = their whole prefill "
-          f"({e.batch_prefill_s:,.2f} s, on {e.decode.layout.label}, the chips that decode it) + (output - 1) x TPOT",
+        f"({e.batch_prefill_s:,.2f} s, on {e.decode.layout.label}, the chips that decode it) + (output - 1) x TPOT",
         f"at load: {e.load.concurrency:,} in flight, a new request admitted as one ends, its prompt's chunks mixed into "
         f"the running decodes' steps (timing.serving): TTFT {e.ttft_at_load_s:,.3f} s, mean TPOT "
         f"{e.tpot_at_load_s * 1e3:,.2f} ms ({e.load.decodes:,.1f} decoding, {e.load.mixed_fraction:.1%} of steps carry "
@@ -144,8 +183,10 @@ def estimate_view(e: Estimate) -> Report:
         "time budget: the parts of one pass add up to its time; 'binds' is the largest part; 'first token' is "
         "one prompt alone (the TTFT, its pipeline fill counted in the parts of its stages)",
     ]
-    notes.append(f"KV cache in {e.kv_dtype} (the precision given, else the engine's choice for a re-quantised "
-                 "checkpoint, else the model's own)")
+    notes.append(
+        f"KV cache in {e.kv_dtype} (the precision given, else the engine's choice for a re-quantised "
+        "checkpoint, else the model's own)"
+    )
     if e.engine != "generic":
         notes.append(f"engine: {e.engine} (its defaults and its sourced kernel multipliers, timing/engines/{e.engine}.yaml)")
     budget = Report(title="Time budget of one pass", columns=BUDGET_COLUMNS, rows=budgets)

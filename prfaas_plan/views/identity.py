@@ -11,8 +11,17 @@ from __future__ import annotations
 
 from ..report import Column
 
-IDENTITY_CSV = ("scenario", "model", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_hardware",
-                "pd_gpus_per_instance", "pd_decode_hardware", "pd_decode_gpus_per_instance", "link_gbps")
+IDENTITY_CSV = (
+    "scenario",
+    "model",
+    "prfaas_hardware",
+    "prfaas_gpus_per_instance",
+    "pd_hardware",
+    "pd_gpus_per_instance",
+    "pd_decode_hardware",
+    "pd_decode_gpus_per_instance",
+    "link_gbps",
+)
 INSTANCE_IDENTITY = ("model", "hardware", "gpus_per_instance")
 
 
@@ -20,8 +29,12 @@ def instance_identity(model: str, hardware: str, gpus: int, **layouts) -> dict:
     """The identity of one instance: model, hardware profile, chips per instance, and ``layouts``
     (``layout=...``, or ``prefill_layout=..., decode_layout=...``; a ``Layout`` or None, written as
     its label)."""
-    return {"model": model, "hardware": hardware, "gpus_per_instance": gpus,
-            **{k: None if v is None else getattr(v, "label", v) for k, v in layouts.items()}}
+    return {
+        "model": model,
+        "hardware": hardware,
+        "gpus_per_instance": gpus,
+        **{k: None if v is None else getattr(v, "label", v) for k, v in layouts.items()},
+    }
 
 
 def identified(ident: dict, rows: list[dict]) -> list[dict]:

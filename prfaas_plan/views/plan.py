@@ -21,9 +21,13 @@ from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
 from .uncertainty import plan_range_details, plan_uncertainty_json
 
-_LABELS = {DeploymentName.prfaas_pd: "PrfaaS-PD", DeploymentName.homogeneous: "homogeneous",
-           DeploymentName.homogeneous_equal_cost: "homog. equal-$", DeploymentName.naive_heterogeneous: "naive heterog.",
-           "prfaas_pd @ operating": "PrfaaS-PD @ op."}
+_LABELS = {
+    DeploymentName.prfaas_pd: "PrfaaS-PD",
+    DeploymentName.homogeneous: "homogeneous",
+    DeploymentName.homogeneous_equal_cost: "homog. equal-$",
+    DeploymentName.naive_heterogeneous: "naive heterog.",
+    "prfaas_pd @ operating": "PrfaaS-PD @ op.",
+}
 # the human wording of stages and pools, the same in tables and text (CSV and JSON keep the enum values)
 _BOUND_LABELS = {Bound.prfaas_compute: "PrfaaS", Bound.link: "link", Bound.pd_prefill: "PD-P", Bound.pd_decode: "PD-D"}
 _POOL_LABELS = {"prfaas": "PrfaaS", "pd": "PD", "pd_prefill": "PD-P", "pd_decode": "PD-D"}  # Role and cost-pool names
@@ -65,32 +69,57 @@ _SOURCE_TEXT = {"measured": "measured curve", "calibrated": "roofline (calibrate
 
 def sources_view(rows: list[dict], title: str, notes: list[str]) -> Report:
     """Which curve and rate sized each pool, one row per plan or option (``planner.basis.sources``)."""
+
     def pair(source_key: str, capacity_key: str):
-        return lambda row: "-" if row.get(source_key) is None else \
-            f"{row[source_key]}, {str(row[capacity_key]).replace('_', ' ')}"
+        return lambda row: (
+            "-" if row.get(source_key) is None else f"{row[source_key]}, {str(row[capacity_key]).replace('_', ' ')}"
+        )
 
     shown = []
     for row in rows:
-        shown.append({**row, "prfaas_prefill": pair("prfaas_prefill_source", "prfaas_prefill_capacity")(row),
-                      "pd_prefill": pair("pd_prefill_source", "pd_prefill_capacity")(row)})
+        shown.append(
+            {
+                **row,
+                "prfaas_prefill": pair("prfaas_prefill_source", "prfaas_prefill_capacity")(row),
+                "pd_prefill": pair("pd_prefill_source", "pd_prefill_capacity")(row),
+            }
+        )
     text = lambda v: "-" if v is None else str(v)  # noqa: E731
-    first = [c for c in (Column("rank", "#", text, keep=True),
-                         Column("pools", "PrfaaS / PD / decode", text, justify="left", keep=True))
-             if c.key in rows[0]] if rows else []
-    return Report(title=title, columns=[
-        *first, Column("prfaas_prefill", "PrfaaS prefill", text, justify="left"),
-        Column("prfaas_layout", "PrfaaS layout", text, justify="left"),
-        Column("pd_prefill", "PD prefill", text, justify="left"), Column("pd_layout", "PD layout", text, justify="left"),
-        Column("decode_source", "decode", text, justify="left"),
-        Column("decode_layout", "decode layout", text, justify="left"),
-    ], rows=shown, notes=notes)
+    first = (
+        [
+            c
+            for c in (
+                Column("rank", "#", text, keep=True),
+                Column("pools", "PrfaaS / PD / decode", text, justify="left", keep=True),
+            )
+            if c.key in rows[0]
+        ]
+        if rows
+        else []
+    )
+    return Report(
+        title=title,
+        columns=[
+            *first,
+            Column("prfaas_prefill", "PrfaaS prefill", text, justify="left"),
+            Column("prfaas_layout", "PrfaaS layout", text, justify="left"),
+            Column("pd_prefill", "PD prefill", text, justify="left"),
+            Column("pd_layout", "PD layout", text, justify="left"),
+            Column("decode_source", "decode", text, justify="left"),
+            Column("decode_layout", "decode layout", text, justify="left"),
+        ],
+        rows=shown,
+        notes=notes,
+    )
 
 
-SOURCES_NOTE = ("prefill: measured (the points, PCHIP), calibrated (the roofline fitted to measured points of that "
-                "hardware) or roofline; capacity per request (N / T_prefill) or saturated (batched passes); decode: "
-                "scenario (its measured rate), calibrated (the roofline's steps scaled to a measured rate), measured "
-                "(the model profile's) or roofline; layout: the one a roofline or calibrated curve is computed on, and "
-                "for a measured curve (shape L) the one whose roofline shapes the curve around its points")
+SOURCES_NOTE = (
+    "prefill: measured (the points, PCHIP), calibrated (the roofline fitted to measured points of that "
+    "hardware) or roofline; capacity per request (N / T_prefill) or saturated (batched passes); decode: "
+    "scenario (its measured rate), calibrated (the roofline's steps scaled to a measured rate), measured "
+    "(the model profile's) or roofline; layout: the one a roofline or calibrated curve is computed on, and "
+    "for a measured curve (shape L) the one whose roofline shapes the curve around its points"
+)
 
 
 def _shape_notes(inputs) -> list[str]:
@@ -103,10 +132,12 @@ def _shape_notes(inputs) -> list[str]:
             continue
         lay = roofline.layout.label
         how = layout_chosen(pool.instance.layout is not None, str(roofline.capacity))
-        out.append(f"{_pool_label(pool.role)} layout shape {lay}: the curve is the measured points on "
-                   f"{pool.instance.label}; {lay} is the layout whose roofline shapes it around them ({how}), which "
-                   "says nothing of how they were measured; kv, choosing for one prompt alone, may name another "
-                   "layout for the same points")
+        out.append(
+            f"{_pool_label(pool.role)} layout shape {lay}: the curve is the measured points on "
+            f"{pool.instance.label}; {lay} is the layout whose roofline shapes it around them ({how}), which "
+            "says nothing of how they were measured; kv, choosing for one prompt alone, may name another "
+            "layout for the same points"
+        )
     return out
 
 
@@ -132,10 +163,20 @@ def tco_json(tco) -> dict:
         "power_not_counted": list(tco.power_not_counted),
         "joules_per_output_token": _opt(tco.joules_per_output_token, 4),
         "joules_per_token": _opt(tco.joules_per_token, 4),
-        "pools": [{"role": p.role, "hardware": p.hardware, "instances": p.instances, "chips": p.chips,
-                   "busy": round(p.busy, 6), "basis": p.basis, "capital_usd_per_hour": _opt(p.capital_usd_per_hour, 4),
-                   "power_usd_per_hour": round(p.power_usd_per_hour, 4), "power_kw": _opt(p.power_kw, 4)}
-                  for p in tco.pools],
+        "pools": [
+            {
+                "role": p.role,
+                "hardware": p.hardware,
+                "instances": p.instances,
+                "chips": p.chips,
+                "busy": round(p.busy, 6),
+                "basis": p.basis,
+                "capital_usd_per_hour": _opt(p.capital_usd_per_hour, 4),
+                "power_usd_per_hour": round(p.power_usd_per_hour, 4),
+                "power_kw": _opt(p.power_kw, 4),
+            }
+            for p in tco.pools
+        ],
     }
 
 
@@ -196,34 +237,53 @@ def plan_json(result) -> dict:
         "operating": operating_json(result),
         "uncertainty": plan_uncertainty_json(result),
         "baselines": {
-            name: {"threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
-                   "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
-                   "n_prfaas": b.n_prfaas, "n_p": b.n_p, "n_d": b.n_d, "lambda_max_rps": round(b.lambda_max, 6),
-                   "goodput_rps": _goodput(result, name),
-                   "binding": b.binding, "egress_gbps": round(b.egress_gbps, 4),
-                   "link_utilisation_at_capacity": _opt(b.link_utilisation, 6),
-                   "usd_per_hour": _opt(b.usd_per_hour, 2),
-                   "usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, b.n_prfaas, b.n_p, b.n_d)),
-                   "ratio_vs_homogeneous": _opt(result.ratio(name), 6)}
+            name: {
+                "threshold_tokens": 0.0 if name == DeploymentName.naive_heterogeneous else None,
+                "p": 1.0 if name == DeploymentName.naive_heterogeneous else 0.0,
+                "n_prfaas": b.n_prfaas,
+                "n_p": b.n_p,
+                "n_d": b.n_d,
+                "lambda_max_rps": round(b.lambda_max, 6),
+                "goodput_rps": _goodput(result, name),
+                "binding": b.binding,
+                "egress_gbps": round(b.egress_gbps, 4),
+                "link_utilisation_at_capacity": _opt(b.link_utilisation, 6),
+                "usd_per_hour": _opt(b.usd_per_hour, 2),
+                "usd_per_hour_is_lower_bound": bool(power_unpriced_pools(inputs, b.n_prfaas, b.n_p, b.n_d)),
+                "ratio_vs_homogeneous": _opt(result.ratio(name), 6),
+            }
             for name, b in result.baselines.items()
         },
-        "ratios_vs_homogeneous": {name: _opt(result.ratio(name), 6) for name in (
-            DeploymentName.prfaas_pd, DeploymentName.naive_heterogeneous)
-            if name == DeploymentName.prfaas_pd or name in result.baselines},
-        "link": {"bandwidth_gbps": round(link.bandwidth_gbps, 6), "usable_gbps": round(link.usable_gbps, 6),
-                 "usable_fraction": link.usable_fraction, "rtt_ms": round(link.rtt_s * 1000, 6)},
-        "cache": None if result.cache is None else {k: round(v, 6) if isinstance(v, float) else v
-                                                     for k, v in result.cache.items()},
+        "ratios_vs_homogeneous": {
+            name: _opt(result.ratio(name), 6)
+            for name in (DeploymentName.prfaas_pd, DeploymentName.naive_heterogeneous)
+            if name == DeploymentName.prfaas_pd or name in result.baselines
+        },
+        "link": {
+            "bandwidth_gbps": round(link.bandwidth_gbps, 6),
+            "usable_gbps": round(link.usable_gbps, 6),
+            "usable_fraction": link.usable_fraction,
+            "rtt_ms": round(link.rtt_s * 1000, 6),
+        },
+        "cache": None
+        if result.cache is None
+        else {k: round(v, 6) if isinstance(v, float) else v for k, v in result.cache.items()},
         "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
-        "marginal": {k: {"lambda_rps": round(m.lambda_rps, 6), "fits_budgets": m.fits,
-                         "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
-                         "value_usd_per_hour": _opt(m.value_usd_per_hour, 4), "blocked_by": list(m.blocked_by),
-                         "budget_lambda_rps": _opt(m.budget_lambda_rps, 6),
-                         "budget_counts": None if m.budget_counts is None else list(m.budget_counts),
-                         "budget_usd_per_hour": _opt(m.budget_usd_per_hour, 4),
-                         "plan_usd_per_hour": _opt(m.plan_usd_per_hour, 4),
-                         "unused_budget_usd_per_hour": _opt(m.unused_budget_usd_per_hour, 4)}
-                     for k, m in result.marginals.items()},
+        "marginal": {
+            k: {
+                "lambda_rps": round(m.lambda_rps, 6),
+                "fits_budgets": m.fits,
+                "price_usd_per_hour": _opt(m.price_usd_per_hour, 4),
+                "value_usd_per_hour": _opt(m.value_usd_per_hour, 4),
+                "blocked_by": list(m.blocked_by),
+                "budget_lambda_rps": _opt(m.budget_lambda_rps, 6),
+                "budget_counts": None if m.budget_counts is None else list(m.budget_counts),
+                "budget_usd_per_hour": _opt(m.budget_usd_per_hour, 4),
+                "plan_usd_per_hour": _opt(m.plan_usd_per_hour, 4),
+                "unused_budget_usd_per_hour": _opt(m.unused_budget_usd_per_hour, 4),
+            }
+            for k, m in result.marginals.items()
+        },
         "jensen": {
             "lambda_exact": round(result.lambda_by_mode(PlanMode.exact), 6),
             "lambda_paper": round(result.lambda_by_mode(PlanMode.paper), 6),
@@ -231,29 +291,44 @@ def plan_json(result) -> dict:
             "exact_lambda_at_paper_point": _opt(result.exact_lambda_at_paper_point, 6),
         },
         "latency": latency_json(result),
-        "decode": {"tokens_per_s_per_instance": round(inputs.decode.tokens_per_s_per_instance, 3),
-                   "source": inputs.decode.source, "context_tokens": inputs.decode.context_tokens,
-                   "output_mean_tokens": inputs.output_mean_tokens},
+        "decode": {
+            "tokens_per_s_per_instance": round(inputs.decode.tokens_per_s_per_instance, 3),
+            "source": inputs.decode.source,
+            "context_tokens": inputs.decode.context_tokens,
+            "output_mean_tokens": inputs.output_mean_tokens,
+        },
         "notes": result.notes,
     }
 
 
 # operating-point columns of the plan's CSV (the PrfaaS-PD row; blank for the baselines)
-OPERATING_CSV = ("operating_rate_rps", "ttft_p90_s", "link_utilisation_at_operating_rate", "usd_per_hour_operating",
-                 "usd_per_mtok_output", "usd_per_mtok_blended", "power_kw", "joules_per_output_token",
-                 "link_usd_per_hour")
+OPERATING_CSV = (
+    "operating_rate_rps",
+    "ttft_p90_s",
+    "link_utilisation_at_operating_rate",
+    "usd_per_hour_operating",
+    "usd_per_mtok_output",
+    "usd_per_mtok_blended",
+    "power_kw",
+    "joules_per_output_token",
+    "link_usd_per_hour",
+)
 
 
 def operating_columns(doc: dict) -> dict:
     """The flat operating-point cells of a plan document (``OPERATING_CSV``)."""
     op, cost = doc["operating"], doc["operating"]["cost"]
-    return {"operating_rate_rps": op["rate_rps"], "ttft_p90_s": op["ttft_p90_s"],
-            "link_utilisation_at_operating_rate": op["link_utilisation_at_operating_rate"],
-            "usd_per_hour_operating": cost.get("usd_per_hour"),
-            "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
-            "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"), "power_kw": cost.get("power_kw"),
-            "joules_per_output_token": cost.get("joules_per_output_token"),
-            "link_usd_per_hour": cost.get("link_usd_per_hour")}
+    return {
+        "operating_rate_rps": op["rate_rps"],
+        "ttft_p90_s": op["ttft_p90_s"],
+        "link_utilisation_at_operating_rate": op["link_utilisation_at_operating_rate"],
+        "usd_per_hour_operating": cost.get("usd_per_hour"),
+        "usd_per_mtok_output": cost.get("usd_per_mtok_output"),
+        "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
+        "power_kw": cost.get("power_kw"),
+        "joules_per_output_token": cost.get("joules_per_output_token"),
+        "link_usd_per_hour": cost.get("link_usd_per_hour"),
+    }
 
 
 def _goodput(result, name: str) -> float | None:
@@ -264,8 +339,10 @@ def _goodput(result, name: str) -> float | None:
 
 def under_slo_ratio(label: str) -> str:
     """What a ratio to the homogeneous baseline divides under an SLO (``label``: the ratio's name)."""
-    return (f"{label}: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
-            "deployment's goodput from its own closed-form latency, as the plan's)")
+    return (
+        f"{label}: goodput under the SLO over the homogeneous baseline's (what the plan maximises; each "
+        "deployment's goodput from its own closed-form latency, as the plan's)"
+    )
 
 
 def vs_homogeneous_note(result) -> str:
@@ -285,11 +362,15 @@ def _rows(doc: dict) -> list[dict]:
     rows = [{**ident, "deployment": DeploymentName.prfaas_pd, **doc["prfaas_pd"], **operating_columns(doc)}]
     blank = dict.fromkeys(OPERATING_CSV)
     for name, b in doc["baselines"].items():
-        rows.append({**ident, "deployment": name, "theta_prfaas_rps": None, "theta_pdp_rps": None,
-                     "theta_pdd_rps": None, **blank, **b})
+        rows.append(
+            {**ident, "deployment": name, "theta_prfaas_rps": None, "theta_pdp_rps": None, "theta_pdd_rps": None, **blank, **b}
+        )
     for row in rows:  # the $/h cell: '≥ x' where billed power of unknown TDP is counted as $0
-        row["usd_h"] = "-" if row["usd_per_hour"] is None else \
-            ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{row['usd_per_hour']:,.0f}"
+        row["usd_h"] = (
+            "-"
+            if row["usd_per_hour"] is None
+            else ("≥ " if row["usd_per_hour_is_lower_bound"] else "") + f"{row['usd_per_hour']:,.0f}"
+        )
     return rows
 
 
@@ -302,78 +383,147 @@ def plan_view(result) -> Report:
     rows = _rows(doc)  # no $/h column when no deployment has a price
     columns = [
         Column("deployment", "deployment", _label, justify="left", min_width=14, keep=True),
-        Column("n_prfaas", "N_prfaas", num(0)), Column("n_p", "N_p", num(0)), Column("n_d", "N_d", num(0)),
-        Column("theta_prfaas_rps", "Θ_prfaas", num(2)), Column("theta_pdp_rps", "Θ_pdp", num(2)),
-        Column("theta_pdd_rps", "Θ_pdd", num(2)), Column("lambda_max_rps", "Λ_max", num(2)),
+        Column("n_prfaas", "N_prfaas", num(0)),
+        Column("n_p", "N_p", num(0)),
+        Column("n_d", "N_d", num(0)),
+        Column("theta_prfaas_rps", "Θ_prfaas", num(2)),
+        Column("theta_pdp_rps", "Θ_pdp", num(2)),
+        Column("theta_pdd_rps", "Θ_pdd", num(2)),
+        Column("lambda_max_rps", "Λ_max", num(2)),
         *([Column("goodput_rps", "goodput", num(2))] if result.goodputs else []),
         Column("binding", "bound by", bound_label, justify="left"),
         *([Column("usd_h", "$/h", justify="right")] if any(r["usd_per_hour"] is not None for r in rows) else []),
         Column("ratio_vs_homogeneous", "vs homog", lambda v: "-" if v is None else f"{v:.2f}x"),
     ]
-    csv_columns = [Column(key, key) for key in (
-        *IDENTITY_CSV, "deployment", "threshold_tokens", "p", "n_prfaas", "n_p", "n_d", "theta_prfaas_rps",
-        "theta_pdp_rps", "theta_pdd_rps", "lambda_max_rps", "goodput_rps", "binding", "egress_gbps",
-        "link_utilisation_at_capacity",
-        "usd_per_hour", "usd_per_hour_is_lower_bound", "ratio_vs_homogeneous", *OPERATING_CSV, *SOURCE_KEYS)]
+    csv_columns = [
+        Column(key, key)
+        for key in (
+            *IDENTITY_CSV,
+            "deployment",
+            "threshold_tokens",
+            "p",
+            "n_prfaas",
+            "n_p",
+            "n_d",
+            "theta_prfaas_rps",
+            "theta_pdp_rps",
+            "theta_pdd_rps",
+            "lambda_max_rps",
+            "goodput_rps",
+            "binding",
+            "egress_gbps",
+            "link_utilisation_at_capacity",
+            "usd_per_hour",
+            "usd_per_hour_is_lower_bound",
+            "ratio_vs_homogeneous",
+            *OPERATING_CSV,
+            *SOURCE_KEYS,
+        )
+    ]
     link = inputs.link
     details = [
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
         ("offloaded share p", f"{pt.p:.3f}"),
         ("l_long / l_short", f"{_tokens(pt.l_long_tokens)} / {_tokens(pt.l_short_tokens)} tokens"),
-        ("instances", f"N_prfaas {pt.n_prfaas} x {inputs.prfaas.instance.label}, "
-                      + (f"N_p {pt.n_p} x {inputs.pd.instance.label} (PD-P), N_d {pt.n_d} x "
-                         f"{inputs.pd_decode.instance.label} (decode-only pool)" if inputs.pd_decode is not None
-                         else f"N_p {pt.n_p} + N_d {pt.n_d} x {inputs.pd.instance.label}")),
+        (
+            "instances",
+            f"N_prfaas {pt.n_prfaas} x {inputs.prfaas.instance.label}, "
+            + (
+                f"N_p {pt.n_p} x {inputs.pd.instance.label} (PD-P), N_d {pt.n_d} x "
+                f"{inputs.pd_decode.instance.label} (decode-only pool)"
+                if inputs.pd_decode is not None
+                else f"N_p {pt.n_p} + N_d {pt.n_d} x {inputs.pd.instance.label}"
+            ),
+        ),
         ("GPUs", ", ".join(f"{n} {k}" for k, n in pt.gpus.items()) or "-"),
-        ("Λ_max", f"{st.lambda_max:.3f} req/s, bound by {bound_label(st.binding)}; tight: "
-                  f"{', '.join(map(bound_label, pt.tight))}"),
-        ("egress", f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
-                   f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"),
-        ("provisioned cost", _no_price(result) if pt.usd_per_hour is None else
-         f"{_usd_low(pt.usd_per_hour, doc['prfaas_pd']['usd_per_hour_is_lower_bound'])}/hour (capital or rental + "
-         "power at full load + committed link: what budgets and min_cost count)"
-         + _power_unpriced_text(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d))),
+        (
+            "Λ_max",
+            f"{st.lambda_max:.3f} req/s, bound by {bound_label(st.binding)}; tight: {', '.join(map(bound_label, pt.tight))}",
+        ),
+        (
+            "egress",
+            f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
+            f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})",
+        ),
+        (
+            "provisioned cost",
+            _no_price(result)
+            if pt.usd_per_hour is None
+            else f"{_usd_low(pt.usd_per_hour, doc['prfaas_pd']['usd_per_hour_is_lower_bound'])}/hour (capital or rental + "
+            "power at full load + committed link: what budgets and min_cost count)"
+            + _power_unpriced_text(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d)),
+        ),
         *plan_range_details(result),
         *_operating_details(result),
         *_cache_details(result),
-        ("decode", f"{inputs.decode.tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
-                   f"({inputs.decode.source}) at {inputs.decode.context_tokens:,} tokens of context; "
-                   f"mean output {inputs.output_mean_tokens:,.0f} tokens"),
+        (
+            "decode",
+            f"{inputs.decode.tokens_per_s_per_instance:,.0f} tokens/s per PD-D instance "
+            f"({inputs.decode.source}) at {inputs.decode.context_tokens:,} tokens of context; "
+            f"mean output {inputs.output_mean_tokens:,.0f} tokens",
+        ),
     ]
     for pool in (inputs.prfaas, inputs.pd):
         basis = prefill_source(pool)
-        details.append((f"{_pool_label(pool.role)} prefill", f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
-                                                 f"({basis['layout']}); capacity {basis['capacity'].replace('_', ' ')}: "
-                                                 + _CAPACITY_TEXT[basis['capacity']]))
+        details.append(
+            (
+                f"{_pool_label(pool.role)} prefill",
+                f"{_SOURCE_TEXT[basis['source']]} on {pool.instance.label} "
+                f"({basis['layout']}); capacity {basis['capacity'].replace('_', ' ')}: " + _CAPACITY_TEXT[basis['capacity']],
+            )
+        )
     for pool in (inputs.prfaas, inputs.pd):
         cal = pool.calibration
         if cal is not None:
             fitted = ", ".join(f"{k} {v:.3g}" for k, v in cal.fitted.items())
-            details.append((f"{_pool_label(pool.role)} calibration", f"{pool.hardware_name} fitted on {len(cal.points)} points "
-                                                         f"({fitted}); max error {100 * cal.max_abs_error:.2f}%"))
+            details.append(
+                (
+                    f"{_pool_label(pool.role)} calibration",
+                    f"{pool.hardware_name} fitted on {len(cal.points)} points "
+                    f"({fitted}); max error {100 * cal.max_abs_error:.2f}%",
+                )
+            )
     details += _marginal_details(result)
     exact, paper = result.lambda_by_mode(PlanMode.exact), result.lambda_by_mode(PlanMode.paper)
     if np.isfinite(paper):
-        details.append(("Jensen gap", f"of this plan's counts ({pt.n_prfaas}/{pt.n_p}/{pt.n_d}), each mode at its best "
-                                      f"threshold: exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
-                                      f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is "
-                                      "convex)"))
-    section = Report(title="Operating point", columns=[Column("item", "item", keep=True), Column("value", "value")],
-                     rows=[{"item": k, "value": v} for k, v in details])
+        details.append(
+            (
+                "Jensen gap",
+                f"of this plan's counts ({pt.n_prfaas}/{pt.n_p}/{pt.n_d}), each mode at its best "
+                f"threshold: exact {exact:.3f} vs paper {paper:.3f} req/s: the paper's mean-length "
+                f"evaluation overstates Λ_max by {100 * result.jensen_gap:.1f}% (T_prefill is "
+                "convex)",
+            )
+        )
+    section = Report(
+        title="Operating point",
+        columns=[Column("item", "item", keep=True), Column("value", "value")],
+        rows=[{"item": k, "value": v} for k, v in details],
+    )
     pools = " / ".join(p.hardware_name for p in inputs.pools)
-    sources_table = sources_view([{**doc["sources"], "pools": pools}], "Sources (basis as-given: the scenario's "
-                                 "measurements where it has them)", [SOURCES_NOTE, *_shape_notes(inputs)])
+    sources_table = sources_view(
+        [{**doc["sources"], "pools": pools}],
+        "Sources (basis as-given: the scenario's measurements where it has them)",
+        [SOURCES_NOTE, *_shape_notes(inputs)],
+    )
     return Report(
         title=f"PrfaaS plan: {inputs.name} ({result.mode} mode; rates in req/s)",
-        columns=columns, rows=rows, csv_columns=csv_columns,
+        columns=columns,
+        rows=rows,
+        csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
-        notes=[vs_homogeneous_note(result), *result.notes], json_doc=doc,
+        notes=[vs_homogeneous_note(result), *result.notes],
+        json_doc=doc,
         sections=[section, sources_table, latency_view(result, doc["latency"])],
     )
 
 
-_MARGINAL_LABELS = {"per_gbps": "+1 usable Gbps", "per_prfaas_instance": "+1 PrfaaS instance",
-                    "per_pd_instance": "+1 PD instance", "per_decode_instance": "+1 decode instance"}
+_MARGINAL_LABELS = {
+    "per_gbps": "+1 usable Gbps",
+    "per_prfaas_instance": "+1 PrfaaS instance",
+    "per_pd_instance": "+1 PD instance",
+    "per_decode_instance": "+1 decode instance",
+}
 
 
 def _usd(value: float | None, digits: int = 2) -> str:
@@ -386,8 +536,7 @@ def _usd_low(value: float | None, lower_bound: bool, digits: int = 2) -> str:
 
 
 def _power_unpriced_text(hardware) -> str:
-    return (f"; a lower bound: the power of {', '.join(hardware)} is billed but not counted (no tdp_w)"
-            if hardware else "")
+    return f"; a lower bound: the power of {', '.join(hardware)} is billed but not counted (no tdp_w)" if hardware else ""
 
 
 def power_text(tco) -> str:
@@ -403,34 +552,63 @@ def _operating_details(result) -> list[tuple[str, str]]:
     lat, tco = result.operating_latency, result.tco
     rows = [("operating rate", f"{result.operating_rate_rps:.3f} req/s ({result.operating_basis})")]
     if lat is not None:
-        rows.append(("at that rate", f"TTFT mean {lat.overall_mean_s:.2f} s, P90 {lat.overall_p90_s:.2f} s; TPOT "
-                                     f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable"))
+        rows.append(
+            (
+                "at that rate",
+                f"TTFT mean {lat.overall_mean_s:.2f} s, P90 {lat.overall_p90_s:.2f} s; TPOT "
+                f"{lat.tpot_ms:.1f} ms; link {_pct(lat.link_utilisation)} of usable",
+            )
+        )
     if tco is not None:
-        parts = ", ".join(f"{_pool_label(p.role)} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%"
-                          + (": power not known" if p.power_kw is None else "") for p in tco.pools if p.instances)
+        parts = ", ".join(
+            f"{_pool_label(p.role)} {p.chips} {p.hardware} busy {100 * p.busy:.0f}%"
+            + (": power not known" if p.power_kw is None else "")
+            for p in tco.pools
+            if p.instances
+        )
         per_out = tco.joules_per_output_token
-        power = ("power", f"{power_text(tco)} ({parts}); "
-                          + ("J per token not known" if tco.power_kw is None else "-" if per_out is None else
-                             f"{per_out:,.1f} J per output token, {tco.joules_per_token:,.2f} J per token"))
+        power = (
+            "power",
+            f"{power_text(tco)} ({parts}); "
+            + (
+                "J per token not known"
+                if tco.power_kw is None
+                else "-"
+                if per_out is None
+                else f"{per_out:,.1f} J per output token, {tco.joules_per_token:,.2f} J per token"
+            ),
+        )
         if tco.usd_per_hour is None:  # no price: no $ lines (the provisioned cost line says why)
             return [*rows, power]
         low, uncounted = tco.usd_per_hour_is_lower_bound, ", ".join(tco.power_usd_not_counted)
-        rows.append(("cost at that rate",
-                     f"{_usd_low(tco.usd_per_hour, low)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
-                     f"{_usd_low(tco.power_usd_per_hour, low)}{f' ({uncounted} not counted)' if low else ''} + link "
-                     f"{_usd(tco.link_usd_per_hour)} (committed {_usd(tco.link_fixed_usd_per_hour)}, egress "
-                     f"{_usd(tco.link_egress_usd_per_hour)})"))
-        rows.append(("$ per million tokens", f"{_usd_low(tco.usd_per_mtok_output, low, 4)} per million output "
-                                             f"tokens; {_usd_low(tco.usd_per_mtok_blended, low, 4)} per million "
-                                             "tokens blended over input (the full prompt) and output"))
+        rows.append(
+            (
+                "cost at that rate",
+                f"{_usd_low(tco.usd_per_hour, low)}/hour = capital {_usd(tco.capital_usd_per_hour)} + power "
+                f"{_usd_low(tco.power_usd_per_hour, low)}{f' ({uncounted} not counted)' if low else ''} + link "
+                f"{_usd(tco.link_usd_per_hour)} (committed {_usd(tco.link_fixed_usd_per_hour)}, egress "
+                f"{_usd(tco.link_egress_usd_per_hour)})",
+            )
+        )
+        rows.append(
+            (
+                "$ per million tokens",
+                f"{_usd_low(tco.usd_per_mtok_output, low, 4)} per million output "
+                f"tokens; {_usd_low(tco.usd_per_mtok_blended, low, 4)} per million "
+                "tokens blended over input (the full prompt) and output",
+            )
+        )
         rows.append(power)
     return rows
 
 
 def _no_price(result) -> str:
     pt = result.point
-    return ("not known: no price for " + ", ".join(unpriced_pools(result.inputs, pt.n_prfaas, pt.n_p, pt.n_d))
-            + " (price_usd_per_gpu_hour in the hardware profile, or the pool's cost)")
+    return (
+        "not known: no price for "
+        + ", ".join(unpriced_pools(result.inputs, pt.n_prfaas, pt.n_p, pt.n_d))
+        + " (price_usd_per_gpu_hour in the hardware profile, or the pool's cost)"
+    )
 
 
 def _cache_details(result) -> list[tuple[str, str]]:
@@ -439,13 +617,23 @@ def _cache_details(result) -> list[tuple[str, str]]:
         return []
     lam = result.point.lambda_max
     gain = lam / c["lambda_without_caches_rps"] - 1 if c["lambda_without_caches_rps"] > 0 else float("nan")
-    rule = ("each cluster's own cache decides (route on the PD-uncached length)" if c["regime"] == "scarce"
-            else "the best cache anywhere counts; cached KV crosses the link")
-    return [("cache-aware routing", f"{c['regime']} regime: {rule}; mean hit PD {100 * c['mean_hit_pd']:.0f}%, "
-                                    f"PrfaaS {100 * c['mean_hit_prfaas']:.0f}%"),
-            ("what the caches save", f"Λ_max {lam:.3f} req/s against {c['lambda_without_caches_rps']:.3f} without "
-                                     f"caches, same counts ({100 * gain:+.1f}%); cached KV moved to PD "
-                                     f"{c['cache_egress_gbps']:.2f} Gbps at Λ_max")]
+    rule = (
+        "each cluster's own cache decides (route on the PD-uncached length)"
+        if c["regime"] == "scarce"
+        else "the best cache anywhere counts; cached KV crosses the link"
+    )
+    return [
+        (
+            "cache-aware routing",
+            f"{c['regime']} regime: {rule}; mean hit PD {100 * c['mean_hit_pd']:.0f}%, PrfaaS {100 * c['mean_hit_prfaas']:.0f}%",
+        ),
+        (
+            "what the caches save",
+            f"Λ_max {lam:.3f} req/s against {c['lambda_without_caches_rps']:.3f} without "
+            f"caches, same counts ({100 * gain:+.1f}%); cached KV moved to PD "
+            f"{c['cache_egress_gbps']:.2f} Gbps at Λ_max",
+        ),
+    ]
 
 
 def _marginal_details(result) -> list[tuple[str, str]]:
@@ -453,8 +641,10 @@ def _marginal_details(result) -> list[tuple[str, str]]:
     price) and, with budgets, what the budgets raised by its price buy instead (and as which counts)."""
     rows = []
     pt, anchor = result.point, result.marginal_anchor
-    shown = anchor == (pt.n_prfaas, pt.n_p, pt.n_d) and abs(pt.lambda_max - result.max_throughput_lambda) <= \
-        1e-9 * result.max_throughput_lambda
+    shown = (
+        anchor == (pt.n_prfaas, pt.n_p, pt.n_d)
+        and abs(pt.lambda_max - result.max_throughput_lambda) <= 1e-9 * result.max_throughput_lambda
+    )
     for what, m in result.marginals.items():
         worth = "" if m.value_usd_per_hour is None else f", worth {_usd(m.value_usd_per_hour)}/hour"
         if m.budget_lambda_rps is None and m.fits:  # no budgets: the unit's gain is all there is
@@ -463,23 +653,41 @@ def _marginal_details(result) -> list[tuple[str, str]]:
                 text += f" against a price of {_usd(m.price_usd_per_hour)}/hour"
         else:
             text = "" if m.price_usd_per_hour is None else f"price {_usd(m.price_usd_per_hour)}/hour; "
-            text += (f"own gain with the budgets held {m.lambda_rps:+.4f} req/s{worth}" if m.fits else
-                     "own gain with the budgets held: none, they do not allow it")
+            text += (
+                f"own gain with the budgets held {m.lambda_rps:+.4f} req/s{worth}"
+                if m.fits
+                else "own gain with the budgets held: none, they do not allow it"
+            )
             if m.blocked_by:
                 text += f" (the plan plus it breaks {', '.join(m.blocked_by)})"
             if m.budget_lambda_rps is not None:
                 text += "; " + _relaxed_text(m, anchor, "this plan" if shown else "the max-throughput plan")
         rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
     if rows:
-        of = "" if shown else (f"of the max-throughput plan (N_f/N_p/N_d {'/'.join(map(str, anchor))}, Λ_max "
-                               f"{result.max_throughput_lambda:.3f} req/s), not of the plan shown; ")
+        of = (
+            ""
+            if shown
+            else (
+                f"of the max-throughput plan (N_f/N_p/N_d {'/'.join(map(str, anchor))}, Λ_max "
+                f"{result.max_throughput_lambda:.3f} req/s), not of the plan shown; "
+            )
+        )
         budgeted = any(m.budget_lambda_rps is not None for m in result.marginals.values())
-        rows.append(("marginal values", f"{of}own gain = max-throughput Λ_max re-optimised (threshold and the other "
-                                        "counts) with one more unit"
-                     + (" and the budgets held; the budgets raised by its price = re-optimised with the budgets raised "
-                        "by the unit's price and chips, the unit not required: the plan it reaches, at its provisioned "
-                        "$/hour, which may also spend budget the plan left unused" if budgeted else "")
-                     + "; worth = own gain x the max-throughput plan's provisioned $/hour per req/s"))
+        rows.append(
+            (
+                "marginal values",
+                f"{of}own gain = max-throughput Λ_max re-optimised (threshold and the other "
+                "counts) with one more unit"
+                + (
+                    " and the budgets held; the budgets raised by its price = re-optimised with the budgets raised "
+                    "by the unit's price and chips, the unit not required: the plan it reaches, at its provisioned "
+                    "$/hour, which may also spend budget the plan left unused"
+                    if budgeted
+                    else ""
+                )
+                + "; worth = own gain x the max-throughput plan's provisioned $/hour per req/s",
+            )
+        )
     return rows
 
 
@@ -498,8 +706,10 @@ def _relaxed_text(m, anchor, plan: str) -> str:
     text += f" at {_usd(m.budget_usd_per_hour)}/hour ({'+' if extra >= 0 else '-'}{_usd(abs(extra))}/hour over {plan}"
     price = m.price_usd_per_hour or 0.0
     if m.unused_budget_usd_per_hour is not None and extra > price + 0.005:
-        text += (f": {_usd(extra - price)}/hour more than its price, from the "
-                 f"{_usd(m.unused_budget_usd_per_hour)}/hour of the budget {plan} left unused")
+        text += (
+            f": {_usd(extra - price)}/hour more than its price, from the "
+            f"{_usd(m.unused_budget_usd_per_hour)}/hour of the budget {plan} left unused"
+        )
     return f"{text}): {gain}"
 
 
@@ -509,10 +719,18 @@ def _pct(fraction: float) -> str:
 
 def _lat_row(name: str, lat) -> dict:
     num = lambda v: _opt(v, 4)  # noqa: E731
-    return {"deployment": name, "rate_rps": round(lat.rate_rps, 4), "ttft_mean_s": num(lat.overall_mean_s),
-            "ttft_p90_s": num(lat.overall_p90_s), "ttft_p99_s": num(lat.overall_p99_s),
-            "local_mean_s": num(lat.local.mean_s), "remote_mean_s": num(lat.remote.mean_s),
-            "tpot_ms": num(lat.tpot_ms), "link_utilisation_at_rate": num(lat.link_utilisation), "stable": lat.stable}
+    return {
+        "deployment": name,
+        "rate_rps": round(lat.rate_rps, 4),
+        "ttft_mean_s": num(lat.overall_mean_s),
+        "ttft_p90_s": num(lat.overall_p90_s),
+        "ttft_p99_s": num(lat.overall_p99_s),
+        "local_mean_s": num(lat.local.mean_s),
+        "remote_mean_s": num(lat.remote.mean_s),
+        "tpot_ms": num(lat.tpot_ms),
+        "link_utilisation_at_rate": num(lat.link_utilisation),
+        "stable": lat.stable,
+    }
 
 
 def ttft_reduction(result) -> dict[str, float | None]:
@@ -551,22 +769,34 @@ def latency_view(result, doc: dict | None = None) -> Report:
     red, paper = doc["ttft_reduction_vs_homogeneous"], doc["paper_ttft_reduction_vs_homogeneous"]
     sec = _num(2)
     pct = lambda v: "n/a" if v is None else f"{-100 * v:+.0f}%"  # noqa: E731
-    notes = [f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
-             f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
-             f"({result.operating_basis})",
-             f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])}" + (
-                 "" if paper is None else f" (paper's case study: mean {pct(paper['mean'])}, P90 {pct(paper['p90'])}, "
-                                          "at an unstated load)"),
-             "closed form: Erlang C with the Allen-Cunneen correction per prefill path, pipelined KV transfer on a "
-             "processor-sharing link; TPOT from the decode batch at that rate"]
+    notes = [
+        f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
+        f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
+        f"({result.operating_basis})",
+        f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])}"
+        + (
+            ""
+            if paper is None
+            else f" (paper's case study: mean {pct(paper['mean'])}, P90 {pct(paper['p90'])}, at an unstated load)"
+        ),
+        "closed form: Erlang C with the Allen-Cunneen correction per prefill path, pipelined KV transfer on a "
+        "processor-sharing link; TPOT from the decode batch at that rate",
+    ]
     return Report(
         title="Latency (closed form)",
-        columns=[Column("deployment", "deployment", _label, justify="left", min_width=15, keep=True),
-                 Column("rate_rps", "rate req/s", sec),
-                 Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p90_s", "P90 s", sec),
-                 Column("ttft_p99_s", "P99 s", sec), Column("local_mean_s", "local s", sec),
-                 Column("remote_mean_s", "remote s", sec), Column("tpot_ms", "TPOT ms", sec)],
-        rows=rows, notes=notes)
+        columns=[
+            Column("deployment", "deployment", _label, justify="left", min_width=15, keep=True),
+            Column("rate_rps", "rate req/s", sec),
+            Column("ttft_mean_s", "TTFT mean s", sec),
+            Column("ttft_p90_s", "P90 s", sec),
+            Column("ttft_p99_s", "P99 s", sec),
+            Column("local_mean_s", "local s", sec),
+            Column("remote_mean_s", "remote s", sec),
+            Column("tpot_ms", "TPOT ms", sec),
+        ],
+        rows=rows,
+        notes=notes,
+    )
 
 
 def _auto(value) -> str:
@@ -583,9 +813,13 @@ def _auto(value) -> str:
 
 
 # the columns that name a sweep's row (what is varied), repeated in every part of a split table
-_SWEPT = {SweepOver.threshold: ("threshold_tokens",), SweepOver.np: ("n_p", "n_d"),
-          SweepOver.bandwidth: ("usable_gbps",), SweepOver.instances: ("n_prfaas",),
-          SweepOver.rate: ("deployment", "rate_rps")}
+_SWEPT = {
+    SweepOver.threshold: ("threshold_tokens",),
+    SweepOver.np: ("n_p", "n_d"),
+    SweepOver.bandwidth: ("usable_gbps",),
+    SweepOver.instances: ("n_prfaas",),
+    SweepOver.rate: ("deployment", "rate_rps"),
+}
 
 
 def sweep_view(rows: list[dict], over: str, inputs) -> Report:
@@ -594,34 +828,59 @@ def sweep_view(rows: list[dict], over: str, inputs) -> Report:
     named = _SWEPT.get(str(over), ())
     columns = [Column(key, key, _auto, justify="right", keep=key in named) for key in (rows[0] if rows else {})]
     rows = identified(inputs.identity(), rows)
-    return Report(title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows,
-                  csv_columns=csv_columns(rows))
+    return Report(title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows, csv_columns=csv_columns(rows))
 
 
 def route_table_view(table) -> Report:
     """The routing table (one row per available bandwidth) and the counts it is for."""
     inputs, pt = table.inputs, table.point
     counts = {"n_prfaas": pt.n_prfaas, "n_p": pt.n_p, "n_d": pt.n_d}
-    rows = identified({**inputs.identity(), **counts}, [
-        {"usable_gbps": r.usable_gbps, "threshold_tokens": r.threshold_tokens, "p": round(r.p, 6),
-         "lambda_max_rps": round(r.lambda_max_rps, 6), "egress_gbps": round(r.egress_gbps, 4),
-         "binding": str(r.binding), "planned": r.planned, "beyond_link": r.beyond_link,
-         "cache_regime": r.cache_regime} for r in table.rows])
+    rows = identified(
+        {**inputs.identity(), **counts},
+        [
+            {
+                "usable_gbps": r.usable_gbps,
+                "threshold_tokens": r.threshold_tokens,
+                "p": round(r.p, 6),
+                "lambda_max_rps": round(r.lambda_max_rps, 6),
+                "egress_gbps": round(r.egress_gbps, 4),
+                "binding": str(r.binding),
+                "planned": r.planned,
+                "beyond_link": r.beyond_link,
+                "cache_regime": r.cache_regime,
+            }
+            for r in table.rows
+        ],
+    )
     meta = {"scenario": inputs.name, "model": inputs.model.name, **counts}  # the rows carry the whole identity
     return Report(
         title=f"Routing table: {inputs.name} (offload a request when its uncached input exceeds threshold_tokens)",
-        columns=[Column("usable_gbps", "usable Gbps", _auto, keep=True), Column("threshold_tokens", "threshold (tokens)", _auto),
-                 Column("p", "offloaded p", _auto), Column("lambda_max_rps", "Λ_max req/s", _auto),
-                 Column("egress_gbps", "egress Gbps", _auto), Column("binding", "bound by", bound_label, justify="left"),
-                 Column("planned", "planned", justify="left"),
-                 Column("beyond_link", "beyond link", lambda v: "what-if" if v else "-", justify="left"),
-                 Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left")],
-        rows=rows, meta=meta, csv_columns=csv_columns(rows),
-        notes=[f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
-               "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth",
-               *([f"rows marked what-if are above the link's usable {inputs.link.usable_gbps:g} Gbps: what these counts "
-                  "would do on a wider link, not bandwidth the provisioned link gives"]
-                 if any(r.beyond_link for r in table.rows) else [])],
+        columns=[
+            Column("usable_gbps", "usable Gbps", _auto, keep=True),
+            Column("threshold_tokens", "threshold (tokens)", _auto),
+            Column("p", "offloaded p", _auto),
+            Column("lambda_max_rps", "Λ_max req/s", _auto),
+            Column("egress_gbps", "egress Gbps", _auto),
+            Column("binding", "bound by", bound_label, justify="left"),
+            Column("planned", "planned", justify="left"),
+            Column("beyond_link", "beyond link", lambda v: "what-if" if v else "-", justify="left"),
+            Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left"),
+        ],
+        rows=rows,
+        meta=meta,
+        csv_columns=csv_columns(rows),
+        notes=[
+            f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
+            "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth",
+            *(
+                [
+                    f"rows marked what-if are above the link's usable {inputs.link.usable_gbps:g} Gbps: what these counts "
+                    "would do on a wider link, not bandwidth the provisioned link gives"
+                ]
+                if any(r.beyond_link for r in table.rows)
+                else []
+            ),
+        ],
     )
 
 
@@ -629,42 +888,74 @@ def robust_view(result, inputs) -> Report:
     """A robust plan: the shared counts and, per case, its threshold, split, Lambda_max and the loss
     against the case planned alone."""
     ident = inputs.identity()
-    rows = [{**ident, "case": c.name, "weight": c.weight, "target_rate_rps": c.target_rate_rps,
-             "n_prfaas": result.n_prfaas, "threshold_tokens": c.threshold_tokens, "p": round(c.p, 6), "n_p": c.n_p,
-             "n_d": c.n_d, "lambda_max_rps": round(c.lambda_max_rps, 6), "own_lambda_rps": round(c.own_lambda_rps, 6),
-             "loss_fraction": round(c.loss, 6),  # a share (0.25 = 25%), as are p and the weights
-             # the counts of the case planned alone, one number a column (a spreadsheet reads '7/1/6' as a date)
-             **dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts))} for c in result.cases]
+    rows = [
+        {
+            **ident,
+            "case": c.name,
+            "weight": c.weight,
+            "target_rate_rps": c.target_rate_rps,
+            "n_prfaas": result.n_prfaas,
+            "threshold_tokens": c.threshold_tokens,
+            "p": round(c.p, 6),
+            "n_p": c.n_p,
+            "n_d": c.n_d,
+            "lambda_max_rps": round(c.lambda_max_rps, 6),
+            "own_lambda_rps": round(c.own_lambda_rps, 6),
+            "loss_fraction": round(c.loss, 6),  # a share (0.25 = 25%), as are p and the weights
+            # the counts of the case planned alone, one number a column (a spreadsheet reads '7/1/6' as a date)
+            **dict(zip(("own_n_prfaas", "own_n_p", "own_n_d"), c.own_counts)),
+        }
+        for c in result.cases
+    ]
     csv = csv_columns(rows)
     # the table's one cell for them, on a copy: CSV and JSON rows keep one number a column
     table_rows = [{**row, "own_counts": f"{row['own_n_prfaas']}/{row['own_n_p']}/{row['own_n_d']}"} for row in rows]
-    shared = (f"N_prfaas {result.n_prfaas}, " + (f"N_p {result.n_pd}, N_d {result.n_decode}" if result.n_decode is not None
-                                                 else f"N_pd {result.n_pd} (split per case)"))
+    shared = f"N_prfaas {result.n_prfaas}, " + (
+        f"N_p {result.n_pd}, N_d {result.n_decode}" if result.n_decode is not None else f"N_pd {result.n_pd} (split per case)"
+    )
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
     meta, notes = {"scenario": inputs.name, "objective": str(result.objective)}, _robust_notes(result)
     return Report(
         title=f"Robust plan: {inputs.name} ({result.objective}; shared {shared}; {cost})",
-        columns=[Column("case", "case", justify="left", keep=True), Column("weight", "weight", _auto),
-                 Column("target_rate_rps", "target req/s", _auto), Column("threshold_tokens", "t (tokens)", _auto),
-                 Column("p", "p", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
-                 Column("lambda_max_rps", "Λ_max req/s", _auto), Column("own_lambda_rps", "alone req/s", _auto),
-                 Column("loss_fraction", "loss", lambda v: f"{100 * v:.1f}%"),
-                 Column("own_counts", "alone N_f/N_p/N_d", justify="right")],
-        rows=table_rows, meta=meta, csv_columns=csv, notes=notes, json_doc={**meta, "rows": rows, "notes": notes})
+        columns=[
+            Column("case", "case", justify="left", keep=True),
+            Column("weight", "weight", _auto),
+            Column("target_rate_rps", "target req/s", _auto),
+            Column("threshold_tokens", "t (tokens)", _auto),
+            Column("p", "p", _auto),
+            Column("n_p", "N_p", _auto),
+            Column("n_d", "N_d", _auto),
+            Column("lambda_max_rps", "Λ_max req/s", _auto),
+            Column("own_lambda_rps", "alone req/s", _auto),
+            Column("loss_fraction", "loss", lambda v: f"{100 * v:.1f}%"),
+            Column("own_counts", "alone N_f/N_p/N_d", justify="right"),
+        ],
+        rows=table_rows,
+        meta=meta,
+        csv_columns=csv,
+        notes=notes,
+        json_doc={**meta, "rows": rows, "notes": notes},
+    )
 
 
 def _robust_notes(result) -> list[str]:
     """The robust report's note: the worst and weighted Lambda_max and what the loss is."""
-    return [f"worst case {result.worst_lambda_rps:.3f} req/s"
-            # the weights sum to 1 when given (``profiles.scenario.RobustSpec``); none given: no weighted figure
-            + (f", weighted {result.weighted_lambda_rps:.3f} req/s" if any(c.weight for c in result.cases) else "")
-            + "; "
-            + ("loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
-               if result.objective == "min_cost" else
-               "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and "
-               "budgets")
-            + ("; cases count relative to their target rates" if all(c.target_rate_rps for c in result.cases)
-               and result.objective != "min_cost" else "")]
+    return [
+        f"worst case {result.worst_lambda_rps:.3f} req/s"
+        # the weights sum to 1 when given (``profiles.scenario.RobustSpec``); none given: no weighted figure
+        + (f", weighted {result.weighted_lambda_rps:.3f} req/s" if any(c.weight for c in result.cases) else "")
+        + "; "
+        + (
+            "loss = the shared counts' $/hour over the case's own cheapest plan meeting its target, minus 1"
+            if result.objective == "min_cost"
+            else "loss = 1 - Λ_max with the shared counts / the case planned alone within the same ranges and budgets"
+        )
+        + (
+            "; cases count relative to their target rates"
+            if all(c.target_rate_rps for c in result.cases) and result.objective != "min_cost"
+            else ""
+        )
+    ]
 
 
 def schedule_view(day, inputs, simulated=None) -> Report:
@@ -673,34 +964,63 @@ def schedule_view(day, inputs, simulated=None) -> Report:
     ident = inputs.identity()
     rows = []
     for w, s in zip(day.windows, day.static_windows):
-        rows.append({**ident, "window": w.name, "hours": w.hours, "rate_rps": w.rate_rps, "n_prfaas": day.n_prfaas,
-                     "n_p": w.n_p, "n_d": w.n_d, "switched": w.switched, "threshold_tokens": w.threshold_tokens,
-                     "capacity_rps": round(w.capacity_rps, 6),
-                     "utilisation_fraction": round(w.utilisation, 6),  # rate / capacity (1.0: full)
-                     "static_n_p": s.n_p, "static_n_d": s.n_d, "static_capacity_rps": round(s.capacity_rps, 6),
-                     "static_utilisation_fraction": round(s.utilisation, 6)})
+        rows.append(
+            {
+                **ident,
+                "window": w.name,
+                "hours": w.hours,
+                "rate_rps": w.rate_rps,
+                "n_prfaas": day.n_prfaas,
+                "n_p": w.n_p,
+                "n_d": w.n_d,
+                "switched": w.switched,
+                "threshold_tokens": w.threshold_tokens,
+                "capacity_rps": round(w.capacity_rps, 6),
+                "utilisation_fraction": round(w.utilisation, 6),  # rate / capacity (1.0: full)
+                "static_n_p": s.n_p,
+                "static_n_d": s.n_d,
+                "static_capacity_rps": round(s.capacity_rps, 6),
+                "static_utilisation_fraction": round(s.utilisation, 6),
+            }
+        )
     stability = {True: "bounded", False: "growing", None: "unknown"}
     for row, sim in zip(rows, simulated or ()):
         row["sim_queues"], row["static_sim_queues"] = (stability[x] for x in sim)
     cost = "-" if day.usd_per_hour is None else f"${day.usd_per_hour:,.2f}/hour"
     gain = day.scale / day.static_scale - 1 if day.static_scale > 0 else float("inf")
     s_f, s_pd, s_cost = day.static_counts
-    notes = [f"day scale (the factor by which every window's rate could grow and still be served): schedule "
-             f"{day.scale:.3f}, best static plan {day.static_scale:.3f} ({100 * gain:+.1f}%)",
-             f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
-             + ("" if s_cost is None else f", ${s_cost:,.2f}/hour") + "; one split all day, threshold per window"]
+    notes = [
+        f"day scale (the factor by which every window's rate could grow and still be served): schedule "
+        f"{day.scale:.3f}, best static plan {day.static_scale:.3f} ({100 * gain:+.1f}%)",
+        f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
+        + ("" if s_cost is None else f", ${s_cost:,.2f}/hour")
+        + "; one split all day, threshold per window",
+    ]
     if day.fell_back:
         notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
     return Report(
         title=f"Day schedule: {inputs.name} (buy N_prfaas {day.n_prfaas}, N_pd {day.n_pd}; {cost} provisioned)",
-        columns=[Column("window", "window", justify="left", keep=True), Column("hours", "hours", _auto),
-                 Column("rate_rps", "rate req/s", _auto), Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
-                 Column("switched", "switched", _auto), Column("threshold_tokens", "t (tokens)", _auto),
-                 Column("capacity_rps", "capacity req/s", _auto), Column("utilisation_fraction", "load", _auto),
-                 Column("static_n_p", "static N_p", _auto), Column("static_capacity_rps", "static capacity req/s", _auto),
-                 Column("static_utilisation_fraction", "static load", _auto),
-                 *([Column("sim_queues", "sim queues", justify="left"),
-                    Column("static_sim_queues", "static sim", justify="left")] if simulated else [])],
-        rows=rows, csv_columns=csv_columns(rows),
-        meta={"scenario": inputs.name}, notes=notes,
+        columns=[
+            Column("window", "window", justify="left", keep=True),
+            Column("hours", "hours", _auto),
+            Column("rate_rps", "rate req/s", _auto),
+            Column("n_p", "N_p", _auto),
+            Column("n_d", "N_d", _auto),
+            Column("switched", "switched", _auto),
+            Column("threshold_tokens", "t (tokens)", _auto),
+            Column("capacity_rps", "capacity req/s", _auto),
+            Column("utilisation_fraction", "load", _auto),
+            Column("static_n_p", "static N_p", _auto),
+            Column("static_capacity_rps", "static capacity req/s", _auto),
+            Column("static_utilisation_fraction", "static load", _auto),
+            *(
+                [Column("sim_queues", "sim queues", justify="left"), Column("static_sim_queues", "static sim", justify="left")]
+                if simulated
+                else []
+            ),
+        ],
+        rows=rows,
+        csv_columns=csv_columns(rows),
+        meta={"scenario": inputs.name},
+        notes=notes,
     )

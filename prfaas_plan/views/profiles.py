@@ -51,16 +51,24 @@ _MODEL_COLUMNS = [
 
 
 def models_list_view(models: list[ModelProfile]) -> Report:
-    return Report(title="Model profiles", columns=_MODEL_COLUMNS, rows=[model_summary(m) for m in models],
-                  notes=["params: counted from the architecture (matrices and embeddings); KV in the model's KV dtype"])
+    return Report(
+        title="Model profiles",
+        columns=_MODEL_COLUMNS,
+        rows=[model_summary(m) for m in models],
+        notes=["params: counted from the architecture (matrices and embeddings); KV in the model's KV dtype"],
+    )
 
 
 def _show(report: Report, kind: str, profile, *extra_notes: str) -> Report:
     """One profile's summary row, with its description, assumptions and sources as notes;
     the full profile in JSON."""
     report.title = f"{kind} profile: {profile.name}"
-    report.notes = [profile.description, *(f"assumption: {a}" for a in profile.assumptions),
-                    *(f"source: {s}" for s in profile.sources), *extra_notes]
+    report.notes = [
+        profile.description,
+        *(f"assumption: {a}" for a in profile.assumptions),
+        *(f"source: {s}" for s in profile.sources),
+        *extra_notes,
+    ]
     report.extra = {"profile": profile.model_dump(mode="json", exclude_none=True)}
     return report
 
@@ -106,9 +114,12 @@ _HW_COLUMNS = [
 
 
 def hardware_list_view(profiles: list[HardwareProfile]) -> Report:
-    return Report(title="Hardware profiles (per chip; dense peaks)", columns=_HW_COLUMNS,
-                  rows=[hardware_summary(h) for h in profiles],
-                  notes=["- = not available (null in JSON, empty in CSV); prices are editable examples, not quotes"])
+    return Report(
+        title="Hardware profiles (per chip; dense peaks)",
+        columns=_HW_COLUMNS,
+        rows=[hardware_summary(h) for h in profiles],
+        notes=["- = not available (null in JSON, empty in CSV); prices are editable examples, not quotes"],
+    )
 
 
 def efficiency_source_notes(h: HardwareProfile) -> list[str]:
@@ -122,7 +133,4 @@ def efficiency_source_notes(h: HardwareProfile) -> list[str]:
 
 
 def hardware_show_view(h: HardwareProfile) -> Report:
-    return _show(hardware_list_view([h]), "Hardware", h, *([h.price_note] if h.price_note else []),
-                 *efficiency_source_notes(h))
-
-
+    return _show(hardware_list_view([h]), "Hardware", h, *([h.price_note] if h.price_note else []), *efficiency_source_notes(h))

@@ -30,11 +30,14 @@ def _counted(sim) -> str:
     measured = int(sim.ttft["overall"]["count"])
     warmup = sim.completed - measured
     unfinished = cfg.requests - sim.completed
-    return (f"{cfg.requests:,} requests simulated (seed {cfg.seed}, arrivals {cfg.arrivals}"
-            + (f", cv {cfg.cv:g}" if cfg.arrivals == "gamma" else "") + f"), {sim.completed:,} completed"
-            + (f" ({unfinished:,} unfinished, not measured)" if unfinished else "")
-            + f"; the first {warmup:,} completions ({100 * cfg.warmup_fraction:g}% warm-up) are left out: "
-            f"{measured:,} measured")
+    return (
+        f"{cfg.requests:,} requests simulated (seed {cfg.seed}, arrivals {cfg.arrivals}"
+        + (f", cv {cfg.cv:g}" if cfg.arrivals == "gamma" else "")
+        + f"), {sim.completed:,} completed"
+        + (f" ({unfinished:,} unfinished, not measured)" if unfinished else "")
+        + f"; the first {warmup:,} completions ({100 * cfg.warmup_fraction:g}% warm-up) are left out: "
+        f"{measured:,} measured"
+    )
 
 
 def simulation_view(run) -> Report:
@@ -46,9 +49,19 @@ def simulation_view(run) -> Report:
         t = sim.ttft[path]
         c_mean = closed.overall_mean_s if path == "overall" else closed_paths[path].mean_s
         c_p90 = closed.overall_p90_s if path == "overall" else closed_paths[path].p90_s
-        rows.append({"path": path, "requests": t["count"], "ttft_mean_s": t["mean_s"], "ttft_p50_s": t["p50_s"],
-                     "ttft_p90_s": t["p90_s"], "ttft_p99_s": t["p99_s"], "closed_mean_s": _finite(c_mean),
-                     "closed_p90_s": _finite(c_p90), "tpot_mean_ms": sim.tpot[path]["mean_ms"]})
+        rows.append(
+            {
+                "path": path,
+                "requests": t["count"],
+                "ttft_mean_s": t["mean_s"],
+                "ttft_p50_s": t["p50_s"],
+                "ttft_p90_s": t["p90_s"],
+                "ttft_p99_s": t["p99_s"],
+                "closed_mean_s": _finite(c_mean),
+                "closed_p90_s": _finite(c_p90),
+                "tpot_mean_ms": sim.tpot[path]["mean_ms"],
+            }
+        )
     sec = lambda v: "-" if v is None else f"{v:,.2f}"
     cfg = sim.config
     growth = sim.queue_growth
@@ -68,18 +81,30 @@ def simulation_view(run) -> Report:
     ]
     if cfg.rebalance:
         last = sim.role_changes[-1] if sim.role_changes else None
-        notes.append(f"role rebalancing (conversion {cfg.conversion_s:g} s): {len(sim.role_changes)} switches"
-                     + ("" if last is None else f", the last at {last[0]:,.0f} s to N_p {last[1]}, N_d {last[2]}"))
+        notes.append(
+            f"role rebalancing (conversion {cfg.conversion_s:g} s): {len(sim.role_changes)} switches"
+            + ("" if last is None else f", the last at {last[0]:,.0f} s to N_p {last[1]}, N_d {last[2]}")
+        )
     return Report(
         title=f"Simulation: {run.deployment.name} at {cfg.rate_rps:.3f} req/s",
-        columns=[Column("path", "path", justify="left", keep=True), Column("requests", "measured requests", fmt_int),
-                 Column("ttft_mean_s", "TTFT mean s", sec), Column("ttft_p50_s", "P50 s", sec),
-                 Column("ttft_p90_s", "P90 s", sec), Column("ttft_p99_s", "P99 s", sec),
-                 Column("closed_mean_s", "closed-form mean s", sec), Column("closed_p90_s", "closed-form P90 s", sec),
-                 Column("tpot_mean_ms", "TPOT mean ms", sec)],
-        rows=rows, notes=notes,
-        json_doc={**sim.to_json_dict(timeseries=False), "lambda_max": run.lambda_max,
-                  "closed_form": {r["path"]: {"mean_s": r["closed_mean_s"], "p90_s": r["closed_p90_s"]} for r in rows}},
+        columns=[
+            Column("path", "path", justify="left", keep=True),
+            Column("requests", "measured requests", fmt_int),
+            Column("ttft_mean_s", "TTFT mean s", sec),
+            Column("ttft_p50_s", "P50 s", sec),
+            Column("ttft_p90_s", "P90 s", sec),
+            Column("ttft_p99_s", "P99 s", sec),
+            Column("closed_mean_s", "closed-form mean s", sec),
+            Column("closed_p90_s", "closed-form P90 s", sec),
+            Column("tpot_mean_ms", "TPOT mean ms", sec),
+        ],
+        rows=rows,
+        notes=notes,
+        json_doc={
+            **sim.to_json_dict(timeseries=False),
+            "lambda_max": run.lambda_max,
+            "closed_form": {r["path"]: {"mean_s": r["closed_mean_s"], "p90_s": r["closed_p90_s"]} for r in rows},
+        },
     )
 
 
@@ -99,35 +124,50 @@ def validation_view(runs) -> Report:
         rate = sim.config.rate_rps
         closed_tput = min(rate, run.lambda_max)
         t = sim.ttft["overall"]
-        rows.append({
-            **run.plan.inputs.identity(), "deployment": str(run.deployment.name),
-            "load": round(rate / run.lambda_max, 4), "rate_rps": round(rate, 4),
-            "closed_throughput_rps": round(closed_tput, 4), "sim_throughput_rps": round(sim.achieved_rps, 4),
-            "throughput_diff": _pct_diff(sim.achieved_rps, closed_tput),
-            "closed_ttft_mean_s": _finite(closed.overall_mean_s), "sim_ttft_mean_s": t["mean_s"],
-            "ttft_mean_diff": _pct_diff(t["mean_s"], closed.overall_mean_s),
-            "closed_ttft_p90_s": _finite(closed.overall_p90_s), "sim_ttft_p90_s": t["p90_s"],
-            "ttft_p90_diff": _pct_diff(t["p90_s"], closed.overall_p90_s),
-            "sim_stable": sim.stable,
-        })
+        rows.append(
+            {
+                **run.plan.inputs.identity(),
+                "deployment": str(run.deployment.name),
+                "load": round(rate / run.lambda_max, 4),
+                "rate_rps": round(rate, 4),
+                "closed_throughput_rps": round(closed_tput, 4),
+                "sim_throughput_rps": round(sim.achieved_rps, 4),
+                "throughput_diff": _pct_diff(sim.achieved_rps, closed_tput),
+                "closed_ttft_mean_s": _finite(closed.overall_mean_s),
+                "sim_ttft_mean_s": t["mean_s"],
+                "ttft_mean_diff": _pct_diff(t["mean_s"], closed.overall_mean_s),
+                "closed_ttft_p90_s": _finite(closed.overall_p90_s),
+                "sim_ttft_p90_s": t["p90_s"],
+                "ttft_p90_diff": _pct_diff(t["p90_s"], closed.overall_p90_s),
+                "sim_stable": sim.stable,
+            }
+        )
     sec = lambda v: "overload" if v is None else f"{v:,.2f}"
     pct = lambda v: "-" if v is None else f"{100 * v:+.1f}%"
     cfg = runs[0].result.config
     return Report(
         title="Closed form vs simulation",
-        columns=[Column("load", "load", lambda v: f"{v:.2f}", keep=True), Column("rate_rps", "rate req/s", fmt_float(3)),
-                 Column("closed_throughput_rps", "closed tput req/s", fmt_float(3)),
-                 Column("sim_throughput_rps", "sim tput req/s", fmt_float(3)),
-                 Column("throughput_diff", "Δ tput", pct),
-                 Column("closed_ttft_mean_s", "closed TTFT mean s", sec),
-                 Column("sim_ttft_mean_s", "sim TTFT mean s", sec), Column("ttft_mean_diff", "Δ TTFT mean", pct),
-                 Column("closed_ttft_p90_s", "closed TTFT P90 s", sec), Column("sim_ttft_p90_s", "sim TTFT P90 s", sec),
-                 Column("ttft_p90_diff", "Δ TTFT P90", pct),
-                 Column("sim_stable", "sim queues", _stability)],
-        rows=rows, csv_columns=csv_columns(rows),
-        notes=[f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); each Δ = (closed - simulated) / simulated "
-               "of the two columns before it; "
-               f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"
-               + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
-               "closed-form throughput = min(rate, Λ_max); closed-form TTFT is infinite at or above Λ_max"],
+        columns=[
+            Column("load", "load", lambda v: f"{v:.2f}", keep=True),
+            Column("rate_rps", "rate req/s", fmt_float(3)),
+            Column("closed_throughput_rps", "closed tput req/s", fmt_float(3)),
+            Column("sim_throughput_rps", "sim tput req/s", fmt_float(3)),
+            Column("throughput_diff", "Δ tput", pct),
+            Column("closed_ttft_mean_s", "closed TTFT mean s", sec),
+            Column("sim_ttft_mean_s", "sim TTFT mean s", sec),
+            Column("ttft_mean_diff", "Δ TTFT mean", pct),
+            Column("closed_ttft_p90_s", "closed TTFT P90 s", sec),
+            Column("sim_ttft_p90_s", "sim TTFT P90 s", sec),
+            Column("ttft_p90_diff", "Δ TTFT P90", pct),
+            Column("sim_stable", "sim queues", _stability),
+        ],
+        rows=rows,
+        csv_columns=csv_columns(rows),
+        notes=[
+            f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); each Δ = (closed - simulated) / simulated "
+            "of the two columns before it; "
+            f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"
+            + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
+            "closed-form throughput = min(rate, Λ_max); closed-form TTFT is infinite at or above Λ_max",
+        ],
     )

@@ -12,11 +12,35 @@ def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
     """One window's rows: each PD site, each link it has, each PrfaaS site, then the total; every
     row with the same keys (blank where a figure is not the part's), identity first."""
     first = si.pd[0][0]
-    ident = dict.fromkeys(("prfaas_site", "prfaas_hardware", "prfaas_gpus_per_instance", "pd_site", "pd_hardware",
-                           "pd_gpus_per_instance", "link_gbps"))
-    blank = dict.fromkeys(("usable_gbps", "rtt_ms", "demand_rps", "served_rps",
-                           "threshold_tokens", "p", "n_prfaas", "n_pd", "n_p", "n_d", "offload_rps", "egress_gbps",
-                           "link_utilisation_at_planned_rate", "usd_per_hour"))
+    ident = dict.fromkeys(
+        (
+            "prfaas_site",
+            "prfaas_hardware",
+            "prfaas_gpus_per_instance",
+            "pd_site",
+            "pd_hardware",
+            "pd_gpus_per_instance",
+            "link_gbps",
+        )
+    )
+    blank = dict.fromkeys(
+        (
+            "usable_gbps",
+            "rtt_ms",
+            "demand_rps",
+            "served_rps",
+            "threshold_tokens",
+            "p",
+            "n_prfaas",
+            "n_pd",
+            "n_p",
+            "n_d",
+            "offload_rps",
+            "egress_gbps",
+            "link_utilisation_at_planned_rate",
+            "usd_per_hour",
+        )
+    )
     head = {"scenario": result.name, "model": si.pairs[first, si.prfaas[0]].model.name, "window": window.name}
 
     def row(part: str, **cells) -> dict:
@@ -33,34 +57,72 @@ def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
     sites, links = [], []
     for site in window.pd:
         sim = sims.get(site.name)
-        sites.append(row("pd_site", **pd_identity(site.name), demand_rps=site.demand_rps,
-                         served_rps=round(site.served_rps, 6), threshold_tokens=site.threshold_tokens,
-                         p=round(site.p, 6), n_pd=result.n_pd.get(site.name), n_p=site.n_p, n_d=site.n_d,
-                         offload_rps=round(sum(site.offload_rps.values()), 6),
-                         egress_gbps=round(sum(site.egress_gbps.values()), 4), usd_per_hour=_opt(parts["pd", site.name], 4),
-                         **({} if sim is None else {
-                             "sim_rate_rps": round(sim.rate_rps, 6), "sim_ttft_p90_s": round(sim.ttft_p90_s, 4),
-                             "sim_egress_gbps": round(sum(sim.egress_gbps.values()), 4),
-                             "sim_queues": "bounded" if sim.stable else "growing"})))
+        sites.append(
+            row(
+                "pd_site",
+                **pd_identity(site.name),
+                demand_rps=site.demand_rps,
+                served_rps=round(site.served_rps, 6),
+                threshold_tokens=site.threshold_tokens,
+                p=round(site.p, 6),
+                n_pd=result.n_pd.get(site.name),
+                n_p=site.n_p,
+                n_d=site.n_d,
+                offload_rps=round(sum(site.offload_rps.values()), 6),
+                egress_gbps=round(sum(site.egress_gbps.values()), 4),
+                usd_per_hour=_opt(parts["pd", site.name], 4),
+                **(
+                    {}
+                    if sim is None
+                    else {
+                        "sim_rate_rps": round(sim.rate_rps, 6),
+                        "sim_ttft_p90_s": round(sim.ttft_p90_s, 4),
+                        "sim_egress_gbps": round(sum(sim.egress_gbps.values()), 4),
+                        "sim_queues": "bounded" if sim.stable else "growing",
+                    }
+                ),
+            )
+        )
         for f in site.offload_rps:
             link = si.pairs[site.name, f].link
-            links.append(row("link", **prfaas_identity(f), **pd_identity(site.name),
-                             link_gbps=round(link.bandwidth_gbps, 6), usable_gbps=round(link.usable_gbps, 6),
-                             rtt_ms=round(link.rtt_s * 1000, 6), offload_rps=round(site.offload_rps[f], 6),
-                             egress_gbps=round(site.egress_gbps[f], 4),
-                             link_utilisation_at_planned_rate=round(site.link_utilisation_at_planned_rate[f], 6),
-                             usd_per_hour=_opt(parts["link", site.name, f], 4),
-                             **({} if sim is None else {"sim_egress_gbps": round(sim.egress_gbps.get(f, 0.0), 4)})))
-    prfaas = [row("prfaas_site", **prfaas_identity(f), n_prfaas=n,
-                  offload_rps=round(sum(s.offload_rps.get(f, 0.0) for s in window.pd), 6),
-                  egress_gbps=round(sum(s.egress_gbps.get(f, 0.0) for s in window.pd), 4),
-                  usd_per_hour=_opt(parts["prfaas", f], 4)) for f, n in result.n_prfaas.items()]
-    total = row("total", demand_rps=sum(r["demand_rps"] for r in sites),
-                served_rps=round(sum(r["served_rps"] for r in sites), 6),
-                n_prfaas=sum(result.n_prfaas.values()), n_pd=sum(r["n_pd"] or 0 for r in sites),
-                n_p=sum(r["n_p"] for r in sites), n_d=sum(r["n_d"] for r in sites),
-                offload_rps=round(sum(r["offload_rps"] for r in sites), 6),
-                egress_gbps=round(sum(r["egress_gbps"] for r in sites), 4), usd_per_hour=_opt(result.usd_per_hour, 4))
+            links.append(
+                row(
+                    "link",
+                    **prfaas_identity(f),
+                    **pd_identity(site.name),
+                    link_gbps=round(link.bandwidth_gbps, 6),
+                    usable_gbps=round(link.usable_gbps, 6),
+                    rtt_ms=round(link.rtt_s * 1000, 6),
+                    offload_rps=round(site.offload_rps[f], 6),
+                    egress_gbps=round(site.egress_gbps[f], 4),
+                    link_utilisation_at_planned_rate=round(site.link_utilisation_at_planned_rate[f], 6),
+                    usd_per_hour=_opt(parts["link", site.name, f], 4),
+                    **({} if sim is None else {"sim_egress_gbps": round(sim.egress_gbps.get(f, 0.0), 4)}),
+                )
+            )
+    prfaas = [
+        row(
+            "prfaas_site",
+            **prfaas_identity(f),
+            n_prfaas=n,
+            offload_rps=round(sum(s.offload_rps.get(f, 0.0) for s in window.pd), 6),
+            egress_gbps=round(sum(s.egress_gbps.get(f, 0.0) for s in window.pd), 4),
+            usd_per_hour=_opt(parts["prfaas", f], 4),
+        )
+        for f, n in result.n_prfaas.items()
+    ]
+    total = row(
+        "total",
+        demand_rps=sum(r["demand_rps"] for r in sites),
+        served_rps=round(sum(r["served_rps"] for r in sites), 6),
+        n_prfaas=sum(result.n_prfaas.values()),
+        n_pd=sum(r["n_pd"] or 0 for r in sites),
+        n_p=sum(r["n_p"] for r in sites),
+        n_d=sum(r["n_d"] for r in sites),
+        offload_rps=round(sum(r["offload_rps"] for r in sites), 6),
+        egress_gbps=round(sum(r["egress_gbps"] for r in sites), 4),
+        usd_per_hour=_opt(result.usd_per_hour, 4),
+    )
     return [*sites, *links, *prfaas, total]
 
 
@@ -89,40 +151,70 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
     table_rows = [{**r, "site": _part_label(r)} for r in rows]
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
     prfaas = ", ".join(f"{f} {n}" for f, n in result.n_prfaas.items())
-    notes = [f"demand scale {result.scale:.3f}: every site's demand x this is served in every window (>= 1: all "
-             "served)", f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items()),
-             "rows per window: each PD site, each link (PD site <- PrfaaS site), each PrfaaS site, the total; $/h "
-             "provisioned (instances x $/hour per instance, a link's committed price when it carries traffic), the "
-             "same in every window, the parts adding up to the total",
-             "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth",
-             *si.notes]
+    notes = [
+        f"demand scale {result.scale:.3f}: every site's demand x this is served in every window (>= 1: all served)",
+        f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items()),
+        "rows per window: each PD site, each link (PD site <- PrfaaS site), each PrfaaS site, the total; $/h "
+        "provisioned (instances x $/hour per instance, a link's committed price when it carries traffic), the "
+        "same in every window, the parts adding up to the total",
+        "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth",
+        *si.notes,
+    ]
     if len(result.windows) > 1:
-        notes.append(f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
-                     f"switches is idle for the first {si.conversion_s:g} s of its window"
-                     + ("" if si.max_switches is None else f", at most {si.max_switches} switches per site"))
+        notes.append(
+            f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
+            f"switches is idle for the first {si.conversion_s:g} s of its window"
+            + ("" if si.max_switches is None else f", at most {si.max_switches} switches per site")
+        )
     if result.one_site:
         notes.append("one PD site and one PrfaaS site: planned by the one-site planner (prfaas-plan plan)")
     if not result.proven:
         notes.append("the solver stopped at its time limit: this is the best plan it found, not proven optimal")
     if simulated:
-        notes.append(f"simulated at {load:g} x each site's planned rate, every window from empty queues "
-                     "(SimPy; PrfaaS instances shared by the sites, a link per pair)")
+        notes.append(
+            f"simulated at {load:g} x each site's planned rate, every window from empty queues "
+            "(SimPy; PrfaaS instances shared by the sites, a link per pair)"
+        )
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
-        columns=[Column("window", "window", justify="left", keep=True),
-                 Column("site", "site", justify="left", keep=True),
-                 Column("demand_rps", "demand req/s", _auto), Column("served_rps", "served req/s", _auto),
-                 Column("threshold_tokens", "t (tokens)", _auto), Column("p", "p", _auto),
-                 Column("n_prfaas", "N_prfaas", _auto), Column("n_pd", "N_pd", _auto),
-                 Column("n_p", "N_p", _auto), Column("n_d", "N_d", _auto),
-                 Column("egress_gbps", "egress Gbps", _auto), Column("link_utilisation_at_planned_rate", "link util", _auto),
-                 Column("usd_per_hour", "$/h", _num(2)),
-                 *([Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto), Column("sim_egress_gbps", "sim egress Gbps", _auto),
-                    Column("sim_queues", "sim queues", lambda v: "-" if v is None else str(v), justify="left")]
-                   if simulated else [])],
-        rows=table_rows, csv_columns=csv_cols,
-        meta={"scenario": result.name, "objective": str(si.objective)}, notes=notes,
-        json_doc={"scenario": result.name, "objective": str(si.objective), "scale": result.scale,
-                  "usd_per_hour": result.usd_per_hour, "n_prfaas": result.n_prfaas, "n_pd": result.n_pd,
-                  "one_site": result.one_site, "proven_optimal": result.proven, "notes": list(si.notes), "rows": rows},
+        columns=[
+            Column("window", "window", justify="left", keep=True),
+            Column("site", "site", justify="left", keep=True),
+            Column("demand_rps", "demand req/s", _auto),
+            Column("served_rps", "served req/s", _auto),
+            Column("threshold_tokens", "t (tokens)", _auto),
+            Column("p", "p", _auto),
+            Column("n_prfaas", "N_prfaas", _auto),
+            Column("n_pd", "N_pd", _auto),
+            Column("n_p", "N_p", _auto),
+            Column("n_d", "N_d", _auto),
+            Column("egress_gbps", "egress Gbps", _auto),
+            Column("link_utilisation_at_planned_rate", "link util", _auto),
+            Column("usd_per_hour", "$/h", _num(2)),
+            *(
+                [
+                    Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto),
+                    Column("sim_egress_gbps", "sim egress Gbps", _auto),
+                    Column("sim_queues", "sim queues", lambda v: "-" if v is None else str(v), justify="left"),
+                ]
+                if simulated
+                else []
+            ),
+        ],
+        rows=table_rows,
+        csv_columns=csv_cols,
+        meta={"scenario": result.name, "objective": str(si.objective)},
+        notes=notes,
+        json_doc={
+            "scenario": result.name,
+            "objective": str(si.objective),
+            "scale": result.scale,
+            "usd_per_hour": result.usd_per_hour,
+            "n_prfaas": result.n_prfaas,
+            "n_pd": result.n_pd,
+            "one_site": result.one_site,
+            "proven_optimal": result.proven,
+            "notes": list(si.notes),
+            "rows": rows,
+        },
     )

@@ -17,8 +17,11 @@ def layout_chosen(given: bool, capacity: str) -> str:
     instance, else the fitting layout that is fastest for the roofline's capacity."""
     if given:
         return "the layout given (parallel)"
-    return ("the fitting layout with the lowest one-prompt TTFT" if capacity == "per_request" else
-            "the fitting layout with the lowest time per token in a saturated pass")
+    return (
+        "the fitting layout with the lowest one-prompt TTFT"
+        if capacity == "per_request"
+        else "the fitting layout with the lowest time per token in a saturated pass"
+    )
 
 
 def kv_layout_note(result: KvReport) -> str:
@@ -29,15 +32,16 @@ def kv_layout_note(result: KvReport) -> str:
     how = layout_chosen(result.instance.layout is not None, "per_request")
     if result.source != "measured":
         return f"; layout {lay}: the layout its one-prompt latency is computed on ({how})"
-    return (f"; layout {lay}: the layout whose one-prompt roofline shapes the curve around the measured points "
-            f"({how}), which says nothing of how they were measured; plan's Sources may name another for the same "
-            "points: its pool's roofline layout")
+    return (
+        f"; layout {lay}: the layout whose one-prompt roofline shapes the curve around the measured points "
+        f"({how}), which says nothing of how they were measured; plan's Sources may name another for the same "
+        "points: its pool's roofline layout"
+    )
 
 
 def kv_view(result: KvReport) -> Report:
     kv = result.kv_model
-    ident = instance_identity(result.model.name, result.instance.hardware.name, result.instance.gpus,
-                              layout=result.layout)
+    ident = instance_identity(result.model.name, result.instance.hardware.name, result.instance.gpus, layout=result.layout)
     rows = [
         {
             **ident,
@@ -49,22 +53,29 @@ def kv_view(result: KvReport) -> Report:
         }
         for r in result.rows
     ]
-    formula = (f"{kv.growing_bytes_per_token:,.0f} B/token x l"
-               + (f" + window-bounded part up to {kv.window_cap_bytes / BYTES_PER_MIB:,.2f} MiB" if kv.windows else "")
-               + f" + {kv.fixed_bytes / BYTES_PER_MIB:,.2f} MiB fixed state per request")
+    formula = (
+        f"{kv.growing_bytes_per_token:,.0f} B/token x l"
+        + (f" + window-bounded part up to {kv.window_cap_bytes / BYTES_PER_MIB:,.2f} MiB" if kv.windows else "")
+        + f" + {kv.fixed_bytes / BYTES_PER_MIB:,.2f} MiB fixed state per request"
+    )
     if result.kv_source == "measured":  # the table shows the measured sizes: the formula is not theirs
         first = result.rows[0]
         arch = int(round(float(kv.bytes_at([first.length_tokens])[0])))
-        kv_note = (f"S_kv: the profile's measured sizes (PCHIP-interpolated along the architecture's shape), as the "
-                   f"planner uses them; the model architecture gives S_kv(l) = {formula} ({arch:,} B at "
-                   f"{first.length_tokens:,} tokens against {first.kv_bytes:,} B measured)")
+        kv_note = (
+            f"S_kv: the profile's measured sizes (PCHIP-interpolated along the architecture's shape), as the "
+            f"planner uses them; the model architecture gives S_kv(l) = {formula} ({arch:,} B at "
+            f"{first.length_tokens:,} tokens against {first.kv_bytes:,} B measured)"
+        )
     else:
         kv_note = f"S_kv(l) = {formula} (model architecture)"
     notes = [
         kv_note,
         f"T_prefill source: {result.source}"
-        + (" (profile's measured points, PCHIP-interpolated; roofline shape outside them)" if result.source == "measured"
-           else " (per-layer roofline with the hardware profile's efficiency factors; one prompt alone)")
+        + (
+            " (profile's measured points, PCHIP-interpolated; roofline shape outside them)"
+            if result.source == "measured"
+            else " (per-layer roofline with the hardware profile's efficiency factors; one prompt alone)"
+        )
         + (kv_layout_note(result) if result.layout is not None else ""),
         "Phi_kv = S_kv / T_prefill in decimal Gbps; K = 1024 tokens; MiB = 2^20 B",
     ]
@@ -77,13 +88,23 @@ def kv_view(result: KvReport) -> Report:
             Column("prefill_s", "T_prefill (s)", fmt_float(3)),
             Column("phi_kv_gbps", "Phi_kv (Gbps)", fmt_float(2)),
         ],
-        rows=rows, csv_columns=csv_columns(rows),
-        meta={"model": result.model.name, "hardware": result.instance.hardware.name, "gpus": result.instance.gpus,
-              "source": result.source},
+        rows=rows,
+        csv_columns=csv_columns(rows),
+        meta={
+            "model": result.model.name,
+            "hardware": result.instance.hardware.name,
+            "gpus": result.instance.gpus,
+            "source": result.source,
+        },
         notes=notes,
-        extra={"kv_model": {"growing_bytes_per_token": kv.growing_bytes_per_token,
-                            "window_cap_bytes": kv.window_cap_bytes, "fixed_bytes": kv.fixed_bytes},
-               "kv_source": result.kv_source},
+        extra={
+            "kv_model": {
+                "growing_bytes_per_token": kv.growing_bytes_per_token,
+                "window_cap_bytes": kv.window_cap_bytes,
+                "fixed_bytes": kv.fixed_bytes,
+            },
+            "kv_source": result.kv_source,
+        },
     )
 
 
@@ -104,8 +125,12 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
     notes = [
         f"usable memory {d.usable_memory_bytes / 1e9:,.1f} GB per chip (capacity x memory_usable_fraction); "
         "BS_max = attention groups x (usable - weights per chip) / KV per chip of one request",
-        f"tokens/s source: {d.source}" + (" (the profile's measured decode throughput)" if d.source == "measured" else
-                                          " (BS x tokens per step / T_decode(BS) from the per-kernel roofline)"),
+        f"tokens/s source: {d.source}"
+        + (
+            " (the profile's measured decode throughput)"
+            if d.source == "measured"
+            else " (BS x tokens per step / T_decode(BS) from the per-kernel roofline)"
+        ),
         "TPOT = T_decode / tokens accepted per step; per-user tokens/s = 1 / TPOT",
     ]
     if tpot_limit_ms is not None:
@@ -125,11 +150,13 @@ def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
             Column("weight_gb_per_chip", "weights/chip (GB)", fmt_float(1)),
             Column("kv_per_request_mib_per_chip", "KV/request/chip (MiB)", fmt_float(1)),
         ],
-        rows=[row], csv_columns=csv_columns([row]),
+        rows=[row],
+        csv_columns=csv_columns([row]),
         meta={"model": d.model, "instance": d.instance, "source": d.source},
         notes=notes,
-        extra={} if d.cost is None else {"parallel": d.layout.as_dict(),
-                                         "budget": budget_row(Budget.of("decode step", d.layout, d.batch_size, d.cost))},
+        extra={}
+        if d.cost is None
+        else {"parallel": d.layout.as_dict(), "budget": budget_row(Budget.of("decode step", d.layout, d.batch_size, d.cost))},
     )
 
 
@@ -149,25 +176,32 @@ def calibration_view(result: CalibrationResult) -> Report:
     ]
 
     spare = len(result.points) - len(result.fitted)
-    missing = ("no standard error: as many parameters as points" if spare <= 0
-               else "no standard error: at a bound of its range, or not determined by these points")
+    missing = (
+        "no standard error: as many parameters as points"
+        if spare <= 0
+        else "no standard error: at a bound of its range, or not determined by these points"
+    )
 
     def fitted_text(k: str, v: float) -> str:
         sd = result.uncertainty.get(k)
         return f"{k} {result.before[k]:.4g} -> {v:.4g}" + (f" +/- {sd:.2g}" if sd is not None else f" ({missing})")
 
     any_sd = any(result.uncertainty.get(k) is not None for k in result.fitted)
-    notes = [f"fitted: {', '.join(fitted_text(k, v) for k, v in result.fitted.items())}"
-             + (" (+/- one standard error)" if any_sd else ""),
-             f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%"]
+    notes = [
+        f"fitted: {', '.join(fitted_text(k, v) for k, v in result.fitted.items())}"
+        + (" (+/- one standard error)" if any_sd else ""),
+        f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%",
+    ]
     if result.leave_one_model_out:
-        loo = ", ".join(f"{m} {100 * e:.1f}%" if e is not None else f"{m} not determined without it"
-                        for m, e in result.leave_one_model_out.items())
+        loo = ", ".join(
+            f"{m} {100 * e:.1f}%" if e is not None else f"{m} not determined without it"
+            for m, e in result.leave_one_model_out.items()
+        )
         notes.append(f"leave-one-model-out max |error| (fitted on the other models): {loo}")
     return Report(
         title=f"Calibration of {result.hardware.name} on {result.model} ({result.instance})",
-        columns=([Column("model", "model", keep=True), Column("gpus_per_instance", "GPUs", fmt_int, keep=True)]
-                 if joint else []) + [
+        columns=([Column("model", "model", keep=True), Column("gpus_per_instance", "GPUs", fmt_int, keep=True)] if joint else [])
+        + [
             Column("length_tokens", "length (tokens)", fmt_int, keep=True),
             Column("measured_s", "measured (s)", fmt_float(3)),
             Column("predicted_s", "fitted (s)", fmt_float(3)),
@@ -175,11 +209,14 @@ def calibration_view(result: CalibrationResult) -> Report:
             Column("measured_kv_bytes", "measured KV (B)", lambda v: f"{v:,.0f}" if v != "" else "-"),
             Column("model_kv_bytes", "model KV (B)", fmt_int),
         ],
-        rows=rows, csv_columns=csv_columns(rows),
+        rows=rows,
+        csv_columns=csv_columns(rows),
         meta={"model": result.model, "hardware": result.hardware.name, "instance": result.instance},
         notes=notes,
-        extra={"fitted": result.fitted, "before": result.before, "uncertainty": result.uncertainty,
-               "leave_one_model_out": result.leave_one_model_out},
+        extra={
+            "fitted": result.fitted,
+            "before": result.before,
+            "uncertainty": result.uncertainty,
+            "leave_one_model_out": result.leave_one_model_out,
+        },
     )
-
-

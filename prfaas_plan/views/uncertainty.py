@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from ..timing.uncertainty import LEVEL, Band
 
-WHAT = (f"{LEVEL:.0%} prediction interval of the instance model's residuals on published measurements (its "
-        "coverage checked leave-one-out), an empirical interval, not a guarantee")
+WHAT = (
+    f"{LEVEL:.0%} prediction interval of the instance model's residuals on published measurements (its "
+    "coverage checked leave-one-out), an empirical interval, not a guarantee"
+)
 
 
 def band_json(b: Band) -> dict:
     """A band: factors on the predicted speed and the residual rows behind them."""
-    return {"low_factor": round(b.low, 6), "high_factor": round(b.high, 6), "pool": b.pool, "rows": b.rows,
-            "method": b.method}
+    return {"low_factor": round(b.low, 6), "high_factor": round(b.high, 6), "pool": b.pool, "rows": b.rows, "method": b.method}
 
 
 def _r(value: float | None, digits: int) -> float | None:
@@ -20,10 +21,15 @@ def _r(value: float | None, digits: int) -> float | None:
 
 
 def end_json(end) -> dict:
-    return {"lambda_max_rps": round(end.lambda_max_rps, 6), "rate_rps": round(end.rate_rps, 6),
-            "usd_per_mtok_output": _r(end.usd_per_mtok_output, 6), "usd_per_mtok_blended": _r(end.usd_per_mtok_blended, 6),
-            "target_counts": None if end.counts is None else list(end.counts),
-            "target_counts_usd_per_mtok_output": _r(end.counts_usd_per_mtok_output, 6), "note": end.note}
+    return {
+        "lambda_max_rps": round(end.lambda_max_rps, 6),
+        "rate_rps": round(end.rate_rps, 6),
+        "usd_per_mtok_output": _r(end.usd_per_mtok_output, 6),
+        "usd_per_mtok_blended": _r(end.usd_per_mtok_blended, 6),
+        "target_counts": None if end.counts is None else list(end.counts),
+        "target_counts_usd_per_mtok_output": _r(end.counts_usd_per_mtok_output, 6),
+        "note": end.note,
+    }
 
 
 def plan_uncertainty_json(result) -> dict | None:
@@ -32,13 +38,22 @@ def plan_uncertainty_json(result) -> dict | None:
     if u is None:
         return None
     tco = result.tco
-    return {"what": WHAT, "common_mode": True,
-            "bands": {"prfaas_prefill": band_json(u.bands.prfaas), "pd_prefill": band_json(u.bands.pd),
-                      "decode": band_json(u.bands.decode)},
-            "low": end_json(u.low), "high": end_json(u.high),
-            "usd_per_mtok_output": {"low": _r(u.high.usd_per_mtok_output, 6),
-                                    "central": None if tco is None else _r(tco.usd_per_mtok_output, 6),
-                                    "high": _r(u.low.usd_per_mtok_output, 6)}}
+    return {
+        "what": WHAT,
+        "common_mode": True,
+        "bands": {
+            "prfaas_prefill": band_json(u.bands.prfaas),
+            "pd_prefill": band_json(u.bands.pd),
+            "decode": band_json(u.bands.decode),
+        },
+        "low": end_json(u.low),
+        "high": end_json(u.high),
+        "usd_per_mtok_output": {
+            "low": _r(u.high.usd_per_mtok_output, 6),
+            "central": None if tco is None else _r(tco.usd_per_mtok_output, 6),
+            "high": _r(u.low.usd_per_mtok_output, 6),
+        },
+    }
 
 
 def plan_range_details(result) -> list[tuple[str, str]]:
@@ -47,21 +62,37 @@ def plan_range_details(result) -> list[tuple[str, str]]:
     if u is None:
         return []
     b = u.bands
-    pools = "; ".join(f"{name} x{band.low:.2f}..x{band.high:.2f} ({band.pool}{f', {band.rows} rows' if band.rows else ''})"
-                      for name, band in (("PrfaaS prefill", b.prfaas), ("PD prefill", b.pd), ("decode", b.decode)))
-    rows = [("Λ_max range", f"{u.low.lambda_max_rps:.3f} .. {u.high.lambda_max_rps:.3f} req/s (model "
-                            f"{result.point.lambda_max:.3f}), the counts and threshold fixed, every pool at its low end "
-                            f"then at its high end together (a common-mode error); {WHAT}"),
-            ("band of each rate", pools)]
+    pools = "; ".join(
+        f"{name} x{band.low:.2f}..x{band.high:.2f} ({band.pool}{f', {band.rows} rows' if band.rows else ''})"
+        for name, band in (("PrfaaS prefill", b.prfaas), ("PD prefill", b.pd), ("decode", b.decode))
+    )
+    rows = [
+        (
+            "Λ_max range",
+            f"{u.low.lambda_max_rps:.3f} .. {u.high.lambda_max_rps:.3f} req/s (model "
+            f"{result.point.lambda_max:.3f}), the counts and threshold fixed, every pool at its low end "
+            f"then at its high end together (a common-mode error); {WHAT}",
+        ),
+        ("band of each rate", pools),
+    ]
     tco = result.tco
     if tco is not None and tco.usd_per_mtok_output is not None and u.low.usd_per_mtok_output is not None:
-        rows.append(("$/Mtok range", f"${u.high.usd_per_mtok_output:,.4f} .. ${u.low.usd_per_mtok_output:,.4f} per "
-                                     f"million output tokens (model ${tco.usd_per_mtok_output:,.4f}), at the operating "
-                                     f"rate of each end ({u.low.rate_rps:.3f} .. {u.high.rate_rps:.3f} req/s)"))
+        rows.append(
+            (
+                "$/Mtok range",
+                f"${u.high.usd_per_mtok_output:,.4f} .. ${u.low.usd_per_mtok_output:,.4f} per "
+                f"million output tokens (model ${tco.usd_per_mtok_output:,.4f}), at the operating "
+                f"rate of each end ({u.low.rate_rps:.3f} .. {u.high.rate_rps:.3f} req/s)",
+            )
+        )
     if u.low.counts is not None:
         usd = u.low.counts_usd_per_mtok_output
-        rows.append(("target at the low end", f"N_prfaas/N_p/N_d {'/'.join(map(str, u.low.counts))} meet the target "
-                                              "if every rate is at its low end"
-                                              + ("" if usd is None else f" (${usd:,.4f} per million output tokens)")))
+        rows.append(
+            (
+                "target at the low end",
+                f"N_prfaas/N_p/N_d {'/'.join(map(str, u.low.counts))} meet the target "
+                "if every rate is at its low end" + ("" if usd is None else f" (${usd:,.4f} per million output tokens)"),
+            )
+        )
     rows += [(f"{name} end", end.note) for name, end in (("low", u.low), ("high", u.high)) if end.note]
     return rows

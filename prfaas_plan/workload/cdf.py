@@ -50,8 +50,11 @@ def cdf_buckets(tokens: ArrayLike, fractions: ArrayLike, field: str = "points") 
         if reason is not None:
             raise PlanInputError(reason, field=f"{field}[{i}]")
     if abs(f[-1] - 1.0) > F_TOLERANCE:
-        raise PlanInputError(f"the last point must have F = 1 (every request at most its length), got {f[-1]:g}; "
-                             "add the point of the longest length", field=f"{field}[{t.size - 1}]")
+        raise PlanInputError(
+            f"the last point must have F = 1 (every request at most its length), got {f[-1]:g}; "
+            "add the point of the longest length",
+            field=f"{field}[{t.size - 1}]",
+        )
     return np.concatenate(([0.0], t)), np.diff(np.concatenate(([0.0], f)))  # sum F_n: ``histogram`` normalises
 
 
@@ -76,8 +79,9 @@ def read_cdf_file(path: str | Path) -> tuple[list[tuple[float, float]], str]:
     if isinstance(data, dict):
         extra = sorted(set(data) - {"cdf"})
         if extra:
-            raise PlanInputError("unknown field (a CDF file is [[tokens, F], ...] or {\"cdf\": [...]})", source=source,
-                                 field=str(extra[0])[:40])
+            raise PlanInputError(
+                "unknown field (a CDF file is [[tokens, F], ...] or {\"cdf\": [...]})", source=source, field=str(extra[0])[:40]
+            )
         if "cdf" not in data:
             raise PlanInputError("required field is missing", source=source, field="cdf")
         data, field = data["cdf"], "cdf"

@@ -86,8 +86,11 @@ def routed_points(caches: ClusterCaches, regime: CacheRegime) -> RoutedPoints:
     full = caches.full_input
     size = full.lengths_tokens.size * caches.pd.shares.size * caches.prfaas.shares.size
     if size > MAX_SUPPORT_POINTS:
-        raise PlanInputError(f"{size:,} (length, PD hit, PrfaaS hit) combinations, more than {MAX_SUPPORT_POINTS:,}: "
-                             "use fewer hit fractions or a coarser workload", field="workload.cluster_caches")
+        raise PlanInputError(
+            f"{size:,} (length, PD hit, PrfaaS hit) combinations, more than {MAX_SUPPORT_POINTS:,}: "
+            "use fewer hit fractions or a coarser workload",
+            field="workload.cluster_caches",
+        )
     length = full.lengths_tokens[:, None, None]
     h = caches.pd.shares[None, :, None]
     g = caches.prfaas.shares[None, None, :]
@@ -103,8 +106,7 @@ def routed_points(caches: ClusterCaches, regime: CacheRegime) -> RoutedPoints:
         best = np.maximum(np.round(length * (1 - np.maximum(h, g))), 1.0)
         route = prfaas = local_pd = np.broadcast_to(best, shape)
         local_kv = np.broadcast_to(np.round(length * np.maximum(g - h, 0.0)), shape)
-    arrays = [np.ravel(a).astype(float) for a in (route, np.broadcast_to(prob, shape), prfaas, local_pd, pd_missing,
-                                                  local_kv)]
+    arrays = [np.ravel(a).astype(float) for a in (route, np.broadcast_to(prob, shape), prfaas, local_pd, pd_missing, local_kv)]
     keep = arrays[1] > 0
     order = np.argsort(arrays[0][keep], kind="stable")
     route, prob, prfaas, local_pd, offload_kv, local_kv = (a[keep][order] for a in arrays)

@@ -144,9 +144,7 @@ def class_stats_table(dist: LengthDistribution) -> ClassStats:
     return ClassStats(dist.lengths_tokens, dist.probs, head_probs, tail_probs, head_tokens, tail_tokens)
 
 
-def truncated_lognormal(
-    mu: float, sigma: float, min_tokens: float, max_tokens: float, bins: int = 4096
-) -> LengthDistribution:
+def truncated_lognormal(mu: float, sigma: float, min_tokens: float, max_tokens: float, bins: int = 4096) -> LengthDistribution:
     """ln L ~ N(mu, sigma^2) truncated to [min_tokens, max_tokens], discretised into ``bins`` log-spaced bins.
 
     With z(x) = (ln x - mu) / sigma, bin (a, b) has probability
@@ -164,17 +162,14 @@ def truncated_lognormal(
     if min_tokens < 1:
         raise PlanInputError(f"must be >= 1 token, got {min_tokens:g}", field="min_tokens")
     if min_tokens >= max_tokens:
-        raise PlanInputError(
-            f"must be below max_tokens ({max_tokens:g}), got {min_tokens:g}", field="min_tokens"
-        )
+        raise PlanInputError(f"must be below max_tokens ({max_tokens:g}), got {min_tokens:g}", field="min_tokens")
     bins = _positive_int(bins, "bins")
     edges_tokens = np.geomspace(min_tokens, max_tokens, bins + 1)
     z = (np.log(edges_tokens) - mu) / sigma
     mass = _normal_mass(z[:-1], z[1:])
     if not mass.sum() >= np.finfo(np.float64).tiny:
         raise PlanInputError(
-            f"the window [{min_tokens:g}, {max_tokens:g}] holds no probability mass of "
-            f"lognormal(mu={mu:g}, sigma={sigma:g})",
+            f"the window [{min_tokens:g}, {max_tokens:g}] holds no probability mass of lognormal(mu={mu:g}, sigma={sigma:g})",
             field="max_tokens",
         )
     shifted = _normal_mass(z[:-1] - sigma, z[1:] - sigma)
@@ -194,8 +189,10 @@ def empirical(lengths_tokens: ArrayLike) -> LengthDistribution:
         raise PlanInputError(f"lengths must be >= 1 token, found {values.min():g}", field="lengths_tokens")
     support, counts = np.unique(values, return_counts=True)
     if support.size > MAX_SUPPORT_POINTS:
-        raise PlanInputError(f"{support.size:,} distinct lengths (at most {MAX_SUPPORT_POINTS:,}); round them to "
-                             "whole tokens", field="lengths_tokens")
+        raise PlanInputError(
+            f"{support.size:,} distinct lengths (at most {MAX_SUPPORT_POINTS:,}); round them to whole tokens",
+            field="lengths_tokens",
+        )
     return LengthDistribution(support, counts / values.size)
 
 
@@ -214,9 +211,7 @@ def histogram(edges_tokens: ArrayLike, counts: ArrayLike, points_per_bin: int = 
     if np.any(np.diff(edges) <= 0):
         raise PlanInputError("edges must be strictly increasing", field="edges_tokens")
     if weights.size != edges.size - 1:
-        raise PlanInputError(
-            f"{edges.size} edges need {edges.size - 1} counts, got {weights.size}", field="counts"
-        )
+        raise PlanInputError(f"{edges.size} edges need {edges.size - 1} counts, got {weights.size}", field="counts")
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise PlanInputError("counts must be finite and >= 0", field="counts")
     if weights.sum() <= 0:
@@ -228,8 +223,7 @@ def histogram(edges_tokens: ArrayLike, counts: ArrayLike, points_per_bin: int = 
     return _merged(np.maximum(points.ravel(), 1.0), np.repeat(weights / points_per_bin, points_per_bin))
 
 
-def from_cdf(tokens: ArrayLike, fractions: ArrayLike, points_per_bin: int = 16,
-             field: str = "points") -> LengthDistribution:
+def from_cdf(tokens: ArrayLike, fractions: ArrayLike, points_per_bin: int = 16, field: str = "points") -> LengthDistribution:
     """The distribution whose CDF is linear through (0, 0) and (tokens_i, fractions_i), with
     fractions_i = P(L <= tokens_i): the ``histogram`` of ``cdf.cdf_buckets`` (which checks the
     points; errors name ``{field}[i]``)."""
@@ -262,9 +256,7 @@ def fixed(tokens: float) -> LengthDistribution:
     return LengthDistribution(np.array([tokens]), np.array([1.0]))
 
 
-def with_prefix_cache(
-    dist: LengthDistribution, hit_fractions: ArrayLike, probs: ArrayLike
-) -> LengthDistribution:
+def with_prefix_cache(dist: LengthDistribution, hit_fractions: ArrayLike, probs: ArrayLike) -> LengthDistribution:
     """Uncached (incremental) length max(1, L (1 - h)) in tokens, h independent of L.
 
     h takes the values ``hit_fractions`` (each in [0, 1)) with probabilities ``probs`` (normalised);
@@ -293,8 +285,11 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
     before anything is built (``ranges.MAX_SUPPORT_POINTS``)."""
     kind = spec.type
     if _support_of(spec) > MAX_SUPPORT_POINTS:
-        raise PlanInputError(f"would build {_support_of(spec):,} distinct lengths (at most {MAX_SUPPORT_POINTS:,}); "
-                             "use fewer bins or components", source=source, field=field_prefix)
+        raise PlanInputError(
+            f"would build {_support_of(spec):,} distinct lengths (at most {MAX_SUPPORT_POINTS:,}); use fewer bins or components",
+            source=source,
+            field=field_prefix,
+        )
 
     def build(constructor: Callable[..., LengthDistribution], **kwargs: Any) -> LengthDistribution:
         try:
@@ -303,8 +298,14 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
             raise PlanInputError(exc.reason, source=exc.source or source, field=f"{field_prefix}.{exc.field}") from None
 
     if kind == WorkloadType.lognormal:
-        return build(truncated_lognormal, mu=spec.mu, sigma=spec.sigma, min_tokens=spec.min_tokens,
-                     max_tokens=spec.max_tokens, bins=spec.bins)
+        return build(
+            truncated_lognormal,
+            mu=spec.mu,
+            sigma=spec.sigma,
+            min_tokens=spec.min_tokens,
+            max_tokens=spec.max_tokens,
+            bins=spec.bins,
+        )
     if kind == WorkloadType.histogram:
         return build(histogram, edges_tokens=spec.edges_tokens, counts=spec.counts, points_per_bin=spec.points_per_bin)
     if kind == WorkloadType.fixed:
@@ -320,8 +321,9 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
             return empirical(lengths)
         except PlanInputError as exc:
             raise PlanInputError(exc.reason, source=str(trace_path), field=field_prefix) from None
-    weighted = [(c.weight, build_distribution(c, source, f"{field_prefix}.components[{i}]"))
-                for i, c in enumerate(spec.components)]
+    weighted = [
+        (c.weight, build_distribution(c, source, f"{field_prefix}.components[{i}]")) for i, c in enumerate(spec.components)
+    ]
     return build(mixture, components=weighted)
 
 
@@ -428,7 +430,6 @@ def _head_tail_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     head = np.concatenate(([0.0], np.cumsum(x)))
     tail = np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
     return head, tail
-
 
 
 def scaled(dist: LengthDistribution, factor: float, cap_tokens: float) -> LengthDistribution:

@@ -38,11 +38,16 @@ def read_length_trace(path: str | Path, column: str | None = None) -> np.ndarray
         return _read(path, source, skip, n_columns=1, index=0)
     names = [cell.strip().decode("utf-8", errors="replace") for cell in header.split(b",")]
     if column is None:
-        raise PlanInputError(f"the CSV has several columns; name one with column (available columns: "
-                             f"{shorten(', '.join(names), 120)})", source=source)
+        raise PlanInputError(
+            f"the CSV has several columns; name one with column (available columns: {shorten(', '.join(names), 120)})",
+            source=source,
+        )
     if column not in names:
-        raise PlanInputError(f"column {column[:40]!r} not found (available columns: {shorten(', '.join(names), 120)})",
-                             source=source, field="column")
+        raise PlanInputError(
+            f"column {column[:40]!r} not found (available columns: {shorten(', '.join(names), 120)})",
+            source=source,
+            field="column",
+        )
     return _read(path, source, first + 1, n_columns=len(names), index=names.index(column))
 
 
@@ -84,9 +89,16 @@ def _read(path, source: str, skip: int, *, n_columns: int, index: int) -> np.nda
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "empty input file": handled below
-            values = np.loadtxt(path, dtype=np.float64, delimiter="," if n_columns > 1 else None, skiprows=skip,
-                                usecols=index if n_columns > 1 else None, comments=None, ndmin=1,
-                                encoding="utf-8-sig")
+            values = np.loadtxt(
+                path,
+                dtype=np.float64,
+                delimiter="," if n_columns > 1 else None,
+                skiprows=skip,
+                usecols=index if n_columns > 1 else None,
+                comments=None,
+                ndmin=1,
+                encoding="utf-8-sig",
+            )
     except (ValueError, UnicodeDecodeError, IndexError) as exc:
         values = None
         match = re.search(r"at row (\d+)", str(exc))
@@ -160,5 +172,4 @@ def _explain(line: bytes, number: int, *, n_columns: int, index: int, source: st
         raise PlanInputError(f"'{shown}' is not a finite length", source=source, field=where)
     if value < TOKENS.lo:
         raise PlanInputError(f"length {shown} is below 1 token", source=source, field=where)
-    raise PlanInputError(f"length {shown} is above the limit of {int(TOKENS.hi):,} tokens (16M)", source=source,
-                         field=where)
+    raise PlanInputError(f"length {shown} is above the limit of {int(TOKENS.hi):,} tokens (16M)", source=source, field=where)

@@ -40,6 +40,13 @@ class Moe(FfnKind):
         s = self.spec
         up = 2 if s.gated else 1
         i_shared, i_expert = s.shared_intermediate_size or s.expert_intermediate_size, s.expert_intermediate_size
-        shared = ((s.shared_experts * up * hidden * i_shared, hidden), (s.shared_experts * i_shared * hidden, i_shared),
-                  (hidden * s.num_experts, hidden)) if s.shared_experts else ((hidden * s.num_experts, hidden),)
+        shared = (
+            (
+                (s.shared_experts * up * hidden * i_shared, hidden),
+                (s.shared_experts * i_shared * hidden, i_shared),
+                (hidden * s.num_experts, hidden),
+            )
+            if s.shared_experts
+            else ((hidden * s.num_experts, hidden),)
+        )
         return shared, ((up * hidden * i_expert, hidden), (i_expert * hidden, i_expert))

@@ -43,9 +43,11 @@ class Mla(MixerKind):
         s, h = self.spec, hidden
         nh, qk = s.num_heads, s.qk_nope_head_dim + s.qk_rope_head_dim
         q = ((h * s.q_lora_rank, h), (s.q_lora_rank * nh * qk, s.q_lora_rank)) if s.q_lora_rank else ((h * nh * qk, h),)
-        return q + ((h * (s.kv_lora_rank + s.qk_rope_head_dim), h),
-                    (s.kv_lora_rank * nh * (s.qk_nope_head_dim + s.v_head_dim), s.kv_lora_rank),
-                    (nh * s.v_head_dim * h, nh * s.v_head_dim))
+        return q + (
+            (h * (s.kv_lora_rank + s.qk_rope_head_dim), h),
+            (s.kv_lora_rank * nh * (s.qk_nope_head_dim + s.v_head_dim), s.kv_lora_rank),
+            (nh * s.v_head_dim * h, nh * s.v_head_dim),
+        )
 
     def _prefill_flops_per_key(self) -> float:
         s = self.spec
@@ -58,5 +60,4 @@ class Mla(MixerKind):
         return self._prefill_flops_per_key() * causal_keys(lengths)
 
     def decode_step(self, batch: np.ndarray, context_tokens: float) -> tuple[np.ndarray, np.ndarray]:
-        return (self._decode_flops_per_key() * context_tokens * batch,
-                batch * self.latent * self.kv_bytes * context_tokens)
+        return (self._decode_flops_per_key() * context_tokens * batch, batch * self.latent * self.kv_bytes * context_tokens)

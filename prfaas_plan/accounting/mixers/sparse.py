@@ -50,8 +50,9 @@ class Sparse(Mla):
 
     def prefill_flops(self, lengths: np.ndarray) -> np.ndarray:
         topk = self.spec.index_topk_tokens
-        return (self._indexer_flops_per_key() * causal_keys(lengths)
-                + self._decode_flops_per_key() * causal_keys(lengths, topk))  # absorbed form (module doc)
+        return self._indexer_flops_per_key() * causal_keys(lengths) + self._decode_flops_per_key() * causal_keys(
+            lengths, topk
+        )  # absorbed form (module doc)
 
     def decode_step(self, batch: np.ndarray, context_tokens: float) -> tuple[np.ndarray, np.ndarray]:
         s = self.spec

@@ -43,9 +43,15 @@ def check_sources(profile: EngineProfile, generic: EngineProfile | None, source:
     fields = flat_values(profile)
     unknown = [k for k in profile.field_sources if k not in fields]
     if unknown:
-        raise PlanInputError(f"names no field of the profile (use {', '.join(list(fields)[:3])}, ...)", source=source,
-                             field=f"field_sources.{unknown[0]}")
+        raise PlanInputError(
+            f"names no field of the profile (use {', '.join(list(fields)[:3])}, ...)",
+            source=source,
+            field=f"field_sources.{unknown[0]}",
+        )
     missing = unsourced(profile, generic)
     if missing:
-        raise PlanInputError("differs from generic and names no source: add field_sources entry (or 'assumption: ...')",
-                             source=source, field=missing[0])
+        raise PlanInputError(
+            "differs from generic and names no source: add field_sources entry (or 'assumption: ...')",
+            source=source,
+            field=missing[0],
+        )
