@@ -83,10 +83,10 @@ def hardware_profiles() -> list[HardwareProfile]:
 def validate_file(path: str):
     """Check a model, hardware or scenario file (a scenario's references and workload too);
     returns (kind, profile)."""
-    from .planner.inputs import validate_scenario
     from .profiles.hardware import load_hardware_profile
     from .profiles.model import load_model_profile
     from .profiles.registry import detect_profile_kind
+    from .study.resolve import validate_scenario
     from .yamlio import load_yaml_file
 
     data = load_yaml_file(path)
@@ -99,11 +99,11 @@ def validate_file(path: str):
         _validate_sections(scenario, path)
         return kind, scenario
     if kind == ProfileKind.sites:
-        from .planner.sites import sites_inputs
         from .profiles.sites import load_sites_scenario
+        from .study.resolve import resolve_sites
 
         spec = load_sites_scenario(data, path)
-        sites_inputs(spec, path)
+        resolve_sites(spec, path)
         return kind, spec
     if kind == ProfileKind.model:
         return kind, model_of(load_model_profile(data, path))
@@ -431,7 +431,7 @@ def scenario_errors(scenario: str):
 
 
 def inputs(scenario: str):
-    """The resolved planning inputs of a scenario (``planner.inputs.PlanInputs``)."""
+    """The resolved planning inputs of a scenario (``study.model.PlanInputs``)."""
     from .planner.chips import load_inputs
 
     with scenario_errors(scenario):
@@ -510,14 +510,14 @@ def compare(
     pool), of models and of link bandwidths (decimal Gbps); a list left out comes from the
     scenario's ``compare:`` section. Paths given here are taken from the working directory.
     ``basis`` (``choices.Basis``; default: the ``compare:`` section's, else ``model``) sizes every
-    option alike (``planner.basis``). Returns a ``planner.compare.Comparison``, ranked."""
+    option alike (``study.basis``). Returns a ``planner.compare.Comparison``, ranked."""
     from pathlib import Path
 
     from .planner.compare import compare as run
-    from .planner.inputs import check_references
     from .profiles.registry import resolve_scenario_file
     from .profiles.scenario_set import CompareOption, scenario_set
     from .ranges import JOBS
+    from .study.resolve import check_references
 
     JOBS.check(jobs, "--jobs")
     basis = None if basis is None else _choice(Basis, basis, "--basis")
@@ -624,7 +624,7 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
 
 def sites(path: str):
     """Plan a multi-site scenario file (``profiles.sites``, ``planner.sites``). Returns
-    (``planner.sites.SitesPlan``, ``planner.sites.SitesInputs``)."""
+    (``planner.sites.SitesPlan``, ``study.model.Study``)."""
     return _plan_sites(*_sites_spec(path))
 
 
@@ -642,11 +642,12 @@ def _sites_spec(path: str):
 
 
 def _plan_sites(path: str, spec):
-    from .planner.sites import plan_sites, sites_inputs
+    from .planner.sites import plan_sites
+    from .study.resolve import resolve_sites
 
     try:
-        si = sites_inputs(spec, path)
-        return plan_sites(si), si
+        study = resolve_sites(spec, path)
+        return plan_sites(study), study
     except PlanInputError as exc:
         raise exc.with_source(path) from None
 
@@ -669,7 +670,7 @@ def simulate_sites(path: str, requests: int = 4000, load: float = 0.8, seed: int
 class RouteTable:
     """A plan's routing table: the counts it is for and one row per available bandwidth."""
 
-    inputs: object  # planner.inputs.PlanInputs
+    inputs: object  # study.model.PlanInputs
     point: object  # planner.plan.OperatingPoint of the plan
     rows: list  # planner.route_table.RouteRow, ascending in bandwidth
 
@@ -715,7 +716,7 @@ def route_table(
 class Figure5Data:
     """What the paper's figure 5 shows for a scenario: its inputs, threshold table and plan."""
 
-    inputs: object  # planner.inputs.PlanInputs
+    inputs: object  # study.model.PlanInputs
     table: object  # planner.throughput.ThresholdTable
     solution: object  # planner.optimizer.Solution
 

@@ -16,9 +16,9 @@ import yaml
 from conftest import case_study_doc, table_parts
 
 from prfaas_plan import api
-from prfaas_plan.planner.basis import SOURCE_KEYS
 from prfaas_plan.profiles.registry import resolve_scenario_file
 from prfaas_plan.report import CONTINUED, to_csv, to_table
+from prfaas_plan.study.basis import SOURCE_KEYS
 from prfaas_plan.views.compare import compare_view
 from prfaas_plan.views.plan import plan_view
 

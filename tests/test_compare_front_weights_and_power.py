@@ -180,7 +180,8 @@ def test_a_pool_without_instances_draws_nothing_and_a_full_plan_sums_its_pools()
 def test_pool_tco_power_is_none_only_with_chips_and_no_tdp():
     from types import SimpleNamespace
 
-    from prfaas_plan.planner.cost import ChipCost, pool_tco
+    from prfaas_plan.planner.cost import pool_tco
+    from prfaas_plan.study.prices import ChipCost
 
     def pool(tdp):
         return SimpleNamespace(

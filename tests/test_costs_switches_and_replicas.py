@@ -96,7 +96,7 @@ def test_multi_site_min_cost_buys_prfaas_at_its_instance_price(tmp_path):
     doc = sites_doc(rates=(1.5, 1.5), prfaas_max=8)
     doc["objective"] = {"type": "min_cost"}
     result, si = _sites(tmp_path, doc)
-    tables = {name: threshold_table(si.pairs[name, "factory"]) for name in ("east", "west")}
+    tables = {name: threshold_table(si.pair(name, "factory")) for name in ("east", "west")}
     fewest = min(n_f for n_f in range(9) if _serves(tables, n_f, {"east": 1.5, "west": 1.5}, (10e9 / 8, 100e9 / 8)))
     assert result.n_prfaas["factory"] == fewest > 0
     hand = fewest * usd_per_instance_hour("h200") + 8 * usd_per_instance_hour("h20")
@@ -147,7 +147,7 @@ def _best_day_scale(si, windows, conversion_s: float, first_window_pays: bool = 
     first is the last) are idle f = conversion / 1 h of it; each window's scale is its best thresholds'
     min over PrfaaS, link, PD-P and decode capacity / demand; the day's scale is the worse window's."""
     names = ("east", "west")
-    tables = [threshold_table(si.pairs[name, "factory"]) for name in names]
+    tables = [threshold_table(si.pair(name, "factory")) for name in names]
     r_d, n, n_f, link = 800 / 1024, 6, 8, 100e9 / 8
     f = min(1.0, conversion_s / 3600)
     splits = np.arange(n + 1)
@@ -156,7 +156,7 @@ def _best_day_scale(si, windows, conversion_s: float, first_window_pays: bool = 
     eff_d = (n - cur) - f * np.maximum(prev - cur, 0)
     free_p, free_d = cur.astype(float), (n - cur).astype(float)
     per_window = []
-    for w, (_, _, demand) in enumerate(windows):
+    for w, demand in enumerate(window.rates_rps for window in windows):
         p_cap, d_cap = (eff_p, eff_d) if (w > 0 or first_window_pays) else (free_p, free_d)
         best = np.zeros((n + 1,) * 4)  # [east cur, east prev, west cur, west prev]
         for ke, kw in itertools.product(range(len(tables[0])), range(len(tables[1]))):

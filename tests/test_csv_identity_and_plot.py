@@ -16,7 +16,7 @@ import re
 import pytest
 from conftest import DATA, REPO
 
-from prfaas_plan.planner.basis import SOURCE_KEYS
+from prfaas_plan.study.basis import SOURCE_KEYS
 
 SCENARIO_IDENTITY = (
     "scenario",

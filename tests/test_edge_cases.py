@@ -76,8 +76,8 @@ def test_prfaas_instance_must_hold_the_model(tmp_path, run_cli, case_study_file)
 
 
 def test_prefix_cache_keeps_the_full_context_for_decode(tmp_path):
-    from prfaas_plan.planner.inputs import build_inputs
     from prfaas_plan.profiles.scenario import load_scenario
+    from prfaas_plan.study.resolve import build_inputs
 
     doc = yaml.safe_load(yaml.safe_dump(CASE))
     doc["workload"]["prefix_cache"] = {"hit_fractions": [0.9], "probs": [1.0]}

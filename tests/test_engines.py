@@ -191,18 +191,24 @@ def scenario_with(tmp_path, **pools) -> dict:
     return doc
 
 
+def precision_and_pools(doc: dict) -> tuple:
+    """A scenario's precision and its pools, as the resolver reads them."""
+    scenario = load_scenario(doc)
+    return scenario.precision, [("prfaas", scenario.prfaas), ("pd", scenario.pd)]
+
+
 def test_scenario_pools_engine_sets_the_fp8_checkpoint_kv(tmp_path):
-    from prfaas_plan.planner.inputs import _precision_applied
+    from prfaas_plan.study.resolve import _precision_applied
 
     doc = scenario_with(tmp_path, prfaas="trtllm", pd={"name": "trtllm"})
     doc["precision"] = {"weights": "fp8"}
     model = api.model_of(doc["model"])
-    assert _precision_applied(load_scenario(doc), model, None).dtypes.kv == Dtype.fp8
+    assert _precision_applied(*precision_and_pools(doc), model, None).dtypes.kv == Dtype.fp8
     doc["precision"] = {"weights": "fp8", "kv": "bf16"}
-    assert _precision_applied(load_scenario(doc), model, None).dtypes.kv == Dtype.bf16
+    assert _precision_applied(*precision_and_pools(doc), model, None).dtypes.kv == Dtype.bf16
     doc["precision"] = None
     del doc["precision"]
-    assert _precision_applied(load_scenario(doc), model, None).dtypes == model.dtypes  # bf16 weights: untouched
+    assert _precision_applied(*precision_and_pools(doc), model, None).dtypes == model.dtypes  # bf16 weights: untouched
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +309,7 @@ def test_engine_name_of_recognises_the_engine_by_keyword(text, name):
 
 def test_pools_whose_engines_keep_an_fp8_checkpoints_kv_differently_need_precision_kv(tmp_path, monkeypatch):
     """No two shipped profiles disagree (only trtllm picks one), so a profile that picks bf16 stands in."""
-    from prfaas_plan.planner import inputs
+    from prfaas_plan.study import resolve
 
     real = engines.engine_profile
 
@@ -320,10 +326,10 @@ def test_pools_whose_engines_keep_an_fp8_checkpoints_kv_differently_need_precisi
     doc["precision"] = {"weights": "fp8"}
     model = api.model_of(doc["model"])
     with pytest.raises(PlanInputError) as info:
-        inputs._precision_applied(load_scenario(doc), model, "s.yaml")
+        resolve._precision_applied(*precision_and_pools(doc), model, "s.yaml")
     assert info.value.field == "precision.kv" and "prfaas fp8" in info.value.reason
     doc["precision"] = {"weights": "fp8", "kv": "fp8"}
-    assert inputs._precision_applied(load_scenario(doc), model, "s.yaml").dtypes.kv == Dtype.fp8
+    assert resolve._precision_applied(*precision_and_pools(doc), model, "s.yaml").dtypes.kv == Dtype.fp8
 
 
 def test_a_published_row_with_an_engine_override_is_timed_with_that_profile():

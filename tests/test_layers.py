@@ -2,7 +2,7 @@
 the CLI goes through the API, and only the scenario resolver reads scenario fields.
 
 The data flow, lowest first: core utilities -> profiles -> accounting -> timing -> workload ->
-planner -> simulate -> api -> views (and report, plot) -> cli. Imports inside functions count
+study -> planner -> simulate -> api -> views (and report, plot) -> cli. Imports inside functions count
 too. ``check_layers`` is tested on a small synthetic tree, so this test is known to fail
 when an upward import is added.
 """
@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "prfaas_plan"
 
-LAYERS = ["core", "profiles", "accounting", "timing", "workload", "planner", "simulate", "api", "views", "cli"]
+LAYERS = ["core", "profiles", "accounting", "timing", "workload", "study", "planner", "simulate", "api", "views", "cli"]
 CORE = {"__init__", "errors", "units", "choices", "ranges", "yamlio", "pchip"}
 VIEWS = {"report", "plot"}
 TOP = {"cli", "__main__"}
@@ -161,7 +161,7 @@ def test_checker_accepts_downward_imports(tmp_path):
 
 def test_cli_goes_through_the_api():
     """The CLI imports the API, views, reports, plots and core utilities: nothing of the layers below."""
-    below = {"profiles", "accounting", "timing", "workload", "planner", "simulate"}
+    below = {"profiles", "accounting", "timing", "workload", "study", "planner", "simulate"}
     cli_imports = imports_of(PACKAGE / "cli.py", PACKAGE)
     assert not {m for m in cli_imports if layer_of(m) in below}, cli_imports
 
@@ -171,7 +171,11 @@ def _reads(path: Path) -> list[str]:
     found = []
     tree = ast.parse(path.read_text())
     for node in ast.walk(tree):
-        enum_member = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ProfileKind"
+        enum_member = (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("ProfileKind", "DecodeSource")
+        )
         if isinstance(node, ast.Attribute) and node.attr == "scenario" and not enum_member:
             found.append(f"{path.name}:{node.lineno} reads .scenario")
         if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("profiles.scenario"):
@@ -182,7 +186,7 @@ def _reads(path: Path) -> list[str]:
 
 
 def test_only_the_resolver_reads_scenario_fields():
-    allowed = {PACKAGE / "planner" / "inputs.py"} | set((PACKAGE / "profiles").glob("*.py"))
+    allowed = {PACKAGE / "study" / "resolve.py"} | set((PACKAGE / "profiles").glob("*.py"))
     offenders = [r for p in sorted(PACKAGE.rglob("*.py")) if p not in allowed for r in _reads(p)]
     assert offenders == []
 
@@ -190,7 +194,7 @@ def test_only_the_resolver_reads_scenario_fields():
 def test_resolved_inputs_carry_no_scenario():
     from dataclasses import fields
 
-    from prfaas_plan.planner.inputs import PlanInputs
+    from prfaas_plan.study.model import PlanInputs
 
     assert "scenario" not in {f.name for f in fields(PlanInputs)}
 

@@ -23,9 +23,9 @@ import pytest
 import yaml
 from conftest import REPO, case_study_doc
 
-from prfaas_plan.planner.inputs import build_inputs
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.profiles.scenario import load_scenario
+from prfaas_plan.study.resolve import build_inputs
 
 SHORT, LONG = 8192, 65536
 DECODE_TOKENS_PER_S, OUTPUT_TOKENS = 800, 1024

@@ -22,10 +22,10 @@ from conftest import REPO, case_study_doc
 from prfaas_plan import api
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner.chips import resolve
-from prfaas_plan.planner.cost import HOURS_PER_MONTH, capital_recovery_factor
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.throughput import bounds
 from prfaas_plan.profiles.scenario import load_scenario
+from prfaas_plan.study.prices import HOURS_PER_MONTH, capital_recovery_factor
 
 H200_8_USD_HOUR, H20_8_USD_HOUR = 8 * 4.0, 8 * 2.0  # the shipped example rental prices
 SCENARIO_PATH = str(REPO / "prfaas_plan" / "scenarios" / "x.yaml")

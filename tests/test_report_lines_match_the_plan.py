@@ -235,8 +235,8 @@ def slo_plan(case_inputs):
     some rate (at 4 s it meets it at none)."""
     from dataclasses import replace
 
-    from prfaas_plan.planner.inputs import Slo
     from prfaas_plan.planner.plan import plan
+    from prfaas_plan.study.model import Slo
 
     return plan(replace(case_inputs, slo=Slo(ttft_p90_s=12.0)), "exact", with_marginals=False, with_other_mode=False)
 

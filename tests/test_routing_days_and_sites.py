@@ -19,10 +19,11 @@ from conftest import REPO, case_study_doc
 
 from prfaas_plan import api
 from prfaas_plan.planner.chips import resolve
-from prfaas_plan.planner.inputs import Objective
 from prfaas_plan.planner.plan import plan
+from prfaas_plan.planner.sites import pair_tables
 from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.profiles.scenario import load_scenario
+from prfaas_plan.study.model import Objective
 
 SCENARIO_PATH = str(REPO / "prfaas_plan" / "scenarios" / "x.yaml")
 
@@ -502,7 +503,7 @@ def test_two_sites_fill_the_small_link_to_its_cap_and_match_brute_force(tmp_path
     east = next(s for s in result.pd if s.name == "east")
     assert east.egress_gbps["factory"] <= 10.0 * (1 + 1e-6)  # within the solver's tolerance
     assert east.egress_gbps["factory"] == pytest.approx(10.0, rel=1e-6)  # the small link binds
-    tables = {name: threshold_table(si.pairs[name, "factory"]) for name in ("east", "west")}
+    tables = {name: threshold_table(si.pair(name, "factory")) for name in ("east", "west")}
     rates = {"east": 2.0, "west": 2.0}
     r_d = 800 / 1024
     best = 0.0
@@ -593,12 +594,12 @@ def test_two_edges_through_a_day_meets_every_constraint():
     checked here against the throughput model's work per request."""
     result, si = api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
     assert len(result.windows) == 3 and result.scale == 1.0
-    tables = {key: threshold_table(inputs) for key, inputs in si.pairs.items()}
+    tables = pair_tables(si)
     n_f = result.n_prfaas["factory"]
     for window in result.windows:
         prfaas_seconds = 0.0
         for site in window.pd:
-            inputs = si.pairs[site.name, "factory"]
+            inputs = si.pair(site.name, "factory")
             table = tables[site.name, "factory"]
             k = int(np.searchsorted(table.thresholds_tokens, site.threshold_tokens))
             assert site.n_p + site.n_d == result.n_pd[site.name]
@@ -772,7 +773,7 @@ def test_solution_check_refuses_a_solution_that_breaks_a_constraint():
     on the sites MILP); solution_valid checks every constraint of the values it returned."""
     import pulp
 
-    from prfaas_plan.planner.optimizer import solution_valid
+    from prfaas_plan.planner.formulation import solution_valid
 
     prob = pulp.LpProblem("check", pulp.LpMinimize)
     x = pulp.LpVariable("x", 0, 10, cat="Integer")

@@ -85,9 +85,9 @@ def test_readme_scenario_example_plans(tmp_path):
     """The scenario YAML shown in the README validates and plans."""
     import yaml
 
-    from prfaas_plan.planner.inputs import build_inputs
     from prfaas_plan.planner.plan import plan
     from prfaas_plan.profiles.scenario import load_scenario
+    from prfaas_plan.study.resolve import build_inputs
 
     text = (REPO / "README.md").read_text()
     block = text.split("### Scenario YAML", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]

@@ -24,12 +24,13 @@ from hypothesis import strategies as st
 
 from prfaas_plan.choices import ObjectiveKind
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.planner import optimizer
+from prfaas_plan.planner import formulation, optimizer
 from prfaas_plan.planner.chips import load_inputs
-from prfaas_plan.planner.cost import LinkCost
-from prfaas_plan.planner.optimizer import combination_count, optimise, solution_valid
+from prfaas_plan.planner.formulation import solution_valid
+from prfaas_plan.planner.optimizer import combination_count, optimise
 from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.ranges import MIN_CAPACITY_RPS
+from prfaas_plan.study.prices import LinkCost
 
 PHASE_SPLIT = REPO / "prfaas_plan" / "scenarios" / "phase-split.yaml"
 
@@ -111,7 +112,7 @@ def test_a_broken_cbc_answer_falls_back_to_enumeration(bases, monkeypatch):
     """Whatever CBC returns, a plan is never thrown away for it: with every answer refused the
     exact enumeration gives the plan."""
     inputs, table = bases["no_decode"]
-    monkeypatch.setattr(optimizer, "solution_valid", lambda prob, *a, **k: False)
+    monkeypatch.setattr(formulation, "solution_valid", lambda prob, *a, **k: False)
     sol = optimise(inputs, table, method="milp")
     assert sol.lambda_max == pytest.approx(optimise(inputs, table, method="enumerate").lambda_max, rel=1e-12)
 
@@ -121,7 +122,7 @@ def test_every_threshold_certificate_is_the_exact_optimum_without_cbc(bases, mon
     optimum (planner.exact) is the plan, and it equals exhaustive enumeration."""
     inputs, table = bases["lpu"]
     inputs = inputs.with_limits(prfaas_min=0, prfaas_max=16, pd_min=0, pd_max=16, decode_min=0, decode_max=20)
-    monkeypatch.setattr(optimizer, "solution_valid", lambda prob, *a, **k: False)
+    monkeypatch.setattr(formulation, "solution_valid", lambda prob, *a, **k: False)
     sol = optimise(inputs, table, method="milp")
     brute = optimise(inputs, table, method="enumerate")
     assert sol.lambda_max == pytest.approx(brute.lambda_max, rel=1e-9)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prfaas_plan.planner.cost import ChipCost, chip_cost
 from prfaas_plan.profiles.registry import resolve_hardware
+from prfaas_plan.study.prices import ChipCost, chip_cost
 
 REPO = Path(__file__).resolve().parents[1]
 PHASE_SPLIT = REPO / "prfaas_plan" / "scenarios" / "phase-split.yaml"

@@ -197,7 +197,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '"weight_gb_per_chip": round(d.weight_bytes / 2**30, 3),',
     ),
     "link-utilisation-raw": (
-        "prfaas_plan/planner/inputs.py",
+        "prfaas_plan/study/model.py",
         "usable = self.usable_bytes_per_s\n",
         "usable = self.bandwidth_bytes_per_s\n",
     ),
@@ -298,12 +298,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     # issue 9: pools per phase, cost of ownership, operating point, compare
     "crf-simple-interest": (
-        "prfaas_plan/planner/cost.py",
+        "prfaas_plan/study/prices.py",
         "return rate_per_year * growth / (growth - 1.0)",
         "return 1.0 / years + rate_per_year",
     ),
     "power-ignores-idle": (
-        "prfaas_plan/planner/cost.py",
+        "prfaas_plan/study/prices.py",
         "return self.tdp_w * (self.idle_power_fraction + (1.0 - self.idle_power_fraction) * busy) * self.pue",
         "return self.tdp_w * busy * self.pue",
     ),
@@ -313,12 +313,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return self._per_mtok(self.output_mean_tokens)",
     ),
     "egress-per-gib": (
-        "prfaas_plan/planner/cost.py",
+        "prfaas_plan/study/prices.py",
         "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 1e9",
         "return self.usd_per_gb_egress * egress_bytes_per_s * SECONDS_PER_HOUR / 2**30",
     ),
     "month-of-30-days": (
-        "prfaas_plan/planner/cost.py",
+        "prfaas_plan/study/prices.py",
         "HOURS_PER_MONTH = HOURS_PER_YEAR / 12  # 730",
         "HOURS_PER_MONTH = 720.0",
     ),
@@ -333,12 +333,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        pass",
     ),
     "decode-on-the-pd-pool": (
-        "prfaas_plan/planner/inputs.py",
+        "prfaas_plan/study/resolve.py",
         "        decoder = chosen.get(Role.pd_decode, chosen[Role.pd])",
         "        decoder = chosen[Role.pd]",
     ),
     "auto-chips-not-the-fewest": (
-        "prfaas_plan/planner/inputs.py",
+        "prfaas_plan/study/resolve.py",
         "    return tuple(range(least, cap + 1, least))",
         "    return tuple(range(least + 1, cap + 2, least))",
     ),
@@ -375,11 +375,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    f = min(1.0, conversion_s / (window.hours * 3600.0))",
         "    f = 0.0",
     ),
-    "sites-link-unbounded": (
-        'prfaas_plan/planner/sites.py',
-        '                    <= link.usable_bytes_per_s / scale',
-        '                    <= 1e30',
-    ),
+    "sites-link-unbounded": ('prfaas_plan/planner/formulation.py', '<= link.usable_bytes_per_s / unit', '<= 1e30'),
     "robust-worst-is-mean": (
         "prfaas_plan/planner/robust.py",
         "            value = min(scaled) if objective == RobustObjective.worst_case else weighted",
@@ -411,9 +407,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        n_d = n_d",
     ),
     "sites-switches-free": (
-        "prfaas_plan/planner/sites.py",
-        "            f_idle = min(1.0, si.conversion_s / (si.windows[w][1] * 3600.0)) if len(si.windows) > 1 else 0.0",
-        "            f_idle = 0.0",
+        'prfaas_plan/planner/formulation.py',
+        'f_idle = min(1.0, study.conversion_s / (cell.hours * 3600.0)) if n_windows > 1 else 0.0',
+        'f_idle = 0.0',
     ),
     # issue 8: offline runs and trtllm-bench's own limits
     "offline-run-decodes-one-step-short": (
@@ -464,19 +460,19 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     # issue 16: six bugs that passed the whole suite (tests/test_costs_switches_and_replicas.py)
     "link-priced-on-usable": (
-        "prfaas_plan/planner/inputs.py",
+        "prfaas_plan/study/model.py",
         "return self.cost.fixed_usd_per_hour(self.bandwidth_gbps)",
         "return self.cost.fixed_usd_per_hour(self.usable_gbps)",
     ),
     "sites-day-not-cyclic": (
-        "prfaas_plan/planner/sites.py",
-        "prev = windows[(w - 1) % len(si.windows)][0]",
-        "prev = windows[max(w - 1, 0)][0]",
+        'prfaas_plan/planner/formulation.py',
+        'prev = windows[(w - 1) % n_windows][0]',
+        'prev = windows[max(w - 1, 0)][0]',
     ),
     "sites-prfaas-priced-per-chip": (
-        "prfaas_plan/planner/sites.py",
-        "n_f[f] * (si.pairs[first, f].prfaas.usd_per_hour_per_instance or 0.0)",
-        "n_f[f] * (si.pairs[first, f].prfaas.cost.provisioned_usd_per_hour or 0.0)",
+        'prfaas_plan/planner/formulation.py',
+        'n_f[f.name] * (f.pool.usd_per_hour_per_instance or 0.0)',
+        'n_f[f.name] * (f.pool.cost.provisioned_usd_per_hour or 0.0)',
     ),
     "schedule-switch-limit-one-too-tight": (
         "prfaas_plan/planner/schedule.py",
@@ -510,12 +506,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return str(path)",
     ),
     "measurement-chips-ignored": (
-        "prfaas_plan/planner/basis.py",
+        "prfaas_plan/study/basis.py",
         "if measured_gpus is not None and measured_gpus != gpus:",
         "if False:",
     ),
     "decode-rate-chips-not-passed": (
-        'prfaas_plan/planner/inputs.py',
+        'prfaas_plan/study/resolve.py',
         '        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, dec.tokens_per_s_gpus, base',
         '        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, None, base',
     ),
@@ -639,7 +635,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '        if capacity != "per_request"',
     ),
     "unpriced-power-ignores-the-kwh": (
-        "prfaas_plan/planner/cost.py",
+        "prfaas_plan/study/prices.py",
         "return self.tdp_w is None and self.usd_per_kwh > 0",
         "return self.tdp_w is None",
     ),
@@ -675,11 +671,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "*(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),",
         "round(workload.full_input_dist.mean_tokens(), 6), round(inputs.output_mean_tokens, 6),",
     ),
-    "sites-pair-notes-dropped": (
-        "prfaas_plan/planner/sites.py",
-        "notes = tuple(dict.fromkeys(n for inputs in pairs.values() for n in inputs.notes))",
-        "notes = ()",
-    ),
+    "sites-pair-notes-dropped": ('prfaas_plan/study/resolve.py', 'notes=tuple(dict.fromkeys(notes)),', 'notes=(),'),
     "baseline-utilisation-null": (
         "prfaas_plan/views/plan.py",
         '"link_utilisation_at_capacity": _opt(b.link_utilisation, 6),',

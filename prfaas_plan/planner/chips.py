@@ -16,7 +16,8 @@ from dataclasses import replace
 from ..choices import Basis, CacheRegime, ObjectiveKind
 from ..errors import PlanInputError
 from ..profiles.registry import resolve_scenario_file
-from .inputs import PlanInputs, build_variants
+from ..study.model import PlanInputs
+from ..study.resolve import build_variants
 
 
 def _score(inputs: PlanInputs) -> tuple:
@@ -44,7 +45,7 @@ def _score(inputs: PlanInputs) -> tuple:
 
 
 def resolve(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
-    """The scenario's planning inputs on ``basis`` (``planner.basis``), with each pool's chips per
+    """The scenario's planning inputs on ``basis`` (``study.basis``), with each pool's chips per
     instance chosen (see the module docstring) and, for cache-aware routing with ``regime: auto``,
     the cache regime; notes record the choices."""
     return _cache_regime(_chips(scenario, source, basis))

@@ -2,7 +2,7 @@
 (``profiles.scenario_set``: variants of one scenario by hardware, model and link).
 
 Every option is planned as ``prfaas-plan plan`` plans that scenario (the same objective, SLO
-and budgets), without marginal values, on one basis for all (``planner.basis``: ``model``, every
+and budgets), without marginal values, on one basis for all (``study.basis``: ``model``, every
 pool on the instance model, calibrated where its hardware has measured points; or ``as-given``,
 the scenario's measured curves as ``plan`` uses them). The ranking: most req/s (the SLO
 goodput, else Lambda_max) for ``max_throughput``, least provisioned $/hour for ``min_cost``;
@@ -60,7 +60,7 @@ class OptionResult:
     tco: Tco | None = None
     ratio_vs_homogeneous: float | None = None
     notes: tuple[str, ...] = ()
-    sources: dict = field(default_factory=dict)  # the basis and each pool's source (``planner.basis.sources``)
+    sources: dict = field(default_factory=dict)  # the basis and each pool's source (``study.basis.sources``)
     # the plan at the low and high ends of the instance model's band (``planner.uncertainty``)
     lambda_low_rps: float | None = None
     lambda_high_rps: float | None = None
@@ -92,7 +92,7 @@ class Comparison:
     objective: ObjectiveKind
     results: list[OptionResult]  # ranked, best first; infeasible options last
     pareto: set[int]  # indices into results on the Pareto front
-    basis: Basis = Basis.model  # what every option is sized on (``planner.basis``)
+    basis: Basis = Basis.model  # what every option is sized on (``study.basis``)
     front: tuple[str, ...] = ("usd_per_hour", "capacity_rps", "ttft_p90_s")  # the front's criteria
     versus_best: list[Verdict | None] = field(default_factory=list)  # per result (``planner.uncertainty``)
 
@@ -126,7 +126,7 @@ def _failure(exc: PlanInputError) -> str:
 
 def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanMode.exact) -> OptionResult:
     """Plan one option (as ``plan`` would, without marginal values)."""
-    from .basis import sources
+    from ..study.basis import sources
     from .chips import resolve
     from .plan import plan
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..choices import CurveSource, DecodeSource
+from ..study.model import PlanInputs
 from ..timing.decode import decode_capacity, decode_step_s
-from .inputs import PlanInputs
 
 
 @dataclass(frozen=True)

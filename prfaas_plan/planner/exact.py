@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..choices import ObjectiveKind
-from .inputs import Limits, PlanInputs
+from ..study.model import Limits, PlanInputs
 from .throughput import ThresholdTable
 
 BISECTION_STEPS = 200  # halvings of the rate bracket: far past float precision (stops when it stalls)

@@ -32,9 +32,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..profiles.model import expand_layers
+from ..study.model import PlanInputs
 from .decode_model import DecodeModel
 from .deployment import Deployment
-from .inputs import PlanInputs
 from .throughput import per_token_count
 
 QUANTILES = (0.9, 0.99)

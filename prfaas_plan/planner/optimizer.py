@@ -32,7 +32,6 @@ and PrfaaS instances, is where the MILP pays.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -40,8 +39,8 @@ import numpy as np
 from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
+from ..study.model import Limits, PlanInputs
 from .exact import best_over_thresholds
-from .inputs import Limits, PlanInputs
 from .throughput import ThresholdTable, bounds, threshold_table
 
 TIE_REL = 1e-7  # relative tolerance when comparing Lambda values
@@ -146,75 +145,70 @@ def _solve_milp(
     objective: ObjectiveKind,
     target_rps: float | None,
 ) -> Solution | None:
-    import pulp
+    """The programme of ``planner.formulation`` on the 1x1 study of ``inputs`` (``one_site_study``)
+    over the candidate thresholds ``cand``, its answer checked exactly (``exact_solution``)."""
+    from .formulation import Cell, Goal, solve
 
-    r_d = inputs.decode_rps_per_instance
-    separate = limits.separate_decode
-    decode_max = limits.decode_max if separate else limits.pd_max
-    upper = r_d * decode_max
-    maximise = objective == ObjectiveKind.max_throughput
-    prob = pulp.LpProblem("prfaas", pulp.LpMaximize if maximise else pulp.LpMinimize)
-    var = prob.add_variable
-    nf = var("n_prfaas", limits.prfaas_min, limits.prfaas_max, cat="Integer")
-    np_ = var("n_p", limits.pd_min if separate else 0, limits.pd_max, cat="Integer")
-    nd = var("n_d", limits.decode_min if separate else 0, decode_max, cat="Integer")
-    z = [var(f"z{i}", 0, 1, cat="Binary") for i in range(len(cand))]
-    lam = [var(f"lam{i}", 0, upper) for i in range(len(cand))]
-    total = pulp.lpSum(lam)
-    c_f, c_p, c_d = _cost_terms(inputs)
-    cost = (c_f or 0.0) * nf + (c_p or 0.0) * np_ + (c_d or 0.0) * nd
-    link_usd = inputs.link.fixed_usd_per_hour
-    if link_usd > 0 and limits.prfaas_max > 0:
-        # the committed link is paid when PrfaaS instances use it: a binary that N_prfaas > 0 needs
-        uses_link = var("uses_link", 0, 1, cat="Binary")
-        prob += nf <= limits.prfaas_max * uses_link
-        cost = cost + link_usd * uses_link
-    if maximise:
-        prob += total - TIE_REL * upper * (nf + np_ + nd) / max(
-            1, limits.prfaas_max + limits.pd_max + (decode_max if separate else 0)
-        )
-    else:
-        prob += cost
-        prob += total >= target_rps
-    prob += pulp.lpSum(z) == 1
-    for i in range(len(cand)):
-        prob += lam[i] <= upper * z[i]
-    w_f, w_l, w_p = (getattr(table, f)[cand] for f in ("prfaas_work_s", "link_work_bytes", "pd_work_s"))
-    prob += pulp.lpSum(float(w) * l for w, l in zip(w_f, lam) if w > 0) <= nf
-    link_terms = [(float(w), l) for w, l in zip(w_l, lam) if w > 0]
-    if link_terms:
-        scale = max(w for w, _ in link_terms)  # keep coefficients near 1 for the solver
-        prob += pulp.lpSum((w / scale) * l for w, l in link_terms) <= inputs.link.usable_bytes_per_s / scale
-    prob += pulp.lpSum(float(w) * l for w, l in zip(w_p, lam) if w > 0) <= np_
-    prob += total <= r_d * nd
-    if not separate:
-        prob += np_ + nd >= limits.pd_min
-        prob += np_ + nd <= limits.pd_max
-    for budget, g_f, g_p, g_d in _gpu_rows(inputs, limits):
-        prob += g_f * nf + g_p * np_ + g_d * nd <= budget
-    if limits.usd_per_hour is not None:
-        prob += cost <= limits.usd_per_hour
-    for solver in _solvers():
-        with warnings.catch_warnings():
-            # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
-            warnings.simplefilter("ignore", DeprecationWarning)
-            status = prob.solve(solver)
-        if pulp.LpStatus[status] != "Optimal" or not solution_valid(prob):
-            continue
-        chosen = int(np.argmax([v.value() or 0.0 for v in z]))
-        sol = exact_solution(table, int(cand[chosen]), (nf, np_, nd), inputs, limits, objective, target_rps)
-        if sol is not None:
-            return sol
-    return None
+    study = one_site_study(inputs, limits, objective, target_rps)
+    if study is None:
+        return None
+    site = study.pd_sites[0]
+    cell = Cell(
+        0,
+        0,
+        24.0,
+        {site.name: site.demand_rps},
+        {(site.name, "prfaas"): table},
+        study.links,
+        {site.name: inputs.decode_rps_per_instance},
+    )
+    sol = solve(study, [cell], {(0, site.name): [int(k) for k in cand]}, Goal(objective))
+    if sol is None:
+        return None
+    plan = sol.cells[0]
+    counts = (sol.n_prfaas["prfaas"], plan.n_p[site.name], plan.n_d[site.name])
+    return exact_solution(table, plan.k[site.name], counts, inputs, limits, objective, target_rps)
 
 
-def _solvers():
-    """CBC as configured by default, then without presolve and with tight tolerances: the retry
-    for a programme whose first answer breaks a constraint or is reported infeasible."""
-    import pulp
+def one_site_study(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None):
+    """The 1x1 ``Study`` of one-site inputs under ``limits``: one PD site "pd" of demand 1 req/s
+    (so that its scale is Lambda_max; ``min_cost``: the target rate) and one PrfaaS site "prfaas".
+    The one-site planner pays the committed link with any PrfaaS instance (``usd_per_hour``), the
+    programme with traffic; they differ only where a PrfaaS minimum above 0 is bought without
+    traffic, so there the link is a constant of the cost, taken off the $/hour budget (None when
+    it alone breaks it)."""
+    from ..study.model import PdSite, PrfaasSite, Study, Window
 
-    yield pulp.PULP_CBC_CMD(msg=False)
-    yield pulp.PULP_CBC_CMD(msg=False, presolve=False, options=["primalTolerance 1e-10", "integerTolerance 1e-9"])
+    link, budget = inputs.link, limits.usd_per_hour
+    if limits.prfaas_min > 0 and link.fixed_usd_per_hour > 0:
+        if budget is not None:
+            budget -= link.fixed_usd_per_hour
+            if budget < 0:
+                return None
+        link = replace(link, cost=replace(link.cost, usd_per_gbps_month=0.0))
+    demand = target_rps if objective == ObjectiveKind.min_cost else 1.0
+    site = PdSite(
+        "pd",
+        inputs.pd,
+        inputs.pd_decode,
+        inputs.workload,
+        inputs.decode,
+        (limits.pd_min, limits.pd_max),
+        (limits.decode_min, limits.decode_max) if limits.separate_decode else None,
+        demand,
+    )
+    return Study(
+        inputs.name,
+        inputs.source,
+        inputs.model,
+        (PrfaasSite("prfaas", inputs.prfaas, (limits.prfaas_min, limits.prfaas_max)),),
+        (site,),
+        {("prfaas", "pd"): link},
+        (Window("steady", 24.0, {"pd": demand}),),
+        dict(limits.gpu_budget),
+        budget,
+        objective,
+    )
 
 
 def exact_solution(
@@ -229,7 +223,7 @@ def exact_solution(
     """The solver's counts, rounded and checked exactly against the ranges and budgets, with
     Lambda_max recomputed by the model at threshold ``idx``; None when the rounded counts break a
     range or a budget, or (min_cost) miss the target rate."""
-    n_f, n_p, n_d = (int(round(v.value() or 0.0)) for v in count_vars)
+    n_f, n_p, n_d = count_vars
     cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
     if cost is False:
         return None
@@ -237,22 +231,6 @@ def exact_solution(
     if objective == ObjectiveKind.min_cost and lam < target_rps * (1 - 1e-9):
         return None
     return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam, cost)
-
-
-SOLUTION_REL_TOLERANCE = 1e-6  # of a constraint's own scale (its largest term or its constant)
-
-
-def solution_valid(prob, rel_tolerance: float = SOLUTION_REL_TOLERANCE) -> bool:
-    """Whether CBC's solution meets every constraint (it can report an infeasible programme, found
-    so in presolve, as optimal with a solution that breaks them). The tolerance is relative to
-    each constraint's scale: max(1, |constant|, the largest |coefficient x value|), so a
-    constraint over rates of 100 req/s is not held to an absolute 1e-6 that CBC's own feasibility
-    tolerance (1e-7 per term, relative) can exceed."""
-    for c in prob.constraints.values():
-        scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])
-        if not c.valid(rel_tolerance * scale):
-            return False
-    return True
 
 
 def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:

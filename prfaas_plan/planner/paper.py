@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .basis import prefill_source
-from .inputs import PlanInputs
+from ..study.basis import prefill_source
+from ..study.model import PlanInputs
 
 CASE_STUDY = "paper-case-study"  # the shipped scenario of the paper's section 4
 # PrfaaS-PD over homogeneous PD, TTFT mean and P90, at a load the paper does not state (section 4)

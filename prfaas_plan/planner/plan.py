@@ -30,11 +30,11 @@ import numpy as np
 from ..choices import Bound, DeploymentName, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
+from ..study.model import Limits, PlanInputs
 from ..units import bytes_per_s_to_gbps
 from .cost import Tco, pool_tco
 from .decode_model import decode_model
 from .deployment import deployments_of
-from .inputs import Limits, PlanInputs
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
 from .slo import goodput, slo_optimise

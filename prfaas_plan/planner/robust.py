@@ -29,7 +29,7 @@ import numpy as np
 from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
-from .inputs import Limits, PlanInputs
+from ..study.model import Limits, PlanInputs
 from .optimizer import TIE_REL, feasible_cost, optimise
 from .throughput import ThresholdTable, bounds, threshold_table
 
@@ -166,8 +166,8 @@ def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective,
     """The resolved inputs of each case of a scenario's ``robust:`` section, all with the chips per
     instance the first case's plan chooses (counts are shared, so instances must be alike)."""
     from ..profiles.scenario_set import robust_cases, robust_objective
+    from ..study.resolve import build_variants
     from .chips import resolve
-    from .inputs import build_variants
 
     specs = robust_cases(scenario)
     first = resolve(specs[0][2], source)

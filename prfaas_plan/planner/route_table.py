@@ -22,8 +22,8 @@ import numpy as np
 
 from ..choices import Bound, CacheRegime
 from ..errors import PlanInputError
+from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
-from .inputs import PlanInputs
 from .optimizer import TIE_REL, Solution
 from .throughput import BOUNDS, ThresholdTable, bounds, threshold_table
 

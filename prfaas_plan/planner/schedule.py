@@ -27,9 +27,9 @@ import numpy as np
 from ..choices import DecodeSource, ObjectiveKind
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
+from ..study.model import Decode, PlanInputs, Workload
 from ..timing.decode import decode_capacity
 from ..workload.distributions import scaled
-from .inputs import Decode, PlanInputs, Workload
 from .optimizer import TIE_REL, feasible_cost
 from .throughput import ThresholdTable, bounds, threshold_table
 

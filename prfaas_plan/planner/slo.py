@@ -18,9 +18,9 @@ import numpy as np
 
 from ..choices import DeploymentName, ObjectiveKind
 from ..errors import PlanInputError
+from ..study.model import Limits, PlanInputs, Slo
 from .decode_model import DecodeModel
 from .deployment import Deployment
-from .inputs import Limits, PlanInputs, Slo
 from .latency import LatencyModel, SupportArrays
 from .optimizer import check_limits, coarse_indices, combination_count, count_combinations
 from .throughput import ThresholdTable, bounds

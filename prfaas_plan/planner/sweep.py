@@ -19,8 +19,8 @@ import numpy as np
 
 from ..errors import PlanInputError
 from ..ranges import INSTANCES
+from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
-from .inputs import PlanInputs
 from .optimizer import Solution
 from .throughput import ThresholdTable, bounds
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..choices import Bound, PlanMode
+from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps
 from ..workload.distributions import class_stats_table
-from .inputs import PlanInputs
 
 BOUNDS = tuple(Bound)
 

@@ -37,9 +37,9 @@ import numpy as np
 
 from ..choices import DecodeSource, ObjectiveKind, PrefillSource
 from ..errors import PlanInputError
+from ..study.basis import prefill_source
+from ..study.model import PlanInputs
 from ..timing.uncertainty import EXACT, Band, band
-from .basis import prefill_source
-from .inputs import PlanInputs
 from .optimizer import optimise
 from .throughput import ThresholdTable, bounds
 

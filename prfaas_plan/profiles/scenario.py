@@ -123,7 +123,7 @@ class ClusterSpec(StrictModel):
     calibration_note: Text = ""
     # the hardware and the chips per instance the calibration points were measured on (default:
     # this pool's, as written; the chips when it gives one count); a pool on other hardware or
-    # another chip count does not use them (``planner.basis``)
+    # another chip count does not use them (``study.basis``)
     calibration_hardware: Path | None = None
     calibration_gpus: _CHIPS | None = None
 
@@ -214,7 +214,7 @@ class DecodeSpec(StrictModel):
     tokens_per_s_note: Text = ""
     # the hardware and the chips per instance the rate was measured on (default: the decoding
     # pool's, as written: pd_decode's, else pd's; the chips when it gives one count); a decoding
-    # pool on other hardware or another chip count does not use it (``planner.basis``)
+    # pool on other hardware or another chip count does not use it (``study.basis``)
     tokens_per_s_hardware: Path | None = None
     tokens_per_s_gpus: _CHIPS | None = None
 

@@ -8,7 +8,7 @@ fixed layout, its cost: the new hardware is priced at its profile's example rent
 Measurements carry the hardware and chips they were measured on (``calibration_hardware``,
 ``calibration_gpus``, ``decode.tokens_per_s_hardware``, ``decode.tokens_per_s_gpus``), so a
 pool on other hardware (compared as resolved profiles: 'H20' is h20) never uses them
-(``planner.inputs`` says so in a note); a new model drops them all. GPU budgets for
+(``study.resolve`` says so in a note); a new model drops them all. GPU budgets for
 hardware an option does not use are left out (noted). A decode-only pool that the scenario
 lacks gets ``auto`` chips and 1 to the PD pool's maximum instances, beside 0 to that many
 PD-P instances.

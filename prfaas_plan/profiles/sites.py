@@ -34,7 +34,7 @@ from pydantic import Field, model_validator
 from ..choices import CacheRegime, ObjectiveKind
 from ..ranges import CONVERSION_S, DAY_WINDOWS, INSTANCES, RATE_RPS, WINDOW_HOURS
 from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
-from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, ObjectiveSpec, WorkloadSpec
+from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, WorkloadSpec
 from .serving import PrecisionSpec
 
 MAX_SITES = 16
@@ -127,70 +127,3 @@ class SitesScenario(StrictModel):
 
 def load_sites_scenario(data: object, source: str | None = None) -> SitesScenario:
     return validate_or_raise(SitesScenario, data, source)
-
-
-def pair_scenario(spec: SitesScenario, pd_name: str, prfaas_name: str):
-    """The one-site scenario of a PD site and a PrfaaS site: their pools, the link between them
-    (bandwidth 0 if none), the PD site's workload, the shared model, decode settings and objective
-    (budgets are the multi-site planner's). ``planner.sites`` resolves it to take curves from."""
-    from .scenario import LinkSpec, Scenario, measured_instance_defaults
-
-    pd = next(s for s in spec.pd_sites if s.name == pd_name)
-    prfaas = next(s for s in spec.prfaas_sites if s.name == prfaas_name)
-    link = next((lk for lk in spec.links if lk.prfaas == prfaas_name and lk.pd == pd_name), None)
-    cluster = ClusterSpec.model_fields
-    pool = lambda site: ClusterSpec(**{k: getattr(site, k) for k in cluster})  # noqa: E731
-    link_spec = LinkSpec(bandwidth_gbps=0.0) if link is None else LinkSpec(**{k: getattr(link, k) for k in LinkSpec.model_fields})
-    decode = spec.decode
-    if decode.tokens_per_s_per_instance is not None:  # measured, unless it says otherwise, on each PD site's instance
-        decode = decode.model_copy(
-            update=measured_instance_defaults(
-                decode.model_dump(),
-                {"hardware": pd.hardware, "gpus_per_instance": pd.gpus_per_instance},
-                "tokens_per_s_hardware",
-                "tokens_per_s_gpus",
-            )
-        )
-    return Scenario(
-        name=f"{spec.name}:{pd_name}",
-        model=spec.model,
-        precision=spec.precision,
-        prfaas=pool(prfaas),
-        pd=pool(pd),
-        link=link_spec,
-        workload=pd.workload or spec.workload,
-        decode=decode,
-        objective=ObjectiveSpec(type=ObjectiveKind.max_throughput),
-    )
-
-
-def site_names(spec: SitesScenario) -> tuple[list[tuple[str, float]], list[str], dict]:
-    """([(PD site, demand req/s)], [PrfaaS site], {(PrfaaS site, PD site): True} for linked pairs)."""
-    return (
-        [(s.name, s.rate_rps) for s in spec.pd_sites],
-        [s.name for s in spec.prfaas_sites],
-        {(lk.prfaas, lk.pd): True for lk in spec.links},
-    )
-
-
-def sites_budgets(spec: SitesScenario) -> tuple[dict, float | None]:
-    return dict(spec.budgets.gpus), spec.budgets.usd_per_hour
-
-
-def sites_objective(spec: SitesScenario) -> ObjectiveKind:
-    return spec.objective.type
-
-
-def sites_windows(spec: SitesScenario) -> list[tuple[str, float, dict[str, float]]]:
-    """(name, hours, {PD site: demand}) per window of ``day``; without one, one steady window."""
-    base = {s.name: s.rate_rps for s in spec.pd_sites}
-    if spec.day is None:
-        return [("steady", 24.0, base)]
-    return [(w.name or f"w{k}", w.hours, {**base, **w.rates}) for k, w in enumerate(spec.day.windows)]
-
-
-def sites_switching(spec: SitesScenario) -> tuple[float, int | None]:
-    """(conversion seconds, switch limit per site and window) of ``day``; no cost without a day."""
-    if spec.day is None:
-        return 0.0, None
-    return spec.day.conversion_s, spec.day.max_switches_per_window

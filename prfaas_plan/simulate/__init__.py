@@ -21,7 +21,7 @@ from .config import SimConfig
 if TYPE_CHECKING:
     from ..planner.decode_model import DecodeModel
     from ..planner.deployment import Deployment
-    from ..planner.inputs import PlanInputs
+    from ..study.model import PlanInputs
     from .results import SimResult
 
 __all__ = ["SimConfig", "SimResult", "read_bandwidth_trace", "simulate"]

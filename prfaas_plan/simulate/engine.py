@@ -39,7 +39,7 @@ from ..choices import RoutingPolicy
 from ..errors import PlanInputError
 from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
-from ..planner.inputs import PlanInputs
+from ..study.model import PlanInputs
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
 from .config import SimConfig, sample_interval_for

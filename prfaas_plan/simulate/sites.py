@@ -54,24 +54,25 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
     rng = np.random.default_rng(seed)
     prfaas = {f: simpy.Resource(env, capacity=max(n, 1)) for f, n in plan.n_prfaas.items()}
     sites = plan.windows[window].pd
+    factories = [f.name for f in si.prfaas_sites]
     state = []
     for k, site in enumerate(sites):
-        inputs = si.pairs[site.name, si.prfaas[0]]
+        inputs = si.pair(site.name, factories[0])
         rate = load * site.served_rps
         arrivals = arrival_times_s(SimConfig(rate_rps=rate, requests=requests, seed=seed + k), rng)
         lengths = inputs.input_dist.sample(rng, requests)
-        weights = np.array([site.offload_rps.get(f, 0.0) for f in si.prfaas])
+        weights = np.array([site.offload_rps.get(f, 0.0) for f in factories])
         choice = (
-            rng.choice(len(si.prfaas), size=requests, p=weights / weights.sum())
+            rng.choice(len(factories), size=requests, p=weights / weights.sum())
             if weights.sum() > 0
             else np.zeros(requests, dtype=int)
         )
         links = {
-            f: KvLink(env, CapacitySchedule(si.pairs[site.name, f].link.usable_bytes_per_s))
-            for f in si.prfaas
-            if (f, site.name) in si.linked
+            f: KvLink(env, CapacitySchedule(si.pair(site.name, f).link.usable_bytes_per_s))
+            for f in factories
+            if (f, site.name) in si.links
         }
-        local = si.pairs[site.name, si.prfaas[0]].pd.curve
+        local = si.pair(site.name, factories[0]).pd.curve
         state.append(
             {
                 "site": site,
@@ -94,20 +95,20 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
         )
         remote = {}
         for f in links:
-            curve = si.pairs[site.name, f].prfaas.curve
+            curve = si.pair(site.name, f).prfaas.curve
             prefill = curve.prefill_s(lengths)
             remote[f] = (
                 prefill,
                 np.minimum(curve.capacity_s(lengths), prefill),
                 curve.kv_bytes(lengths),
-                si.pairs[site.name, f].link.rtt_s,
+                si.pair(site.name, f).link.rtt_s,
             )
         state[-1]["remote"] = remote
 
     def request(s: dict, i: int):
         arrival = env.now
         if s["lengths"][i] > s["site"].threshold_tokens and s["links"]:
-            f = si.prfaas[int(s["choice"][i])]
+            f = factories[int(s["choice"][i])]
             prefill, hold, kv, rtt = s["remote"][f]
             prefill_s, hold_s = float(prefill[i]), float(hold[i])
             s["waiting_remote"] += 1

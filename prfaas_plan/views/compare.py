@@ -8,8 +8,8 @@ column its unit.
 
 from __future__ import annotations
 
-from ..planner.basis import SOURCE_KEYS
 from ..report import Column, Report
+from ..study.basis import SOURCE_KEYS
 from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json, under_slo_ratio
 from .uncertainty import WHAT
 

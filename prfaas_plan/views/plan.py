@@ -12,10 +12,10 @@ from dataclasses import asdict
 import numpy as np
 
 from ..choices import Basis, Bound, DeploymentName, PlanMode, SweepOver
-from ..planner.basis import SOURCE_KEYS, prefill_source, sources
 from ..planner.optimizer import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
+from ..study.basis import SOURCE_KEYS, prefill_source, sources
 from ..units import format_tokens
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
@@ -68,7 +68,7 @@ _SOURCE_TEXT = {"measured": "measured curve", "calibrated": "roofline (calibrate
 
 
 def sources_view(rows: list[dict], title: str, notes: list[str]) -> Report:
-    """Which curve and rate sized each pool, one row per plan or option (``planner.basis.sources``)."""
+    """Which curve and rate sized each pool, one row per plan or option (``study.basis.sources``)."""
 
     def pair(source_key: str, capacity_key: str):
         return lambda row: (

@@ -11,7 +11,6 @@ from .plan import _auto, _num, _opt
 def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
     """One window's rows: each PD site, each link it has, each PrfaaS site, then the total; every
     row with the same keys (blank where a figure is not the part's), identity first."""
-    first = si.pd[0][0]
     ident = dict.fromkeys(
         (
             "prfaas_site",
@@ -41,17 +40,17 @@ def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
             "usd_per_hour",
         )
     )
-    head = {"scenario": result.name, "model": si.pairs[first, si.prfaas[0]].model.name, "window": window.name}
+    head = {"scenario": result.name, "model": si.model.name, "window": window.name}
 
     def row(part: str, **cells) -> dict:
         return {**head, "part": part, **ident, "hours": window.hours, **blank, **cells}
 
     def prfaas_identity(f: str) -> dict:
-        pool = si.pairs[first, f].prfaas
+        pool = si.prfaas_site(f).pool
         return {"prfaas_site": f, "prfaas_hardware": pool.hardware_name, "prfaas_gpus_per_instance": pool.gpus_per_instance}
 
     def pd_identity(name: str) -> dict:
-        pool = si.pairs[name, si.prfaas[0]].pd
+        pool = si.site(name).pool
         return {"pd_site": name, "pd_hardware": pool.hardware_name, "pd_gpus_per_instance": pool.gpus_per_instance}
 
     sites, links = [], []
@@ -84,7 +83,7 @@ def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
             )
         )
         for f in site.offload_rps:
-            link = si.pairs[site.name, f].link
+            link = si.links[f, site.name]
             links.append(
                 row(
                     "link",

@@ -1,0 +1,262 @@
+"""The one mixed-integer programme of the planner: PD sites x PrfaaS sites x links x windows x
+cases (pulp/CBC). Every MILP the package solves is built here: the one-site plan's
+(``optimizer``, ``method: milp``), the multi-site plan and its day (``sites``) and the robust
+plan over several sites.
+
+Per case c, window w, PD site i (demand r_ciw req/s, threshold candidates k) and PrfaaS site j,
+with the throughput model's work per request (``planner.throughput``, exact class means):
+p_ik the offloaded share, PrfaaS seconds T_ijk = E[T_j(L); L > t_k] (per offloaded request:
+T_ijk / p_ik), link bytes S_ijk likewise, PD-P seconds P_ik, and r_d,i requests/s per decoding
+instance:
+
+    sum_k z_ik = 1,  lambda_ik <= U_i z_ik,            sum_k lambda_ik = s_c r_ciw
+    sum_j x_ijk = p_ik lambda_ik                       (site i's offloaded requests, by PrfaaS site)
+    sum_{i,k} x_ijk T_ijk / p_ik <= N_j                (PrfaaS site j's compute)
+    sum_k x_ijk S_ijk / p_ik <= B_ij                   (each link's usable bandwidth)
+    sum_k lambda_ik P_ik <= N_p,i,   sum_k lambda_ik <= r_d,i N_d,i
+    instance ranges per site, GPU budgets per hardware, $/hour budget (a link's committed price
+    paid when it carries traffic)
+
+The counts are shared by every window and case: N_j per PrfaaS site, N_i = N_p + N_d of a PD
+site's pool (split per window and case), or with a decode-only pool N_p and N_d themselves.
+Objectives: ``max_throughput`` maximises the common demand scale s (one case); ``worst_case``
+maximises min_c s_c; ``weighted`` maximises sum_c w_c s_c; ``min_cost`` minimises the
+provisioned $/hour with every s_c = 1 (sum_k lambda_ik >= r_ciw). Over a day, instances that
+switch role at a window's start (into_p >= N_p,w - N_p,w-1, into_d likewise, the day cyclic)
+are idle for f = min(1, conversion_s / window) of it: PD-P capacity N_p - f into_p, decode
+r_d (N_d - f into_d); at most ``max_switches`` switch per site and window. Ties go to fewer
+instances (a 1e-7 weight on their total).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+from ..choices import ObjectiveKind, RobustObjective
+from ..study.model import Link, Study
+from .throughput import ThresholdTable
+
+SOLVER_TIME_LIMIT_S = 60  # CBC stops here with its best plan, reported as not proven optimal
+TIE_WEIGHT = 1e-7  # on the total instance count: among equal objectives, fewer instances
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One case in one window: each PD site's demand (req/s), each (PD site, PrfaaS site) pair's
+    threshold table, each link and each site's decode rate per instance (req/s)."""
+
+    case: int
+    window: int
+    hours: float
+    demands: dict[str, float]
+    tables: dict[tuple[str, str], ThresholdTable]  # (PD site, PrfaaS site)
+    links: dict[tuple[str, str], Link]  # (PrfaaS site, PD site)
+    decode_rps: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What the programme optimises over its cases (``weights`` for ``weighted``)."""
+
+    objective: ObjectiveKind = ObjectiveKind.max_throughput
+    robust: RobustObjective | None = None  # with several cases: worst_case or weighted
+    weights: tuple[float, ...] = ()
+
+    @property
+    def maximise(self) -> bool:
+        return self.objective != ObjectiveKind.min_cost and self.robust != RobustObjective.min_cost
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """The solution in one cell, per PD site: the chosen candidate, the split and the offload."""
+
+    k: dict[str, int]  # PD site -> threshold index
+    n_p: dict[str, int]
+    n_d: dict[str, int]
+    offload_rps: dict[str, dict[str, float]]  # PD site -> PrfaaS site -> req/s
+
+
+@dataclass(frozen=True)
+class Solved:
+    proven: bool  # False: CBC stopped at its time limit with its best plan
+    scales: tuple[float, ...]  # s_c per case (1.0 under min_cost)
+    usd_per_hour: float  # provisioned, as the programme counts it (unpriced pools at 0)
+    n_prfaas: dict[str, int]
+    n_pd: dict[str, int]  # N_p + N_d (shared pool) or N_p (beside a decode-only pool)
+    n_decode: dict[str, int]  # N_d of each decode-only pool
+    cells: tuple[CellPlan, ...]
+
+
+def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, str], list[int]], goal: Goal) -> Solved | None:
+    """The programme over ``cells`` with the threshold candidates of each (case, PD site); None
+    when CBC finds no plan (or one that breaks a constraint)."""
+    import pulp
+
+    maximise = goal.maximise
+    prob = pulp.LpProblem("prfaas", pulp.LpMaximize if maximise else pulp.LpMinimize)
+    var = prob.add_variable
+    n_f = {f.name: var(f"nf_{j}", *f.instances, cat="Integer") for j, f in enumerate(study.prfaas_sites)}
+    n_pd = {s.name: var(f"npd_{i}", *s.instances, cat="Integer") for i, s in enumerate(study.pd_sites)}
+    n_dd = {
+        s.name: var(f"ndd_{i}", *s.decode_instances, cat="Integer")
+        for i, s in enumerate(study.pd_sites)
+        if s.decode_pool is not None
+    }
+    cases = sorted({cell.case for cell in cells})
+    scale = {c: var(f"s_{c}", 0, None) if maximise else 1.0 for c in cases}
+    cost = pulp.lpSum(n_f[f.name] * (f.pool.usd_per_hour_per_instance or 0.0) for f in study.prfaas_sites)
+    gpus: dict[str, list] = {}
+    for f in study.prfaas_sites:
+        gpus.setdefault(f.pool.hardware_name, []).append(f.pool.gpus_per_instance * n_f[f.name])
+    for s in study.pd_sites:
+        cost += (s.pool.usd_per_hour_per_instance or 0.0) * n_pd[s.name]
+        gpus.setdefault(s.pool.hardware_name, []).append(s.pool.gpus_per_instance * n_pd[s.name])
+        if s.decode_pool is not None:
+            cost += (s.decode_pool.usd_per_hour_per_instance or 0.0) * n_dd[s.name]
+            gpus.setdefault(s.decode_pool.hardware_name, []).append(s.decode_pool.gpus_per_instance * n_dd[s.name])
+    link_used: dict = {}
+    per_cell = []
+    switches: dict[tuple[int, str], dict[int, tuple]] = {}
+    first = study.prfaas_sites[0].name
+    n_windows = len(study.windows)
+    for q, cell in enumerate(cells):
+        f_work: dict[str, list] = {f.name: [] for f in study.prfaas_sites}
+        per_site = {}
+        for s in study.pd_sites:
+            name = s.name
+            d_hi = s.decode_instances[1] if s.decode_pool is not None else s.instances[1]
+            if s.decode_pool is None:
+                n_p = var(f"np_{q}_{name}", 0, s.instances[1], cat="Integer")
+                n_d = var(f"nd_{q}_{name}", 0, s.instances[1], cat="Integer")
+                prob += n_p + n_d == n_pd[name]
+            else:
+                n_p, n_d = n_pd[name], n_dd[name]
+            r_d = cell.decode_rps[name]
+            upper = r_d * d_hi
+            table = cell.tables[name, first]
+            ks = [int(k) for k in candidates[cell.case, name]]
+            z = [var(f"z_{q}_{name}_{k}", 0, 1, cat="Binary") for k in ks]
+            lam = [var(f"lam_{q}_{name}_{k}", 0, upper) for k in ks]
+            prob += pulp.lpSum(z) == 1
+            for zi, li in zip(z, lam):
+                prob += li <= upper * zi
+            demand = cell.demands[name]
+            served = pulp.lpSum(lam)
+            prob += served == scale[cell.case] * demand if maximise else served >= demand
+            f_idle = min(1.0, study.conversion_s / (cell.hours * 3600.0)) if n_windows > 1 else 0.0
+            into_p = into_d = 0.0
+            if s.decode_pool is None and n_windows > 1 and (f_idle > 0 or study.max_switches is not None):
+                into_p = var(f"inp_{q}_{name}", 0, s.instances[1])  # instances that became PD-P at this window
+                into_d = var(f"ind_{q}_{name}", 0, s.instances[1])  # and PD-D
+                switches.setdefault((cell.case, name), {})[cell.window] = (n_p, into_p, into_d)
+            prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p - f_idle * into_p
+            prob += served <= r_d * (n_d - f_idle * into_d)
+            flows: dict[str, list] = {}
+            for k, li in zip(ks, lam):
+                p = float(table.p[k])
+                if p <= 0:
+                    continue
+                parts = []
+                for f in study.prfaas_sites:
+                    if (f.name, name) not in cell.links:
+                        continue
+                    x = var(f"x_{q}_{name}_{f.name}_{k}", 0, upper)
+                    parts.append(x)
+                    flows.setdefault(f.name, []).append((k, x))
+                    f_work[f.name].append(float(cell.tables[name, f.name].prfaas_work_s[k]) / p * x)
+                prob += pulp.lpSum(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
+            for f, items in flows.items():
+                link = cell.links[f, name]
+                bytes_ = cell.tables[name, f].link_work_bytes
+                per_request = {k: float(bytes_[k]) / float(table.p[k]) for k, _ in items}
+                unit = max(per_request.values()) or 1.0  # keep coefficients near 1 for the solver
+                prob += pulp.lpSum(per_request[k] / unit * x for k, x in items) <= link.usable_bytes_per_s / unit
+                if link.fixed_usd_per_hour > 0:
+                    if (name, f) not in link_used:
+                        link_used[name, f] = var(f"u_{name}_{f}", 0, 1, cat="Binary")
+                        cost += link.fixed_usd_per_hour * link_used[name, f]
+                    prob += pulp.lpSum(x for _, x in items) <= upper * link_used[name, f]
+            per_site[name] = (ks, z, n_p, n_d, flows)
+        for f in study.prfaas_sites:
+            prob += pulp.lpSum(f_work[f.name]) <= n_f[f.name]
+        per_cell.append(per_site)
+    for windows in switches.values():
+        for w, (n_p, into_p, into_d) in windows.items():
+            prev = windows[(w - 1) % n_windows][0]  # the day repeats: the last window precedes the first
+            prob += into_p >= n_p - prev
+            prob += into_d >= prev - n_p
+            if study.max_switches is not None:
+                prob += into_p + into_d <= study.max_switches
+    for hardware, budget in study.gpu_budget.items():
+        prob += pulp.lpSum(gpus.get(hardware, [])) <= budget
+    if study.usd_per_hour is not None:
+        prob += cost <= study.usd_per_hour
+    total = pulp.lpSum(n_pd.values()) + pulp.lpSum(n_f.values()) + pulp.lpSum(n_dd.values())
+    prob += _objective(prob, goal, scale, cases) - TIE_WEIGHT * total if maximise else cost
+    with warnings.catch_warnings():
+        # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S))
+    scales = tuple(_value(scale[c]) for c in cases)
+    if pulp.LpStatus[status] not in ("Optimal", "Not Solved") or not solution_valid(prob) or None in scales:
+        return None
+    return Solved(
+        prob.sol_status == pulp.LpSolutionOptimal,
+        scales,
+        float(pulp.value(cost)),
+        {f: _int(v) for f, v in n_f.items()},
+        {name: _int(v) for name, v in n_pd.items()},
+        {name: _int(v) for name, v in n_dd.items()},
+        tuple(_cell_plan(per_site) for per_site in per_cell),
+    )
+
+
+def _objective(prob, goal: Goal, scale: dict, cases: list[int]):
+    """The expression maximised: s (one case), min_c s_c (worst case) or sum_c w_c s_c."""
+    import pulp
+
+    if len(cases) == 1:
+        return scale[cases[0]]
+    if goal.robust == RobustObjective.weighted:
+        return pulp.lpSum(goal.weights[c] * scale[c] for c in cases)
+    worst = prob.add_variable("worst", 0, None)
+    for c in cases:
+        prob += worst <= scale[c]
+    return worst
+
+
+def _cell_plan(per_site: dict) -> CellPlan:
+    k, n_p, n_d, x = {}, {}, {}, {}
+    for name, (ks, z, np_var, nd_var, flows) in per_site.items():
+        values = [zi.value() or 0.0 for zi in z]
+        k[name] = ks[values.index(max(values))]
+        n_p[name], n_d[name] = _int(np_var), _int(nd_var)
+        x[name] = {f: sum(v.value() or 0.0 for _, v in items) for f, items in flows.items()}
+    return CellPlan(k, n_p, n_d, x)
+
+
+def _int(v) -> int:
+    return int(round(v.value() or 0.0))
+
+
+def _value(s) -> float | None:
+    """A scale's value (a constant 1.0 under min_cost); None when CBC left it unset."""
+    return s if isinstance(s, float) else s.value()
+
+
+SOLUTION_REL_TOLERANCE = 1e-6  # of a constraint's own scale (its largest term or its constant)
+
+
+def solution_valid(prob, rel_tolerance: float = SOLUTION_REL_TOLERANCE) -> bool:
+    """Whether CBC's solution meets every constraint (it can report an infeasible programme, found
+    so in presolve, as optimal with a solution that breaks them). The tolerance is relative to
+    each constraint's scale: max(1, |constant|, the largest |coefficient x value|), so a
+    constraint over rates of 100 req/s is not held to an absolute 1e-6 that CBC's own feasibility
+    tolerance (1e-7 per term, relative) can exceed."""
+    for c in prob.constraints.values():
+        scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])
+        if not c.valid(rel_tolerance * scale):
+            return False
+    return True

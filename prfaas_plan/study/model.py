@@ -1,0 +1,383 @@
+"""The resolved deployment: every quantity in SI units, every profile loaded, every choice of
+the file made. ``study.resolve`` builds it (the only reader of scenario fields); the planner,
+the latency model, the simulator and the reports read it.
+
+``PlanInputs`` is one PD site served by one PrfaaS site over one link in one window: the view
+the throughput model, the one-site optimiser and the reports take. ``Study`` holds the sites,
+pools, links and windows of a deployment (``Study.pair`` gives each PD x PrfaaS pair's
+``PlanInputs``; a one-site scenario is the 1x1 study).
+
+Every what-if replaces a whole part (``with_link_gbps``, ``with_limits``, ``with_decode``),
+so a derived figure can never be left behind by a changed input.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, Role
+from ..errors import PlanInputError
+from ..profiles.model import ModelProfile
+from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
+from ..timing.calibrate import CalibrationResult
+from ..timing.decode import DecodeCapacity
+from ..timing.instance import Instance
+from ..timing.prefill import PrefillCurve
+from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
+from ..workload.cluster_cache import ClusterCaches, RoutedPoints, routed_points
+from ..workload.distributions import LengthDistribution
+from .prices import ChipCost, LinkCost
+
+
+@dataclass(frozen=True)
+class Link:
+    """The PrfaaS -> PD link. Bandwidths in bytes/s (decimal: 1 Gbps = 1.25e8 B/s)."""
+
+    bandwidth_bytes_per_s: float  # the link's raw rate
+    usable_fraction: float  # share of it that KV transfers may use
+    rtt_s: float
+    cost: LinkCost = LinkCost()
+
+    @property
+    def fixed_usd_per_hour(self) -> float:
+        """The committed price of the raw bandwidth, per hour."""
+        return self.cost.fixed_usd_per_hour(self.bandwidth_gbps)
+
+    @property
+    def usable_bytes_per_s(self) -> float:
+        """B_out of the throughput model: raw bandwidth x usable fraction."""
+        return self.bandwidth_bytes_per_s * self.usable_fraction
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        return bytes_per_s_to_gbps(self.bandwidth_bytes_per_s)
+
+    @property
+    def usable_gbps(self) -> float:
+        return bytes_per_s_to_gbps(self.usable_bytes_per_s)
+
+    def utilisation(self, egress_bytes_per_s: float) -> float:
+        """Link utilisation, defined once for the whole package: egress / usable bandwidth
+        (0 with no egress; inf with egress and no usable bandwidth)."""
+        if egress_bytes_per_s <= 0:
+            return 0.0
+        usable = self.usable_bytes_per_s
+        return egress_bytes_per_s / usable if usable > 0 else math.inf
+
+    def with_bandwidth_gbps(self, gbps: float) -> Link:
+        """The same link with a raw bandwidth of ``gbps`` (the usable fraction kept)."""
+        return replace(self, bandwidth_bytes_per_s=gbps_to_bytes_per_s(gbps))
+
+    def with_usable_gbps(self, gbps: float) -> Link:
+        """The same link with ``gbps`` usable (raw = usable / usable fraction)."""
+        return replace(self, bandwidth_bytes_per_s=gbps_to_bytes_per_s(gbps) / self.usable_fraction)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One pool of identical instances: the PrfaaS cluster, the local PD cluster (its PD-P
+    pool when decode has its own), or a decode-only pool (``curve`` None: it never prefills)."""
+
+    role: Role
+    instance: Instance
+    curve: PrefillCurve | None
+    calibration: CalibrationResult | None = None
+    cost: ChipCost = ChipCost(None, "rental", None, 0.0, 1.0, 0.0)
+    chip_options: tuple[int, ...] = ()  # the chips per instance it was chosen from (empty: fixed)
+    notes: tuple[str, ...] = ()  # measurements of other hardware left out (``planner.basis``)
+
+    @property
+    def hardware_name(self) -> str:
+        return self.instance.hardware.name
+
+    @property
+    def gpus_per_instance(self) -> int:
+        return self.instance.gpus
+
+    @property
+    def usd_per_hour_per_instance(self) -> float | None:
+        """Provisioned $/hour of one instance: capital (or rental) + power at full load."""
+        price = self.cost.provisioned_usd_per_hour
+        return None if price is None else price * self.instance.gpus
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Length distributions in tokens: uncached input (routing and prefill), full input
+    (decode context), output."""
+
+    input_dist: LengthDistribution
+    full_input_dist: LengthDistribution
+    output_dist: LengthDistribution
+    caches: ClusterCaches | None = None  # prefix caches per cluster (cache-aware routing)
+    routed: RoutedPoints | None = None  # the request classes of the caches' regime; input_dist routes on them
+
+    def with_cache_regime(self, regime: CacheRegime) -> Workload:
+        """The same workload routed under ``regime`` (scarce or plentiful)."""
+        routed = routed_points(self.caches, regime)
+        return replace(self, routed=routed, input_dist=routed.routing_distribution())
+
+    @property
+    def output_mean_tokens(self) -> float:
+        return self.output_dist.mean_tokens()
+
+
+@dataclass(frozen=True)
+class Decode:
+    """What one PD-D instance sustains."""
+
+    context_tokens: int  # context per decoding request: mean full input + half the mean output, or given
+    tpot_ms: float | None  # the scenario's TPOT limit on the batch
+    max_batch: int | None
+    tokens_per_s_per_instance: float
+    source: DecodeSource  # the scenario's figure, the roofline, or the model profile's measurement
+    capacity: DecodeCapacity | None  # the roofline's batch (None when the scenario gives tokens/s)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Integer decision ranges (instances) and budgets."""
+
+    prfaas_min: int
+    prfaas_max: int
+    pd_min: int  # N_p + N_d; with a decode-only pool, N_p
+    pd_max: int
+    gpu_budget: dict[str, int] = field(default_factory=dict)  # hardware name -> most chips
+    usd_per_hour: float | None = None  # provisioned $/hour, the committed link included
+    decode_min: int | None = None  # N_d of a decode-only pool (None: decode shares the PD pool)
+    decode_max: int | None = None
+
+    @property
+    def separate_decode(self) -> bool:
+        return self.decode_max is not None
+
+
+@dataclass(frozen=True)
+class Objective:
+    kind: ObjectiveKind = ObjectiveKind.max_throughput
+    target_rate_rps: float | None = None
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency targets (None: no limit). TTFT percentiles are over all requests."""
+
+    ttft_p90_s: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class LatencySettings:
+    operating_load: float = 0.8  # the reported operating rate = load x Lambda_max (without an SLO)
+    arrival_scv: float = 1.0  # squared coefficient of variation of inter-arrival times (1: Poisson)
+
+
+@dataclass(frozen=True)
+class OptimiserSettings:
+    method: OptimiserMethod = OptimiserMethod.auto
+    coarse_thresholds: int = 48
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    name: str  # the scenario's name
+    source: str | None  # the scenario file
+    model: ModelProfile
+    prfaas: Pool
+    pd: Pool
+    link: Link
+    workload: Workload
+    decode: Decode
+    limits: Limits
+    objective: Objective = Objective()
+    slo: Slo | None = None
+    latency: LatencySettings = LatencySettings()
+    optimiser: OptimiserSettings = OptimiserSettings()
+    notes: tuple[str, ...] = ()
+    pd_decode: Pool | None = None  # a decode-only pool; None: the PD pool decodes too
+
+    def identity(self) -> dict:
+        """What a plan of these inputs is: the scenario, the model, each pool's hardware and chips
+        per instance, and the link (decimal Gbps). Every CSV row of ``plan`` and ``compare`` starts
+        with it."""
+        dec = self.pd_decode
+        return {
+            "scenario": self.name,
+            "model": self.model.name,
+            "prfaas_hardware": self.prfaas.hardware_name,
+            "prfaas_gpus_per_instance": self.prfaas.gpus_per_instance,
+            "pd_hardware": self.pd.hardware_name,
+            "pd_gpus_per_instance": self.pd.gpus_per_instance,
+            "pd_decode_hardware": None if dec is None else dec.hardware_name,
+            "pd_decode_gpus_per_instance": None if dec is None else dec.gpus_per_instance,
+            "link_gbps": round(self.link.bandwidth_gbps, 6),
+        }
+
+    @property
+    def decode_pool(self) -> Pool:
+        """The pool whose instances decode (N_d of them)."""
+        return self.pd_decode or self.pd
+
+    @property
+    def pools(self) -> tuple[Pool, ...]:
+        return (self.prfaas, self.pd) + ((self.pd_decode,) if self.pd_decode is not None else ())
+
+    @property
+    def input_dist(self) -> LengthDistribution:
+        """Uncached input tokens per request (what routing and prefill see)."""
+        return self.workload.input_dist
+
+    @property
+    def output_mean_tokens(self) -> float:
+        return self.workload.output_mean_tokens
+
+    @property
+    def decode_rps_per_instance(self) -> float:
+        """Requests/s one PD-D instance completes: BS_max / (T_decode * L_out)."""
+        return self.decode.tokens_per_s_per_instance / self.output_mean_tokens
+
+    # What-ifs: each replaces a whole part, and checks its number as the YAML field is checked.
+
+    def with_link_gbps(self, gbps: float) -> PlanInputs:
+        """The same scenario on a link of ``gbps`` raw bandwidth (usable fraction kept)."""
+        return replace(self, link=self.link.with_bandwidth_gbps(LINK_GBPS.check(gbps, "link.bandwidth_gbps")))
+
+    def with_usable_link_gbps(self, gbps: float) -> PlanInputs:
+        """The same scenario with ``gbps`` of usable bandwidth."""
+        return replace(self, link=self.link.with_usable_gbps(LINK_GBPS.check(gbps, "link.usable_gbps")))
+
+    def with_limits(self, **changes) -> PlanInputs:
+        """The same scenario with some decision ranges or budgets changed (``prfaas_max=6``)."""
+        for name, value in changes.items():
+            if name in ("prfaas_min", "prfaas_max", "pd_min", "pd_max", "decode_min", "decode_max"):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise PlanInputError(f"must be an integer, got {value!r:.40}", field=name)
+                INSTANCES.check(value, name)
+        limits = replace(self.limits, **changes)
+        for role, lo, hi in (
+            ("prfaas", limits.prfaas_min, limits.prfaas_max),
+            ("pd", limits.pd_min, limits.pd_max),
+            ("pd_decode", limits.decode_min or 0, limits.decode_max or 0),
+        ):
+            if lo > hi:
+                raise PlanInputError(f"min ({lo}) is above max ({hi})", field=f"{role}.instances")
+        return replace(self, limits=limits)
+
+    def with_cache_regime(self, regime: CacheRegime) -> PlanInputs:
+        """The same scenario routed under a cache regime (``workload.cluster_cache``)."""
+        if self.workload.caches is None:
+            raise PlanInputError("the scenario has no cluster_caches", field="workload.cluster_caches")
+        return replace(self, workload=self.workload.with_cache_regime(regime))
+
+    def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
+        """The same scenario with a given decode throughput per PD-D instance."""
+        DECODE_TOKENS_PER_S.check(tokens_per_s, "decode.tokens_per_s_per_instance")
+        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s, source=DecodeSource.scenario))
+
+
+# ---------------------------------------------------------------------------------------
+# A deployment of several sites
+
+
+@dataclass(frozen=True)
+class PrfaasSite:
+    """A PrfaaS site: one pool of identical instances, N_j of them within ``instances``."""
+
+    name: str
+    pool: Pool
+    instances: tuple[int, int]  # (min, max)
+
+
+@dataclass(frozen=True)
+class PdSite:
+    """A PD site: its users' demand, their workload, its PD pool (its PD-P pool beside a
+    decode-only pool) and what one decoding instance sustains."""
+
+    name: str
+    pool: Pool
+    decode_pool: Pool | None  # a decode-only pool; None: the PD pool decodes too
+    workload: Workload
+    decode: Decode
+    instances: tuple[int, int]  # N_p + N_d (min, max); with a decode-only pool, N_p
+    decode_instances: tuple[int, int] | None  # N_d of the decode-only pool
+    demand_rps: float  # the users' rate, req/s (the demand a plan's scale multiplies)
+
+    @property
+    def decode_rps_per_instance(self) -> float:
+        """Requests/s one decoding instance completes: tokens/s / mean output tokens."""
+        return self.decode.tokens_per_s_per_instance / self.workload.output_mean_tokens
+
+    @property
+    def decoder(self) -> Pool:
+        return self.decode_pool or self.pool
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window of the day: its length and each PD site's demand in it (req/s)."""
+
+    name: str
+    hours: float
+    rates_rps: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Study:
+    """One deployment: PrfaaS sites and PD sites, the links between them (a missing pair has
+    none), the windows of a day (one steady window without one), budgets and the objective.
+    Instance counts are shared by every window; thresholds, PD-P / PD-D splits and offloads are
+    per window. A role switch idles the instance ``conversion_s``."""
+
+    name: str
+    source: str | None
+    model: ModelProfile
+    prfaas_sites: tuple[PrfaasSite, ...]
+    pd_sites: tuple[PdSite, ...]
+    links: dict[tuple[str, str], Link]  # (PrfaaS site, PD site) -> link
+    windows: tuple[Window, ...]
+    gpu_budget: dict[str, int] = field(default_factory=dict)  # hardware name -> most chips
+    usd_per_hour: float | None = None  # provisioned $/hour, committed links included
+    objective: ObjectiveKind = ObjectiveKind.max_throughput
+    conversion_s: float = 0.0
+    max_switches: int | None = None  # per PD site, between consecutive windows
+    optimiser: OptimiserSettings = OptimiserSettings()
+    notes: tuple[str, ...] = ()
+
+    def site(self, name: str) -> PdSite:
+        return next(s for s in self.pd_sites if s.name == name)
+
+    def prfaas_site(self, name: str) -> PrfaasSite:
+        return next(s for s in self.prfaas_sites if s.name == name)
+
+    def link(self, prfaas: str, pd: str) -> Link | None:
+        return self.links.get((prfaas, pd))
+
+    @property
+    def pools(self) -> tuple[Pool, ...]:
+        """Every pool, PrfaaS sites first, each once."""
+        pd = tuple(p for s in self.pd_sites for p in (s.pool, s.decode_pool) if p is not None)
+        return tuple(s.pool for s in self.prfaas_sites) + pd
+
+    def pair(self, pd: str, prfaas: str) -> PlanInputs:
+        """PD site ``pd`` served by PrfaaS site ``prfaas`` alone, over their link (0 Gbps where
+        there is none): the one-site view the throughput model takes (no budgets; max throughput)."""
+        site, factory = self.site(pd), self.prfaas_site(prfaas)
+        link = self.link(prfaas, pd) or Link(0.0, 1.0, 0.0)
+        d_lo, d_hi = site.decode_instances or (None, None)
+        limits = Limits(*factory.instances, *site.instances, {}, None, d_lo, d_hi)
+        return PlanInputs(
+            name=f"{self.name}:{pd}",
+            source=self.source,
+            model=self.model,
+            prfaas=factory.pool,
+            pd=site.pool,
+            link=link,
+            workload=site.workload,
+            decode=site.decode,
+            limits=limits,
+            optimiser=self.optimiser,
+            notes=self.notes,
+            pd_decode=site.decode_pool,
+        )
