@@ -91,9 +91,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "egress = lam * float(table.link_work_bytes[idx]) * 8 / 2**30",
     ),
     "milp-link-rhs-unscaled": (
-        "prfaas_plan/planner/optimizer.py",
-        "<= inputs.link.usable_bytes_per_s / scale",
-        "<= inputs.link.usable_bytes_per_s",
+        'prfaas_plan/planner/formulation.py',
+        '<= link.usable_bytes_per_s / unit',
+        '<= link.usable_bytes_per_s',
     ),
     "plan-columns-swapped": (
         "prfaas_plan/views/plan.py",
@@ -348,7 +348,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        return (0, cost, -r.capacity_rps, ttft)",
     ),
     "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local)", "    count = total"),
-    "milp-link-free": ("prfaas_plan/planner/optimizer.py", "        prob += nf <= limits.prfaas_max * uses_link", "        pass"),
+    "milp-link-free": (
+        'prfaas_plan/planner/formulation.py',
+        'prob += pulp.lpSum(x for _, x in items) <= upper * link_used[name, f]',
+        'pass',
+    ),
     "slo-idle-check-inverted": (
         "prfaas_plan/planner/slo.py",
         "    if not any(idle_ok(int(k)) for k in coarse):",
@@ -382,14 +386,14 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            value = sum(scaled) / len(scaled) if objective == RobustObjective.worst_case else weighted",
     ),
     "cbc-solution-trusted": (
-        "prfaas_plan/planner/optimizer.py",
-        "        if not c.valid(rel_tolerance * scale):",
-        "        if False:",
+        'prfaas_plan/planner/formulation.py',
+        '        if not c.valid(rel_tolerance * scale):',
+        '        if False:',
     ),
     "solution-tolerance-absolute": (
-        "prfaas_plan/planner/optimizer.py",
-        "scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])",
-        "scale = max(1.0, abs(c.constant))",
+        'prfaas_plan/planner/formulation.py',
+        'scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])',
+        'scale = max(1.0, abs(c.constant))',
     ),
     "certificate-floor-counts": (
         "prfaas_plan/planner/exact.py",
