@@ -120,11 +120,10 @@ def _validate_sections(scenario, path: str) -> None:
             robust_inputs(scenario, path)
         if scenario.day is not None:
             from .planner.chips import resolve
-            from .planner.schedule import check_day, windows_of
+            from .planner.schedule import windows_of
             from .profiles.scenario_set import day_windows
 
             resolved = resolve(scenario, path)
-            check_day(resolved)
             windows_of(resolved, day_windows(scenario)[0])
     except PlanInputError as exc:
         raise exc.with_source(path) from None

@@ -89,8 +89,8 @@ class Solved:
     cells: tuple[CellPlan, ...]
 
 
-def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, str], list[int]], goal: Goal) -> Solved | None:
-    """The programme over ``cells`` with the threshold candidates of each (case, PD site); None
+def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str], list[int]], goal: Goal) -> Solved | None:
+    """The programme over ``cells`` with the threshold candidates of each (case, window, PD site); None
     when CBC finds no plan (or one that breaks a constraint)."""
     import pulp
 
@@ -136,7 +136,7 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, str], lis
             r_d = cell.decode_rps[name]
             upper = r_d * d_hi
             table = cell.tables[name, first]
-            ks = [int(k) for k in candidates[cell.case, name]]
+            ks = [int(k) for k in candidates[cell.case, cell.window, name]]
             z = [var(f"z_{q}_{name}_{k}", 0, 1, cat="Binary") for k in ks]
             lam = [var(f"lam_{q}_{name}_{k}", 0, upper) for k in ks]
             prob += pulp.lpSum(z) == 1

@@ -162,7 +162,7 @@ def _solve_milp(
         study.links,
         {site.name: inputs.decode_rps_per_instance},
     )
-    sol = solve(study, [cell], {(0, site.name): [int(k) for k in cand]}, Goal(objective))
+    sol = solve(study, [cell], {(0, 0, site.name): [int(k) for k in cand]}, Goal(objective))
     if sol is None:
         return None
     plan = sol.cells[0]

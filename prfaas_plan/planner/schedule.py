@@ -16,6 +16,13 @@ starting split tried, the cycle closed); the best **static** plan keeps one spli
 threshold still follows each window). ``max_throughput`` maximises s within the ranges and
 budgets; ``min_cost`` finds the cheapest counts with s >= 1. A schedule that does not beat the
 static plan (e.g. when conversion takes longer than a window) falls back to it.
+
+Beside a decode-only pool (``pd_decode``) no instance switches role: N_prfaas, N_p and N_d are
+bought once and only the threshold follows each window, so the schedule is its own static
+plan. Its day scale is min over windows of max_t Lambda(t) / rate: exact by enumeration over
+the counts when there are at most ``MAX_DAY_COMBINATIONS``, else the one programme
+(``planner.formulation``: a cell per window) chooses the counts, and every window's best
+threshold for them is then found exactly.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..choices import DecodeSource, ObjectiveKind
+from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Decode, PlanInputs, Workload
@@ -74,6 +81,7 @@ class DayPlan:
     static_windows: tuple[WindowPlan, ...]
     static_counts: tuple[int, int, float | None]  # N_prfaas, N_pd and $/hour of the best static plan
     fell_back: bool  # the schedule is the static plan (switching does not pay)
+    n_decode: int | None = None  # N_d of a decode-only pool (then n_pd is N_p, and no role switches)
 
 
 def window_inputs(inputs: PlanInputs, scale: float) -> PlanInputs:
@@ -181,16 +189,15 @@ def _evaluate(windows, n_f, n_pd, conversion_s, max_switches):
     return grids, value, path, static, static_split
 
 
-def check_day(inputs: PlanInputs) -> None:
-    """A day's role rebalancing needs one PD pool that both prefills and decodes."""
-    if inputs.limits.separate_decode:
-        raise PlanInputError("role rebalancing needs one PD pool that both prefills and decodes (no pd_decode)", field="day")
-
-
-def day_plan(inputs: PlanInputs, windows: list[Window], conversion_s: float, max_switches: int | None) -> DayPlan:
-    """The counts to buy and the per-window schedule (see the module docstring)."""
-    check_day(inputs)
+def day_plan(
+    inputs: PlanInputs, windows: list[Window], conversion_s: float, max_switches: int | None, method: str | None = None
+) -> DayPlan:
+    """The counts to buy and the per-window schedule (see the module docstring). ``method``
+    (``OptimiserMethod``, default the scenario's) chooses enumeration or the programme beside a
+    decode-only pool."""
     limits = inputs.limits
+    if limits.separate_decode:
+        return _fixed_roles_day(inputs, windows, OptimiserMethod(method or inputs.optimiser.method))
     count = (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1)
     if count > MAX_DAY_COMBINATIONS:
         raise PlanInputError(
@@ -267,3 +274,74 @@ def _pick(best, cand, min_cost: bool):
     if value >= b_value * (1 - TIE_REL) and (cost, size) < (b_cost, b_size):
         return cand
     return best
+
+
+def _window_scales(inputs: PlanInputs, windows: list[Window], n_f: int, n_p: int, n_d: int) -> tuple[float, list[int]]:
+    """min over windows of max_t Lambda(t) / rate, and each window's best threshold index."""
+    ks, scale = [], np.inf
+    for w in windows:
+        lam = bounds(w.table, np.arange(len(w.table)), n_f, n_p, n_d, w.inputs).lambda_max
+        k = int(np.argmax(lam))
+        ks.append(k)
+        scale = min(scale, float(lam[k]) / w.rate_rps)
+    return scale, ks
+
+
+def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: OptimiserMethod) -> DayPlan:
+    """A day beside a decode-only pool (see the module docstring)."""
+    limits = inputs.limits
+    min_cost = inputs.objective.kind == ObjectiveKind.min_cost
+    count = (
+        (limits.prfaas_max - limits.prfaas_min + 1)
+        * (limits.pd_max - limits.pd_min + 1)
+        * (limits.decode_max - limits.decode_min + 1)
+    )
+    if method == OptimiserMethod.enumerate or (method != OptimiserMethod.milp and count <= MAX_DAY_COMBINATIONS):
+        best = None
+        for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
+            for n_p in range(limits.pd_min, limits.pd_max + 1):
+                for n_d in range(limits.decode_min, limits.decode_max + 1):
+                    cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
+                    if cost is not False:
+                        value, _ = _window_scales(inputs, windows, n_f, n_p, n_d)
+                        best = _pick(best, (value, cost, n_f + n_p + n_d, (n_f, n_p, n_d)), min_cost)
+        counts = None if best is None else best[3]
+    else:
+        counts = _programme_counts(inputs, windows, min_cost)
+    served = "serves every window" if min_cost else f"serves {MIN_CAPACITY_RPS:g} requests/s in every window"
+    if counts is None:
+        raise PlanInputError(f"no count within the ranges and budgets {served}", field="day")
+    n_f, n_p, n_d = counts
+    scale, ks = _window_scales(inputs, windows, n_f, n_p, n_d)
+    if (min_cost and scale < 1.0 - 1e-9) or scale * min(w.rate_rps for w in windows) < MIN_CAPACITY_RPS:
+        raise PlanInputError(f"no count within the ranges and budgets {served}", field="day")
+    plans = []
+    for w, k in zip(windows, ks):
+        capacity = float(bounds(w.table, k, n_f, n_p, n_d, w.inputs).lambda_max)
+        plans.append(WindowPlan(w.name, w.hours, w.rate_rps, n_p, n_d, float(w.table.thresholds_tokens[k]), capacity, 0))
+    cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
+    return DayPlan(n_f, n_p, cost, scale, scale, tuple(plans), tuple(plans), (n_f, n_p, cost), False, n_d)
+
+
+def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool) -> tuple[int, int, int] | None:
+    """The counts of the one programme with a cell per window (coarse thresholds per window)."""
+    from ..study.model import Window as StudyWindow
+    from .formulation import Cell, Goal, solve
+    from .optimizer import coarse_indices, one_site_study
+
+    objective = ObjectiveKind.min_cost if min_cost else ObjectiveKind.max_throughput
+    study = one_site_study(inputs, inputs.limits, objective, 1.0)
+    if study is None:
+        return None
+    cells = [
+        Cell(
+            0, k, w.hours, {"pd": w.rate_rps}, {("pd", "prfaas"): w.table}, study.links, {"pd": w.inputs.decode_rps_per_instance}
+        )
+        for k, w in enumerate(windows)
+    ]
+    cands = {(0, k, "pd"): coarse_indices(w.table, inputs.optimiser.coarse_thresholds) for k, w in enumerate(windows)}
+    day = tuple(StudyWindow(w.name, w.hours, {"pd": w.rate_rps}) for w in windows)
+    sol = solve(replace(study, windows=day), cells, cands, Goal(objective))
+    if sol is None:
+        return None
+    return sol.n_prfaas["prfaas"], sol.n_pd["pd"], sol.n_decode["pd"]

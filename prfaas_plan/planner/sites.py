@@ -98,7 +98,8 @@ def plan_sites(study: Study) -> SitesPlan:
     cells = window_cells(study, tables)
     goal = Goal(study.objective)
     first = study.prfaas_sites[0].name
-    cands = {(0, s.name): coarse_indices(tables[s.name, first], per_site) for s in study.pd_sites}
+    coarse = {s.name: coarse_indices(tables[s.name, first], per_site) for s in study.pd_sites}
+    cands = {(0, w, name): c for name, c in coarse.items() for w in range(n_windows)}
     sol = solve(study, cells, cands, goal)
     if sol is None:
         raise _infeasible(study)
@@ -110,13 +111,14 @@ def plan_sites(study: Study) -> SitesPlan:
 
 def refine(cands: dict, sol: Solved, most: int) -> dict:
     """Per (case, PD site), the candidates between the neighbours of each threshold the solution
-    chose (``FINE_PER_SITE`` per window), at most ``most``, evenly thinned."""
+    chose in any window (``FINE_PER_SITE`` per window), at most ``most``, evenly thinned; the
+    same for every window (their tables are the same)."""
     chosen: dict = {}
     for plan in sol.cells:
         for name, k in plan.k.items():
             chosen.setdefault(name, []).append(k)
     fine = {}
-    for (case, name), c in cands.items():
+    for (case, window, name), c in cands.items():
         picks = set()
         for k in chosen[name]:
             pos = int(np.searchsorted(c, k))
@@ -124,7 +126,7 @@ def refine(cands: dict, sol: Solved, most: int) -> dict:
             picks |= set(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int).tolist())
         picks = np.array(sorted(picks))
         keep = np.unique(np.linspace(0, len(picks) - 1, most).round().astype(int))
-        fine[case, name] = picks if len(picks) <= most else picks[keep]
+        fine[case, window, name] = picks if len(picks) <= most else picks[keep]
     return fine
 
 

@@ -987,38 +987,48 @@ def schedule_view(day, inputs, simulated=None) -> Report:
     for row, sim in zip(rows, simulated or ()):
         row["sim_queues"], row["static_sim_queues"] = (stability[x] for x in sim)
     cost = "-" if day.usd_per_hour is None else f"${day.usd_per_hour:,.2f}/hour"
-    gain = day.scale / day.static_scale - 1 if day.static_scale > 0 else float("inf")
-    s_f, s_pd, s_cost = day.static_counts
-    notes = [
-        f"day scale (the factor by which every window's rate could grow and still be served): schedule "
-        f"{day.scale:.3f}, best static plan {day.static_scale:.3f} ({100 * gain:+.1f}%)",
-        f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
-        + ("" if s_cost is None else f", ${s_cost:,.2f}/hour")
-        + "; one split all day, threshold per window",
-    ]
+    scale_note = "day scale (the factor by which every window's rate could grow and still be served)"
+    if day.n_decode is not None:  # a decode-only pool: no role switches, so no static plan beside it
+        notes = [
+            f"{scale_note}: {day.scale:.3f}",
+            "a decode-only pool: no instance switches role; the threshold follows each window",
+        ]
+        bought = f"N_prfaas {day.n_prfaas}, N_p {day.n_pd}, N_d {day.n_decode}"
+        rows = [{k: v for k, v in row.items() if not k.startswith("static_") and k != "switched"} for row in rows]
+    else:
+        gain = day.scale / day.static_scale - 1 if day.static_scale > 0 else float("inf")
+        s_f, s_pd, s_cost = day.static_counts
+        notes = [
+            f"{scale_note}: schedule {day.scale:.3f}, best static plan {day.static_scale:.3f} ({100 * gain:+.1f}%)",
+            f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
+            + ("" if s_cost is None else f", ${s_cost:,.2f}/hour")
+            + "; one split all day, threshold per window",
+        ]
+        bought = f"N_prfaas {day.n_prfaas}, N_pd {day.n_pd}"
     if day.fell_back:
         notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
+    columns = [
+        Column("window", "window", justify="left", keep=True),
+        Column("hours", "hours", _auto),
+        Column("rate_rps", "rate req/s", _auto),
+        Column("n_p", "N_p", _auto),
+        Column("n_d", "N_d", _auto),
+        Column("switched", "switched", _auto),
+        Column("threshold_tokens", "t (tokens)", _auto),
+        Column("capacity_rps", "capacity req/s", _auto),
+        Column("utilisation_fraction", "load", _auto),
+        Column("static_n_p", "static N_p", _auto),
+        Column("static_capacity_rps", "static capacity req/s", _auto),
+        Column("static_utilisation_fraction", "static load", _auto),
+        *(
+            [Column("sim_queues", "sim queues", justify="left"), Column("static_sim_queues", "static sim", justify="left")]
+            if simulated
+            else []
+        ),
+    ]
     return Report(
-        title=f"Day schedule: {inputs.name} (buy N_prfaas {day.n_prfaas}, N_pd {day.n_pd}; {cost} provisioned)",
-        columns=[
-            Column("window", "window", justify="left", keep=True),
-            Column("hours", "hours", _auto),
-            Column("rate_rps", "rate req/s", _auto),
-            Column("n_p", "N_p", _auto),
-            Column("n_d", "N_d", _auto),
-            Column("switched", "switched", _auto),
-            Column("threshold_tokens", "t (tokens)", _auto),
-            Column("capacity_rps", "capacity req/s", _auto),
-            Column("utilisation_fraction", "load", _auto),
-            Column("static_n_p", "static N_p", _auto),
-            Column("static_capacity_rps", "static capacity req/s", _auto),
-            Column("static_utilisation_fraction", "static load", _auto),
-            *(
-                [Column("sim_queues", "sim queues", justify="left"), Column("static_sim_queues", "static sim", justify="left")]
-                if simulated
-                else []
-            ),
-        ],
+        title=f"Day schedule: {inputs.name} (buy {bought}; {cost} provisioned)",
+        columns=[c for c in columns if any(c.key in row for row in rows)],
         rows=rows,
         csv_columns=csv_columns(rows),
         meta={"scenario": inputs.name},
