@@ -573,6 +573,32 @@ def robust(scenario: str):
         return robust_plan(cases, objective)
 
 
+def is_sites_file(scenario: str) -> bool:
+    """Whether a scenario reference (shipped name or path) is a multi-site file."""
+    from .profiles.registry import detect_profile_kind, scenario_path
+    from .yamlio import load_yaml_file
+
+    with scenario_errors(scenario):
+        data = load_yaml_file(scenario_path(scenario))
+        return isinstance(data, dict) and detect_profile_kind(data) == ProfileKind.sites
+
+
+def robust_sites(path: str):
+    """One set of instance counts for the cases of a multi-site file's ``robust:`` section
+    (``planner.sites.plan_robust_sites``). Returns (``planner.sites.RobustSitesPlan``, the study)."""
+    from .planner.sites import plan_robust_sites
+    from .study.resolve import resolve_sites
+
+    path, spec = _sites_spec(path)
+    if spec.robust is None:
+        raise PlanInputError("the file has no robust: section (its cases)", source=path, field="robust")
+    try:
+        study = resolve_sites(spec, path)
+        return plan_robust_sites(study), study
+    except PlanInputError as exc:
+        raise exc.with_source(path) from None
+
+
 def schedule(scenario: str):
     """The counts to buy for the scenario's ``day:`` and, per window, the PD-P / PD-D split and threshold
     (``planner.schedule``). Returns (``planner.schedule.DayPlan``, the windows)."""

@@ -640,11 +640,16 @@ def robust(
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
 ) -> None:
-    """One set of instance counts for the scenario's robust: cases (workload mixes, rates, bandwidths)."""
+    """One set of instance counts for the scenario's robust: cases (workload mixes, rates, bandwidths); a
+    multi-site file's cases too."""
     from . import api
     from .views.plan import robust_view
+    from .views.sites import robust_sites_view
 
     _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
+    if api.is_sites_file(scenario):
+        _emit(robust_sites_view(*api.robust_sites(scenario)), fmt, output)
+        return
     result = api.robust(scenario)
     _emit(robust_view(result, api.inputs(scenario)), fmt, output)
 

@@ -5,6 +5,7 @@ robust plan over several sites."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +127,128 @@ def test_validate_accepts_a_day_beside_a_decode_only_pool(run_cli, tmp_path):
     res = run_cli("validate", str(path))
     assert res.code == 0, res.err
     assert build_inputs(load_scenario(decode_pool_day_doc())).limits.decode_max == 6
+
+
+# --------------------------------------------------------------------------------------------
+# a robust plan over two sites
+
+SHORT, LONG = 4096, 32768  # tokens: a two-length mixture keeps each site's threshold table small
+
+
+def robust_sites_doc(objective: str = "worst_case", peak: float = 3.0, off: float = 1.0) -> dict:
+    """East (10 Gbps) and west (100 Gbps) share 0..4 H200 PrfaaS instances; two cases: east peaks
+    (``peak`` and ``off`` req/s: 3 and 1) or west does."""
+    mixture = {
+        "type": "mixture",
+        "components": [{"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}],
+    }
+    return {
+        "name": "two-edges-robust",
+        "model": "prfaas-1t-hybrid",
+        "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8, "instances": {"min": 0, "max": 4}}],
+        "pd_sites": [
+            {"name": name, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0}
+            for name in ("east", "west")
+        ],
+        "links": [
+            {"prfaas": "factory", "pd": name, "bandwidth_gbps": gbps, "rtt_ms": 20}
+            for name, gbps in (("east", 10.0), ("west", 100.0))
+        ],
+        "workload": {"input": mixture, "output": {"type": "fixed", "tokens": 1024}},
+        "decode": {"max_batch": 64, "tokens_per_s_per_instance": 800},
+        "robust": {
+            "objective": objective,
+            "cases": [
+                {"name": "east-peak", "weight": 0.5, "rates": {"east": peak, "west": off}},
+                {"name": "west-peak", "weight": 0.5, "rates": {"east": off, "west": peak}},
+            ],
+        },
+    }
+
+
+def _robust_sites(tmp_path, doc):
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return api.robust_sites(str(path))
+
+
+def case_scale(tables: dict, rates: dict, n_f: int, n_pd: dict, links: dict, r_d: float) -> float:
+    """Brute force: the largest demand scale of one case for the counts, over each site's threshold
+    and N_p / N_d split (one PrfaaS site: each site offloads its share above its threshold there)."""
+    over = lambda cap, work: cap / work if work > 0 else np.inf  # noqa: E731
+    names = list(rates)
+    best = 0.0
+    for ks in itertools.product(*(range(len(tables[n])) for n in names)):
+        shared = over(n_f, sum(rates[n] * tables[n].prfaas_work_s[k] for n, k in zip(names, ks)))
+        for n, k in zip(names, ks):
+            shared = min(shared, over(links[n], rates[n] * tables[n].link_work_bytes[k]))
+        local = min(
+            max(min(over(n_p, rates[n] * tables[n].pd_work_s[k]), r_d * (n_pd[n] - n_p) / rates[n]) for n_p in range(n_pd[n] + 1))
+            for n, k in zip(names, ks)
+        )
+        best = max(best, min(shared, local))
+    return best
+
+
+def brute_force_robust(study, score) -> float:
+    """The best ``score`` of the case scales over every PrfaaS count (PD counts fixed)."""
+    from prfaas_plan.planner.sites import pair_tables
+
+    r_d = 800 / 1024
+    n_pd = {s.name: s.instances[0] for s in study.pd_sites}
+    best = -np.inf
+    for n_f in range(study.prfaas_sites[0].instances[0], study.prfaas_sites[0].instances[1] + 1):
+        scales = []
+        for case in study.cases:
+            tables = {n: t for (n, _), t in pair_tables(study.under(case)).items()}
+            rates = {s.name: s.demand_rps for s in case.pd_sites}
+            links = {pd: link.usable_bytes_per_s for (_, pd), link in case.links.items()}
+            scales.append(case_scale(tables, rates, n_f, n_pd, links, r_d))
+        best = max(best, score(scales))
+    return best
+
+
+def test_a_robust_plan_over_two_sites_is_the_brute_force_worst_case(tmp_path):
+    """worst_case: the shared PrfaaS count whose worse case scales furthest is the brute-force best;
+    each case's scale is what its own thresholds and splits give for those counts."""
+    result, study = _robust_sites(tmp_path, robust_sites_doc())
+    assert len(result.cases) == 2 and result.n_pd == {"east": 4, "west": 4}
+    assert result.worst_scale == pytest.approx(brute_force_robust(study, min), rel=1e-6)
+    for case, spec in zip(result.cases, study.cases):
+        served = {s.name: s.served_rps for s in case.windows[0].pd}
+        assert served == pytest.approx({s.name: case.scale * s.demand_rps for s in spec.pd_sites})
+    # the cases pull apart: each peaks where the other does not
+    assert result.cases[0].windows[0].pd[0].served_rps > result.cases[1].windows[0].pd[0].served_rps
+
+
+def test_a_weighted_robust_plan_over_two_sites_is_the_brute_force_best(tmp_path):
+    result, study = _robust_sites(tmp_path, robust_sites_doc("weighted"))
+    assert result.weighted_scale == pytest.approx(brute_force_robust(study, lambda s: 0.5 * s[0] + 0.5 * s[1]), rel=1e-6)
+
+
+def test_a_min_cost_robust_plan_over_two_sites_serves_every_case(tmp_path):
+    """min_cost at 60% of the worst-case rates (which 4 PrfaaS instances serve 84% of): the fewest
+    PrfaaS instances with which every case's rates are served (brute force)."""
+    result, study = _robust_sites(tmp_path, robust_sites_doc("min_cost", peak=1.8, off=0.6))
+    assert result.worst_scale >= 1.0 - 1e-9
+    fewest = min(
+        n_f
+        for n_f in range(5)
+        if brute_force_robust(replace(study, prfaas_sites=(replace(study.prfaas_sites[0], instances=(n_f, n_f)),)), min)
+        >= 1.0 - 1e-9
+    )
+    assert result.n_prfaas == {"factory": fewest}
+
+
+def test_robust_over_a_sites_file_from_the_cli(run_cli, tmp_path):
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(robust_sites_doc()))
+    res = run_cli("robust", str(path))
+    assert res.code == 0, res.err
+    assert "east-peak" in res.out and "west-peak" in res.out and "Robust multi-site plan" in res.out
+    assert run_cli("validate", str(path)).code == 0
+    bad = robust_sites_doc()
+    bad["robust"]["cases"][0]["rates"] = {"north": 1.0}
+    path.write_text(yaml.safe_dump(bad))
+    res = run_cli("robust", str(path))
+    assert res.code == 2 and "north" in res.err and len(res.err.strip().splitlines()) == 1, res.err

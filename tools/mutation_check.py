@@ -1018,6 +1018,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    burst = mixed.batch(input_tokens, dec.batch_size)",
         "    burst = lone.batch(input_tokens, dec.batch_size)",
     ),
+    'decode-pool-day-best-window': (
+        'prfaas_plan/planner/schedule.py',
+        'scale = min(scale, float(lam[k]) / w.rate_rps)',
+        'scale = min(scale, float(lam[k]) / windows[0].rate_rps)',
+    ),
+    'decode-pool-day-programme-first-window-only': (
+        'prfaas_plan/planner/schedule.py',
+        '0, k, w.hours, {"pd": w.rate_rps}, {("pd", "prfaas"): w.table}',
+        '0, k, w.hours, {"pd": windows[0].rate_rps}, {("pd", "prfaas"): windows[0].table}',
+    ),
+    'robust-sites-case-rate-ignored': (
+        'prfaas_plan/study/resolve.py',
+        'demand = case.rates.get(site.name, site.demand_rps)',
+        'demand = site.demand_rps',
+    ),
+    'robust-sites-weights-ignored': (
+        'prfaas_plan/planner/formulation.py',
+        'return pulp.lpSum(goal.weights[c] * scale[c] for c in cases)',
+        'return pulp.lpSum(scale[c] for c in cases[:1])',
+    ),
+    'robust-sites-worst-is-the-first-case': (
+        'prfaas_plan/planner/formulation.py',
+        '        prob += worst <= scale[c]',
+        '        prob += worst <= scale[cases[0]]',
+    ),
 }
 
 

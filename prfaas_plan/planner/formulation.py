@@ -72,6 +72,8 @@ class Goal:
 class CellPlan:
     """The solution in one cell, per PD site: the chosen candidate, the split and the offload."""
 
+    case: int
+    window: int
     k: dict[str, int]  # PD site -> threshold index
     n_p: dict[str, int]
     n_d: dict[str, int]
@@ -209,7 +211,7 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
         {f: _int(v) for f, v in n_f.items()},
         {name: _int(v) for name, v in n_pd.items()},
         {name: _int(v) for name, v in n_dd.items()},
-        tuple(_cell_plan(per_site) for per_site in per_cell),
+        tuple(_cell_plan(cell, per_site) for cell, per_site in zip(cells, per_cell)),
     )
 
 
@@ -227,14 +229,14 @@ def _objective(prob, goal: Goal, scale: dict, cases: list[int]):
     return worst
 
 
-def _cell_plan(per_site: dict) -> CellPlan:
+def _cell_plan(cell: Cell, per_site: dict) -> CellPlan:
     k, n_p, n_d, x = {}, {}, {}, {}
     for name, (ks, z, np_var, nd_var, flows) in per_site.items():
         values = [zi.value() or 0.0 for zi in z]
         k[name] = ks[values.index(max(values))]
         n_p[name], n_d[name] = _int(np_var), _int(nd_var)
         x[name] = {f: sum(v.value() or 0.0 for _, v in items) for f, items in flows.items()}
-    return CellPlan(k, n_p, n_d, x)
+    return CellPlan(cell.case, cell.window, k, n_p, n_d, x)
 
 
 def _int(v) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..choices import ObjectiveKind
+from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..study.model import Objective, Study
 from ..units import bytes_per_s_to_gbps
@@ -111,16 +111,16 @@ def plan_sites(study: Study) -> SitesPlan:
 
 def refine(cands: dict, sol: Solved, most: int) -> dict:
     """Per (case, PD site), the candidates between the neighbours of each threshold the solution
-    chose in any window (``FINE_PER_SITE`` per window), at most ``most``, evenly thinned; the
-    same for every window (their tables are the same)."""
+    chose in any window of the case (``FINE_PER_SITE`` per window), at most ``most``, evenly
+    thinned; the same for every window (a case's tables are the same in each)."""
     chosen: dict = {}
     for plan in sol.cells:
         for name, k in plan.k.items():
-            chosen.setdefault(name, []).append(k)
+            chosen.setdefault((plan.case, name), []).append(k)
     fine = {}
     for (case, window, name), c in cands.items():
         picks = set()
-        for k in chosen[name]:
+        for k in chosen[case, name]:
             pos = int(np.searchsorted(c, k))
             lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
             picks |= set(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int).tolist())
@@ -133,7 +133,7 @@ def refine(cands: dict, sol: Solved, most: int) -> dict:
 def _better(a: Solved, b: Solved, goal: Goal) -> bool:
     if not goal.maximise:
         return a.usd_per_hour < b.usd_per_hour - 1e-9
-    return min(a.scales) > min(b.scales) * (1 + 1e-7)
+    return _score(a, goal) > _score(b, goal) * (1 + 1e-7)
 
 
 def _infeasible(study: Study) -> PlanInputError:
@@ -142,9 +142,16 @@ def _infeasible(study: Study) -> PlanInputError:
 
 
 def _result(study: Study, tables: dict, sol: Solved) -> SitesPlan:
+    demands = [window.rates_rps for window in study.windows]
+    windows = _windows(study, tables, sol.cells, demands, sol.scales[0])
+    return SitesPlan(study.name, sol.scales[0], sol.n_prfaas, sol.n_pd, windows, sol.usd_per_hour, False, sol.proven)
+
+
+def _windows(study: Study, tables: dict, cells, demands: list[dict], scale: float) -> tuple[WindowSites, ...]:
+    """Each window's PD-site plans from the programme's cells (``demands``: each window's rates)."""
     windows = []
     first = study.prfaas_sites[0].name
-    for window, cell in zip(study.windows, sol.cells):
+    for window, cell, demand_of in zip(study.windows, cells, demands):
         sites = []
         for s in study.pd_sites:
             name = s.name
@@ -157,12 +164,12 @@ def _result(study: Study, tables: dict, sol: Solved) -> SitesPlan:
                 offload[f] = rate
                 egress[f] = bytes_per_s_to_gbps(rate * per_request)
                 util[f] = study.links[f, name].utilisation(rate * per_request)
-            demand = window.rates_rps[name]
+            demand = demand_of[name]
             sites.append(
                 PdSitePlan(
                     name,
                     demand,
-                    sol.scales[0] * demand,
+                    scale * demand,
                     float(table.thresholds_tokens[k]),
                     p,
                     cell.n_p[name],
@@ -173,7 +180,95 @@ def _result(study: Study, tables: dict, sol: Solved) -> SitesPlan:
                 )
             )
         windows.append(WindowSites(window.name, window.hours, tuple(sites)))
-    return SitesPlan(study.name, sol.scales[0], sol.n_prfaas, sol.n_pd, tuple(windows), sol.usd_per_hour, False, sol.proven)
+    return tuple(windows)
+
+
+# ---------------------------------------------------------------------------------------
+# A robust plan over several sites
+
+
+@dataclass(frozen=True)
+class CaseSites:
+    """One case of a robust multi-site plan: its demand scale and its windows' site plans."""
+
+    name: str
+    weight: float
+    scale: float  # every site's demand in the case x scale is served (in every window)
+    windows: tuple[WindowSites, ...]
+
+
+@dataclass(frozen=True)
+class RobustSitesPlan:
+    name: str
+    objective: RobustObjective
+    n_prfaas: dict  # PrfaaS site -> instances, shared by every case
+    n_pd: dict  # PD site -> instances (N_p + N_d, split per case and window)
+    cases: tuple[CaseSites, ...]
+    usd_per_hour: float  # provisioned
+    proven: bool = True
+
+    @property
+    def worst_scale(self) -> float:
+        return min(c.scale for c in self.cases)
+
+    @property
+    def weighted_scale(self) -> float:
+        return sum(c.weight * c.scale for c in self.cases)
+
+
+def case_demands(study: Study, case) -> list[dict]:
+    """Each window's demand per PD site under ``case``: the window's rate x the case's rate / the
+    site's own (a case scales a site's demand; a day shapes it)."""
+    base = {s.name: s.demand_rps for s in study.pd_sites}
+    rate = {s.name: s.demand_rps for s in case.pd_sites}
+    return [{name: w.rates_rps[name] * rate[name] / base[name] for name in base} for w in study.windows]
+
+
+def plan_robust_sites(study: Study) -> RobustSitesPlan:
+    """One set of counts for every case of a multi-site study (``profiles.sites.SitesRobustSpec``):
+    the one programme over cases x windows, coarse then fine thresholds per case and site."""
+    n_windows, n_cases = len(study.windows), len(study.cases)
+    per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // (n_windows * n_cases)))
+    size = n_cases * n_windows * len(study.pd_sites) * per_site * (2 + len(study.prfaas_sites))
+    if size > MAX_VARIABLES:
+        raise PlanInputError(
+            f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer cases, windows or sites", field="robust.cases"
+        )
+    first = study.prfaas_sites[0].name
+    cells, cands, tables, demands = [], {}, [], []
+    for c, case in enumerate(study.cases):
+        under = study.under(case)
+        table = pair_tables(under)
+        decode = {s.name: s.decode_rps_per_instance for s in case.pd_sites}
+        demand = case_demands(study, case)
+        for w, window in enumerate(study.windows):
+            cells.append(Cell(c, w, window.hours, demand[w], table, case.links, decode))
+            for s in study.pd_sites:
+                cands[c, w, s.name] = coarse_indices(table[s.name, first], per_site)
+        tables.append(table)
+        demands.append(demand)
+    objective = ObjectiveKind.min_cost if study.robust == RobustObjective.min_cost else ObjectiveKind.max_throughput
+    goal = Goal(objective, study.robust, tuple(case.weight for case in study.cases))
+    sol = solve(study, cells, cands, goal)
+    if sol is None:
+        what = "serves every case's rates" if not goal.maximise else "fits"
+        raise PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
+    refined = solve(study, cells, refine(cands, sol, per_site * 2), goal)
+    if refined is not None and _better(refined, sol, goal):
+        sol = refined
+    cases = []
+    for c, case in enumerate(study.cases):
+        own = sol.cells[c * n_windows : (c + 1) * n_windows]
+        windows = _windows(study.under(case), tables[c], own, demands[c], sol.scales[c])
+        cases.append(CaseSites(case.name, case.weight, sol.scales[c], windows))
+    return RobustSitesPlan(study.name, study.robust, sol.n_prfaas, sol.n_pd, tuple(cases), sol.usd_per_hour, sol.proven)
+
+
+def _score(sol: Solved, goal: Goal) -> float:
+    """Higher is better: the smallest scale (one case: its scale) or the weighted scales."""
+    if goal.robust == RobustObjective.weighted:
+        return sum(w * s for w, s in zip(goal.weights, sol.scales))
+    return min(sol.scales)
 
 
 def _one_site(study: Study) -> SitesPlan:

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, Strict, model_validator
 
-from ..choices import CacheRegime, ObjectiveKind
-from ..ranges import CONVERSION_S, DAY_WINDOWS, INSTANCES, RATE_RPS, WINDOW_HOURS
+from ..choices import CacheRegime, ObjectiveKind, RobustObjective
+from ..ranges import CONVERSION_S, DAY_WINDOWS, INSTANCES, LINK_GBPS, RATE_RPS, WINDOW_HOURS
 from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
 from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, WorkloadSpec
 from .serving import PrecisionSpec
@@ -77,6 +77,43 @@ class SitesObjectiveSpec(StrictModel):
     type: ObjectiveKind = ObjectiveKind.max_throughput
 
 
+class CaseLinkSpec(StrictModel):
+    """A link's bandwidth in one case of a robust plan."""
+
+    prfaas: Name
+    pd: Name
+    bandwidth_gbps: Float(LINK_GBPS)
+
+
+class SitesCaseSpec(StrictModel):
+    """One case of a robust multi-site plan: what it changes (the rest is kept)."""
+
+    name: Name
+    weight: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.0  # of ``weighted``; the weights sum to 1
+    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
+    workload: WorkloadSpec | None = None  # replaces the workload of every PD site
+    links: Annotated[list[CaseLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
+
+
+class SitesRobustSpec(StrictModel):
+    """Several cases served by one set of instance counts (each case with its own thresholds, splits
+    and offloads): ``worst_case`` maximises the smallest demand scale, ``weighted`` the weighted
+    mean, ``min_cost`` serves every case's rates at the lowest $/hour."""
+
+    objective: RobustObjective = RobustObjective.worst_case
+    cases: Annotated[list[SitesCaseSpec], Field(min_length=2, max_length=16)]
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        names = [c.name for c in self.cases]
+        if len(set(names)) < len(names):
+            raise ValueError("case names must differ")
+        total = sum(c.weight for c in self.cases)
+        if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:
+            raise ValueError(f"the cases' weights sum to {total:g}, not 1")
+        return self
+
+
 class SitesScenario(StrictModel):
     name: Name
     description: Text = ""
@@ -91,6 +128,7 @@ class SitesScenario(StrictModel):
     budgets: BudgetSpec = Field(default_factory=BudgetSpec)
     objective: SitesObjectiveSpec = Field(default_factory=SitesObjectiveSpec)
     day: SitesDaySpec | None = None  # windows of the day: the counts are shared, the splits and thresholds not
+    robust: SitesRobustSpec | None = None  # cases of `prfaas-plan robust`: the counts are shared
 
     @model_validator(mode="after")
     def _names(self):
@@ -118,6 +156,13 @@ class SitesScenario(StrictModel):
             if (link.prfaas, link.pd) in pairs:
                 raise ValueError(f"links[{k}]: a second link from {link.prfaas} to {link.pd}")
             pairs.add((link.prfaas, link.pd))
+        for k, case in enumerate(self.robust.cases if self.robust else ()):
+            for site in case.rates:
+                if site not in pd:
+                    raise ValueError(f"robust.cases[{k}].rates: unknown PD site '{site}' (sites: {', '.join(sorted(pd))})")
+            for j, link in enumerate(case.links):
+                if (link.prfaas, link.pd) not in pairs:
+                    raise ValueError(f"robust.cases[{k}].links[{j}]: no link from {link.prfaas} to {link.pd}")
         for k, window in enumerate(self.day.windows if self.day else ()):
             for site in window.rates:
                 if site not in pd:

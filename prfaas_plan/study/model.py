@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, Role
+from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, RobustObjective, Role
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
@@ -324,6 +324,17 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Case:
+    """A case of a robust plan: the PD sites (their demand, workload and decode rate) and the links
+    as the case has them; the pools and counts are the study's."""
+
+    name: str
+    weight: float
+    pd_sites: tuple[PdSite, ...]
+    links: dict[tuple[str, str], Link]
+
+
+@dataclass(frozen=True)
 class Study:
     """One deployment: PrfaaS sites and PD sites, the links between them (a missing pair has
     none), the windows of a day (one steady window without one), budgets and the objective.
@@ -344,6 +355,12 @@ class Study:
     max_switches: int | None = None  # per PD site, between consecutive windows
     optimiser: OptimiserSettings = OptimiserSettings()
     notes: tuple[str, ...] = ()
+    cases: tuple[Case, ...] = ()  # of a robust plan (none: the study as given)
+    robust: RobustObjective | None = None  # what a robust plan optimises over the cases
+
+    def under(self, case: Case) -> Study:
+        """The study as ``case`` has it (its sites and links; no cases)."""
+        return replace(self, pd_sites=case.pd_sites, links=case.links, cases=(), robust=None)
 
     def site(self, name: str) -> PdSite:
         return next(s for s in self.pd_sites if s.name == name)

@@ -52,6 +52,7 @@ from ..workload.distributions import build_distribution, with_prefix_cache
 from ..yamlio import is_regular_file
 from .basis import calibrated, calibration_points, decode_source, measured_decode_rate, prefill_settings
 from .model import (
+    Case,
     Decode,
     LatencySettings,
     Limits,
@@ -503,13 +504,7 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
         context = _decode_context(spec.decode, model, workload, source)
         need = max(context, int(workload.full_input_dist.lengths_tokens[-1]))
         pool = _fitted(Role.pd, site, model, _hardware(where, site, base, source), need, source, base, where)
-        decode_spec = spec.decode
-        if decode_spec.tokens_per_s_per_instance is not None:  # measured, unless it says otherwise, on this site's instance
-            written = {"hardware": site.hardware, "gpus_per_instance": site.gpus_per_instance}
-            decode_spec = decode_spec.model_copy(
-                update=measured_instance_defaults(decode_spec.model_dump(), written, "tokens_per_s_hardware", "tokens_per_s_gpus")
-            )
-        decode, decode_notes = _decode(decode_spec, model, pool, site.hardware, context, source, base=base)
+        decode, decode_notes = _decode(_measured_on(spec.decode, site), model, pool, site.hardware, context, source, base=base)
         notes += [*pool.notes, *decode_notes]
         pd_sites.append(PdSite(site.name, pool, None, workload, decode, site.count_range, None, site.rate_rps))
     links = {(lk.prfaas, lk.pd): link_of(lk) for lk in spec.links}
@@ -523,6 +518,7 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
                 field=f"budgets.gpus.{hardware}",
             )
         budgets[hardware] = chips
+    cases = tuple(_case(spec, case, model, pd_sites, links, source, base) for case in spec.robust.cases) if spec.robust else ()
     base_rates = {s.name: s.rate_rps for s in spec.pd_sites}
     day = spec.day
     windows = (
@@ -544,6 +540,37 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
         conversion_s=0.0 if day is None else day.conversion_s,
         max_switches=None if day is None else day.max_switches_per_window,
         notes=tuple(dict.fromkeys(notes)),
+        cases=cases,
+        robust=spec.robust.objective if spec.robust else None,
+    )
+
+
+def _case(spec: SitesScenario, case, model: ModelProfile, sites: list[PdSite], links: dict, source, base) -> Case:
+    """A robust case of a multi-site file: each PD site at the case's rate, under its workload
+    (a new workload: its decode context and rate too), and the links at the case's bandwidths."""
+    out = []
+    for site in sites:
+        demand = case.rates.get(site.name, site.demand_rps)
+        if case.workload is None:
+            out.append(replace(site, demand_rps=demand))
+            continue
+        workload, _ = _workload(case.workload, model, source)
+        context = _decode_context(spec.decode, model, workload, source)
+        written = next(s for s in spec.pd_sites if s.name == site.name)
+        decode, _ = _decode(_measured_on(spec.decode, written), model, site.pool, written.hardware, context, source, base=base)
+        out.append(replace(site, workload=workload, decode=decode, demand_rps=demand))
+    changed = {(lk.prfaas, lk.pd): lk.bandwidth_gbps for lk in case.links}
+    case_links = {key: link.with_bandwidth_gbps(changed[key]) if key in changed else link for key, link in links.items()}
+    return Case(case.name, case.weight, tuple(out), case_links)
+
+
+def _measured_on(decode: DecodeSpec, site: ClusterSpec) -> DecodeSpec:
+    """A measured decode rate belongs, unless the file says otherwise, to the site's instance."""
+    if decode.tokens_per_s_per_instance is None:
+        return decode
+    written = {"hardware": site.hardware, "gpus_per_instance": site.gpus_per_instance}
+    return decode.model_copy(
+        update=measured_instance_defaults(decode.model_dump(), written, "tokens_per_s_hardware", "tokens_per_s_gpus")
     )
 
 

@@ -217,3 +217,67 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
             "rows": rows,
         },
     )
+
+
+def robust_sites_view(result, study) -> Report:
+    """A robust multi-site plan: the shared counts and, per case and window, the sites' rows as
+    ``sites`` gives them (each PD site, link, PrfaaS site and the total, with $/hour), each case with
+    its own demand scale."""
+    from ..planner.sites import SitesPlan, cost_parts
+
+    def as_plan(windows, scale: float) -> SitesPlan:
+        return SitesPlan(result.name, scale, result.n_prfaas, result.n_pd, windows, result.usd_per_hour, False, result.proven)
+
+    # a committed link is paid when it carries traffic in any case
+    parts = cost_parts(study, as_plan(tuple(w for c in result.cases for w in c.windows), 1.0))
+    rows = []
+    for case, spec in zip(result.cases, study.cases):
+        plan = as_plan(case.windows, case.scale)
+        for window in case.windows:
+            part = _site_rows(plan, study.under(spec), parts, window, {})
+            rows += [{"case": case.name, "case_weight": case.weight, "case_scale": round(case.scale, 6), **r} for r in part]
+    table_rows = [{**r, "site": _part_label(r)} for r in rows]
+    prfaas = ", ".join(f"{f} {n}" for f, n in result.n_prfaas.items())
+    scales = ", ".join(f"{c.name} {c.scale:.3f}" for c in result.cases)
+    notes = [
+        f"demand scale per case (every site's demand in the case x this is served in every window): {scales}; "
+        f"worst {result.worst_scale:.3f}, weighted {result.weighted_scale:.3f}",
+        f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items()) + " (shared by every case)",
+        "each case has its own thresholds, PD-P / PD-D splits and offloads; $/h provisioned, a link's committed "
+        "price when it carries traffic in some case",
+        *study.notes,
+    ]
+    if not result.proven:
+        notes.append("the solver stopped at its time limit: this is the best plan it found, not proven optimal")
+    return Report(
+        title=f"Robust multi-site plan: {result.name} ({result.objective}; ${result.usd_per_hour:,.2f}/hour provisioned)",
+        columns=[
+            Column("case", "case", justify="left", keep=True),
+            Column("window", "window", justify="left", keep=True),
+            Column("site", "site", justify="left", keep=True),
+            Column("demand_rps", "demand req/s", _auto),
+            Column("served_rps", "served req/s", _auto),
+            Column("threshold_tokens", "t (tokens)", _auto),
+            Column("n_prfaas", "N_prfaas", _auto),
+            Column("n_p", "N_p", _auto),
+            Column("n_d", "N_d", _auto),
+            Column("egress_gbps", "egress Gbps", _auto),
+            Column("link_utilisation_at_planned_rate", "link util", _auto),
+            Column("usd_per_hour", "$/h", _num(2)),
+        ],
+        rows=table_rows,
+        csv_columns=csv_columns(rows),
+        meta={"scenario": result.name, "objective": str(result.objective)},
+        notes=notes,
+        json_doc={
+            "scenario": result.name,
+            "objective": str(result.objective),
+            "cases": [{"name": c.name, "weight": c.weight, "scale": c.scale} for c in result.cases],
+            "usd_per_hour": result.usd_per_hour,
+            "n_prfaas": result.n_prfaas,
+            "n_pd": result.n_pd,
+            "proven_optimal": result.proven,
+            "notes": list(study.notes),
+            "rows": rows,
+        },
+    )
