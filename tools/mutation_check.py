@@ -535,9 +535,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return [kept + part if k == 0 else part for k, part in enumerate(out)]",
     ),
     "sites-site-not-kept": (
-        "prfaas_plan/views/sites.py",
-        'Column("site", "site", justify="left", keep=True),',
-        'Column("site", "site", justify="left"),',
+        'prfaas_plan/views/sites.py',
+        '        columns=[\n            Column("window", "window", justify="left", keep=True),\n            Column("site", "site", justify="left", keep=True),',
+        '        columns=[\n            Column("window", "window", justify="left", keep=True),\n            Column("site", "site", justify="left"),',
     ),
     "union-list-read-as-integer": (
         "prfaas_plan/profiles/_base.py",
