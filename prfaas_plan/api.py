@@ -540,7 +540,13 @@ def compare(
             except PlanInputError as exc:
                 raise PlanInputError(exc.reason, source=exc.source, field=option) from None
     with scenario_errors(scenario):
-        spec, path = resolve_scenario_file(scenario)
+        if is_sites_file(scenario):
+            path, spec = _sites_spec(scenario)
+            if basis not in (None, Basis.as_given):
+                raise PlanInputError("a multi-site file is planned as given (its measured curves and rates)", field="basis")
+            basis = Basis.as_given
+        else:
+            spec, path = resolve_scenario_file(scenario)
         scenarios = scenario_set(
             spec,
             path,
@@ -551,6 +557,8 @@ def compare(
             list(link_gbps) if link_gbps else None,
             basis,
         )
+        if scenarios.multi_site and any(o.pd_decode is not None for o in scenarios.options):
+            raise PlanInputError("a multi-site file has no decode-only pools", field="pd_decode")
         if scenarios.options == (CompareOption(),):
             raise PlanInputError(
                 "no options to compare: give --prfaas, --pd, --decode, --model or --link, or a compare: section in the scenario",

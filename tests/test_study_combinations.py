@@ -252,3 +252,45 @@ def test_robust_over_a_sites_file_from_the_cli(run_cli, tmp_path):
     path.write_text(yaml.safe_dump(bad))
     res = run_cli("robust", str(path))
     assert res.code == 2 and "north" in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+# --------------------------------------------------------------------------------------------
+# compare over a sites file
+
+
+def test_compare_over_a_sites_file_plans_each_option_as_sites_does(tmp_path):
+    """Two PrfaaS hardware x two link bandwidths over the two-site file: each option's figures are
+    those of ``sites`` on that variant written out by hand (the brute force: every option planned
+    alone), and the ranking is by req/s served (every site's demand x the demand scale)."""
+    doc = robust_sites_doc()
+    del doc["robust"]
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    comparison = api.compare(str(path), prfaas=["h200", "b200"], link_gbps=[10.0, 100.0])
+    assert len(comparison.results) == 4 and all(r.feasible for r in comparison.results)
+    for r in comparison.results:
+        variant = yaml.safe_load(path.read_text())
+        variant["prfaas_sites"][0]["hardware"] = r.option.prfaas
+        for link in variant["links"]:
+            link["bandwidth_gbps"] = r.option.link_gbps
+        alone = tmp_path / "variant.yaml"
+        alone.write_text(yaml.safe_dump(variant))
+        plan, _ = api.sites(str(alone))
+        assert r.lambda_max_rps == pytest.approx(plan.scale * 4.0, rel=1e-9)  # two sites of 2 req/s
+        assert r.usd_per_hour == pytest.approx(plan.usd_per_hour, rel=1e-9)
+        assert r.n_prfaas == plan.n_prfaas["factory"]
+        assert r.identity["prfaas_hardware"] == r.option.prfaas and r.identity["link_gbps"] == r.option.link_gbps
+    served = [r.capacity_rps for r in comparison.results]
+    assert served == sorted(served, reverse=True)
+
+
+def test_compare_over_a_sites_file_from_the_cli(run_cli, tmp_path):
+    doc = robust_sites_doc()
+    del doc["robust"]
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("compare", str(path), "--prfaas", "h200,b200", "--jobs", "1")
+    assert res.code == 0, res.err
+    assert "b200" in res.out and "h200" in res.out
+    res = run_cli("compare", str(path), "--decode", "groq-lpu", "--jobs", "1")
+    assert res.code == 2 and "decode-only" in res.err and len(res.err.strip().splitlines()) == 1, res.err

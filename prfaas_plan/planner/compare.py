@@ -130,6 +130,8 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     from .chips import resolve
     from .plan import plan
 
+    if scenarios.multi_site:
+        return _plan_sites_option(scenarios, option)
     variant, notes = scenarios.variant(option)
     inputs = None
     try:
@@ -178,6 +180,78 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
         usd_per_mtok_output_high=u.low.usd_per_mtok_output,
         error_key=error_key(result.inputs, u.bands),
     )
+
+
+def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionResult:
+    """One option of a multi-site file, planned as ``prfaas-plan sites`` plans it (as given); its
+    req/s are every site's demand (first window) x the plan's demand scale, summed."""
+    from ..study.resolve import resolve_sites
+    from .sites import plan_sites
+
+    basis = {"basis": str(Basis.as_given)}
+    variant, notes = scenarios.variant(option)
+    try:
+        study = resolve_sites(variant, scenarios.source)
+        result = plan_sites(study)
+    except PlanInputError as exc:
+        reason = exc.reason if not exc.field else f"{exc.field}: {exc.reason}"
+        return OptionResult(option, identity=describe_sites(variant), failure=_failure(exc), reason=reason, sources=basis)
+    gpus: dict = {}
+    for site, n in [(study.prfaas_site(f).pool, n) for f, n in result.n_prfaas.items()] + [
+        (study.site(name).pool, n) for name, n in result.n_pd.items()
+    ]:
+        gpus[site.hardware_name] = gpus.get(site.hardware_name, 0) + n * site.gpus_per_instance
+    demand = sum(result.windows[0].pd[k].demand_rps for k in range(len(result.windows[0].pd)))
+    counts = "; ".join(f"{k} {v}" for k, v in {**result.n_prfaas, **result.n_pd}.items())
+    return OptionResult(
+        option,
+        identity=sites_identity(study),
+        lambda_max_rps=result.scale * demand,
+        n_prfaas=sum(result.n_prfaas.values()),
+        gpus=gpus,
+        usd_per_hour=result.usd_per_hour,
+        notes=(*notes, f"demand scale {result.scale:.4g}; instances: {counts}", *study.notes),
+        sources=basis,
+    )
+
+
+def _joined(values: dict) -> object:
+    """One value when every site has it, else 'site=value' for each."""
+    distinct = set(values.values())
+    return next(iter(distinct)) if len(distinct) == 1 else "; ".join(f"{k}={v}" for k, v in values.items())
+
+
+def sites_identity(study) -> dict:
+    """The identity of a multi-site plan in the columns of a one-site one (each hardware, chip count
+    and link as one value, or per site where they differ)."""
+    prfaas = {f.name: f.pool for f in study.prfaas_sites}
+    pd = {s.name: s.pool for s in study.pd_sites}
+    return {
+        "scenario": study.name,
+        "model": study.model.name,
+        "prfaas_hardware": _joined({k: p.hardware_name for k, p in prfaas.items()}),
+        "prfaas_gpus_per_instance": _joined({k: p.gpus_per_instance for k, p in prfaas.items()}),
+        "pd_hardware": _joined({k: p.hardware_name for k, p in pd.items()}),
+        "pd_gpus_per_instance": _joined({k: p.gpus_per_instance for k, p in pd.items()}),
+        "pd_decode_hardware": None,
+        "pd_decode_gpus_per_instance": None,
+        "link_gbps": _joined({f"{f}-{d}": round(link.bandwidth_gbps, 6) for (f, d), link in study.links.items()}),
+    }
+
+
+def describe_sites(spec) -> dict:
+    """The identity of a multi-site file as written: for options that could not be planned."""
+    return {
+        "scenario": spec.name,
+        "model": spec.model,
+        "prfaas_hardware": _joined({s.name: s.hardware for s in spec.prfaas_sites}),
+        "prfaas_gpus_per_instance": _joined({s.name: s.gpus_per_instance for s in spec.prfaas_sites}),
+        "pd_hardware": _joined({s.name: s.hardware for s in spec.pd_sites}),
+        "pd_gpus_per_instance": _joined({s.name: s.gpus_per_instance for s in spec.pd_sites}),
+        "pd_decode_hardware": None,
+        "pd_decode_gpus_per_instance": None,
+        "link_gbps": _joined({f"{lk.prfaas}-{lk.pd}": float(lk.bandwidth_gbps) for lk in spec.links}),
+    }
 
 
 def rank_key(objective: ObjectiveKind):

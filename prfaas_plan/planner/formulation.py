@@ -257,7 +257,8 @@ def solution_valid(prob, rel_tolerance: float = SOLUTION_REL_TOLERANCE) -> bool:
     each constraint's scale: max(1, |constant|, the largest |coefficient x value|), so a
     constraint over rates of 100 req/s is not held to an absolute 1e-6 that CBC's own feasibility
     tolerance (1e-7 per term, relative) can exceed."""
-    for c in prob.constraints.values():
+    constraints = prob.constraints() if callable(prob.constraints) else prob.constraints.values()  # pulp 3.3.2 on: a list
+    for c in constraints:
         scale = max([1.0, abs(c.constant)] + [abs(coef * (v.value() or 0.0)) for v, coef in c.items()])
         if not c.valid(rel_tolerance * scale):
             return False

@@ -26,6 +26,7 @@ from ..ranges import COMPARE_OPTIONS
 from .cost_spec import CostSpec
 from .registry import hardware_identity, looks_like_path, resolve_hardware, same_hardware
 from .scenario import AUTO, ClusterSpec, CountRange, Scenario
+from .sites import SitesScenario
 
 NO_DECODE_POOL = "none"
 
@@ -73,7 +74,13 @@ class ScenarioSet:
     def objective(self) -> ObjectiveKind:
         return self.scenario.objective.type
 
-    def variant(self, option: CompareOption) -> tuple[Scenario, list[str]]:
+    @property
+    def multi_site(self) -> bool:
+        return isinstance(self.scenario, SitesScenario)
+
+    def variant(self, option: CompareOption) -> tuple[Scenario | SitesScenario, list[str]]:
+        if self.multi_site:
+            return sites_option(self.scenario, option, self.source)
         return option_scenario(self.scenario, option, self.source)
 
 
@@ -136,18 +143,7 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
     base = Path(source).resolve().parent if source else None
 
     def swapped(role: str, spec: ClusterSpec, hardware: str) -> ClusterSpec:
-        if same_hardware(hardware, spec.hardware, base):
-            return spec
-        dropped = [
-            what for what, present in (("layout", spec.parallel is not None), ("cost", spec.cost != CostSpec())) if present
-        ]
-        if dropped:
-            notes.append(
-                f"{role} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
-                + (_new_price(hardware) if "cost" in dropped else "")
-            )
-        # calibration points stay with the instance they were measured on (calibration_hardware, _gpus)
-        return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
+        return _swapped(role, spec, hardware, base, notes)
 
     if option.prfaas is not None:
         update["prfaas"] = swapped("prfaas", scenario.prfaas, option.prfaas)
@@ -192,6 +188,43 @@ def option_scenario(scenario: Scenario, option: CompareOption, source: str | Non
         )
         out = out.model_copy(update={"budgets": out.budgets.model_copy(update={"gpus": kept})})
     return out, notes
+
+
+def sites_option(spec: SitesScenario, option: CompareOption, source: str | None = None) -> tuple[SitesScenario, list[str]]:
+    """A multi-site file with the option's parts replaced: the hardware of every PrfaaS site
+    (``prfaas``) or every PD site (``pd``), the model, the bandwidth of every link; each replaced
+    pool as ``option_scenario`` replaces one (its layout and cost dropped, counts kept)."""
+    if option.pd_decode is not None:
+        raise PlanInputError("a multi-site file has no decode-only pools", field="compare.pd_decode")
+    notes: list[str] = []
+    update: dict = {}
+    base = Path(source).resolve().parent if source else None
+    for kind, hardware in (("prfaas_sites", option.prfaas), ("pd_sites", option.pd)):
+        if hardware is not None:
+            update[kind] = [_swapped(f"{kind}.{site.name}", site, hardware, base, notes) for site in getattr(spec, kind)]
+    if option.model is not None and option.model != spec.model:
+        update["model"] = option.model
+        if spec.decode.tokens_per_s_per_instance is not None:
+            update["decode"] = spec.decode.model_copy(update={"tokens_per_s_per_instance": None})
+            notes.append(f"the decode tokens/s measured on {spec.model} dropped: each site's roofline is used")
+    if option.link_gbps is not None:
+        update["links"] = [link.model_copy(update={"bandwidth_gbps": option.link_gbps}) for link in spec.links]
+    return spec.model_copy(update=update), notes
+
+
+def _swapped(where: str, spec: ClusterSpec, hardware: str, base: Path | None, notes: list[str]) -> ClusterSpec:
+    """``spec`` on ``hardware`` (unchanged when it is the same profile): its layout and cost, which
+    belonged to the old hardware, dropped (noted); calibration points stay with the instance they
+    were measured on."""
+    if same_hardware(hardware, spec.hardware, base):
+        return spec
+    dropped = [what for what, present in (("layout", spec.parallel is not None), ("cost", spec.cost != CostSpec())) if present]
+    if dropped:
+        notes.append(
+            f"{where} on {hardware}: the {', '.join(dropped)} of {spec.hardware} dropped"
+            + (_new_price(hardware) if "cost" in dropped else "")
+        )
+    return spec.model_copy(update={"hardware": hardware, "parallel": None, "cost": CostSpec()})
 
 
 def describe(scenario: Scenario) -> dict:

@@ -34,7 +34,7 @@ from pydantic import Field, Strict, model_validator
 from ..choices import CacheRegime, ObjectiveKind, RobustObjective
 from ..ranges import CONVERSION_S, DAY_WINDOWS, INSTANCES, LINK_GBPS, RATE_RPS, WINDOW_HOURS
 from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
-from .scenario import BudgetSpec, ClusterSpec, DecodeSpec, LinkSpec, WorkloadSpec
+from .scenario import BudgetSpec, ClusterSpec, CompareSpec, DecodeSpec, LinkSpec, WorkloadSpec
 from .serving import PrecisionSpec
 
 MAX_SITES = 16
@@ -129,9 +129,12 @@ class SitesScenario(StrictModel):
     objective: SitesObjectiveSpec = Field(default_factory=SitesObjectiveSpec)
     day: SitesDaySpec | None = None  # windows of the day: the counts are shared, the splits and thresholds not
     robust: SitesRobustSpec | None = None  # cases of `prfaas-plan robust`: the counts are shared
+    compare: CompareSpec | None = None  # options of `prfaas-plan compare` (every PrfaaS site, every PD site, every link)
 
     @model_validator(mode="after")
     def _names(self):
+        if self.compare is not None and self.compare.pd_decode:
+            raise ValueError("compare.pd_decode: a multi-site file has no decode-only pools")
         for kind, sites in (("prfaas_sites", self.prfaas_sites), ("pd_sites", self.pd_sites)):
             names = [s.name for s in sites]
             if len(set(names)) < len(names):

@@ -231,7 +231,7 @@ def compare_view(comparison) -> Report:
         Column("front", "front", justify="left"),
         Column("pools", "PrfaaS / PD / decode", justify="left", min_width=16, keep=True),
         Column("model", "model", lambda v: "-" if v is None else str(v), justify="left"),
-        Column("link_gbps", "Gbps", _num(0)),
+        Column("link_gbps", "Gbps", lambda v: v if isinstance(v, str) else _num(0)(v)),  # a sites file: per link
         Column("chips", "chips", justify="right"),
         Column("counts", "N_f/N_p/N_d", justify="right"),
         Column("capacity_rps", f"{served} req/s", _num(3)),
