@@ -10,7 +10,7 @@ such example is run (in-process, each command once per session) and compared:
   output line, in the output's order, whose numbers include the shown line's numbers in order
   (exactly as printed) and whose words include its words in order;
 - a table, row by row: the row's numbers are in the output's row of the same name, in order, to
-  the digits the README shows (tables round); two tables whose columns are runs of their own
+  the digits the page shows (tables round); two tables whose columns are runs of their own
   (compare's ``--basis`` columns, simulate's arrivals and policy) build each cell's command.
 
 Every command of a ```bash block (``prfaas-plan ...``, ``python -m prfaas_plan ...`` or
@@ -64,7 +64,7 @@ _NAMED = re.compile(r"`(prfaas-plan\s[^`]+|python benchmarks/published\.py)`")
 @dataclass(frozen=True)
 class Example:
     kind: str  # "block", "table" or "bash" (commands to run, no output shown)
-    command: str | None  # as the README names it, whitespace collapsed
+    command: str | None  # as the page names it, whitespace collapsed
     text: str  # the shown output (a block without its "$" line) or the table
     line: int  # 1-based line of the page where it starts
     opted_out: str | None = None
@@ -263,13 +263,13 @@ def _compare_basis(run_cli, ex: Example) -> list[str]:
         for cells in _table_rows(ex.text):
             shown = _numbers(cells[col])[0]
             if not _rounds_to(shown, lam[cells[0]]):
-                wrong.append(f"{cells[0]} {name}: README {shown}, output {lam[cells[0]]}")
+                wrong.append(f"{cells[0]} {name}: page {shown}, output {lam[cells[0]]}")
     return wrong
 
 
 def _simulate_rows(run_cli, ex: Example, tmp_path: Path) -> list[str]:
     """Rows (arrivals, policy): the named simulate with that policy (and --arrivals onoff), on
-    thin.yaml = the case study with bandwidth_gbps 15, as the README says."""
+    thin.yaml = the case study with bandwidth_gbps 15, as docs/simulation.md says."""
     assert "thin.yaml" in ex.command and "static|adaptive" in ex.command and "[--arrivals onoff]" in ex.command
     thin = write_case_study(tmp_path, link__bandwidth_gbps=15)
     header = _cells(ex.text.splitlines()[0])
@@ -290,13 +290,13 @@ def _simulate_rows(run_cli, ex: Example, tmp_path: Path) -> list[str]:
         }
         for name, cell in zip(header[2:], cells[2:]):
             if not _rounds_to(_numbers(cell)[0], have[name]):
-                wrong.append(f"{arrivals} {policy} {name}: README {cell}, output {have[name]}")
+                wrong.append(f"{arrivals} {policy} {name}: page {cell}, output {have[name]}")
     return wrong
 
 
 def _published_rows(run_cli, ex: Example) -> list[str]:
     """Rows of ids (B01, B02 or B09-B11): their ratios, in order, are the script's (``a, b`` with
-    the engine each row names, ``a, b; c, d`` when the generic engine's differ); and the README's
+    the engine each row names, ``a, b; c, d`` when the generic engine's differ); and the page's
     table of each set's summary is the script's summary lines."""
     code, out = _run(run_cli, _args(ex.command))
     assert code == 0, out
@@ -316,12 +316,12 @@ def _published_rows(run_cli, ex: Example) -> list[str]:
         own, _, neutral = cells[-1].partition(";")
         for shown, of in ((_numbers(own), ratio), (_numbers(neutral) if neutral else _numbers(own), generic)):
             if len(shown) != len(ids) or not all(_rounds_to(x, of[i]) for x, i in zip(shown, ids)):
-                wrong.append(f"{cells[0]}: README {cells[-1]}, output {[(ratio.get(i), generic.get(i)) for i in ids]}")
+                wrong.append(f"{cells[0]}: page {cells[-1]}, output {[(ratio.get(i), generic.get(i)) for i in ids]}")
     return wrong
 
 
 def _published_summary(out: str) -> list[str]:
-    """The README's table of each set's summary (| set | rows | median | worst (id) | geometric
+    """docs/validation.md's table of each set's summary (| set | rows | median | worst (id) | geometric
     mean | generic: median, worst, geomean |) against the script's summary lines."""
     wrong = []
     lines = out.splitlines()
@@ -507,5 +507,5 @@ def test_docs_examples_are_the_real_output(run_cli, scratch):
         bad = check(run_cli, ex, scratch)
         if bad:
             wrong[f"{ex.page} line {ex.line}: {ex.command}"] = bad
-    assert not wrong, wrong
+    assert not wrong, "\n".join(f"{where}: {bad}" for where, bad in wrong.items())
     assert len(checked) >= 16  # every command's example, not a parser that finds none
