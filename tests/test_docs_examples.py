@@ -495,6 +495,66 @@ def scratch(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+def python_blocks(text: str) -> list[str]:
+    """A page's ```python blocks."""
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+def _flat_numbers(value) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, (tuple, list)):
+        return [x for item in value for x in _flat_numbers(item)]
+    return []
+
+
+def python_mismatches(code: str, namespace: dict) -> list[str]:
+    """Run a ```python block statement by statement in ``namespace``; an expression whose comment
+    starts with a number (``x.ttft_s, x.range_of("ttft_s")  # 0.061 s, (0.039, 0.113): ...``)
+    must evaluate to those numbers (the comment's before its first ``:``), rounded as shown."""
+    import ast
+
+    wrong = []
+    lines = code.splitlines()
+    for node in ast.parse(code).body:
+        last = lines[node.end_lineno - 1]
+        comment = last.split("  # ", 1)[1] if "  # " in last else ""
+        if isinstance(node, ast.Expr):
+            value = eval(compile(ast.Expression(node.value), "<docs>", "eval"), namespace)
+            shown = _numbers(comment.split(":", 1)[0]) if comment[:1].isdigit() else []
+            have = _flat_numbers(value)
+            if shown and (len(shown) != len(have) or not all(_rounds_to(x, str(v)) for x, v in zip(shown, have))):
+                wrong.append(f"{ast.get_source_segment(code, node)}: the page says {comment}, it is {value!r}")
+        else:
+            exec(compile(ast.Module([node], []), "<docs>", "exec"), namespace)
+    return wrong
+
+
+def test_the_python_checker_compares_the_numbers_a_comment_gives():
+    assert python_mismatches("x = (0.0612, (0.0391, 0.1127))\nx  # 0.061 s, (0.039, 0.113): a band", {}) == []
+    assert python_mismatches("y = 71.26\ny  # 71.3", {}) == []
+    assert python_mismatches("y = 161.57\ny  # 71.3", {}) == ["y: the page says 71.3, it is 161.57"]
+    assert python_mismatches("z = [1]\nz  # list of one", {}) == []  # words only: nothing to compare
+
+
+@pytest.mark.slow
+def test_docs_python_examples_run_and_print_what_they_say(scratch):
+    """Every ```python block of the pages runs (the blocks of a page in one namespace, in order),
+    and each figure a comment gives is the expression's value."""
+    wrong, ran = {}, 0
+    for path in pages():
+        namespace: dict = {}
+        for code in python_blocks(path.read_text()):
+            ran += 1
+            bad = python_mismatches(code, namespace)
+            if bad:
+                wrong[page_name(path)] = wrong.get(page_name(path), []) + bad
+    assert not wrong, "\n".join(f"{where}: {bad}" for where, bad in wrong.items())
+    assert ran >= 4
+
+
 @pytest.mark.slow
 def test_docs_examples_are_the_real_output(run_cli, scratch):
     """Every named, not opted-out example block and table of README.md and docs/*.md is its
