@@ -1,6 +1,6 @@
 """Predict the published measurements of real deployments and print predicted, measured and the
 ratio per row, the same ratio with the engine-neutral ``generic`` profile beside it, and the
-median and worst error of each set and of all rows together (README: "Published measurements").
+median and worst error of each set and of all rows together (docs/validation.md: "Published measurements").
 
     python benchmarks/published.py                       # both shipped sets (tests/data)
     python benchmarks/published.py my_measurements.csv   # your own rows, the same columns

@@ -611,7 +611,7 @@ def compare(
 @app.command()
 def sweep(
     scenario: str = SCENARIO_ARG,
-    over: SweepOver = typer.Option(..., "--over", help="What to vary (see the README)."),
+    over: SweepOver = typer.Option(..., "--over", help="What to vary (see docs/planning.md)."),
     mode: PlanMode = MODE_OPT,
     start: float | None = typer.Option(None, "--from", help="bandwidth: first usable Gbps (default 1, or the link's if less)."),
     stop: float | None = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),

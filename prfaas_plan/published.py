@@ -96,7 +96,7 @@ from .timing.engines import engine_profile
 from .units import dtype_bytes
 from .yamlio import read_input_text
 
-TBO_OVERLAP = 0.5  # SGLang two-batch overlap: see the README ("Published measurements")
+TBO_OVERLAP = 0.5  # SGLang two-batch overlap: see docs/validation.md ("Published measurements")
 DEFAULT_INPUT = 512  # tokens, where a source does not publish the input length
 MAX_CHIPS = 1024  # the most chips tried when the published ones cannot hold the model
 TRTLLM_KV_FRACTION = 0.90  # trtllm-bench's default --kv_cache_free_gpu_mem_fraction

@@ -3,7 +3,7 @@
 Each schema field, CLI option and file reader takes its bounds from here, so that a value
 far outside what any real deployment has (a 400-digit token count, 10^9 instances, a chip
 of 10^-9 TFLOPS, a price of 10^-12 $/hour) is a one-line error instead of a hang, an
-overflow or a plan of zeros. The README's table of ranges is ``markdown_table()``
+overflow or a plan of zeros. The table of ranges in docs/yaml-reference.md is ``markdown_table()``
 (``tests/test_ranges.py`` checks that they agree).
 """
 
@@ -92,7 +92,7 @@ LOAD = Range(0, 10, "x Lambda_max", "a load as a fraction of Lambda_max", lo_ope
 ARRIVAL_CV = Range(0.01, 100, "", "a coefficient of variation of inter-arrival times")
 # Simulated requests per command, over all its runs (validate-model: 4 loads; schedule
 # --simulate: 2 per window; sites --simulate: one per PD site and window). Worst case measured
-# on the 2-core machine of the README: 500,000 case-study requests with --policy adaptive
+# on the 2-core machine of docs/yaml-reference.md: 500,000 case-study requests with --policy adaptive
 # --rebalance --arrivals onoff take 47 s of CPU and 348 MB (10,000,000 took 273 s and
 # 5.3 GB), so a larger count is an error rather than a run of many minutes.
 REQUESTS = Range(1, 500_000, "requests", "requests simulated by one command, over all its runs")
@@ -237,7 +237,7 @@ def check_simulated_requests(requests: int, runs: int, field: str, what: str = "
 
 
 def markdown_table() -> str:
-    """The README's table of sane ranges (generated from this module)."""
+    """The table of sane ranges in docs/yaml-reference.md (generated from this module)."""
     lines = ["| what | range |", "|---|---|"]
     lines += [f"| {r.what} | {r.describe()} |" for r in NUMERIC]
     lines.append(f"| a plan's Lambda_max | at least {MIN_CAPACITY_RPS:g} requests/s, else an error |")

@@ -1,8 +1,8 @@
 """Issue 16, item 5: the adaptive threshold protects the whole deployment, not only the link.
 
 The case study's plan (t = 19,349 tokens, 4 PrfaaS / 3 PD-P / 5 PD-D) on a 15 Gbps link at
-2 req/s, halved for 600 s from 1,000 s on (the README's link-fluctuation example), and the
-README's role-switch example (0.8 x Lambda_max, the 100 Gbps link down to 10% from 600 s on,
+2 req/s, halved for 600 s from 1,000 s on (docs/simulation.md's link-fluctuation example), and the
+role-switch example of docs/sites-and-days.md (0.8 x Lambda_max, the 100 Gbps link down to 10% from 600 s on,
 role switches with a 120 s conversion).
 """
 
@@ -24,7 +24,7 @@ from prfaas_plan.simulate.policies import AdaptivePolicy
 from prfaas_plan.simulate.roles import RoleDecodePool
 
 PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)
-DROP = dict(rate_rps=2.0, requests=8000, drop_at_s=1000.0, drop_for_s=600.0)  # the README's example
+DROP = dict(rate_rps=2.0, requests=8000, drop_at_s=1000.0, drop_for_s=600.0)  # docs/simulation.md's example
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +122,7 @@ def test_decode_room_after_giving_one_instance_away():
     assert pool.busy_share_without_one() == pytest.approx(28 / 30)
 
 
-# --- the README's link drop ---------------------------------------------------------------------
+# --- docs/simulation.md's link drop -----------------------------------------------------------
 
 
 def test_link_drop_adaptive_bounds_the_backlog_and_keeps_the_overall_p90(thin):
@@ -158,12 +158,12 @@ def test_link_drop_with_bursts_adaptive_is_no_worse_than_static(thin):
     assert adaptive.ttft["local"]["p90_s"] < 2 * static.ttft["local"]["p90_s"]
 
 
-# --- the README's role-switch example ------------------------------------------------------------
+# --- docs/sites-and-days.md's role-switch example ----------------------------------------------
 
 
 @pytest.mark.slow
 def test_role_switch_example_keeps_the_queue_bounded(case_inputs):
-    """The README's example (30,000 requests): one switch, to the 4 / 4 split that the planner
+    """docs/sites-and-days.md's example (30,000 requests): one switch, to the 4 / 4 split that the planner
     chooses for a 10 Gbps link, and no oscillation (the 5 / 3 split it used to move to has decode
     capacity 3 x 0.78 = 2.34 req/s, below the 2.59 req/s offered); the queues stay bounded."""
     plain = plan(case_inputs, "exact", with_marginals=False)

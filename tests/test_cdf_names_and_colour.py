@@ -291,7 +291,7 @@ SHIPPED = {
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_shipped_example_is_the_tested_one(name):
-    """The README runs the shipped file; the tests pin the copy in tests/data: the same scenario."""
+    """The docs run the shipped file; the tests pin the copy in tests/data: the same scenario."""
     from prfaas_plan.profiles.registry import scenario_path
 
     path = Path(scenario_path(name))
@@ -309,7 +309,7 @@ def test_schedule_and_robust_run_by_name(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # as after a pip install: no tests/ folder at hand
     res = run_cli("schedule", "day-rebalance", "-f", "json")
     assert res.code == 0, res.err
-    # the README's tables: the day's split 3 / 5, the evening's 5 / 3; the robust cases 0/5, 0/5, 1/4
+    # docs/sites-and-days.md's tables: the day's split 3 / 5, the evening's 5 / 3; the robust cases 0/5, 0/5, 1/4
     assert [(r["window"], r["n_p"], r["n_d"]) for r in json.loads(res.out)["rows"]] == [("day", 3, 5), ("evening", 5, 3)]
     res = run_cli("robust", "robust-three-mixes", "-f", "json")
     assert res.code == 0, res.err
@@ -320,8 +320,8 @@ def test_schedule_and_robust_run_by_name(run_cli, tmp_path, monkeypatch):
     ]
 
 
-def test_readme_examples_use_names():
-    readme = (REPO / "README.md").read_text()
+def test_docs_examples_use_names():
+    readme = (REPO / "docs" / "sites-and-days.md").read_text()
     assert "tests/data/day_profile.yaml" not in readme and "tests/data/robust_three_mixes.yaml" not in readme
     assert "schedule day-rebalance" in readme and "robust robust-three-mixes" in readme
 
@@ -374,15 +374,15 @@ def test_a_bare_config_json_is_named_by_model_type_and_size(tmp_path):
     assert import_model(str(cache / "config.json"))[1].name == "llama-3.3-70b-instruct"
 
 
-def test_readme_lists_every_shipped_model_and_hardware():
-    """The README's "Shipped:" lines name every profile the package ships (and no other)."""
+def test_docs_list_every_shipped_model_and_hardware():
+    """docs/yaml-reference.md's "Shipped:" lines name every profile the package ships (and no other)."""
     import re
 
     from conftest import REPO
 
     from prfaas_plan.profiles.registry import shipped_names
 
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "yaml-reference.md").read_text()
     for kind in ("model_profiles", "hardware_profiles"):
         names = set(shipped_names(kind))
         listed = next(

@@ -123,7 +123,7 @@ def test_gb300_is_listed_everywhere_the_shipped_hardware_is():
     assert "gb300" in shipped_names("hardware_profiles")
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "yaml-reference.md").read_text()
     shipped = readme[readme.index("Shipped: `h100`") :].split("\n\n")[0]  # the paragraph listing them
     assert all(f"`{name}`" in shipped for name in shipped_names("hardware_profiles"))
 

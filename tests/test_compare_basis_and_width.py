@@ -124,7 +124,7 @@ def test_basis_model_calibrates_the_h200_pool_on_table5():
 
 def test_plan_keeps_the_case_study_figures_and_says_its_sources(run_cli):
     """plan uses the scenario as given: t = 19,349, 4/3/5, Lambda_max 3.237 (exact); the
-    README's paper-mode row (t = 19,219, 3.29 req/s, 1.56x); its sources in CSV and JSON."""
+    docs/planning.md's paper-mode row (t = 19,219, 3.29 req/s, 1.56x); its sources in CSV and JSON."""
     exact = api.plan("paper-case-study", with_marginals=False)
     pt = exact.point
     assert (round(pt.threshold_tokens), pt.n_prfaas, pt.n_p, pt.n_d) == (19349, 4, 3, 5)

@@ -162,7 +162,7 @@ def test_wide_terminals_and_pipes_keep_one_table(reports):
 
 
 # --------------------------------------------------------------------------------------------
-# Headers with units; the README's examples are the commands' output
+# Headers with units; the docs' examples are the commands' output
 
 
 def _unit_ok(key: str, header: str) -> bool:
@@ -205,9 +205,9 @@ def test_each_difference_of_validate_model_names_the_pair_it_compares(reports):
     assert {"throughput_diff", "ttft_mean_diff", "ttft_p90_diff", "rate_rps"} <= set(csv_header)
 
 
-def _readme_block(after: str) -> list[str]:
-    """The lines of the README's first code block after the text ``after``."""
-    text = (REPO / "README.md").read_text()
+def _docs_block(page: str, after: str) -> list[str]:
+    """The lines of the first code block of docs/``page`` after the text ``after``."""
+    text = (REPO / "docs" / page).read_text()
     start = text.index("```\n", text.index(after)) + 4
     return text[start : text.index("```", start)].splitlines()
 
@@ -217,18 +217,20 @@ def _header_in(lines: list[str]) -> list[str]:
     return re.split(r"\s{2,}", lines[rule - 1].strip())
 
 
-def test_readme_schedule_and_validate_examples_have_the_outputs_columns(reports):
-    """The README's examples show every column the commands print (schedule with --simulate adds
+def test_docs_schedule_and_validate_examples_have_the_outputs_columns(reports):
+    """The docs' examples show every column the commands print (schedule with --simulate adds
     its two simulated columns)."""
     from prfaas_plan import api
     from prfaas_plan.views.plan import schedule_view
 
     day, _ = api.schedule("day-rebalance")
     simulated = schedule_view(day, api.inputs("day-rebalance"), [(True, True)] * len(day.windows))
-    assert _header_in(_readme_block("prfaas-plan schedule day-rebalance\n--simulate 4000")) == [
+    assert _header_in(_docs_block("sites-and-days.md", "prfaas-plan schedule day-rebalance\n--simulate 4000")) == [
         c.header for c in simulated.columns
     ]
-    assert _header_in(_readme_block("validate-model -n 10000`):")) == [c.header for c in reports["validate-model"].columns]
+    assert _header_in(_docs_block("simulation.md", "validate-model -n 10000`):")) == [
+        c.header for c in reports["validate-model"].columns
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,7 +240,7 @@ STAGE_LABELS = {"prfaas_compute": "PrfaaS", "link": "link", "pd_prefill": "PD-P"
 
 
 def test_plan_text_names_the_binding_stage_as_its_table_does(reports):
-    """The case study is bound by PD-P (Θ_pdp, README); the operating point says so in the table's
+    """The case study is bound by PD-P (Θ_pdp, docs/planning.md); the operating point says so in the table's
     words, and the enum values appear only in CSV and JSON."""
     report = reports["plan"]
     doc = report.json_doc

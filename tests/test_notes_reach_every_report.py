@@ -1,6 +1,6 @@
 """Every report says what it did with the scenario's numbers: sites carries its pairs' input
 notes, plan/compare/sites name their link utilisations once, compare says what "vs homog"
-divides, robust's JSON rows are its CSV rows, the README's JSON keys exist."""
+divides, robust's JSON rows are its CSV rows, the JSON keys docs/planning.md lists exist."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_plan_link_utilisation_at_capacity_is_one_formula_for_every_deployment(r
 
 
 def _readme_keys(text: str) -> dict:
-    """The README's pseudo-JSON key list (``{"a", "b": {"c"}, "d": [...]}``) as a tree: name ->
+    """The docs' pseudo-JSON key list (``{"a", "b": {"c"}, "d": [...]}``) as a tree: name ->
     its listed children (None: none listed); parentheses are prose and left out."""
     import re
 
@@ -126,16 +126,16 @@ def _merged(a, b):
     return {k: _merged(a.get(k), b.get(k)) for k in {**b, **a}}
 
 
-def test_every_key_the_readme_lists_for_plan_json_is_in_it(case_plan):
-    """The README's list of `plan -f json` keys, against the keys of two plans together: the case
+def test_every_key_the_docs_list_for_plan_json_is_in_it(case_plan):
+    """docs/planning.md's list of `plan -f json` keys, against the keys of two plans together: the case
     study (every baseline) and phase-split (a decode pool, so every marginal): each listed key is in
     the document at its place, every baseline has the keys listed for them, and
-    where the README lists an object's keys it lists them all (goodput_rps of every deployment,
+    where the page lists an object's keys it lists them all (goodput_rps of every deployment,
     counted_power_kw and power_not_counted of operating.cost among them)."""
     from prfaas_plan import api
     from prfaas_plan.views.plan import plan_json
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "planning.md").read_text()
     start = readme.index("JSON (`-f json`): `{") + len("JSON (`-f json`): `")
     listed = _readme_keys(readme[start : readme.index("`;", start)])
     doc = json.loads(json.dumps(_merged(plan_json(case_plan), plan_json(api.plan("phase-split")))))
@@ -154,7 +154,7 @@ def test_every_key_the_readme_lists_for_plan_json_is_in_it(case_plan):
     assert check(listed, doc, "plan") == []
     baseline_keys = next(v for v in listed["baselines"].values() if v)
     assert all(set(row) == set(baseline_keys) for row in doc["baselines"].values())
-    # the keys the README once left out, named
+    # the keys the README once left out (before docs/), named
     assert all("goodput_rps" in row for row in (doc["prfaas_pd"], *doc["baselines"].values()))
     assert {"counted_power_kw", "power_not_counted"} <= set(listed["operating"]["cost"])
 

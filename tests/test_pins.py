@@ -274,7 +274,7 @@ def test_link_utilisation_is_egress_over_usable(tmp_path, case_study_file):
 
 def test_link_utilisation_on_15_gbps(case_inputs):
     """with_link_gbps(15): utilisation = egress of the re-planned case / (15 * 1.25e8 B/s), about 0.81
-    (README: the plan offloads ~12 Gbps)."""
+    (docs/planning.md: the plan offloads ~12 Gbps)."""
     inputs = case_inputs.with_link_gbps(15)
     point = plan(inputs, "exact", with_marginals=False).point
     egress = _hand_egress(inputs, point.threshold_tokens, point.lambda_max)

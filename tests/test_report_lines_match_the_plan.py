@@ -1,7 +1,7 @@
 """Every line of a report describes the plan shown: the paper's figures only beside the paper's
 case study, one name per meaning of link utilisation (plan and compare, CSV and JSON), one set
 of time-series names in every format, published CSVs without their optional columns, goodput
-under an SLO for every deployment, a routing table a router can follow, and README examples
+under an SLO for every deployment, a routing table a router can follow, and docs examples
 that are the commands' real output."""
 
 from __future__ import annotations
@@ -293,16 +293,16 @@ def test_slo_goodput_in_the_table_json_and_note(slo_plan, case_plan):
 
 
 # --------------------------------------------------------------------------------------------
-# the README's plan examples are the commands' real output
+# docs/planning.md's plan examples are the commands' real output
 
 
-def _readme_plan_examples() -> list[tuple[list[str], str]]:
-    """Each example of the README's `plan` section: the command quoted as "(`prfaas-plan plan ...`):"
-    and the block (a ``` block or a Markdown table) that follows it."""
+def _docs_plan_examples() -> list[tuple[list[str], str]]:
+    """Each example of docs/planning.md's `plan` sections (plan to the baselines): the command
+    quoted as "(`prfaas-plan plan ...`):" and the block (a ``` block or a Markdown table) after it."""
     from conftest import REPO
 
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("### `prfaas-plan plan ") : text.index("### `prfaas-plan simulate")]
+    text = (REPO / "docs" / "planning.md").read_text()
+    section = text[text.index("## `prfaas-plan plan ") : text.index("## Baselines under the same rules")]
     found = re.findall(r"\(`prfaas-plan (plan[^`]*)`\):\n\n(```\n.*?```|(?:\|[^\n]*\n)+)", section, re.S)
     return [(command.split()[1:], block) for command, block in found]
 
@@ -312,13 +312,13 @@ def _numbers(text: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_readme_plan_examples_are_the_real_output(run_cli):
-    """Every line of a README plan block is a line of the command's output; every number of the
-    README's latency table is in its deployment's output row, in order; the common rate and the
+def test_docs_plan_examples_are_the_real_output(run_cli):
+    """Every line of a docs/planning.md plan block is a line of the command's output; every number
+    of its latency table is in its deployment's output row, in order; the common rate and the
     TTFT reductions quoted beside the table are the output's."""
     from conftest import REPO
 
-    examples = _readme_plan_examples()
+    examples = _docs_plan_examples()
     assert {"```" in block for _, block in examples} == {True, False}  # a table block and a latency table
     for args, block in examples:
         res = run_cli("plan", *args)
@@ -327,7 +327,7 @@ def test_readme_plan_examples_are_the_real_output(run_cli):
         if block.startswith("```"):
             shown = [line.rstrip() for line in block.strip("`\n").splitlines() if line.strip()]
             missing = [line for line in shown if line not in out_lines]
-            assert not missing, f"README block of plan {' '.join(args)} is not the output: {missing}"
+            assert not missing, f"docs/planning.md block of plan {' '.join(args)} is not the output: {missing}"
             continue
         latency = res.out[res.out.index("Latency (closed form)") :]
         rows = {}
@@ -338,8 +338,8 @@ def test_readme_plan_examples_are_the_real_output(run_cli):
         for line in block.splitlines()[2:]:
             label, *cells = [c.strip() for c in line.strip("|").split("|")]
             wanted, have = [n for c in cells for n in _numbers(c)], iter(rows[label])
-            assert all(n in have for n in wanted), f"README latency row {label}: {wanted} not in {rows[label]}"
-        text = (REPO / "README.md").read_text()
+            assert all(n in have for n in wanted), f"docs/planning.md latency row {label}: {wanted} not in {rows[label]}"
+        text = (REPO / "docs" / "planning.md").read_text()
         rate = re.search(r"case study at ([\d.]+) req/s \(`prfaas-plan plan`\)", text)[1]
         common = re.search(r"common rate ([\d.]+) req/s", latency)[1]
         assert rate == f"{float(common):.2f}"

@@ -589,7 +589,7 @@ def test_bad_multi_site_input_is_one_line(run_cli, tmp_path, change, field):
 
 
 def test_two_edges_through_a_day_meets_every_constraint():
-    """The README's worked example: every window's plan keeps each site's instances (N_p + N_d is the
+    """docs/sites-and-days.md's worked example: every window's plan keeps each site's instances (N_p + N_d is the
     count bought), serves its demand within decode, PD-P, link and the shared PrfaaS capacity, all
     checked here against the throughput model's work per request."""
     result, si = api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))

@@ -81,17 +81,17 @@ def test_fresh_venv_follows_readme(tmp_path):
 
 
 @pytest.mark.slow
-def test_readme_scenario_example_plans(tmp_path):
-    """The scenario YAML shown in the README validates and plans."""
+def test_docs_scenario_example_plans(tmp_path):
+    """The scenario YAML shown in docs/yaml-reference.md validates and plans."""
     import yaml
 
     from prfaas_plan.planner.plan import plan
     from prfaas_plan.profiles.scenario import load_scenario
     from prfaas_plan.study.resolve import build_inputs
 
-    text = (REPO / "README.md").read_text()
-    block = text.split("### Scenario YAML", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
-    scenario = load_scenario(yaml.safe_load(block), "README.md")
+    text = (REPO / "docs" / "yaml-reference.md").read_text()
+    block = text.split("## Scenario YAML", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    scenario = load_scenario(yaml.safe_load(block), "docs/yaml-reference.md")
     result = plan(build_inputs(scenario), "exact", with_marginals=False)
     assert result.point.lambda_max > 0 and result.point.n_prfaas <= 8
     assert result.point.gpus.get("h200", 0) <= 64 and (result.point.usd_per_hour or 0) <= 600

@@ -89,8 +89,8 @@ def test_help_imports_nothing_heavy():
     assert out.strip().splitlines()[-1] == "[]"
 
 
-def test_readme_links_the_benchmark_results():
-    assert "benchmarks/RESULTS.md" in (REPO / "README.md").read_text()
+def test_docs_link_the_benchmark_results():
+    assert "](../benchmarks/RESULTS.md)" in (REPO / "docs" / "development.md").read_text()
 
 
 @pytest.mark.slow
