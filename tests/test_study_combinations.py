@@ -47,13 +47,17 @@ def day_scale(windows, n_f: int, n_p: int, n_d: int) -> float:
 
 
 def brute_force_day(windows, limits) -> tuple[float, tuple[int, int, int]]:
-    """The largest day scale over every (N_prfaas, N_p, N_d) in the ranges, and its counts."""
+    """The largest day scale over every (N_prfaas, N_p, N_d) in the ranges (and the $/hour budget),
+    and its counts."""
     best = None
+    inputs = windows[0].inputs
     for n_f, n_p, n_d in itertools.product(
         range(limits.prfaas_min, limits.prfaas_max + 1),
         range(limits.pd_min, limits.pd_max + 1),
         range(limits.decode_min, limits.decode_max + 1),
     ):
+        if limits.usd_per_hour is not None and usd_per_hour(inputs, n_f, n_p, n_d) > limits.usd_per_hour:
+            continue
         scale = day_scale(windows, n_f, n_p, n_d)
         if best is None or scale > best[0] * (1 + 1e-9):
             best = (scale, (n_f, n_p, n_d))
@@ -82,16 +86,23 @@ def test_a_day_beside_a_decode_only_pool_is_the_brute_force_best(tmp_path):
         assert plan_w.capacity_rps >= day.scale * w.rate_rps * (1 - 1e-9)
 
 
-def test_the_programme_and_enumeration_agree_on_a_decode_only_day(tmp_path):
+@pytest.mark.parametrize("usd_per_hour", [None, 250.0])
+def test_the_programme_and_enumeration_agree_on_a_decode_only_day(tmp_path, usd_per_hour):
     """The same day planned by the one programme (``method: milp``) and by enumeration: the counts
-    the programme buys reach the brute-force day scale (the second window binds)."""
-    _, windows = _day(tmp_path, decode_pool_day_doc())
+    the programme buys reach the brute-force day scale. Under a $250/hour budget the mix matters:
+    the long evening needs a third PD-P instance where the day alone would buy a fifth decode one."""
+    doc = decode_pool_day_doc()
+    if usd_per_hour is not None:
+        doc["budgets"] = {"usd_per_hour": usd_per_hour}
+    _, windows = _day(tmp_path, doc)
     inputs = windows[0].inputs
     by_programme = day_plan(inputs, windows, 300.0, None, method="milp")
     by_enumeration = day_plan(inputs, windows, 300.0, None, method="enumerate")
     scale, _ = brute_force_day(windows, inputs.limits)
     assert by_enumeration.scale == pytest.approx(scale, rel=1e-9)
     assert by_programme.scale == pytest.approx(scale, rel=1e-3)
+    if usd_per_hour is not None:
+        assert (by_programme.n_pd, by_programme.n_decode) == (3, 4) and by_programme.usd_per_hour <= usd_per_hour
 
 
 def test_a_min_cost_day_beside_a_decode_only_pool_serves_every_window(tmp_path):
@@ -210,10 +221,14 @@ def brute_force_robust(study, score) -> float:
 
 def test_a_robust_plan_over_two_sites_is_the_brute_force_worst_case(tmp_path):
     """worst_case: the shared PrfaaS count whose worse case scales furthest is the brute-force best;
-    each case's scale is what its own thresholds and splits give for those counts."""
+    each case's scale is the most its own thresholds and splits give for those counts."""
     result, study = _robust_sites(tmp_path, robust_sites_doc())
     assert len(result.cases) == 2 and result.n_pd == {"east": 4, "west": 4}
     assert result.worst_scale == pytest.approx(brute_force_robust(study, min), rel=1e-6)
+    bought = result.n_prfaas["factory"]
+    at_counts = replace(study, prfaas_sites=(replace(study.prfaas_sites[0], instances=(bought, bought)),))
+    for k, case in enumerate(result.cases):  # every case at its own best for the counts bought
+        assert case.scale == pytest.approx(brute_force_robust(at_counts, lambda s, k=k: s[k]), rel=1e-6)
     for case, spec in zip(result.cases, study.cases):
         served = {s.name: s.served_rps for s in case.windows[0].pd}
         assert served == pytest.approx({s.name: case.scale * s.demand_rps for s in spec.pd_sites})

@@ -1043,6 +1043,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '        prob += worst <= scale[c]',
         '        prob += worst <= scale[cases[0]]',
     ),
+    'robust-sites-cases-not-at-their-best': (
+        'prfaas_plan/planner/sites.py',
+        '    if best is None or best.scales[0] < sol.scales[c]:',
+        '    if True:',
+    ),
 }
 
 

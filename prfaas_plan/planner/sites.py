@@ -189,7 +189,8 @@ def _windows(study: Study, tables: dict, cells, demands: list[dict], scale: floa
 
 @dataclass(frozen=True)
 class CaseSites:
-    """One case of a robust multi-site plan: its demand scale and its windows' site plans."""
+    """One case of a robust multi-site plan: its demand scale and its windows' site plans, at the
+    case's best for the counts bought."""
 
     name: str
     weight: float
@@ -253,15 +254,31 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
     if sol is None:
         what = "serves every case's rates" if not goal.maximise else "fits"
         raise PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
-    refined = solve(study, cells, refine(cands, sol, per_site * 2), goal)
+    fine = refine(cands, sol, per_site * 2)
+    refined = solve(study, cells, fine, goal)
     if refined is not None and _better(refined, sol, goal):
-        sol = refined
+        sol, cands = refined, fine
     cases = []
     for c, case in enumerate(study.cases):
-        own = sol.cells[c * n_windows : (c + 1) * n_windows]
-        windows = _windows(study.under(case), tables[c], own, demands[c], sol.scales[c])
-        cases.append(CaseSites(case.name, case.weight, sol.scales[c], windows))
+        scale, own = _case_at_its_best(study, sol, [cell for cell in cells if cell.case == c], cands, c)
+        windows = _windows(study.under(case), tables[c], own, demands[c], scale)
+        cases.append(CaseSites(case.name, case.weight, scale, windows))
     return RobustSitesPlan(study.name, study.robust, sol.n_prfaas, sol.n_pd, tuple(cases), sol.usd_per_hour, sol.proven)
+
+
+def _case_at_its_best(study: Study, sol: Solved, cells: list[Cell], cands: dict, c: int) -> tuple[float, tuple]:
+    """Case ``c``'s largest demand scale for the counts ``sol`` bought, and its cells' plans (the
+    objective pins only the cases that bind it; the others may do better than it needs)."""
+    fixed = replace(
+        study,
+        prfaas_sites=tuple(replace(f, instances=(sol.n_prfaas[f.name],) * 2) for f in study.prfaas_sites),
+        pd_sites=tuple(replace(s, instances=(sol.n_pd[s.name],) * 2) for s in study.pd_sites),
+    )
+    own = {(0, w, name): k for (q, w, name), k in cands.items() if q == c}
+    best = solve(fixed, [replace(cell, case=0) for cell in cells], own, Goal())
+    if best is None or best.scales[0] < sol.scales[c]:  # not reached: the solution itself is a plan of it
+        return sol.scales[c], tuple(plan for plan in sol.cells if plan.case == c)
+    return best.scales[0], best.cells
 
 
 def _score(sol: Solved, goal: Goal) -> float:

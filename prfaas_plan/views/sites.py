@@ -241,7 +241,8 @@ def robust_sites_view(result, study) -> Report:
     scales = ", ".join(f"{c.name} {c.scale:.3f}" for c in result.cases)
     notes = [
         f"demand scale per case (every site's demand in the case x this is served in every window): {scales}; "
-        f"worst {result.worst_scale:.3f}, weighted {result.weighted_scale:.3f}",
+        f"worst {result.worst_scale:.3f}"
+        + (f", weighted {result.weighted_scale:.3f}" if any(c.weight for c in result.cases) else ""),
         f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items()) + " (shared by every case)",
         "each case has its own thresholds, PD-P / PD-D splits and offloads; $/h provisioned, a link's committed "
         "price when it carries traffic in some case",
