@@ -119,11 +119,11 @@ def _validate_sections(scenario, path: str) -> None:
 
             robust_inputs(scenario, path)
         if scenario.day is not None:
-            from .planner.chips import resolve
+            from .planner.chips import choose
             from .planner.schedule import windows_of
             from .profiles.scenario_set import day_windows
 
-            resolved = resolve(scenario, path)
+            resolved = choose(scenario, path)
             windows_of(resolved, day_windows(scenario)[0])
     except PlanInputError as exc:
         raise exc.with_source(path) from None

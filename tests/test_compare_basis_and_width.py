@@ -83,7 +83,7 @@ def test_every_compare_row_names_its_basis_and_each_pools_source(comparisons, ba
 def test_no_option_uses_a_curve_measured_on_other_hardware(pd):
     """The pools of each option, resolved as compare resolves them: a calibration was fitted on
     the points of the pool's own hardware, and the H20 decode rate only decodes on H20."""
-    from prfaas_plan.planner.chips import resolve
+    from prfaas_plan.planner.chips import choose
     from prfaas_plan.profiles.scenario_set import CompareOption, scenario_set
     from prfaas_plan.timing.prefill import MeasuredPrefill
 
@@ -91,7 +91,7 @@ def test_no_option_uses_a_curve_measured_on_other_hardware(pd):
     scenarios = scenario_set(scenario, path, prfaas=["h200"], pd=[pd])
     for basis in ("model", "as-given"):
         variant, _ = scenarios.variant(CompareOption(prfaas="h200", pd=pd))
-        inputs = resolve(variant, path, basis)
+        inputs = choose(variant, path, basis)
         pool = inputs.pd
         if pool.calibration is not None:
             lengths = [p.length_tokens for p in pool.calibration.points]
@@ -111,10 +111,10 @@ def test_basis_model_calibrates_the_h200_pool_on_table5():
     the one-prompt latency the points measure."""
     import numpy as np
 
-    from prfaas_plan.planner.chips import resolve
+    from prfaas_plan.planner.chips import choose
 
     scenario, path = resolve_scenario_file("paper-case-study")
-    inputs = resolve(scenario, path, "model")
+    inputs = choose(scenario, path, "model")
     cal = inputs.prfaas.calibration
     assert [p.length_tokens for p in cal.points] == TABLE5_LENGTHS and cal.max_abs_error < 0.01
     lengths = np.array([1024.0, 32768.0])

@@ -21,7 +21,7 @@ from conftest import REPO, case_study_doc
 
 from prfaas_plan import api
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.planner.chips import resolve
+from prfaas_plan.planner.chips import choose
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.throughput import bounds
 from prfaas_plan.profiles.scenario import load_scenario
@@ -47,7 +47,7 @@ def scenario_doc(**changes) -> dict:
 
 
 def inputs_of(doc: dict):
-    return resolve(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
+    return choose(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
 
 
 def write(tmp_path, doc: dict, name: str = "scenario.yaml"):

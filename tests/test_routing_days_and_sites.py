@@ -18,7 +18,7 @@ import yaml
 from conftest import REPO, case_study_doc
 
 from prfaas_plan import api
-from prfaas_plan.planner.chips import resolve
+from prfaas_plan.planner.chips import choose
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.planner.sites import pair_tables
 from prfaas_plan.planner.throughput import bounds, threshold_table
@@ -29,7 +29,7 @@ SCENARIO_PATH = str(REPO / "prfaas_plan" / "scenarios" / "x.yaml")
 
 
 def inputs_of(doc: dict):
-    return resolve(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
+    return choose(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)
 
 
 # --------------------------------------------------------------------------------------------

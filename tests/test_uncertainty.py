@@ -232,13 +232,13 @@ def test_plan_range_with_every_rate_modelled(case_study_file, tmp_path):
     and decode rate do not apply), basis ``model``: every pool is on the roofline and has a band,
     and the range is the throughput model at the scaled rates."""
     from prfaas_plan.choices import Basis
-    from prfaas_plan.planner.chips import resolve, resolve_scenario_file
+    from prfaas_plan.planner.chips import choose, resolve_scenario_file
     from prfaas_plan.planner.plan import plan
     from prfaas_plan.views.plan import plan_json
 
     path = case_study_file(tmp_path, prfaas__hardware="b200", pd__hardware="h100")
     scenario, path = resolve_scenario_file(str(path))
-    inputs = resolve(scenario, path, Basis.model)
+    inputs = choose(scenario, path, Basis.model)
     doc = plan_json(plan(inputs, with_marginals=False, with_other_mode=False))
     for band in doc["uncertainty"]["bands"].values():
         assert band["low_factor"] < 1.0 < band["high_factor"], band

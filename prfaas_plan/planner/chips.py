@@ -1,4 +1,5 @@
-"""Chips per instance chosen by the planner: where a pool offers several counts (a list, or
+"""Chips per instance and the cache regime, chosen by the planner (planning steps after the pure
+resolution of ``study.resolve``): where a pool offers several counts (a list, or
 ``auto``: the fewest chips that hold the model and its multiples up to a cap), every
 combination is resolved (``inputs.build_variants``) and optimised under the scenario's own
 objective (max throughput, or min cost at the target rate; with an SLO, its goodput), and
@@ -44,7 +45,7 @@ def _score(inputs: PlanInputs) -> tuple:
     return (-round(rate, 9), cost, chips)
 
 
-def resolve(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
+def choose(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
     """The scenario's planning inputs on ``basis`` (``study.basis``), with each pool's chips per
     instance chosen (see the module docstring) and, for cache-aware routing with ``regime: auto``,
     the cache regime; notes record the choices."""
@@ -108,4 +109,4 @@ def load_inputs(ref: str) -> PlanInputs:
     """A shipped scenario name or a scenario YAML path -> resolved planning inputs, with chips
     per instance chosen where a pool offers several."""
     scenario, path = resolve_scenario_file(ref)
-    return resolve(scenario, path)
+    return choose(scenario, path)

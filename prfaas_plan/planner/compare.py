@@ -127,7 +127,7 @@ def _failure(exc: PlanInputError) -> str:
 def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanMode.exact) -> OptionResult:
     """Plan one option (as ``plan`` would, without marginal values)."""
     from ..study.basis import sources
-    from .chips import resolve
+    from .chips import choose
     from .plan import plan
 
     if scenarios.multi_site:
@@ -135,7 +135,7 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     variant, notes = scenarios.variant(option)
     inputs = None
     try:
-        inputs = resolve(variant, scenarios.source, scenarios.basis)
+        inputs = choose(variant, scenarios.source, scenarios.basis)
         result = plan(inputs, mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
         # resolved (e.g. no price): the chips and sources the option would use; else the scenario as written

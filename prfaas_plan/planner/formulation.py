@@ -197,12 +197,15 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
         prob += cost <= study.usd_per_hour
     total = pulp.lpSum(n_pd.values()) + pulp.lpSum(n_f.values()) + pulp.lpSum(n_dd.values())
     prob += _objective(prob, goal, scale, cases) - TIE_WEIGHT * total if maximise else cost
-    with warnings.catch_warnings():
-        # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
-        warnings.simplefilter("ignore", DeprecationWarning)
-        status = prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S))
-    scales = tuple(_value(scale[c]) for c in cases)
-    if pulp.LpStatus[status] not in ("Optimal", "Not Solved") or not solution_valid(prob) or None in scales:
+    for solver in _solvers():
+        with warnings.catch_warnings():
+            # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            status = prob.solve(solver)
+        scales = tuple(_value(scale[c]) for c in cases)
+        if pulp.LpStatus[status] in ("Optimal", "Not Solved") and solution_valid(prob) and None not in scales:
+            break
+    else:
         return None
     return Solved(
         prob.sol_status == pulp.LpSolutionOptimal,
@@ -212,6 +215,17 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
         {name: _int(v) for name, v in n_pd.items()},
         {name: _int(v) for name, v in n_dd.items()},
         tuple(_cell_plan(cell, per_site) for cell, per_site in zip(cells, per_cell)),
+    )
+
+
+def _solvers():
+    """CBC as configured by default, then without presolve and with tight tolerances: the retry
+    for a programme whose first answer breaks a constraint or is reported infeasible."""
+    import pulp
+
+    yield pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S)
+    yield pulp.PULP_CBC_CMD(
+        msg=False, timeLimit=SOLVER_TIME_LIMIT_S, presolve=False, options=["primalTolerance 1e-10", "integerTolerance 1e-9"]
     )
 
 

@@ -167,10 +167,10 @@ def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective,
     instance the first case's plan chooses (counts are shared, so instances must be alike)."""
     from ..profiles.scenario_set import robust_cases, robust_objective
     from ..study.resolve import build_variants
-    from .chips import resolve
+    from .chips import choose
 
     specs = robust_cases(scenario)
-    first = resolve(specs[0][2], source)
+    first = choose(specs[0][2], source)
     chips = tuple(pool.gpus_per_instance for pool in first.pools)
     cases = [RobustCase(specs[0][0], specs[0][1], first, specs[0][3])]
     for name, weight, variant, target in specs[1:]:
