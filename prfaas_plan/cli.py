@@ -105,11 +105,27 @@ _SIM_OPTIONS = {  # simulate.SimConfig
     "conversion_s": "--conversion",
     "warmup_fraction": "--warmup",
 }
+
+
+def _pick(names: dict[str, str], *fields: str) -> dict[str, str]:
+    return {field: names[field] for field in fields}
+
+
 _RANGE_OPTIONS = {"start": "--from", "stop": "--to", "start/stop": "--from/--to", "points": "--points", "mode": "--mode"}
 OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option}
-    "kv": {**_SERVING_OPTIONS, "lengths_tokens": "--lengths", "source": "--source"},
+    "kv": {
+        **_pick(
+            _SERVING_OPTIONS, "gpus", "parallel", "engine", "prefill_tokens_per_pass", "kv", "weights", "experts", "attention"
+        ),
+        "lengths_tokens": "--lengths",
+        "source": "--source",
+    },
     "decode": {
-        **_SERVING_OPTIONS,
+        **_pick(
+            _SERVING_OPTIONS,
+            *("gpus", "parallel", "engine", "overlap", "expert_imbalance", "mtp_tokens_per_step"),
+            *("kv", "weights", "experts", "attention"),
+        ),
         "context_tokens": "--context",
         "context": "--context",
         "tpot_ms": "--tpot-ms",
@@ -152,7 +168,11 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
         "deployment": "--deployment",
         "mode": "--mode",
     },
-    "validate-model": {**_SIM_OPTIONS, "requests": "--requests", "mode": "--mode"},
+    "validate-model": {
+        **_pick(_SIM_OPTIONS, "seed", "arrivals", "cv", "burst_factor", "on_s", "off_s", "warmup_fraction"),
+        "requests": "--requests",
+        "mode": "--mode",
+    },
 }
 _command: str | None = None  # the command running (``_root``), for OPTION_NAMES
 
