@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 MAX_LINE_CHARS = 270  # the whole 'source: field: reason' line (ranges.MAX_ERROR_CHARS)
 _MAX_SOURCE_CHARS = 120
@@ -94,6 +96,17 @@ class PlanInputError(Exception):
         if (reason, field) == (self.reason, self.field):
             return self
         return PlanInputError(reason, source=self.source, field=field, argument=self.argument)
+
+
+@contextmanager
+def under(prefix: str, source: str | None = None) -> Iterator[None]:
+    """Errors raised inside name their field under ``prefix`` (``workload.input`` + ``sigma``)
+    and ``source`` unless they name a file already: the one way a caller that knows where a
+    value sits in its file re-raises what the code below it found."""
+    try:
+        yield
+    except PlanInputError as exc:
+        raise exc.with_field(prefix).with_source(source) from None
 
 
 class PlanWarning(UserWarning):

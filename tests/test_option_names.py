@@ -154,7 +154,7 @@ def test_simulation_settings_name_their_sim_config_fields(run_cli):
     ):
         with pytest.raises(PlanInputError) as info:
             SimConfig(rate_rps=1.0, requests=10, **changes)
-        assert info.value.field == field
+        assert info.value.field == field and cli.OPTION_NAMES["simulate"][field] == option
     res = run_cli("simulate", "-n", "100", "--arrivals", "onoff", "--on-s", "10", "--off-s", "10", "--burst-factor", "3")
     assert res.code == 2 and "error: --burst-factor: must be in [1, (on_s + off_s) / on_s = 2]" in res.err, res.err
     res = run_cli("simulate", "-n", "100", "--warmup", "1")
