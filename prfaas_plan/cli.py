@@ -335,7 +335,10 @@ def _serving(
     chunked=None,
     engine_name=None,
 ) -> dict:
-    """The layout, precision and engine options as ``api`` keyword arguments (None: defaults)."""
+    """The layout, precision and engine options as ``api`` keyword arguments (None: defaults);
+    the layout parsed here (``timing.layout.Layout``), the rest as the mappings of the spec."""
+    from .timing.layout import parse_layout
+
     precision = {
         k: v
         for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype), ("attention", attention_dtype))
@@ -353,7 +356,8 @@ def _serving(
         )
         if v is not None
     }
-    return {"parallel": parallel, "precision": precision or None, "engine": engine or None}
+    layout = None if parallel is None else parse_layout(parallel, field="--parallel")
+    return {"parallel": layout, "precision": precision or None, "engine": engine or None}
 
 
 @app.command()
