@@ -173,3 +173,23 @@ def test_only_errors_about_a_parameter_are_renamed():
     assert plain.renamed(names).one_line() == "--load: give --decode or --load, see `prfaas-plan plan`"
     # the source and the argument flag survive with_source
     assert given.with_source("other.yaml").renamed(names).field == "--decode"
+
+
+def test_shipped_profiles_name_none_of_the_clis_options():
+    """The profiles' notes and sources (data the reports print) name the spec's fields; other tools'
+    options they cite (SGLang's ``--kv-cache-dtype``) are no options of this CLI. A comment line
+    (a scenario's ``# Run: prfaas-plan schedule ...``) is documentation, not data."""
+    ours = {opt for opts in _cli_options().values() for opt in opts if opt.startswith("--")}
+    pattern = re.compile(rf"(?<![\w-])(?:{'|'.join(map(re.escape, sorted(ours)))})(?![\w-])")
+    root = PACKAGE.parent
+    files = sorted(
+        [*PACKAGE.rglob("*.yaml"), *(root / "model_profiles").glob("*.yaml"), *(root / "hardware_profiles").glob("*.yaml")]
+    )
+    assert len(files) > 30
+    hits = [
+        f"{p.relative_to(PACKAGE.parent)}:{n}: {line.strip()}"
+        for p in files
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line) and not line.lstrip().startswith("#")  # a comment may show how to run the file
+    ]
+    assert not hits, "\n".join(hits)
