@@ -92,10 +92,19 @@ class PlanInputError(Exception):
         if not self.names_argument:
             return self
         reason = re.sub(r"`([^`]+)`", lambda m: names.get(m[1], m[0]), self.reason)
-        field = names.get(self.field, self.field) if self.field else self.field
+        field = _renamed_field(self.field, names) if self.field else self.field
         if (reason, field) == (self.reason, self.field):
             return self
         return PlanInputError(reason, source=self.source, field=field, argument=self.argument)
+
+
+def _renamed_field(field: str, names: dict[str, str]) -> str:
+    """``field`` by ``names``, or by its head where it is a part of a parameter
+    (``bandwidth_trace[1]``, ``parallel.tp``)."""
+    if field in names:
+        return names[field]
+    part = re.fullmatch(r"(\w+)([.\[].*)", field, re.S)
+    return names[part[1]] + part[2] if part and part[1] in names else field
 
 
 @contextmanager

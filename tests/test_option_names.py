@@ -171,6 +171,11 @@ def test_only_errors_about_a_parameter_are_renamed():
     assert given.renamed(names).one_line() == "hw.yaml: --decode: required field is missing"
     plain = PlanInputError("give `pd_decode` or `load`, see `prfaas-plan plan`", field="load")
     assert plain.renamed(names).one_line() == "--load: give --decode or --load, see `prfaas-plan plan`"
+    # an item or a part of a parameter is named under the parameter's option
+    names["bandwidth_trace"] = "--bandwidth-trace"
+    item = PlanInputError("time_s must increase", field="bandwidth_trace[1]")
+    assert item.renamed(names).field == "--bandwidth-trace[1]"
+    assert PlanInputError("x", field="loads").renamed(names).field == "loads"  # a longer name is another field
     # the source and the argument flag survive with_source
     assert given.with_source("other.yaml").renamed(names).field == "--decode"
 
