@@ -198,3 +198,16 @@ def test_shipped_profiles_name_none_of_the_clis_options():
         if pattern.search(line) and not line.lstrip().startswith("#")  # a comment may show how to run the file
     ]
     assert not hits, "\n".join(hits)
+
+
+def test_a_scenario_pools_calibration_fit_error_names_that_field(tmp_path, run_cli):
+    """calibrate's own error on its ``fit`` is the pool's ``calibration_fit`` in a scenario (it once
+    read ``calibration_points``: the pool looked for the option's name, which the library no longer has)."""
+    from conftest import write_case_study
+
+    path = write_case_study(tmp_path, pd__calibration_fit=["compute", "matmul"])
+    with pytest.raises(PlanInputError) as info:
+        api.plan(str(path))
+    assert (info.value.source, info.value.field) == (str(path), "pd.calibration_fit")
+    res = run_cli("plan", path)
+    assert res.code == 2 and f"{path}: pd.calibration_fit: compute scales matmul and attention" in res.err, res.err
