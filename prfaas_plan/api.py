@@ -170,7 +170,7 @@ def calibrate(model, hardware, gpus: int | None, points, name: str | None = None
     from .timing.calibrate import CalibrationSet, calibrate_sets, check_fit, read_points_csv
 
     if gpus is not None:
-        CHIPS_PER_INSTANCE.check(gpus, "--gpus")
+        CHIPS_PER_INSTANCE.check(gpus, "gpus")
     pts = read_points_csv(points) if isinstance(points, str) else list(points)
     try:
         check_fit(fit, len(pts))
@@ -183,19 +183,16 @@ def calibrate(model, hardware, gpus: int | None, points, name: str | None = None
                 named[p.model] = model_of(p.model)
             profile = named[p.model] if p.model else default
             if profile is None:
-                raise PlanInputError(f"{where} names no model: give --model or a 'model' column", field="--model")
+                raise PlanInputError(f"{where} names no model: give `model` or a 'model' column", field="model")
             size = p.gpus or gpus
             if size is None:
-                raise PlanInputError(f"{where} names no chip count: give --gpus or a 'gpus' column", field="--gpus")
+                raise PlanInputError(f"{where} names no chip count: give `gpus` or a 'gpus' column", field="gpus")
             groups.setdefault((profile.name, size), (profile, []))[1].append(p)
         sets = [CalibrationSet(profile, size, members) for (_, size), (profile, members) in groups.items()]
         return calibrate_sets(sets, hardware_of(hardware), name=name, fit=fit)
-    except PlanInputError as exc:
-        if exc.field == "fit":  # the library's field, the command's option
-            raise PlanInputError(exc.reason, source=exc.source, field="--fit") from None
-        raise (
-            exc.with_source(points) if isinstance(points, str) and exc.field not in ("--points", "--model", "--gpus") else exc
-        ) from None
+    except PlanInputError as exc:  # the points' file, unless the error is about a parameter
+        parameter = exc.source is None and exc.field in ("fit", "points", "model", "gpus")
+        raise (exc.with_source(points) if isinstance(points, str) and not parameter else exc) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -221,18 +218,16 @@ def kv_report(
     """S_kv, T_prefill and Phi_kv of a model on ``gpus`` chips at each length (default: 1K, 8K,
     32K and 128K tokens, those within the model's context). T_prefill is one request's, on the
     layout with the lowest TTFT unless ``parallel`` gives one (the paper's Phi_kv = S_kv / T_prefill)."""
-    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    with _options(SERVING_OPTIONS):
-        m = precision_of(model_of(model), precision, engine)
+    CHIPS_PER_INSTANCE.check(gpus, "gpus")
+    m = precision_of(model_of(model), precision, engine)
     if lengths_tokens is None:
         lengths = [n for n in DEFAULT_LENGTHS_TOKENS if n <= m.max_context_tokens] or [m.max_context_tokens]
     else:
         lengths = list(lengths_tokens)
-        check_lengths(m, lengths, field="--lengths")
-    with _options({"gpus": "--gpus", "source": "--source", **SERVING_OPTIONS}):
-        inst = instance_of(m, hardware, gpus, parallel, engine)
-        require_fit(m, inst, max(lengths))
-        curve = prefill_curve(m, inst, _choice(CurveSource, source, "--source"), PrefillCapacity.per_request)
+        check_lengths(m, lengths, field="lengths_tokens")
+    inst = instance_of(m, hardware, gpus, parallel, engine)
+    require_fit(m, inst, max(lengths))
+    curve = prefill_curve(m, inst, _choice(CurveSource, source, "source"), PrefillCapacity.per_request)
     from .accounting.kv import KvModel
 
     layout = getattr(curve, "roofline", curve).layout
@@ -254,30 +249,19 @@ def decode(
     concurrency: int | None = None,
 ) -> DecodeCapacity:
     """Decode batch, step time and tokens/s of one instance (see ``timing.decode``)."""
-    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
-    with _options(SERVING_OPTIONS):
-        m = precision_of(model_of(model), precision, engine)
-    check_lengths(m, [context_tokens], field="--context")
-    with _options(
-        {
-            "gpus": "--gpus",
-            "source": "--source",
-            "tpot_ms": "--tpot-ms",
-            "max_batch": "--max-batch",
-            "concurrency": "--concurrency",
-            **SERVING_OPTIONS,
-        }
-    ):
-        inst = instance_of(m, hardware, gpus, parallel, engine)
-        return decode_capacity(
-            m,
-            inst,
-            context_tokens,
-            tpot_ms=tpot_ms,
-            max_batch=max_batch,
-            source=_choice(CurveSource, source, "--source"),
-            batch=concurrency,
-        )
+    CHIPS_PER_INSTANCE.check(gpus, "gpus")
+    m = precision_of(model_of(model), precision, engine)
+    check_lengths(m, [context_tokens], field="context_tokens")
+    inst = instance_of(m, hardware, gpus, parallel, engine)
+    return decode_capacity(
+        m,
+        inst,
+        context_tokens,
+        tpot_ms=tpot_ms,
+        max_batch=max_batch,
+        source=_choice(CurveSource, source, "source"),
+        batch=concurrency,
+    )
 
 
 def instance_of(
@@ -299,8 +283,8 @@ def instance_of(
         else:
             gpus, _ = chips_needed(model, Instance(hw, 1), context_tokens)
             if not gpus:
-                raise PlanInputError(f"no layout of {hw.name} chips holds {model.name}", field="--gpus")
-    CHIPS_PER_INSTANCE.check(gpus, "--gpus")
+                raise PlanInputError(f"no layout of {hw.name} chips holds {model.name}", field="gpus")
+    CHIPS_PER_INSTANCE.check(gpus, "gpus")
     if layout is not None:
         check_layout(model, layout, gpus)
     return Instance(hw, gpus, layout, Engine.of(spec))
@@ -363,57 +347,18 @@ def estimate(
     wait for a place). Returns a ``timing.estimate.Estimate``."""
     from .timing.estimate import estimate as run
 
-    names = {
-        "gpus": "--gpus",
-        "concurrency": "--concurrency",
-        "input": "--input",
-        "output": "--output-tokens",
-        "input + output": "--input + --output-tokens",
-        "tpot_ms": "--tpot-ms",
-        "max_batch": "--max-batch",
-        "context": "--input",
-        "requests": "--requests",
-        **SERVING_OPTIONS,
-    }
-    with _options(names):
-        m = precision_of(model_of(model), precision, engine)
-        check_lengths(m, [input_tokens], field="input")
-        inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
-        return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests, load_concurrency)
+    m = precision_of(model_of(model), precision, engine)
+    check_lengths(m, [input_tokens], field="input")
+    inst = instance_of(m, hardware, gpus, parallel, engine, input_tokens + output_tokens)
+    return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests, load_concurrency)
 
 
-# the CLI options of the serving settings (profiles.serving), for errors of their fields
-SERVING_OPTIONS = {
-    "engine": "--engine",
-    "overlap": "--overlap",
-    "expert_imbalance": "--expert-imbalance",
-    "mtp_tokens_per_step": "--mtp",
-    "prefill_tokens_per_pass": "--pass-tokens",
-    "chunked_prefill": "--chunked-prefill",
-    "kv": "--kv-dtype",
-    "weights": "--weights-dtype",
-    "experts": "--experts-dtype",
-    "attention": "--attention-dtype",
-}
-
-
-@contextmanager
-def _options(names: dict[str, str]):
-    """Errors of the library's fields named as the command's options (``gpus`` -> ``--gpus``)."""
-    try:
-        yield
-    except PlanInputError as exc:
-        if exc.field in names:
-            raise PlanInputError(exc.reason, source=exc.source, field=names[exc.field]) from None
-        raise
-
-
-def _choice(choices, value, option: str):
-    """``value`` as a member of the enum ``choices``, or a PlanInputError naming ``option``."""
+def _choice(choices, value, field: str):
+    """``value`` as a member of the enum ``choices``, or a PlanInputError naming ``field``."""
     try:
         return choices(value)
     except ValueError:
-        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=option) from None
+        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=field) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -444,7 +389,7 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
 
     resolved = scenario if not isinstance(scenario, str) else inputs(scenario)
     with scenario_errors(scenario if isinstance(scenario, str) else resolved.source or ""):
-        return run_plan(resolved, _choice(PlanMode, mode, "--mode"), with_marginals=with_marginals)
+        return run_plan(resolved, _choice(PlanMode, mode, "mode"), with_marginals=with_marginals)
 
 
 def sweep(
@@ -463,20 +408,20 @@ def sweep(
     from .planner.optimizer import optimise
     from .planner.throughput import threshold_table
 
-    over, mode = _choice(SweepOver, over, "--over"), _choice(PlanMode, mode, "--mode")
+    over, mode = _choice(SweepOver, over, "over"), _choice(PlanMode, mode, "mode")
     if points is not None:
-        POINTS.check(points, "--points")
+        POINTS.check(points, "points")
     progress = progress or (lambda done, total: None)
     resolved = inputs(scenario)
     with scenario_errors(scenario):
         if over == SweepOver.rate:
             if points is not None:
-                RATE_POINTS.check(points, "--points")
+                RATE_POINTS.check(points, "points")
             return sw.sweep_rate(plan(resolved, mode, with_marginals=False), points or 40, progress)
         table = threshold_table(resolved, mode)
         if over == SweepOver.instances:
             upto = stop if stop is not None else max(resolved.limits.prfaas_max, 1) * 2
-            INSTANCES.check(upto, "--to")
+            INSTANCES.check(upto, "stop")
             return sw.sweep_instances(resolved, table, int(upto), points, progress)
         sol = optimise(resolved, table, objective=ObjectiveKind.max_throughput)
         if over == SweepOver.threshold:
@@ -484,10 +429,10 @@ def sweep(
         if over == SweepOver.np:
             return sw.sweep_np(resolved, table, sol)
         last = stop if stop is not None else resolved.link.usable_gbps
-        LINK_GBPS.check(last, "--to")
-        start = min(1.0, last) if start is None else LINK_GBPS.check(start, "--from")
+        LINK_GBPS.check(last, "stop")
+        start = min(1.0, last) if start is None else LINK_GBPS.check(start, "start")
         if last < start:
-            raise PlanInputError(f"need --from <= --to, got {start:g} and {last:g}", field="--from/--to")
+            raise PlanInputError(f"need `start` <= `stop`, got {start:g} and {last:g}", field="start/stop")
         return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)
 
 
@@ -518,27 +463,27 @@ def compare(
     from .ranges import JOBS
     from .study.resolve import check_references
 
-    JOBS.check(jobs, "--jobs")
-    basis = None if basis is None else _choice(Basis, basis, "--basis")
+    JOBS.check(jobs, "jobs")
+    basis = None if basis is None else _choice(Basis, basis, "basis")
     for value in link_gbps or ():
-        LINK_GBPS.check(value, "--link")
+        LINK_GBPS.check(value, "link_gbps")
 
     def absolute(refs):
         return None if not refs else [str(Path(r).resolve()) if looks_like_path(r) else r for r in refs]
 
-    for refs, option, resolve in (
-        (prfaas, "--prfaas", hardware_of),
-        (pd, "--pd", hardware_of),
-        (pd_decode, "--decode", hardware_of),
-        (model, "--model", model_of),
+    for refs, field, resolve in (
+        (prfaas, "prfaas", hardware_of),
+        (pd, "pd", hardware_of),
+        (pd_decode, "pd_decode", hardware_of),
+        (model, "model", model_of),
     ):
         for ref in refs or ():
-            if option == "--decode" and ref == "none":
+            if field == "pd_decode" and ref == "none":
                 continue
             try:
                 resolve(ref)
-            except PlanInputError as exc:
-                raise PlanInputError(exc.reason, source=exc.source, field=option) from None
+            except PlanInputError as exc:  # the profile's file (if any), named as the parameter
+                raise PlanInputError(exc.reason, source=exc.source, field=field, argument=True) from None
     with scenario_errors(scenario):
         if is_sites_file(scenario):
             path, spec = _sites_spec(scenario)
@@ -561,11 +506,12 @@ def compare(
             raise PlanInputError("a multi-site file has no decode-only pools", field="pd_decode")
         if scenarios.options == (CompareOption(),):
             raise PlanInputError(
-                "no options to compare: give --prfaas, --pd, --decode, --model or --link, or a compare: section in the scenario",
+                "no options to compare: give `prfaas`, `pd`, `pd_decode`, `model` or `link_gbps`, "
+                "or a compare: section in the scenario",
                 field="compare",
             )
         check_references(spec, path, scenarios.options)
-        return run(scenarios, _choice(PlanMode, mode, "--mode"), jobs, progress)
+        return run(scenarios, _choice(PlanMode, mode, "mode"), jobs, progress)
 
 
 def robust(scenario: str):
@@ -634,12 +580,12 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
     from .simulate import SimConfig
     from .simulate import simulate as run_sim
 
-    REQUESTS.check(requests, "--simulate")
+    REQUESTS.check(requests, "requests")
     with scenario_errors(scenario):
         spec, _ = resolve_scenario_file(scenario)
     if spec.day is not None:  # checked before the day is planned (without one, schedule() says so)
         n = len(spec.day.windows)
-        check_simulated_requests(requests, 2 * n, "--simulate", f"{n} windows x 2 plans")
+        check_simulated_requests(requests, 2 * n, "requests", f"{n} windows x 2 plans")
     day, windows = schedule(scenario)
     runs = []
     with scenario_errors(scenario):
@@ -690,11 +636,11 @@ def simulate_sites(path: str, requests: int = 4000, load: float = 0.8, seed: int
     serves per site (``simulate.sites``). Returns (plan, inputs, [[SiteSim per PD site] per window])."""
     from .simulate.sites import simulate_sites as run
 
-    REQUESTS.check(requests, "--simulate")
-    LOAD.check(load, "--load")
+    REQUESTS.check(requests, "requests")
+    LOAD.check(load, "load")
     path, spec = _sites_spec(path)
     n_windows, n_sites = len(spec.day.windows) if spec.day else 1, len(spec.pd_sites)
-    check_simulated_requests(requests, n_windows * n_sites, "--simulate", f"{n_windows} windows x {n_sites} PD sites")
+    check_simulated_requests(requests, n_windows * n_sites, "requests", f"{n_windows} windows x {n_sites} PD sites")
     plan_, si = _plan_sites(path, spec)
     return plan_, si, [run(si, plan_, w, load, requests, seed) for w in range(len(plan_.windows))]
 
@@ -721,9 +667,9 @@ def route_table(
     from .planner.optimizer import Solution
     from .planner.throughput import threshold_table
 
-    mode = _choice(PlanMode, mode, "--mode")
+    mode = _choice(PlanMode, mode, "mode")
     if points is not None:
-        POINTS.check(points, "--points")
+        POINTS.check(points, "points")
     result = plan(scenario, mode, with_marginals=False)
     resolved = result.inputs
     with scenario_errors(scenario):
@@ -731,10 +677,10 @@ def route_table(
         if start is None and stop is None:
             grid = rt.default_grid(resolved, points or 33)
         else:
-            first = LINK_GBPS.check(start, "--from") if start is not None else 0.0
-            last = LINK_GBPS.check(stop, "--to") if stop is not None else 2 * usable
+            first = LINK_GBPS.check(start, "start") if start is not None else 0.0
+            last = LINK_GBPS.check(stop, "stop") if stop is not None else 2 * usable
             if last < first:
-                raise PlanInputError(f"need --from <= --to, got {first:g} and {last:g}", field="--from/--to")
+                raise PlanInputError(f"need `start` <= `stop`, got {first:g} and {last:g}", field="start/stop")
             grid = np.linspace(first, last, points or 50)
             if first <= usable <= last:
                 grid = np.append(grid, usable)
@@ -761,7 +707,7 @@ def figure5_data(scenario: str, mode: str = PlanMode.exact) -> Figure5Data:
 
     resolved = inputs(scenario)
     with scenario_errors(scenario):
-        table = threshold_table(resolved, _choice(PlanMode, mode, "--mode"))
+        table = threshold_table(resolved, _choice(PlanMode, mode, "mode"))
         return Figure5Data(resolved, table, optimise(resolved, table, objective=ObjectiveKind.max_throughput))
 
 
@@ -815,13 +761,13 @@ def simulate(
     from .simulate import simulate as run_sim
 
     if requests is not None:  # before planning
-        check_simulated_requests(requests, 1, "--requests")
+        check_simulated_requests(requests, 1, "requests")
     result = planned or plan(scenario, mode, with_marginals=False)
     with scenario_errors(scenario):
         deps = deployments_of(result)
-        name = _choice(DeploymentName, deployment, "--deployment")
+        name = _choice(DeploymentName, deployment, "deployment")
         if name not in deps:
-            raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})", field="--deployment")
+            raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})", field="deployment")
         dep = deps[name]
         lam = result.point.lambda_max if name == DeploymentName.prfaas_pd else result.baselines[name].lambda_max
         rate = _sim_rate(rate_rps, load, lam)
@@ -829,8 +775,8 @@ def simulate(
             if rate >= lam:
                 raise PlanInputError(
                     f"rate {rate:.3g} req/s is at or above Lambda_max {lam:.3g}: the queues grow without bound, "
-                    "so give --requests explicitly",
-                    field="--requests",
+                    "so give `requests` explicitly",
+                    field="requests",
                 )
             requests = DEFAULT_SIM_REQUESTS
         sim_config = SimConfig(rate_rps=rate, requests=requests, **config)
@@ -844,11 +790,11 @@ def simulate(
 
 def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> float:
     if rate_rps is not None and load is not None:
-        raise PlanInputError("give --rate or --load, not both", field="--rate")
+        raise PlanInputError("give `rate_rps` or `load`, not both", field="rate_rps")
     if rate_rps is not None:
-        return RATE_RPS.check(rate_rps, "--rate")
+        return RATE_RPS.check(rate_rps, "rate_rps")
     load = 0.8 if load is None else load
-    return LOAD.check(load, "--load") * lambda_max
+    return LOAD.check(load, "load") * lambda_max
 
 
 def validate_model(
@@ -862,7 +808,7 @@ def validate_model(
 ) -> list[SimulationRun]:
     """Simulate the plan at fractions of its closed-form Lambda_max (default 50%, 80%, 95%
     and 110%) so that the closed forms can be read beside the simulation. Plans once."""
-    check_simulated_requests(requests, len(loads), "--requests", f"{len(loads)} loads")
+    check_simulated_requests(requests, len(loads), "requests", f"{len(loads)} loads")
     planned = plan(scenario, mode, with_marginals=False)
     runs = []
     for k, load in enumerate(loads):

@@ -60,9 +60,126 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """Capacity planner for Prefill-as-a-Service."""
+    global _command
+    _command = ctx.invoked_subcommand
+
+
+# ---------------------------------------------------------------------------------------
+# The library names what was wrong by its own field (``errors.PlanInputError``): an API
+# parameter (``rate_rps``) or a spec field's path in a file. This is the one place that
+# says which option of each command sets which parameter, where the names differ; ``main``
+# renames the field of an error about a parameter's value, and the backticked parameters its
+# reason names (``give `rate_rps` or `load`, not both``), by the running command's table.
+
+_SERVING_OPTIONS = {  # api.instance_of, precision_of, engine_spec_of (profiles.serving)
+    "gpus": "--gpus",
+    "parallel": "--parallel",
+    "engine": "--engine",
+    "overlap": "--overlap",
+    "expert_imbalance": "--expert-imbalance",
+    "mtp_tokens_per_step": "--mtp",
+    "prefill_tokens_per_pass": "--pass-tokens",
+    "chunked_prefill": "--chunked-prefill",
+    "kv": "--kv-dtype",
+    "weights": "--weights-dtype",
+    "experts": "--experts-dtype",
+    "attention": "--attention-dtype",
+}
+_SIM_OPTIONS = {  # simulate.SimConfig
+    "seed": "--seed",
+    "arrivals": "--arrivals",
+    "cv": "--cv",
+    "burst_factor": "--burst-factor",
+    "on_s": "--on-s",
+    "off_s": "--off-s",
+    "policy": "--policy",
+    "bandwidth_trace": "--bandwidth-trace",
+    "drop_at_s": "--drop-at",
+    "drop_for_s": "--drop-for",
+    "drop_to_fraction": "--drop-to",
+    "rebalance": "--rebalance",
+    "conversion_s": "--conversion",
+    "warmup_fraction": "--warmup",
+}
+
+
+def _pick(names: dict[str, str], *fields: str) -> dict[str, str]:
+    return {field: names[field] for field in fields}
+
+
+_RANGE_OPTIONS = {"start": "--from", "stop": "--to", "start/stop": "--from/--to", "points": "--points", "mode": "--mode"}
+OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option}
+    "kv": {
+        **_pick(
+            _SERVING_OPTIONS, "gpus", "parallel", "engine", "prefill_tokens_per_pass", "kv", "weights", "experts", "attention"
+        ),
+        "lengths_tokens": "--lengths",
+        "source": "--source",
+    },
+    "decode": {
+        **_pick(
+            _SERVING_OPTIONS,
+            *("gpus", "parallel", "engine", "overlap", "expert_imbalance", "mtp_tokens_per_step"),
+            *("kv", "weights", "experts", "attention"),
+        ),
+        "context_tokens": "--context",
+        "context": "--context",
+        "tpot_ms": "--tpot-ms",
+        "max_batch": "--max-batch",
+        "source": "--source",
+    },
+    "estimate": {  # timing.estimate names the lengths input, output, context (their sum)
+        **_SERVING_OPTIONS,
+        "input": "--input",
+        "output": "--output-tokens",
+        "input + output": "--input + --output-tokens",
+        "context": "--input",
+        "concurrency": "--concurrency",
+        "tpot_ms": "--tpot-ms",
+        "max_batch": "--max-batch",
+        "requests": "--requests",
+    },
+    "calibrate": {"model": "--model", "gpus": "--gpus", "points": "--points", "fit": "--fit"},
+    "plan": {"mode": "--mode"},
+    "plot": {"mode": "--mode"},
+    "sweep": {**_RANGE_OPTIONS, "over": "--over", "upto": "--to", "gbps": "--from/--to"},
+    "route-table": {**_RANGE_OPTIONS, "usable_gbps": "--from/--to"},
+    "compare": {
+        "prfaas": "--prfaas",
+        "pd": "--pd",
+        "pd_decode": "--decode",
+        "model": "--model",
+        "link_gbps": "--link",
+        "jobs": "--jobs",
+        "basis": "--basis",
+        "mode": "--mode",
+    },
+    "schedule": {"requests": "--simulate"},
+    "sites": {"requests": "--simulate", "load": "--load"},
+    "simulate": {
+        **_SIM_OPTIONS,
+        "rate_rps": "--rate",
+        "load": "--load",
+        "requests": "--requests",
+        "deployment": "--deployment",
+        "mode": "--mode",
+    },
+    "validate-model": {
+        **_pick(_SIM_OPTIONS, "seed", "arrivals", "cv", "burst_factor", "on_s", "off_s", "warmup_fraction"),
+        "requests": "--requests",
+        "mode": "--mode",
+    },
+}
+_command: str | None = None  # the command running (``_root``), for OPTION_NAMES
+
+
+def _cli_error(exc: PlanInputError) -> PlanInputError:
+    """``exc`` in the running command's words (``OPTION_NAMES``)."""
+    return exc.renamed(OPTION_NAMES.get(_command or "", {}))
 
 
 FORMAT_OPT = typer.Option(OutputFormat.table, "--format", "-f", help="Output format.")
@@ -93,7 +210,7 @@ def _emit(report, fmt: OutputFormat, output: str | None, figures=(), preface: st
 
     with OutputFiles() as out:
         if output:
-            out.write_text(output, _render(report, fmt, preface))
+            out.write_text(output, _render(report, fmt, preface), "--output")
         if figures:
             from .plot import save
 
@@ -218,7 +335,10 @@ def _serving(
     chunked=None,
     engine_name=None,
 ) -> dict:
-    """The layout, precision and engine options as ``api`` keyword arguments (None: defaults)."""
+    """The layout, precision and engine options as ``api`` keyword arguments (None: defaults);
+    the layout parsed here (``timing.layout.Layout``), the rest as the mappings of the spec."""
+    from .timing.layout import parse_layout
+
     precision = {
         k: v
         for k, v in (("kv", kv_dtype), ("weights", weights_dtype), ("experts", experts_dtype), ("attention", attention_dtype))
@@ -236,7 +356,8 @@ def _serving(
         )
         if v is not None
     }
-    return {"parallel": parallel, "precision": precision or None, "engine": engine or None}
+    layout = None if parallel is None else parse_layout(parallel, field="--parallel")
+    return {"parallel": layout, "precision": precision or None, "engine": engine or None}
 
 
 @app.command()
@@ -454,7 +575,7 @@ def model_import(
     data, profile = api.import_model(config, name=name)
     text = f"# Imported by prfaas-plan from {_one_line(config)}\n" + dump_yaml(data)
     if output:
-        write_text_atomic(output, text)
+        write_text_atomic(output, text, "--output")
         typer.echo(f"wrote {output} (model '{profile.name}')", err=True)
     else:
         sys.stdout.write(text)
@@ -507,7 +628,7 @@ def calibrate(
             if part
         )
         header = f"# Calibrated by `prfaas-plan calibrate {command}`\n"
-        write_text_atomic(output, api.profile_yaml(result.hardware, header))
+        write_text_atomic(output, api.profile_yaml(result.hardware, header), "--output")
         typer.echo(f"wrote {output} (hardware '{result.hardware.name}')", err=True)
     _emit(calibration_view(result), fmt, None)
 
@@ -740,7 +861,7 @@ def plot(
     _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),), figures=("--output",))
     figure = figure5(api.figure5_data(scenario, mode))
     with OutputFiles() as out:
-        save(figure, out, output)
+        save(figure, out, output, "--output")
         out.commit()
     typer.echo(f"wrote {output}", err=True)
 
@@ -755,6 +876,9 @@ def _sim_options(
     drop_at: float | None,
     drop_for: float,
     drop_to: float,
+    on_s: float,
+    off_s: float,
+    warmup: float,
 ) -> dict:
     from . import api
 
@@ -763,6 +887,9 @@ def _sim_options(
         arrivals=arrivals,
         cv=cv,
         burst_factor=burst_factor,
+        on_s=on_s,
+        off_s=off_s,
+        warmup_fraction=warmup,
         policy=policy,
         drop_at_s=drop_at,
         drop_for_s=drop_for,
@@ -777,6 +904,9 @@ SEED_OPT = typer.Option(0, "--seed", help="Random seed (runs are reproducible)."
 ARRIVALS_OPT = typer.Option(ArrivalProcess.poisson, "--arrivals", help="poisson, gamma (--cv) or onoff (--burst-factor).")
 CV_OPT = typer.Option(1.0, "--cv", help="Coefficient of variation of gamma inter-arrival times (0.01 to 100).")
 BURST_OPT = typer.Option(2.0, "--burst-factor", help="onoff: rate during bursts / mean rate.")
+ON_S_OPT = typer.Option(30.0, "--on-s", help="onoff: mean length of a burst (s, exponential).")
+OFF_S_OPT = typer.Option(30.0, "--off-s", help="onoff: mean time between bursts (s, exponential).")
+WARMUP_OPT = typer.Option(0.1, "--warmup", help="Share of the first completed requests left out of the statistics, 0 to below 1.")
 POLICY_OPT = typer.Option(RoutingPolicy.static, "--policy", help="static threshold, or adaptive (raises t under link pressure).")
 TRACE_OPT = typer.Option(None, "--bandwidth-trace", help="CSV time_s,gbps: the link's usable bandwidth over time.")
 DROP_AT_OPT = typer.Option(None, "--drop-at", help="Time (s) when the link drops.")
@@ -799,6 +929,9 @@ def simulate(
     arrivals: ArrivalProcess = ARRIVALS_OPT,
     cv: float = CV_OPT,
     burst_factor: float = BURST_OPT,
+    on_s: float = ON_S_OPT,
+    off_s: float = OFF_S_OPT,
+    warmup: float = WARMUP_OPT,
     policy: RoutingPolicy = POLICY_OPT,
     bandwidth_trace: str | None = TRACE_OPT,
     drop_at: float | None = DROP_AT_OPT,
@@ -828,7 +961,9 @@ def simulate(
         figures=("--plot",),
         inputs=((scenario, "the scenario"), (bandwidth_trace, "the bandwidth trace")),
     )
-    options = _sim_options(seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to)
+    options = _sim_options(
+        seed, arrivals, cv, burst_factor, policy, bandwidth_trace, drop_at, drop_for, drop_to, on_s, off_s, warmup
+    )
     options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
         run = api.simulate(
@@ -853,6 +988,9 @@ def validate_model(
     arrivals: ArrivalProcess = ARRIVALS_OPT,
     cv: float = CV_OPT,
     burst_factor: float = BURST_OPT,
+    on_s: float = ON_S_OPT,
+    off_s: float = OFF_S_OPT,
+    warmup: float = WARMUP_OPT,
     mode: PlanMode = MODE_OPT,
     fmt: OutputFormat = FORMAT_OPT,
     output: str | None = OUTPUT_OPT,
@@ -862,7 +1000,7 @@ def validate_model(
     from .views.simulation import validation_view
 
     _check_outputs((output, "--output"), inputs=((scenario, "the scenario"),))
-    options = _sim_options(seed, arrivals, cv, burst_factor, RoutingPolicy.static, None, None, 0.0, 0.5)
+    options = _sim_options(seed, arrivals, cv, burst_factor, RoutingPolicy.static, None, None, 0.0, 0.5, on_s, off_s, warmup)
     with _progress("simulating loads", minimum=1) as progress:
         runs = api.validate_model(scenario, requests=requests, mode=mode, progress=progress, **options)
     _emit(validation_view(runs), fmt, output)
@@ -935,13 +1073,15 @@ def main() -> None:
     from .errors import shorten
     from .yamlio import track_inputs
 
+    global _command
+    _command = None
     ex = _click_exceptions()
     warnings.showwarning = _show_warning
     try:
         with track_inputs():  # every file a command reads is one its outputs may not overwrite
             code = app(standalone_mode=False)
     except PlanInputError as exc:
-        typer.echo(f"prfaas-plan: error: {exc.one_line()}", err=True)
+        typer.echo(f"prfaas-plan: error: {_cli_error(exc).one_line()}", err=True)
         sys.exit(2)
     except ex.NoArgsIsHelpError as exc:
         typer.echo(exc.format_message())

@@ -7,7 +7,10 @@ each shortened (``shorten``) so that the whole line stays readable.
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 MAX_LINE_CHARS = 270  # the whole 'source: field: reason' line (ranges.MAX_ERROR_CHARS)
 _MAX_SOURCE_CHARS = 120
@@ -40,13 +43,28 @@ def show(value: object, limit: int = 40) -> str:
 
 
 class PlanInputError(Exception):
-    """Bad user input: names the file (if any), the field path (if any) and the reason."""
+    """Bad user input: names the file (if any), the field (if any) and the reason.
 
-    def __init__(self, reason: str, *, source: str | None = None, field: str | None = None):
+    ``field`` is the library's own name for what was wrong, never a command-line option: a
+    spec field's path in its file (``prfaas.calibration_fit``), or the name of the API
+    function's parameter (``rate_rps``, ``requests``, ``jobs``) when ``source`` is None. A
+    reason that refers to another parameter names it in backticks (``give `rate_rps` or
+    `load`, not both``). ``argument``: the field is a parameter although ``source`` is set
+    (a parameter that names a file, such as a profile ``api.compare`` is given, and the error
+    is in that file). ``names_argument`` says which errors are about a parameter's value;
+    the CLI names those by its option (``cli.OPTION_NAMES``)."""
+
+    def __init__(self, reason: str, *, source: str | None = None, field: str | None = None, argument: bool = False):
         self.reason = reason
         self.source = source
         self.field = field
+        self.argument = argument
         super().__init__(self.one_line())
+
+    @property
+    def names_argument(self) -> bool:
+        """Whether ``field`` is a parameter of the call (not a field inside a file)."""
+        return self.argument or self.source is None
 
     def one_line(self) -> str:
         parts = [
@@ -60,12 +78,44 @@ class PlanInputError(Exception):
 
     def with_source(self, source: str | None) -> PlanInputError:
         """Return a copy that names ``source`` unless one is named already."""
-        return PlanInputError(self.reason, source=self.source or source, field=self.field)
+        return PlanInputError(self.reason, source=self.source or source, field=self.field, argument=self.argument)
 
     def with_field(self, prefix: str) -> PlanInputError:
         """Return a copy whose field is under ``prefix`` (``workload.input`` + ``sigma``)."""
         field = f"{prefix}.{self.field}" if self.field else prefix
         return PlanInputError(self.reason, source=self.source, field=field)
+
+    def renamed(self, names: dict[str, str]) -> PlanInputError:
+        """This error with its field, and the backticked parameters its reason names, renamed
+        by ``names`` (library name -> caller's name) when it is about a parameter's value
+        (``names_argument``); unchanged otherwise."""
+        if not self.names_argument:
+            return self
+        reason = re.sub(r"`([^`]+)`", lambda m: names.get(m[1], m[0]), self.reason)
+        field = _renamed_field(self.field, names) if self.field else self.field
+        if (reason, field) == (self.reason, self.field):
+            return self
+        return PlanInputError(reason, source=self.source, field=field, argument=self.argument)
+
+
+def _renamed_field(field: str, names: dict[str, str]) -> str:
+    """``field`` by ``names``, or by its head where it is a part of a parameter
+    (``bandwidth_trace[1]``, ``parallel.tp``)."""
+    if field in names:
+        return names[field]
+    part = re.fullmatch(r"(\w+)([.\[].*)", field, re.S)
+    return names[part[1]] + part[2] if part and part[1] in names else field
+
+
+@contextmanager
+def under(prefix: str, source: str | None = None) -> Iterator[None]:
+    """Errors raised inside name their field under ``prefix`` (``workload.input`` + ``sigma``)
+    and ``source`` unless they name a file already: the one way a caller that knows where a
+    value sits in its file re-raises what the code below it found."""
+    try:
+        yield
+    except PlanInputError as exc:
+        raise exc.with_field(prefix).with_source(source) from None
 
 
 class PlanWarning(UserWarning):

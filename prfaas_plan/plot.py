@@ -83,11 +83,12 @@ def figure5(data, t_max_tokens: float | None = None):
     return fig
 
 
-def save(fig, out: OutputFiles, path: str, option: str = "--output") -> None:
-    """Write ``fig`` to ``path`` (format from its suffix) as part of ``out``, then close it."""
-    check_format(path, option)
+def save(fig, out: OutputFiles, path: str, field: str = "path") -> None:
+    """Write ``fig`` to ``path`` (format from its suffix) as part of ``out``, then close it;
+    errors name ``field``."""
+    check_format(path, field)
     try:
-        out.write(path, lambda tmp: fig.savefig(tmp, dpi=130), option)
+        out.write(path, lambda tmp: fig.savefig(tmp, dpi=130), field)
     finally:
         _pyplot().close(fig)
 

@@ -648,7 +648,7 @@ def _on_line(step, row: dict[str, str], n: int, path: str):
     except PlanInputError as exc:  # a value out of range, a model that does not fit: name the row
         if exc.source is not None:
             raise
-        field = f"line {n}" + (f": {exc.field.lstrip('-')}" if exc.field else "")
+        field = f"line {n}" + (f": {exc.field}" if exc.field else "")
         raise PlanInputError(exc.reason, source=path, field=field) from None
 
 

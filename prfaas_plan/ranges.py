@@ -54,7 +54,7 @@ def _num(x: float) -> str:
 
 TOKENS = Range(1, TOKENS_CAP, "tokens", "a request length, context, threshold or window (16M = 16 x 1,024^2)")
 INSTANCES = Range(0, 10_000, "instances", "instances of one pool (PrfaaS or PD)")
-CHIPS_PER_INSTANCE = Range(1, 65_536, "chips", "chips per instance (gpus_per_instance, --gpus)")
+CHIPS_PER_INSTANCE = Range(1, 65_536, "chips", "chips per instance (gpus_per_instance, the API's gpus)")
 GPU_BUDGET = Range(0, 10_000_000, "chips", "a GPU budget per hardware")
 USD_PER_HOUR_BUDGET = Range(0, 1e9, "$/hour", "a $/hour budget", lo_open=True)
 LAYERS = Range(1, 1_024, "layers", "layers of a model")
@@ -100,7 +100,7 @@ REQUESTS = Range(1, 500_000, "requests", "requests simulated by one command, ove
 # tests/data/published_benchmarks.csv is 57,674 input tokens/s per node, so 10^9 leaves room
 # for any deployment while a stray exponent (1e12) is refused.
 PUBLISHED_MEASUREMENT = Range(0, 1e9, "", "a published measurement (the CSV's measured, in its unit)", lo_open=True)
-OFFLINE_REQUESTS = Range(1, 1_000_000, "requests", "requests of an offline run (estimate --requests)")
+OFFLINE_REQUESTS = Range(1, 1_000_000, "requests", "requests of an offline run (estimate's requests)")
 POINTS = Range(2, 10_000, "points", "points of a sweep (a rate sweep: at most 1,000)")
 RATE_POINTS = Range(2, 1_000, "points", "points of a rate sweep (each evaluates the latency of every deployment)")
 SIM_SECONDS = Range(0, 1e7, "s", "a time in a simulation (drop start or length, trace step)")
@@ -128,7 +128,7 @@ INPUT_SCALE = Range(0.01, 100, "x", "a window's input-length factor (day.windows
 CONVERSION_S = Range(0, 1e6, "s", "the time one instance takes to switch role (day.conversion_s)")
 DAY_WINDOWS = Range(1, 168, "windows", "windows of a day profile")
 COMPARE_OPTIONS = Range(1, 512, "options", "combinations one compare plans")
-JOBS = Range(1, 64, "processes", "parallel processes of compare (--jobs)")
+JOBS = Range(1, 64, "processes", "parallel processes of compare (its jobs)")
 MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
 MAX_CHIP_COMBINATIONS = 64  # combinations of the pools' chips per instance one plan resolves
 MIN_CAPACITY_RPS = 1e-3  # a plan below this Lambda_max (3.6 requests/hour) is an error, not a table of zeros

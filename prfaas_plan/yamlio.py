@@ -388,36 +388,36 @@ class OutputFiles:
         return False
 
     @staticmethod
-    def check(path: str | Path, option: str = "--output", inputs: Iterable[tuple[str | None, str]] = ()) -> None:
+    def check(path: str | Path, field: str = "path", inputs: Iterable[tuple[str | None, str]] = ()) -> None:
         """Refuse a destination that is not a usable file name: empty, ending in '/', a folder,
         not a regular file, in a folder that does not exist, or the same file (device and
         inode) as one of ``inputs`` ((path, what it is)) or as any input read so far inside
         ``track_inputs``."""
         raw = os.fspath(path)
         if not raw.strip():
-            raise PlanInputError("an empty file name: give the file to write", field=option)
+            raise PlanInputError("an empty file name: give the file to write", field=field)
         if raw.endswith(("/", os.sep) + ((os.altsep,) if os.altsep else ())):
-            raise PlanInputError("ends in '/', which names a folder: give a file name", source=raw, field=option)
+            raise PlanInputError("ends in '/', which names a folder: give a file name", source=raw, field=field)
         path = Path(raw)
         try:
             st = os.stat(path)
         except FileNotFoundError:
             st = None
         except (OSError, ValueError) as exc:
-            raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=option) from None
+            raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=field) from None
         if st is not None and stat.S_ISDIR(st.st_mode):
-            raise PlanInputError("is a folder, not a file", source=str(path), field=option)
+            raise PlanInputError("is a folder, not a file", source=str(path), field=field)
         directory = path.parent if str(path.parent) else Path(".")
         dst = file_status(directory)
         if dst is None or not stat.S_ISDIR(dst.st_mode):
-            raise PlanInputError("output folder does not exist", source=str(path), field=option)
+            raise PlanInputError("output folder does not exist", source=str(path), field=field)
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise PlanInputError("exists and is not a regular file", source=str(path), field=option)
+            raise PlanInputError("exists and is not a regular file", source=str(path), field=field)
         if st is not None:
-            _refuse_input(st, str(path), option, inputs)
+            _refuse_input(st, str(path), field, inputs)
 
-    def write(self, path: str | Path, write: Callable[[str], None], option: str = "--output") -> None:
-        self.check(path, option)
+    def write(self, path: str | Path, write: Callable[[str], None], field: str = "path") -> None:
+        self.check(path, field)
         path = Path(path)
         try:
             fd, tmp = tempfile.mkstemp(
@@ -425,27 +425,27 @@ class OutputFiles:
             )
             os.close(fd)
         except OSError as exc:
-            raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=option) from None
-        self._pending.append((tmp, path, option))
+            raise PlanInputError(f"cannot write here ({_reason(exc)})", source=str(path), field=field) from None
+        self._pending.append((tmp, path, field))
         try:
             write(tmp)
             os.chmod(tmp, _mode_for(path))
         except OSError as exc:
-            raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path), field=option) from None
+            raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path), field=field) from None
 
-    def write_text(self, path: str | Path, text: str, option: str = "--output") -> None:
-        self.write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""), option)
+    def write_text(self, path: str | Path, text: str, field: str = "path") -> None:
+        self.write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""), field)
 
     def commit(self) -> None:
-        for tmp, path, option in self._pending:
+        for tmp, path, field in self._pending:
             try:
                 os.replace(tmp, path)
             except OSError as exc:
-                raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path), field=option) from None
+                raise PlanInputError(f"cannot write ({_reason(exc)})", source=str(path), field=field) from None
         self._pending.clear()
 
 
-def _refuse_input(st: os.stat_result, path: str, option: str, inputs: Iterable[tuple[str | None, str]]) -> None:
+def _refuse_input(st: os.stat_result, path: str, field: str, inputs: Iterable[tuple[str | None, str]]) -> None:
     """A PlanInputError if the existing output ``path`` (its ``st``) is one of the command's inputs."""
     key = (st.st_dev, st.st_ino)
     for given, what in inputs:
@@ -454,27 +454,27 @@ def _refuse_input(st: os.stat_result, path: str, option: str, inputs: Iterable[t
             raise PlanInputError(
                 f"is {what} this command reads ({shorten(str(given), 60)}): write the output to another file",
                 source=path,
-                field=option,
+                field=field,
             )
     if _inputs_read and key in _inputs_read:
         raise PlanInputError(
             f"is a file this command reads ({shorten(_inputs_read[key], 60)}): write the output to another file",
             source=path,
-            field=option,
+            field=field,
         )
 
 
-def write_text_atomic(path: str | Path, text: str, option: str = "--output") -> None:
+def write_text_atomic(path: str | Path, text: str, field: str = "path") -> None:
     """Write ``text`` to ``path`` via a temporary file and an atomic rename."""
-    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""), option)
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""), field)
 
 
-def write_atomic(path: str | Path, write: Callable[[str], None], option: str = "--output") -> None:
+def write_atomic(path: str | Path, write: Callable[[str], None], field: str = "path") -> None:
     """Call ``write(temporary_path)``, then rename the result over ``path``; an unwritable
     destination is a PlanInputError and leaves any existing file untouched. The new file gets
     the usual permissions (those of the file it replaces, else 0666 less the umask)."""
     with OutputFiles() as out:
-        out.write(path, write, option)
+        out.write(path, write, field)
         out.commit()
 
 

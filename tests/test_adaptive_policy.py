@@ -190,9 +190,9 @@ def test_role_switch_example_keeps_the_queue_bounded(case_inputs):
 @pytest.mark.parametrize(
     "changes, field",
     [
-        ({"adaptive_wait_low_s": 6.0}, "--adaptive-wait-low"),  # above the default high bound (5 s)
-        ({"adaptive_wait_high_s": 0.0}, "--adaptive-wait-high"),
-        ({"adaptive_wait_low_s": -1.0}, "--adaptive-wait-low"),
+        ({"adaptive_wait_low_s": 6.0}, "adaptive_wait_low_s"),  # above the default high bound (5 s)
+        ({"adaptive_wait_high_s": 0.0}, "adaptive_wait_high_s"),
+        ({"adaptive_wait_low_s": -1.0}, "adaptive_wait_low_s"),
     ],
 )
 def test_wait_bounds_are_checked(changes, field):

@@ -145,7 +145,7 @@ def test_an_engine_default_setting_reaches_the_instance_and_a_given_one_wins():
     16K prompt is refused naming the budget; giving chunked prefill back accepts it."""
     with pytest.raises(PlanInputError) as info:
         api.estimate("qwen3-8b", "h100", 1, input_tokens=16384, output_tokens=16, engine="trtllm")
-    assert info.value.field == "--pass-tokens"
+    assert info.value.field == "prefill_tokens_per_pass"
     est = api.estimate(
         "qwen3-8b", "h100", 1, input_tokens=16384, output_tokens=16, engine={"name": "trtllm", "chunked_prefill": True}
     )
@@ -230,7 +230,7 @@ def test_bare_string_and_mapping_forms_load_alike(tmp_path):
 def test_a_bad_engine_name_is_a_one_line_error_naming_the_field(tmp_path, run_cli):
     with pytest.raises(PlanInputError) as info:
         api.estimate("qwen3-8b", "h100", 1, engine="sglan")
-    assert info.value.field == "--engine" and "sglang" in info.value.one_line()
+    assert info.value.field == "engine" and "sglang" in info.value.one_line()
     with pytest.raises(PlanInputError) as info:
         api.engine_spec_of({"name": "tensorrt"})
     assert info.value.field == "engine" and "\n" not in info.value.one_line()

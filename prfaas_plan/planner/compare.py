@@ -307,7 +307,7 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
 
 def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None) -> Comparison:
     """Plan every option (in ``jobs`` processes when above one), rank them and mark the front."""
-    JOBS.check(jobs, "--jobs")
+    JOBS.check(jobs, "jobs")
     progress = progress or (lambda done, total: None)
     options = scenarios.options
     total = len(options)

@@ -81,7 +81,7 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
     better of the scarce and plentiful rules (the plan's own regime wins ties), named per row."""
     grid = np.unique(np.asarray(usable_gbps, dtype=float))
     if grid.size == 0 or np.any(~np.isfinite(grid)) or np.any(grid < 0):
-        raise PlanInputError("bandwidths must be finite and >= 0", field="--from/--to")
+        raise PlanInputError("bandwidths must be finite and >= 0", field="usable_gbps")
     caches = inputs.workload.caches
     if caches is None or caches.regime != CacheRegime.auto:
         regime = None if inputs.workload.routed is None else str(inputs.workload.routed.regime)

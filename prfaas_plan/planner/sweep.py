@@ -91,7 +91,7 @@ def sweep_bandwidth(
     (bandwidth, threshold) pair are evaluated at once, in chunks of bandwidths."""
     gbps = np.asarray(gbps, dtype=float)
     if gbps.size == 0 or np.any(~np.isfinite(gbps)) or np.any(gbps < 0):
-        raise PlanInputError("bandwidths must be finite and >= 0", field="--from/--to")
+        raise PlanInputError("bandwidths must be finite and >= 0", field="gbps")
     idx = np.arange(len(table))
     rows: list[dict] = []
     for start in range(0, len(gbps), _CHUNK):
@@ -124,7 +124,7 @@ def sweep_instances(
     from ..errors import PlanInputError as Infeasible
     from .optimizer import optimise
 
-    INSTANCES.check(upto, "--to")
+    INSTANCES.check(upto, "upto")
     counts = np.arange(upto + 1) if points is None else np.unique(np.linspace(0, upto, points).round().astype(int))
     rows = []
     for k, n in enumerate(counts.tolist()):

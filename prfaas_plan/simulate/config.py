@@ -1,7 +1,8 @@
 """What to simulate: the arrival process, the routing policy, the link's bandwidth over time.
 
 ``SimConfig`` is validated on construction; a bad value raises ``PlanInputError`` whose
-field is the ``prfaas-plan simulate`` option that sets it (``--rate``, ``--cv``, ...).
+field is the name of the ``SimConfig`` field (``rate_rps``, ``cv``, ...; the CLI names its
+options, ``cli.OPTION_NAMES``).
 This module imports nothing heavy (no numpy, no simpy).
 """
 
@@ -65,50 +66,50 @@ class SimConfig:
     rebalance_queue_high: int = 8  # requests waiting before a switch is considered
 
     def __post_init__(self) -> None:
-        RATE_RPS.check(self.rate_rps, "--rate")
-        _integer(self.requests, "--requests", minimum=1)
-        REQUESTS.check(self.requests, "--requests")
-        _integer(self.seed, "--seed", minimum=0)
-        SEED.check(self.seed, "--seed")
-        object.__setattr__(self, "arrivals", _choice(self.arrivals, ArrivalProcess, "--arrivals"))
-        ARRIVAL_CV.check(self.cv, "--cv")
-        _positive(self.on_s, "--on-s")
-        _positive(self.off_s, "--off-s")
-        _positive(self.burst_factor, "--burst-factor")
+        RATE_RPS.check(self.rate_rps, "rate_rps")
+        _integer(self.requests, "requests", minimum=1)
+        REQUESTS.check(self.requests, "requests")
+        _integer(self.seed, "seed", minimum=0)
+        SEED.check(self.seed, "seed")
+        object.__setattr__(self, "arrivals", _choice(self.arrivals, ArrivalProcess, "arrivals"))
+        ARRIVAL_CV.check(self.cv, "cv")
+        _positive(self.on_s, "on_s")
+        _positive(self.off_s, "off_s")
+        _positive(self.burst_factor, "burst_factor")
         if self.arrivals == ArrivalProcess.onoff:
             most = (self.on_s + self.off_s) / self.on_s  # the off rate would be negative above this
             if not 1.0 <= self.burst_factor <= most:
                 raise PlanInputError(
                     f"must be in [1, (on_s + off_s) / on_s = {most:g}] so that the off-period rate is >= 0, "
                     f"got {self.burst_factor:g}",
-                    field="--burst-factor",
+                    field="burst_factor",
                 )
-        object.__setattr__(self, "policy", _choice(self.policy, RoutingPolicy, "--policy"))
+        object.__setattr__(self, "policy", _choice(self.policy, RoutingPolicy, "policy"))
         if self.bandwidth_trace is not None:
-            object.__setattr__(self, "bandwidth_trace", check_trace(self.bandwidth_trace, "--bandwidth-trace"))
+            object.__setattr__(self, "bandwidth_trace", check_trace(self.bandwidth_trace, "bandwidth_trace"))
         if self.drop_at_s is not None:
-            SIM_SECONDS.check(self.drop_at_s, "--drop-at")
-        SIM_SECONDS.check(self.drop_for_s, "--drop-for")
-        _non_negative(self.drop_to_fraction, "--drop-to")
+            SIM_SECONDS.check(self.drop_at_s, "drop_at_s")
+        SIM_SECONDS.check(self.drop_for_s, "drop_for_s")
+        _non_negative(self.drop_to_fraction, "drop_to_fraction")
         if self.drop_to_fraction > 1:
-            raise PlanInputError(f"must be in [0, 1], got {self.drop_to_fraction:g}", field="--drop-to")
-        _positive(self.sample_interval_s, "--sample-interval")
-        _non_negative(self.warmup_fraction, "--warmup")
+            raise PlanInputError(f"must be in [0, 1], got {self.drop_to_fraction:g}", field="drop_to_fraction")
+        _positive(self.sample_interval_s, "sample_interval_s")
+        _non_negative(self.warmup_fraction, "warmup_fraction")
         if self.warmup_fraction >= 1:
-            raise PlanInputError(f"must be in [0, 1), got {self.warmup_fraction:g}", field="--warmup")
-        _positive(self.adaptive_util_low, "--adaptive-util-low")
-        _positive(self.adaptive_util_high, "--adaptive-util-high")
-        _below(self.adaptive_util_low, "--adaptive-util-low", self.adaptive_util_high, "--adaptive-util-high")
-        _non_negative(self.adaptive_wait_low_s, "--adaptive-wait-low")
-        _positive(self.adaptive_wait_high_s, "--adaptive-wait-high")
-        _below(self.adaptive_wait_low_s, "--adaptive-wait-low", self.adaptive_wait_high_s, "--adaptive-wait-high")
-        _positive(self.adaptive_interval_s, "--adaptive-interval")
-        _positive(self.adaptive_step_share, "--adaptive-step")
-        _non_negative(self.conversion_s, "--conversion")
-        _positive(self.rebalance_interval_s, "--rebalance-interval")
-        _integer(self.rebalance_queue_high, "--rebalance-queue-high", minimum=0)
+            raise PlanInputError(f"must be in [0, 1), got {self.warmup_fraction:g}", field="warmup_fraction")
+        _positive(self.adaptive_util_low, "adaptive_util_low")
+        _positive(self.adaptive_util_high, "adaptive_util_high")
+        _below(self.adaptive_util_low, "adaptive_util_low", self.adaptive_util_high, "adaptive_util_high")
+        _non_negative(self.adaptive_wait_low_s, "adaptive_wait_low_s")
+        _positive(self.adaptive_wait_high_s, "adaptive_wait_high_s")
+        _below(self.adaptive_wait_low_s, "adaptive_wait_low_s", self.adaptive_wait_high_s, "adaptive_wait_high_s")
+        _positive(self.adaptive_interval_s, "adaptive_interval_s")
+        _positive(self.adaptive_step_share, "adaptive_step_share")
+        _non_negative(self.conversion_s, "conversion_s")
+        _positive(self.rebalance_interval_s, "rebalance_interval_s")
+        _integer(self.rebalance_queue_high, "rebalance_queue_high", minimum=0)
         if self.adaptive_step_share > 1:
-            raise PlanInputError(f"must be in (0, 1], got {self.adaptive_step_share:g}", field="--adaptive-step")
+            raise PlanInputError(f"must be in (0, 1], got {self.adaptive_step_share:g}", field="adaptive_step_share")
 
 
 SAMPLES_PER_RUN = 20_000  # periodic samples and controller ticks a run aims at, at most
@@ -156,7 +157,7 @@ def _non_negative(value: object, field: str) -> None:
 def _below(low: float, low_field: str, high: float, high_field: str) -> None:
     """A hysteresis band: the lower bound must be below the upper one."""
     if low >= high:
-        raise PlanInputError(f"must be below {high_field} ({high:g}), got {low:g}", field=low_field)
+        raise PlanInputError(f"must be below `{high_field}` ({high:g}), got {low:g}", field=low_field)
 
 
 def _integer(value: object, field: str, *, minimum: int) -> None:

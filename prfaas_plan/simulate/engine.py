@@ -73,7 +73,7 @@ def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedu
         raise PlanInputError(
             "role switches need one PD pool that both prefills and decodes; this scenario "
             "decodes on a pool of its own (pd_decode)",
-            field="--rebalance",
+            field="rebalance",
         )
     dist = inputs.input_dist
     long = dist.lengths_tokens > deployment.threshold_tokens
@@ -96,7 +96,7 @@ def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedu
     if any_remote and schedule.final_bytes_per_s <= 0:
         raise PlanInputError(
             "the link ends at 0 Gbps, so remote KV transfers could never finish",
-            field="--bandwidth-trace" if config.bandwidth_trace else "link.bandwidth_gbps",
+            field="bandwidth_trace" if config.bandwidth_trace else "link.bandwidth_gbps",
         )
 
 

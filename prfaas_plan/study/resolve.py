@@ -167,7 +167,7 @@ def _pool(
         try:
             calibration = calibrated(model, hardware, gpus, points, fit, layout, engine)
         except PlanInputError as exc:
-            field = "calibration_fit" if exc.field == "--fit" else "calibration_points"
+            field = "calibration_fit" if exc.field == "fit" else "calibration_points"
             raise PlanInputError(exc.reason, source=source, field=f"{where}.{field}") from None
         hardware = calibration.hardware
     instance = Instance(hardware, gpus, layout, engine)

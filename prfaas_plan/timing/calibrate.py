@@ -233,7 +233,7 @@ def check_fit(params, points: int) -> tuple[FitParam, ...]:
             f"{points} point{'s' if points != 1 else ''} cannot determine {len(fit)} parameters "
             f"({', '.join(fit)}): give at least {len(fit)} points, or fit fewer parameters "
             f"(e.g. {'compute' if points == 1 else 'compute,prefill_overhead_s'})",
-            field="--points",
+            field="points",
         )
     return fit
 
@@ -536,9 +536,9 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
         raise PlanInputError(
             f"the roofline of {worst.model} on {worst.gpus} x {hardware.name} cannot reproduce these points: "
             f"{100 * worst.error:+.0f}% at {worst.length_tokens} tokens even with the best fit "
-            f"({', '.join(f'{k} {v:.3g}' for k, v in reported.items())}); check the model, --gpus and that "
+            f"({', '.join(f'{k} {v:.3g}' for k, v in reported.items())}); check the model, `gpus` and that "
             "prefill_s is in seconds",
-            field="--points",
+            field="points",
         )
     sizes = sorted({s.gpus for s in sets})
     instance = f"{'/'.join(map(str, sizes))}x{hardware.name}"

@@ -132,7 +132,7 @@ class Engine:
             raise PlanInputError(
                 f"without chunked prefill a pass must hold a whole prompt: {longest:,} tokens is "
                 f"more than the budget of {self.prefill_tokens_per_pass:,}; raise "
-                "prefill_tokens_per_pass or turn chunked prefill on",
+                "`prefill_tokens_per_pass` or turn `chunked_prefill` on",
                 field="prefill_tokens_per_pass",
             )
         return self.prefill_tokens_per_pass

@@ -67,7 +67,7 @@ class Layout:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def parse_layout(spec: str | dict | Layout, field: str = "--parallel") -> Layout:
+def parse_layout(spec: str | dict | Layout, field: str = "parallel") -> Layout:
     """``tp=4,pp=4``, ``{ep: 32, dp_attention: 32}`` (text or mapping) or a Layout; a PlanInputError naming ``field``."""
     if isinstance(spec, Layout):
         return spec
@@ -108,7 +108,7 @@ def parse_layout(spec: str | dict | Layout, field: str = "--parallel") -> Layout
     return layout
 
 
-def check_layout(model: ModelProfile, layout: Layout, chips: int, field: str = "--parallel") -> None:
+def check_layout(model: ModelProfile, layout: Layout, chips: int, field: str = "parallel") -> None:
     """The layout uses exactly ``chips`` chips and the model's heads, experts and layers divide."""
     if layout.chips != chips:
         raise PlanInputError(f"{layout.label} uses {layout.chips} chips, the instance has {chips}", field=field)

@@ -76,7 +76,7 @@ def chip_bytes(model: ModelProfile, layout: Layout, context_tokens: int) -> tupl
     return cache[key]
 
 
-def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int, field: str = "--parallel") -> list[Layout]:
+def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int, field: str = "parallel") -> list[Layout]:
     """The instance's layout if it fits, else every candidate layout that fits (errors if none)."""
     usable = usable_per_chip(instance)
     if instance.layout is not None:

@@ -165,7 +165,7 @@ def estimate_view(e: Estimate) -> Report:
         f"{e.decode.layout.label}; weights {d.weight_bytes / 1e9:,.1f} GB per chip",
         "e2e: offline, prefill and decode on the same chips (both on the decode layout); "
         + (
-            "steady state (give --requests for a run of that many)"
+            "steady state (given a number of requests: an offline run of that many)"
             if e.offline is None
             else f"a run of {e.offline.requests:,} requests queued at once: {e.offline.seconds:,.1f} s over "
             f"{e.offline.iterations:,} iterations at a mean of {e.offline.mean_batch_requests:,.0f} running "

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..choices import WorkloadType
-from ..errors import PlanInputError
+from ..errors import PlanInputError, under
 from ..ranges import MAX_SUPPORT_POINTS
 from .cdf import cdf_buckets
 from .trace import read_length_trace
@@ -292,10 +292,8 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
         )
 
     def build(constructor: Callable[..., LengthDistribution], **kwargs: Any) -> LengthDistribution:
-        try:
+        with under(field_prefix, source):
             return constructor(**kwargs)
-        except PlanInputError as exc:
-            raise PlanInputError(exc.reason, source=exc.source or source, field=f"{field_prefix}.{exc.field}") from None
 
     if kind == WorkloadType.lognormal:
         return build(
