@@ -290,6 +290,14 @@ def instance_of(
     return Instance(hw, gpus, layout, Engine.of(spec))
 
 
+def layout_of(text: str, field: str = "parallel"):
+    """A layout (``timing.layout.Layout``) from its text (``tp=8,ep=8``), as a scenario's
+    ``parallel``; an error names ``field``."""
+    from .timing.layout import parse_layout
+
+    return parse_layout(text, field=field)
+
+
 def engine_spec_of(engine=None):
     """A ``profiles.serving.EngineSpec`` from itself, a mapping (``{"name": "sglang", "overlap": 0.5}``),
     an engine's name (``"sglang"``, ``choices.EngineName``) or None (generic, its defaults)."""

@@ -336,8 +336,8 @@ def _serving(
     engine_name=None,
 ) -> dict:
     """The layout, precision and engine options as ``api`` keyword arguments (None: defaults);
-    the layout parsed here (``timing.layout.Layout``), the rest as the mappings of the spec."""
-    from .timing.layout import parse_layout
+    the layout parsed here (``api.layout_of``), the rest as the mappings of the spec."""
+    from . import api
 
     precision = {
         k: v
@@ -356,7 +356,7 @@ def _serving(
         )
         if v is not None
     }
-    layout = None if parallel is None else parse_layout(parallel, field="--parallel")
+    layout = None if parallel is None else api.layout_of(parallel, field="--parallel")
     return {"parallel": layout, "precision": precision or None, "engine": engine or None}
 
 
