@@ -733,12 +733,12 @@ def test_baselines_without_prfaas_use_the_pd_cache_only():
 
 
 def test_validate_checks_robust_and_day_sections(run_cli, tmp_path):
-    day = yaml.safe_load(DAY.read_text())
-    day["pd_decode"] = {"hardware": "h20", "gpus_per_instance": 8, "instances": {"min": 1, "max": 4}}
-    path = tmp_path / "day_pdd.yaml"
+    day = yaml.safe_load(DAY.read_text())  # a schema-valid day that the schedule refuses
+    day["workload"]["cluster_caches"] = {"pd": {"hit_fractions": [0.5], "probs": [1.0]}, "regime": "scarce"}
+    path = tmp_path / "day_caches.yaml"
     path.write_text(yaml.safe_dump(day))
     res = run_cli("validate", path)
-    assert res.code == 2 and "day" in res.err and "pd_decode" in res.err
+    assert res.code == 2 and "day.windows" in res.err and "cluster_caches" in res.err, res.err
     robust = _robust_doc()
     robust["robust"]["cases"][1]["workload"]["input"]["max_tokens"] = 10_000_000
     path = tmp_path / "robust_long.yaml"
