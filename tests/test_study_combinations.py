@@ -309,3 +309,20 @@ def test_compare_over_a_sites_file_from_the_cli(run_cli, tmp_path):
     assert "b200" in res.out and "h200" in res.out
     res = run_cli("compare", str(path), "--decode", "groq-lpu", "--jobs", "1")
     assert res.code == 2 and "decode-only" in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+# --------------------------------------------------------------------------------------------
+# one programme in the package
+
+
+def test_one_milp_builder_in_the_package():
+    """Every mixed-integer programme is built by planner/formulation.py: no other module of the
+    package constructs a pulp problem or adds a variable to one."""
+    import ast
+
+    builders = set()
+    for path in sorted((REPO / "prfaas_plan").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("LpProblem", "LpVariable", "add_variable"):
+                builders.add(path.relative_to(REPO).as_posix())
+    assert builders == {"prfaas_plan/planner/formulation.py"}
