@@ -226,7 +226,7 @@ def case_demands(study: Study, case) -> list[dict]:
 
 
 def plan_robust_sites(study: Study) -> RobustSitesPlan:
-    """One set of counts for every case of a multi-site study (``profiles.sites.SitesRobustSpec``):
+    """One set of counts for every case of a multi-site study (``profiles.scenario.RobustSpec``):
     the one programme over cases x windows, coarse then fine thresholds per case and site."""
     n_windows, n_cases = len(study.windows), len(study.cases)
     per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // (n_windows * n_cases)))

@@ -225,14 +225,11 @@ class BudgetSpec(StrictModel):
 
 
 class ObjectiveSpec(StrictModel):
-    type: ObjectiveKind = ObjectiveKind.max_throughput
-    target_rate_rps: Float(RATE_RPS) | None = None  # required by min_cost
+    """max_throughput, or min_cost: the cheapest plan serving a target (one site: ``target_rate_rps``,
+    required; several sites: every PD site's ``rate_rps``, so no target is given)."""
 
-    @model_validator(mode="after")
-    def _target(self):
-        if self.type == ObjectiveKind.min_cost and self.target_rate_rps is None:
-            raise ValueError("min_cost needs target_rate_rps")
-        return self
+    type: ObjectiveKind = ObjectiveKind.max_throughput
+    target_rate_rps: Float(RATE_RPS) | None = None
 
 
 class SloSpec(StrictModel):
@@ -272,14 +269,29 @@ class CompareSpec(StrictModel):
     basis: Basis = Basis.model  # what every option is sized on (``choices.Basis``)
 
 
+class CaseLinkSpec(StrictModel):
+    """A link's bandwidth in one case of a robust multi-site plan."""
+
+    prfaas: Name
+    pd: Name
+    bandwidth_gbps: Float(LINK_GBPS)
+
+
+MAX_SITES = 16
+
+
 class RobustCaseSpec(StrictModel):
-    """One case of a robust plan: what it changes of the scenario (the rest is kept)."""
+    """One case of a robust plan: what it changes of the scenario (the rest is kept). One site:
+    ``workload``, ``link_gbps``, ``target_rate_rps``; several sites: ``workload`` (of every PD
+    site), ``rates`` (per PD site), ``links`` (per link)."""
 
     name: Name
     weight: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.0  # of ``weighted``; the weights sum to 1
     workload: WorkloadSpec | None = None  # replaces the scenario's workload
-    link_gbps: Float(LINK_GBPS) | None = None  # replaces the link's bandwidth
-    target_rate_rps: Float(RATE_RPS) | None = None  # of ``min_cost`` (default: the objective's)
+    link_gbps: Float(LINK_GBPS) | None = None  # replaces the link's bandwidth (one site)
+    target_rate_rps: Float(RATE_RPS) | None = None  # of ``min_cost`` (default: the objective's; one site)
+    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
+    links: Annotated[list[CaseLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
 
 
 class RobustSpec(StrictModel):
@@ -308,43 +320,55 @@ class RobustSpec(StrictModel):
 
 
 class WindowSpec(StrictModel):
-    """One window of a day: its length, its arrival rate and how its input lengths shift."""
+    """One window of a day: its length, its arrival rate (one site: ``rate_rps``, required; several
+    sites: ``rates`` per PD site, sites left out keeping their ``rate_rps``) and how its input
+    lengths shift (one site)."""
 
     name: Name | None = None
     hours: Float(WINDOW_HOURS)
-    rate_rps: Float(RATE_RPS)
+    rate_rps: Float(RATE_RPS) | None = None
+    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
     input_scale: Float(INPUT_SCALE) = 1.0  # every input length x this factor (capped at the model's context)
 
 
 class DaySpec(StrictModel):
     """Traffic that changes through the day: the counts are bought once, the PD-P / PD-D split and
-    the threshold are chosen per window (``planner.schedule``)."""
+    the threshold are chosen per window (``planner.schedule``; several sites: ``planner.sites``)."""
 
     windows: Annotated[list[WindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
     conversion_s: Float(CONVERSION_S) = 300.0  # one instance switching between PD-P and PD-D is idle this long
     max_switches_per_window: Int(INSTANCES) | None = None  # role switches between consecutive windows (None: any)
 
 
-class Scenario(StrictModel):
+class DeploymentSpec(StrictModel):
+    """What every scenario file gives, of one site (``Scenario``) or of several (``profiles.sites``):
+    the model, the workload, decode settings, budgets, the objective, compare options, robust
+    cases and the windows of a day."""
+
     name: Name
     description: Text = ""
     notes: List(Text) = Field(default_factory=list)
     model: Path  # shipped name or YAML path
     precision: PrecisionSpec | None = None  # dtype overrides of the model (weights, experts, kv, attention)
-    prfaas: ClusterSpec
-    pd: ClusterSpec  # the local PD cluster; with pd_decode, its prefill (PD-P) pool only
-    pd_decode: ClusterSpec | None = None  # a decode-only pool of the local cluster (e.g. LPUs beside H200 PD-P)
-    link: LinkSpec
     workload: WorkloadSpec
     decode: DecodeSpec = Field(default_factory=DecodeSpec)
     budgets: BudgetSpec = Field(default_factory=BudgetSpec)
     objective: ObjectiveSpec = Field(default_factory=ObjectiveSpec)
+    compare: CompareSpec | None = None  # options of `prfaas-plan compare`
+    robust: RobustSpec | None = None  # cases of `prfaas-plan robust`
+    day: DaySpec | None = None  # windows of `prfaas-plan schedule` (several sites: of `prfaas-plan sites`)
+
+
+class Scenario(DeploymentSpec):
+    """One site: a PrfaaS pool, a PD pool (and a decode-only pool) and the link between them."""
+
+    prfaas: ClusterSpec
+    pd: ClusterSpec  # the local PD cluster; with pd_decode, its prefill (PD-P) pool only
+    pd_decode: ClusterSpec | None = None  # a decode-only pool of the local cluster (e.g. LPUs beside H200 PD-P)
+    link: LinkSpec
     slo: SloSpec | None = None
     latency: LatencySpec = Field(default_factory=LatencySpec)
     optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)
-    compare: CompareSpec | None = None  # options of `prfaas-plan compare`
-    robust: RobustSpec | None = None  # cases of `prfaas-plan robust`
-    day: DaySpec | None = None  # windows of `prfaas-plan schedule`
 
     @model_validator(mode="before")
     @classmethod
@@ -358,6 +382,21 @@ class Scenario(StrictModel):
             defaults = measured_instance_defaults(decode, pool, "tokens_per_s_hardware", "tokens_per_s_gpus")
             data = {**data, "decode": {**decode, **defaults}}
         return data
+
+    @model_validator(mode="after")
+    def _one_site_fields(self):
+        """The fields of the one-site form: a min_cost target, a rate per window, no per-site rates."""
+        if self.objective.type == ObjectiveKind.min_cost and self.objective.target_rate_rps is None:
+            raise ValueError("objective: min_cost needs target_rate_rps")
+        for k, window in enumerate(self.day.windows if self.day else ()):
+            if window.rate_rps is None:
+                raise ValueError(f"day.windows[{k}].rate_rps: required field is missing")
+            if window.rates:
+                raise ValueError(f"day.windows[{k}].rates: per-site rates are for several sites; give rate_rps")
+        for k, case in enumerate(self.robust.cases if self.robust else ()):
+            if case.rates or case.links:
+                raise ValueError(f"robust.cases[{k}]: rates and links are for several sites; give link_gbps")
+        return self
 
     @model_validator(mode="after")
     def _decode_pool(self):

@@ -29,15 +29,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, Strict, model_validator
+from pydantic import Field, model_validator
 
-from ..choices import CacheRegime, ObjectiveKind, RobustObjective
-from ..ranges import CONVERSION_S, DAY_WINDOWS, INSTANCES, LINK_GBPS, RATE_RPS, WINDOW_HOURS
-from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
-from .scenario import BudgetSpec, ClusterSpec, CompareSpec, DecodeSpec, LinkSpec, WorkloadSpec
-from .serving import PrecisionSpec
-
-MAX_SITES = 16
+from ..choices import CacheRegime
+from ..ranges import RATE_RPS
+from ._base import Float, Name, validate_or_raise
+from .scenario import MAX_SITES, ClusterSpec, DeploymentSpec, LinkSpec, WorkloadSpec
 
 
 class PrfaasSiteSpec(ClusterSpec):
@@ -55,86 +52,28 @@ class SiteLinkSpec(LinkSpec):
     pd: Name  # a PD site's name
 
 
-class SitesWindowSpec(StrictModel):
-    """One window of a multi-site day: its length and each PD site's rate (sites left out keep their
-    rate_rps)."""
+class SitesScenario(DeploymentSpec):
+    """Several sites: PrfaaS sites, PD sites (each with its users' demand) and the links between them;
+    the model, workload (each PD site's default), decode settings, budgets, objective, compare
+    options, robust cases and day are the common ones (``profiles.scenario.DeploymentSpec``)."""
 
-    name: Name | None = None
-    hours: Float(WINDOW_HOURS)
-    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
-
-
-class SitesDaySpec(StrictModel):
-    windows: Annotated[list[SitesWindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
-    conversion_s: Float(CONVERSION_S) = 300.0  # an instance switching between PD-P and PD-D is idle this long
-    max_switches_per_window: Int(INSTANCES) | None = None  # per site, between consecutive windows
-
-
-class SitesObjectiveSpec(StrictModel):
-    """max_throughput: the largest common demand scale; min_cost: the cheapest plan serving every
-    site's rate_rps (the sites' rates are the targets)."""
-
-    type: ObjectiveKind = ObjectiveKind.max_throughput
-
-
-class CaseLinkSpec(StrictModel):
-    """A link's bandwidth in one case of a robust plan."""
-
-    prfaas: Name
-    pd: Name
-    bandwidth_gbps: Float(LINK_GBPS)
-
-
-class SitesCaseSpec(StrictModel):
-    """One case of a robust multi-site plan: what it changes (the rest is kept)."""
-
-    name: Name
-    weight: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.0  # of ``weighted``; the weights sum to 1
-    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
-    workload: WorkloadSpec | None = None  # replaces the workload of every PD site
-    links: Annotated[list[CaseLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
-
-
-class SitesRobustSpec(StrictModel):
-    """Several cases served by one set of instance counts (each case with its own thresholds, splits
-    and offloads): ``worst_case`` maximises the smallest demand scale, ``weighted`` the weighted
-    mean, ``min_cost`` serves every case's rates at the lowest $/hour."""
-
-    objective: RobustObjective = RobustObjective.worst_case
-    cases: Annotated[list[SitesCaseSpec], Field(min_length=2, max_length=16)]
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        names = [c.name for c in self.cases]
-        if len(set(names)) < len(names):
-            raise ValueError("case names must differ")
-        total = sum(c.weight for c in self.cases)
-        if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:
-            raise ValueError(f"the cases' weights sum to {total:g}, not 1")
-        return self
-
-
-class SitesScenario(StrictModel):
-    name: Name
-    description: Text = ""
-    notes: List(Text) = Field(default_factory=list)
-    model: Annotated[str, Field(min_length=1, max_length=4096)]
-    precision: PrecisionSpec | None = None
     prfaas_sites: Annotated[list[PrfaasSiteSpec], Field(min_length=1, max_length=MAX_SITES)]
     pd_sites: Annotated[list[PdSiteSpec], Field(min_length=1, max_length=MAX_SITES)]
     links: Annotated[list[SiteLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
-    workload: WorkloadSpec
-    decode: DecodeSpec = Field(default_factory=DecodeSpec)
-    budgets: BudgetSpec = Field(default_factory=BudgetSpec)
-    objective: SitesObjectiveSpec = Field(default_factory=SitesObjectiveSpec)
-    day: SitesDaySpec | None = None  # windows of the day: the counts are shared, the splits and thresholds not
-    robust: SitesRobustSpec | None = None  # cases of `prfaas-plan robust`: the counts are shared
-    compare: CompareSpec | None = None  # options of `prfaas-plan compare` (every PrfaaS site, every PD site, every link)
 
     @model_validator(mode="after")
     def _names(self):
         if self.compare is not None and self.compare.pd_decode:
             raise ValueError("compare.pd_decode: a multi-site file has no decode-only pools")
+        if self.objective.target_rate_rps is not None:
+            raise ValueError("objective.target_rate_rps: several sites' targets are their rate_rps")
+        for k, window in enumerate(self.day.windows if self.day else ()):
+            for field, given in (("rate_rps", window.rate_rps is not None), ("input_scale", window.input_scale != 1.0)):
+                if given:
+                    raise ValueError(f"day.windows[{k}].{field}: is for one site; give rates per PD site")
+        for k, case in enumerate(self.robust.cases if self.robust else ()):
+            if case.link_gbps is not None or case.target_rate_rps is not None:
+                raise ValueError(f"robust.cases[{k}]: link_gbps and target_rate_rps are for one site; give links and rates")
         for kind, sites in (("prfaas_sites", self.prfaas_sites), ("pd_sites", self.pd_sites)):
             names = [s.name for s in sites]
             if len(set(names)) < len(names):
