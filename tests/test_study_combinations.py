@@ -17,6 +17,7 @@ from prfaas_plan.planner.optimizer import usd_per_hour
 from prfaas_plan.planner.schedule import day_plan
 from prfaas_plan.planner.throughput import bounds
 from prfaas_plan.profiles.scenario import load_scenario
+from prfaas_plan.profiles.sites import load_sites_scenario as load_sites
 from prfaas_plan.study.resolve import build_inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -326,3 +327,37 @@ def test_one_milp_builder_in_the_package():
             if isinstance(node, ast.Attribute) and node.attr in ("LpProblem", "LpVariable", "add_variable"):
                 builders.add(path.relative_to(REPO).as_posix())
     assert builders == {"prfaas_plan/planner/formulation.py"}
+
+
+# --------------------------------------------------------------------------------------------
+# what-ifs on the resolved study
+
+
+def test_what_ifs_on_a_study_equal_the_file_changed_by_hand(tmp_path):
+    """A link's bandwidth, a window alone and a case alone, as typed replacements of the resolved
+    study, plan as the file with that change written out does."""
+    from prfaas_plan.planner.sites import plan_sites
+    from prfaas_plan.study.resolve import resolve_sites
+
+    doc = robust_sites_doc()
+    path = tmp_path / "sites.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    _, study = api.robust_sites(str(path))
+    thin = plan_sites(study.with_link("factory", "west", 25.0))
+    by_hand = yaml.safe_load(path.read_text())
+    by_hand["links"][1]["bandwidth_gbps"] = 25.0
+    del by_hand["robust"]
+    alone = tmp_path / "thin.yaml"
+    alone.write_text(yaml.safe_dump(by_hand))
+    written, _ = api.sites(str(alone))
+    assert thin.scale == pytest.approx(written.scale, rel=1e-9)
+    east_peak = plan_sites(study.case("east-peak"))
+    by_hand = yaml.safe_load(path.read_text())
+    by_hand["pd_sites"][0]["rate_rps"], by_hand["pd_sites"][1]["rate_rps"] = 3.0, 1.0
+    del by_hand["robust"]
+    alone.write_text(yaml.safe_dump(by_hand))
+    written, _ = api.sites(str(alone))
+    assert east_peak.scale == pytest.approx(written.scale, rel=1e-9)
+    assert plan_sites(resolve_sites(load_sites(by_hand)).window("steady")).scale == pytest.approx(written.scale, rel=1e-9)
+    with pytest.raises(Exception, match="no case 'north'"):
+        study.case("north")

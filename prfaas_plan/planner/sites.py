@@ -217,14 +217,6 @@ class RobustSitesPlan:
         return sum(c.weight * c.scale for c in self.cases)
 
 
-def case_demands(study: Study, case) -> list[dict]:
-    """Each window's demand per PD site under ``case``: the window's rate x the case's rate / the
-    site's own (a case scales a site's demand; a day shapes it)."""
-    base = {s.name: s.demand_rps for s in study.pd_sites}
-    rate = {s.name: s.demand_rps for s in case.pd_sites}
-    return [{name: w.rates_rps[name] * rate[name] / base[name] for name in base} for w in study.windows]
-
-
 def plan_robust_sites(study: Study) -> RobustSitesPlan:
     """One set of counts for every case of a multi-site study (``profiles.scenario.RobustSpec``):
     the one programme over cases x windows, coarse then fine thresholds per case and site."""
@@ -241,7 +233,7 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
         under = study.under(case)
         table = pair_tables(under)
         decode = {s.name: s.decode_rps_per_instance for s in case.pd_sites}
-        demand = case_demands(study, case)
+        demand = [w.rates_rps for w in under.windows]
         for w, window in enumerate(study.windows):
             cells.append(Cell(c, w, window.hours, demand[w], table, case.links, decode))
             for s in study.pd_sites:

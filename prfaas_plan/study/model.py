@@ -358,15 +358,60 @@ class Study:
     cases: tuple[Case, ...] = ()  # of a robust plan (none: the study as given)
     robust: RobustObjective | None = None  # what a robust plan optimises over the cases
 
+    # What-ifs: each replaces a whole part of the resolved study, so nothing derived is left behind.
+
     def under(self, case: Case) -> Study:
-        """The study as ``case`` has it (its sites and links; no cases)."""
-        return replace(self, pd_sites=case.pd_sites, links=case.links, cases=(), robust=None)
+        """The study as ``case`` has it: its sites and links, and each window's demand of a site x the
+        case's rate / the site's own (a case scales a site's demand; a day shapes it); no cases."""
+        ratio = {s.name: c.demand_rps / s.demand_rps for s, c in zip(self.pd_sites, case.pd_sites)}
+        windows = tuple(replace(w, rates_rps={k: v * ratio[k] for k, v in w.rates_rps.items()}) for w in self.windows)
+        return replace(self, pd_sites=case.pd_sites, links=case.links, windows=windows, cases=(), robust=None)
+
+    def case(self, name: str) -> Study:
+        """The study under its robust case ``name``."""
+        found = next((c for c in self.cases if c.name == name), None)
+        if found is None:
+            raise PlanInputError(
+                f"no case '{name}' (cases: {', '.join(c.name for c in self.cases) or 'none'})", field="robust.cases"
+            )
+        return self.under(found)
+
+    def window(self, name: str) -> Study:
+        """The study in its window ``name`` alone (no role switches: there is no window before it)."""
+        found = next((w for w in self.windows if w.name == name), None)
+        if found is None:
+            raise PlanInputError(f"no window '{name}' (windows: {', '.join(w.name for w in self.windows)})", field="day.windows")
+        return replace(self, windows=(found,))
+
+    def with_link(self, prfaas: str, pd: str, gbps: float) -> Study:
+        """The study with the link from ``prfaas`` to ``pd`` at ``gbps`` raw (its usable fraction,
+        RTT and prices kept; a pair without a link gets one)."""
+        LINK_GBPS.check(gbps, "links.bandwidth_gbps")
+        self.site(pd), self.prfaas_site(prfaas)  # both exist
+        link = self.links.get((prfaas, pd)) or Link(0.0, 1.0, 0.0)
+        return replace(self, links={**self.links, (prfaas, pd): link.with_bandwidth_gbps(gbps)})
+
+    def with_limits(self, usd_per_hour: float | None = None, gpu_budget: dict[str, int] | None = None) -> Study:
+        """The study under other budgets (None: the study's own)."""
+        return replace(
+            self,
+            usd_per_hour=self.usd_per_hour if usd_per_hour is None else usd_per_hour,
+            gpu_budget=self.gpu_budget if gpu_budget is None else dict(gpu_budget),
+        )
 
     def site(self, name: str) -> PdSite:
-        return next(s for s in self.pd_sites if s.name == name)
+        found = next((s for s in self.pd_sites if s.name == name), None)
+        if found is None:
+            raise PlanInputError(f"no PD site '{name}' (sites: {', '.join(s.name for s in self.pd_sites)})", field="pd_sites")
+        return found
 
     def prfaas_site(self, name: str) -> PrfaasSite:
-        return next(s for s in self.prfaas_sites if s.name == name)
+        found = next((s for s in self.prfaas_sites if s.name == name), None)
+        if found is None:
+            raise PlanInputError(
+                f"no PrfaaS site '{name}' (sites: {', '.join(s.name for s in self.prfaas_sites)})", field="prfaas_sites"
+            )
+        return found
 
     def link(self, prfaas: str, pd: str) -> Link | None:
         return self.links.get((prfaas, pd))
