@@ -361,3 +361,14 @@ def test_what_ifs_on_a_study_equal_the_file_changed_by_hand(tmp_path):
     assert plan_sites(resolve_sites(load_sites(by_hand)).window("steady")).scale == pytest.approx(written.scale, rel=1e-9)
     with pytest.raises(Exception, match="no case 'north'"):
         study.case("north")
+
+
+def test_a_day_of_sites_prints_the_fewest_role_switches():
+    """two-edges-day's cheapest plan ($147.92/hour: 8 PrfaaS, 2 + 2 PD instances) can keep every split
+    all day; among the plans of that cost the planner prints one with no role switch (the day is
+    cyclic: the first window follows the last)."""
+    result, _ = api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
+    assert result.usd_per_hour == pytest.approx(147.92, abs=0.005)
+    for site in ("us-east", "europe"):
+        splits = [next(s.n_p for s in w.pd if s.name == site) for w in result.windows]
+        assert sum(a != b for a, b in zip(splits, splits[-1:] + splits[:-1])) == 0, (site, splits)

@@ -1048,6 +1048,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '    if best is None or best.scales[0] < sol.scales[c]:',
         '    if True:',
     ),
+    'sites-day-any-optimum-split': (
+        'prfaas_plan/planner/formulation.py',
+        '    if len(study.windows) < 2:\n        return sol',
+        '    if True:\n        return sol',
+    ),
 }
 
 

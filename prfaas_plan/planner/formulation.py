@@ -25,13 +25,15 @@ provisioned $/hour with every s_c = 1 (sum_k lambda_ik >= r_ciw). Over a day, in
 switch role at a window's start (into_p >= N_p,w - N_p,w-1, into_d likewise, the day cyclic)
 are idle for f = min(1, conversion_s / window) of it: PD-P capacity N_p - f into_p, decode
 r_d (N_d - f into_d); at most ``max_switches`` switch per site and window. Ties go to fewer
-instances (a 1e-7 weight on their total).
+instances (a 1e-7 weight on their total); over a day, ``fewest_switches`` then keeps the counts
+and the scales and asks the fewest role switches (the splits of a day are otherwise any of the
+equal optima).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..choices import ObjectiveKind, RobustObjective
 from ..study.model import Link, Study
@@ -91,12 +93,20 @@ class Solved:
     cells: tuple[CellPlan, ...]
 
 
-def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str], list[int]], goal: Goal) -> Solved | None:
+def solve(
+    study: Study,
+    cells: list[Cell],
+    candidates: dict[tuple[int, int, str], list[int]],
+    goal: Goal,
+    scale_floor: tuple[float, ...] | None = None,
+) -> Solved | None:
     """The programme over ``cells`` with the threshold candidates of each (case, window, PD site); None
-    when CBC finds no plan (or one that breaks a constraint)."""
+    when CBC finds no plan (or one that breaks a constraint). With ``scale_floor`` (one per case) it
+    minimises the role switches instead, each case's scale held at least at its floor: the second,
+    lexicographic step of ``fewest_switches``."""
     import pulp
 
-    maximise = goal.maximise
+    maximise = goal.maximise and scale_floor is None
     prob = pulp.LpProblem("prfaas", pulp.LpMaximize if maximise else pulp.LpMinimize)
     var = prob.add_variable
     n_f = {f.name: var(f"nf_{j}", *f.instances, cat="Integer") for j, f in enumerate(study.prfaas_sites)}
@@ -107,7 +117,10 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
         if s.decode_pool is not None
     }
     cases = sorted({cell.case for cell in cells})
-    scale = {c: var(f"s_{c}", 0, None) if maximise else 1.0 for c in cases}
+    if scale_floor is not None and goal.maximise:
+        scale = {c: var(f"s_{c}", scale_floor[k], None) for k, c in enumerate(cases)}
+    else:
+        scale = {c: var(f"s_{c}", 0, None) if maximise else 1.0 for c in cases}
     cost = pulp.lpSum(n_f[f.name] * (f.pool.usd_per_hour_per_instance or 0.0) for f in study.prfaas_sites)
     gpus: dict[str, list] = {}
     for f in study.prfaas_sites:
@@ -146,7 +159,7 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
                 prob += li <= upper * zi
             demand = cell.demands[name]
             served = pulp.lpSum(lam)
-            prob += served == scale[cell.case] * demand if maximise else served >= demand
+            prob += served == scale[cell.case] * demand if not isinstance(scale[cell.case], float) else served >= demand
             f_idle = min(1.0, study.conversion_s / (cell.hours * 3600.0)) if n_windows > 1 else 0.0
             into_p = into_d = 0.0
             if s.decode_pool is None and n_windows > 1 and (f_idle > 0 or study.max_switches is not None):
@@ -196,7 +209,13 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
     if study.usd_per_hour is not None:
         prob += cost <= study.usd_per_hour
     total = pulp.lpSum(n_pd.values()) + pulp.lpSum(n_f.values()) + pulp.lpSum(n_dd.values())
-    prob += _objective(prob, goal, scale, cases) - TIE_WEIGHT * total if maximise else cost
+    switched = pulp.lpSum(into_p + into_d for windows in switches.values() for _, into_p, into_d in windows.values())
+    if scale_floor is not None:
+        prob += switched
+    elif maximise:
+        prob += _objective(prob, goal, scale, cases) - TIE_WEIGHT * total
+    else:
+        prob += cost
     for solver in _solvers():
         with warnings.catch_warnings():
             # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
@@ -216,6 +235,28 @@ def solve(study: Study, cells: list[Cell], candidates: dict[tuple[int, int, str]
         {name: _int(v) for name, v in n_dd.items()},
         tuple(_cell_plan(cell, per_site) for cell, per_site in zip(cells, per_cell)),
     )
+
+
+def fewest_switches(study: Study, cells: list[Cell], candidates: dict, goal: Goal, sol: Solved) -> Solved:
+    """``sol``'s counts and scales with the fewest role switches over the day (the same cost: the
+    counts are kept); ``sol`` itself when it has one window or the second step finds nothing."""
+    if len(study.windows) < 2:
+        return sol
+    fixed = replace(
+        study,
+        prfaas_sites=tuple(replace(f, instances=(sol.n_prfaas[f.name],) * 2) for f in study.prfaas_sites),
+        pd_sites=tuple(
+            replace(
+                s,
+                instances=(sol.n_pd[s.name],) * 2,
+                decode_instances=None if s.decode_pool is None else (sol.n_decode[s.name],) * 2,
+            )
+            for s in study.pd_sites
+        ),
+    )
+    floor = tuple(x * (1 - 1e-9) for x in sol.scales)
+    fewer = solve(fixed, cells, candidates, goal, scale_floor=floor)
+    return sol if fewer is None else replace(fewer, scales=sol.scales, proven=sol.proven and fewer.proven)
 
 
 def _solvers():

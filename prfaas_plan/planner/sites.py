@@ -20,7 +20,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..study.model import Objective, Study
 from ..units import bytes_per_s_to_gbps
-from .formulation import Cell, Goal, Solved, solve
+from .formulation import Cell, Goal, Solved, fewest_switches, solve
 from .optimizer import coarse_indices
 from .throughput import ThresholdTable, threshold_table
 
@@ -103,10 +103,11 @@ def plan_sites(study: Study) -> SitesPlan:
     sol = solve(study, cells, cands, goal)
     if sol is None:
         raise _infeasible(study)
-    refined = solve(study, cells, refine(cands, sol, per_site * 2), goal)
+    fine = refine(cands, sol, per_site * 2)
+    refined = solve(study, cells, fine, goal)
     if refined is not None and _better(refined, sol, goal):
-        sol = refined
-    return _result(study, tables, sol)
+        sol, cands = refined, fine
+    return _result(study, tables, fewest_switches(study, cells, cands, goal, sol))
 
 
 def refine(cands: dict, sol: Solved, most: int) -> dict:
