@@ -1,0 +1,124 @@
+"""Start-up of `prfaas-plan plan` against its import floor (issue 18: at most 1.5x).
+
+The import floor is the time a process takes to import the third-party modules that `plan`
+itself ends up loading (numpy, pydantic, yaml, typer and whatever they pull in; found by a
+probe run that lists ``sys.modules`` after `plan`), without prfaas_plan: no planner can start
+faster than the libraries it stands on. The ratio is plan's wall time over the floor's.
+
+    python benchmarks/startup.py                 # 21 alternating runs of each, medians
+    python benchmarks/startup.py --runs 31 --before /tmp/pre18   # also an earlier checkout
+    python benchmarks/startup.py --append        # append the section to benchmarks/RESULTS.md
+
+Every command runs as a whole process (interpreter start included) from a neutral folder with
+the checkout first on ``PYTHONPATH``, byte-compiled (``PYTHONDONTWRITEBYTECODE`` unset) after
+one untimed warm-up run each; the builds and the floor run in turn, run by run, so that all see
+the same machine load. ``--before`` names the root of another checkout (e.g. made with
+``git archive <commit> | tar -x -C /tmp/pre18``) whose `plan` is timed alongside.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PROBE = """
+import sys
+from prfaas_plan.cli import main
+sys.argv = ["prfaas-plan", "plan", "-o", sys.argv[1]]
+try:
+    main()
+except SystemExit:
+    pass
+std = set(sys.stdlib_module_names)
+names = sorted(m for m in list(sys.modules) if m.split(".")[0] not in std and m.split(".")[0] != "prfaas_plan"
+               and not m.startswith("_") and m != "__main__")
+print(" ".join(names))
+"""
+FLOOR = """
+import importlib, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception:
+        pass
+"""
+
+
+def env_for(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(root)
+    return env
+
+
+def wall_s(args: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
+    return time.perf_counter() - start
+
+
+def floor_modules(root: Path, out: str, cwd: str) -> list[str]:
+    """The third-party modules `plan` of the checkout at ``root`` imports."""
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, out], check=True, capture_output=True, text=True, cwd=cwd, env=env_for(root)
+    )
+    return run.stdout.split()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--before", type=Path, help="root of an earlier checkout, timed alongside")
+    parser.add_argument("--append", action="store_true", help="append the section to benchmarks/RESULTS.md")
+    args = parser.parse_args()
+
+    cwd = tempfile.mkdtemp(prefix="prfaas-startup-")
+    out = str(Path(cwd) / "plan.txt")
+    modules = floor_modules(REPO, out, cwd)
+    tops = sorted({m.split(".")[0] for m in modules})
+    commands = {"plan": ([sys.executable, "-m", "prfaas_plan", "plan", "-o", out], env_for(REPO))}
+    if args.before:
+        commands["plan (before)"] = ([sys.executable, "-m", "prfaas_plan", "plan", "-o", out], env_for(args.before.resolve()))
+    commands["import floor"] = ([sys.executable, "-c", FLOOR, *modules], env_for(Path(cwd)))
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for cmd, env in commands.values():
+        wall_s(cmd, env, cwd)  # warm-up: byte code and file caches
+    for _ in range(args.runs):
+        for name, (cmd, env) in commands.items():
+            samples[name].append(wall_s(cmd, env, cwd))
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    floor = medians["import floor"]
+
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "",
+        f"## plan's start-up against its import floor ({when})",
+        "",
+        f"`python benchmarks/startup.py --runs {args.runs}{' --before ' + str(args.before) if args.before else ''}`: "
+        f"medians of {args.runs} alternating runs, whole processes from a neutral folder, byte-compiled; "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}. The floor imports the {len(modules)} "
+        f"third-party modules that `plan` loads (packages: {', '.join(tops)}).",
+        "",
+        "| what | wall (s) | x floor |",
+        "|---|---|---|",
+    ]
+    for name, value in medians.items():
+        lines.append(f"| {name} | {value:.3f} | {value / floor:.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.append:
+        with open(REPO / "benchmarks" / "RESULTS.md", "a") as handle:
+            handle.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
