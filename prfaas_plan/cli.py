@@ -547,6 +547,9 @@ def _items(value: str | None, what: str) -> tuple[tuple[str, str], ...]:
     return tuple((item.strip(), what) for item in (value or "").split(",") if item.strip())
 
 
+COMPARE_OPTIONS = {"ray_address": "--ray", "jobs": "--jobs"}  # api.compare's fields -> compare's options
+
+
 @app.command()
 def compare(
     scenario: str = SCENARIO_ARG,
@@ -561,6 +564,12 @@ def compare(
     link: str | None = typer.Option(None, "--link", help="Link bandwidths to compare, decimal Gbps, comma-separated."),
     jobs: int | None = typer.Option(
         None, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, at most one per option)."
+    ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="Plan the options on a Ray cluster instead of local processes: 'local' (start one here for the run), "
+        "'auto' (the one `ray start` runs here), HOST:PORT or ray://HOST:PORT. Needs the [ray] extra; not with --jobs.",
     ),
     plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front (.png, .svg or .pdf)."),
     basis: Basis | None = typer.Option(
@@ -597,9 +606,16 @@ def compare(
         model=_list(model, "--model"),
         link_gbps=_list(link, "--link", number=True),
     )
-    workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
-    with _progress("planning options", minimum=2) as progress:
-        result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, **lists)
+    if ray is not None and jobs is not None:
+        raise PlanInputError("give --jobs or --ray, not both (on Ray the cluster's CPUs set the parallelism)", field="--ray")
+    workers = jobs if jobs is not None else 1 if ray is not None else max(1, min(os.cpu_count() or 1, 64))
+    try:
+        with _progress("planning options", minimum=2) as progress:
+            result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, ray_address=ray, **lists)
+    except PlanInputError as exc:
+        if exc.field not in COMPARE_OPTIONS:
+            raise
+        raise PlanInputError(exc.reason, source=exc.source, field=COMPARE_OPTIONS[exc.field]) from None
     figures = ()
     if plot_file:
         from .plot import compare_figure
