@@ -12,7 +12,8 @@ faster than the libraries it stands on. The ratio is plan's wall time over the f
 Every command runs as a whole process (interpreter start included) from a neutral folder with
 the checkout first on ``PYTHONPATH``, byte-compiled (``PYTHONDONTWRITEBYTECODE`` unset) after
 one untimed warm-up run each; the builds and the floor run in turn, run by run, so that all see
-the same machine load. ``--before`` names the root of another checkout (e.g. made with
+the same machine load. CPU time (user + system of the process) is recorded beside the wall
+time: on a shared machine it moves less with the other load. ``--before`` names the root of another checkout (e.g. made with
 ``git archive <commit> | tar -x -C /tmp/pre18``) whose `plan` is timed alongside.
 """
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,10 +62,14 @@ def env_for(root: Path) -> dict[str, str]:
     return env
 
 
-def wall_s(args: list[str], env: dict[str, str], cwd: str) -> float:
+def timed(args: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system) of one run of ``args``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def floor_modules(root: Path, out: str, cwd: str) -> list[str]:
@@ -78,6 +85,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--before", type=Path, help="root of an earlier checkout, timed alongside")
     parser.add_argument("--append", action="store_true", help="append the section to benchmarks/RESULTS.md")
+    parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "RESULTS.md", help="the file --append writes to")
     args = parser.parse_args()
 
     cwd = tempfile.mkdtemp(prefix="prfaas-startup-")
@@ -88,14 +96,18 @@ def main() -> int:
     if args.before:
         commands["plan (before)"] = ([sys.executable, "-m", "prfaas_plan", "plan", "-o", out], env_for(args.before.resolve()))
     commands["import floor"] = ([sys.executable, "-c", FLOOR, *modules], env_for(Path(cwd)))
-    samples: dict[str, list[float]] = {name: [] for name in commands}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for cmd, env in commands.values():
-        wall_s(cmd, env, cwd)  # warm-up: byte code and file caches
+        timed(cmd, env, cwd)  # warm-up: byte code and file caches
     for _ in range(args.runs):
         for name, (cmd, env) in commands.items():
-            samples[name].append(wall_s(cmd, env, cwd))
-    medians = {name: statistics.median(values) for name, values in samples.items()}
-    floor = medians["import floor"]
+            samples[name].append(timed(cmd, env, cwd))
+    medians = {
+        name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+        for name, values in samples.items()
+    }
+    floor_wall, floor_cpu = medians["import floor"]
+    shutil.rmtree(cwd, ignore_errors=True)
 
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -107,15 +119,15 @@ def main() -> int:
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}. The floor imports the {len(modules)} "
         f"third-party modules that `plan` loads (packages: {', '.join(tops)}).",
         "",
-        "| what | wall (s) | x floor |",
-        "|---|---|---|",
+        "| what | wall (s) | wall x floor | CPU (s) | CPU x floor |",
+        "|---|---|---|---|---|",
     ]
-    for name, value in medians.items():
-        lines.append(f"| {name} | {value:.3f} | {value / floor:.2f} |")
+    for name, (wall, cpu) in medians.items():
+        lines.append(f"| {name} | {wall:.3f} | {wall / floor_wall:.2f} | {cpu:.3f} | {cpu / floor_cpu:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.append:
-        with open(REPO / "benchmarks" / "RESULTS.md", "a") as handle:
+        with open(args.results, "a") as handle:
             handle.write(text)
     return 0
 

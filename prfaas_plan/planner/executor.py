@@ -132,9 +132,11 @@ class RayExecutor(Executor):
         try:
             ray.init(**options)
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            reason = " ".join(str(exc).split()) or type(exc).__name__
+            reason = " ".join(str(exc).split()).split(". ")[0].rstrip(".") or type(exc).__name__
             raise PlanInputError(
-                f"cannot start or join the Ray cluster at {self.address!r}: {reason}", field="ray_address"
+                f"cannot start or join the Ray cluster at {self.address!r}: {reason} "
+                "(start one with `ray start --head`, or give 'local' for one for this run)",
+                field="ray_address",
             ) from None
         return ray, True
 
