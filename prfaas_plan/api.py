@@ -456,22 +456,31 @@ def compare(
     jobs: int = 1,
     progress=None,
     basis: str | None = None,
+    ray_address: str | None = None,
+    executor=None,
 ):
     """Plan every combination of options under one scenario (``planner.compare``): lists of
     hardware for the PrfaaS, PD (or PD-P) and decode-only pools (``"none"``: no decode-only
     pool), of models and of link bandwidths (decimal Gbps); a list left out comes from the
     scenario's ``compare:`` section. Paths given here are taken from the working directory.
     ``basis`` (``choices.Basis``; default: the ``compare:`` section's, else ``model``) sizes every
-    option alike (``study.basis``). Returns a ``planner.compare.Comparison``, ranked."""
+    option alike (``study.basis``). Where the options are planned (``planner.executor``):
+    ``jobs`` local processes, or the Ray cluster at ``ray_address`` (``"local"``, ``"auto"``,
+    ``HOST:PORT`` or ``ray://HOST:PORT``; the optional ``[ray]`` extra; ``jobs`` then stays 1), or
+    any ``planner.executor.Executor`` given as ``executor``; the rows are the same on each.
+    ``progress(done, total)`` is called as options finish. Returns a
+    ``planner.compare.Comparison``, ranked."""
     from pathlib import Path
 
     from .planner.compare import compare as run
+    from .planner.executor import executor_for
     from .profiles.registry import resolve_scenario_file
     from .profiles.scenario_set import CompareOption, scenario_set
     from .ranges import JOBS
     from .study.resolve import check_references
 
     JOBS.check(jobs, "jobs")
+    executor = executor or executor_for(jobs, ray_address)  # before reading the scenario: a missing Ray fails first
     basis = None if basis is None else _choice(Basis, basis, "basis")
     for value in link_gbps or ():
         LINK_GBPS.check(value, "link_gbps")
@@ -519,7 +528,7 @@ def compare(
                 field="compare",
             )
         check_references(spec, path, scenarios.options)
-        return run(scenarios, _choice(PlanMode, mode, "mode"), jobs, progress)
+        return run(scenarios, _choice(PlanMode, mode, "mode"), progress=progress, executor=executor)
 
 
 def robust(scenario: str):

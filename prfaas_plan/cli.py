@@ -155,6 +155,7 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
         "model": "--model",
         "link_gbps": "--link",
         "jobs": "--jobs",
+        "ray_address": "--ray",
         "basis": "--basis",
         "mode": "--mode",
     },
@@ -683,6 +684,12 @@ def compare(
     jobs: int | None = typer.Option(
         None, "--jobs", "-j", help="Parallel processes, 1 to 64 (default: the CPU count, at most one per option)."
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        help="Plan the options on a Ray cluster instead of local processes: 'local' (start one here for the run), "
+        "'auto' (the one `ray start` runs here), HOST:PORT or ray://HOST:PORT. Needs the [ray] extra; not with --jobs.",
+    ),
     plot_file: str | None = typer.Option(None, "--plot", help="Draw the options and their Pareto front (.png, .svg or .pdf)."),
     basis: Basis | None = typer.Option(
         None,
@@ -718,9 +725,11 @@ def compare(
         model=_list(model, "--model"),
         link_gbps=_list(link, "--link", number=True),
     )
-    workers = jobs if jobs is not None else max(1, min(os.cpu_count() or 1, 64))
+    if ray is not None and jobs is not None:
+        raise PlanInputError("give --jobs or --ray, not both (on Ray the cluster's CPUs set the parallelism)", field="--ray")
+    workers = jobs if jobs is not None else 1 if ray is not None else max(1, min(os.cpu_count() or 1, 64))
     with _progress("planning options", minimum=2) as progress:
-        result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, **lists)
+        result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, ray_address=ray, **lists)
     figures = ()
     if plot_file:
         from .plot import compare_figure

@@ -70,7 +70,7 @@ def test_plot_rejects_unknown_format(tmp_path, run_cli):
 
 
 def test_matplotlib_not_imported_by_plan(tmp_path):
-    heavy = "('matplotlib','simpy','scipy.optimize','scipy.interpolate')"
+    heavy = "('matplotlib','simpy','scipy.optimize','scipy.interpolate','ray')"
     code = (
         f"import sys; from prfaas_plan.cli import main; sys.argv=['p','plan','-o','{tmp_path / 'plan.txt'}']\n"
         f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"
@@ -80,7 +80,7 @@ def test_matplotlib_not_imported_by_plan(tmp_path):
 
 
 def test_help_imports_nothing_heavy():
-    heavy = "('numpy','scipy','pulp','pydantic','matplotlib')"
+    heavy = "('numpy','scipy','pulp','pydantic','matplotlib','ray')"
     code = (
         "import sys; from prfaas_plan.cli import main; sys.argv=['p','--help']\n"
         f"try:\n main()\nexcept SystemExit: pass\nprint(sorted(m for m in {heavy} if m in sys.modules))"

@@ -902,6 +902,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return a[0] <= b[1] and b[0] <= a[1]",
         "return a[0] <= b[1]",
     ),
+    # issue 18: compare's executor keeps the option order whatever order the workers finish in
+    "executor-completion-order": (
+        "prfaas_plan/planner/executor.py",
+        "                out[futures[future]] = future.result()",
+        "                out[done - 1] = future.result()",
+    ),
     "compare-shared-error-ignored": (
         "prfaas_plan/planner/uncertainty.py",
         "shared = bool(r.error_key) and r.error_key == best.error_key",

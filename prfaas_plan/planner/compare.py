@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
-from ..ranges import JOBS
 from .cost import Tco
 from .uncertainty import Verdict, error_key, versus_best
 
@@ -305,19 +304,14 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
     return front
 
 
-def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None) -> Comparison:
-    """Plan every option (in ``jobs`` processes when above one), rank them and mark the front."""
-    JOBS.check(jobs, "jobs")
-    progress = progress or (lambda done, total: None)
-    options = scenarios.options
-    total = len(options)
-    if jobs > 1 and total > 1:
-        results = _in_processes(scenarios, mode, min(jobs, total), progress)
-    else:
-        results = []
-        for k, option in enumerate(options):
-            results.append(plan_option(scenarios, option, mode))
-            progress(k + 1, total)
+def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None, executor=None) -> Comparison:
+    """Plan every option on ``executor`` (``planner.executor``; default: ``jobs`` local
+    processes), rank them and mark the front. The ranking does not depend on where the options
+    were planned: the executor returns them in option order."""
+    from .executor import executor_for
+
+    executor = executor or executor_for(jobs)
+    results = executor.map(plan_option, [(scenarios, option, mode) for option in scenarios.options], progress)
     results.sort(key=rank_key(scenarios.objective))
     objective = scenarios.objective
     return Comparison(
@@ -329,18 +323,3 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
         front_criteria(results, objective),
         versus_best(results, objective),
     )
-
-
-def _in_processes(scenarios: ScenarioSet, mode, jobs: int, progress) -> list[OptionResult]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    options = scenarios.options
-    out: list[OptionResult | None] = [None] * len(options)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(plan_option, scenarios, option, mode): k for k, option in enumerate(options)}
-        for done, future in enumerate(as_completed(futures), start=1):
-            out[futures[future]] = future.result()
-            progress(done, len(options))
-    return out

@@ -19,9 +19,11 @@ from ..units import parse_tokens
 
 
 class StrictModel(BaseModel):
-    """Base for every profile schema: unknown fields and NaN/inf are errors."""
+    """Base for every profile schema: unknown fields and NaN/inf are errors. A schema's validator
+    is built when the schema is first used (``defer_build``), not at import: a command pays only
+    for the schemas it validates (``benchmarks/startup.py``)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True, defer_build=True)
 
 
 _DERIVED: dict[tuple[int, str], tuple[weakref.ref, Any]] = {}
@@ -38,6 +40,11 @@ def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
     value = compute(profile)
     _DERIVED[slot] = (weakref.ref(profile, lambda _ref, slot=slot: _DERIVED.pop(slot, None)), value)
     return value
+
+
+def profile_json(profile: Any) -> str:
+    """A frozen profile's JSON, once per object: a key by value for caches of derived results."""
+    return derived(profile, "json", lambda p: p.model_dump_json())
 
 
 def _within(r: Range) -> AfterValidator:

@@ -236,8 +236,5 @@ class CalibrationRecord(StrictModel):
     models: List(Name) = Field(default_factory=list)  # of a joint fit
 
 
-HardwareProfile.model_rebuild()
-
-
 def load_hardware_profile(data: object, source: str | None = None) -> HardwareProfile:
     return validate_or_raise(HardwareProfile, data, source)

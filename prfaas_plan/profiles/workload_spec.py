@@ -119,7 +119,6 @@ class MixtureSpec(_Spec):
 
 
 LengthSpec = Annotated[LognormalSpec | TraceSpec | HistogramSpec | CdfSpec | FixedSpec | MixtureSpec, Field(discriminator="type")]
-MixtureSpec.model_rebuild()
 register_tags(*WorkloadType)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..choices import Basis, CurveSource, DecodeSource, FitParam, PrefillCapacity, PrefillSource
+from ..profiles._base import profile_json
 from ..profiles.model import ModelProfile
 from ..profiles.registry import same_hardware
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
@@ -93,8 +94,8 @@ def calibrated(
     """``timing.calibrate.calibrate``, once per process for the same inputs: a comparison fits the
     same measured points (a model profile's, for every option on that hardware) again and again."""
     key = (
-        model.model_dump_json(),
-        hardware.model_dump_json(),
+        profile_json(model),
+        profile_json(hardware),
         gpus,
         tuple((p.length_tokens, p.prefill_s) for p in points),
         None if fit is None else tuple(fit),

@@ -85,7 +85,7 @@ class Pool:
     calibration: CalibrationResult | None = None
     cost: ChipCost = ChipCost(None, "rental", None, 0.0, 1.0, 0.0)
     chip_options: tuple[int, ...] = ()  # the chips per instance it was chosen from (empty: fixed)
-    notes: tuple[str, ...] = ()  # measurements of other hardware left out (``planner.basis``)
+    notes: tuple[str, ...] = ()  # measurements of other hardware left out (``study.basis``)
 
     @property
     def hardware_name(self) -> str:

@@ -214,7 +214,7 @@ def build_variants(
     scenario: Scenario, source: str | None = None, first_only: bool = False, basis: Basis = Basis.as_given
 ) -> list[PlanInputs]:
     """The resolved inputs of every combination of the pools' chips per instance (one when each
-    pool has one count, or with ``first_only``), each pool on ``basis`` (``planner.basis``).
+    pool has one count, or with ``first_only``), each pool on ``basis`` (``study.basis``).
     Combinations whose pools do not hold the model are left out; if none does, the first one's
     error is raised."""
     base = _base(source)
@@ -412,7 +412,7 @@ def _decode(
     base: Path | None = None,
 ) -> tuple[Decode, list[str]]:
     """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool, whose
-    hardware the scenario names ``written``) sustains, on ``basis`` (``planner.basis``); notes."""
+    hardware the scenario names ``written``) sustains, on ``basis`` (``study.basis``); notes."""
     rate, notes = measured_decode_rate(
         dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, dec.tokens_per_s_gpus, base
     )

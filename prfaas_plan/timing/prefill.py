@@ -37,6 +37,7 @@ from ..accounting.work import prefill_work
 from ..choices import CurveSource, PrefillCapacity
 from ..errors import PlanInputError, warn
 from ..pchip import pchip
+from ..profiles._base import profile_json
 from ..profiles.model import MeasuredProfile, ModelProfile
 from ..profiles.registry import is_shipped_profile
 from ..ranges import TOKENS
@@ -70,7 +71,18 @@ class RooflinePrefill:
         """The instance's layout, or the fitting layout with the lowest capacity time per token at
         the pass size (saturated: a full pass; per request: one prompt's TTFT). A layout fits when
         a chip holds its weights and the KV of a prompt of ``fit_tokens`` (default: one pass,
-        within the model's context)."""
+        within the model's context). Searched once per process for the same model, hardware,
+        instance and capacity (``_LAYOUTS``): resolving a scenario again (the case-study check of a
+        plan report, the options of a comparison) finds the same layout."""
+        key = _layout_key(self)
+        found = _LAYOUTS.get(key)
+        if found is None:
+            if len(_LAYOUTS) >= LAYOUTS_KEPT:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            found = _LAYOUTS[key] = self._search_layout()
+        return found
+
+    def _search_layout(self) -> Layout:
         budget = self.instance.engine.prefill_tokens_per_pass
         fit = self.fit_tokens or min(budget, self.model.max_context_tokens)
         layouts = fitting_layouts(self.model, self.instance, fit)
@@ -285,6 +297,25 @@ def batch_passes(
         longest = PassCost(*(np.atleast_1d(getattr(parts, f)[pick]) for f in fields))
     ended = np.minimum(ended, np.maximum(batch - (np.cumsum(ended) - ended), 0.0))
     return BatchPasses(k, stage, ended, total, longest)
+
+
+LAYOUTS_KEPT = 256  # layouts searched (``RooflinePrefill.layout``), kept per process
+_LAYOUTS: dict[tuple, Layout] = {}
+
+
+def _layout_key(curve: RooflinePrefill) -> tuple:
+    """Everything a prefill layout search reads: the model and hardware (by value), the instance's
+    chips, fixed layout and engine, the capacity and the prompt a layout must hold."""
+    instance = curve.instance
+    return (
+        profile_json(curve.model),
+        profile_json(instance.hardware),
+        instance.gpus,
+        repr(instance.layout),
+        repr(instance.engine),
+        str(curve.capacity),
+        curve.fit_tokens,
+    )
 
 
 MEMO_ENTRIES = 3  # per curve and quantity: the length arrays a plan asks about again and again

@@ -1,0 +1,99 @@
+"""plan's start-up: schemas built when first used, a prefill layout searched once per process for
+the same inputs, and plan's ratio to its import floor recorded in benchmarks/RESULTS.md
+(``benchmarks/startup.py``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_schemas_are_built_when_first_used():
+    """Importing the schemas builds no validator; validating one builds it (and bad input is
+    still refused with the field named)."""
+    code = (
+        "from prfaas_plan.profiles._base import StrictModel\n"
+        "import prfaas_plan.profiles.scenario, prfaas_plan.profiles.hardware, prfaas_plan.profiles.model\n"
+        "def subs(c):\n"
+        "    for s in c.__subclasses__():\n"
+        "        yield s; yield from subs(s)\n"
+        "print(sum(c.__pydantic_complete__ for c in subs(StrictModel)), len(list(subs(StrictModel))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    built, classes = map(int, out.split())
+    assert built == 0 and classes > 40
+    from prfaas_plan.errors import PlanInputError
+    from prfaas_plan.profiles.hardware import load_hardware_profile
+
+    data = yaml.safe_load((REPO / "hardware_profiles" / "h200.yaml").read_text())
+    with pytest.raises(PlanInputError) as err:
+        load_hardware_profile({**data, "memory_gib": "lots"}, "hw.yaml")
+    assert err.value.one_line().startswith("hw.yaml: memory_gib: ")
+
+
+def test_a_layout_is_searched_once_for_the_same_inputs():
+    """Resolving the case study again (as the plan report's case-study check does) finds the
+    layouts of the first resolution without searching; other hardware is searched afresh."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.timing import prefill
+
+    first = load_inputs("paper-case-study")
+    layouts = [getattr(pool.curve, "roofline", pool.curve).layout for pool in (first.prfaas, first.pd)]
+    searched = []
+    original = prefill.RooflinePrefill._search_layout
+    try:
+        prefill.RooflinePrefill._search_layout = lambda self: searched.append(self) or original(self)
+        again = load_inputs("paper-case-study")
+        for pool, layout in zip((again.prfaas, again.pd), layouts):
+            curve = getattr(pool.curve, "roofline", pool.curve)
+            assert curve.layout == layout
+        assert searched == []
+        curve = getattr(first.prfaas.curve, "roofline", first.prfaas.curve)
+        hardware = curve.instance.hardware
+        other = hardware.model_copy(update={"memory_bandwidth_tb_per_s": hardware.memory_bandwidth_tb_per_s / 2})
+        fresh = replace(curve, instance=replace(curve.instance, hardware=other))
+        assert fresh.layout is not None and searched == [fresh]
+    finally:
+        prefill.RooflinePrefill._search_layout = original
+
+
+def test_results_record_plans_ratio_to_its_import_floor():
+    """benchmarks/RESULTS.md holds a start-up section from benchmarks/startup.py with plan's and
+    the floor's times and their ratios."""
+    text = (REPO / "benchmarks" / "RESULTS.md").read_text()
+    sections = text.split("## plan's start-up against its import floor")
+    assert len(sections) >= 2, "no start-up section"
+    last = sections[-1]
+    plan = re.search(r"^\| plan \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", last, re.M)
+    floor = re.search(r"^\| import floor \| ([\d.]+) \| 1\.00 \| ([\d.]+) \| 1\.00 \|$", last, re.M)
+    assert plan and floor
+    wall, ratio = float(plan.group(1)), float(plan.group(2))
+    assert abs(wall / float(floor.group(1)) - ratio) < 0.01
+
+
+@pytest.mark.slow
+def test_startup_benchmark_runs(tmp_path):
+    """The script runs end to end (one run each) and writes its section where it is told."""
+    results = tmp_path / "r.md"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "startup.py"), "--runs", "1", "--append", "--results", str(results)],
+        env=env,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    text = results.read_text()
+    assert "## plan's start-up against its import floor" in text
+    assert re.search(r"^\| plan \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", text, re.M)
+    assert "numpy" in text and "pydantic" in text
