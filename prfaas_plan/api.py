@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .choices import (
     ArrivalProcess,
@@ -46,6 +47,16 @@ from .timing.decode import DecodeCapacity, decode_capacity
 from .timing.instance import Instance
 from .timing.memory import require_fit
 from .timing.prefill import KvReport, KvRow, check_lengths, kv_table, prefill_curve
+
+if TYPE_CHECKING:  # the results' types, imported where they are built (the CLI starts fast)
+    from .planner.deployment import Deployment
+    from .planner.latency import LatencyResult
+    from .planner.optimizer import Solution
+    from .planner.plan import OperatingPoint, PlanResult
+    from .planner.route_table import RouteRow
+    from .planner.throughput import ThresholdTable
+    from .simulate.results import SimResult
+    from .study.model import PlanInputs
 
 DEFAULT_LENGTHS_TOKENS = (1024, 8192, 32768, 131072)
 
@@ -666,9 +677,9 @@ def simulate_sites(path: str, requests: int = 4000, load: float = 0.8, seed: int
 class RouteTable:
     """A plan's routing table: the counts it is for and one row per available bandwidth."""
 
-    inputs: object  # study.model.PlanInputs
-    point: object  # planner.plan.OperatingPoint of the plan
-    rows: list  # planner.route_table.RouteRow, ascending in bandwidth
+    inputs: PlanInputs
+    point: OperatingPoint  # of the plan
+    rows: list[RouteRow]  # ascending in bandwidth
 
 
 def route_table(
@@ -712,9 +723,9 @@ def route_table(
 class Figure5Data:
     """What the paper's figure 5 shows for a scenario: its inputs, threshold table and plan."""
 
-    inputs: object  # study.model.PlanInputs
-    table: object  # planner.throughput.ThresholdTable
-    solution: object  # planner.optimizer.Solution
+    inputs: PlanInputs
+    table: ThresholdTable
+    solution: Solution
 
 
 def figure5_data(scenario: str, mode: str = PlanMode.exact) -> Figure5Data:
@@ -746,11 +757,11 @@ def read_bandwidth_trace(path: str):
 class SimulationRun:
     """A simulation of one deployment of a scenario's plan, with the closed form beside it."""
 
-    plan: object  # planner.plan.PlanResult
-    deployment: object  # planner.deployment.Deployment
+    plan: PlanResult
+    deployment: Deployment
     lambda_max: float
-    result: object  # simulate.SimResult
-    closed_form: object  # planner.latency.LatencyResult at the same rate
+    result: SimResult
+    closed_form: LatencyResult  # at the same rate
 
 
 def simulate(
