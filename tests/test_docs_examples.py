@@ -42,6 +42,7 @@ OPT_OUT = re.compile(r"<!-- docs-example: not run \(([^)]+)\) -->")
 OPTED_OUT: dict[tuple[str, str], str] = {
     ("README.md", "python -m pip install . && prfaas-plan plan"): "set-up: tests/test_setup.py runs it in a fresh venv",
     ("README.md", 'python -m pytest -m "not slow"'): "the test suite itself",
+    ("docs/procurement.md", "pip install 'prfaas-plan[ray]'"): "installs a package",
 }
 DOCS = REPO / "docs"
 README_MAX_LINES = 250
