@@ -14,7 +14,9 @@ study, a plan whose workload is a trace of 1,000,000 distinct lengths, a 10,000-
 bandwidth sweep, `prfaas-plan --help`, simulating 100,000 requests, validating a
 scenario whose workload is a 10,000,000-row trace, and `compare` over 12 options (3 PrfaaS
 hardware x 2 PD hardware x 2 models on the case study) in two processes and in one, whose
-target is 1.5 x the case-study plan's wall time per option. Targets on a 2-core machine are in the
+target is 1.5 x the case-study plan's wall time per option; the multi-site day
+(``two-edges-day``) and the robust plan over two sites (``two-edges-robust``), where the MILP
+runs. Targets on a 2-core machine are in the
 table. ``BENCH_CLI`` (e.g. ``"python -m prfaas_plan"``) runs another build. With
 ``BENCH_BEFORE`` set to the command of an earlier build (for example
 ``"env PYTHONPATH=/tmp/old python -m prfaas_plan"`` for a checkout of an earlier commit),
@@ -152,6 +154,22 @@ def main() -> int:
                 REPEATS,
             ),
             ("--help", "prfaas-plan --help", 0.3, None, base + ["--help"], REPEATS),
+            (
+                "sites, two edges over a day (3 windows, min cost)",
+                "prfaas-plan sites two-edges-day -o FILE",
+                15.0,
+                None,
+                base + ["sites", "two-edges-day", "-o", str(work / "sites.txt")],
+                min(REPEATS, 3),
+            ),
+            (
+                "robust over two sites (4 cases, a budget)",
+                "prfaas-plan robust two-edges-robust -o FILE",
+                15.0,
+                None,
+                base + ["robust", "two-edges-robust", "-o", str(work / "robust.txt")],
+                min(REPEATS, 3),
+            ),
             (
                 "simulate 100,000 requests",
                 "prfaas-plan simulate -n 100000 -o FILE",
