@@ -350,7 +350,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local)", "    count = total"),
     "milp-link-free": (
         'prfaas_plan/planner/formulation.py',
-        'prob += pulp.lpSum(x for _, x in items) <= upper * link_used[name, f]',
+        'self.prob += sum_of(x for _, x in items) <= upper * self.link_used[name, f]',
         'pass',
     ),
     "slo-idle-check-inverted": (
@@ -1041,8 +1041,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     'robust-sites-weights-ignored': (
         'prfaas_plan/planner/formulation.py',
-        'return pulp.lpSum(goal.weights[c] * scale[c] for c in cases)',
-        'return pulp.lpSum(scale[c] for c in cases[:1])',
+        'return sum_of(goal.weights[c] * scale[c] for c in cases)',
+        'return sum_of(scale[c] for c in cases[:1])',
     ),
     'robust-sites-worst-is-the-first-case': (
         'prfaas_plan/planner/formulation.py',

@@ -104,137 +104,174 @@ def solve(
     when CBC finds no plan (or one that breaks a constraint). With ``scale_floor`` (one per case) it
     minimises the role switches instead, each case's scale held at least at its floor: the second,
     lexicographic step of ``fewest_switches``."""
+    programme = _Programme(study, goal, sorted({cell.case for cell in cells}), scale_floor)
+    for q, cell in enumerate(cells):
+        programme.add_cell(q, cell, candidates)
+    programme.add_switches()
+    programme.add_budgets()
+    return programme.solve(cells)
+
+
+class _Programme:
+    """The pulp problem of ``solve``, built block by block: the shared counts and their cost, one
+    block of rows per cell, the role switches between windows, the budgets, the objective."""
+
+    def __init__(self, study: Study, goal: Goal, cases: list[int], scale_floor: tuple[float, ...] | None):
+        import pulp
+
+        self.study, self.goal, self.cases, self.floor = study, goal, cases, scale_floor
+        self.maximise = goal.maximise and scale_floor is None
+        self.prob = pulp.LpProblem("prfaas", pulp.LpMaximize if self.maximise else pulp.LpMinimize)
+        var = self.var = self.prob.add_variable
+        self.n_f = {f.name: var(f"nf_{j}", *f.instances, cat="Integer") for j, f in enumerate(study.prfaas_sites)}
+        self.n_pd = {s.name: var(f"npd_{i}", *s.instances, cat="Integer") for i, s in enumerate(study.pd_sites)}
+        self.n_dd = {
+            s.name: var(f"ndd_{i}", *s.decode_instances, cat="Integer")
+            for i, s in enumerate(study.pd_sites)
+            if s.decode_pool is not None
+        }
+        if scale_floor is not None and goal.maximise:
+            self.scale = {c: var(f"s_{c}", scale_floor[k], None) for k, c in enumerate(cases)}
+        else:
+            self.scale = {c: var(f"s_{c}", 0, None) if self.maximise else 1.0 for c in cases}
+        self.cost = pulp.lpSum(self.n_f[f.name] * (f.pool.usd_per_hour_per_instance or 0.0) for f in study.prfaas_sites)
+        self.gpus: dict[str, list] = {}
+        for f in study.prfaas_sites:
+            self.gpus.setdefault(f.pool.hardware_name, []).append(f.pool.gpus_per_instance * self.n_f[f.name])
+        for s in study.pd_sites:
+            self.cost += (s.pool.usd_per_hour_per_instance or 0.0) * self.n_pd[s.name]
+            self.gpus.setdefault(s.pool.hardware_name, []).append(s.pool.gpus_per_instance * self.n_pd[s.name])
+            if s.decode_pool is not None:
+                self.cost += (s.decode_pool.usd_per_hour_per_instance or 0.0) * self.n_dd[s.name]
+                self.gpus.setdefault(s.decode_pool.hardware_name, []).append(s.decode_pool.gpus_per_instance * self.n_dd[s.name])
+        self.link_used: dict = {}
+        self.per_cell: list[dict] = []
+        self.switches: dict[tuple[int, str], dict[int, tuple]] = {}
+
+    def add_cell(self, q: int, cell: Cell, candidates: dict) -> None:
+        """Cell ``q``'s rows: per PD site its threshold choice, rates, split, PD-P and decode capacity,
+        offload per PrfaaS site and link; then each PrfaaS site's compute."""
+        f_work: dict[str, list] = {f.name: [] for f in self.study.prfaas_sites}
+        per_site = {}
+        for s in self.study.pd_sites:
+            per_site[s.name] = self._site(q, cell, s, candidates[cell.case, cell.window, s.name], f_work)
+        for f in self.study.prfaas_sites:
+            self.prob += sum_of(f_work[f.name]) <= self.n_f[f.name]
+        self.per_cell.append(per_site)
+
+    def _site(self, q: int, cell: Cell, s, candidates: list[int], f_work: dict) -> tuple:
+        prob, var, study, name = self.prob, self.var, self.study, s.name
+        if s.decode_pool is None:
+            n_p = var(f"np_{q}_{name}", 0, s.instances[1], cat="Integer")
+            n_d = var(f"nd_{q}_{name}", 0, s.instances[1], cat="Integer")
+            prob += n_p + n_d == self.n_pd[name]
+        else:
+            n_p, n_d = self.n_pd[name], self.n_dd[name]
+        r_d = cell.decode_rps[name]
+        upper = r_d * (s.decode_instances[1] if s.decode_pool is not None else s.instances[1])
+        table = cell.tables[name, study.prfaas_sites[0].name]
+        ks = [int(k) for k in candidates]
+        z = [var(f"z_{q}_{name}_{k}", 0, 1, cat="Binary") for k in ks]
+        lam = [var(f"lam_{q}_{name}_{k}", 0, upper) for k in ks]
+        prob += sum_of(z) == 1
+        for zi, li in zip(z, lam):
+            prob += li <= upper * zi
+        demand, scale, served = cell.demands[name], self.scale[cell.case], sum_of(lam)
+        prob += served >= demand if isinstance(scale, float) else served == scale * demand
+        n_windows = len(study.windows)
+        f_idle = min(1.0, study.conversion_s / (cell.hours * 3600.0)) if n_windows > 1 else 0.0
+        into_p = into_d = 0.0
+        if s.decode_pool is None and n_windows > 1 and (f_idle > 0 or study.max_switches is not None):
+            into_p = var(f"inp_{q}_{name}", 0, s.instances[1])  # instances that became PD-P at this window
+            into_d = var(f"ind_{q}_{name}", 0, s.instances[1])  # and PD-D
+            self.switches.setdefault((cell.case, name), {})[cell.window] = (n_p, into_p, into_d)
+        prob += sum_of(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p - f_idle * into_p
+        prob += served <= r_d * (n_d - f_idle * into_d)
+        flows: dict[str, list] = {}
+        for k, li in zip(ks, lam):
+            p = float(table.p[k])
+            if p <= 0:
+                continue
+            parts = []
+            for f in study.prfaas_sites:
+                if (f.name, name) not in cell.links:
+                    continue
+                x = var(f"x_{q}_{name}_{f.name}_{k}", 0, upper)
+                parts.append(x)
+                flows.setdefault(f.name, []).append((k, x))
+                f_work[f.name].append(float(cell.tables[name, f.name].prfaas_work_s[k]) / p * x)
+            prob += sum_of(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
+        for f, items in flows.items():
+            self._link(cell, name, f, items, table, upper)
+        return ks, z, n_p, n_d, flows
+
+    def _link(self, cell: Cell, name: str, f: str, items: list, table: ThresholdTable, upper: float) -> None:
+        """The link from ``f`` to ``name``: its usable bandwidth, and its committed price when it carries traffic."""
+        link = cell.links[f, name]
+        bytes_ = cell.tables[name, f].link_work_bytes
+        per_request = {k: float(bytes_[k]) / float(table.p[k]) for k, _ in items}
+        unit = max(per_request.values()) or 1.0  # keep coefficients near 1 for the solver
+        self.prob += sum_of(per_request[k] / unit * x for k, x in items) <= link.usable_bytes_per_s / unit
+        if link.fixed_usd_per_hour > 0:
+            if (name, f) not in self.link_used:
+                self.link_used[name, f] = self.var(f"u_{name}_{f}", 0, 1, cat="Binary")
+                self.cost += link.fixed_usd_per_hour * self.link_used[name, f]
+            self.prob += sum_of(x for _, x in items) <= upper * self.link_used[name, f]
+
+    def add_switches(self) -> None:
+        n_windows = len(self.study.windows)
+        for windows in self.switches.values():
+            for w, (n_p, into_p, into_d) in windows.items():
+                prev = windows[(w - 1) % n_windows][0]  # the day repeats: the last window precedes the first
+                self.prob += into_p >= n_p - prev
+                self.prob += into_d >= prev - n_p
+                if self.study.max_switches is not None:
+                    self.prob += into_p + into_d <= self.study.max_switches
+
+    def add_budgets(self) -> None:
+        for hardware, budget in self.study.gpu_budget.items():
+            self.prob += sum_of(self.gpus.get(hardware, [])) <= budget
+        if self.study.usd_per_hour is not None:
+            self.prob += self.cost <= self.study.usd_per_hour
+
+    def solve(self, cells: list[Cell]) -> Solved | None:
+        import pulp
+
+        prob = self.prob
+        total = sum_of(self.n_pd.values()) + sum_of(self.n_f.values()) + sum_of(self.n_dd.values())
+        switched = sum_of(into_p + into_d for w in self.switches.values() for _, into_p, into_d in w.values())
+        if self.floor is not None:
+            prob += switched
+        elif self.maximise:
+            prob += _objective(prob, self.goal, self.scale, self.cases) - TIE_WEIGHT * total
+        else:
+            prob += self.cost
+        for solver in _solvers():
+            with warnings.catch_warnings():
+                # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
+                warnings.simplefilter("ignore", DeprecationWarning)
+                status = prob.solve(solver)
+            scales = tuple(_value(self.scale[c]) for c in self.cases)
+            if pulp.LpStatus[status] in ("Optimal", "Not Solved") and solution_valid(prob) and None not in scales:
+                break
+        else:
+            return None
+        return Solved(
+            prob.sol_status == pulp.LpSolutionOptimal,
+            scales,
+            float(pulp.value(self.cost)),
+            {f: _int(v) for f, v in self.n_f.items()},
+            {name: _int(v) for name, v in self.n_pd.items()},
+            {name: _int(v) for name, v in self.n_dd.items()},
+            tuple(_cell_plan(cell, per_site) for cell, per_site in zip(cells, self.per_cell)),
+        )
+
+
+def sum_of(terms):
+    """pulp's sum of a linear expression's terms."""
     import pulp
 
-    maximise = goal.maximise and scale_floor is None
-    prob = pulp.LpProblem("prfaas", pulp.LpMaximize if maximise else pulp.LpMinimize)
-    var = prob.add_variable
-    n_f = {f.name: var(f"nf_{j}", *f.instances, cat="Integer") for j, f in enumerate(study.prfaas_sites)}
-    n_pd = {s.name: var(f"npd_{i}", *s.instances, cat="Integer") for i, s in enumerate(study.pd_sites)}
-    n_dd = {
-        s.name: var(f"ndd_{i}", *s.decode_instances, cat="Integer")
-        for i, s in enumerate(study.pd_sites)
-        if s.decode_pool is not None
-    }
-    cases = sorted({cell.case for cell in cells})
-    if scale_floor is not None and goal.maximise:
-        scale = {c: var(f"s_{c}", scale_floor[k], None) for k, c in enumerate(cases)}
-    else:
-        scale = {c: var(f"s_{c}", 0, None) if maximise else 1.0 for c in cases}
-    cost = pulp.lpSum(n_f[f.name] * (f.pool.usd_per_hour_per_instance or 0.0) for f in study.prfaas_sites)
-    gpus: dict[str, list] = {}
-    for f in study.prfaas_sites:
-        gpus.setdefault(f.pool.hardware_name, []).append(f.pool.gpus_per_instance * n_f[f.name])
-    for s in study.pd_sites:
-        cost += (s.pool.usd_per_hour_per_instance or 0.0) * n_pd[s.name]
-        gpus.setdefault(s.pool.hardware_name, []).append(s.pool.gpus_per_instance * n_pd[s.name])
-        if s.decode_pool is not None:
-            cost += (s.decode_pool.usd_per_hour_per_instance or 0.0) * n_dd[s.name]
-            gpus.setdefault(s.decode_pool.hardware_name, []).append(s.decode_pool.gpus_per_instance * n_dd[s.name])
-    link_used: dict = {}
-    per_cell = []
-    switches: dict[tuple[int, str], dict[int, tuple]] = {}
-    first = study.prfaas_sites[0].name
-    n_windows = len(study.windows)
-    for q, cell in enumerate(cells):
-        f_work: dict[str, list] = {f.name: [] for f in study.prfaas_sites}
-        per_site = {}
-        for s in study.pd_sites:
-            name = s.name
-            d_hi = s.decode_instances[1] if s.decode_pool is not None else s.instances[1]
-            if s.decode_pool is None:
-                n_p = var(f"np_{q}_{name}", 0, s.instances[1], cat="Integer")
-                n_d = var(f"nd_{q}_{name}", 0, s.instances[1], cat="Integer")
-                prob += n_p + n_d == n_pd[name]
-            else:
-                n_p, n_d = n_pd[name], n_dd[name]
-            r_d = cell.decode_rps[name]
-            upper = r_d * d_hi
-            table = cell.tables[name, first]
-            ks = [int(k) for k in candidates[cell.case, cell.window, name]]
-            z = [var(f"z_{q}_{name}_{k}", 0, 1, cat="Binary") for k in ks]
-            lam = [var(f"lam_{q}_{name}_{k}", 0, upper) for k in ks]
-            prob += pulp.lpSum(z) == 1
-            for zi, li in zip(z, lam):
-                prob += li <= upper * zi
-            demand = cell.demands[name]
-            served = pulp.lpSum(lam)
-            prob += served == scale[cell.case] * demand if not isinstance(scale[cell.case], float) else served >= demand
-            f_idle = min(1.0, study.conversion_s / (cell.hours * 3600.0)) if n_windows > 1 else 0.0
-            into_p = into_d = 0.0
-            if s.decode_pool is None and n_windows > 1 and (f_idle > 0 or study.max_switches is not None):
-                into_p = var(f"inp_{q}_{name}", 0, s.instances[1])  # instances that became PD-P at this window
-                into_d = var(f"ind_{q}_{name}", 0, s.instances[1])  # and PD-D
-                switches.setdefault((cell.case, name), {})[cell.window] = (n_p, into_p, into_d)
-            prob += pulp.lpSum(float(table.pd_work_s[k]) * li for k, li in zip(ks, lam)) <= n_p - f_idle * into_p
-            prob += served <= r_d * (n_d - f_idle * into_d)
-            flows: dict[str, list] = {}
-            for k, li in zip(ks, lam):
-                p = float(table.p[k])
-                if p <= 0:
-                    continue
-                parts = []
-                for f in study.prfaas_sites:
-                    if (f.name, name) not in cell.links:
-                        continue
-                    x = var(f"x_{q}_{name}_{f.name}_{k}", 0, upper)
-                    parts.append(x)
-                    flows.setdefault(f.name, []).append((k, x))
-                    f_work[f.name].append(float(cell.tables[name, f.name].prfaas_work_s[k]) / p * x)
-                prob += pulp.lpSum(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
-            for f, items in flows.items():
-                link = cell.links[f, name]
-                bytes_ = cell.tables[name, f].link_work_bytes
-                per_request = {k: float(bytes_[k]) / float(table.p[k]) for k, _ in items}
-                unit = max(per_request.values()) or 1.0  # keep coefficients near 1 for the solver
-                prob += pulp.lpSum(per_request[k] / unit * x for k, x in items) <= link.usable_bytes_per_s / unit
-                if link.fixed_usd_per_hour > 0:
-                    if (name, f) not in link_used:
-                        link_used[name, f] = var(f"u_{name}_{f}", 0, 1, cat="Binary")
-                        cost += link.fixed_usd_per_hour * link_used[name, f]
-                    prob += pulp.lpSum(x for _, x in items) <= upper * link_used[name, f]
-            per_site[name] = (ks, z, n_p, n_d, flows)
-        for f in study.prfaas_sites:
-            prob += pulp.lpSum(f_work[f.name]) <= n_f[f.name]
-        per_cell.append(per_site)
-    for windows in switches.values():
-        for w, (n_p, into_p, into_d) in windows.items():
-            prev = windows[(w - 1) % n_windows][0]  # the day repeats: the last window precedes the first
-            prob += into_p >= n_p - prev
-            prob += into_d >= prev - n_p
-            if study.max_switches is not None:
-                prob += into_p + into_d <= study.max_switches
-    for hardware, budget in study.gpu_budget.items():
-        prob += pulp.lpSum(gpus.get(hardware, [])) <= budget
-    if study.usd_per_hour is not None:
-        prob += cost <= study.usd_per_hour
-    total = pulp.lpSum(n_pd.values()) + pulp.lpSum(n_f.values()) + pulp.lpSum(n_dd.values())
-    switched = pulp.lpSum(into_p + into_d for windows in switches.values() for _, into_p, into_d in windows.values())
-    if scale_floor is not None:
-        prob += switched
-    elif maximise:
-        prob += _objective(prob, goal, scale, cases) - TIE_WEIGHT * total
-    else:
-        prob += cost
-    for solver in _solvers():
-        with warnings.catch_warnings():
-            # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
-            warnings.simplefilter("ignore", DeprecationWarning)
-            status = prob.solve(solver)
-        scales = tuple(_value(scale[c]) for c in cases)
-        if pulp.LpStatus[status] in ("Optimal", "Not Solved") and solution_valid(prob) and None not in scales:
-            break
-    else:
-        return None
-    return Solved(
-        prob.sol_status == pulp.LpSolutionOptimal,
-        scales,
-        float(pulp.value(cost)),
-        {f: _int(v) for f, v in n_f.items()},
-        {name: _int(v) for name, v in n_pd.items()},
-        {name: _int(v) for name, v in n_dd.items()},
-        tuple(_cell_plan(cell, per_site) for cell, per_site in zip(cells, per_cell)),
-    )
+    return pulp.lpSum(terms)
 
 
 def fewest_switches(study: Study, cells: list[Cell], candidates: dict, goal: Goal, sol: Solved) -> Solved:
@@ -272,12 +309,10 @@ def _solvers():
 
 def _objective(prob, goal: Goal, scale: dict, cases: list[int]):
     """The expression maximised: s (one case), min_c s_c (worst case) or sum_c w_c s_c."""
-    import pulp
-
     if len(cases) == 1:
         return scale[cases[0]]
     if goal.robust == RobustObjective.weighted:
-        return pulp.lpSum(goal.weights[c] * scale[c] for c in cases)
+        return sum_of(goal.weights[c] * scale[c] for c in cases)
     worst = prob.add_variable("worst", 0, None)
     for c in cases:
         prob += worst <= scale[c]
