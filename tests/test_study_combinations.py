@@ -147,9 +147,10 @@ def test_validate_accepts_a_day_beside_a_decode_only_pool(run_cli, tmp_path):
 SHORT, LONG = 4096, 32768  # tokens: a two-length mixture keeps each site's threshold table small
 
 
-def robust_sites_doc(objective: str = "worst_case", peak: float = 3.0, off: float = 1.0) -> dict:
+def robust_sites_doc(objective: str = "worst_case", peak: float = 3.0, off: float = 1.0, budget: float | None = None) -> dict:
     """East (10 Gbps) and west (100 Gbps) share 0..4 H200 PrfaaS instances; two cases: east peaks
-    (``peak`` and ``off`` req/s: 3 and 1) or west does."""
+    (``peak`` and ``off`` req/s: 3 and 1) or west does. With a $/hour ``budget`` each PD site has
+    1..4 instances, so that the counts trade off between the sites (else 4 each)."""
     mixture = {
         "type": "mixture",
         "components": [{"weight": 1, "type": "fixed", "tokens": SHORT}, {"weight": 1, "type": "fixed", "tokens": LONG}],
@@ -159,9 +160,16 @@ def robust_sites_doc(objective: str = "worst_case", peak: float = 3.0, off: floa
         "model": "prfaas-1t-hybrid",
         "prfaas_sites": [{"name": "factory", "hardware": "h200", "gpus_per_instance": 8, "instances": {"min": 0, "max": 4}}],
         "pd_sites": [
-            {"name": name, "hardware": "h20", "gpus_per_instance": 8, "instances": 4, "rate_rps": 2.0}
+            {
+                "name": name,
+                "hardware": "h20",
+                "gpus_per_instance": 8,
+                "instances": 4 if budget is None else {"min": 1, "max": 4},
+                "rate_rps": 2.0,
+            }
             for name in ("east", "west")
         ],
+        **({} if budget is None else {"budgets": {"usd_per_hour": budget}}),
         "links": [
             {"prfaas": "factory", "pd": name, "bandwidth_gbps": gbps, "rtt_ms": 20}
             for name, gbps in (("east", 10.0), ("west", 100.0))
@@ -202,22 +210,33 @@ def case_scale(tables: dict, rates: dict, n_f: int, n_pd: dict, links: dict, r_d
     return best
 
 
-def brute_force_robust(study, score) -> float:
-    """The best ``score`` of the case scales over every PrfaaS count (PD counts fixed)."""
+def case_scales(study, n_f: int, n_pd: dict) -> list[float]:
+    """Each case's best demand scale for the counts (brute force, ``case_scale``)."""
     from prfaas_plan.planner.sites import pair_tables
 
-    r_d = 800 / 1024
-    n_pd = {s.name: s.instances[0] for s in study.pd_sites}
-    best = -np.inf
-    for n_f in range(study.prfaas_sites[0].instances[0], study.prfaas_sites[0].instances[1] + 1):
-        scales = []
-        for case in study.cases:
-            tables = {n: t for (n, _), t in pair_tables(study.under(case)).items()}
-            rates = {s.name: s.demand_rps for s in case.pd_sites}
-            links = {pd: link.usable_bytes_per_s for (_, pd), link in case.links.items()}
-            scales.append(case_scale(tables, rates, n_f, n_pd, links, r_d))
-        best = max(best, score(scales))
-    return best
+    scales = []
+    for case in study.cases:
+        tables = {n: t for (n, _), t in pair_tables(study.under(case)).items()}
+        rates = {s.name: s.demand_rps for s in case.pd_sites}
+        links = {pd: link.usable_bytes_per_s for (_, pd), link in case.links.items()}
+        scales.append(case_scale(tables, rates, n_f, n_pd, links, 800 / 1024))
+    return scales
+
+
+def brute_force_robust(study, score, counts: bool = False):
+    """The best ``score`` of the case scales over every count (the PrfaaS site's and each PD
+    site's, within their ranges and the $/hour budget); with ``counts``, (best, its counts)."""
+    factory, (east, west) = study.prfaas_sites[0], study.pd_sites
+    ranges = (factory.instances, east.instances, west.instances)
+    best = (-np.inf, None)
+    for n_f, n_e, n_w in itertools.product(*(range(lo, hi + 1) for lo, hi in ranges)):
+        cost = n_f * factory.pool.usd_per_hour_per_instance + (n_e + n_w) * east.pool.usd_per_hour_per_instance
+        if study.usd_per_hour is not None and cost > study.usd_per_hour:
+            continue
+        value = score(case_scales(study, n_f, {"east": n_e, "west": n_w}))
+        if value > best[0] * (1 + 1e-9):
+            best = (value, (n_f, {"east": n_e, "west": n_w}))
+    return best if counts else best[0]
 
 
 def test_a_robust_plan_over_two_sites_is_the_brute_force_worst_case(tmp_path):
@@ -240,6 +259,20 @@ def test_a_robust_plan_over_two_sites_is_the_brute_force_worst_case(tmp_path):
 def test_a_weighted_robust_plan_over_two_sites_is_the_brute_force_best(tmp_path):
     result, study = _robust_sites(tmp_path, robust_sites_doc("weighted"))
     assert result.weighted_scale == pytest.approx(brute_force_robust(study, lambda s: 0.5 * s[0] + 0.5 * s[1]), rel=1e-6)
+
+
+@pytest.mark.parametrize("objective", ["worst_case", "weighted"])
+def test_a_budgeted_robust_plan_over_two_sites_trades_the_counts_as_brute_force_does(tmp_path, objective):
+    """Under $250/hour each PD site may have 1..4 instances: the east-peak case alone would buy for
+    east, the west-peak case for west; the worst case (or the mean) is the brute-force best over
+    every count the budget allows."""
+    result, study = _robust_sites(tmp_path, robust_sites_doc(objective, budget=250.0))
+    score = min if objective == "worst_case" else (lambda s: 0.5 * s[0] + 0.5 * s[1])
+    figure = result.worst_scale if objective == "worst_case" else result.weighted_scale
+    assert figure == pytest.approx(brute_force_robust(study, score), rel=1e-6)
+    assert result.usd_per_hour <= 250.0 + 1e-6
+    _, (n_f, n_pd) = brute_force_robust(study, lambda s: s[0], counts=True)  # the east-peak case's own best counts
+    assert score(case_scales(study, n_f, n_pd)) < figure * (1 - 1e-3)  # do worse on both cases: the budget binds
 
 
 def test_a_min_cost_robust_plan_over_two_sites_serves_every_case(tmp_path):
@@ -372,3 +405,29 @@ def test_a_day_of_sites_prints_the_fewest_role_switches():
     for site in ("us-east", "europe"):
         splits = [next(s.n_p for s in w.pd if s.name == site) for w in result.windows]
         assert sum(a != b for a, b in zip(splits, splits[-1:] + splits[:-1])) == 0, (site, splits)
+
+
+def test_fewest_switches_replans_the_splits_of_the_counts_bought():
+    """Given a day's plan whose splits switch in every window, the second step keeps the counts and
+    the scale and returns splits with the fewest switches (two-edges-day: none)."""
+    from dataclasses import replace as swap
+
+    from prfaas_plan.choices import ObjectiveKind
+    from prfaas_plan.planner.formulation import Goal, fewest_switches, solve
+    from prfaas_plan.planner.optimizer import coarse_indices
+    from prfaas_plan.planner.sites import pair_tables, window_cells
+    from prfaas_plan.study.resolve import resolve_sites
+
+    spec = load_sites(yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text()))
+    study = resolve_sites(spec)
+    tables = pair_tables(study)
+    cells = window_cells(study, tables)
+    cands = {(0, w, s.name): coarse_indices(tables[s.name, "factory"], 16) for s in study.pd_sites for w in range(3)}
+    goal = Goal(ObjectiveKind.min_cost)
+    sol = solve(study, cells, cands, goal)
+    switching = swap(sol, cells=tuple(swap(c, n_p={k: w % 2 for k in c.n_p}) for w, c in enumerate(sol.cells)))
+    kept = fewest_switches(study, cells, cands, goal, switching)
+    assert (kept.n_prfaas, kept.n_pd, kept.scales) == (sol.n_prfaas, sol.n_pd, sol.scales)
+    for name in sol.n_pd:
+        splits = [c.n_p[name] for c in kept.cells]
+        assert splits == [splits[0]] * 3, (name, splits)
