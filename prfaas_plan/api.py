@@ -629,6 +629,19 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
     return day, runs
 
 
+def study(path: str):
+    """A multi-site scenario file resolved into a ``study.model.Study`` (sites, pools, links,
+    windows and robust cases in SI units), planning nothing: the what-ifs (``Study.with_link``,
+    ``window``, ``case``, ``with_limits``) and ``planner.sites.plan_sites`` take it."""
+    from .study.resolve import resolve_sites
+
+    path, spec = _sites_spec(path)
+    try:
+        return resolve_sites(spec, path)
+    except PlanInputError as exc:
+        raise exc.with_source(path) from None
+
+
 def sites(path: str):
     """Plan a multi-site scenario file (``profiles.sites``, ``planner.sites``). Returns
     (``planner.sites.SitesPlan``, ``study.model.Study``)."""
@@ -644,7 +657,7 @@ def _sites_spec(path: str):
     path = scenario_path(path)
     data = load_yaml_file(path)
     if isinstance(data, dict) and "pd_sites" not in data and "prfaas_sites" not in data and "prfaas" in data:
-        raise PlanInputError("a one-site scenario (prfaas, pd): plan it with `prfaas-plan plan`", source=path)
+        raise PlanInputError("a one-site scenario (prfaas, pd), not a multi-site one", source=path, form=ProfileKind.scenario)
     return path, load_sites_scenario(data, path)
 
 

@@ -178,8 +178,15 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
 _command: str | None = None  # the command running (``_root``), for OPTION_NAMES
 
 
+FORM_COMMANDS = {"sites": "`prfaas-plan sites FILE` (or robust, compare)", "scenario": "`prfaas-plan plan`"}
+
+
 def _cli_error(exc: PlanInputError) -> PlanInputError:
-    """``exc`` in the running command's words (``OPTION_NAMES``)."""
+    """``exc`` in the running command's words (``OPTION_NAMES``; a file of the other form names the
+    command that plans it)."""
+    if exc.form in FORM_COMMANDS:
+        hint = f"{exc.reason}: plan it with {FORM_COMMANDS[exc.form]}"
+        exc = PlanInputError(hint, source=exc.source, field=exc.field, argument=exc.argument)
     return exc.renamed(OPTION_NAMES.get(_command or "", {}))
 
 

@@ -52,13 +52,24 @@ class PlanInputError(Exception):
     `load`, not both``). ``argument``: the field is a parameter although ``source`` is set
     (a parameter that names a file, such as a profile ``api.compare`` is given, and the error
     is in that file). ``names_argument`` says which errors are about a parameter's value;
-    the CLI names those by its option (``cli.OPTION_NAMES``)."""
+    the CLI names those by its option (``cli.OPTION_NAMES``). ``form``: the file is a scenario of
+    the other form (``choices.ProfileKind``: ``sites`` or ``scenario``), which the CLI says which
+    command plans."""
 
-    def __init__(self, reason: str, *, source: str | None = None, field: str | None = None, argument: bool = False):
+    def __init__(
+        self,
+        reason: str,
+        *,
+        source: str | None = None,
+        field: str | None = None,
+        argument: bool = False,
+        form: str | None = None,
+    ):
         self.reason = reason
         self.source = source
         self.field = field
         self.argument = argument
+        self.form = form
         super().__init__(self.one_line())
 
     @property
@@ -78,12 +89,12 @@ class PlanInputError(Exception):
 
     def with_source(self, source: str | None) -> PlanInputError:
         """Return a copy that names ``source`` unless one is named already."""
-        return PlanInputError(self.reason, source=self.source or source, field=self.field, argument=self.argument)
+        return PlanInputError(self.reason, source=self.source or source, field=self.field, argument=self.argument, form=self.form)
 
     def with_field(self, prefix: str) -> PlanInputError:
         """Return a copy whose field is under ``prefix`` (``workload.input`` + ``sigma``)."""
         field = f"{prefix}.{self.field}" if self.field else prefix
-        return PlanInputError(self.reason, source=self.source, field=field)
+        return PlanInputError(self.reason, source=self.source, field=field, form=self.form)
 
     def renamed(self, names: dict[str, str]) -> PlanInputError:
         """This error with its field, and the backticked parameters its reason names, renamed
@@ -95,7 +106,7 @@ class PlanInputError(Exception):
         field = _renamed_field(self.field, names) if self.field else self.field
         if (reason, field) == (self.reason, self.field):
             return self
-        return PlanInputError(reason, source=self.source, field=field, argument=self.argument)
+        return PlanInputError(reason, source=self.source, field=field, argument=self.argument, form=self.form)
 
 
 def _renamed_field(field: str, names: dict[str, str]) -> str:

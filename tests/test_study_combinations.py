@@ -218,7 +218,7 @@ def case_scales(study, n_f: int, n_pd: dict) -> list[float]:
     for case in study.cases:
         tables = {n: t for (n, _), t in pair_tables(study.under(case)).items()}
         rates = {s.name: s.demand_rps for s in case.pd_sites}
-        links = {pd: link.usable_bytes_per_s for (_, pd), link in case.links.items()}
+        links = {pd: link.usable_bytes_per_s for (_, pd), link in study.under(case).links.items()}
         scales.append(case_scale(tables, rates, n_f, n_pd, links, 800 / 1024))
     return scales
 
@@ -407,13 +407,13 @@ def test_a_day_of_sites_prints_the_fewest_role_switches():
         assert sum(a != b for a, b in zip(splits, splits[-1:] + splits[:-1])) == 0, (site, splits)
 
 
-def test_fewest_switches_replans_the_splits_of_the_counts_bought():
+def test_settle_replans_the_splits_of_the_counts_bought():
     """Given a day's plan whose splits switch in every window, the second step keeps the counts and
     the scale and returns splits with the fewest switches (two-edges-day: none)."""
     from dataclasses import replace as swap
 
     from prfaas_plan.choices import ObjectiveKind
-    from prfaas_plan.planner.formulation import Goal, fewest_switches, solve
+    from prfaas_plan.planner.formulation import Goal, settle, solve
     from prfaas_plan.planner.optimizer import coarse_indices
     from prfaas_plan.planner.sites import pair_tables, window_cells
     from prfaas_plan.study.resolve import resolve_sites
@@ -426,7 +426,7 @@ def test_fewest_switches_replans_the_splits_of_the_counts_bought():
     goal = Goal(ObjectiveKind.min_cost)
     sol = solve(study, cells, cands, goal)
     switching = swap(sol, cells=tuple(swap(c, n_p={k: w % 2 for k in c.n_p}) for w, c in enumerate(sol.cells)))
-    kept = fewest_switches(study, cells, cands, goal, switching)
+    kept = settle(study, cells, cands, goal, switching)
     assert (kept.n_prfaas, kept.n_pd, kept.scales) == (sol.n_prfaas, sol.n_pd, sol.scales)
     for name in sol.n_pd:
         splits = [c.n_p[name] for c in kept.cells]

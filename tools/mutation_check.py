@@ -1056,8 +1056,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     'sites-day-any-optimum-split': (
         'prfaas_plan/planner/formulation.py',
-        '    if len(study.windows) < 2:\n        return sol',
-        '    if True:\n        return sol',
+        '    settled = solve(study, cells, candidates, goal, hold=value)',
+        '    settled = None',
     ),
 }
 

@@ -24,10 +24,9 @@ maximises min_c s_c; ``weighted`` maximises sum_c w_c s_c; ``min_cost`` minimise
 provisioned $/hour with every s_c = 1 (sum_k lambda_ik >= r_ciw). Over a day, instances that
 switch role at a window's start (into_p >= N_p,w - N_p,w-1, into_d likewise, the day cyclic)
 are idle for f = min(1, conversion_s / window) of it: PD-P capacity N_p - f into_p, decode
-r_d (N_d - f into_d); at most ``max_switches`` switch per site and window. Ties go to fewer
-instances (a 1e-7 weight on their total); over a day, ``fewest_switches`` then keeps the counts
-and the scales and asks the fewest role switches (the splits of a day are otherwise any of the
-equal optima).
+r_d (N_d - f into_d); at most ``max_switches`` switch per site and window. Among equal optima,
+``settle`` asks the fewest instances, then the fewest role switches (a second programme that
+holds the first's optimum), so the plan printed is not an arbitrary one of them.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ from ..study.model import Link, Study
 from .throughput import ThresholdTable
 
 SOLVER_TIME_LIMIT_S = 60  # CBC stops here with its best plan, reported as not proven optimal
-TIE_WEIGHT = 1e-7  # on the total instance count: among equal objectives, fewer instances
+TIE_WEIGHT = 1e-7  # on the total instance count: a nudge to fewer instances (``settle`` decides the ties)
 
 
 @dataclass(frozen=True)
@@ -98,13 +97,13 @@ def solve(
     cells: list[Cell],
     candidates: dict[tuple[int, int, str], list[int]],
     goal: Goal,
-    scale_floor: tuple[float, ...] | None = None,
+    hold: float | None = None,
 ) -> Solved | None:
     """The programme over ``cells`` with the threshold candidates of each (case, window, PD site); None
-    when CBC finds no plan (or one that breaks a constraint). With ``scale_floor`` (one per case) it
-    minimises the role switches instead, each case's scale held at least at its floor: the second,
-    lexicographic step of ``fewest_switches``."""
-    programme = _Programme(study, goal, sorted({cell.case for cell in cells}), scale_floor)
+    when CBC finds no plan (or one that breaks a constraint). With ``hold`` (the goal's optimum: its
+    scale figure, or for min_cost its $/hour) it keeps the goal at least that good and asks the fewest
+    instances, then the fewest role switches: the second, lexicographic step of ``settle``."""
+    programme = _Programme(study, goal, sorted({cell.case for cell in cells}), hold)
     for q, cell in enumerate(cells):
         programme.add_cell(q, cell, candidates)
     programme.add_switches()
@@ -116,11 +115,11 @@ class _Programme:
     """The pulp problem of ``solve``, built block by block: the shared counts and their cost, one
     block of rows per cell, the role switches between windows, the budgets, the objective."""
 
-    def __init__(self, study: Study, goal: Goal, cases: list[int], scale_floor: tuple[float, ...] | None):
+    def __init__(self, study: Study, goal: Goal, cases: list[int], hold: float | None):
         import pulp
 
-        self.study, self.goal, self.cases, self.floor = study, goal, cases, scale_floor
-        self.maximise = goal.maximise and scale_floor is None
+        self.study, self.goal, self.cases, self.hold = study, goal, cases, hold
+        self.maximise = goal.maximise and hold is None
         self.prob = pulp.LpProblem("prfaas", pulp.LpMaximize if self.maximise else pulp.LpMinimize)
         var = self.var = self.prob.add_variable
         self.n_f = {f.name: var(f"nf_{j}", *f.instances, cat="Integer") for j, f in enumerate(study.prfaas_sites)}
@@ -130,10 +129,7 @@ class _Programme:
             for i, s in enumerate(study.pd_sites)
             if s.decode_pool is not None
         }
-        if scale_floor is not None and goal.maximise:
-            self.scale = {c: var(f"s_{c}", scale_floor[k], None) for k, c in enumerate(cases)}
-        else:
-            self.scale = {c: var(f"s_{c}", 0, None) if self.maximise else 1.0 for c in cases}
+        self.scale = {c: var(f"s_{c}", 0, None) if goal.maximise else 1.0 for c in cases}
         self.cost = pulp.lpSum(self.n_f[f.name] * (f.pool.usd_per_hour_per_instance or 0.0) for f in study.prfaas_sites)
         self.gpus: dict[str, list] = {}
         for f in study.prfaas_sites:
@@ -181,7 +177,7 @@ class _Programme:
         n_windows = len(study.windows)
         f_idle = min(1.0, study.conversion_s / (cell.hours * 3600.0)) if n_windows > 1 else 0.0
         into_p = into_d = 0.0
-        if s.decode_pool is None and n_windows > 1 and (f_idle > 0 or study.max_switches is not None):
+        if s.decode_pool is None and n_windows > 1:
             into_p = var(f"inp_{q}_{name}", 0, s.instances[1])  # instances that became PD-P at this window
             into_d = var(f"ind_{q}_{name}", 0, s.instances[1])  # and PD-D
             self.switches.setdefault((cell.case, name), {})[cell.window] = (n_p, into_p, into_d)
@@ -240,13 +236,18 @@ class _Programme:
         prob = self.prob
         total = sum_of(self.n_pd.values()) + sum_of(self.n_f.values()) + sum_of(self.n_dd.values())
         switched = sum_of(into_p + into_d for w in self.switches.values() for _, into_p, into_d in w.values())
-        if self.floor is not None:
-            prob += switched
+        if self.hold is not None:
+            if self.goal.maximise:
+                prob += _objective(prob, self.goal, self.scale, self.cases) >= self.hold
+            else:
+                prob += self.cost <= self.hold
+            most = sum(s.instances[1] for s in self.study.pd_sites) * 2 * len(self.per_cell) + 1
+            prob += most * total + switched  # fewer instances first, then fewer switches
         elif self.maximise:
             prob += _objective(prob, self.goal, self.scale, self.cases) - TIE_WEIGHT * total
         else:
             prob += self.cost
-        for solver in _solvers():
+        for solver in _solvers(gap_abs=0.5 if self.hold is not None else None):  # settle: an integer objective
             with warnings.catch_warnings():
                 # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -274,36 +275,37 @@ def sum_of(terms):
     return pulp.lpSum(terms)
 
 
-def fewest_switches(study: Study, cells: list[Cell], candidates: dict, goal: Goal, sol: Solved) -> Solved:
-    """``sol``'s counts and scales with the fewest role switches over the day (the same cost: the
-    counts are kept); ``sol`` itself when it has one window or the second step finds nothing."""
-    if len(study.windows) < 2:
-        return sol
-    fixed = replace(
-        study,
-        prfaas_sites=tuple(replace(f, instances=(sol.n_prfaas[f.name],) * 2) for f in study.prfaas_sites),
-        pd_sites=tuple(
-            replace(
-                s,
-                instances=(sol.n_pd[s.name],) * 2,
-                decode_instances=None if s.decode_pool is None else (sol.n_decode[s.name],) * 2,
-            )
-            for s in study.pd_sites
-        ),
-    )
-    floor = tuple(x * (1 - 1e-9) for x in sol.scales)
-    fewer = solve(fixed, cells, candidates, goal, scale_floor=floor)
-    return sol if fewer is None else replace(fewer, scales=sol.scales, proven=sol.proven and fewer.proven)
+def settle(study: Study, cells: list[Cell], candidates: dict, goal: Goal, sol: Solved) -> Solved:
+    """Among the plans as good as ``sol`` by ``goal`` (its scale figure within 1e-9, or its $/hour),
+    the one with the fewest instances, then the fewest role switches over the day: a second,
+    lexicographic programme (a weight on the instance count inside the first would sit below CBC's
+    tolerances and decide nothing). ``sol`` itself when the second finds nothing."""
+    value = score(sol.scales, goal) * (1 - 1e-9) if goal.maximise else sol.usd_per_hour * (1 + 1e-9) + 1e-9
+    settled = solve(study, cells, candidates, goal, hold=value)
+    return sol if settled is None else replace(settled, proven=sol.proven and settled.proven)
 
 
-def _solvers():
+def score(scales: tuple[float, ...], goal: Goal) -> float:
+    """The figure a maximising goal counts: the one scale, the smallest (worst case) or the weighted mean."""
+    if goal.robust == RobustObjective.weighted:
+        return sum(w * x for w, x in zip(goal.weights, scales))
+    return min(scales)
+
+
+def _solvers(gap_abs: float | None = None):
     """CBC as configured by default, then without presolve and with tight tolerances: the retry
-    for a programme whose first answer breaks a constraint or is reported infeasible."""
+    for a programme whose first answer breaks a constraint or is reported infeasible. ``gap_abs``:
+    stop only within that much of the optimum (0.5 for an integer objective: at it)."""
     import pulp
 
-    yield pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S)
+    gap = {} if gap_abs is None else {"gapAbs": gap_abs}
+    yield pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S, **gap)
     yield pulp.PULP_CBC_CMD(
-        msg=False, timeLimit=SOLVER_TIME_LIMIT_S, presolve=False, options=["primalTolerance 1e-10", "integerTolerance 1e-9"]
+        msg=False,
+        timeLimit=SOLVER_TIME_LIMIT_S,
+        presolve=False,
+        options=["primalTolerance 1e-10", "integerTolerance 1e-9"],
+        **gap,
     )
 
 

@@ -12,7 +12,7 @@ with one PD site, one PrfaaS site and one window is planned by the one-site plan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..study.model import Objective, Study
 from ..units import bytes_per_s_to_gbps
-from .formulation import Cell, Goal, Solved, fewest_switches, solve
+from .formulation import Cell, Goal, Solved, score, settle, solve
 from .optimizer import coarse_indices
 from .throughput import ThresholdTable, threshold_table
 
@@ -61,9 +61,10 @@ class SitesPlan:
     n_prfaas: dict  # PrfaaS site -> instances
     n_pd: dict  # PD site -> instances (N_p + N_d, split per window)
     windows: tuple[WindowSites, ...]
-    usd_per_hour: float | None  # provisioned
+    usd_per_hour: float | None  # provisioned (None: a pool bought has no price)
     one_site: bool  # planned by the one-site planner
     proven: bool = True  # False: CBC stopped at its time limit with the best plan it had
+    n_decode: dict = field(default_factory=dict)  # PD site -> N_d of its decode-only pool
 
     @property
     def pd(self) -> tuple[PdSitePlan, ...]:
@@ -84,6 +85,7 @@ def window_cells(study: Study, tables: dict) -> list[Cell]:
 
 def plan_sites(study: Study) -> SitesPlan:
     """The multi-site plan (see the module docstring)."""
+    check_prices(study, study.objective == ObjectiveKind.min_cost or study.usd_per_hour is not None)
     if len(study.pd_sites) == 1 and len(study.prfaas_sites) == 1 and len(study.windows) == 1:
         return _one_site(study)
     tables = pair_tables(study)
@@ -107,7 +109,7 @@ def plan_sites(study: Study) -> SitesPlan:
     refined = solve(study, cells, fine, goal)
     if refined is not None and _better(refined, sol, goal):
         sol, cands = refined, fine
-    return _result(study, tables, fewest_switches(study, cells, cands, goal, sol))
+    return _result(study, tables, settle(study, cells, cands, goal, sol))
 
 
 def refine(cands: dict, sol: Solved, most: int) -> dict:
@@ -134,7 +136,7 @@ def refine(cands: dict, sol: Solved, most: int) -> dict:
 def _better(a: Solved, b: Solved, goal: Goal) -> bool:
     if not goal.maximise:
         return a.usd_per_hour < b.usd_per_hour - 1e-9
-    return _score(a, goal) > _score(b, goal) * (1 + 1e-7)
+    return score(a.scales, goal) > score(b.scales, goal) * (1 + 1e-7)
 
 
 def _infeasible(study: Study) -> PlanInputError:
@@ -145,7 +147,49 @@ def _infeasible(study: Study) -> PlanInputError:
 def _result(study: Study, tables: dict, sol: Solved) -> SitesPlan:
     demands = [window.rates_rps for window in study.windows]
     windows = _windows(study, tables, sol.cells, demands, sol.scales[0])
-    return SitesPlan(study.name, sol.scales[0], sol.n_prfaas, sol.n_pd, windows, sol.usd_per_hour, False, sol.proven)
+    cost = sol.usd_per_hour if not unpriced(study, sol) else None
+    return SitesPlan(study.name, sol.scales[0], sol.n_prfaas, sol.n_pd, windows, cost, False, sol.proven, sol.n_decode)
+
+
+def _bought(study: Study, sol: Solved):
+    """(field path, pool, count) of every pool, PrfaaS sites first."""
+    for f in study.prfaas_sites:
+        yield f"prfaas_sites.{f.name}", f.pool, sol.n_prfaas[f.name]
+    for s in study.pd_sites:
+        yield f"pd_sites.{s.name}", s.pool, sol.n_pd[s.name]
+        if s.decode_pool is not None:
+            yield f"pd_sites.{s.name}.decode", s.decode_pool, sol.n_decode[s.name]
+
+
+def unpriced(study: Study, sol: Solved) -> list[str]:
+    """The pools a plan buys whose hardware has no price (its $/hour is then unknown)."""
+    return [where for where, pool, n in _bought(study, sol) if n and pool.usd_per_hour_per_instance is None]
+
+
+def check_prices(study: Study, needed: bool) -> None:
+    """Where a cost objective or a $/hour budget needs prices (``needed``), every pool that may be
+    bought has one: a capital or rental price, and a TDP where its power is billed; else a one-line
+    error naming the site's hardware (the one-site ``optimizer.check_limits`` for several sites)."""
+    if not needed:
+        return
+    ranges = [(f"prfaas_sites.{f.name}", f.pool, f.instances[1]) for f in study.prfaas_sites]
+    for s in study.pd_sites:
+        ranges.append((f"pd_sites.{s.name}", s.pool, s.instances[1]))
+        if s.decode_pool is not None:
+            ranges.append((f"pd_sites.{s.name}.decode", s.decode_pool, s.decode_instances[1]))
+    for where, pool, most in ranges:
+        if most and pool.usd_per_hour_per_instance is None:
+            raise PlanInputError(
+                f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its profile, or the site's cost), "
+                "needed for a cost objective or budget",
+                field=f"{where}.hardware",
+            )
+        if most and pool.cost.power_unpriced:
+            raise PlanInputError(
+                f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power (${pool.cost.usd_per_kwh:g}/kWh) has no "
+                "price, needed for a cost objective or budget",
+                field=f"{where}.hardware",
+            )
 
 
 def _windows(study: Study, tables: dict, cells, demands: list[dict], scale: float) -> tuple[WindowSites, ...]:
@@ -206,7 +250,7 @@ class RobustSitesPlan:
     n_prfaas: dict  # PrfaaS site -> instances, shared by every case
     n_pd: dict  # PD site -> instances (N_p + N_d, split per case and window)
     cases: tuple[CaseSites, ...]
-    usd_per_hour: float  # provisioned
+    usd_per_hour: float | None  # provisioned (None: a pool bought has no price)
     proven: bool = True
 
     @property
@@ -221,6 +265,7 @@ class RobustSitesPlan:
 def plan_robust_sites(study: Study) -> RobustSitesPlan:
     """One set of counts for every case of a multi-site study (``profiles.scenario.RobustSpec``):
     the one programme over cases x windows, coarse then fine thresholds per case and site."""
+    check_prices(study, study.robust == RobustObjective.min_cost or study.usd_per_hour is not None)
     n_windows, n_cases = len(study.windows), len(study.cases)
     per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // (n_windows * n_cases)))
     size = n_cases * n_windows * len(study.pd_sites) * per_site * (2 + len(study.prfaas_sites))
@@ -236,7 +281,7 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
         decode = {s.name: s.decode_rps_per_instance for s in case.pd_sites}
         demand = [w.rates_rps for w in under.windows]
         for w, window in enumerate(study.windows):
-            cells.append(Cell(c, w, window.hours, demand[w], table, case.links, decode))
+            cells.append(Cell(c, w, window.hours, demand[w], table, under.links, decode))
             for s in study.pd_sites:
                 cands[c, w, s.name] = coarse_indices(table[s.name, first], per_site)
         tables.append(table)
@@ -251,34 +296,26 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
     refined = solve(study, cells, fine, goal)
     if refined is not None and _better(refined, sol, goal):
         sol, cands = refined, fine
+    sol = settle(study, cells, cands, goal, sol)
     cases = []
     for c, case in enumerate(study.cases):
         scale, own = _case_at_its_best(study, sol, [cell for cell in cells if cell.case == c], cands, c)
         windows = _windows(study.under(case), tables[c], own, demands[c], scale)
         cases.append(CaseSites(case.name, case.weight, scale, windows))
-    return RobustSitesPlan(study.name, study.robust, sol.n_prfaas, sol.n_pd, tuple(cases), sol.usd_per_hour, sol.proven)
+    cost = sol.usd_per_hour if not unpriced(study, sol) else None
+    return RobustSitesPlan(study.name, study.robust, sol.n_prfaas, sol.n_pd, tuple(cases), cost, sol.proven)
 
 
 def _case_at_its_best(study: Study, sol: Solved, cells: list[Cell], cands: dict, c: int) -> tuple[float, tuple]:
     """Case ``c``'s largest demand scale for the counts ``sol`` bought, and its cells' plans (the
     objective pins only the cases that bind it; the others may do better than it needs)."""
-    fixed = replace(
-        study,
-        prfaas_sites=tuple(replace(f, instances=(sol.n_prfaas[f.name],) * 2) for f in study.prfaas_sites),
-        pd_sites=tuple(replace(s, instances=(sol.n_pd[s.name],) * 2) for s in study.pd_sites),
-    )
-    own = {(0, w, name): k for (q, w, name), k in cands.items() if q == c}
-    best = solve(fixed, [replace(cell, case=0) for cell in cells], own, Goal())
+    fixed = study.with_counts(sol.n_prfaas, sol.n_pd, sol.n_decode)
+    own, alone = {(0, w, name): k for (q, w, name), k in cands.items() if q == c}, [replace(cell, case=0) for cell in cells]
+    best = solve(fixed, alone, own, Goal())
     if best is None or best.scales[0] < sol.scales[c]:  # not reached: the solution itself is a plan of it
         return sol.scales[c], tuple(plan for plan in sol.cells if plan.case == c)
+    best = settle(fixed, alone, own, Goal(), best)  # its fewest role switches
     return best.scales[0], best.cells
-
-
-def _score(sol: Solved, goal: Goal) -> float:
-    """Higher is better: the smallest scale (one case: its scale) or the weighted scales."""
-    if goal.robust == RobustObjective.weighted:
-        return sum(w * s for w, s in zip(goal.weights, sol.scales))
-    return min(sol.scales)
 
 
 def _one_site(study: Study) -> SitesPlan:
@@ -286,35 +323,39 @@ def _one_site(study: Study) -> SitesPlan:
     from .plan import plan
 
     site, factory = study.pd_sites[0], study.prfaas_sites[0]
-    name, f, demand = site.name, factory.name, site.demand_rps
+    name, f, demand = site.name, factory.name, study.windows[0].rates_rps[site.name]
     inputs = study.pair(name, f)
     limits = replace(inputs.limits, gpu_budget=study.gpu_budget, usd_per_hour=study.usd_per_hour)
     objective = Objective(study.objective, demand if study.objective == ObjectiveKind.min_cost else None)
     result = plan(replace(inputs, limits=limits, objective=objective), with_marginals=False, with_other_mode=False)
     pt = result.point
-    egress = pt.stages.egress_gbps
+    # min_cost serves the demand (scale 1, as the programme reports it); max_throughput its capacity
+    served = demand if study.objective == ObjectiveKind.min_cost else pt.lambda_max
+    at = served / pt.lambda_max  # the traffic at the served rate, of that at capacity
     linked = (f, name) in study.links
     plan_site = PdSitePlan(
         name,
         demand,
-        pt.lambda_max,
+        served,
         pt.threshold_tokens,
         pt.p,
         pt.n_p,
         pt.n_d,
-        {f: pt.lambda_max * pt.p} if linked else {},
-        {f: egress} if linked else {},
-        {f: pt.link_utilisation} if linked else {},
+        {f: served * pt.p} if linked else {},
+        {f: pt.stages.egress_gbps * at} if linked else {},
+        {f: pt.link_utilisation * at} if linked else {},
     )
     window = study.windows[0]
+    separate = site.decode_pool is not None
     return SitesPlan(
         study.name,
-        pt.lambda_max / demand,
+        served / demand,
         {f: pt.n_prfaas},
-        {name: pt.n_p + pt.n_d},
+        {name: pt.n_p if separate else pt.n_p + pt.n_d},
         (WindowSites(window.name, window.hours, (plan_site,)),),
         pt.usd_per_hour,
         True,
+        n_decode={name: pt.n_d} if separate else {},
     )
 
 

@@ -155,7 +155,7 @@ def scenario_path(ref: str) -> str:
 def _one_site_scenario(data: object, source: str) -> Scenario:
     if isinstance(data, dict) and ("pd_sites" in data or "prfaas_sites" in data):
         raise PlanInputError(
-            "a multi-site scenario (pd_sites, prfaas_sites): plan it with `prfaas-plan sites FILE`", source=source
+            "a multi-site scenario (pd_sites, prfaas_sites), not a one-site one", source=source, form=ProfileKind.sites
         )
     return load_scenario(data, source)
 

@@ -357,6 +357,7 @@ class DeploymentSpec(StrictModel):
     compare: CompareSpec | None = None  # options of `prfaas-plan compare`
     robust: RobustSpec | None = None  # cases of `prfaas-plan robust`
     day: DaySpec | None = None  # windows of `prfaas-plan schedule` (several sites: of `prfaas-plan sites`)
+    optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)  # several sites: coarse_thresholds per site
 
 
 class Scenario(DeploymentSpec):
@@ -368,7 +369,6 @@ class Scenario(DeploymentSpec):
     link: LinkSpec
     slo: SloSpec | None = None
     latency: LatencySpec = Field(default_factory=LatencySpec)
-    optimiser: OptimiserSpec = Field(default_factory=OptimiserSpec)
 
     @model_validator(mode="before")
     @classmethod

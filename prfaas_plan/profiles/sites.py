@@ -52,6 +52,9 @@ class SiteLinkSpec(LinkSpec):
     pd: Name  # a PD site's name
 
 
+ONE_SITE_FIELDS = ("prfaas", "pd", "pd_decode", "link", "slo", "latency")  # ``Scenario``'s own
+
+
 class SitesScenario(DeploymentSpec):
     """Several sites: PrfaaS sites, PD sites (each with its users' demand) and the links between them;
     the model, workload (each PD site's default), decode settings, budgets, objective, compare
@@ -60,6 +63,15 @@ class SitesScenario(DeploymentSpec):
     prfaas_sites: Annotated[list[PrfaasSiteSpec], Field(min_length=1, max_length=MAX_SITES)]
     pd_sites: Annotated[list[PdSiteSpec], Field(min_length=1, max_length=MAX_SITES)]
     links: Annotated[list[SiteLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_one_site_fields(cls, data):
+        """A one-site field in a multi-site file: say so, rather than that it is unknown."""
+        for field in ONE_SITE_FIELDS:
+            if isinstance(data, dict) and field in data:
+                raise ValueError(f"{field}: a one-site field; a multi-site file gives prfaas_sites, pd_sites and links")
+        return data
 
     @model_validator(mode="after")
     def _names(self):

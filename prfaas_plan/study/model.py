@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, RobustObjective, Role
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
-from ..ranges import DECODE_TOKENS_PER_S, INSTANCES, LINK_GBPS
+from ..profiles.registry import canonical_name
+from ..ranges import DECODE_TOKENS_PER_S, GPU_BUDGET, INSTANCES, LINK_GBPS, USD_PER_HOUR_BUDGET
 from ..timing.calibrate import CalibrationResult
 from ..timing.decode import DecodeCapacity
 from ..timing.instance import Instance
@@ -325,13 +326,14 @@ class Window:
 
 @dataclass(frozen=True)
 class Case:
-    """A case of a robust plan: the PD sites (their demand, workload and decode rate) and the links
-    as the case has them; the pools and counts are the study's."""
+    """A case of a robust plan: the PD sites (their demand, workload and decode rate) as the case has
+    them and the links whose bandwidth it changes; the pools, counts and other links are the study's
+    (so a what-if on the study reaches every case)."""
 
     name: str
     weight: float
     pd_sites: tuple[PdSite, ...]
-    links: dict[tuple[str, str], Link]
+    link_gbps: dict[tuple[str, str], float]  # (PrfaaS site, PD site) -> the case's raw bandwidth (others: the study's)
 
 
 @dataclass(frozen=True)
@@ -365,7 +367,8 @@ class Study:
         case's rate / the site's own (a case scales a site's demand; a day shapes it); no cases."""
         ratio = {s.name: c.demand_rps / s.demand_rps for s, c in zip(self.pd_sites, case.pd_sites)}
         windows = tuple(replace(w, rates_rps={k: v * ratio[k] for k, v in w.rates_rps.items()}) for w in self.windows)
-        return replace(self, pd_sites=case.pd_sites, links=case.links, windows=windows, cases=(), robust=None)
+        links = {k: v.with_bandwidth_gbps(case.link_gbps[k]) if k in case.link_gbps else v for k, v in self.links.items()}
+        return replace(self, pd_sites=case.pd_sites, links=links, windows=windows, cases=(), robust=None)
 
     def case(self, name: str) -> Study:
         """The study under its robust case ``name``."""
@@ -391,12 +394,30 @@ class Study:
         link = self.links.get((prfaas, pd)) or Link(0.0, 1.0, 0.0)
         return replace(self, links={**self.links, (prfaas, pd): link.with_bandwidth_gbps(gbps)})
 
+    def with_counts(self, n_prfaas: dict[str, int], n_pd: dict[str, int], n_decode: dict[str, int]) -> Study:
+        """The study with every count fixed (a plan's purchase: N_j, N_i and N_d of decode-only pools)."""
+        return replace(
+            self,
+            prfaas_sites=tuple(replace(f, instances=(n_prfaas[f.name],) * 2) for f in self.prfaas_sites),
+            pd_sites=tuple(
+                replace(
+                    s,
+                    instances=(n_pd[s.name],) * 2,
+                    decode_instances=None if s.decode_pool is None else (n_decode[s.name],) * 2,
+                )
+                for s in self.pd_sites
+            ),
+        )
+
     def with_limits(self, usd_per_hour: float | None = None, gpu_budget: dict[str, int] | None = None) -> Study:
-        """The study under other budgets (None: the study's own)."""
+        """The study under other budgets (None: the study's own), checked as the file's are."""
+        if usd_per_hour is not None:
+            USD_PER_HOUR_BUDGET.check(usd_per_hour, "budgets.usd_per_hour")
+        names = {pool.hardware_name for pool in self.pools}
         return replace(
             self,
             usd_per_hour=self.usd_per_hour if usd_per_hour is None else usd_per_hour,
-            gpu_budget=self.gpu_budget if gpu_budget is None else dict(gpu_budget),
+            gpu_budget=self.gpu_budget if gpu_budget is None else gpu_budgets(gpu_budget, names),
         )
 
     def site(self, name: str) -> PdSite:
@@ -443,3 +464,22 @@ class Study:
             notes=self.notes,
             pd_decode=site.decode_pool,
         )
+
+
+def gpu_budgets(gpus: dict[str, int], names: set[str]) -> dict[str, int]:
+    """GPU budgets by resolved hardware name ('H200' is h200); every one names a hardware of
+    ``names`` (the pools'), once, and is a sane count."""
+    budgets: dict[str, int] = {}
+    for name, chips in gpus.items():
+        key = name if name in names else canonical_name(name, "hardware_profiles") or name
+        if key not in names:
+            raise PlanInputError(
+                f"budget for '{name}', which no pool uses (they use {', '.join(sorted(names))})", field=f"budgets.gpus.{name}"
+            )
+        if key in budgets:
+            raise PlanInputError(f"a second budget for '{key}'", field=f"budgets.gpus.{name}")
+        if isinstance(chips, bool) or not isinstance(chips, int):
+            raise PlanInputError(f"must be a count of chips, got {chips!r:.40}", field=f"budgets.gpus.{name}")
+        GPU_BUDGET.check(chips, f"budgets.gpus.{name}")
+        budgets[key] = chips
+    return budgets

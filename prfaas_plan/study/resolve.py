@@ -24,7 +24,7 @@ from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile
-from ..profiles.registry import canonical_name, looks_like_path, resolve_hardware, resolve_model
+from ..profiles.registry import looks_like_path, resolve_hardware, resolve_model
 from ..profiles.scenario import (
     BudgetSpec,
     ClusterSpec,
@@ -67,6 +67,7 @@ from .model import (
     Study,
     Window,
     Workload,
+    gpu_budgets,
 )
 from .prices import LinkCost, chip_cost
 
@@ -435,20 +436,11 @@ def _limits(scenario: Scenario, pools: list[Pool], source: str | None) -> Limits
 
 
 def _budgets(spec: BudgetSpec, names: set[str], source: str | None) -> dict[str, int]:
-    """The GPU budgets by resolved hardware name; every one names a hardware a pool uses."""
-    budgets: dict[str, int] = {}
-    for name, chips in spec.gpus.items():
-        key = name if name in names else canonical_name(name, "hardware_profiles") or name  # 'H200' is h200
-        if key not in names:
-            raise PlanInputError(
-                f"budget for '{name}', which no pool uses (they use {', '.join(sorted(names))})",
-                source=source,
-                field=f"budgets.gpus.{name}",
-            )
-        if key in budgets:
-            raise PlanInputError(f"a second budget for '{key}'", source=source, field=f"budgets.gpus.{name}")
-        budgets[key] = chips
-    return budgets
+    """The GPU budgets by resolved hardware name (``study.model.gpu_budgets``)."""
+    try:
+        return gpu_budgets(spec.gpus, names)
+    except PlanInputError as exc:
+        raise exc.with_source(source) from None
 
 
 def validate_scenario(data: object, source: str) -> Scenario:
@@ -509,16 +501,12 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
         pd_sites.append(PdSite(site.name, pool, None, workload, decode, site.count_range, None, site.rate_rps))
     links = {(lk.prfaas, lk.pd): link_of(lk) for lk in spec.links}
     used = {site.pool.hardware_name for site in (*prfaas_sites, *pd_sites)}
-    budgets = {}
-    for hardware, chips in spec.budgets.gpus.items():
-        if hardware not in used:
-            raise PlanInputError(
-                f"budget for '{hardware}', which no site uses (they use {', '.join(sorted(used))})",
-                source=source,
-                field=f"budgets.gpus.{hardware}",
-            )
-        budgets[hardware] = chips
-    cases = tuple(_case(spec, case, model, pd_sites, links, source, base) for case in spec.robust.cases) if spec.robust else ()
+    budgets = _budgets(spec.budgets, used, source)  # 'H200' is h200, as for one site
+    cases = (
+        tuple(_case(spec, k, model, pd_sites, prfaas_sites, source, base) for k in range(len(spec.robust.cases)))
+        if spec.robust
+        else ()
+    )
     base_rates = {s.name: s.rate_rps for s in spec.pd_sites}
     day = spec.day
     windows = (
@@ -539,29 +527,45 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
         objective=spec.objective.type,
         conversion_s=0.0 if day is None else day.conversion_s,
         max_switches=None if day is None else day.max_switches_per_window,
+        optimiser=OptimiserSettings(spec.optimiser.method, spec.optimiser.coarse_thresholds),
         notes=tuple(dict.fromkeys(notes)),
         cases=cases,
         robust=spec.robust.objective if spec.robust else None,
     )
 
 
-def _case(spec: SitesScenario, case, model: ModelProfile, sites: list[PdSite], links: dict, source, base) -> Case:
-    """A robust case of a multi-site file: each PD site at the case's rate, under its workload
-    (a new workload: its decode context and rate too), and the links at the case's bandwidths."""
+def _case(
+    spec: SitesScenario, k: int, model: ModelProfile, sites: list[PdSite], factories: list[PrfaasSite], source, base
+) -> Case:
+    """Robust case ``k`` of a multi-site file: each PD site at the case's rate, under its workload
+    (a new workload: its decode context and rate too, and every pool must still hold its longest
+    request), and the bandwidths of the links it changes."""
+    case, where = spec.robust.cases[k], f"robust.cases[{k}].workload"
     out = []
+    workload = None if case.workload is None else _workload(case.workload, model, source)[0]
     for site in sites:
         demand = case.rates.get(site.name, site.demand_rps)
-        if case.workload is None:
+        if workload is None:
             out.append(replace(site, demand_rps=demand))
             continue
-        workload, _ = _workload(case.workload, model, source)
         context = _decode_context(spec.decode, model, workload, source)
+        _fits(model, site.pool, max(context, int(workload.full_input_dist.lengths_tokens[-1])), source, where)
         written = next(s for s in spec.pd_sites if s.name == site.name)
         decode, _ = _decode(_measured_on(spec.decode, written), model, site.pool, written.hardware, context, source, base=base)
         out.append(replace(site, workload=workload, decode=decode, demand_rps=demand))
-    changed = {(lk.prfaas, lk.pd): lk.bandwidth_gbps for lk in case.links}
-    case_links = {key: link.with_bandwidth_gbps(changed[key]) if key in changed else link for key, link in links.items()}
-    return Case(case.name, case.weight, tuple(out), case_links)
+    if workload is not None:
+        for factory in factories:
+            if factory.instances[1] > 0:
+                _fits(model, factory.pool, int(workload.full_input_dist.lengths_tokens[-1]), source, where)
+    return Case(case.name, case.weight, tuple(out), {(lk.prfaas, lk.pd): lk.bandwidth_gbps for lk in case.links})
+
+
+def _fits(model: ModelProfile, pool: Pool, need_tokens: int, source: str | None, field: str) -> None:
+    """``pool``'s instance holds the model and one request of ``need_tokens`` (else an error naming ``field``)."""
+    try:
+        require_fit(model, pool.instance, need_tokens)
+    except PlanInputError as exc:
+        raise PlanInputError(f"{pool.hardware_name}: {exc.reason}", source=source, field=field) from None
 
 
 def _measured_on(decode: DecodeSpec, site: ClusterSpec) -> DecodeSpec:

@@ -131,6 +131,11 @@ def _part_label(row: dict) -> str:
     return {"pd_site": row["pd_site"], "prfaas_site": row["prfaas_site"]}.get(row["part"], "total")
 
 
+def cost_text(usd_per_hour: float | None) -> str:
+    """A plan's provisioned $/hour for a title; unknown when a pool it buys has no price."""
+    return "$/hour unknown: a pool bought has no price" if usd_per_hour is None else f"${usd_per_hour:,.2f}/hour provisioned"
+
+
 def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
     """A multi-site plan, per window of the day (one steady window without a day): a row per PD
     site, per link (its bandwidth, RTT, traffic and utilisation), per PrfaaS site and a total, each
@@ -148,7 +153,7 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
                 row.setdefault(key, None)
     csv_cols = csv_columns(rows)
     table_rows = [{**r, "site": _part_label(r)} for r in rows]
-    cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
+    cost = cost_text(result.usd_per_hour)
     prfaas = ", ".join(f"{f} {n}" for f, n in result.n_prfaas.items())
     notes = [
         f"demand scale {result.scale:.3f}: every site's demand x this is served in every window (>= 1: all served)",
@@ -237,6 +242,11 @@ def robust_sites_view(result, study) -> Report:
             part = _site_rows(plan, study.under(spec), parts, window, {})
             rows += [{"case": case.name, "case_weight": case.weight, "case_scale": round(case.scale, 6), **r} for r in part]
     table_rows = [{**r, "site": _part_label(r)} for r in rows]
+    cost = (
+        "$ unknown: a pool bought has no price"
+        if result.usd_per_hour is None
+        else f"${result.usd_per_hour:,.2f}/hour provisioned"
+    )
     prfaas = ", ".join(f"{f} {n}" for f, n in result.n_prfaas.items())
     scales = ", ".join(f"{c.name} {c.scale:.3f}" for c in result.cases)
     notes = [
@@ -251,7 +261,7 @@ def robust_sites_view(result, study) -> Report:
     if not result.proven:
         notes.append("the solver stopped at its time limit: this is the best plan it found, not proven optimal")
     return Report(
-        title=f"Robust multi-site plan: {result.name} ({result.objective}; ${result.usd_per_hour:,.2f}/hour provisioned)",
+        title=f"Robust multi-site plan: {result.name} ({result.objective}; {cost})",
         columns=[
             Column("case", "case", justify="left", keep=True),
             Column("window", "window", justify="left", keep=True),
