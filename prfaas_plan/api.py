@@ -531,7 +531,7 @@ def compare(
             basis,
         )
         if scenarios.multi_site and any(o.pd_decode is not None for o in scenarios.options):
-            raise PlanInputError("a multi-site file has no decode-only pools", field="pd_decode")
+            raise PlanInputError("a multi-site file has no decode-only pools", field="pd_decode", argument=True)
         if scenarios.options == (CompareOption(),):
             raise PlanInputError(
                 "no options to compare: give `prfaas`, `pd`, `pd_decode`, `model` or `link_gbps`, "
@@ -584,17 +584,16 @@ def robust_sites(path: str):
 def schedule(scenario: str):
     """The counts to buy for the scenario's ``day:`` and, per window, the PD-P / PD-D split and threshold
     (``planner.schedule``). Returns (``planner.schedule.DayPlan``, the windows)."""
-    from .planner.schedule import day_plan, windows_of
+    from .planner.schedule import choose_day
     from .profiles.registry import resolve_scenario_file
     from .profiles.scenario_set import day_windows
+    from .study.resolve import build_variants
 
-    resolved = inputs(scenario)
     with scenario_errors(scenario):
         spec, path = resolve_scenario_file(scenario)
     with scenario_errors(path):  # a shipped name's errors name its file too
         specs, conversion_s, max_switches = day_windows(spec)
-        windows = windows_of(resolved, specs)
-        return day_plan(resolved, windows, conversion_s, max_switches), windows
+        return choose_day(build_variants(spec, path), specs, conversion_s, max_switches)
 
 
 def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):

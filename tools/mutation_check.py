@@ -1051,8 +1051,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     'robust-sites-cases-not-at-their-best': (
         'prfaas_plan/planner/sites.py',
-        '    if best is None or best.scales[0] < sol.scales[c]:',
-        '    if True:',
+        '        if alone.scale >= sol.scales[c] * (1 - 1e-9):',
+        '        if False:',
     ),
     'sites-day-any-optimum-split': (
         'prfaas_plan/planner/formulation.py',

@@ -183,7 +183,8 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
 
 def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionResult:
     """One option of a multi-site file, planned as ``prfaas-plan sites`` plans it (as given); its
-    req/s are every site's demand (first window) x the plan's demand scale, summed."""
+    req/s are every site's demand in the busiest window x the plan's demand scale, summed."""
+    from ..study.basis import sources
     from ..study.resolve import resolve_sites
     from .sites import plan_sites
 
@@ -200,8 +201,16 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionR
         (study.site(name).pool, n) for name, n in result.n_pd.items()
     ]:
         gpus[site.hardware_name] = gpus.get(site.hardware_name, 0) + n * site.gpus_per_instance
-    demand = sum(result.windows[0].pd[k].demand_rps for k in range(len(result.windows[0].pd)))
-    counts = "; ".join(f"{k} {v}" for k, v in {**result.n_prfaas, **result.n_pd}.items())
+    busiest = max(result.windows, key=lambda w: sum(site.demand_rps for site in w.pd))
+    demand = sum(site.demand_rps for site in busiest.pd)
+    counts = ", ".join(f"{k} {v}" for k, v in {**result.n_prfaas, **result.n_pd}.items())
+    said = [
+        f"demand scale {result.scale:.4g} (req/s: every site's demand in the busiest window, {busiest.name}, x it)",
+        f"instances: {counts}",
+    ]
+    if study.cases:
+        said.append("the file's robust: cases are not compared: each option is planned as sites plans the file")
+    first_pd, first_prfaas = study.pd_sites[0].name, study.prfaas_sites[0].name
     return OptionResult(
         option,
         identity=sites_identity(study),
@@ -209,8 +218,10 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionR
         n_prfaas=sum(result.n_prfaas.values()),
         gpus=gpus,
         usd_per_hour=result.usd_per_hour,
-        notes=(*notes, f"demand scale {result.scale:.4g}; instances: {counts}", *study.notes),
-        sources=basis,
+        notes=(*notes, *said, *study.notes),
+        sources=sources(
+            study.pair(first_pd, first_prfaas), Basis.as_given
+        ),  # the first sites' pools (each option moves every site)
     )
 
 

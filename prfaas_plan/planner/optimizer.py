@@ -297,6 +297,11 @@ def _optimise(
     Unset arguments come from ``inputs`` (its objective, limits and optimiser settings)."""
     objective = ObjectiveKind(objective or inputs.objective.kind)
     target_rps = target_rps if target_rps is not None else inputs.objective.target_rate_rps
+    if objective == ObjectiveKind.min_cost and target_rps is None:  # a min_cost day gives schedule its targets
+        raise PlanInputError(
+            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
+            field="objective.target_rate_rps",
+        )
     limits = limits or inputs.limits
     method = OptimiserMethod(method or inputs.optimiser.method)
     table = table or threshold_table(inputs)

@@ -27,6 +27,7 @@ threshold for them is then found exactly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -82,6 +83,7 @@ class DayPlan:
     static_counts: tuple[int, int, float | None]  # N_prfaas, N_pd and $/hour of the best static plan
     fell_back: bool  # the schedule is the static plan (switching does not pay)
     n_decode: int | None = None  # N_d of a decode-only pool (then n_pd is N_p, and no role switches)
+    notes: tuple[str, ...] = ()  # e.g. the chips per instance the day chose
 
 
 def window_inputs(inputs: PlanInputs, scale: float) -> PlanInputs:
@@ -345,3 +347,34 @@ def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool)
     if sol is None:
         return None
     return sol.n_prfaas["prfaas"], sol.n_pd["pd"], sol.n_decode["pd"]
+
+
+def choose_day(
+    variants: list[PlanInputs], specs: list[tuple[str, float, float, float]], conversion_s: float, max_switches: int | None
+) -> tuple[DayPlan, list[Window]]:
+    """The day plan of the best combination of chips per instance (``study.resolve.build_variants``),
+    chosen by the day's own objective: the largest day scale (ties: the lower $/hour, then fewer
+    chips), or for ``min_cost`` the lowest $/hour serving every window (ties: the larger scale).
+    Combinations with no day plan are left out; if none has one, the first one's error is raised."""
+    best, first_error = None, None
+    for inputs in variants:
+        try:
+            windows = windows_of(inputs, specs)
+            day = day_plan(inputs, windows, conversion_s, max_switches)
+        except PlanInputError as exc:
+            first_error = first_error or exc
+            continue
+        cost = math.inf if day.usd_per_hour is None else day.usd_per_hour
+        chips = sum(pool.gpus_per_instance for pool in inputs.pools)
+        key = (cost, -day.scale, chips) if inputs.objective.kind == ObjectiveKind.min_cost else (-day.scale, cost, chips)
+        if best is None or key < best[0]:
+            best = (key, day, windows, inputs)
+    if best is None:
+        raise first_error
+    _, day, windows, inputs = best
+    if len(variants) > 1:
+        chosen = "; ".join(f"{p.role} {p.gpus_per_instance} of {list(p.chip_options)}" for p in inputs.pools if p.chip_options)
+        day = replace(
+            day, notes=day.notes + (f"chips per instance chosen by the day plan ({len(variants)} combinations): {chosen}",)
+        )
+    return day, windows

@@ -299,23 +299,23 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
     sol = settle(study, cells, cands, goal, sol)
     cases = []
     for c, case in enumerate(study.cases):
-        scale, own = _case_at_its_best(study, sol, [cell for cell in cells if cell.case == c], cands, c)
-        windows = _windows(study.under(case), tables[c], own, demands[c], scale)
-        cases.append(CaseSites(case.name, case.weight, scale, windows))
+        alone = _case_at_its_best(study, sol, c)
+        if alone.scale >= sol.scales[c] * (1 - 1e-9):
+            cases.append(CaseSites(case.name, case.weight, alone.scale, alone.windows))
+        else:  # not reached: the programme's own plan of the case is a plan of it alone
+            own = [plan for plan in sol.cells if plan.case == c]
+            windows = _windows(study.under(case), tables[c], own, demands[c], sol.scales[c])
+            cases.append(CaseSites(case.name, case.weight, sol.scales[c], windows))
     cost = sol.usd_per_hour if not unpriced(study, sol) else None
     return RobustSitesPlan(study.name, study.robust, sol.n_prfaas, sol.n_pd, tuple(cases), cost, sol.proven)
 
 
-def _case_at_its_best(study: Study, sol: Solved, cells: list[Cell], cands: dict, c: int) -> tuple[float, tuple]:
-    """Case ``c``'s largest demand scale for the counts ``sol`` bought, and its cells' plans (the
-    objective pins only the cases that bind it; the others may do better than it needs)."""
-    fixed = study.with_counts(sol.n_prfaas, sol.n_pd, sol.n_decode)
-    own, alone = {(0, w, name): k for (q, w, name), k in cands.items() if q == c}, [replace(cell, case=0) for cell in cells]
-    best = solve(fixed, alone, own, Goal())
-    if best is None or best.scales[0] < sol.scales[c]:  # not reached: the solution itself is a plan of it
-        return sol.scales[c], tuple(plan for plan in sol.cells if plan.case == c)
-    best = settle(fixed, alone, own, Goal(), best)  # its fewest role switches
-    return best.scales[0], best.cells
+def _case_at_its_best(study: Study, sol: Solved, c: int) -> SitesPlan:
+    """Case ``c`` planned alone, as ``sites`` plans a file, on the counts ``sol`` bought: its largest
+    demand scale and its windows' plans (the robust objective pins only the cases that bind it;
+    the others may do better than it needs)."""
+    fixed = replace(study.with_counts(sol.n_prfaas, sol.n_pd, sol.n_decode), objective=ObjectiveKind.max_throughput)
+    return plan_sites(fixed.under(study.cases[c]))
 
 
 def _one_site(study: Study) -> SitesPlan:

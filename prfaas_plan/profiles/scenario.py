@@ -310,7 +310,9 @@ class RobustSpec(StrictModel):
         # make the report's weighted figure and break ties, so they sum to 1 under every objective
         total = sum(c.weight for c in self.cases)
         if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:
-            raise ValueError(f"the cases' weights sum to {total:g}, not 1")
+            missing = [c.name for c in self.cases if "weight" not in c.model_fields_set]
+            without = f" ({', '.join(missing)} give{'s' if len(missing) == 1 else ''} none)" if missing else ""
+            raise ValueError(f"the cases' weights sum to {total:g}, not 1{without}")
         return self
 
     @property
@@ -386,16 +388,17 @@ class Scenario(DeploymentSpec):
     @model_validator(mode="after")
     def _one_site_fields(self):
         """The fields of the one-site form: a min_cost target, a rate per window, no per-site rates."""
-        if self.objective.type == ObjectiveKind.min_cost and self.objective.target_rate_rps is None:
-            raise ValueError("objective: min_cost needs target_rate_rps")
+        if self.objective.type == ObjectiveKind.min_cost and self.objective.target_rate_rps is None and self.day is None:
+            raise ValueError("objective: min_cost needs target_rate_rps (or a day: whose windows' rates are its targets)")
         for k, window in enumerate(self.day.windows if self.day else ()):
-            if window.rate_rps is None:
-                raise ValueError(f"day.windows[{k}].rate_rps: required field is missing")
             if window.rates:
                 raise ValueError(f"day.windows[{k}].rates: per-site rates are for several sites; give rate_rps")
+            if window.rate_rps is None:
+                raise ValueError(f"day.windows[{k}].rate_rps: required field is missing")
         for k, case in enumerate(self.robust.cases if self.robust else ()):
-            if case.rates or case.links:
-                raise ValueError(f"robust.cases[{k}]: rates and links are for several sites; give link_gbps")
+            for field, instead in (("rates", "target_rate_rps"), ("links", "link_gbps")):
+                if getattr(case, field):
+                    raise ValueError(f"robust.cases[{k}].{field}: is for several sites; one site gives {instead}")
         return self
 
     @model_validator(mode="after")

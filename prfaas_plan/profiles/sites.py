@@ -84,8 +84,9 @@ class SitesScenario(DeploymentSpec):
                 if given:
                     raise ValueError(f"day.windows[{k}].{field}: is for one site; give rates per PD site")
         for k, case in enumerate(self.robust.cases if self.robust else ()):
-            if case.link_gbps is not None or case.target_rate_rps is not None:
-                raise ValueError(f"robust.cases[{k}]: link_gbps and target_rate_rps are for one site; give links and rates")
+            for field, instead in (("link_gbps", "links"), ("target_rate_rps", "rates")):
+                if getattr(case, field) is not None:
+                    raise ValueError(f"robust.cases[{k}].{field}: is for one site; several sites give {instead}")
         for kind, sites in (("prfaas_sites", self.prfaas_sites), ("pd_sites", self.pd_sites)):
             names = [s.name for s in sites]
             if len(set(names)) < len(names):

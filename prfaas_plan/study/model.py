@@ -389,7 +389,7 @@ class Study:
     def with_link(self, prfaas: str, pd: str, gbps: float) -> Study:
         """The study with the link from ``prfaas`` to ``pd`` at ``gbps`` raw (its usable fraction,
         RTT and prices kept; a pair without a link gets one)."""
-        LINK_GBPS.check(gbps, "links.bandwidth_gbps")
+        LINK_GBPS.check(gbps, f"links.{prfaas}-{pd}.bandwidth_gbps")
         self.site(pd), self.prfaas_site(prfaas)  # both exist
         link = self.links.get((prfaas, pd)) or Link(0.0, 1.0, 0.0)
         return replace(self, links={**self.links, (prfaas, pd): link.with_bandwidth_gbps(gbps)})

@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from ..choices import Basis, Bound, DeploymentName, PlanMode, SweepOver
+from ..choices import Basis, Bound, DeploymentName, ObjectiveKind, PlanMode, SweepOver
 from ..planner.optimizer import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
@@ -998,8 +998,12 @@ def schedule_view(day, inputs, simulated=None) -> Report:
     else:
         gain = day.scale / day.static_scale - 1 if day.static_scale > 0 else float("inf")
         s_f, s_pd, s_cost = day.static_counts
+        versus = f"({100 * gain:+.1f}%)"
+        if inputs.objective.kind == ObjectiveKind.min_cost and day.usd_per_hour is not None and s_cost:
+            # min_cost: both serve every window; what counts is what each costs
+            versus = f"(both serve every window; the schedule costs {100 * (day.usd_per_hour / s_cost - 1):+.1f}% $/hour)"
         notes = [
-            f"{scale_note}: schedule {day.scale:.3f}, best static plan {day.static_scale:.3f} ({100 * gain:+.1f}%)",
+            f"{scale_note}: schedule {day.scale:.3f}, best static plan {day.static_scale:.3f} {versus}",
             f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
             + ("" if s_cost is None else f", ${s_cost:,.2f}/hour")
             + "; one split all day, threshold per window",
@@ -1007,6 +1011,7 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         bought = f"N_prfaas {day.n_prfaas}, N_pd {day.n_pd}"
     if day.fell_back:
         notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
+    notes += list(day.notes)
     columns = [
         Column("window", "window", justify="left", keep=True),
         Column("hours", "hours", _auto),
