@@ -201,7 +201,7 @@ def case_scale(tables: dict, rates: dict, n_f: int, n_pd: dict, links: dict, r_d
     for ks in itertools.product(*(range(len(tables[n])) for n in names)):
         shared = over(n_f, sum(rates[n] * tables[n].prfaas_work_s[k] for n, k in zip(names, ks)))
         for n, k in zip(names, ks):
-            shared = min(shared, over(links[n], rates[n] * tables[n].link_work_bytes[k]))
+            shared = min(shared, over(links.get(n, 0.0), rates[n] * tables[n].link_work_bytes[k]))  # no link: no offload
         local = min(
             max(min(over(n_p, rates[n] * tables[n].pd_work_s[k]), r_d * (n_pd[n] - n_p) / rates[n]) for n_p in range(n_pd[n] + 1))
             for n, k in zip(names, ks)
@@ -431,3 +431,136 @@ def test_settle_replans_the_splits_of_the_counts_bought():
     for name in sol.n_pd:
         splits = [c.n_p[name] for c in kept.cells]
         assert splits == [splits[0]] * 3, (name, splits)
+
+
+# --------------------------------------------------------------------------------------------
+# review fixes, each pinned
+
+
+def _write(tmp_path, doc, name="f.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_settle_buys_no_instance_that_adds_nothing(tmp_path):
+    """Only west is linked to the factory; case a puts east at 1 req/s, case b cuts west's link to
+    1 Gbps: the worst case is east's, which PrfaaS instances cannot help, so none is bought."""
+    doc = robust_sites_doc()
+    doc["links"] = [doc["links"][1]]
+    doc["robust"]["cases"] = [
+        {"name": "a", "rates": {"east": 1.0}},
+        {"name": "b", "links": [{"prfaas": "factory", "pd": "west", "bandwidth_gbps": 1.0}]},
+    ]
+    result, study = _robust_sites(tmp_path, doc)
+    assert result.n_prfaas == {"factory": 0}
+    assert result.worst_scale == pytest.approx(brute_force_robust(study, min), rel=1e-6)
+
+
+def test_a_one_pair_study_plans_its_window_rate():
+    """A window of a one-site-pair study plans that window's rate, not the site's rate_rps."""
+    from prfaas_plan.planner.sites import plan_sites
+
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    doc["pd_sites"] = doc["pd_sites"][:1]
+    doc["links"] = doc["links"][:1]
+    for window in doc["day"]["windows"]:
+        window["rates"] = {"us-east": window["rates"]["us-east"]}
+    doc["objective"] = {"type": "max_throughput"}
+    study = api.study(_write_tmp(doc))
+    scales = {w.name: plan_sites(study.window(w.name)) for w in study.windows}
+    for w in study.windows:
+        plan = scales[w.name]
+        assert plan.windows[0].pd[0].demand_rps == w.rates_rps["us-east"]
+        assert plan.scale * w.rates_rps["us-east"] == pytest.approx(plan.windows[0].pd[0].served_rps, rel=1e-9)
+    assert len({round(p.scale, 6) for p in scales.values()}) == 3  # three rates, three scales
+
+
+def _write_tmp(doc) -> str:
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "f.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_a_what_if_on_the_study_reaches_every_robust_case(tmp_path):
+    from prfaas_plan.planner.sites import plan_robust_sites
+
+    _, study = _robust_sites(tmp_path, robust_sites_doc())
+    thin = study.with_link("factory", "west", 1.0)
+    for case in thin.cases:
+        assert thin.under(case).links["factory", "west"].bandwidth_gbps == pytest.approx(1.0)
+    assert plan_robust_sites(thin).worst_scale < plan_robust_sites(study).worst_scale * (1 - 1e-3)
+
+
+def test_budgets_of_a_sites_file_and_with_limits_resolve_names(tmp_path):
+    """'H200' is h200 in a sites file's budgets as in a one-site file's; with_limits checks its input."""
+    from prfaas_plan.errors import PlanInputError
+
+    doc = robust_sites_doc()
+    doc["budgets"] = {"gpus": {"H200": 16}}
+    result, study = _robust_sites(tmp_path, doc)
+    assert study.gpu_budget == {"h200": 16} and result.n_prfaas["factory"] * 8 <= 16
+    assert study.with_limits(gpu_budget={"H200": 8}).gpu_budget == {"h200": 8}
+    for bad, field in (({"h2OO": 8}, "budgets.gpus.h2OO"), ({"h200": -1}, "budgets.gpus.h200")):
+        with pytest.raises(PlanInputError) as info:
+            study.with_limits(gpu_budget=bad)
+        assert info.value.field == field
+    with pytest.raises(PlanInputError) as info:
+        study.with_limits(usd_per_hour=-5)
+    assert info.value.field == "budgets.usd_per_hour"
+
+
+def test_unpriced_hardware_in_a_sites_file_is_refused_where_a_price_is_needed(run_cli, tmp_path):
+    """gb300 has no price: a min_cost sites file on it is refused naming the site's hardware, and
+    compare puts that option among those with no price instead of ranking it cheapest."""
+    doc = robust_sites_doc()
+    del doc["robust"]
+    doc["objective"] = {"type": "min_cost"}
+    doc["prfaas_sites"][0]["hardware"] = "gb300"
+    res = run_cli("sites", _write(tmp_path, doc))
+    assert res.code == 2 and "prfaas_sites.factory.hardware" in res.err and "no price" in res.err, res.err
+    doc["prfaas_sites"][0]["hardware"] = "h200"
+    comparison = api.compare(_write(tmp_path, doc, "g.yaml"), prfaas=["h200", "gb300"])
+    gb300 = next(r for r in comparison.results if r.option.prfaas == "gb300")
+    assert not gb300.feasible and gb300.failure == "no price" and comparison.results[0].option.prfaas == "h200"
+
+
+def test_settle_keeps_the_splits_of_a_day_without_conversion(tmp_path):
+    """With conversion_s 0 a switch costs nothing, yet the printed day switches no instance when
+    none needs to (two-edges-day: every split the same all day)."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    doc["day"]["conversion_s"] = 0.0
+    result, _ = api.sites(_write(tmp_path, doc))
+    assert result.usd_per_hour == pytest.approx(147.92, abs=0.005)
+    for site in ("us-east", "europe"):
+        assert len({next(s.n_p for s in w.pd if s.name == site) for w in result.windows}) == 1
+
+
+def test_a_min_cost_day_needs_no_steady_target(run_cli, tmp_path):
+    """min_cost with a day: the windows' rates are the targets; plan, which plans one steady rate,
+    asks for target_rate_rps."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "day-rebalance.yaml").read_text())
+    doc["objective"] = {"type": "min_cost"}
+    doc["prfaas"]["instances"] = {"min": 0, "max": 6}
+    doc["pd"]["instances"] = {"min": 2, "max": 10}
+    path = _write(tmp_path, doc)
+    day, windows = api.schedule(path)
+    assert day.scale >= 1.0 - 1e-9
+    res = run_cli("plan", path)
+    assert res.code == 2 and "objective.target_rate_rps" in res.err, res.err
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["day"]["windows"][0].update(rates={"pd": 3.0}), "day.windows[0].rates"),
+        (lambda d: d.update(robust={"cases": [{"name": "a", "rates": {"pd": 1.0}}, {"name": "b"}]}), "robust.cases[0].rates"),
+    ],
+)
+def test_a_one_site_file_names_the_field_of_the_other_form(run_cli, tmp_path, change, field):
+    doc = yaml.safe_load(DAY.read_text())
+    change(doc)
+    res = run_cli("validate", _write(tmp_path, doc))
+    assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
