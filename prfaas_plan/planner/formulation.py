@@ -98,17 +98,19 @@ def solve(
     candidates: dict[tuple[int, int, str], list[int]],
     goal: Goal,
     hold: float | None = None,
+    tight: bool = False,
 ) -> Solved | None:
     """The programme over ``cells`` with the threshold candidates of each (case, window, PD site); None
     when CBC finds no plan (or one that breaks a constraint). With ``hold`` (the goal's optimum: its
     scale figure, or for min_cost its $/hour) it keeps the goal at least that good and asks the fewest
-    instances, then the fewest role switches: the second, lexicographic step of ``settle``."""
+    instances, then the fewest role switches: the second, lexicographic step of ``settle``. ``tight``:
+    only CBC's retry set-up (``_solvers``), for an answer whose rounding the caller refused."""
     programme = _Programme(study, goal, sorted({cell.case for cell in cells}), hold)
     for q, cell in enumerate(cells):
         programme.add_cell(q, cell, candidates)
     programme.add_switches()
     programme.add_budgets()
-    return programme.solve(cells)
+    return programme.solve(cells, tight)
 
 
 class _Programme:
@@ -230,7 +232,7 @@ class _Programme:
         if self.study.usd_per_hour is not None:
             self.prob += self.cost <= self.study.usd_per_hour
 
-    def solve(self, cells: list[Cell]) -> Solved | None:
+    def solve(self, cells: list[Cell], tight: bool = False) -> Solved | None:
         import pulp
 
         prob = self.prob
@@ -247,7 +249,8 @@ class _Programme:
             prob += _objective(prob, self.goal, self.scale, self.cases) - TIE_WEIGHT * total
         else:
             prob += self.cost
-        for solver in _solvers(gap_abs=0.5 if self.hold is not None else None):  # settle: an integer objective
+        solvers = list(_solvers(gap_abs=0.5 if self.hold is not None else None))  # settle: an integer objective
+        for solver in solvers[1:] if tight else solvers:
             with warnings.catch_warnings():
                 # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
                 warnings.simplefilter("ignore", DeprecationWarning)

@@ -162,12 +162,16 @@ def _solve_milp(
         study.links,
         {site.name: inputs.decode_rps_per_instance},
     )
-    sol = solve(study, [cell], {(0, 0, site.name): [int(k) for k in cand]}, Goal(objective))
-    if sol is None:
-        return None
-    plan = sol.cells[0]
-    counts = (sol.n_prfaas["prfaas"], plan.n_p[site.name], plan.n_d[site.name])
-    return exact_solution(table, plan.k[site.name], counts, inputs, limits, objective, target_rps)
+    for tight in (False, True):  # an answer the exact check refuses: once more without presolve, tightly
+        sol = solve(study, [cell], {(0, 0, site.name): [int(k) for k in cand]}, Goal(objective), tight=tight)
+        if sol is None:
+            continue
+        plan = sol.cells[0]
+        counts = (sol.n_prfaas["prfaas"], plan.n_p[site.name], plan.n_d[site.name])
+        exact = exact_solution(table, plan.k[site.name], counts, inputs, limits, objective, target_rps)
+        if exact is not None:
+            return exact
+    return None
 
 
 def one_site_study(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None):

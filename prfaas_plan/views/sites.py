@@ -236,11 +236,17 @@ def robust_sites_view(result, study) -> Report:
     # a committed link is paid when it carries traffic in any case
     parts = cost_parts(study, as_plan(tuple(w for c in result.cases for w in c.windows), 1.0))
     rows = []
+    weighted = any(c.weight for c in result.cases)
     for case, spec in zip(result.cases, study.cases):
         plan = as_plan(case.windows, case.scale)
         for window in case.windows:
             part = _site_rows(plan, study.under(spec), parts, window, {})
-            rows += [{"case": case.name, "case_weight": case.weight, "case_scale": round(case.scale, 6), **r} for r in part]
+            weight = case.weight if weighted else None  # None: the cases carry no weights
+            rows += [
+                {"scenario": r["scenario"], "model": r["model"], "case": case.name, "case_weight": weight}
+                | {"case_scale": round(case.scale, 6), **r}
+                for r in part
+            ]
     table_rows = [{**r, "site": _part_label(r)} for r in rows]
     cost = (
         "$ unknown: a pool bought has no price"
@@ -251,8 +257,7 @@ def robust_sites_view(result, study) -> Report:
     scales = ", ".join(f"{c.name} {c.scale:.3f}" for c in result.cases)
     notes = [
         f"demand scale per case (every site's demand in the case x this is served in every window): {scales}; "
-        f"worst {result.worst_scale:.3f}"
-        + (f", weighted {result.weighted_scale:.3f}" if any(c.weight for c in result.cases) else ""),
+        f"worst {result.worst_scale:.3f}" + (f", weighted {result.weighted_scale:.3f}" if weighted else ""),
         f"buy: PrfaaS {prfaas}; PD " + ", ".join(f"{k} {v}" for k, v in result.n_pd.items()) + " (shared by every case)",
         "each case has its own thresholds, PD-P / PD-D splits and offloads; $/h provisioned, a link's committed "
         "price when it carries traffic in some case",
@@ -283,7 +288,7 @@ def robust_sites_view(result, study) -> Report:
         json_doc={
             "scenario": result.name,
             "objective": str(result.objective),
-            "cases": [{"name": c.name, "weight": c.weight, "scale": c.scale} for c in result.cases],
+            "cases": [{"name": c.name, "weight": c.weight if weighted else None, "scale": c.scale} for c in result.cases],
             "usd_per_hour": result.usd_per_hour,
             "n_prfaas": result.n_prfaas,
             "n_pd": result.n_pd,
