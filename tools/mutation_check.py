@@ -145,7 +145,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)",
         "extra = kv / b_eff",
     ),
-    "sim-no-rtt": ("prfaas_plan/simulate/engine.py", "self.rtt_s = inputs.link.rtt_s", "self.rtt_s = 0.0"),
+    "sim-no-rtt": ("prfaas_plan/simulate/engine.py", "rtt_s=inputs.link.rtt_s,", "rtt_s=0.0,"),
     "attention-kind-factor-inverted": (
         "prfaas_plan/timing/cost.py",
         "attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)",

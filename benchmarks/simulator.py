@@ -1,0 +1,72 @@
+"""The simulator's marginal cost per request: wall(50K) - wall(10K) over 40K requests.
+
+Runs ``python -m prfaas_plan simulate -n N -o FILE`` on the case study (whole processes,
+interpreter start included, so that the difference cancels the fixed cost of starting and
+planning) for N = 10,000 and 50,000, alternating, ``--repeats`` times each, and prints the
+median walls and (median(50K) - median(10K)) / 40,000 in microseconds per request. With
+``--in-process`` it also times ``prfaas_plan.simulate.simulate`` alone (no start-up, no plan)
+at each size. ``--tree DIR`` runs another checkout (e.g. the main one, for a before figure).
+
+    python benchmarks/simulator.py --repeats 5
+    python benchmarks/simulator.py --tree /work/main --repeats 5
+    python benchmarks/simulator.py --requests 10000000 --repeats 1   # the REQUESTS cap
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _wall_s(tree: Path, requests: int, out: Path) -> float:
+    command = [sys.executable, "-m", "prfaas_plan", "simulate", "-n", str(requests), "-o", str(out)]
+    start = time.perf_counter()
+    subprocess.run(command, cwd=tree, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def _in_process_s(requests: int) -> float:
+    from prfaas_plan import api
+
+    planned = api.plan("paper-case-study", with_marginals=False)
+    start = time.perf_counter()
+    api.simulate("paper-case-study", requests=requests, planned=planned)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, default=REPO, help="checkout to run (default: this one)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--requests", type=int, nargs="*", default=[10_000, 50_000], help="sizes (default 10000 50000)")
+    parser.add_argument("--in-process", action="store_true", help="also time simulate() alone, in this process")
+    args = parser.parse_args()
+    sizes = sorted(args.requests)
+    walls: dict[int, list[float]] = {n: [] for n in sizes}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(args.repeats):
+            for n in sizes:
+                walls[n].append(_wall_s(args.tree, n, Path(tmp) / "sim.txt"))
+    print(f"tree {args.tree}; {args.repeats} repeats; medians of whole `python -m prfaas_plan simulate -n N -o FILE`")
+    for n in sizes:
+        print(f"  {n:>10,} requests: {statistics.median(walls[n]):.3f} s  (runs {', '.join(f'{w:.3f}' for w in walls[n])})")
+    if len(sizes) >= 2:
+        lo, hi = sizes[0], sizes[-1]
+        marginal_us = (statistics.median(walls[hi]) - statistics.median(walls[lo])) / (hi - lo) * 1e6
+        print(f"  marginal cost: {marginal_us:.2f} us per request ({lo:,} -> {hi:,})")
+    if args.in_process:
+        sys.path.insert(0, str(args.tree))
+        for n in sizes:
+            runs = [_in_process_s(n) for _ in range(args.repeats)]
+            print(f"  simulate() alone, {n:>10,} requests: {statistics.median(runs):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
