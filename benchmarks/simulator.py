@@ -15,6 +15,7 @@ at each size. ``--tree DIR`` runs another checkout (e.g. the main one, for a bef
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,11 +26,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _wall_s(tree: Path, requests: int, out: Path) -> float:
+def _wall_cpu_s(tree: Path, requests: int, out: Path) -> tuple[float, float]:
+    """(wall, CPU = user + system) seconds of one whole process."""
     command = [sys.executable, "-m", "prfaas_plan", "simulate", "-n", str(requests), "-o", str(out)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(command, cwd=tree, check=True, capture_output=True)
-    return time.perf_counter() - start
+    wall_s = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall_s, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _in_process_s(requests: int) -> float:
@@ -50,17 +55,25 @@ def main() -> None:
     args = parser.parse_args()
     sizes = sorted(args.requests)
     walls: dict[int, list[float]] = {n: [] for n in sizes}
+    cpus: dict[int, list[float]] = {n: [] for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):
             for n in sizes:
-                walls[n].append(_wall_s(args.tree, n, Path(tmp) / "sim.txt"))
+                wall_s, cpu_s = _wall_cpu_s(args.tree, n, Path(tmp) / "sim.txt")
+                walls[n].append(wall_s)
+                cpus[n].append(cpu_s)
     print(f"tree {args.tree}; {args.repeats} repeats; medians of whole `python -m prfaas_plan simulate -n N -o FILE`")
     for n in sizes:
-        print(f"  {n:>10,} requests: {statistics.median(walls[n]):.3f} s  (runs {', '.join(f'{w:.3f}' for w in walls[n])})")
+        runs = ", ".join(f"{w:.3f}" for w in walls[n])
+        print(
+            f"  {n:>10,} requests: wall {statistics.median(walls[n]):.3f} s, "
+            f"CPU {statistics.median(cpus[n]):.3f} s  (walls {runs})"
+        )
     if len(sizes) >= 2:
         lo, hi = sizes[0], sizes[-1]
-        marginal_us = (statistics.median(walls[hi]) - statistics.median(walls[lo])) / (hi - lo) * 1e6
-        print(f"  marginal cost: {marginal_us:.2f} us per request ({lo:,} -> {hi:,})")
+        for name, values in (("wall", walls), ("CPU", cpus)):
+            marginal_us = (statistics.median(values[hi]) - statistics.median(values[lo])) / (hi - lo) * 1e6
+            print(f"  marginal cost ({name}): {marginal_us:.2f} us per request ({lo:,} -> {hi:,})")
     if args.in_process:
         sys.path.insert(0, str(args.tree))
         for n in sizes:

@@ -358,7 +358,7 @@ class _Loop:
             self.policies = [StaticPolicy(site.threshold_tokens) for site in sites]
         self.role_changes: list[list[tuple[float, int, int]]] = [[] for _ in sites]
         self.sample_every_s = sample_interval_s(topology, config)
-        self.raw: list[list[tuple]] = [[] for _ in sites]  # per site, the sampler's readings
+        self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
         self.controllers: list = []  # generators, resumed by _CONTROL events
         self.controller_site: list[int] = []
         self.parked: dict[int, int] = {}  # controller -> site, waiting for a blocker's slot
@@ -385,31 +385,31 @@ class _Loop:
 
     def _sample(self, now_s: float) -> None:
         """A reading per PD site at ``now_s``: the queues and threshold now and the link totals (the
-        rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end)."""
+        rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
+        site's readings are one flat list, 9 values a reading."""
         for k, raw in enumerate(self.raw):
-            sent, produced, backlog = self._link_totals(k, now_s)
+            links = self.site_links[k]
+            sent, produced, backlog = self.links[links[0]].sums(now_s) if len(links) == 1 else self._link_totals(k, now_s)
             queues = self.site_pf_queues[k]
-            raw.append(
-                (
-                    now_s,
-                    len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
-                    len(self.pdp_queue[k]),
-                    len(self.dec_queue[k]),
-                    backlog,
-                    sent,
-                    produced,
-                    self.policies[k].threshold_tokens,
-                    self.waiting_remote[k],
-                )
+            raw += (
+                now_s,
+                len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
+                len(self.pdp_queue[k]),
+                len(self.dec_queue[k]),
+                backlog,
+                sent,
+                produced,
+                self.policies[k].threshold_tokens,
+                self.waiting_remote[k],
             )
-        rows = len(self.raw[0]) - 1  # the first reading (at 0) starts the first interval
+        rows = len(self.raw[0]) // 9 - 1  # the first reading (at 0) starts the first interval
         if rows and rows % MAX_ROWS_PER_INTERVAL == 0:
             self.sample_every_s *= 2
 
     def _series(self, k: int) -> dict[str, np.ndarray]:
         """Site k's sampled rows as columns (``timeseries.SITE_COLUMNS``): egress, offered egress
         and mean capacity over each interval from consecutive readings."""
-        raw = np.array(self.raw[k], dtype=float).reshape(-1, 9)
+        raw = np.array(self.raw[k], dtype=float).reshape(-1, 9)  # one reading a row
         time_s = raw[:, 0]
         start_s, end_s = time_s[:-1], time_s[1:]
         span_s = end_s - start_s

@@ -45,7 +45,7 @@ class LinkTotals(NamedTuple):
 class KvLink:
     """Max-min fair KV transfers over a link of capacity ``schedule`` (bytes/s)."""
 
-    __slots__ = ("schedule", "active", "last_s", "sent_bytes", "started_bytes", "next_s", "version")
+    __slots__ = ("schedule", "active", "last_s", "sent_bytes", "started_bytes", "next_s")
 
     def __init__(self, schedule: CapacitySchedule):
         self.schedule = schedule
@@ -54,7 +54,6 @@ class KvLink:
         self.sent_bytes = 0.0  # all transfers, up to last_s
         self.started_bytes = 0.0  # sum of S over every transfer started
         self.next_s = math.inf  # the link's next event
-        self.version = 0  # bumped at each update: an event scheduled for an older one is stale
 
     @property
     def active_transfers(self) -> int:
@@ -94,66 +93,73 @@ class KvLink:
         keys are returned, in start order), water-fill the capacity over the rest and set ``next_s``."""
         elapsed_s = now_s - self.last_s
         self.last_s = now_s
-        self.version += 1
         done: list[int] = []
         active = self.active
+        sent_bytes = self.sent_bytes
         for tr in active:
             if elapsed_s > 0:
                 moved = tr[_RATE] * elapsed_s
                 tr[_SENT] += moved
-                self.sent_bytes += moved
+                sent_bytes += moved
             size = tr[_SIZE]
             if size - tr[_SENT] <= _RELATIVE_TOLERANCE * size:
-                self.sent_bytes += size - tr[_SENT]  # drop the rounding residue
+                sent_bytes += size - tr[_SENT]  # drop the rounding residue
                 tr[_SENT] = size
                 done.append(tr[_KEY])
+        self.sent_bytes = sent_bytes
         if done:
             active = self.active = [tr for tr in active if tr[_SENT] < tr[_SIZE]]
-        # With nothing in flight no event (not even a capacity step) changes the state.
-        self.next_s = now_s + self._reallocate(now_s, active) if active else math.inf
-        return done
-
-    def _reallocate(self, now_s: float, active: list[list]) -> float:
-        """Water-fill the capacity over the active transfers; return the time to the next link event (s)."""
+        if not active:  # with nothing in flight no event (not even a capacity step) changes the state
+            self.next_s = math.inf
+            return done
         capacity = self.schedule.at(now_s)
+        # Each transfer's cap: its production rate while it prefills and has caught up, else none.
         limits = []
         capped_bytes_per_s = 0.0
+        soonest_s = math.inf  # the next event if every transfer runs at its cap
         for tr in active:
-            limit = math.inf
             if now_s < tr[_END]:
-                behind = tr[_PRODUCE] * (now_s - tr[_START]) - tr[_SENT]
-                if behind <= _RELATIVE_TOLERANCE * tr[_SIZE]:
-                    limit = tr[_PRODUCE]
-            limits.append(limit)
-            capped_bytes_per_s += limit
+                produce = tr[_PRODUCE]
+                if produce * (now_s - tr[_START]) - tr[_SENT] <= _RELATIVE_TOLERANCE * tr[_SIZE]:
+                    limits.append(produce)
+                    capped_bytes_per_s += produce
+                    wait_s = (tr[_SIZE] - tr[_SENT]) / produce  # its last byte, or its prefill's end
+                    soonest_s = min(soonest_s, wait_s, tr[_END] - now_s)
+                    continue
+            limits.append(math.inf)
+            capped_bytes_per_s = math.inf
         if capped_bytes_per_s < capacity * (1 - _RELATIVE_TOLERANCE):
             # Every transfer is capped and the caps fit with room to spare: each gets its cap (what
-            # the water-filling below gives, without sorting).
+            # the water-filling gives, without sorting), none falls behind.
             for tr, limit in zip(active, limits):
                 tr[_RATE] = limit
+            next_s = min(self.schedule.next_change_s(now_s) - now_s, soonest_s)
         else:
-            order = sorted(range(len(active)), key=limits.__getitem__)
-            left, remaining = len(order), capacity
-            for k in order:
-                tr, limit = active[k], limits[k]
-                share = remaining / left
-                tr[_RATE] = limit if limit < share else share
-                remaining -= tr[_RATE]
-                left -= 1
+            next_s = self._water_fill(now_s, active, limits, capacity)
+        # Late in a long run a step can fall below the clock's resolution; never schedule one
+        # that would not advance the clock (it would repeat forever).
+        self.next_s = now_s + max(next_s, 4 * math.ulp(now_s))
+        return done
+
+    def _water_fill(self, now_s: float, active: list[list], limits: list[float], capacity: float) -> float:
+        """Share ``capacity`` max-min fairly under the caps ``limits``; return the time to the next
+        link event (s): a transfer completing, a prefill ending, a transfer catching up, a step."""
+        order = sorted(range(len(active)), key=limits.__getitem__)
+        left, remaining = len(order), capacity
+        for k in order:
+            tr, limit = active[k], limits[k]
+            share = remaining / left
+            tr[_RATE] = limit if limit < share else share
+            remaining -= tr[_RATE]
+            left -= 1
         next_s = self.schedule.next_change_s(now_s) - now_s
         for tr in active:
             rate = tr[_RATE]
             if rate > 0:
-                wait_s = (tr[_SIZE] - tr[_SENT]) / rate
-                if wait_s < next_s:
-                    next_s = wait_s
+                next_s = min(next_s, (tr[_SIZE] - tr[_SENT]) / rate)
             if now_s < tr[_END]:
-                wait_s = tr[_END] - now_s
-                if wait_s < next_s:
-                    next_s = wait_s
+                next_s = min(next_s, tr[_END] - now_s)
                 behind = tr[_PRODUCE] * (now_s - tr[_START]) - tr[_SENT]
                 if behind > _RELATIVE_TOLERANCE * tr[_SIZE] and rate > tr[_PRODUCE]:
                     next_s = min(next_s, behind / (rate - tr[_PRODUCE]))
-        # Late in a long run a step can fall below the clock's resolution; never schedule one
-        # that would not advance the clock (it would repeat forever).
-        return max(next_s, 4 * math.ulp(now_s))
+        return next_s
