@@ -284,7 +284,7 @@ def _draw_site(topology, site: PdSite, config: SimConfig, arrival_rng, input_rng
 
 
 # event kinds (in the heap)
-_ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL = range(8)
+_ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
 # what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
 # request i starts (its slot taken), the next queued local request of site k starts, request i's
 # KV has been sent, request i joins decode, request i decodes (its slot taken), the next queued
@@ -531,7 +531,25 @@ class _Loop:
         n = self.total
         sites = topology.pd
         heap = self.heap
-        seq = self.seq
+        tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
+        # the kinds as locals (the loop reads them at every event)
+        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE = (
+            _ARRIVE,
+            _HOLD_END_REMOTE,
+            _HOLD_END_LOCAL,
+            _LINK,
+            _READY,
+            _DECODE_END,
+            _SAMPLE,
+        )
+        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, START_DECODE, NEXT_DECODE = (
+            _START_LOCAL,
+            _NEXT_LOCAL,
+            _SENT,
+            _JOIN_DECODE,
+            _START_DECODE,
+            _NEXT_DECODE,
+        )
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
         arrival_list = drawn["arrival_s"].tolist()
@@ -564,6 +582,7 @@ class _Loop:
         inf = math.inf
         # state
         links = self.links
+        link_at = [math.inf] * len(links)  # the time of each link's latest scheduled event
         link_pool = self.link_pool
         rtt_s = [link.rtt_s for link in topology.links]
         pf_free, pf_queue, pf_wait_s = self.pf_free, self.pf_queue, self.pf_wait_s
@@ -582,7 +601,7 @@ class _Loop:
         self.site_pf_queues = [[self.pf_queue[j] for j in pools] or [deque()] for pools in self.site_pools]
         self._sample(0.0)
         if n:
-            push(heap, (self.sample_every_s, next(seq), _SAMPLE, 0))
+            push(heap, (self.sample_every_s, tick(), SAMPLE, 0))
         for k, policy in enumerate(policies):
             if isinstance(policy, AdaptivePolicy):
                 self._add_controller(
@@ -608,20 +627,18 @@ class _Loop:
                 self._add_controller(generator, k)
 
         now = 0.0
+        if until_s < inf:  # after every event at until_s
+            push(heap, (until_s, inf, _STOP, 0))
         if n:
-            push(heap, (0.0 + (arrival_list[order[0]] - 0.0), next(seq), _ARRIVE, 0))
+            push(heap, (0.0 + (arrival_list[order[0]] - 0.0), tick(), ARRIVE, 0))
         while heap:
             now, _, kind, x = pop(heap)
-            if now > until_s:
-                push(heap, (now, _, kind, x))
-                self.now_s = until_s
-                return None
-            if kind == _ARRIVE:
+            if kind == ARRIVE:
                 i = order[x]
                 arrived_s[i] = now
                 x += 1
                 if x < n:  # the next arrival, as a timeout from now (SimPy's clock arithmetic)
-                    push(heap, (now + (arrival_list[order[x]] - now), next(seq), _ARRIVE, x))
+                    push(heap, (now + (arrival_list[order[x]] - now), tick(), ARRIVE, x))
                 if progress is not None and x % every == 0:
                     progress(x, n)
                 k = site_of[i]
@@ -633,14 +650,15 @@ class _Loop:
                         pf_free[j] -= 1
                         hold = remote_hold_s[i]
                         prefill = remote_prefill_s[i]
-                        push(heap, (now + hold, next(seq), _HOLD_END_REMOTE, i))
+                        push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
                         prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
                         link = links[l]
                         sent = link.start(now, kv_bytes[i], prefill, i)
                         if sent:
-                            follow_ups.extend((_SENT, f) for f in sent)
-                        if link.next_s < inf:
-                            push(heap, (link.next_s, next(seq), _LINK, l))
+                            follow_ups.extend((SENT, f) for f in sent)
+                        if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                            link_at[l] = link.next_s
+                            push(heap, (link.next_s, tick(), LINK, l))
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
@@ -648,14 +666,14 @@ class _Loop:
                 elif pdp_free[k] > 0:  # a local prefill starts
                     pdp_free[k] -= 1
                     if cached_kv[i] > 0:
-                        follow_ups.append((_START_LOCAL, i))
+                        follow_ups.append((START_LOCAL, i))
                     else:
-                        push(heap, (now + local_hold_s[i], next(seq), _HOLD_END_LOCAL, i))
+                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
                         waits_for[i] = 1
                 else:
                     pdp_queue[k].append(i)
                     pdp_wait_s[k] += local_hold_s[i]
-            elif kind == _DECODE_END:
+            elif kind == DECODE_END:
                 k = site_of[x]
                 run_k = running[k]
                 run_k[instance_of[x]] -= 1
@@ -674,10 +692,10 @@ class _Loop:
                     b = run_k[instance]
                     tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                     tpot_s[i] = tpot
-                    push(heap, (now + output_tokens[i] * tpot, next(seq), _DECODE_END, i))
+                    push(heap, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
                 else:
                     dec_free[k] += 1
-            elif kind == _READY:  # first token (if the local request's cached KV is in): join decode
+            elif kind == READY:  # first token (if the local request's cached KV is in): join decode
                 if not remote[x]:
                     waits_for[x] -= 1
                     if waits_for[x]:
@@ -693,19 +711,20 @@ class _Loop:
                     b = run_k[instance]
                     tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                     tpot_s[x] = tpot
-                    push(heap, (now + output_tokens[x] * tpot, next(seq), _DECODE_END, x))
+                    push(heap, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
                 else:
                     dec_queue[k].append(x)
-            elif kind == _LINK:
+            elif kind == LINK:
                 link = links[x]
                 if now != link.next_s:
                     continue  # stale: the link was updated since this was scheduled
                 sent = link.update(now)
                 if sent:
-                    follow_ups.extend((_SENT, f) for f in sent)
-                if link.next_s < inf:
-                    push(heap, (link.next_s, next(seq), _LINK, x))
-            elif kind == _HOLD_END_REMOTE:
+                    follow_ups.extend((SENT, f) for f in sent)
+                if link.next_s != link_at[x] and link.next_s < inf:  # a new time: schedule it
+                    link_at[x] = link.next_s
+                    push(heap, (link.next_s, tick(), LINK, x))
+            elif kind == HOLD_END_REMOTE:
                 j = link_pool[link_of[x]]
                 queue = pf_queue[j]
                 if queue:  # the next queued remote request starts its prefill and its transfer
@@ -714,26 +733,27 @@ class _Loop:
                     waiting_remote[site_of[i]] -= 1
                     hold = remote_hold_s[i]
                     prefill = remote_prefill_s[i]
-                    push(heap, (now + hold, next(seq), _HOLD_END_REMOTE, i))
+                    push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
                     prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
                     l = link_of[i]
                     link = links[l]
                     sent = link.start(now, kv_bytes[i], prefill, i)
                     if sent:
-                        follow_ups.extend((_SENT, f) for f in sent)
-                    if link.next_s < inf:
-                        push(heap, (link.next_s, next(seq), _LINK, l))
+                        follow_ups.extend((SENT, f) for f in sent)
+                    if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                        link_at[l] = link.next_s
+                        push(heap, (link.next_s, tick(), LINK, l))
                 else:
                     pf_free[j] += 1
-            elif kind == _HOLD_END_LOCAL:
+            elif kind == HOLD_END_LOCAL:
                 # the request's prefill: ended now, or later
                 prefill, hold = local_prefill_s[x], local_hold_s[x]
                 if prefill > hold:
-                    push(heap, (now + (prefill - hold), next(seq), _READY, x))
+                    push(heap, (now + (prefill - hold), tick(), READY, x))
                 else:
                     waits_for[x] -= 1
                     if waits_for[x] == 0:
-                        follow_ups.append((_JOIN_DECODE, x))
+                        follow_ups.append((JOIN_DECODE, x))
                 # its PD-P slot
                 k = site_of[x]
                 if pdp_pending[k]:  # a PD-P instance switching to decode takes the slot
@@ -742,16 +762,19 @@ class _Loop:
                     self.now_s = now
                     self._unpark(k, True)
                 elif pdp_queue[k]:
-                    follow_ups.append((_NEXT_LOCAL, k))
+                    follow_ups.append((NEXT_LOCAL, k))
                 else:
                     pdp_free[k] += 1
-            elif kind == _SAMPLE:
+            elif kind == SAMPLE:
                 self._sample(now)
                 if len(completion) < n:
-                    push(heap, (now + self.sample_every_s, next(seq), _SAMPLE, 0))
-            else:  # _CONTROL
+                    push(heap, (now + self.sample_every_s, tick(), SAMPLE, 0))
+            elif kind == _CONTROL:
                 self.now_s = now
                 self._drive(x, None)
+            elif heap:  # _STOP, with events left
+                self.now_s = now
+                return None
 
             # What the event set going at this instant, in order (the less common paths).
             if follow_ups:
@@ -759,12 +782,12 @@ class _Loop:
                 while p < len(follow_ups):
                     what, i = follow_ups[p]
                     p += 1
-                    if what == _NEXT_LOCAL or what == _START_LOCAL:
-                        if what == _NEXT_LOCAL:
+                    if what == NEXT_LOCAL or what == START_LOCAL:
+                        if what == NEXT_LOCAL:
                             k = i
                             i = pdp_queue[k].popleft()
                             pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
-                        push(heap, (now + local_hold_s[i], next(seq), _HOLD_END_LOCAL, i))
+                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
                         waits_for[i] = 1
                         cached = cached_kv[i]
                         if cached > 0:  # the cached prefix's KV, sent during the prefill
@@ -772,31 +795,32 @@ class _Loop:
                             waits_for[i] = 2
                             link = links[l]
                             for f in link.start(now, cached, local_prefill_s[i], i):
-                                follow_ups.append((_SENT, f))
-                            if link.next_s < inf:
-                                push(heap, (link.next_s, next(seq), _LINK, l))
-                    elif what == _SENT:  # the last KV byte of request i has been sent
+                                follow_ups.append((SENT, f))
+                            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                                link_at[l] = link.next_s
+                                push(heap, (link.next_s, tick(), LINK, l))
+                    elif what == SENT:  # the last KV byte of request i has been sent
                         if remote[i]:
                             ready = now if now > prefill_end_s[i] else prefill_end_s[i]
                             rtt = rtt_s[link_of[i]]
                             if rtt or ready > now:
-                                push(heap, (ready + rtt, next(seq), _READY, i))
+                                push(heap, (ready + rtt, tick(), READY, i))
                             else:
-                                follow_ups.append((_JOIN_DECODE, i))
+                                follow_ups.append((JOIN_DECODE, i))
                         else:
                             waits_for[i] -= 1
                             if waits_for[i] == 0:
-                                follow_ups.append((_JOIN_DECODE, i))
-                    elif what == _JOIN_DECODE:  # first token: join the site's decode queue
+                                follow_ups.append((JOIN_DECODE, i))
+                    elif what == JOIN_DECODE:  # first token: join the site's decode queue
                         ttft_s[i] = now - arrived_s[i]
                         k = site_of[i]
                         if dec_free[k] > 0:
                             dec_free[k] -= 1
-                            follow_ups.append((_START_DECODE, i))
+                            follow_ups.append((START_DECODE, i))
                         else:
                             dec_queue[k].append(i)
-                    else:  # _START_DECODE (request i) or _NEXT_DECODE (site i's next queued request)
-                        if what == _NEXT_DECODE:
+                    else:  # START_DECODE (request i) or NEXT_DECODE (site i's next queued request)
+                        if what == NEXT_DECODE:
                             k = i
                             i = dec_queue[k].popleft()
                         else:
@@ -808,7 +832,7 @@ class _Loop:
                         b = run_k[instance]
                         tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                         tpot_s[i] = tpot
-                        push(heap, (now + output_tokens[i] * tpot, next(seq), _DECODE_END, i))
+                        push(heap, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
                 follow_ups.clear()
         if progress is not None and n % every:
             progress(n, n)

@@ -96,13 +96,14 @@ class KvLink:
         done: list[int] = []
         active = self.active
         sent_bytes = self.sent_bytes
+        tolerance = _RELATIVE_TOLERANCE
         for tr in active:
             if elapsed_s > 0:
                 moved = tr[_RATE] * elapsed_s
                 tr[_SENT] += moved
                 sent_bytes += moved
             size = tr[_SIZE]
-            if size - tr[_SENT] <= _RELATIVE_TOLERANCE * size:
+            if size - tr[_SENT] <= tolerance * size:
                 sent_bytes += size - tr[_SENT]  # drop the rounding residue
                 tr[_SENT] = size
                 done.append(tr[_KEY])
@@ -118,27 +119,33 @@ class KvLink:
         capped_bytes_per_s = 0.0
         soonest_s = math.inf  # the next event if every transfer runs at its cap
         for tr in active:
-            if now_s < tr[_END]:
+            end_s = tr[_END]
+            if now_s < end_s:
                 produce = tr[_PRODUCE]
-                if produce * (now_s - tr[_START]) - tr[_SENT] <= _RELATIVE_TOLERANCE * tr[_SIZE]:
+                if produce * (now_s - tr[_START]) - tr[_SENT] <= tolerance * tr[_SIZE]:
                     limits.append(produce)
                     capped_bytes_per_s += produce
                     wait_s = (tr[_SIZE] - tr[_SENT]) / produce  # its last byte, or its prefill's end
-                    soonest_s = min(soonest_s, wait_s, tr[_END] - now_s)
+                    if wait_s < soonest_s:
+                        soonest_s = wait_s
+                    if end_s - now_s < soonest_s:
+                        soonest_s = end_s - now_s
                     continue
             limits.append(math.inf)
             capped_bytes_per_s = math.inf
-        if capped_bytes_per_s < capacity * (1 - _RELATIVE_TOLERANCE):
+        if capped_bytes_per_s < capacity * (1 - tolerance):
             # Every transfer is capped and the caps fit with room to spare: each gets its cap (what
             # the water-filling gives, without sorting), none falls behind.
             for tr, limit in zip(active, limits):
                 tr[_RATE] = limit
-            next_s = min(self.schedule.next_change_s(now_s) - now_s, soonest_s)
+            step_s = self.schedule.next_change_s(now_s) - now_s
+            next_s = soonest_s if soonest_s < step_s else step_s
         else:
             next_s = self._water_fill(now_s, active, limits, capacity)
         # Late in a long run a step can fall below the clock's resolution; never schedule one
         # that would not advance the clock (it would repeat forever).
-        self.next_s = now_s + max(next_s, 4 * math.ulp(now_s))
+        least_s = 4 * math.ulp(now_s)
+        self.next_s = now_s + (next_s if next_s > least_s else least_s)
         return done
 
     def _water_fill(self, now_s: float, active: list[list], limits: list[float], capacity: float) -> float:
