@@ -94,38 +94,31 @@ class KvLink:
         elapsed_s = now_s - self.last_s
         self.last_s = now_s
         done: list[int] = []
-        active = self.active
         sent_bytes = self.sent_bytes
         tolerance = _RELATIVE_TOLERANCE
-        for tr in active:
+        # One pass: integrate each transfer, complete it or find its cap (its production rate while
+        # it prefills and has caught up, else none) and, if capped, its next event at that rate.
+        limits = []
+        capped_bytes_per_s = 0.0
+        soonest_s = math.inf
+        for tr in self.active:
             if elapsed_s > 0:
                 moved = tr[_RATE] * elapsed_s
                 tr[_SENT] += moved
                 sent_bytes += moved
-            size = tr[_SIZE]
-            if size - tr[_SENT] <= tolerance * size:
-                sent_bytes += size - tr[_SENT]  # drop the rounding residue
+            size, sent = tr[_SIZE], tr[_SENT]
+            if size - sent <= tolerance * size:
+                sent_bytes += size - sent  # drop the rounding residue
                 tr[_SENT] = size
                 done.append(tr[_KEY])
-        self.sent_bytes = sent_bytes
-        if done:
-            active = self.active = [tr for tr in active if tr[_SENT] < tr[_SIZE]]
-        if not active:  # with nothing in flight no event (not even a capacity step) changes the state
-            self.next_s = math.inf
-            return done
-        capacity = self.schedule.at(now_s)
-        # Each transfer's cap: its production rate while it prefills and has caught up, else none.
-        limits = []
-        capped_bytes_per_s = 0.0
-        soonest_s = math.inf  # the next event if every transfer runs at its cap
-        for tr in active:
+                continue
             end_s = tr[_END]
             if now_s < end_s:
                 produce = tr[_PRODUCE]
-                if produce * (now_s - tr[_START]) - tr[_SENT] <= tolerance * tr[_SIZE]:
+                if produce * (now_s - tr[_START]) - sent <= tolerance * size:
                     limits.append(produce)
                     capped_bytes_per_s += produce
-                    wait_s = (tr[_SIZE] - tr[_SENT]) / produce  # its last byte, or its prefill's end
+                    wait_s = (size - sent) / produce  # its last byte, or its prefill's end
                     if wait_s < soonest_s:
                         soonest_s = wait_s
                     if end_s - now_s < soonest_s:
@@ -133,6 +126,14 @@ class KvLink:
                     continue
             limits.append(math.inf)
             capped_bytes_per_s = math.inf
+        self.sent_bytes = sent_bytes
+        active = self.active
+        if done:
+            active = self.active = [tr for tr in active if tr[_SENT] < tr[_SIZE]]
+        if not active:  # with nothing in flight no event (not even a capacity step) changes the state
+            self.next_s = math.inf
+            return done
+        capacity = self.schedule.at(now_s)
         if capped_bytes_per_s < capacity * (1 - tolerance):
             # Every transfer is capped and the caps fit with room to spare: each gets its cap (what
             # the water-filling gives, without sorting), none falls behind.
