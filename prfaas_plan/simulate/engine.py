@@ -287,9 +287,8 @@ def _draw_site(topology, site: PdSite, config: SimConfig, arrival_rng, input_rng
 _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
 # what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
 # request i starts (its slot taken), the next queued local request of site k starts, request i's
-# KV has been sent, request i joins decode, request i decodes (its slot taken), the next queued
-# decode request of site k starts
-_START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _START_DECODE, _NEXT_DECODE = range(6)
+# KV has been sent, request i joins decode, the next queued decode request of site k starts
+_START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
 
 
 class _SiteState:
@@ -542,14 +541,7 @@ class _Loop:
             _DECODE_END,
             _SAMPLE,
         )
-        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, START_DECODE, NEXT_DECODE = (
-            _START_LOCAL,
-            _NEXT_LOCAL,
-            _SENT,
-            _JOIN_DECODE,
-            _START_DECODE,
-            _NEXT_DECODE,
-        )
+        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
         arrival_list = drawn["arrival_s"].tolist()
@@ -718,9 +710,12 @@ class _Loop:
                 link = links[x]
                 if now != link.next_s:
                     continue  # stale: the link was updated since this was scheduled
-                sent = link.update(now)
-                if sent:
-                    follow_ups.extend((SENT, f) for f in sent)
+                for i in link.update(now):  # request i's KV has been sent
+                    if remote[i] and rtt_s[x]:  # decode starts an RTT after the last byte and the prefill
+                        pe = prefill_end_s[i]
+                        push(heap, ((now if now > pe else pe) + rtt_s[x], tick(), READY, i))
+                    else:
+                        follow_ups.append((SENT, i))
                 if link.next_s != link_at[x] and link.next_s < inf:  # a new time: schedule it
                     link_at[x] = link.next_s
                     push(heap, (link.next_s, tick(), LINK, x))
@@ -752,8 +747,21 @@ class _Loop:
                     push(heap, (now + (prefill - hold), tick(), READY, x))
                 else:
                     waits_for[x] -= 1
-                    if waits_for[x] == 0:
-                        follow_ups.append((JOIN_DECODE, x))
+                    if waits_for[x] == 0:  # first token: join decode
+                        ttft_s[x] = now - arrived_s[x]
+                        k = site_of[x]
+                        if dec_free[k] > 0:
+                            dec_free[k] -= 1
+                            run_k = running[k]
+                            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                            run_k[instance] += 1
+                            instance_of[x] = instance
+                            b = run_k[instance]
+                            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                            tpot_s[x] = tpot
+                            push(heap, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
+                        else:
+                            dec_queue[k].append(x)
                 # its PD-P slot
                 k = site_of[x]
                 if pdp_pending[k]:  # a PD-P instance switching to decode takes the slot
@@ -816,15 +824,19 @@ class _Loop:
                         k = site_of[i]
                         if dec_free[k] > 0:
                             dec_free[k] -= 1
-                            follow_ups.append((START_DECODE, i))
+                            run_k = running[k]
+                            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                            run_k[instance] += 1
+                            instance_of[i] = instance
+                            b = run_k[instance]
+                            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                            tpot_s[i] = tpot
+                            push(heap, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
                         else:
                             dec_queue[k].append(i)
-                    else:  # START_DECODE (request i) or NEXT_DECODE (site i's next queued request)
-                        if what == NEXT_DECODE:
-                            k = i
-                            i = dec_queue[k].popleft()
-                        else:
-                            k = site_of[i]
+                    else:  # NEXT_DECODE: site i's next queued request decodes
+                        k = i
+                        i = dec_queue[k].popleft()
                         run_k = running[k]
                         instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
                         run_k[instance] += 1
