@@ -623,8 +623,16 @@ class _Loop:
             push(heap, (until_s, inf, _STOP, 0))
         if n:
             push(heap, (0.0 + (arrival_list[order[0]] - 0.0), tick(), ARRIVE, 0))
-        while heap:
-            now, _, kind, x = pop(heap)
+        # Decode ends, far ahead, wait in a heap of their own, so that the main heap of near events
+        # stays shallow; the loop takes the earlier head of the two (time, then sequence).
+        ends: list[tuple] = []
+        while True:
+            if ends and (not heap or ends[0] < heap[0]):
+                now, _, kind, x = pop(ends)
+            elif heap:
+                now, _, kind, x = pop(heap)
+            else:
+                break
             if kind == ARRIVE:
                 i = order[x]
                 arrived_s[i] = now
@@ -684,7 +692,7 @@ class _Loop:
                     b = run_k[instance]
                     tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                     tpot_s[i] = tpot
-                    push(heap, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
+                    push(ends, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
                 else:
                     dec_free[k] += 1
             elif kind == READY:  # first token (if the local request's cached KV is in): join decode
@@ -703,7 +711,7 @@ class _Loop:
                     b = run_k[instance]
                     tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                     tpot_s[x] = tpot
-                    push(heap, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
+                    push(ends, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
                 else:
                     dec_queue[k].append(x)
             elif kind == LINK:
@@ -759,7 +767,7 @@ class _Loop:
                             b = run_k[instance]
                             tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                             tpot_s[x] = tpot
-                            push(heap, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
+                            push(ends, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
                         else:
                             dec_queue[k].append(x)
                 # its PD-P slot
@@ -780,7 +788,7 @@ class _Loop:
             elif kind == _CONTROL:
                 self.now_s = now
                 self._drive(x, None)
-            elif heap:  # _STOP, with events left
+            elif heap or ends:  # _STOP, with events left
                 self.now_s = now
                 return None
 
@@ -831,7 +839,7 @@ class _Loop:
                             b = run_k[instance]
                             tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                             tpot_s[i] = tpot
-                            push(heap, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
+                            push(ends, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
                         else:
                             dec_queue[k].append(i)
                     else:  # NEXT_DECODE: site i's next queued request decodes
@@ -844,7 +852,7 @@ class _Loop:
                         b = run_k[instance]
                         tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                         tpot_s[i] = tpot
-                        push(heap, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
+                        push(ends, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
                 follow_ups.clear()
         if progress is not None and n % every:
             progress(n, n)
