@@ -45,10 +45,12 @@ class LinkTotals(NamedTuple):
 class KvLink:
     """Max-min fair KV transfers over a link of capacity ``schedule`` (bytes/s)."""
 
-    __slots__ = ("schedule", "active", "last_s", "sent_bytes", "started_bytes", "next_s")
+    __slots__ = ("schedule", "fixed_bytes_per_s", "active", "last_s", "sent_bytes", "started_bytes", "next_s")
 
     def __init__(self, schedule: CapacitySchedule):
         self.schedule = schedule
+        # the capacity when it never steps (the common case, read at every update)
+        self.fixed_bytes_per_s = schedule.rates_bytes_per_s[0] if len(schedule.starts_s) == 1 else None
         self.active: list[list] = []  # transfers in flight: [size, sent, produce rate, start, prefill end, rate, key]
         self.last_s = 0.0  # time up to which sent bytes are integrated
         self.sent_bytes = 0.0  # all transfers, up to last_s
@@ -116,6 +118,7 @@ class KvLink:
             if now_s < end_s:
                 produce = tr[_PRODUCE]
                 if produce * (now_s - tr[_START]) - sent <= tolerance * size:
+                    tr[_RATE] = produce  # its rate if the caps fit (else the water-filling resets it)
                     limits.append(produce)
                     capped_bytes_per_s += produce
                     wait_s = (size - sent) / produce  # its last byte, or its prefill's end
@@ -133,14 +136,15 @@ class KvLink:
         if not active:  # with nothing in flight no event (not even a capacity step) changes the state
             self.next_s = math.inf
             return done
-        capacity = self.schedule.at(now_s)
+        capacity = self.fixed_bytes_per_s if self.fixed_bytes_per_s is not None else self.schedule.at(now_s)
         if capped_bytes_per_s < capacity * (1 - tolerance):
-            # Every transfer is capped and the caps fit with room to spare: each gets its cap (what
-            # the water-filling gives, without sorting), none falls behind.
-            for tr, limit in zip(active, limits):
-                tr[_RATE] = limit
-            step_s = self.schedule.next_change_s(now_s) - now_s
-            next_s = soonest_s if soonest_s < step_s else step_s
+            # Every transfer is capped and the caps fit with room to spare: each has its cap (set
+            # above; what the water-filling gives, without sorting), none falls behind.
+            if self.fixed_bytes_per_s is None:
+                step_s = self.schedule.next_change_s(now_s) - now_s
+                next_s = soonest_s if soonest_s < step_s else step_s
+            else:
+                next_s = soonest_s
         else:
             next_s = self._water_fill(now_s, active, limits, capacity)
         # Late in a long run a step can fall below the clock's resolution; never schedule one
