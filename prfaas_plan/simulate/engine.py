@@ -552,18 +552,19 @@ class _Loop:
         remote_hold_s = drawn["remote_hold_s"].tolist()
         local_prefill_s = drawn["local_prefill_s"].tolist()
         local_hold_s = drawn["local_hold_s"].tolist()
-        cached_kv = drawn["cached_kv_bytes"].tolist()
+        cached = drawn["cached_kv_bytes"]
+        cached_kv = cached.tolist() if cached.any() else [0.0] * n  # one shared 0.0 without caches
         link_of = drawn["link_of"].tolist()
         offsets = [0]
         for site in sites:
             offsets.append(offsets[-1] + site.requests)
-        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist()
+        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist() if len(sites) > 1 else [0] * n
         if len(sites) == 1:
             order = range(n)
         else:
             order = np.argsort(drawn["arrival_s"], kind="stable").tolist()
         self.remote = remote = [False] * n
-        arrived_s = [0.0] * n
+        arrived_s = arrival_list  # overwritten at each arrival with the clock (as SimPy reads it)
         prefill_end_s = [0.0] * n
         ttft_s = [0.0] * n
         tpot_s = [0.0] * n
