@@ -589,6 +589,7 @@ class _Loop:
         self._follow_ups: list[tuple[int, int]] = []
         follow_ups = self._follow_ups
         every = -(-n // 100)  # ceil(n / 100): at most 100 calls, plus one at the end
+        report_at = every if progress is not None else -1  # the arrival count of the next progress call
 
         # controllers and the sampler
         self.site_pf_queues = [[self.pf_queue[j] for j in pools] or [deque()] for pools in self.site_pools]
@@ -627,11 +628,18 @@ class _Loop:
         # Decode ends, far ahead, wait in a heap of their own, so that the main heap of near events
         # stays shallow; the loop takes the earlier head of the two (time, then sequence).
         ends: list[tuple] = []
+        next_end_s = inf  # the time at the head of ends
         while True:
-            if ends and (not heap or ends[0] < heap[0]):
+            if heap:
+                head_s = heap[0][0]
+                if next_end_s < head_s or (next_end_s == head_s and ends[0] < heap[0]):
+                    now, _, kind, x = pop(ends)
+                    next_end_s = ends[0][0] if ends else inf
+                else:
+                    now, _, kind, x = pop(heap)
+            elif ends:
                 now, _, kind, x = pop(ends)
-            elif heap:
-                now, _, kind, x = pop(heap)
+                next_end_s = ends[0][0] if ends else inf
             else:
                 break
             if kind == ARRIVE:
@@ -640,8 +648,9 @@ class _Loop:
                 x += 1
                 if x < n:  # the next arrival, as a timeout from now (SimPy's clock arithmetic)
                     push(heap, (now + (arrival_list[order[x]] - now), tick(), ARRIVE, x))
-                if progress is not None and x % every == 0:
+                if x == report_at:
                     progress(x, n)
+                    report_at += every
                 k = site_of[i]
                 l = link_of[i]
                 if l >= 0 and input_tokens[i] > policies[k].threshold_tokens:
@@ -693,7 +702,10 @@ class _Loop:
                     b = run_k[instance]
                     tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                     tpot_s[i] = tpot
-                    push(ends, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
+                    end_s = now + output_tokens[i] * tpot
+                    push(ends, (end_s, tick(), DECODE_END, i))
+                    if end_s < next_end_s:
+                        next_end_s = end_s
                 else:
                     dec_free[k] += 1
             elif kind == READY:  # first token (if the local request's cached KV is in): join decode
@@ -712,7 +724,10 @@ class _Loop:
                     b = run_k[instance]
                     tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                     tpot_s[x] = tpot
-                    push(ends, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
+                    end_s = now + output_tokens[x] * tpot
+                    push(ends, (end_s, tick(), DECODE_END, x))
+                    if end_s < next_end_s:
+                        next_end_s = end_s
                 else:
                     dec_queue[k].append(x)
             elif kind == LINK:
@@ -768,7 +783,10 @@ class _Loop:
                             b = run_k[instance]
                             tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                             tpot_s[x] = tpot
-                            push(ends, (now + output_tokens[x] * tpot, tick(), DECODE_END, x))
+                            end_s = now + output_tokens[x] * tpot
+                            push(ends, (end_s, tick(), DECODE_END, x))
+                            if end_s < next_end_s:
+                                next_end_s = end_s
                         else:
                             dec_queue[k].append(x)
                 # its PD-P slot
@@ -840,7 +858,10 @@ class _Loop:
                             b = run_k[instance]
                             tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                             tpot_s[i] = tpot
-                            push(ends, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
+                            end_s = now + output_tokens[i] * tpot
+                            push(ends, (end_s, tick(), DECODE_END, i))
+                            if end_s < next_end_s:
+                                next_end_s = end_s
                         else:
                             dec_queue[k].append(i)
                     else:  # NEXT_DECODE: site i's next queued request decodes
@@ -853,7 +874,10 @@ class _Loop:
                         b = run_k[instance]
                         tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
                         tpot_s[i] = tpot
-                        push(ends, (now + output_tokens[i] * tpot, tick(), DECODE_END, i))
+                        end_s = now + output_tokens[i] * tpot
+                        push(ends, (end_s, tick(), DECODE_END, i))
+                        if end_s < next_end_s:
+                            next_end_s = end_s
                 follow_ups.clear()
         if progress is not None and n % every:
             progress(n, n)
