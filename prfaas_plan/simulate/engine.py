@@ -623,31 +623,31 @@ class _Loop:
         now = 0.0
         if until_s < inf:  # after every event at until_s
             push(heap, (until_s, inf, _STOP, 0))
-        if n:
-            push(heap, (0.0 + (arrival_list[order[0]] - 0.0), tick(), ARRIVE, 0))
-        # Decode ends, far ahead, wait in a heap of their own, so that the main heap of near events
-        # stays shallow; the loop takes the earlier head of the two (time, then sequence).
+        # Three sources of events, the loop takes the earliest head: the next arrival (arrivals are
+        # drawn ahead, so they need no heap), decode ends (far ahead: a heap of their own, so that
+        # the main heap of near events stays shallow), and the main heap; on a tie the heaps go
+        # first, and between them the sequence.
+        next_arrival_s = 0.0 + (arrival_list[order[0]] - 0.0) if n else inf
+        arrivals = 0  # arrivals so far
         ends: list[tuple] = []
         next_end_s = inf  # the time at the head of ends
         while True:
-            if heap:
-                head_s = heap[0][0]
-                if next_end_s < head_s or (next_end_s == head_s and ends[0] < heap[0]):
-                    now, _, kind, x = pop(ends)
-                    next_end_s = ends[0][0] if ends else inf
-                else:
-                    now, _, kind, x = pop(heap)
-            elif ends:
+            head_s = heap[0][0] if heap else inf
+            if next_arrival_s < head_s and next_arrival_s < next_end_s:
+                now, kind, x = next_arrival_s, ARRIVE, arrivals
+            elif next_end_s < head_s or (next_end_s == head_s and next_end_s < inf and ends[0] < heap[0]):
                 now, _, kind, x = pop(ends)
                 next_end_s = ends[0][0] if ends else inf
+            elif heap:
+                now, _, kind, x = pop(heap)
             else:
                 break
             if kind == ARRIVE:
                 i = order[x]
                 arrived_s[i] = now
-                x += 1
-                if x < n:  # the next arrival, as a timeout from now (SimPy's clock arithmetic)
-                    push(heap, (now + (arrival_list[order[x]] - now), tick(), ARRIVE, x))
+                x = arrivals = x + 1
+                # the next arrival, as a timeout from now (SimPy's clock arithmetic)
+                next_arrival_s = now + (arrival_list[order[x]] - now) if x < n else inf
                 if x == report_at:
                     progress(x, n)
                     report_at += every
