@@ -597,7 +597,7 @@ def schedule(scenario: str):
 
 
 def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
-    """Each window of the scenario's day simulated (SimPy) twice at its rate: with the schedule's split and
+    """Each window of the scenario's day simulated (discrete-event) twice at its rate: with the schedule's split and
     threshold, and with the best static plan's; each from empty queues (``planner.schedule``). Returns
     (day plan, [(window, schedule's SimResult, static's SimResult)])."""
     from .choices import DeploymentName
@@ -788,7 +788,7 @@ def simulate(
     planned=None,
     **config,
 ) -> SimulationRun:
-    """Simulate a scenario's planned deployment (or a baseline) with SimPy.
+    """Simulate a scenario's planned deployment (or a baseline) with the discrete-event simulator (``simulate.engine``).
 
     Give ``rate_rps`` or ``load`` (a fraction of the deployment's closed-form Lambda_max;
     default 0.8). At or above Lambda_max the number of requests must be given: an overloaded

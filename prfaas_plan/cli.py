@@ -967,7 +967,7 @@ def simulate(
     ),
     conversion: float = typer.Option(300.0, "--conversion", help="Seconds a switching instance is idle (>= 0)."),
 ) -> None:
-    """Discrete-event simulation (SimPy) of the planned deployment: TTFT/TPOT per path, queues, egress."""
+    """Discrete-event simulation of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
     from .views.simulation import simulation_view, timeseries_report
 

@@ -93,8 +93,8 @@ ARRIVAL_CV = Range(0.01, 100, "", "a coefficient of variation of inter-arrival t
 # Simulated requests per command, over all its runs (validate-model: 4 loads; schedule
 # --simulate: 2 per window; sites --simulate: one per PD site and window). Worst case measured
 # on the 2-core machine of docs/yaml-reference.md: 500,000 case-study requests with --policy adaptive
-# --rebalance --arrivals onoff take 47 s of CPU and 348 MB (10,000,000 took 273 s and
-# 5.3 GB), so a larger count is an error rather than a run of many minutes.
+# --rebalance --arrivals onoff take 4.7 s of CPU and 390 MB (10,000,000 took 76 s and
+# 6.4 GB: memory, not time, bounds it), so a larger count is an error.
 REQUESTS = Range(1, 500_000, "requests", "requests simulated by one command, over all its runs")
 # A published figure (tokens/s, or seconds of a latency) is positive and finite; the largest in
 # tests/data/published_benchmarks.csv is 57,674 input tokens/s per node, so 10^9 leaves room
@@ -229,7 +229,7 @@ def check_simulated_requests(requests: int, runs: int, field: str, what: str = "
         most = f"; give at most {int(REQUESTS.hi) // runs:,} per run" if runs > 1 else ""
         raise PlanInputError(
             f"{product} simulated requests, over the limit of {int(REQUESTS.hi):,} per command "
-            "(at the limit the worst case takes about a minute here; 10,000,000 took 273 s and 5.3 GB)"
+            "(at the limit the worst case takes about 5 s of CPU here; 10,000,000 took 76 s and 6.4 GB)"
             f"{most}",
             field=field,
         )

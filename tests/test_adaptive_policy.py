@@ -12,16 +12,14 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import simpy
 
 from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment, deployments_of
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.simulate import SimConfig, simulate
-from prfaas_plan.simulate.bandwidth import CapacitySchedule
-from prfaas_plan.simulate.engine import _Run
+from prfaas_plan.simulate.engine import _draw, _Loop, one_site_topology
 from prfaas_plan.simulate.policies import AdaptivePolicy
-from prfaas_plan.simulate.roles import RoleDecodePool
+from prfaas_plan.simulate.roles import busy_share, busy_share_without_one
 
 PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)
 DROP = dict(rate_rps=2.0, requests=8000, drop_at_s=1000.0, drop_for_s=600.0)  # docs/simulation.md's example
@@ -82,11 +80,14 @@ def test_controller_reads_utilisation_and_backlog_seconds(policy):
     1 to 4 GB is 10 GB offered (u = 1.0); a 4 GB backlog at 2 GB/s is 2 s of link time."""
     from prfaas_plan.simulate.policies import Observation
 
-    env, seen = simpy.Environment(), []
+    clock_s, seen = [0.0], []
     readings = iter([Observation(0.0, 1e9, 2e9, 0.5, 0.25), Observation(7e9, 4e9, 2e9, 0.5, 0.25)])
     policy.decide = lambda *signals: seen.append(signals) or 0
-    env.process(policy.run(env, lambda: next(readings), lambda a, b: 2e9 * (b - a), lambda: bool(seen)))
-    env.run()
+    controller = policy.run(lambda: next(readings), lambda a, b: 2e9 * (b - a), lambda: bool(seen), lambda: clock_s[0])
+    clock_s[0] += next(controller)  # the event loop waits the interval it yields
+    assert clock_s[0] == 5.0
+    with pytest.raises(StopIteration):  # one look, then the run is over
+        next(controller)
     assert seen == [(pytest.approx(1.0), pytest.approx(2.0), 0.5, 0.25)]
 
 
@@ -96,30 +97,28 @@ def test_queued_work_is_the_hold_seconds_of_the_waiting_requests(case_inputs):
     (FIFO), over N_p (N_prfaas), and the link backlog is the link's own count."""
     dec = decode_model(case_inputs)
     config = SimConfig(rate_rps=8.0, requests=600, seed=5)
-    run = _Run(case_inputs, PLAN, dec, config, CapacitySchedule(case_inputs.link.usable_bytes_per_s), None)
-    run.env.process(run._arrivals())
+    topology = one_site_topology(case_inputs, PLAN, dec, config)
+    run = _Loop(topology, config, _draw(topology, config))
     stop_s = 40.0
-    run.env.run(until=stop_s)
-    seen = run.observe()
-    arrived = np.flatnonzero(run.arrival_s < stop_s)
+    assert run.run(None, until_s=stop_s) is None  # stopped, its state kept
+    seen = run._observe(0)
+    arrived = np.flatnonzero(run.drawn["arrival_s"] < stop_s)
     remote = np.array(run.remote, dtype=bool)[arrived]
-    remote_hold_s, local_hold_s = np.array(run._hot[5]), np.array(run._hot[6])
-    q_local, q_remote = len(run.pdp.queue), len(run.prfaas.queue)
+    remote_hold_s, local_hold_s = run.drawn["remote_hold_s"], run.drawn["local_hold_s"]
+    q_local, q_remote = len(run.pdp_queue[0]), len(run.pf_queue[0])
     assert q_local > 3 and q_remote > 3  # both queue at this rate
     local, far = arrived[~remote], arrived[remote]
     assert seen.pdp_wait_s == pytest.approx(local_hold_s[local[-q_local:]].sum() / PLAN.n_p, rel=1e-9)
     assert seen.prfaas_wait_s == pytest.approx(remote_hold_s[far[-q_remote:]].sum() / PLAN.n_prfaas, rel=1e-9)
-    assert seen.backlog_bytes == run.link.totals().backlog_bytes
+    assert seen.backlog_bytes == run.links[0].totals(stop_s).backlog_bytes
     assert seen.capacity_bytes_per_s == case_inputs.link.usable_bytes_per_s
 
 
 def test_decode_room_after_giving_one_instance_away():
     """4 decoding instances of 10 slots with 28 running: 70% busy, 28 / 30 = 93% with one fewer."""
-    env = simpy.Environment()
-    pool = RoleDecodePool(env, 1, 4, SimpleNamespace(batch_size=10, step_s_by_batch=[0.05] * 10))
-    pool.running[:4] = [7, 7, 7, 7]
-    assert pool.busy_share() == pytest.approx(0.7)
-    assert pool.busy_share_without_one() == pytest.approx(28 / 30)
+    site = SimpleNamespace(running=[7, 7, 7, 7, 0], decoding=[True] * 4 + [False], batch=10, pdp_active=1)
+    assert busy_share(site) == pytest.approx(0.7)
+    assert busy_share_without_one(site) == pytest.approx(28 / 30)
 
 
 # --- docs/simulation.md's link drop -----------------------------------------------------------

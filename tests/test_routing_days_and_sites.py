@@ -688,7 +688,7 @@ def test_latency_model_and_simulator_carry_the_cached_kv():
 
 def test_rebalancing_a_separate_decode_pool_is_refused(run_cli):
     res = run_cli("simulate", "phase-split", "-n", "100", "--rebalance")
-    assert res.code == 2 and "--rebalance" in res.err and "pd_decode" in res.err
+    assert res.code == 2 and "rebalance" in res.err and "pd_decode" in res.err
 
 
 def test_robust_worst_case_counts_cases_against_their_targets(tmp_path):

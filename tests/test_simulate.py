@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import simpy
 
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner.decode_model import decode_model
@@ -143,20 +142,23 @@ def test_all_remote_keeps_nothing_local(case):
 
 
 def _transfers(capacity_bytes_per_s, jobs):
-    """Run KvLink alone: jobs = [(start_s, size_bytes, prefill_s)]; returns completion times and bytes sent."""
-    env = simpy.Environment()
-    link = KvLink(env, CapacitySchedule(capacity_bytes_per_s))
+    """Run KvLink alone: jobs = [(start_s, size_bytes, prefill_s)]; returns completion times and bytes sent.
+    The link is passive state: start a job at its time, otherwise update the link at its next event."""
+    link = KvLink(CapacitySchedule(capacity_bytes_per_s))
     done_s = [None] * len(jobs)
-
-    def job(k, start_s, size_bytes, prefill_s):
-        yield env.timeout(start_s)
-        yield link.start(size_bytes, prefill_s)
-        done_s[k] = env.now
-
-    for k, spec in enumerate(jobs):
-        env.process(job(k, *spec))
-    env.run()
-    return done_s, link.totals().sent_bytes
+    waiting = sorted(range(len(jobs)), key=lambda k: jobs[k][0])
+    now_s = 0.0
+    while waiting or link.active_transfers:
+        next_start_s = jobs[waiting[0]][0] if waiting else math.inf
+        now_s = min(next_start_s, link.next_s)
+        if waiting and next_start_s <= link.next_s:
+            k = waiting.pop(0)
+            finished = link.start(now_s, jobs[k][1], jobs[k][2], k)
+        else:
+            finished = link.update(now_s)
+        for k in finished:
+            done_s[k] = now_s
+    return done_s, link.totals(now_s).sent_bytes
 
 
 def test_link_pipelining_and_fair_sharing():

@@ -145,7 +145,17 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)",
         "extra = kv / b_eff",
     ),
-    "sim-no-rtt": ("prfaas_plan/simulate/engine.py", "self.rtt_s = inputs.link.rtt_s", "self.rtt_s = 0.0"),
+    "sim-no-rtt": ("prfaas_plan/simulate/engine.py", "rtt_s=inputs.link.rtt_s,", "rtt_s=0.0,"),
+    "sim-link-caps-always-fit": (
+        "prfaas_plan/simulate/link.py",
+        "if capped_bytes_per_s < capacity * (1 - tolerance):",
+        "if capped_bytes_per_s < math.inf:",
+    ),
+    "sim-prfaas-instances-doubled": (
+        "prfaas_plan/simulate/engine.py",
+        "self.pf_free = list(self.instances)",
+        "self.pf_free = [2 * n for n in self.instances]",
+    ),
     "attention-kind-factor-inverted": (
         "prfaas_plan/timing/cost.py",
         "attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)",

@@ -1,13 +1,14 @@
-"""Discrete-event simulation (SimPy) of a PrfaaS-PD deployment: queues, the shared KV link,
-layer-wise pipelining, static or adaptive routing, decode batching.
+"""Discrete-event simulation of a PrfaaS-PD deployment: queues, the shared KV link,
+layer-wise pipelining, static or adaptive routing, role switches, decode batching.
 
     from prfaas_plan.simulate import SimConfig, simulate
     result = simulate(inputs, deployment, decode_model(inputs), SimConfig(rate_rps=2.6, requests=10_000))
 
-The model is described in ``engine.py`` (requests), ``link.py`` (the link),
-``policies.py`` (routing), ``decode_pool.py`` (decode), ``arrivals.py`` and
-``results.py`` (what is measured). Importing this package loads neither numpy nor simpy;
-``simulate`` and ``SimResult`` load them on first use.
+The model is described in ``engine.py`` (requests, decode, and the one event loop),
+``topology.py`` (what it runs: PD sites, PrfaaS sites, links), ``link.py`` (a link),
+``policies.py`` (routing), ``roles.py`` (role switches), ``arrivals.py`` and ``results.py``
+(what is measured); ``sites.py`` runs one window of a multi-site plan. Importing this
+package does not load numpy; ``simulate`` and ``SimResult`` load it on first use.
 """
 
 from __future__ import annotations

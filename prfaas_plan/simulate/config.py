@@ -3,7 +3,7 @@
 ``SimConfig`` is validated on construction; a bad value raises ``PlanInputError`` whose
 field is the name of the ``SimConfig`` field (``rate_rps``, ``cv``, ...; the CLI names its
 options, ``cli.OPTION_NAMES``).
-This module imports nothing heavy (no numpy, no simpy).
+This module imports nothing heavy (no numpy).
 """
 
 from __future__ import annotations

@@ -1,56 +1,76 @@
-"""A discrete-event simulation (SimPy) of one PrfaaS-PD deployment serving a request stream.
+"""The simulator: one discrete-event core that runs any window of a deployment (``Topology``):
+N PD sites, PrfaaS sites shared by them, one link model per (PrfaaS, PD) link, role switches
+and the short-term routing policy. A one-site deployment is its 1 x 1 case (``simulate``).
 
 Model, per request (every time in seconds):
-1. Arrival at the times of ``arrivals.py``. Its uncached input length L is drawn from
-   ``inputs.workload.input_dist`` and its output length from ``inputs.workload.output_dist``. Arrival times,
-   input lengths and output lengths come from three independent streams spawned from
-   ``np.random.SeedSequence(seed)``, so the same seed gives identical results and two
+1. Arrival at the times of ``arrivals.py``, per PD site at its rate. Its uncached input length
+   L is drawn from the site's ``input_dist`` and its output length from its workload's
+   ``output_dist``. Site k draws from four independent streams, children 4k .. 4k+3 of
+   ``np.random.SeedSequence(seed)`` (arrival times, input lengths, output lengths, the PrfaaS
+   site), all drawn up front with numpy, so the same seed gives identical results and two
    arrival processes with the same seed see the same requests (common random numbers).
-2. Routing: remote (PrfaaS) iff L > the policy's threshold at arrival (``policies.py``).
-3. Prefill: a FIFO ``simpy.Resource`` of N_prfaas (remote) or N_p (local) instances; a
-   request holds an instance for its capacity seconds (``curve.capacity_s``: T_prefill(L) for
-   a per-request curve, its share of a batched pass for a saturated one) and its prefill
-   ends T_prefill(L) after it started (``inputs.prfaas.curve`` / ``inputs.pd.curve``),
+2. Routing: remote iff L > the site's threshold at arrival (``policies.py``) and the site has a
+   link; a remote request goes over link l with probability ``Link.weight`` (the plan's offload).
+3. Prefill: a FIFO queue of the PrfaaS site's instances (remote; shared by every PD site it
+   serves) or of the site's N_p PD-P instances (local); a request holds an instance for its
+   capacity seconds (``curve.capacity_s``: T_prefill(L) for a per-request curve, its share of a
+   batched pass for a saturated one) and its prefill ends T_prefill(L) after it started,
    precomputed for every request.
    With cluster caches (``workload.cluster_cache``) a request is one (L, h, g) class: it routes on
    the class's routing length, PrfaaS and PD-P compute their own tokens, and a local request in
    the plentiful regime receives its cached prefix's KV over the link during its prefill.
-4. Remote only: the KV transfer of S_kv(L) bytes starts with the prefill and is
-   pipelined layer by layer over the shared link (``link.py``). TTFT = arrival -> last
-   byte sent, plus one RTT (``inputs.link.rtt_s``), after which decode starts.
-   The PrfaaS instance is free again when its prefill ends. Local: TTFT = arrival ->
-   prefill end.
-5. Decode on N_d instances (``decode_pool.py``): TPOT = T_step(b), b the occupancy of
-   the least-loaded instance it joins; it holds its slot for output_tokens * TPOT.
-A sampler (``timeseries.py``) and, for the adaptive policy, a controller run alongside;
-the run ends when every request has completed.
+4. Remote only: the KV transfer of S_kv(L) bytes starts with the prefill and is pipelined
+   layer by layer over the link (``link.py``). TTFT = arrival -> last byte sent (and prefill
+   ended), plus one RTT, after which decode starts. The PrfaaS instance is free again when its
+   hold ends. Local: TTFT = arrival -> prefill end (and any cached KV received).
+5. Decode on the site's N_d instances of ``batch_size`` slots, fed by one FIFO queue: a request
+   joins the least-loaded instance (fewest running; the first of those); if it then runs b
+   requests, TPOT = T_step(b) (``DecodeModel.step_s``) and it holds its slot for
+   output_tokens * T_step(b). The batch is frozen at the request's start (later arrivals and
+   departures on the instance do not change its TPOT).
+A sampler (``timeseries.py``), and per site the adaptive controller (``policies.py``) and the
+role-switch controller (``roles.py``) run alongside, as generators the loop resumes at their
+times; the run ends when every request has completed.
+
+The loop (``_Loop.run``) keeps its events in one heap of (time_s, sequence, kind, index) tuples
+(the sequence breaks ties first in, first out), the per-request state in preallocated lists and
+the queues as deques: no object per event.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from dataclasses import replace
-from typing import Any
+import heapq
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
-import simpy
 
 from ..choices import RoutingPolicy
 from ..errors import PlanInputError
 from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
 from ..study.model import PlanInputs
+from ..units import bytes_per_s_to_gbps
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
-from .config import SimConfig, sample_interval_for
-from .decode_pool import DecodePool
+from .config import SAMPLES_PER_RUN, SimConfig
 from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
 from .results import SimResult, summarise
-from .roles import RoleDecodePool, RolePool, rebalance
-from .timeseries import Sampler
+from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, decode_active, rebalance
+from .timeseries import COLUMNS, MAX_ROWS_PER_INTERVAL
+from .topology import Link, PdSite, PrfaasSite, Topology
 
 ProgressCallback = Callable[[int, int], None]
+
+STREAMS_PER_SITE = 4  # arrival times, input lengths, output lengths, PrfaaS site
+
+
+# ---------------------------------------------------------------------------------------
+# The one-site simulation: the 1 x 1 topology
 
 
 def simulate(
@@ -58,254 +78,852 @@ def simulate(
 ) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment``; ``progress(done, total)`` is
     called about every 1% of arrivals (and once at the end)."""
+    log = run(one_site_topology(inputs, deployment, decode, config), config, progress)
+    per_request = log.per_request(0)
+    series = {name: log.series[0][name] for name in COLUMNS}
+    result = summarise(
+        config, deployment, per_request, log.completion_order(0), series, log.threshold_changes[0], log.link_sent_bytes[0]
+    )
+    return replace(result, role_changes=tuple(log.role_changes[0]))
+
+
+def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig) -> Topology:
+    """One PD site (PD-P, decode), one PrfaaS site and the link between them, as ``inputs`` resolves
+    them, with the deployment's counts and threshold; the link's capacity follows the config's
+    bandwidth trace and drop."""
     schedule = CapacitySchedule(
         inputs.link.usable_bytes_per_s, config.bandwidth_trace, config.drop_at_s, config.drop_for_s, config.drop_to_fraction
     )
-    _check(inputs, deployment, config, schedule)
-    return _Run(inputs, deployment, decode, config, schedule, progress).result()
+    site = PdSite(
+        "pd",
+        config.rate_rps,
+        config.requests,
+        inputs.input_dist,
+        inputs.workload,
+        inputs.pd.curve,
+        deployment.n_p,
+        deployment.n_d,
+        decode,
+        deployment.threshold_tokens,
+        separate_decode=inputs.pd_decode is not None,
+    )
+    link = Link("prfaas", "pd", schedule, rtt_s=inputs.link.rtt_s, curve=inputs.prfaas.curve)
+    return Topology((site,), (PrfaasSite("prfaas", deployment.n_prfaas),), (link,))
 
 
-def _check(inputs: PlanInputs, deployment: Deployment, config: SimConfig, schedule: CapacitySchedule) -> None:
-    """Reject deployments that would leave requests with nowhere to go."""
-    if deployment.n_d < 1:
-        raise PlanInputError(f"needs at least one decode instance, got {deployment.n_d}", field="n_d")
-    if config.rebalance and inputs.pd_decode is not None:
-        raise PlanInputError(
-            "role switches need one PD pool that both prefills and decodes; this scenario "
-            "decodes on a pool of its own (pd_decode)",
-            field="rebalance",
-        )
-    dist = inputs.input_dist
-    long = dist.lengths_tokens > deployment.threshold_tokens
-    offloaded = float(dist.probs[long].sum())
-    any_remote, any_local = bool(np.any(dist.probs[long] > 0)), bool(np.any(dist.probs[~long] > 0))
-    adapts = config.policy == RoutingPolicy.adaptive and any_remote
-    if any_remote and deployment.n_prfaas < 1:
-        raise PlanInputError(
-            f"threshold {deployment.threshold_tokens:g} tokens sends {offloaded:.1%} of requests "
-            "to PrfaaS, which has no instance",
-            field="n_prfaas",
-        )
-    if (any_local or adapts) and deployment.n_p < 1:
-        why = (
-            "the adaptive policy may keep any request local"
-            if adapts
-            else (f"threshold {deployment.threshold_tokens:g} tokens keeps {1 - offloaded:.1%} of requests local")
-        )
-        raise PlanInputError(f"{why}, but PD-P has no instance", field="n_p")
-    if any_remote and schedule.final_bytes_per_s <= 0:
-        raise PlanInputError(
-            "the link ends at 0 Gbps, so remote KV transfers could never finish",
-            field="bandwidth_trace" if config.bandwidth_trace else "link.bandwidth_gbps",
-        )
+# ---------------------------------------------------------------------------------------
+# Any topology
 
 
-class _Run:
-    """One simulation: the SimPy environment, its stages and the per-request records."""
+@dataclass(frozen=True)
+class EventLog:
+    """What a run recorded. Per request (all PD sites, site k's requests at ``offsets[k]`` ..
+    ``offsets[k + 1]``, in its arrival order): the arrays of ``per_request``; the global completion
+    order; per PD site its sampled series (``timeseries.SITE_COLUMNS``), threshold changes (time_s,
+    tokens) and role changes (time_s, N_p, N_d); per link the bytes it sent."""
 
-    def __init__(
-        self,
-        inputs: PlanInputs,
-        deployment: Deployment,
-        decode: DecodeModel,
-        config: SimConfig,
-        schedule: CapacitySchedule,
-        progress: ProgressCallback | None,
-    ):
-        self.config, self.deployment, self.progress = config, deployment, progress
-        n = config.requests
-        arrival_rng, input_rng, output_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(config.seed).spawn(3))
-        self.arrival_s = arrival_times_s(config, arrival_rng)
-        self.output_tokens = inputs.workload.output_dist.sample(output_rng, n)
-        routed = inputs.workload.routed
-        self.cached_kv_bytes = np.zeros(n)
-        if routed is None:
-            self.input_tokens = inputs.input_dist.sample(input_rng, n)
-            # Curves evaluated once on the distribution's support, then gathered per request.
-            support = inputs.input_dist.lengths_tokens
-            at = np.searchsorted(support, self.input_tokens)
-            remote_tokens = local_tokens = support
-            kv_tokens = support
-        else:
-            # Cache-aware routing (workload.cluster_cache): a request is one (L, h, g) class; it routes
-            # on the class's routing length, each cluster computes its own tokens, and a local request
-            # may receive cached KV over the link.
-            at = np.searchsorted(np.cumsum(routed.probs), input_rng.random(n), side="right").clip(0, routed.probs.size - 1)
-            self.input_tokens = routed.route_tokens[at]
-            remote_tokens, local_tokens, kv_tokens = routed.prfaas_tokens, routed.pd_tokens, routed.offload_kv_tokens
-            moved = routed.local_kv_tokens[at] > 0
-            if moved.any():
-                self.cached_kv_bytes[moved] = inputs.prfaas.curve.kv_bytes(routed.local_kv_tokens[at][moved])
-            remote_tokens, local_tokens, kv_tokens = remote_tokens[at], local_tokens[at], kv_tokens[at]
-            at = slice(None)
-        self.kv_bytes = inputs.prfaas.curve.kv_bytes(kv_tokens)[at]
-        self.remote_prefill_s = inputs.prfaas.curve.prefill_s(remote_tokens)[at]
-        self.local_prefill_s = inputs.pd.curve.prefill_s(local_tokens)[at]
+    offsets: tuple[int, ...]
+    arrays: dict[str, np.ndarray]
+    order: np.ndarray  # request indices in completion order
+    series: list[dict[str, np.ndarray]]  # per PD site, timeseries.SITE_COLUMNS -> one value per sample
+    threshold_changes: list[list[tuple[float, float]]]
+    role_changes: list[list[tuple[float, int, int]]]
+    link_sent_bytes: list[float]
+    site_links: list[list[int]]
+
+    def per_request(self, site: int) -> dict[str, np.ndarray]:
+        """Site ``site``'s requests: arrival_s, input_tokens, output_tokens, remote, kv_bytes (of
+        the remote ones; 0 for local), ttft_s, tpot_s, done_s and link (index into the topology's
+        links; -1 local)."""
+        lo, hi = self.offsets[site], self.offsets[site + 1]
+        return {name: values[lo:hi] for name, values in self.arrays.items()}
+
+    def completion_order(self, site: int) -> np.ndarray:
+        """Site ``site``'s request indices (from 0) in completion order."""
+        lo, hi = self.offsets[site], self.offsets[site + 1]
+        order = self.order
+        return order[(order >= lo) & (order < hi)] - lo
+
+
+def run(topology: Topology, config: SimConfig, progress: ProgressCallback | None = None) -> EventLog:
+    """Simulate every PD site's ``requests`` through ``topology`` under ``config`` (its arrival
+    process, policy, role switches, seed and sampling; the rates and request counts are the
+    sites')."""
+    _check(topology, config)
+    log = _Loop(topology, config, _draw(topology, config)).run(progress)
+    assert log is not None  # run to the end
+    return log
+
+
+def sample_interval_s(topology: Topology, config: SimConfig) -> float:
+    """The sampler's interval: ``sample_interval_s``, or longer so that a long run takes about
+    ``SAMPLES_PER_RUN`` samples (its horizon: the longest site's arrivals, the drop and the trace)."""
+    ends = [site.requests / site.rate_rps for site in topology.pd]
+    if config.drop_at_s is not None:
+        ends.append(config.drop_at_s + config.drop_for_s)
+    if config.bandwidth_trace:
+        ends.append(config.bandwidth_trace[-1][0])
+    return max(config.sample_interval_s, max(ends) / SAMPLES_PER_RUN)
+
+
+def _check(topology: Topology, config: SimConfig) -> None:
+    """Reject topologies that would leave requests with nowhere to go."""
+    pools = {pool.name: pool for pool in topology.prfaas}
+    for site in topology.pd:
+        at = site.field_prefix
+        if site.n_d < 1:
+            raise PlanInputError(f"needs at least one decode instance, got {site.n_d}", field=f"{at}n_d")
+        if config.rebalance and site.separate_decode:
+            raise PlanInputError(
+                "role switches need one PD pool that both prefills and decodes; this scenario "
+                "decodes on a pool of its own (pd_decode)",
+                field="rebalance",
+            )
+        links = [topology.links[k] for k in topology.links_of(site.name)]
+        used = [link for link in links if link.weight > 0] or links[:1]
+        dist = site.input_dist
+        long = dist.lengths_tokens > site.threshold_tokens
+        offloaded = float(dist.probs[long].sum()) if links else 0.0
+        any_remote = bool(links) and bool(np.any(dist.probs[long] > 0))
+        any_local = not links or bool(np.any(dist.probs[~long] > 0))
+        adapts = config.policy == RoutingPolicy.adaptive and any_remote
+        for link in used if any_remote else ():
+            if pools[link.prfaas].instances < 1:
+                raise PlanInputError(
+                    f"threshold {site.threshold_tokens:g} tokens sends {offloaded:.1%} of requests "
+                    "to PrfaaS, which has no instance",
+                    field=f"{at}n_prfaas",
+                )
+            if link.schedule.final_bytes_per_s <= 0:
+                raise PlanInputError(
+                    "the link ends at 0 Gbps, so remote KV transfers could never finish",
+                    field="bandwidth_trace" if config.bandwidth_trace else f"{at}link.bandwidth_gbps",
+                )
+        if (any_local or adapts) and site.n_p < 1:
+            why = (
+                "the adaptive policy may keep any request local"
+                if adapts
+                else (f"threshold {site.threshold_tokens:g} tokens keeps {1 - offloaded:.1%} of requests local")
+            )
+            raise PlanInputError(f"{why}, but PD-P has no instance", field=f"{at}n_p")
+
+
+def _draw(topology: Topology, config: SimConfig) -> dict[str, np.ndarray]:
+    """Every request's arrival, lengths and service times, drawn up front (the streams of the
+    module docstring) and concatenated over the PD sites in site order."""
+    seeds = np.random.SeedSequence(config.seed).spawn(STREAMS_PER_SITE * len(topology.pd))
+    parts = []
+    for k, site in enumerate(topology.pd):
+        arrival_rng, input_rng, output_rng, choice_rng = (np.random.default_rng(s) for s in seeds[4 * k : 4 * k + 4])
+        parts.append(_draw_site(topology, site, config, arrival_rng, input_rng, output_rng, choice_rng))
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def _draw_site(topology, site: PdSite, config: SimConfig, arrival_rng, input_rng, output_rng, choice_rng) -> dict:
+    n = site.requests
+    site_config = (
+        config
+        if (config.rate_rps, config.requests) == (site.rate_rps, n)
+        else replace(config, rate_rps=site.rate_rps, requests=n)
+    )
+    arrival_s = arrival_times_s(site_config, arrival_rng)
+    output_tokens = site.workload.output_dist.sample(output_rng, n)
+    links = topology.links_of(site.name)
+    # the link (so the PrfaaS site) each request would be sent over if it is remote
+    if len(links) > 1:
+        weights = np.array([topology.links[k].weight for k in links], dtype=float)
+        chosen = choice_rng.choice(len(links), size=n, p=weights / weights.sum()) if weights.sum() > 0 else np.zeros(n, int)
+    else:
+        chosen = np.zeros(n, dtype=np.int64)
+    link_of = np.asarray(links, dtype=np.int64)[chosen] if links else np.full(n, -1, dtype=np.int64)
+    routed = site.workload.routed
+    cached_kv_bytes = np.zeros(n)
+    curves = [topology.links[k].curve for k in links]
+    if routed is None:
+        input_tokens = site.input_dist.sample(input_rng, n)
+        # Curves evaluated once on the distribution's support, then gathered per request.
+        support = site.input_dist.lengths_tokens
+        at = np.searchsorted(support, input_tokens)
+        remote_tokens = local_tokens = kv_tokens = support
+    else:
+        # Cache-aware routing (workload.cluster_cache): a request is one (L, h, g) class; it routes
+        # on the class's routing length, each cluster computes its own tokens, and a local request
+        # may receive cached KV over the link.
+        at = np.searchsorted(np.cumsum(routed.probs), input_rng.random(n), side="right").clip(0, routed.probs.size - 1)
+        input_tokens = routed.route_tokens[at]
+        moved = routed.local_kv_tokens[at] > 0
+        if moved.any() and curves:
+            cached_kv_bytes[moved] = curves[0].kv_bytes(routed.local_kv_tokens[at][moved])
+        remote_tokens, local_tokens, kv_tokens = routed.prfaas_tokens[at], routed.pd_tokens[at], routed.offload_kv_tokens[at]
+        at = slice(None)
+    kv_bytes, remote_prefill_s, remote_hold_s = np.zeros(n), np.zeros(n), np.zeros(n)
+    for j, curve in enumerate(curves):
+        mine = chosen == j
+        if len(curves) == 1:
+            mine = slice(None)
+        kv_bytes[mine] = curve.kv_bytes(kv_tokens)[at][mine]
+        prefill_s = curve.prefill_s(remote_tokens)[at][mine]
+        remote_prefill_s[mine] = prefill_s
         # An instance is held for a request's share of a pass (its capacity seconds, at most the
         # latency); the prompt's first token comes at its full prefill latency.
-        remote_hold_s = np.minimum(inputs.prfaas.curve.capacity_s(remote_tokens)[at], self.remote_prefill_s)
-        local_hold_s = np.minimum(inputs.pd.curve.capacity_s(local_tokens)[at], self.local_prefill_s)
-        self.rtt_s = inputs.link.rtt_s
-        # Plain lists for the per-event code (numpy scalars are slower in scalar arithmetic).
-        self._hot = (
-            self.input_tokens.tolist(),
-            self.output_tokens.tolist(),
-            self.kv_bytes.tolist(),
-            self.remote_prefill_s.tolist(),
-            self.local_prefill_s.tolist(),
-            remote_hold_s.tolist(),
-            local_hold_s.tolist(),
-        )
+        remote_hold_s[mine] = np.minimum(curve.capacity_s(remote_tokens)[at][mine], prefill_s)
+    local_prefill_s = site.local_curve.prefill_s(local_tokens)[at]
+    local_hold_s = np.minimum(site.local_curve.capacity_s(local_tokens)[at], local_prefill_s)
+    return {
+        "arrival_s": arrival_s,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "kv_bytes": kv_bytes,
+        "remote_prefill_s": remote_prefill_s,
+        "remote_hold_s": remote_hold_s,
+        "local_prefill_s": local_prefill_s,
+        "local_hold_s": local_hold_s,
+        "cached_kv_bytes": cached_kv_bytes,
+        "link_of": link_of,
+    }
 
-        self.env = env = simpy.Environment()
-        self.schedule = schedule
-        self.link = KvLink(env, schedule)
-        # A path without instances gets no requests (``_check``); SimPy needs a capacity >= 1.
-        self.prfaas = simpy.Resource(env, capacity=max(deployment.n_prfaas, 1))
-        self.role_changes: list[tuple[float, int, int]] = []
-        if config.rebalance:
-            self.pdp = RolePool(env, deployment.n_p, deployment.n_d)
-            self.decode = RoleDecodePool(env, deployment.n_p, deployment.n_d, decode)
-        else:
-            self.pdp = simpy.Resource(env, capacity=max(deployment.n_p, 1))
-            self.decode = DecodePool(env, deployment.n_d, decode)
+
+# event kinds (in the heap)
+_ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
+# what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
+# request i starts (its slot taken), the next queued local request of site k starts, request i's
+# KV has been sent, request i joins decode, the next queued decode request of site k starts
+_START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
+
+
+class _SiteState:
+    """A PD site's slots and queues, for the controllers to read (``roles.SiteView``)."""
+
+    __slots__ = ("pdp_queue", "decode_queue", "pdp_active", "running", "decoding", "batch")
+
+    def __init__(self, pdp_queue: deque, decode_queue: deque, pdp_active: int, running: list, decoding: list, batch: int):
+        self.pdp_queue, self.decode_queue = pdp_queue, decode_queue
+        self.pdp_active, self.running, self.decoding, self.batch = pdp_active, running, decoding, batch
+
+    def pdp_queue_length(self) -> int:
+        return len(self.pdp_queue)
+
+    def decode_queue_length(self) -> int:
+        return len(self.decode_queue)
+
+
+class _Loop:
+    """One run of the event loop over a topology (the model in the module docstring)."""
+
+    def __init__(self, topology: Topology, config: SimConfig, drawn: dict[str, np.ndarray]):
+        self.topology, self.config, self.drawn = topology, config, drawn
+        self.now_s = 0.0
+        self.completion: list[int] = []  # request indices in completion order
+        self.total = int(drawn["arrival_s"].size)
+        self.heap: list[tuple] = []
+        self.seq = itertools.count()
+        sites = topology.pd
+        self.site_links = [topology.links_of(site.name) for site in sites]
+        pool_index = {pool.name: j for j, pool in enumerate(topology.prfaas)}
+        self.link_pool = [pool_index[link.prfaas] for link in topology.links]
+        self.links = [KvLink(link.schedule) for link in topology.links]
+        self.instances = [pool.instances for pool in topology.prfaas]
+        self.site_pools = [sorted({self.link_pool[l] for l in ls}) for ls in self.site_links]
+        rebalancing = config.rebalance
+        # PrfaaS pools: free instances, FIFO queue, queued work (instance-hold seconds)
+        self.pf_free = list(self.instances)
+        self.pf_queue = [deque() for _ in topology.prfaas]
+        self.pf_wait_s = [0.0] * len(topology.prfaas)
+        # PD sites: PD-P and decode slots; with role switches every PD instance has slots in both
+        # stages, those of an instance in the other role held by blockers (not free, not queued).
+        self.pdp_free = [site.n_p for site in sites]
+        self.pdp_queue = [deque() for _ in sites]
+        self.pdp_wait_s = [0.0] * len(sites)
+        self.pdp_pending = [0] * len(sites)  # a PD-P blocker waiting for a slot
+        self.batch = [site.decode.batch_size for site in sites]
+        total_pd = [site.n_p + site.n_d if rebalancing else site.n_d for site in sites]
+        self.running = [[0] * n for n in total_pd]
+        self.decoding = [[k < site.n_d for k in range(n)] for site, n in zip(sites, total_pd)]
+        self.blocked = [list(range(site.n_d, n)) for site, n in zip(sites, total_pd)]  # in the order they grow back
+        self.dec_free = [site.n_d * b for site, b in zip(sites, self.batch)]
+        self.dec_queue = [deque() for _ in sites]
+        self.dec_pending = [0] * len(sites)  # decode blockers waiting for a slot
+        self.step_s = [[float(s) for s in site.decode.step_s_by_batch] for site in sites]
+        self.states = [
+            _SiteState(self.pdp_queue[k], self.dec_queue[k], site.n_p, self.running[k], self.decoding[k], self.batch[k])
+            for k, site in enumerate(sites)
+        ]
+        self.waiting_remote = [0] * len(sites)  # the site's requests queued at PrfaaS
         if config.policy == RoutingPolicy.adaptive:
-            self.policy: StaticPolicy | AdaptivePolicy = AdaptivePolicy(deployment.threshold_tokens, inputs.input_dist, config)
+            self.policies: list[StaticPolicy | AdaptivePolicy] = [
+                AdaptivePolicy(site.threshold_tokens, site.input_dist, config) for site in sites
+            ]
         else:
-            self.policy = StaticPolicy(deployment.threshold_tokens)
-        self.sampler = Sampler(sample_interval_for(config))
+            self.policies = [StaticPolicy(site.threshold_tokens) for site in sites]
+        self.role_changes: list[list[tuple[float, int, int]]] = [[] for _ in sites]
+        self.sample_every_s = sample_interval_s(topology, config)
+        self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
+        self.controllers: list = []  # generators, resumed by _CONTROL events
+        self.controller_site: list[int] = []
+        self.parked: dict[int, int] = {}  # controller -> site, waiting for a blocker's slot
+        self.shrinking: dict[int, int] = {}  # site -> the decode instance it is stopping
 
-        # Prefill work waiting for an instance (the hold seconds of the queued requests), for the
-        # adaptive policy: divided by the instances it is the wait a new request can expect.
-        self.prfaas_waiting_s = self.pdp_waiting_s = 0.0
-        self.remote = [False] * n
-        self.ttft_s = [0.0] * n
-        self.tpot_s = [0.0] * n
-        self.done_s = [0.0] * n
-        self.completion_order: list[int] = []
+    # --- reads for the controllers and the sampler (rare: every interval) ---------------------
+
+    def clock(self) -> float:
+        return self.now_s
 
     def finished(self) -> bool:
-        return len(self.completion_order) >= self.config.requests
+        return len(self.completion) >= self.total
 
-    def observe(self) -> Observation:
-        totals = self.link.totals()
-        n_p = self.pdp.active if isinstance(self.pdp, RolePool) else self.deployment.n_p
-        return Observation(
-            totals.sent_bytes,
-            totals.backlog_bytes,
-            self.schedule.at(self.env.now),
-            _per_instance(self.prfaas_waiting_s, self.deployment.n_prfaas),
-            _per_instance(self.pdp_waiting_s, n_p),
-        )
+    def _link_totals(self, k: int, now_s: float) -> tuple[float, float, float]:
+        """Bytes sent, produced and in backlog over site k's links."""
+        links = self.site_links[k]
+        if len(links) == 1:
+            return self.links[links[0]].sums(now_s)
+        sent = produced = backlog = 0.0
+        for l in links:
+            s, p, b = self.links[l].sums(now_s)
+            sent, produced, backlog = sent + s, produced + p, backlog + b
+        return sent, produced, backlog
 
-    def _pdp_queue(self) -> int:
-        return self.pdp.queue_length if isinstance(self.pdp, RolePool) else len(self.pdp.queue)
-
-    def queues(self) -> tuple[int, int, int]:
-        return len(self.prfaas.queue), self._pdp_queue(), self.decode.queue_length
-
-    def result(self) -> SimResult:
-        env = self.env
-        env.process(self._arrivals())
-        env.process(
-            self.sampler.run(env, self.link, self.schedule, self.queues, lambda: self.policy.threshold_tokens, self.finished)
-        )
-        if isinstance(self.policy, AdaptivePolicy):
-            env.process(self.policy.run(env, self.observe, self.schedule.bytes_between, self.finished))
-        if self.config.rebalance:
-            cfg = self.config
-            env.process(
-                rebalance(
-                    env,
-                    self.pdp,
-                    self.decode,
-                    cfg.rebalance_interval_s,
-                    cfg.rebalance_queue_high,
-                    cfg.conversion_s,
-                    self.finished,
-                    self.role_changes,
-                )
+    def _sample(self, now_s: float) -> None:
+        """A reading per PD site at ``now_s``: the queues and threshold now and the link totals (the
+        rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
+        site's readings are one flat list, 9 values a reading."""
+        for k, raw in enumerate(self.raw):
+            links = self.site_links[k]
+            sent, produced, backlog = self.links[links[0]].sums(now_s) if len(links) == 1 else self._link_totals(k, now_s)
+            queues = self.site_pf_queues[k]
+            raw += (
+                now_s,
+                len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
+                len(self.pdp_queue[k]),
+                len(self.dec_queue[k]),
+                backlog,
+                sent,
+                produced,
+                self.policies[k].threshold_tokens,
+                self.waiting_remote[k],
             )
-        env.run()
-        remote = np.array(self.remote, dtype=bool)
-        per_request = {
-            "arrival_s": self.arrival_s,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "remote": remote,
-            "kv_bytes": np.where(remote, self.kv_bytes, 0.0),
-            "ttft_s": np.array(self.ttft_s),
-            "tpot_s": np.array(self.tpot_s),
-            "done_s": np.array(self.done_s),
-        }
-        result = summarise(
-            self.config,
-            self.deployment,
-            per_request,
-            np.array(self.completion_order, dtype=np.int64),
-            self.sampler.rows,
-            self.policy.changes,
-            self.link.totals().sent_bytes,
-        )
-        return replace(result, role_changes=tuple(self.role_changes))
+        rows = len(self.raw[0]) // 9 - 1  # the first reading (at 0) starts the first interval
+        if rows and rows % MAX_ROWS_PER_INTERVAL == 0:
+            self.sample_every_s *= 2
 
-    def _arrivals(self) -> Generator[simpy.Event, Any, None]:
-        env, n, progress = self.env, self.config.requests, self.progress
+    def _series(self, k: int) -> dict[str, np.ndarray]:
+        """Site k's sampled rows as columns (``timeseries.SITE_COLUMNS``): egress, offered egress
+        and mean capacity over each interval from consecutive readings."""
+        raw = np.array(self.raw[k], dtype=float).reshape(-1, 9)  # one reading a row
+        time_s = raw[:, 0]
+        start_s, end_s = time_s[:-1], time_s[1:]
+        span_s = end_s - start_s
+        schedules = [self.links[l].schedule for l in self.site_links[k]]
+        if len(schedules) == 1 and len(schedules[0].starts_s) == 1:
+            capacity_bytes = schedules[0].rates_bytes_per_s[0] * span_s
+        else:
+            capacity_bytes = np.array([self._capacity_between(k, a, b) for a, b in zip(start_s.tolist(), end_s.tolist())])
+        values = raw[1:]
+        return {
+            "time_s": end_s,
+            "prfaas_queue_requests": values[:, 1],
+            "pdp_queue_requests": values[:, 2],
+            "decode_queue_requests": values[:, 3],
+            "link_backlog_bytes": values[:, 4],
+            "egress_gbps": bytes_per_s_to_gbps(np.diff(raw[:, 5]) / span_s),
+            "offered_egress_gbps": bytes_per_s_to_gbps(np.diff(raw[:, 6]) / span_s),
+            "link_capacity_gbps": bytes_per_s_to_gbps(capacity_bytes / span_s),
+            "threshold_tokens": values[:, 7],
+            "remote_waiting_requests": values[:, 8],
+        }
+
+    def _capacity_between(self, k: int, start_s: float, end_s: float) -> float:
+        return sum(self.links[l].schedule.bytes_between(start_s, end_s) for l in self.site_links[k])
+
+    def _observe(self, k: int) -> Observation:
+        now_s = self.now_s
+        sent, _, backlog = self._link_totals(k, now_s)
+        pools = self.site_pools[k]
+        return Observation(
+            sent,
+            backlog,
+            sum(self.links[l].schedule.at(now_s) for l in self.site_links[k]),
+            _per_instance(sum(self.pf_wait_s[j] for j in pools), sum(self.instances[j] for j in pools)),
+            _per_instance(self.pdp_wait_s[k], self.states[k].pdp_active),
+        )
+
+    # --- controllers ---------------------------------------------------------------------------
+
+    def _add_controller(self, generator, site: int) -> None:
+        self.controllers.append(generator)
+        self.controller_site.append(site)
+        self._drive(len(self.controllers) - 1, None)
+
+    def _drive(self, c: int, value) -> None:
+        """Resume controller ``c`` with ``value`` until it waits: a delay (an event is scheduled) or
+        a blocker that has no slot yet (it is parked until one is freed)."""
+        generator, k = self.controllers[c], self.controller_site[c]
+        while True:
+            try:
+                command = generator.send(value)
+            except StopIteration:
+                return
+            if isinstance(command, float | int):
+                heapq.heappush(self.heap, (self.now_s + command, next(self.seq), _CONTROL, c))
+                return
+            value = self._command(k, command)
+            if value is None:
+                self.parked[c] = k
+                return
+
+    def _command(self, k: int, command: str):
+        """Carry out a role-switch command on site k's slots; None when it must wait for a slot."""
+        state = self.states[k]
+        if command == SHRINK_PDP:
+            if self.pdp_free[k] > 0:
+                self.pdp_free[k] -= 1
+                state.pdp_active -= 1
+                return True
+            self.pdp_pending[k] = 1
+            return None
+        if command == GROW_PDP:
+            state.pdp_active += 1
+            self._free_pdp_slot(k)
+            return True
+        decoding, running = self.decoding[k], self.running[k]
+        if command == SHRINK_DECODE:
+            i = min((i for i, d in enumerate(decoding) if d), key=running.__getitem__)
+            decoding[i] = False
+            self.blocked[k].append(i)
+            for _ in range(self.batch[k]):
+                if self.dec_free[k] > 0:
+                    self.dec_free[k] -= 1
+                else:
+                    self.dec_pending[k] += 1
+            self.shrinking[k] = i
+            return i if self.dec_pending[k] == 0 else None
+        if command == GROW_DECODE:
+            decoding[self.blocked[k].pop(0)] = True
+            waiting = len(self.dec_queue[k])
+            for _ in range(self.batch[k]):
+                if waiting:  # the queue's next request takes the slot
+                    waiting -= 1
+                    self._follow_ups.append((_NEXT_DECODE, k))
+                else:
+                    self.dec_free[k] += 1
+            return True
+        raise ValueError(f"unknown controller command {command!r}")
+
+    def _free_pdp_slot(self, k: int) -> None:
+        """A PD-P slot freed outside the hot loop (an instance joining PD-P)."""
+        if self.pdp_queue[k]:
+            self._follow_ups.append((_NEXT_LOCAL, k))
+        else:
+            self.pdp_free[k] += 1
+
+    def _unpark(self, k: int, value) -> None:
+        for c, site in list(self.parked.items()):
+            if site == k:
+                del self.parked[c]
+                self._drive(c, value)
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def run(self, progress: ProgressCallback | None, until_s: float = math.inf) -> EventLog | None:
+        """Run to the end (the log), or stop before the first event after ``until_s`` (None: the
+        state stays for reading, as at ``until_s``)."""
+        config, drawn, topology = self.config, self.drawn, self.topology
+        n = self.total
+        sites = topology.pd
+        heap = self.heap
+        tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
+        # the kinds as locals (the loop reads them at every event)
+        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE = (
+            _ARRIVE,
+            _HOLD_END_REMOTE,
+            _HOLD_END_LOCAL,
+            _LINK,
+            _READY,
+            _DECODE_END,
+            _SAMPLE,
+        )
+        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE
+        push, pop = heapq.heappush, heapq.heappop
+        # per request (plain lists: numpy scalars are slow in scalar arithmetic)
+        arrival_list = drawn["arrival_s"].tolist()
+        input_tokens = drawn["input_tokens"].tolist()
+        output_tokens = drawn["output_tokens"].tolist()
+        kv_bytes = drawn["kv_bytes"].tolist()
+        remote_prefill_s = drawn["remote_prefill_s"].tolist()
+        remote_hold_s = drawn["remote_hold_s"].tolist()
+        local_prefill_s = drawn["local_prefill_s"].tolist()
+        local_hold_s = drawn["local_hold_s"].tolist()
+        cached = drawn["cached_kv_bytes"]
+        cached_kv = cached.tolist() if cached.any() else [0.0] * n  # one shared 0.0 without caches
+        link_of = drawn["link_of"].tolist()
+        offsets = [0]
+        for site in sites:
+            offsets.append(offsets[-1] + site.requests)
+        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist() if len(sites) > 1 else [0] * n
+        if len(sites) == 1:
+            order = range(n)
+        else:
+            order = np.argsort(drawn["arrival_s"], kind="stable").tolist()
+        self.remote = remote = [False] * n
+        arrived_s = arrival_list  # overwritten at each arrival with the clock (as SimPy reads it)
+        prefill_end_s = [0.0] * n
+        ttft_s = [0.0] * n
+        tpot_s = [0.0] * n
+        done_s = [0.0] * n
+        instance_of = [0] * n
+        waits_for = [0] * n  # a local request's conditions still open (prefill end, cached KV received)
+        completion = self.completion
+        inf = math.inf
+        # state
+        links = self.links
+        link_at = [math.inf] * len(links)  # the time of each link's latest scheduled event
+        link_pool = self.link_pool
+        rtt_s = [link.rtt_s for link in topology.links]
+        pf_free, pf_queue, pf_wait_s = self.pf_free, self.pf_queue, self.pf_wait_s
+        pdp_free, pdp_queue, pdp_wait_s, pdp_pending = self.pdp_free, self.pdp_queue, self.pdp_wait_s, self.pdp_pending
+        dec_free, dec_queue, dec_pending = self.dec_free, self.dec_queue, self.dec_pending
+        running, decoding, batch, step_s = self.running, self.decoding, self.batch, self.step_s
+        waiting_remote = self.waiting_remote
+        policies = self.policies
+        cached_link = [ls[0] if ls else -1 for ls in self.site_links]
+        plain_decode = not config.rebalance
+        self._follow_ups: list[tuple[int, int]] = []
+        follow_ups = self._follow_ups
         every = -(-n // 100)  # ceil(n / 100): at most 100 calls, plus one at the end
-        request = self._request
-        for i, time_s in enumerate(self.arrival_s.tolist()):
-            yield env.timeout(time_s - env.now)
-            env.process(request(i))
-            if progress is not None and (i + 1) % every == 0:
-                progress(i + 1, n)
+        report_at = every if progress is not None else -1  # the arrival count of the next progress call
+
+        # controllers and the sampler
+        self.site_pf_queues = [[self.pf_queue[j] for j in pools] or [deque()] for pools in self.site_pools]
+        self._sample(0.0)
+        if n:
+            push(heap, (self.sample_every_s, tick(), SAMPLE, 0))
+        for k, policy in enumerate(policies):
+            if isinstance(policy, AdaptivePolicy):
+                self._add_controller(
+                    policy.run(
+                        lambda k=k: self._observe(k),
+                        lambda a, b, k=k: self._capacity_between(k, a, b),
+                        self.finished,
+                        self.clock,
+                    ),
+                    k,
+                )
+        if config.rebalance:
+            for k, state in enumerate(self.states):
+                generator = rebalance(
+                    state,
+                    config.rebalance_interval_s,
+                    config.rebalance_queue_high,
+                    config.conversion_s,
+                    self.finished,
+                    self.clock,
+                    self.role_changes[k],
+                )
+                self._add_controller(generator, k)
+
+        now = 0.0
+        if until_s < inf:  # after every event at until_s
+            push(heap, (until_s, inf, _STOP, 0))
+        # Three sources of events, the loop takes the earliest head: the next arrival (arrivals are
+        # drawn ahead, so they need no heap), decode ends (far ahead: a heap of their own, so that
+        # the main heap of near events stays shallow), and the main heap; on a tie the heaps go
+        # first, and between them the sequence.
+        next_arrival_s = 0.0 + (arrival_list[order[0]] - 0.0) if n else inf
+        arrivals = 0  # arrivals so far
+        ends: list[tuple] = []
+        next_end_s = inf  # the time at the head of ends
+        while True:
+            head_s = heap[0][0] if heap else inf
+            if next_arrival_s < head_s and next_arrival_s < next_end_s:
+                now, kind, x = next_arrival_s, ARRIVE, arrivals
+            elif next_end_s < head_s or (next_end_s == head_s and next_end_s < inf and ends[0] < heap[0]):
+                now, _, kind, x = pop(ends)
+                next_end_s = ends[0][0] if ends else inf
+            elif heap:
+                now, _, kind, x = pop(heap)
+            else:
+                break
+            if kind == ARRIVE:
+                i = order[x]
+                arrived_s[i] = now
+                x = arrivals = x + 1
+                # the next arrival, as a timeout from now (SimPy's clock arithmetic)
+                next_arrival_s = now + (arrival_list[order[x]] - now) if x < n else inf
+                if x == report_at:
+                    progress(x, n)
+                    report_at += every
+                k = site_of[i]
+                l = link_of[i]
+                if l >= 0 and input_tokens[i] > policies[k].threshold_tokens:
+                    remote[i] = True
+                    j = link_pool[l]
+                    if pf_free[j] > 0:
+                        pf_free[j] -= 1
+                        hold = remote_hold_s[i]
+                        prefill = remote_prefill_s[i]
+                        push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+                        prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+                        link = links[l]
+                        sent = link.start(now, kv_bytes[i], prefill, i)
+                        if sent:
+                            follow_ups.extend((SENT, f) for f in sent)
+                        if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                            link_at[l] = link.next_s
+                            push(heap, (link.next_s, tick(), LINK, l))
+                    else:
+                        pf_queue[j].append(i)
+                        pf_wait_s[j] += remote_hold_s[i]
+                        waiting_remote[k] += 1
+                elif pdp_free[k] > 0:  # a local prefill starts
+                    pdp_free[k] -= 1
+                    if cached_kv[i] > 0:
+                        follow_ups.append((START_LOCAL, i))
+                    else:
+                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
+                        waits_for[i] = 1
+                else:
+                    pdp_queue[k].append(i)
+                    pdp_wait_s[k] += local_hold_s[i]
+            elif kind == DECODE_END:
+                k = site_of[x]
+                run_k = running[k]
+                run_k[instance_of[x]] -= 1
+                done_s[x] = now
+                completion.append(x)
+                if dec_pending[k]:  # an instance switching to PD-P takes the slot
+                    dec_pending[k] -= 1
+                    if dec_pending[k] == 0:
+                        self.now_s = now
+                        self._unpark(k, self.shrinking[k])
+                elif dec_queue[k]:  # the next queued request decodes
+                    i = dec_queue[k].popleft()
+                    instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                    run_k[instance] += 1
+                    instance_of[i] = instance
+                    b = run_k[instance]
+                    tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                    tpot_s[i] = tpot
+                    end_s = now + output_tokens[i] * tpot
+                    push(ends, (end_s, tick(), DECODE_END, i))
+                    if end_s < next_end_s:
+                        next_end_s = end_s
+                else:
+                    dec_free[k] += 1
+            elif kind == READY:  # first token (if the local request's cached KV is in): join decode
+                if not remote[x]:
+                    waits_for[x] -= 1
+                    if waits_for[x]:
+                        continue
+                ttft_s[x] = now - arrived_s[x]
+                k = site_of[x]
+                if dec_free[k] > 0:
+                    dec_free[k] -= 1
+                    run_k = running[k]
+                    instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                    run_k[instance] += 1
+                    instance_of[x] = instance
+                    b = run_k[instance]
+                    tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                    tpot_s[x] = tpot
+                    end_s = now + output_tokens[x] * tpot
+                    push(ends, (end_s, tick(), DECODE_END, x))
+                    if end_s < next_end_s:
+                        next_end_s = end_s
+                else:
+                    dec_queue[k].append(x)
+            elif kind == LINK:
+                link = links[x]
+                if now != link.next_s:
+                    continue  # stale: the link was updated since this was scheduled
+                for i in link.update(now):  # request i's KV has been sent
+                    if remote[i] and rtt_s[x]:  # decode starts an RTT after the last byte and the prefill
+                        pe = prefill_end_s[i]
+                        push(heap, ((now if now > pe else pe) + rtt_s[x], tick(), READY, i))
+                    else:
+                        follow_ups.append((SENT, i))
+                if link.next_s != link_at[x] and link.next_s < inf:  # a new time: schedule it
+                    link_at[x] = link.next_s
+                    push(heap, (link.next_s, tick(), LINK, x))
+            elif kind == HOLD_END_REMOTE:
+                j = link_pool[link_of[x]]
+                queue = pf_queue[j]
+                if queue:  # the next queued remote request starts its prefill and its transfer
+                    i = queue.popleft()
+                    pf_wait_s[j] = max(pf_wait_s[j] - remote_hold_s[i], 0.0)
+                    waiting_remote[site_of[i]] -= 1
+                    hold = remote_hold_s[i]
+                    prefill = remote_prefill_s[i]
+                    push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+                    prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+                    l = link_of[i]
+                    link = links[l]
+                    sent = link.start(now, kv_bytes[i], prefill, i)
+                    if sent:
+                        follow_ups.extend((SENT, f) for f in sent)
+                    if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                        link_at[l] = link.next_s
+                        push(heap, (link.next_s, tick(), LINK, l))
+                else:
+                    pf_free[j] += 1
+            elif kind == HOLD_END_LOCAL:
+                # the request's prefill: ended now, or later
+                prefill, hold = local_prefill_s[x], local_hold_s[x]
+                if prefill > hold:
+                    push(heap, (now + (prefill - hold), tick(), READY, x))
+                else:
+                    waits_for[x] -= 1
+                    if waits_for[x] == 0:  # first token: join decode
+                        ttft_s[x] = now - arrived_s[x]
+                        k = site_of[x]
+                        if dec_free[k] > 0:
+                            dec_free[k] -= 1
+                            run_k = running[k]
+                            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                            run_k[instance] += 1
+                            instance_of[x] = instance
+                            b = run_k[instance]
+                            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                            tpot_s[x] = tpot
+                            end_s = now + output_tokens[x] * tpot
+                            push(ends, (end_s, tick(), DECODE_END, x))
+                            if end_s < next_end_s:
+                                next_end_s = end_s
+                        else:
+                            dec_queue[k].append(x)
+                # its PD-P slot
+                k = site_of[x]
+                if pdp_pending[k]:  # a PD-P instance switching to decode takes the slot
+                    pdp_pending[k] = 0
+                    self.states[k].pdp_active -= 1
+                    self.now_s = now
+                    self._unpark(k, True)
+                elif pdp_queue[k]:
+                    follow_ups.append((NEXT_LOCAL, k))
+                else:
+                    pdp_free[k] += 1
+            elif kind == SAMPLE:
+                self._sample(now)
+                if len(completion) < n:
+                    push(heap, (now + self.sample_every_s, tick(), SAMPLE, 0))
+            elif kind == _CONTROL:
+                self.now_s = now
+                self._drive(x, None)
+            elif heap or ends:  # _STOP, with events left
+                self.now_s = now
+                return None
+
+            # What the event set going at this instant, in order (the less common paths).
+            if follow_ups:
+                p = 0
+                while p < len(follow_ups):
+                    what, i = follow_ups[p]
+                    p += 1
+                    if what == NEXT_LOCAL or what == START_LOCAL:
+                        if what == NEXT_LOCAL:
+                            k = i
+                            i = pdp_queue[k].popleft()
+                            pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
+                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
+                        waits_for[i] = 1
+                        cached = cached_kv[i]
+                        if cached > 0:  # the cached prefix's KV, sent during the prefill
+                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
+                            waits_for[i] = 2
+                            link = links[l]
+                            for f in link.start(now, cached, local_prefill_s[i], i):
+                                follow_ups.append((SENT, f))
+                            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                                link_at[l] = link.next_s
+                                push(heap, (link.next_s, tick(), LINK, l))
+                    elif what == SENT:  # the last KV byte of request i has been sent
+                        if remote[i]:
+                            ready = now if now > prefill_end_s[i] else prefill_end_s[i]
+                            rtt = rtt_s[link_of[i]]
+                            if rtt or ready > now:
+                                push(heap, (ready + rtt, tick(), READY, i))
+                            else:
+                                follow_ups.append((JOIN_DECODE, i))
+                        else:
+                            waits_for[i] -= 1
+                            if waits_for[i] == 0:
+                                follow_ups.append((JOIN_DECODE, i))
+                    elif what == JOIN_DECODE:  # first token: join the site's decode queue
+                        ttft_s[i] = now - arrived_s[i]
+                        k = site_of[i]
+                        if dec_free[k] > 0:
+                            dec_free[k] -= 1
+                            run_k = running[k]
+                            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                            run_k[instance] += 1
+                            instance_of[i] = instance
+                            b = run_k[instance]
+                            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                            tpot_s[i] = tpot
+                            end_s = now + output_tokens[i] * tpot
+                            push(ends, (end_s, tick(), DECODE_END, i))
+                            if end_s < next_end_s:
+                                next_end_s = end_s
+                        else:
+                            dec_queue[k].append(i)
+                    else:  # NEXT_DECODE: site i's next queued request decodes
+                        k = i
+                        i = dec_queue[k].popleft()
+                        run_k = running[k]
+                        instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+                        run_k[instance] += 1
+                        instance_of[i] = instance
+                        b = run_k[instance]
+                        tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+                        tpot_s[i] = tpot
+                        end_s = now + output_tokens[i] * tpot
+                        push(ends, (end_s, tick(), DECODE_END, i))
+                        if end_s < next_end_s:
+                            next_end_s = end_s
+                follow_ups.clear()
         if progress is not None and n % every:
             progress(n, n)
+        self.now_s = now
 
-    def _request(self, i: int) -> Generator[simpy.Event, Any, None]:
-        """Request i from arrival to the end of its decode (the model in the module docstring)."""
-        env = self.env
-        arrival_s = env.now
-        input_tokens, output_tokens, kv_bytes, remote_prefill_s, local_prefill_s, remote_hold_s, local_hold_s = self._hot
-        if input_tokens[i] > self.policy.threshold_tokens:
-            self.remote[i] = True
-            prefill_s, hold_s = remote_prefill_s[i], remote_hold_s[i]
-            slot = self.prfaas.request()
-            queued = not slot.triggered
-            if queued:
-                self.prfaas_waiting_s += hold_s
-            yield slot
-            if queued:
-                self.prfaas_waiting_s = max(self.prfaas_waiting_s - hold_s, 0.0)
-            sent = self.link.start(kv_bytes[i], prefill_s)
-            yield env.timeout(hold_s)
-            self.prfaas.release(slot)
-            if prefill_s > hold_s:
-                yield env.timeout(prefill_s - hold_s)
-            yield sent
-            if self.rtt_s:
-                yield env.timeout(self.rtt_s)
-        else:
-            slot = self.pdp.request()
-            queued = not slot.triggered
-            if queued:
-                self.pdp_waiting_s += local_hold_s[i]
-            yield slot
-            if queued:
-                self.pdp_waiting_s = max(self.pdp_waiting_s - local_hold_s[i], 0.0)
-            cached = self.cached_kv_bytes[i]
-            moved = self.link.start(cached, local_prefill_s[i]) if cached > 0 else None
-            yield env.timeout(local_hold_s[i])
-            self.pdp.release(slot)
-            if local_prefill_s[i] > local_hold_s[i]:
-                yield env.timeout(local_prefill_s[i] - local_hold_s[i])
-            if moved is not None:  # the cached prefix PrfaaS sends, overlapped with the local prefill
-                yield moved
-        self.ttft_s[i] = env.now - arrival_s
-        self.tpot_s[i] = yield from self.decode.serve(output_tokens[i])
-        self.done_s[i] = env.now
-        self.completion_order.append(i)
+        remote_array = np.array(remote, dtype=bool)
+        arrays = {
+            "arrival_s": drawn["arrival_s"],
+            "input_tokens": drawn["input_tokens"],
+            "output_tokens": drawn["output_tokens"],
+            "remote": remote_array,
+            "kv_bytes": np.where(remote_array, drawn["kv_bytes"], 0.0),
+            "ttft_s": np.array(ttft_s),
+            "tpot_s": np.array(tpot_s),
+            "done_s": np.array(done_s),
+            "link": np.where(remote_array, drawn["link_of"], -1),
+        }
+        return EventLog(
+            tuple(offsets),
+            arrays,
+            np.array(completion, dtype=np.int64),
+            [self._series(k) for k in range(len(sites))],
+            [policy.changes for policy in policies],
+            self.role_changes,
+            [link.totals(now).sent_bytes for link in links],
+            self.site_links,
+        )
+
+
+def _least_loaded(running: list[int], decoding: list[bool], batch: int) -> int:
+    """The decoding instance with the fewest running requests among those with a free slot (any
+    decoding one if none has), the first of equals."""
+    best, best_running = -1, math.inf
+    for k, on in enumerate(decoding):
+        if on and running[k] < batch and running[k] < best_running:
+            best, best_running = k, running[k]
+    if best < 0:
+        for k, on in enumerate(decoding):
+            if on and running[k] < best_running:
+                best, best_running = k, running[k]
+    return best
 
 
 def _per_instance(work_s: float, instances: int) -> float:
     """Queued work spread over the instances (s): the wait a request joining the queue can expect."""
     return work_s / instances if instances > 0 else (0.0 if work_s <= 0 else float("inf"))
+
+
+__all__ = ["EventLog", "decode_active", "one_site_topology", "run", "simulate"]

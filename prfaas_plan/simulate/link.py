@@ -10,11 +10,11 @@ max-min fairly (water-filling): transfers whose cap is below the equal share get
 cap, the rest split what is left equally (processor sharing when none is capped). Rates
 are constant between events, so sent bytes are integrated exactly.
 
-Events at which the rates are recomputed: a transfer starts (an interrupt from the
-request's process), a transfer completes, a prefill ends, a transfer that was behind
-catches up with its production, the capacity steps. A SimPy process owns the rates: it
-computes the time to the next of these events and waits with ``env.timeout``, or, with
-nothing in flight, on an event that only an interrupt ends.
+Events at which the rates are recomputed: a transfer starts, a transfer completes, a prefill
+ends, a transfer that was behind catches up with its production, the capacity steps. The link
+is passive state: the simulator's event loop (``engine.py``) calls ``update(now_s)`` at each of
+them, which integrates the rates since the last call, completes the transfers that are done
+and sets ``next_s``, the time of the link's next event (inf when nothing can change).
 
 Bookkeeping for the time series and the adaptive policy: cumulative bytes sent (egress),
 cumulative bytes produced (the offered egress), and the backlog (produced but not yet
@@ -24,32 +24,14 @@ sent), all readable at any time without changing the state.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
-from typing import Any, NamedTuple
-
-import simpy
+from typing import NamedTuple
 
 from .bandwidth import CapacitySchedule
 
 _RELATIVE_TOLERANCE = 1e-9  # bytes within this share of S count as sent / caught up (float rounding)
 
-
-class _Transfer:
-    __slots__ = ("size_bytes", "sent_bytes", "produce_bytes_per_s", "start_s", "prefill_end_s", "rate_bytes_per_s", "done")
-
-    def __init__(self, size_bytes: float, prefill_s: float, start_s: float, done: simpy.Event):
-        self.size_bytes = size_bytes
-        self.sent_bytes = 0.0
-        self.produce_bytes_per_s = size_bytes / prefill_s
-        self.start_s = start_s
-        self.prefill_end_s = start_s + prefill_s
-        self.rate_bytes_per_s = 0.0
-        self.done = done
-
-    def produced_bytes(self, now_s: float) -> float:
-        if now_s >= self.prefill_end_s:
-            return self.size_bytes
-        return self.produce_bytes_per_s * (now_s - self.start_s)
+# A transfer is a list (mutable, no per-attribute lookup): its fields by index.
+_SIZE, _SENT, _PRODUCE, _START, _END, _RATE, _KEY = range(7)
 
 
 class LinkTotals(NamedTuple):
@@ -63,103 +45,133 @@ class LinkTotals(NamedTuple):
 class KvLink:
     """Max-min fair KV transfers over a link of capacity ``schedule`` (bytes/s)."""
 
-    def __init__(self, env: simpy.Environment, schedule: CapacitySchedule):
-        self._env = env
-        self._schedule = schedule
-        self._active: list[_Transfer] = []
-        self._last_s = 0.0  # time up to which sent_bytes are integrated
-        self._sent_bytes = 0.0  # all transfers, up to _last_s
-        self._started_bytes = 0.0  # sum of S over every transfer started
-        self._wake_pending = False
-        self._process = env.process(self._run())
+    __slots__ = ("schedule", "fixed_bytes_per_s", "active", "last_s", "sent_bytes", "started_bytes", "next_s")
+
+    def __init__(self, schedule: CapacitySchedule):
+        self.schedule = schedule
+        # the capacity when it never steps (the common case, read at every update)
+        self.fixed_bytes_per_s = schedule.rates_bytes_per_s[0] if len(schedule.starts_s) == 1 else None
+        self.active: list[list] = []  # transfers in flight: [size, sent, produce rate, start, prefill end, rate, key]
+        self.last_s = 0.0  # time up to which sent bytes are integrated
+        self.sent_bytes = 0.0  # all transfers, up to last_s
+        self.started_bytes = 0.0  # sum of S over every transfer started
+        self.next_s = math.inf  # the link's next event
 
     @property
     def active_transfers(self) -> int:
-        return len(self._active)
+        return len(self.active)
 
-    def start(self, size_bytes: float, prefill_s: float) -> simpy.Event:
-        """Start a transfer of ``size_bytes`` whose prefill starts now and lasts ``prefill_s``.
+    def add(self, now_s: float, size_bytes: float, prefill_s: float, key: int) -> None:
+        """A transfer of ``size_bytes`` whose prefill starts now and lasts ``prefill_s``; ``key``
+        comes back from ``update`` when its last byte has been sent. Call ``update(now_s)`` next."""
+        self.active.append([size_bytes, 0.0, size_bytes / prefill_s, now_s, now_s + prefill_s, 0.0, key])
+        self.started_bytes += size_bytes
 
-        Returns the event that succeeds when the last byte has been sent.
-        """
-        done = self._env.event()
-        self._active.append(_Transfer(size_bytes, prefill_s, self._env.now, done))
-        self._started_bytes += size_bytes
-        if not self._wake_pending:
-            self._wake_pending = True
-            self._process.interrupt()
-        return done
+    def start(self, now_s: float, size_bytes: float, prefill_s: float, key: int) -> list[int]:
+        """``add`` then ``update``: the keys of the transfers this instant completes."""
+        self.active.append([size_bytes, 0.0, size_bytes / prefill_s, now_s, now_s + prefill_s, 0.0, key])
+        self.started_bytes += size_bytes
+        return self.update(now_s)
 
-    def totals(self) -> LinkTotals:
-        """Bytes sent, produced and in backlog up to now (reads only)."""
-        now_s = self._env.now
-        elapsed_s = now_s - self._last_s
-        sent = self._sent_bytes
+    def totals(self, now_s: float) -> LinkTotals:
+        """Bytes sent, produced and in backlog up to ``now_s`` (reads only)."""
+        return LinkTotals(*self.sums(now_s))
+
+    def sums(self, now_s: float) -> tuple[float, float, float]:
+        """``totals`` as a plain tuple (sent, produced, backlog bytes)."""
+        elapsed_s = now_s - self.last_s
+        sent = self.sent_bytes
         unproduced = backlog = 0.0
-        for tr in self._active:
-            moved = tr.rate_bytes_per_s * elapsed_s
+        for tr in self.active:
+            moved = tr[_RATE] * elapsed_s
             sent += moved
-            produced = tr.produced_bytes(now_s)
-            unproduced += tr.size_bytes - produced
-            backlog += max(produced - tr.sent_bytes - moved, 0.0)
-        return LinkTotals(sent, self._started_bytes - unproduced, backlog)
+            produced = tr[_SIZE] if now_s >= tr[_END] else tr[_PRODUCE] * (now_s - tr[_START])
+            unproduced += tr[_SIZE] - produced
+            backlog += max(produced - tr[_SENT] - moved, 0.0)
+        return sent, self.started_bytes - unproduced, backlog
 
-    def _run(self) -> Generator[simpy.Event, Any, None]:
-        env = self._env
-        while True:
-            self._advance(env.now)
-            delay_s = self._reallocate(env.now)
-            try:
-                yield env.event() if math.isinf(delay_s) else env.timeout(delay_s)
-            except simpy.Interrupt:
-                self._wake_pending = False
-
-    def _advance(self, now_s: float) -> None:
-        """Integrate the constant rates since the last event; complete the transfers that are done."""
-        elapsed_s = now_s - self._last_s
-        self._last_s = now_s
-        finished = False
-        for tr in self._active:
-            if elapsed_s > 0:
-                moved = tr.rate_bytes_per_s * elapsed_s
-                tr.sent_bytes += moved
-                self._sent_bytes += moved
-            if tr.size_bytes - tr.sent_bytes <= _RELATIVE_TOLERANCE * tr.size_bytes:
-                self._sent_bytes += tr.size_bytes - tr.sent_bytes  # drop the rounding residue
-                tr.sent_bytes = tr.size_bytes
-                tr.done.succeed()
-                finished = True
-        if finished:
-            self._active = [tr for tr in self._active if tr.sent_bytes < tr.size_bytes]
-
-    def _reallocate(self, now_s: float) -> float:
-        """Water-fill the capacity over the active transfers; return the time to the next link event (s)."""
-        capacity = self._schedule.at(now_s)
+    def update(self, now_s: float) -> list[int]:
+        """Integrate the rates since the last update, complete the transfers that are done (their
+        keys are returned, in start order), water-fill the capacity over the rest and set ``next_s``."""
+        elapsed_s = now_s - self.last_s
+        self.last_s = now_s
+        done: list[int] = []
+        sent_bytes = self.sent_bytes
+        tolerance = _RELATIVE_TOLERANCE
+        # One pass: integrate each transfer, complete it or find its cap (its production rate while
+        # it prefills and has caught up, else none) and, if capped, its next event at that rate.
         limits = []
-        for tr in self._active:
-            limit = math.inf
-            if now_s < tr.prefill_end_s:
-                behind = tr.produced_bytes(now_s) - tr.sent_bytes
-                if behind <= _RELATIVE_TOLERANCE * tr.size_bytes:
-                    limit = tr.produce_bytes_per_s
-            limits.append((limit, tr))
-        limits.sort(key=lambda item: item[0])
-        left, remaining = len(limits), capacity
-        for limit, tr in limits:
-            share = remaining / left
-            tr.rate_bytes_per_s = limit if limit < share else share
-            remaining -= tr.rate_bytes_per_s
-            left -= 1
-        next_s = self._schedule.next_change_s(now_s) - now_s
-        for tr in self._active:
-            rate = tr.rate_bytes_per_s
-            if rate > 0:
-                next_s = min(next_s, (tr.size_bytes - tr.sent_bytes) / rate)
-            if now_s < tr.prefill_end_s:
-                next_s = min(next_s, tr.prefill_end_s - now_s)
-                behind = tr.produced_bytes(now_s) - tr.sent_bytes
-                if behind > _RELATIVE_TOLERANCE * tr.size_bytes and rate > tr.produce_bytes_per_s:
-                    next_s = min(next_s, behind / (rate - tr.produce_bytes_per_s))
+        capped_bytes_per_s = 0.0
+        soonest_s = math.inf
+        for tr in self.active:
+            if elapsed_s > 0:
+                moved = tr[_RATE] * elapsed_s
+                tr[_SENT] += moved
+                sent_bytes += moved
+            size, sent = tr[_SIZE], tr[_SENT]
+            if size - sent <= tolerance * size:
+                sent_bytes += size - sent  # drop the rounding residue
+                tr[_SENT] = size
+                done.append(tr[_KEY])
+                continue
+            end_s = tr[_END]
+            if now_s < end_s:
+                produce = tr[_PRODUCE]
+                if produce * (now_s - tr[_START]) - sent <= tolerance * size:
+                    tr[_RATE] = produce  # its rate if the caps fit (else the water-filling resets it)
+                    limits.append(produce)
+                    capped_bytes_per_s += produce
+                    wait_s = (size - sent) / produce  # its last byte, or its prefill's end
+                    if wait_s < soonest_s:
+                        soonest_s = wait_s
+                    if end_s - now_s < soonest_s:
+                        soonest_s = end_s - now_s
+                    continue
+            limits.append(math.inf)
+            capped_bytes_per_s = math.inf
+        self.sent_bytes = sent_bytes
+        active = self.active
+        if done:
+            active = self.active = [tr for tr in active if tr[_SENT] < tr[_SIZE]]
+        if not active:  # with nothing in flight no event (not even a capacity step) changes the state
+            self.next_s = math.inf
+            return done
+        capacity = self.fixed_bytes_per_s if self.fixed_bytes_per_s is not None else self.schedule.at(now_s)
+        if capped_bytes_per_s < capacity * (1 - tolerance):
+            # Every transfer is capped and the caps fit with room to spare: each has its cap (set
+            # above; what the water-filling gives, without sorting), none falls behind.
+            if self.fixed_bytes_per_s is None:
+                step_s = self.schedule.next_change_s(now_s) - now_s
+                next_s = soonest_s if soonest_s < step_s else step_s
+            else:
+                next_s = soonest_s
+        else:
+            next_s = self._water_fill(now_s, active, limits, capacity)
         # Late in a long run a step can fall below the clock's resolution; never schedule one
         # that would not advance the clock (it would repeat forever).
-        return max(next_s, 4 * math.ulp(now_s))
+        least_s = 4 * math.ulp(now_s)
+        self.next_s = now_s + (next_s if next_s > least_s else least_s)
+        return done
+
+    def _water_fill(self, now_s: float, active: list[list], limits: list[float], capacity: float) -> float:
+        """Share ``capacity`` max-min fairly under the caps ``limits``; return the time to the next
+        link event (s): a transfer completing, a prefill ending, a transfer catching up, a step."""
+        order = sorted(range(len(active)), key=limits.__getitem__)
+        left, remaining = len(order), capacity
+        for k in order:
+            tr, limit = active[k], limits[k]
+            share = remaining / left
+            tr[_RATE] = limit if limit < share else share
+            remaining -= tr[_RATE]
+            left -= 1
+        next_s = self.schedule.next_change_s(now_s) - now_s
+        for tr in active:
+            rate = tr[_RATE]
+            if rate > 0:
+                next_s = min(next_s, (tr[_SIZE] - tr[_SENT]) / rate)
+            if now_s < tr[_END]:
+                next_s = min(next_s, tr[_END] - now_s)
+                behind = tr[_PRODUCE] * (now_s - tr[_START]) - tr[_SENT]
+                if behind > _RELATIVE_TOLERANCE * tr[_SIZE] and rate > tr[_PRODUCE]:
+                    next_s = min(next_s, behind / (rate - tr[_PRODUCE]))
+        return next_s

@@ -51,7 +51,6 @@ from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
 import numpy as np
-import simpy
 
 from ..workload.distributions import LengthDistribution
 from .config import SimConfig, adaptive_interval_for
@@ -89,17 +88,18 @@ class AdaptivePolicy:
 
     def run(
         self,
-        env: simpy.Environment,
         observe: Callable[[], Observation],
         capacity_bytes_between: Callable[[float, float], float],
         finished: Callable[[], bool],
-    ) -> Generator[simpy.Event, Any, None]:
-        """SimPy process: every ``adaptive_interval_s``, move at most one rung up or down."""
-        before, before_s = observe(), env.now
+        clock: Callable[[], float],
+    ) -> Generator[float, Any, None]:
+        """The controller, a generator the event loop (``engine.py``) drives: it yields the seconds
+        to wait (``adaptive_interval_s``) and at each look moves at most one rung up or down."""
+        before, before_s = observe(), clock()
         while not finished():
-            yield env.timeout(self._interval_s)
-            now = observe()
-            capacity_bytes = capacity_bytes_between(before_s, env.now)
+            yield self._interval_s
+            now, now_s = observe(), clock()
+            capacity_bytes = capacity_bytes_between(before_s, now_s)
             offered_bytes = now.sent_bytes - before.sent_bytes + now.backlog_bytes - before.backlog_bytes
             step = self.decide(
                 _ratio(offered_bytes, capacity_bytes),
@@ -108,8 +108,8 @@ class AdaptivePolicy:
                 now.pdp_wait_s,
             )
             if step:
-                self._move(env.now, step)
-            before, before_s = now, env.now
+                self._move(now_s, step)
+            before, before_s = now, now_s
 
     def decide(self, utilisation: float, backlog_s: float, prfaas_wait_s: float, pdp_wait_s: float) -> int:
         """Rungs to move (+1 up, -1 down, -rung back to t0, 0 hold) from one interval's signals:

@@ -94,12 +94,12 @@ def summarise(
     deployment: Deployment,
     per_request: dict[str, np.ndarray],
     completion_order: np.ndarray,
-    rows: list[tuple[float, ...]],
+    series: dict[str, np.ndarray],
     threshold_changes: list[tuple[float, float]],
     link_sent_bytes: float,
 ) -> SimResult:
-    """Build the result from the per-request records, the completion order, the samples and the
-    link's count of bytes sent."""
+    """Build the result from the per-request records, the completion order, the sampled series
+    (``timeseries.COLUMNS``) and the link's count of bytes sent."""
     done_s = per_request["done_s"]
     arrival_s = per_request["arrival_s"]
     completed = int(completion_order.size)
@@ -118,7 +118,7 @@ def summarise(
     ttft = {path: _ttft_stats(per_request["ttft_s"][measured][mask]) for path, mask in masks.items()}
     tpot = {path: _tpot_stats(per_request["tpot_s"][measured][mask]) for path, mask in masks.items()}
 
-    series = {name: np.array(values, dtype=float) for name, values in zip(COLUMNS, zip(*rows) if rows else [()] * len(COLUMNS))}
+    series = {name: np.asarray(series[name], dtype=float) for name in COLUMNS}
     remote_kv = per_request["kv_bytes"][remote]
     egress = {
         "mean_gbps": _mean(series["egress_gbps"]),

@@ -1,165 +1,94 @@
 """Role rebalancing in the simulator: PD instances switch between PD-P and PD-D while the run
 goes on (the paper's long-term scheduling, ``SimConfig.rebalance``).
 
-The PD cluster's N_p + N_d instances are all present in both stages; an instance in the
-other role holds its slots there with a *blocker* (a request of higher priority in a
-``simpy.PriorityResource``: granted before waiting requests). Every ``rebalance_interval_s``
-a controller looks at the queues:
+The PD site's N_p + N_d instances are all present in both stages; an instance in the other
+role holds its slots there with a *blocker*, which is granted a freed slot before any waiting
+request (the event loop in ``engine.py`` keeps the slots). Every ``rebalance_interval_s`` a
+controller looks at the queues:
 
 - PD-P queue above ``rebalance_queue_high``, no decode queue, more than one decode instance,
   and decode still under 80% of its slots with one instance fewer (its running requests over
   the slots of N_d - 1 instances; a split whose decode cannot carry the traffic is not
-  chosen): one decode instance stops taking requests, drains (its running requests finish),
-  is idle for ``conversion_s``, then joins PD-P;
+  chosen): one decode instance (the least loaded) stops taking requests, drains (its running
+  requests finish; checked every ``DRAIN_POLL_S``), is idle for ``conversion_s``, then joins PD-P;
 - decode queue above the limit, PD-P queue at most half of it and more than one PD-P
   instance: one PD-P instance is taken at its next free moment, idle for ``conversion_s``,
   then decodes.
 
 A direction must hold at two consecutive looks, one switch runs at a time, and the controller
 then waits three intervals. Each switch is recorded as (time_s, N_p, N_d) when it completes.
+
+The controller is a generator driven by the event loop: it yields a float to wait that many
+seconds, or a command (``SHRINK_PDP``, ``GROW_PDP``, ``SHRINK_DECODE``, ``GROW_DECODE``) that the
+loop carries out on the site's slots, resuming the controller when it is done (a shrink when its
+blockers hold their slots; ``SHRINK_DECODE`` sends back the instance it stopped).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, Protocol
 
-import simpy
-
-from ..planner.decode_model import DecodeModel
-
-BLOCK = -1  # priority of a blocker (lower runs first)
 DECODE_BUSY_SHARE = 0.8
 COOLDOWN_INTERVALS = 3
+DRAIN_POLL_S = 0.05  # how often a stopped decode instance is checked for running requests
+
+SHRINK_PDP, GROW_PDP, SHRINK_DECODE, GROW_DECODE = "shrink_pdp", "grow_pdp", "shrink_decode", "grow_decode"
 
 
-class RolePool:
-    """The PD-P stage as a PriorityResource of N_p + N_d slots, those of decoding instances blocked."""
+class SiteView(Protocol):
+    """What the controller reads of a PD site (the event loop's state; read only)."""
 
-    def __init__(self, env: simpy.Environment, n_p: int, n_d: int):
-        self.env = env
-        self.slots = simpy.PriorityResource(env, capacity=max(n_p + n_d, 1))
-        self.blockers = [self.slots.request(priority=BLOCK) for _ in range(n_d)]
-        self.pending = 0  # blockers asked for, not granted yet
-        self.active = n_p
+    pdp_active: int  # PD-P instances now
+    running: list[int]  # decode requests running per PD instance
+    decoding: list[bool]  # which PD instances decode now
+    batch: int  # decode slots per instance
 
-    @property
-    def queue_length(self) -> int:
-        return len(self.slots.queue) - self.pending
-
-    def request(self):
-        return self.slots.request(priority=0)
-
-    def release(self, request) -> None:
-        self.slots.release(request)
-
-    def grow(self) -> None:
-        """One more PD-P instance (a decoding one converted)."""
-        self.slots.release(self.blockers.pop())
-        self.active += 1
-
-    def shrink(self) -> Generator[simpy.Event, Any, None]:
-        """Take one PD-P instance at its next free moment."""
-        blocker = self.slots.request(priority=BLOCK)
-        self.pending += 1
-        yield blocker
-        self.pending -= 1
-        self.blockers.append(blocker)
-        self.active -= 1
+    def pdp_queue_length(self) -> int: ...
+    def decode_queue_length(self) -> int: ...
 
 
-class RoleDecodePool:
-    """The PD-D stage: N_p + N_d instances of ``batch_size`` slots, only the decoding ones joined."""
+def decode_active(site: SiteView) -> int:
+    return sum(site.decoding)
 
-    def __init__(self, env: simpy.Environment, n_p: int, n_d: int, decode: DecodeModel):
-        self.env = env
-        self.batch = decode.batch_size
-        total = max(n_p + n_d, 1)
-        self.slots = simpy.PriorityResource(env, capacity=total * self.batch)
-        self.running = [0] * total
-        self.decoding = [k < n_d for k in range(total)]
-        self.blockers: dict[int, list] = {
-            k: [self.slots.request(priority=BLOCK) for _ in range(self.batch)] for k in range(n_d, total)
-        }
-        self.pending = 0
-        self._step_s = [float(s) for s in decode.step_s_by_batch]
 
-    @property
-    def queue_length(self) -> int:
-        return len(self.slots.queue) - self.pending
+def busy_share(site: SiteView) -> float:
+    """Running decode requests over the decoding instances' slots."""
+    active = decode_active(site)
+    return sum(r for r, d in zip(site.running, site.decoding) if d) / (active * site.batch) if active else 1.0
 
-    @property
-    def active(self) -> int:
-        return sum(self.decoding)
 
-    def busy_share(self) -> float:
-        active = self.active
-        return sum(r for r, d in zip(self.running, self.decoding) if d) / (active * self.batch) if active else 1.0
-
-    def busy_share_without_one(self) -> float:
-        """The busy share the decoding instances would have with one instance fewer (the same
-        running requests over one batch fewer of slots): what giving one to PD-P leaves."""
-        active = self.active
-        return self.busy_share() * active / (active - 1) if active > 1 else 1.0
-
-    def serve(self, output_tokens: float) -> Generator[simpy.Event, Any, float]:
-        request = self.slots.request(priority=0)
-        yield request
-        choices = [k for k, d in enumerate(self.decoding) if d and self.running[k] < self.batch]
-        instance = min(choices or [k for k, d in enumerate(self.decoding) if d], key=self.running.__getitem__)
-        self.running[instance] += 1
-        tpot_s = self._step_s[min(self.running[instance], self.batch) - 1]
-        yield self.env.timeout(output_tokens * tpot_s)
-        self.running[instance] -= 1
-        self.slots.release(request)
-        return tpot_s
-
-    def shrink(self) -> Generator[simpy.Event, Any, None]:
-        """Stop one decoding instance (the least loaded), take its slots and wait until it is empty."""
-        k = min((k for k, d in enumerate(self.decoding) if d), key=self.running.__getitem__)
-        self.decoding[k] = False
-        taken = [self.slots.request(priority=BLOCK) for _ in range(self.batch)]  # all queued at once
-        self.pending += sum(not blocker.triggered for blocker in taken)
-        for blocker in taken:
-            if not blocker.triggered:
-                yield blocker
-                self.pending -= 1
-        while self.running[k] > 0:
-            yield self.env.timeout(0.05)
-        self.blockers[k] = taken
-
-    def grow(self) -> None:
-        """One more decoding instance (a PD-P one converted)."""
-        k = next(iter(self.blockers))
-        for blocker in self.blockers.pop(k):
-            self.slots.release(blocker)
-        self.decoding[k] = True
+def busy_share_without_one(site: SiteView) -> float:
+    """The busy share the decoding instances would have with one instance fewer (the same
+    running requests over one batch fewer of slots): what giving one to PD-P leaves."""
+    active = decode_active(site)
+    return busy_share(site) * active / (active - 1) if active > 1 else 1.0
 
 
 def rebalance(
-    env: simpy.Environment,
-    pdp: RolePool,
-    decode: RoleDecodePool,
+    site: SiteView,
     interval_s: float,
     queue_high: int,
     conversion_s: float,
     finished: Callable[[], bool],
+    clock: Callable[[], float],
     changes: list,
-) -> Generator[simpy.Event, Any, None]:
-    """SimPy process: the controller of the module docstring. A direction must hold at two
-    consecutive looks (hysteresis against the queues' noise), and after a switch the controller
-    waits ``COOLDOWN_INTERVALS`` intervals for the queues to show its effect."""
+) -> Generator[Any, Any, None]:
+    """The controller of the module docstring. A direction must hold at two consecutive looks
+    (hysteresis against the queues' noise), and after a switch the controller waits
+    ``COOLDOWN_INTERVALS`` intervals for the queues to show its effect."""
     last = None
     while not finished():
-        yield env.timeout(interval_s)
+        yield interval_s
+        pdp_queue, decode_queue = site.pdp_queue_length(), site.decode_queue_length()
         if (
-            pdp.queue_length > queue_high
-            and decode.queue_length == 0
-            and decode.active > 1
-            and decode.busy_share_without_one() < DECODE_BUSY_SHARE
+            pdp_queue > queue_high
+            and decode_queue == 0
+            and decode_active(site) > 1
+            and busy_share_without_one(site) < DECODE_BUSY_SHARE
         ):
             want = "to_prefill"
-        elif decode.queue_length > queue_high and pdp.queue_length <= queue_high / 2 and pdp.active > 1:
+        elif decode_queue > queue_high and pdp_queue <= queue_high / 2 and site.pdp_active > 1:
             want = "to_decode"
         else:
             want = None
@@ -168,27 +97,27 @@ def rebalance(
             continue
         last = None
         if want == "to_prefill":
-            yield from decode.shrink()
-            if not (yield from _wait(env, conversion_s, interval_s, finished)):
+            k = yield SHRINK_DECODE
+            while site.running[k] > 0:
+                yield DRAIN_POLL_S
+            if not (yield from _wait(conversion_s, interval_s, finished, clock)):
                 return
-            pdp.grow()
+            yield GROW_PDP
         else:
-            yield from pdp.shrink()
-            if not (yield from _wait(env, conversion_s, interval_s, finished)):
+            yield SHRINK_PDP
+            if not (yield from _wait(conversion_s, interval_s, finished, clock)):
                 return
-            decode.grow()
-        changes.append((env.now, pdp.active, decode.active))
-        yield from _wait(env, COOLDOWN_INTERVALS * interval_s, interval_s, finished)
+            yield GROW_DECODE
+        changes.append((clock(), site.pdp_active, decode_active(site)))
+        yield from _wait(COOLDOWN_INTERVALS * interval_s, interval_s, finished, clock)
 
 
-def _wait(
-    env: simpy.Environment, seconds: float, step_s: float, finished: Callable[[], bool]
-) -> Generator[simpy.Event, Any, bool]:
+def _wait(seconds: float, step_s: float, finished: Callable[[], bool], clock: Callable[[], float]) -> Generator[float, Any, bool]:
     """Wait ``seconds`` in steps, stopping early when the run has finished (False then), so that a
     long conversion does not outlast the requests."""
-    end = env.now + seconds
-    while env.now < end:
+    end = clock() + seconds
+    while clock() < end:
         if finished():
             return False
-        yield env.timeout(min(step_s, end - env.now))
+        yield min(step_s, end - clock())
     return True

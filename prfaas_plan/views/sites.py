@@ -177,7 +177,7 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
     if simulated:
         notes.append(
             f"simulated at {load:g} x each site's planned rate, every window from empty queues "
-            "(SimPy; PrfaaS instances shared by the sites, a link per pair)"
+            "(discrete-event; PrfaaS instances shared by the sites, a link per pair)"
         )
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
