@@ -573,7 +573,9 @@ def robust_sites(path: str):
 
     path, spec = _sites_spec(path)
     if spec.robust is None:
-        raise PlanInputError("the file has no robust: section (its cases)", source=path, field="robust")
+        raise PlanInputError(
+            "section missing: the cases to plan for (the built-in two-edges-robust has one)", source=path, field="robust"
+        )
     try:
         study = resolve_sites(spec, path)
         return plan_robust_sites(study), study

@@ -546,8 +546,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "sites-site-not-kept": (
         'prfaas_plan/views/sites.py',
-        '        columns=[\n            Column("window", "window", justify="left", keep=True),\n            Column("site", "site", justify="left", keep=True),',
-        '        columns=[\n            Column("window", "window", justify="left", keep=True),\n            Column("site", "site", justify="left"),',
+        '        Column("site", "site", justify="left", keep=True),',
+        '        Column("site", "site", justify="left"),',
     ),
     "union-list-read-as-integer": (
         "prfaas_plan/profiles/_base.py",

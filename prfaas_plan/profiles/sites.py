@@ -27,6 +27,7 @@ no link); each has its bandwidth, usable fraction, RTT and price.
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -104,26 +105,33 @@ class SitesScenario(DeploymentSpec):
         prfaas, pd = {s.name for s in self.prfaas_sites}, {s.name for s in self.pd_sites}
         pairs = set()
         for k, link in enumerate(self.links):
-            if link.prfaas not in prfaas:
-                raise ValueError(f"links[{k}].prfaas: unknown PrfaaS site '{link.prfaas}' (sites: {', '.join(sorted(prfaas))})")
-            if link.pd not in pd:
-                raise ValueError(f"links[{k}].pd: unknown PD site '{link.pd}' (sites: {', '.join(sorted(pd))})")
+            _known(link.prfaas, prfaas, "PrfaaS", f"links[{k}].prfaas")
+            _known(link.pd, pd, "PD", f"links[{k}].pd")
             if (link.prfaas, link.pd) in pairs:
                 raise ValueError(f"links[{k}]: a second link from {link.prfaas} to {link.pd}")
             pairs.add((link.prfaas, link.pd))
         for k, case in enumerate(self.robust.cases if self.robust else ()):
             for site in case.rates:
-                if site not in pd:
-                    raise ValueError(f"robust.cases[{k}].rates: unknown PD site '{site}' (sites: {', '.join(sorted(pd))})")
+                _known(site, pd, "PD", f"robust.cases[{k}].rates")
             for j, link in enumerate(case.links):
+                _known(link.prfaas, prfaas, "PrfaaS", f"robust.cases[{k}].links[{j}].prfaas")
+                _known(link.pd, pd, "PD", f"robust.cases[{k}].links[{j}].pd")
                 if (link.prfaas, link.pd) not in pairs:
-                    raise ValueError(f"robust.cases[{k}].links[{j}]: no link from {link.prfaas} to {link.pd}")
+                    raise ValueError(f"robust.cases[{k}].links[{j}]: no link from {link.prfaas} to {link.pd} in links")
         for k, window in enumerate(self.day.windows if self.day else ()):
             for site in window.rates:
-                if site not in pd:
-                    raise ValueError(f"day.windows[{k}].rates: unknown PD site '{site}' (sites: {', '.join(sorted(pd))})")
+                _known(site, pd, "PD", f"day.windows[{k}].rates")
         return self
 
 
 def load_sites_scenario(data: object, source: str | None = None) -> SitesScenario:
     return validate_or_raise(SitesScenario, data, source)
+
+
+def _known(name: str, names: set[str], kind: str, where: str) -> None:
+    """``name`` is one of the file's ``kind`` sites (else a one-line error, with the closest name)."""
+    if name in names:
+        return
+    close = difflib.get_close_matches(name, sorted(names), n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise ValueError(f"{where}: unknown {kind} site '{name}' (sites: {', '.join(sorted(names))}){hint}")

@@ -131,6 +131,25 @@ def _part_label(row: dict) -> str:
     return {"pd_site": row["pd_site"], "prfaas_site": row["prfaas_site"]}.get(row["part"], "total")
 
 
+def site_columns() -> list[Column]:
+    """The table columns of a multi-site plan's rows (``sites``, and each case of a robust one)."""
+    return [
+        Column("window", "window", justify="left", keep=True),
+        Column("site", "site", justify="left", keep=True),
+        Column("demand_rps", "demand req/s", _auto),
+        Column("served_rps", "served req/s", _auto),
+        Column("threshold_tokens", "t (tokens)", _auto),
+        Column("p", "p", _auto),
+        Column("n_prfaas", "N_prfaas", _auto),
+        Column("n_pd", "N_pd", _auto),
+        Column("n_p", "N_p", _auto),
+        Column("n_d", "N_d", _auto),
+        Column("egress_gbps", "egress Gbps", _auto),
+        Column("link_utilisation_at_planned_rate", "link util", _auto),
+        Column("usd_per_hour", "$/h", _num(2)),
+    ]
+
+
 def cost_text(usd_per_hour: float | None) -> str:
     """A plan's provisioned $/hour for a title; unknown when a pool it buys has no price."""
     return "$/hour unknown: a pool bought has no price" if usd_per_hour is None else f"${usd_per_hour:,.2f}/hour provisioned"
@@ -182,19 +201,7 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
     return Report(
         title=f"Multi-site plan: {result.name} ({si.objective}; {cost})",
         columns=[
-            Column("window", "window", justify="left", keep=True),
-            Column("site", "site", justify="left", keep=True),
-            Column("demand_rps", "demand req/s", _auto),
-            Column("served_rps", "served req/s", _auto),
-            Column("threshold_tokens", "t (tokens)", _auto),
-            Column("p", "p", _auto),
-            Column("n_prfaas", "N_prfaas", _auto),
-            Column("n_pd", "N_pd", _auto),
-            Column("n_p", "N_p", _auto),
-            Column("n_d", "N_d", _auto),
-            Column("egress_gbps", "egress Gbps", _auto),
-            Column("link_utilisation_at_planned_rate", "link util", _auto),
-            Column("usd_per_hour", "$/h", _num(2)),
+            *site_columns(),
             *(
                 [
                     Column("sim_ttft_p90_s", "sim TTFT P90 s", _auto),
@@ -267,20 +274,7 @@ def robust_sites_view(result, study) -> Report:
         notes.append("the solver stopped at its time limit: this is the best plan it found, not proven optimal")
     return Report(
         title=f"Robust multi-site plan: {result.name} ({result.objective}; {cost})",
-        columns=[
-            Column("case", "case", justify="left", keep=True),
-            Column("window", "window", justify="left", keep=True),
-            Column("site", "site", justify="left", keep=True),
-            Column("demand_rps", "demand req/s", _auto),
-            Column("served_rps", "served req/s", _auto),
-            Column("threshold_tokens", "t (tokens)", _auto),
-            Column("n_prfaas", "N_prfaas", _auto),
-            Column("n_p", "N_p", _auto),
-            Column("n_d", "N_d", _auto),
-            Column("egress_gbps", "egress Gbps", _auto),
-            Column("link_utilisation_at_planned_rate", "link util", _auto),
-            Column("usd_per_hour", "$/h", _num(2)),
-        ],
+        columns=[Column("case", "case", justify="left", keep=True), *site_columns()],
         rows=table_rows,
         csv_columns=csv_columns(rows),
         meta={"scenario": result.name, "objective": str(result.objective)},
