@@ -32,12 +32,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..choices import DecodeSource, ObjectiveKind, OptimiserMethod
+from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
-from ..study.model import Decode, PlanInputs, Workload
-from ..timing.decode import decode_capacity
-from ..workload.distributions import scaled
+from ..study.model import PlanInputs
 from .optimizer import TIE_REL, feasible_cost
 from .throughput import ThresholdTable, bounds, threshold_table
 
@@ -86,30 +84,10 @@ class DayPlan:
     notes: tuple[str, ...] = ()  # e.g. the chips per instance the day chose
 
 
-def window_inputs(inputs: PlanInputs, scale: float) -> PlanInputs:
-    """The scenario's inputs with every input length x ``scale`` (capped at the model's context);
-    a roofline decode rate follows the window's context."""
-    if scale == 1.0:
-        return inputs
-    if inputs.workload.caches is not None:
-        raise PlanInputError("a day profile with input_scale does not combine with cluster_caches yet", field="day.windows")
-    cap = float(inputs.model.max_context_tokens)
-    w = inputs.workload
-    workload = Workload(scaled(w.input_dist, scale, cap), scaled(w.full_input_dist, scale, cap), w.output_dist)
-    decode = inputs.decode
-    if decode.capacity is not None:  # not a rate the scenario gives
-        context = int(min(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2), cap))
-        cap_w = decode_capacity(
-            inputs.model, inputs.decode_pool.instance, context, tpot_ms=decode.tpot_ms, max_batch=decode.max_batch
-        )
-        decode = Decode(context, decode.tpot_ms, decode.max_batch, cap_w.tokens_per_s, DecodeSource(cap_w.source), cap_w)
-    return replace(inputs, workload=workload, decode=decode)
-
-
 def windows_of(inputs: PlanInputs, specs: list[tuple[str, float, float, float]]) -> list[Window]:
     out = []
     for name, hours, rate, scale in specs:
-        w_inputs = window_inputs(inputs, scale)
+        w_inputs = inputs.with_input_scale(scale, field="day.windows")
         out.append(Window(name, hours, rate, scale, w_inputs, threshold_table(w_inputs)))
     return out
 

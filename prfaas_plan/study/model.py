@@ -22,12 +22,12 @@ from ..profiles.model import ModelProfile
 from ..profiles.registry import canonical_name
 from ..ranges import DECODE_TOKENS_PER_S, GPU_BUDGET, INSTANCES, LINK_GBPS, USD_PER_HOUR_BUDGET
 from ..timing.calibrate import CalibrationResult
-from ..timing.decode import DecodeCapacity
+from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
 from ..timing.prefill import PrefillCurve
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.cluster_cache import ClusterCaches, RoutedPoints, routed_points
-from ..workload.distributions import LengthDistribution
+from ..workload.distributions import LengthDistribution, scaled
 from .prices import ChipCost, LinkCost
 
 
@@ -271,6 +271,28 @@ class PlanInputs:
         if self.workload.caches is None:
             raise PlanInputError("the scenario has no cluster_caches", field="workload.cluster_caches")
         return replace(self, workload=self.workload.with_cache_regime(regime))
+
+    def with_input_scale(self, scale: float, field: str = "input_scale") -> PlanInputs:
+        """The same scenario with every input length x ``scale`` (capped at the model's context), as a
+        window of a day shifts them; a roofline decode rate follows the new context (a rate the
+        scenario gives is kept). Cluster caches do not combine with it yet (an error naming ``field``)."""
+        if scale == 1.0:
+            return self
+        if self.workload.caches is not None:
+            raise PlanInputError("a day profile with input_scale does not combine with cluster_caches yet", field=field)
+        cap = float(self.model.max_context_tokens)
+        w = self.workload
+        workload = Workload(scaled(w.input_dist, scale, cap), scaled(w.full_input_dist, scale, cap), w.output_dist)
+        decode = self.decode
+        if decode.capacity is not None:  # not a rate the scenario gives
+            context = int(min(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2), cap))
+            capacity = decode_capacity(
+                self.model, self.decode_pool.instance, context, tpot_ms=decode.tpot_ms, max_batch=decode.max_batch
+            )
+            decode = Decode(
+                context, decode.tpot_ms, decode.max_batch, capacity.tokens_per_s, DecodeSource(capacity.source), capacity
+            )
+        return replace(self, workload=workload, decode=decode)
 
     def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
         """The same scenario with a given decode throughput per PD-D instance."""
