@@ -132,7 +132,7 @@ def _validate_sections(scenario, path: str) -> None:
         if scenario.day is not None:
             from .planner.chips import choose
             from .planner.schedule import windows_of
-            from .profiles.scenario_set import day_windows
+            from .study.resolve import day_windows
 
             resolved = choose(scenario, path)
             windows_of(resolved, day_windows(scenario)[0])
@@ -588,8 +588,7 @@ def schedule(scenario: str):
     (``planner.schedule``). Returns (``planner.schedule.DayPlan``, the windows)."""
     from .planner.schedule import choose_day
     from .profiles.registry import resolve_scenario_file
-    from .profiles.scenario_set import day_windows
-    from .study.resolve import build_variants
+    from .study.resolve import build_variants, day_windows
 
     with scenario_errors(scenario):
         spec, path = resolve_scenario_file(scenario)

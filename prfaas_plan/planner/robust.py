@@ -163,26 +163,15 @@ def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
 
 
 def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective, list[RobustCase]]:
-    """The resolved inputs of each case of a scenario's ``robust:`` section, all with the chips per
-    instance the first case's plan chooses (counts are shared, so instances must be alike)."""
-    from ..profiles.scenario_set import robust_cases, robust_objective
-    from ..study.resolve import build_variants
+    """The resolved inputs of each case of a scenario's ``robust:`` section (``study.resolve.
+    one_site_cases``): what-ifs of the scenario's own resolved inputs, with the chips per instance
+    its plan chooses (counts are shared, so instances must be alike)."""
+    from ..study.resolve import one_site_cases
     from .chips import choose
 
-    specs = robust_cases(scenario)
-    first = choose(specs[0][2], source)
-    chips = tuple(pool.gpus_per_instance for pool in first.pools)
-    cases = [RobustCase(specs[0][0], specs[0][1], first, specs[0][3])]
-    for name, weight, variant, target in specs[1:]:
-        same = [v for v in build_variants(variant, source) if tuple(p.gpus_per_instance for p in v.pools) == chips]
-        if not same:
-            raise PlanInputError(
-                f"case {name}: the chips per instance of the first case ({chips}) do not hold its requests",
-                source=source,
-                field="robust.cases",
-            )
-        cases.append(RobustCase(name, weight, same[0], target))
-    return robust_objective(scenario), cases
+    chosen = choose(scenario, source)
+    cases = [RobustCase(*case) for case in one_site_cases(scenario, chosen, source)]
+    return RobustObjective(scenario.robust.objective), cases
 
 
 def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPlan:

@@ -258,39 +258,3 @@ def references(scenario: Scenario, options: tuple[CompareOption, ...] = ()) -> l
         for ref in dict.fromkeys(r for r in refs if r is not None and r != NO_DECODE_POOL):
             out.append((f"compare.{name}", ref, kind))
     return out
-
-
-def robust_cases(scenario: Scenario) -> list[tuple[str, float, Scenario, float | None]]:
-    """(name, weight, scenario, target rate) of each case of ``robust:``: the scenario with the
-    case's workload and link bandwidth, the target rate of ``min_cost`` (the case's, else the
-    objective's)."""
-    spec = scenario.robust
-    if spec is None:
-        raise PlanInputError(
-            "section missing: the cases to plan for (the built-in scenario robust-three-mixes has one)", field="robust"
-        )
-    out = []
-    for case in spec.cases:
-        update: dict = {}
-        if case.workload is not None:
-            update["workload"] = case.workload
-        if case.link_gbps is not None:
-            update["link"] = scenario.link.model_copy(update={"bandwidth_gbps": case.link_gbps})
-        target = case.target_rate_rps if case.target_rate_rps is not None else scenario.objective.target_rate_rps
-        out.append((case.name, case.weight, scenario.model_copy(update=update), target))
-    return out
-
-
-def robust_objective(scenario: Scenario) -> ObjectiveKind | str:
-    return scenario.robust.objective
-
-
-def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float]], float, int | None]:
-    """((name, hours, rate, input scale) per window, conversion seconds, switch limit) of ``day:``."""
-    day = scenario.day
-    if day is None:
-        raise PlanInputError(
-            "section missing: the windows of traffic to schedule (the built-in scenario day-rebalance has one)", field="day"
-        )
-    windows = [(w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale) for k, w in enumerate(day.windows)]
-    return windows, day.conversion_s, day.max_switches_per_window

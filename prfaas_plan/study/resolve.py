@@ -443,6 +443,57 @@ def _budgets(spec: BudgetSpec, names: set[str], source: str | None) -> dict[str,
         raise exc.with_source(source) from None
 
 
+def one_site_cases(scenario: Scenario, inputs: PlanInputs, source: str | None = None) -> list[tuple]:
+    """(name, weight, inputs, target rate) of each case of a one-site ``robust:`` section: the
+    resolved ``inputs`` with the case's workload (its decode context and rate too; every pool must
+    hold its longest request) and link bandwidth, and the target rate of ``min_cost`` (the case's,
+    else the objective's). What-ifs of the resolved inputs, not copies of the file."""
+    spec = scenario.robust
+    if spec is None:
+        raise PlanInputError(
+            "section missing: the cases to plan for (the built-in scenario robust-three-mixes has one)", field="robust"
+        )
+    out = []
+    for k, case in enumerate(spec.cases):
+        variant = inputs
+        if case.workload is not None:
+            variant = _case_workload(scenario, inputs, case.workload, source, f"robust.cases[{k}].workload")
+        if case.link_gbps is not None:
+            variant = variant.with_link_gbps(case.link_gbps)
+        target = case.target_rate_rps if case.target_rate_rps is not None else scenario.objective.target_rate_rps
+        out.append((case.name, case.weight, variant, target))
+    return out
+
+
+def _case_workload(scenario: Scenario, inputs: PlanInputs, spec: WorkloadSpec, source: str | None, where: str) -> PlanInputs:
+    """``inputs`` under another workload: its distributions, the decode context and rate of the
+    decoding pool, and a check that every pool holds its longest request."""
+    workload, _ = _workload(spec, inputs.model, source)
+    context = _decode_context(scenario.decode, inputs.model, workload, source)
+    longest = int(workload.full_input_dist.lengths_tokens[-1])
+    needs = [(inputs.prfaas, longest, inputs.limits.prfaas_max)]
+    needs.append((inputs.pd, longest if inputs.pd_decode is not None else max(context, longest), inputs.limits.pd_max))
+    if inputs.pd_decode is not None:
+        needs.append((inputs.pd_decode, max(context, longest), inputs.limits.decode_max))
+    for pool, need, most in needs:
+        if most:
+            _fits(inputs.model, pool, need, source, where)
+    written = (scenario.pd_decode or scenario.pd).hardware
+    decode, _ = _decode(scenario.decode, inputs.model, inputs.decode_pool, written, context, source, base=_base(source))
+    return replace(inputs, workload=workload, decode=decode)
+
+
+def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float]], float, int | None]:
+    """((name, hours, rate, input scale) per window, conversion seconds, switch limit) of a one-site ``day:``."""
+    day = scenario.day
+    if day is None:
+        raise PlanInputError(
+            "section missing: the windows of traffic to schedule (the built-in scenario day-rebalance has one)", field="day"
+        )
+    windows = [(w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale) for k, w in enumerate(day.windows)]
+    return windows, day.conversion_s, day.max_switches_per_window
+
+
 def validate_scenario(data: object, source: str) -> Scenario:
     """Check a parsed scenario file completely (schema, references, workload, fit)."""
     scenario = load_scenario(data, source)
