@@ -362,8 +362,9 @@ def _one_site(study: Study) -> SitesPlan:
 def cost_parts(study: Study, result: SitesPlan) -> dict:
     """The provisioned $/hour of each part of a multi-site plan, the terms of the programme's cost:
     ``("prfaas", j)``: N_j x the PrfaaS site's $/hour per instance; ``("pd", i)``: N_i x the PD
-    site's; ``("link", i, j)``: the link's committed $/hour, paid when it carries traffic in some
-    window. None where the hardware has no price. Their sum is ``result.usd_per_hour``."""
+    site's; ``("decode", i)``: N_d x its decode-only pool's, where it has one; ``("link", i, j)``: the
+    link's committed $/hour, paid when it carries traffic in some window. None where the hardware
+    has no price. Their sum is ``result.usd_per_hour``."""
     parts: dict = {}
     for f, n in result.n_prfaas.items():
         price = study.prfaas_site(f).pool.usd_per_hour_per_instance
@@ -371,6 +372,9 @@ def cost_parts(study: Study, result: SitesPlan) -> dict:
     for name, n in result.n_pd.items():
         price = study.site(name).pool.usd_per_hour_per_instance
         parts["pd", name] = None if price is None else n * price
+    for name, n in result.n_decode.items():
+        price = study.site(name).decode_pool.usd_per_hour_per_instance
+        parts["decode", name] = None if price is None else n * price
     for site in study.pd_sites:
         for f in study.prfaas_sites:
             link = study.link(f.name, site.name)
