@@ -8,9 +8,11 @@ which may be written ``32K``), and a float is not an integer; every number has t
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 
+from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
 
 from ..errors import PlanInputError, show
@@ -50,7 +52,7 @@ def profile_json(profile: Any) -> str:
 def _within(r: Range) -> AfterValidator:
     """A validator with the same message as ``Range.check`` (files, options and the API agree)."""
 
-    def check(value):
+    def check(value: Any) -> Any:
         reason = r.problem(value)
         if reason is not None:
             raise ValueError(reason)
@@ -59,19 +61,22 @@ def _within(r: Range) -> AfterValidator:
     return AfterValidator(check)
 
 
-def Int(r: Range) -> Any:  # noqa: N802 - a type factory, used like a type
-    """A strict integer inside the range ``r``."""
-    return Annotated[int, Strict(), _within(r)]
+@dataclass(frozen=True)
+class Within(GroupedMetadata):
+    """A strict number inside the range ``r``: ``Annotated[float, Within(RATE_RPS)]`` (an int is
+    accepted, a bool or a string is not), ``Annotated[int, Within(INSTANCES)]`` (a float is not
+    accepted either). The message is the one of ``Range.check``."""
+
+    r: Range
+
+    def __iter__(self) -> Iterator[object]:
+        yield Strict()
+        yield _within(self.r)
 
 
-def Float(r: Range) -> Any:  # noqa: N802
-    """A strict number (an int is accepted, a bool or a string is not) inside the range ``r``."""
-    return Annotated[float, Strict(), _within(r)]
-
-
-def List(item: Any, *, min_length: int = 0) -> Any:  # noqa: N802
-    """A list of at most LIST_ITEMS.hi items."""
-    return Annotated[list[item], Field(min_length=min_length, max_length=int(LIST_ITEMS.hi))]
+def Items(min_length: int = 0) -> Any:  # noqa: N802 - metadata, used like Within
+    """A list of at least ``min_length`` and at most LIST_ITEMS.hi items: ``Annotated[list[Text], Items()]``."""
+    return Field(min_length=min_length, max_length=int(LIST_ITEMS.hi))
 
 
 def _token_count(value: Any) -> Any:
@@ -85,7 +90,7 @@ def _token_count(value: Any) -> Any:
     return value
 
 
-Tokens = Annotated[int, BeforeValidator(_token_count), Strict(), _within(TOKENS)]
+Tokens = Annotated[int, BeforeValidator(_token_count), Within(TOKENS)]
 """A token count: an integer, or a string such as ``32K`` (K = 1,024 tokens)."""
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
