@@ -10,10 +10,11 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import PlanInputError, show
 from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
@@ -28,10 +29,12 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True, defer_build=True)
 
 
-_DERIVED: dict[tuple[int, str], tuple[weakref.ref, Any]] = {}
+_DERIVED: dict[tuple[int, str], tuple[weakref.ref[Any], Any]] = {}
+P = TypeVar("P")
+T = TypeVar("T")
 
 
-def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
+def derived(profile: P, key: str, compute: Callable[[P], T]) -> T:
     """``compute(profile)``, once per profile object (profiles are frozen). Kept beside the
     object, not in it, so that ``model_copy(update=...)`` never carries a stale value; dropped
     when the profile is garbage-collected."""
@@ -40,7 +43,11 @@ def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
     if entry is not None and entry[0]() is profile:
         return entry[1]
     value = compute(profile)
-    _DERIVED[slot] = (weakref.ref(profile, lambda _ref, slot=slot: _DERIVED.pop(slot, None)), value)
+
+    def forget(_ref: weakref.ref[Any]) -> None:
+        _DERIVED.pop(slot, None)
+
+    _DERIVED[slot] = (weakref.ref(profile, forget), value)
     return value
 
 
@@ -113,7 +120,7 @@ _UNION_TAGS = {"int", "float", "str", "bool", "constrained-int", "constrained-fl
 _TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "string_type", "model_type", "dict_type"}
 
 
-def _most_relevant(errors: list[dict]) -> dict:
+def _most_relevant(errors: list[ErrorDetails]) -> ErrorDetails:
     """The first error, skipping a union branch whose kind does not match the input (the
     integer branch when a mapping or a list was given, the mapping branch when a scalar was,
     the list branch and a literal's when a scalar or a list was: ``gpus_per_instance: [8, 0]``

@@ -77,7 +77,11 @@ class Efficiency(StrictModel):
 
     def attention_kind_rate(self, mixer_type: str, prefill: bool) -> float:
         """The multiplier ``attention_kind`` gives the attention core of ``mixer_type`` (1 in decode or unlisted)."""
-        return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0
+        if prefill:
+            for kind, rate in self.attention_kind.items():
+                if kind == mixer_type:  # a MixerType equals its value
+                    return rate
+        return 1.0
 
     def matmul_fraction(self, dtype: str) -> float:
         """Fraction of ``dtype``'s peak large GEMMs reach: ``matmul`` (bf16), ``matmul_fp8`` (fp8),
@@ -104,8 +108,12 @@ class Efficiency(StrictModel):
         return name
 
 
-_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
-_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8", ComputeDtype.fp4: "attention_fp8"}
+_MATMUL_FIELD: dict[str, str] = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
+_ATTENTION_FIELD: dict[str, str] = {
+    ComputeDtype.bf16: "attention",
+    ComputeDtype.fp8: "attention_fp8",
+    ComputeDtype.fp4: "attention_fp8",
+}
 FALLBACK: dict[str, str] = {
     "matmul_fp8": "matmul",
     "matmul_fp4": "matmul_fp8",
@@ -175,7 +183,7 @@ class HardwareProfile(StrictModel):
         """The dtype the chip computes ``dtype`` in: itself, or the next wider one it has a peak
         for (fp4 -> fp8 -> bf16): e.g. fp4 weights on an H200 run at fp8."""
         order = list(COMPUTE_DTYPES)
-        start = order.index(dtype) if dtype in order else order.index(ComputeDtype.bf16)
+        start = next((i for i, c in enumerate(order) if c == dtype), order.index(ComputeDtype.bf16))
         return next(c for c in order[start:] if getattr(self.peak_tflops, c) is not None)
 
     def peak_flops(self, dtype: str) -> float:

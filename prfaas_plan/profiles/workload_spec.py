@@ -133,7 +133,7 @@ def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[st
         seen += 1
         if not isinstance(node, MixtureSpec):
             continue
-        weights = [c.weight for c in node.components]
+        weights = [c.weight for c in node.components if c.weight is not None]  # each has one (MixtureSpec._weights)
         total = sum(weights)
         if total > 0 and abs(total - 1.0) > 1e-9:
             shares = ", ".join(f"{w / total:.3g}" for w in weights[:6]) + (", ..." if len(weights) > 6 else "")
