@@ -33,6 +33,7 @@ from ..ranges import (
 from ._base import Items, Name, StrictModel, Text, Within, validate_or_raise
 
 COMPUTE_DTYPES: tuple[ComputeDtype, ...] = (ComputeDtype.fp4, ComputeDtype.fp8, ComputeDtype.bf16)  # fastest first
+_COMPUTE_INDEX: dict[str, int] = {c: i for i, c in enumerate(COMPUTE_DTYPES)}
 _FRACTION = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
 _TFLOPS = Annotated[float, Within(TFLOPS)]
 
@@ -182,9 +183,8 @@ class HardwareProfile(StrictModel):
     def running_dtype(self, dtype: str) -> ComputeDtype:
         """The dtype the chip computes ``dtype`` in: itself, or the next wider one it has a peak
         for (fp4 -> fp8 -> bf16): e.g. fp4 weights on an H200 run at fp8."""
-        order = list(COMPUTE_DTYPES)
-        start = next((i for i, c in enumerate(order) if c == dtype), order.index(ComputeDtype.bf16))
-        return next(c for c in order[start:] if getattr(self.peak_tflops, c) is not None)
+        start = _COMPUTE_INDEX.get(dtype, _COMPUTE_INDEX[ComputeDtype.bf16])
+        return next(c for c in COMPUTE_DTYPES[start:] if getattr(self.peak_tflops, c) is not None)
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s of one chip for ``dtype`` (at ``running_dtype``)."""
