@@ -233,9 +233,9 @@ class FitParam(StrEnum):
     attention_linear = "attention_linear"
 
     @property
-    def attention_kind(self) -> str | None:
-        """The attention kind (``MixerType`` value) an ``attention_<kind>`` parameter scales; None otherwise."""
-        return self.value.removeprefix("attention_") if self.value.startswith("attention_") else None
+    def attention_kind(self) -> MixerType | None:
+        """The attention kind an ``attention_<kind>`` parameter scales; None otherwise."""
+        return MixerType(self.value.removeprefix("attention_")) if self.value.startswith("attention_") else None
 
 
 class EngineName(StrEnum):

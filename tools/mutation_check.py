@@ -163,8 +163,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "attention-kind-factor-in-decode": (
         "prfaas_plan/profiles/hardware.py",
-        "return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0",
-        "return self.attention_kind.get(mixer_type, 1.0)",
+        "        if prefill:\n            for kind, rate in self.attention_kind.items():",
+        "        if True:\n            for kind, rate in self.attention_kind.items():",
     ),
     "calibration-kind-never-held": (
         "prfaas_plan/timing/calibrate.py",
@@ -715,13 +715,13 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "fp8-attention-field-is-bf16": (
         "prfaas_plan/profiles/hardware.py",
-        '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8",',
-        '_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention",',
+        '    ComputeDtype.bf16: "attention",\n    ComputeDtype.fp8: "attention_fp8",\n    ComputeDtype.fp4: "attention_fp8",\n}',
+        '    ComputeDtype.bf16: "attention",\n    ComputeDtype.fp8: "attention",\n    ComputeDtype.fp4: "attention_fp8",\n}',
     ),
     "fp8-matmul-field-is-bf16": (
         "prfaas_plan/profiles/hardware.py",
-        '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8",',
-        '_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",',
+        '_MATMUL_FIELD: dict[str, str] = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8",',
+        '_MATMUL_FIELD: dict[str, str] = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul",',
     ),
     "fp8-attention-falls-back-to-matmul": (
         'prfaas_plan/profiles/hardware.py',

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -64,6 +64,7 @@ class MixerKind:
     """Physics of one attention block (``spec``) of a model with ``dtypes``. The base class
     is the null mixer (a layer without attention)."""
 
+    tag: ClassVar[str] = "none"  # the schema discriminator the kind is registered under
     spec: Any
     dtypes: Dtypes
     kernels: ClassVar[int] = 0  # GPU kernels one pass through this block launches (see accounting.work)
@@ -160,11 +161,14 @@ FFNS: dict[str, type[FfnKind]] = {}
 NoMixer, NoFfn = MixerKind, FfnKind
 
 
-def _registrar(table: dict[str, type]) -> Callable[[str], Callable[[type], type]]:
-    def kind(tag: str) -> Callable[[type], type]:
+K = TypeVar("K", MixerKind, FfnKind)
+
+
+def _registrar(table: dict[str, type[K]]) -> Callable[[str], Callable[[type[K]], type[K]]]:
+    def kind(tag: str) -> Callable[[type[K]], type[K]]:
         """Class decorator: register a kind under its schema discriminator ``tag``."""
 
-        def register(cls: type) -> type:
+        def register(cls: type[K]) -> type[K]:
             table[tag] = cls
             cls.tag = tag
             return cls

@@ -8,10 +8,13 @@ which may be written ``32K``), and a float is not an integer; every number has t
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
+from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..errors import PlanInputError, show
 from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
@@ -26,10 +29,12 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, populate_by_name=True, defer_build=True)
 
 
-_DERIVED: dict[tuple[int, str], tuple[weakref.ref, Any]] = {}
+_DERIVED: dict[tuple[int, str], tuple[weakref.ref[Any], Any]] = {}
+P = TypeVar("P")
+T = TypeVar("T")
 
 
-def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
+def derived(profile: P, key: str, compute: Callable[[P], T]) -> T:
     """``compute(profile)``, once per profile object (profiles are frozen). Kept beside the
     object, not in it, so that ``model_copy(update=...)`` never carries a stale value; dropped
     when the profile is garbage-collected."""
@@ -38,7 +43,11 @@ def derived(profile: Any, key: str, compute: Callable[[Any], Any]) -> Any:
     if entry is not None and entry[0]() is profile:
         return entry[1]
     value = compute(profile)
-    _DERIVED[slot] = (weakref.ref(profile, lambda _ref, slot=slot: _DERIVED.pop(slot, None)), value)
+
+    def forget(_ref: weakref.ref[Any]) -> None:
+        _DERIVED.pop(slot, None)
+
+    _DERIVED[slot] = (weakref.ref(profile, forget), value)
     return value
 
 
@@ -50,7 +59,7 @@ def profile_json(profile: Any) -> str:
 def _within(r: Range) -> AfterValidator:
     """A validator with the same message as ``Range.check`` (files, options and the API agree)."""
 
-    def check(value):
+    def check(value: Any) -> Any:
         reason = r.problem(value)
         if reason is not None:
             raise ValueError(reason)
@@ -59,19 +68,22 @@ def _within(r: Range) -> AfterValidator:
     return AfterValidator(check)
 
 
-def Int(r: Range) -> Any:  # noqa: N802 - a type factory, used like a type
-    """A strict integer inside the range ``r``."""
-    return Annotated[int, Strict(), _within(r)]
+@dataclass(frozen=True)
+class Within(GroupedMetadata):
+    """A strict number inside the range ``r``: ``Annotated[float, Within(RATE_RPS)]`` (an int is
+    accepted, a bool or a string is not), ``Annotated[int, Within(INSTANCES)]`` (a float is not
+    accepted either). The message is the one of ``Range.check``."""
+
+    r: Range
+
+    def __iter__(self) -> Iterator[object]:
+        yield Strict()
+        yield _within(self.r)
 
 
-def Float(r: Range) -> Any:  # noqa: N802
-    """A strict number (an int is accepted, a bool or a string is not) inside the range ``r``."""
-    return Annotated[float, Strict(), _within(r)]
-
-
-def List(item: Any, *, min_length: int = 0) -> Any:  # noqa: N802
-    """A list of at most LIST_ITEMS.hi items."""
-    return Annotated[list[item], Field(min_length=min_length, max_length=int(LIST_ITEMS.hi))]
+def Items(min_length: int = 0) -> Any:  # noqa: N802 - metadata, used like Within
+    """A list of at least ``min_length`` and at most LIST_ITEMS.hi items: ``Annotated[list[Text], Items()]``."""
+    return Field(min_length=min_length, max_length=int(LIST_ITEMS.hi))
 
 
 def _token_count(value: Any) -> Any:
@@ -85,7 +97,7 @@ def _token_count(value: Any) -> Any:
     return value
 
 
-Tokens = Annotated[int, BeforeValidator(_token_count), Strict(), _within(TOKENS)]
+Tokens = Annotated[int, BeforeValidator(_token_count), Within(TOKENS)]
 """A token count: an integer, or a string such as ``32K`` (K = 1,024 tokens)."""
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
@@ -108,7 +120,7 @@ _UNION_TAGS = {"int", "float", "str", "bool", "constrained-int", "constrained-fl
 _TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "string_type", "model_type", "dict_type"}
 
 
-def _most_relevant(errors: list[dict]) -> dict:
+def _most_relevant(errors: list[ErrorDetails]) -> ErrorDetails:
     """The first error, skipping a union branch whose kind does not match the input (the
     integer branch when a mapping or a list was given, the mapping branch when a scalar was,
     the list branch and a literal's when a scalar or a list was: ``gpus_per_instance: [8, 0]``

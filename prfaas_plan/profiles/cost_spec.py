@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import model_validator
 
 from ..ranges import (
@@ -22,14 +24,14 @@ from ..ranges import (
     PURCHASE_USD_PER_GPU,
     USD_PER_KWH,
 )
-from ._base import Float, StrictModel, Text
+from ._base import StrictModel, Text, Within
 
 
 class CostSpec(StrictModel):
-    usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # rental; default: the profile's price
-    purchase_usd_per_gpu: Float(PURCHASE_USD_PER_GPU) | None = None  # chip + its share of server and network
-    depreciation_years: Float(DEPRECIATION_YEARS) = 4.0
-    cost_of_capital: Float(COST_OF_CAPITAL) = 0.0  # a year (0.08: 8%)
+    usd_per_gpu_hour: Annotated[float, Within(PRICE_USD_PER_GPU_HOUR)] | None = None  # rental; default: the profile's price
+    purchase_usd_per_gpu: Annotated[float, Within(PURCHASE_USD_PER_GPU)] | None = None  # chip + its share of server and network
+    depreciation_years: Annotated[float, Within(DEPRECIATION_YEARS)] = 4.0
+    cost_of_capital: Annotated[float, Within(COST_OF_CAPITAL)] = 0.0  # a year (0.08: 8%)
     note: Text = ""
 
     @model_validator(mode="after")
@@ -40,7 +42,7 @@ class CostSpec(StrictModel):
 
 
 class SiteSpec(StrictModel):
-    usd_per_kwh: Float(USD_PER_KWH) | None = None
-    pue: Float(PUE) = 1.3
-    idle_power_fraction: Float(IDLE_POWER_FRACTION) = 0.3
+    usd_per_kwh: Annotated[float, Within(USD_PER_KWH)] | None = None
+    pue: Annotated[float, Within(PUE)] = 1.3
+    idle_power_fraction: Annotated[float, Within(IDLE_POWER_FRACTION)] = 0.3
     note: Text = ""

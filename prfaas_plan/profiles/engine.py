@@ -24,6 +24,8 @@ model: today's serving defaults and every multiplier 1.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from ..choices import Dtype, EngineName, MixerType
@@ -37,21 +39,21 @@ from ..ranges import (
     OVERLAP,
     PASS_TOKENS,
 )
-from ._base import Float, Int, List, StrictModel, Text
+from ._base import Items, StrictModel, Text, Within
 
-_MULTIPLIER = Float(KERNEL_MULTIPLIER)
+_MULTIPLIER = Annotated[float, Within(KERNEL_MULTIPLIER)]
 
 
 class EngineDefaults(StrictModel):
     """The engine's serving settings when none is given (``profiles.serving.EngineSpec``)."""
 
-    overlap: Float(OVERLAP)
-    expert_imbalance: Float(EXPERT_IMBALANCE)
-    prefill_tokens_per_pass: Int(PASS_TOKENS)
+    overlap: Annotated[float, Within(OVERLAP)]
+    expert_imbalance: Annotated[float, Within(EXPERT_IMBALANCE)]
+    prefill_tokens_per_pass: Annotated[int, Within(PASS_TOKENS)]
     chunked_prefill: bool
-    mtp_tokens_per_step: Float(MTP_TOKENS)
+    mtp_tokens_per_step: Annotated[float, Within(MTP_TOKENS)]
     kv_dtype_fp8_checkpoint: Dtype | None = None  # of a re-quantised (FP8/FP4) checkpoint; null: the model's own
-    max_batch: Int(DECODE_BATCH) | None = None  # running requests per instance; null: memory decides
+    max_batch: Annotated[int, Within(DECODE_BATCH)] | None = None  # running requests per instance; null: memory decides
 
 
 class PhaseMultipliers(StrictModel):
@@ -77,14 +79,14 @@ class EngineKernels(StrictModel):
     dense_gemm: _MULTIPLIER = 1.0
     grouped_gemm: _MULTIPLIER = 1.0
     all_to_all: _MULTIPLIER = 1.0
-    step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0
-    linear_chunk_step_us: Float(CHUNK_STEP_US) = 0.0
+    step_overhead_s: Annotated[float, Within(DECODE_STEP_OVERHEAD_S)] = 0.0
+    linear_chunk_step_us: Annotated[float, Within(CHUNK_STEP_US)] = 0.0
 
 
 class EngineProfile(StrictModel):
     name: EngineName
     description: Text = ""
-    sources: List(Text) = Field(default_factory=list)
+    sources: Annotated[list[Text], Items()] = Field(default_factory=list)
     defaults: EngineDefaults
     kernels: EngineKernels = Field(default_factory=EngineKernels)
     field_sources: dict[Text, Text] = Field(default_factory=dict, max_length=64)

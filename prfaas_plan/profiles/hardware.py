@@ -30,11 +30,12 @@ from ..ranges import (
     TFLOPS,
     Range,
 )
-from ._base import Float, Int, List, Name, StrictModel, Text, validate_or_raise
+from ._base import Items, Name, StrictModel, Text, Within, validate_or_raise
 
 COMPUTE_DTYPES: tuple[ComputeDtype, ...] = (ComputeDtype.fp4, ComputeDtype.fp8, ComputeDtype.bf16)  # fastest first
-_FRACTION = Float(Range(0, 1, "", "a fraction", lo_open=True))
-_TFLOPS = Float(TFLOPS)
+_COMPUTE_INDEX: dict[str, int] = {c: i for i, c in enumerate(COMPUTE_DTYPES)}
+_FRACTION = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
+_TFLOPS = Annotated[float, Within(TFLOPS)]
 
 
 class PeakTflops(StrictModel):
@@ -55,28 +56,33 @@ class Efficiency(StrictModel):
     # activation quantisation, both GEMMs, finalize) over the experts' GEMM FLOPs, after the shape term
     # (``timing.cost._shape``); default: matmul_fp4
     grouped_matmul_fp4: _FRACTION | None = None
-    matmul_k0: Float(GEMM_SHAPE) = 717.0  # reduction depth (elements) a GEMM's per-tile fixed cost equals
-    matmul_m0: Float(GEMM_SHAPE) = 100.0  # rows a GEMM's fixed cost equals (few tokens per matrix)
+    matmul_k0: Annotated[float, Within(GEMM_SHAPE)] = 717.0  # reduction depth (elements) a GEMM's per-tile fixed cost equals
+    matmul_m0: Annotated[float, Within(GEMM_SHAPE)] = 100.0  # rows a GEMM's fixed cost equals (few tokens per matrix)
     attention: _FRACTION  # fraction of the bf16 peak bf16 attention kernels reach
     attention_fp8: _FRACTION | None = None  # fraction of the fp8 peak fp8 attention kernels reach; default: attention
     memory: _FRACTION  # fraction of HBM/SRAM bandwidth memory-bound kernels reach
     network: _FRACTION = 0.8  # fraction of scale-up bandwidth a collective reaches
     nic: _FRACTION = 0.9  # fraction of the scale-out NIC bandwidth a collective reaches
-    kernel_overhead_us: Float(KERNEL_OVERHEAD_US) = 0.0  # per GPU kernel of a pass: launch gap and minimum duration
-    prefill_pass_overhead_s: Float(PREFILL_OVERHEAD_S) = 0.0  # per prefill pass (scheduling, sampling)
-    prefill_overhead_s: Float(PREFILL_OVERHEAD_S) = 0.0  # per request, latency only (queueing in the engine,
+    # per GPU kernel of a pass: launch gap and minimum duration
+    kernel_overhead_us: Annotated[float, Within(KERNEL_OVERHEAD_US)] = 0.0
+    prefill_pass_overhead_s: Annotated[float, Within(PREFILL_OVERHEAD_S)] = 0.0  # per prefill pass (scheduling, sampling)
+    prefill_overhead_s: Annotated[float, Within(PREFILL_OVERHEAD_S)] = 0.0  # per request, latency only (queueing in the engine,
     #   tokenisation, the first token's return): added to TTFT, not to a saturated pool's throughput
-    decode_step_overhead_s: Float(DECODE_STEP_OVERHEAD_S) = 0.0  # fixed per decode step (scheduling, sampling)
+    decode_step_overhead_s: Annotated[float, Within(DECODE_STEP_OVERHEAD_S)] = 0.0  # fixed per decode step (scheduling, sampling)
     memory_usable_fraction: _FRACTION = 0.9  # of capacity for weights + KV
     # per attention kind (choices.MixerType): a multiplier on the attention core's rates (FLOPs and KV bytes) of
     # that kind's layers in a prefill pass, beside the engine's; written by a per-kind calibration
     # (``timing.calibrate``, fitted on prefill latencies, so decode steps keep the chip's rate); a kind not
     # listed: 1
-    attention_kind: dict[MixerType, Float(KERNEL_MULTIPLIER)] = Field(default_factory=dict, max_length=8)
+    attention_kind: dict[MixerType, Annotated[float, Within(KERNEL_MULTIPLIER)]] = Field(default_factory=dict, max_length=8)
 
     def attention_kind_rate(self, mixer_type: str, prefill: bool) -> float:
         """The multiplier ``attention_kind`` gives the attention core of ``mixer_type`` (1 in decode or unlisted)."""
-        return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0
+        if prefill:
+            for kind, rate in self.attention_kind.items():
+                if kind == mixer_type:  # a MixerType equals its value
+                    return rate
+        return 1.0
 
     def matmul_fraction(self, dtype: str) -> float:
         """Fraction of ``dtype``'s peak large GEMMs reach: ``matmul`` (bf16), ``matmul_fp8`` (fp8),
@@ -103,8 +109,12 @@ class Efficiency(StrictModel):
         return name
 
 
-_MATMUL_FIELD = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
-_ATTENTION_FIELD = {ComputeDtype.bf16: "attention", ComputeDtype.fp8: "attention_fp8", ComputeDtype.fp4: "attention_fp8"}
+_MATMUL_FIELD: dict[str, str] = {ComputeDtype.bf16: "matmul", ComputeDtype.fp8: "matmul_fp8", ComputeDtype.fp4: "matmul_fp4"}
+_ATTENTION_FIELD: dict[str, str] = {
+    ComputeDtype.bf16: "attention",
+    ComputeDtype.fp8: "attention_fp8",
+    ComputeDtype.fp4: "attention_fp8",
+}
 FALLBACK: dict[str, str] = {
     "matmul_fp8": "matmul",
     "matmul_fp4": "matmul_fp8",
@@ -126,18 +136,18 @@ _SOURCE = Annotated[str, Field(min_length=1, max_length=2000)]
 class HardwareProfile(StrictModel):
     name: Name
     description: Text = ""
-    sources: List(Text) = Field(default_factory=list)
-    assumptions: List(Text) = Field(default_factory=list)
+    sources: Annotated[list[Text], Items()] = Field(default_factory=list)
+    assumptions: Annotated[list[Text], Items()] = Field(default_factory=list)
     peak_tflops: PeakTflops
-    memory_gib: Float(MEMORY_GIB)  # capacity per chip, binary GiB (HBM, GDDR and SRAM come in binary sizes)
-    memory_bandwidth_tb_per_s: Float(MEMORY_TB_PER_S)  # per chip, decimal TB/s
-    scale_up_gb_per_s: Float(SCALE_UP_GB_PER_S)  # per chip, one direction, decimal GB/s (NVLink, PCIe, ...)
-    scale_up_domain_chips: Int(CHIPS_PER_INSTANCE) = 8  # chips on one scale-up fabric (an NVLink node, NVL72: 72)
-    scale_up_latency_us: Float(COLLECTIVE_LATENCY_US) = 2.0  # latency of one step of a collective on the scale-up fabric
-    nic_gbps: Float(NIC_GBPS) | None = None  # scale-out NIC per chip, decimal Gbps
-    nic_latency_us: Float(COLLECTIVE_LATENCY_US) = 5.0  # latency of one step of a collective across domains
-    tdp_w: Float(TDP_W) | None = None
-    price_usd_per_gpu_hour: Float(PRICE_USD_PER_GPU_HOUR) | None = None  # an editable example, not a quote
+    memory_gib: Annotated[float, Within(MEMORY_GIB)]  # capacity per chip, binary GiB (HBM, GDDR and SRAM come in binary sizes)
+    memory_bandwidth_tb_per_s: Annotated[float, Within(MEMORY_TB_PER_S)]  # per chip, decimal TB/s
+    scale_up_gb_per_s: Annotated[float, Within(SCALE_UP_GB_PER_S)]  # per chip, one direction, decimal GB/s (NVLink, PCIe, ...)
+    scale_up_domain_chips: Annotated[int, Within(CHIPS_PER_INSTANCE)] = 8  # chips on one scale-up fabric (NVL72: 72)
+    scale_up_latency_us: Annotated[float, Within(COLLECTIVE_LATENCY_US)] = 2.0  # one step of a collective on the scale-up fabric
+    nic_gbps: Annotated[float, Within(NIC_GBPS)] | None = None  # scale-out NIC per chip, decimal Gbps
+    nic_latency_us: Annotated[float, Within(COLLECTIVE_LATENCY_US)] = 5.0  # latency of one step of a collective across domains
+    tdp_w: Annotated[float, Within(TDP_W)] | None = None
+    price_usd_per_gpu_hour: Annotated[float, Within(PRICE_USD_PER_GPU_HOUR)] | None = None  # an editable example, not a quote
     price_note: Text = ""
     efficiency: Efficiency
     # where each efficiency figure comes from: field -> "repo@commit path (table): figure / peak = fraction",
@@ -173,9 +183,8 @@ class HardwareProfile(StrictModel):
     def running_dtype(self, dtype: str) -> ComputeDtype:
         """The dtype the chip computes ``dtype`` in: itself, or the next wider one it has a peak
         for (fp4 -> fp8 -> bf16): e.g. fp4 weights on an H200 run at fp8."""
-        order = list(COMPUTE_DTYPES)
-        start = order.index(dtype) if dtype in order else order.index(ComputeDtype.bf16)
-        return next(c for c in order[start:] if getattr(self.peak_tflops, c) is not None)
+        start = _COMPUTE_INDEX.get(dtype, _COMPUTE_INDEX[ComputeDtype.bf16])
+        return next(c for c in COMPUTE_DTYPES[start:] if getattr(self.peak_tflops, c) is not None)
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s of one chip for ``dtype`` (at ``running_dtype``)."""
@@ -231,9 +240,9 @@ class CalibrationRecord(StrictModel):
     date: Annotated[str, Field(max_length=64)]
     fitted: dict[Annotated[str, Field(max_length=64)], float] = Field(max_length=16)
     uncertainty: dict[Annotated[str, Field(max_length=64)], float] = Field(default_factory=dict, max_length=16)
-    points: List(CalibrationPointRecord) = Field(default_factory=list)
+    points: Annotated[list[CalibrationPointRecord], Items()] = Field(default_factory=list)
     max_abs_error: float
-    models: List(Name) = Field(default_factory=list)  # of a joint fit
+    models: Annotated[list[Name], Items()] = Field(default_factory=list)  # of a joint fit
 
 
 def load_hardware_profile(data: object, source: str | None = None) -> HardwareProfile:

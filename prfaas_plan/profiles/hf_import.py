@@ -505,19 +505,20 @@ def _stack(layers: list[tuple[str, str]]) -> dict:
                 changes.setdefault(key, []).append(i)
         overrides = []
         cost = period
-        for (mixer, ffn), indices in changes.items():
+        for (new_mixer, new_ffn), indices in changes.items():
             spec, runs = _ranges(indices)
             cost += runs
             entry: dict[str, Any] = {"layers": spec}
-            if mixer is not None:
-                entry["mixer"] = mixer
-            if ffn is not None:
-                entry["ffn"] = ffn
+            if new_mixer is not None:
+                entry["mixer"] = new_mixer
+            if new_ffn is not None:
+                entry["ffn"] = new_ffn
             overrides.append(entry)
         if best is None or cost < best[0]:
             best = (cost, pattern, overrides)
         if best[0] <= period + 1:  # a longer pattern costs at least period + 1
             break
+    assert best is not None  # period 1 always sets it (n >= 1: default_ffn above needs a layer)
     _, pattern, overrides = best
     stack: dict[str, Any] = {
         "count": n,

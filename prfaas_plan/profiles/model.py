@@ -26,10 +26,12 @@ from ..ranges import (
     WIDTH,
     Range,
 )
-from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, derived, validate_or_raise
+from ._base import Items, Name, StrictModel, Text, Tokens, Within, derived, validate_or_raise
 
 NONE_BLOCK = "none"
-_HEADS, _WIDTH, _EXPERTS = Int(HEADS), Int(WIDTH), Int(EXPERTS)
+_HEADS = Annotated[int, Within(HEADS)]
+_WIDTH = Annotated[int, Within(WIDTH)]
+_EXPERTS = Annotated[int, Within(EXPERTS)]
 _KV_BYTES = Range(1, 1e13, "bytes", "measured KV bytes of one request")
 
 
@@ -152,23 +154,23 @@ _LayerIndex = Annotated[int, Strict(), Field(ge=-int(LAYERS.hi), le=int(LAYERS.h
 
 
 class LayerOverride(StrictModel):
-    layers: List(_LayerIndex) | Annotated[str, Field(max_length=4096)]  # 0-indexed list, or ranges "0-2,5"
+    layers: Annotated[list[_LayerIndex], Items()] | Annotated[str, Field(max_length=4096)]  # 0-indexed list, or ranges "0-2,5"
     mixer: Name | None = None
     ffn: Name | None = None
 
 
 class LayerStack(StrictModel):
-    count: Int(LAYERS)
-    pattern: List(Name, min_length=1)
+    count: Annotated[int, Within(LAYERS)]
+    pattern: Annotated[list[Name], Items(min_length=1)]
     ffn: Name = NONE_BLOCK
-    overrides: List(LayerOverride) = Field(default_factory=list)
+    overrides: Annotated[list[LayerOverride], Items()] = Field(default_factory=list)
 
 
 class MeasuredPrefillPoint(StrictModel):
     length_tokens: Tokens
-    prefill_s: Float(PREFILL_SECONDS)
-    kv_bytes: Int(_KV_BYTES) | None = None
-    kv_mib: Float(Range(0, 1e7, "MiB", "", lo_open=True)) | None = None
+    prefill_s: Annotated[float, Within(PREFILL_SECONDS)]
+    kv_bytes: Annotated[int, Within(_KV_BYTES)] | None = None
+    kv_mib: Annotated[float, Within(Range(0, 1e7, "MiB", "", lo_open=True))] | None = None
 
     @property
     def kv(self) -> float | None:
@@ -183,10 +185,10 @@ class MeasuredProfile(StrictModel):
     """Measurements of this model on one instance (hardware name x gpus)."""
 
     hardware: Name
-    gpus: Int(CHIPS_PER_INSTANCE)
+    gpus: Annotated[int, Within(CHIPS_PER_INSTANCE)]
     source: Text
-    prefill: List(MeasuredPrefillPoint) = Field(default_factory=list)
-    decode_tokens_per_s: Float(DECODE_TOKENS_PER_S) | None = None
+    prefill: Annotated[list[MeasuredPrefillPoint], Items()] = Field(default_factory=list)
+    decode_tokens_per_s: Annotated[float, Within(DECODE_TOKENS_PER_S)] | None = None
     decode_context_tokens: Tokens | None = None
 
     @model_validator(mode="after")
@@ -206,10 +208,10 @@ class MeasuredProfile(StrictModel):
 class ModelProfile(StrictModel):
     name: Name
     description: Text = ""
-    sources: List(Text) = Field(default_factory=list)
-    assumptions: List(Text) = Field(default_factory=list)
-    total_params_b: Float(PARAMS_B) | None = None  # declared, billions (incl. embeddings, MTP)
-    active_params_b: Float(PARAMS_B) | None = None
+    sources: Annotated[list[Text], Items()] = Field(default_factory=list)
+    assumptions: Annotated[list[Text], Items()] = Field(default_factory=list)
+    total_params_b: Annotated[float, Within(PARAMS_B)] | None = None  # declared, billions (incl. embeddings, MTP)
+    active_params_b: Annotated[float, Within(PARAMS_B)] | None = None
     hidden_size: _WIDTH
     vocab_size: _WIDTH
     tie_word_embeddings: bool = False
@@ -218,7 +220,7 @@ class ModelProfile(StrictModel):
     mixers: Annotated[dict[Name, Mixer], Field(max_length=256)]
     ffns: Annotated[dict[Name, Ffn], Field(max_length=256)] = Field(default_factory=dict)
     layers: LayerStack
-    measured: List(MeasuredProfile) = Field(default_factory=list)
+    measured: Annotated[list[MeasuredProfile], Items()] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _references(self):

@@ -50,13 +50,15 @@ from ..ranges import (
     WINDOW_HOURS,
     Range,
 )
-from ._base import Float, Int, List, Name, StrictModel, Text, Tokens, validate_or_raise
+from ._base import Items, Name, StrictModel, Text, Tokens, Within, validate_or_raise
 from .cost_spec import CostSpec, SiteSpec
 from .serving import EngineSpec, LayoutSpec, PrecisionSpec
 from .workload_spec import FixedSpec, LengthSpec
 
-_INSTANCES = Int(INSTANCES)
-_FRACTION = Float(Range(0, 1, "", "a fraction", lo_open=True))
+_INSTANCES = Annotated[int, Within(INSTANCES)]
+_FRACTION = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
+_HIT_FRACTION = Annotated[float, Strict(), Field(ge=0, lt=1)]
+_WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a weight"))]
 Path = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
@@ -91,10 +93,10 @@ def measured_instance_defaults(measured: dict, pool: object, hardware_key: str, 
 
 class CalibrationPointSpec(StrictModel):
     length_tokens: Tokens
-    prefill_s: Float(PREFILL_SECONDS)
+    prefill_s: Annotated[float, Within(PREFILL_SECONDS)]
 
 
-_CHIPS = Int(CHIPS_PER_INSTANCE)
+_CHIPS = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 AUTO = "auto"
 
 
@@ -119,7 +121,7 @@ class ClusterSpec(StrictModel):
     calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=int(CALIBRATION_POINTS.hi))] = Field(
         default_factory=list
     )
-    calibration_fit: List(FitParam) | None = None  # default: matmul, attention, prefill_overhead_s
+    calibration_fit: Annotated[list[FitParam], Items()] | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
     # the hardware and the chips per instance the calibration points were measured on (default:
     # this pool's, as written; the chips when it gives one count); a pool on other hardware or
@@ -154,17 +156,17 @@ class ClusterSpec(StrictModel):
 
 
 class LinkSpec(StrictModel):
-    bandwidth_gbps: Float(LINK_GBPS)  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
+    bandwidth_gbps: Annotated[float, Within(LINK_GBPS)]  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
     usable_fraction: _FRACTION = 1.0  # share of the link KV transfers may use
-    rtt_ms: Float(RTT_MS) = 0.0
-    usd_per_gbps_month: Float(USD_PER_GBPS_MONTH) = 0.0  # committed price on the raw bandwidth
-    usd_per_gb_egress: Float(USD_PER_GB) = 0.0  # metered price per decimal GB of KV shipped
+    rtt_ms: Annotated[float, Within(RTT_MS)] = 0.0
+    usd_per_gbps_month: Annotated[float, Within(USD_PER_GBPS_MONTH)] = 0.0  # committed price on the raw bandwidth
+    usd_per_gb_egress: Annotated[float, Within(USD_PER_GB)] = 0.0  # metered price per decimal GB of KV shipped
     cost_note: Text = ""
 
 
 class PrefixCacheSpec(StrictModel):
-    hit_fractions: List(Annotated[float, Strict(), Field(ge=0, lt=1)], min_length=1)  # cached share of the input
-    probs: List(Float(Range(0, 1e15, "", "a weight")), min_length=1)
+    hit_fractions: Annotated[list[_HIT_FRACTION], Items(min_length=1)]  # cached share of the input
+    probs: Annotated[list[_WEIGHT], Items(min_length=1)]
 
     @model_validator(mode="after")
     def _paired(self):
@@ -208,9 +210,9 @@ class WorkloadSpec(StrictModel):
 
 class DecodeSpec(StrictModel):
     context_tokens: Tokens | None = None  # default: mean input + half the mean output
-    tpot_ms: Float(TPOT_MS) | None = None
-    max_batch: Int(DECODE_BATCH) | None = None
-    tokens_per_s_per_instance: Float(DECODE_TOKENS_PER_S) | None = None  # measured: overrides the roofline
+    tpot_ms: Annotated[float, Within(TPOT_MS)] | None = None
+    max_batch: Annotated[int, Within(DECODE_BATCH)] | None = None
+    tokens_per_s_per_instance: Annotated[float, Within(DECODE_TOKENS_PER_S)] | None = None  # measured: overrides the roofline
     tokens_per_s_note: Text = ""
     # the hardware and the chips per instance the rate was measured on (default: the decoding
     # pool's, as written: pd_decode's, else pd's; the chips when it gives one count); a decoding
@@ -219,9 +221,12 @@ class DecodeSpec(StrictModel):
     tokens_per_s_gpus: _CHIPS | None = None
 
 
+_GPU_BUDGETS = Annotated[dict[Name, Annotated[int, Within(GPU_BUDGET)]], Field(max_length=int(GPU_BUDGET_ENTRIES.hi))]
+
+
 class BudgetSpec(StrictModel):
-    gpus: Annotated[dict[Name, Int(GPU_BUDGET)], Field(max_length=int(GPU_BUDGET_ENTRIES.hi))] = Field(default_factory=dict)
-    usd_per_hour: Float(USD_PER_HOUR_BUDGET) | None = None
+    gpus: _GPU_BUDGETS = Field(default_factory=dict)
+    usd_per_hour: Annotated[float, Within(USD_PER_HOUR_BUDGET)] | None = None
 
 
 class ObjectiveSpec(StrictModel):
@@ -229,15 +234,15 @@ class ObjectiveSpec(StrictModel):
     required; several sites: every PD site's ``rate_rps``, so no target is given)."""
 
     type: ObjectiveKind = ObjectiveKind.max_throughput
-    target_rate_rps: Float(RATE_RPS) | None = None
+    target_rate_rps: Annotated[float, Within(RATE_RPS)] | None = None
 
 
 class SloSpec(StrictModel):
     """Latency targets; any may be omitted. TTFT percentiles are over all requests."""
 
-    ttft_p90_s: Float(SLO_SECONDS) | None = None
-    ttft_p99_s: Float(SLO_SECONDS) | None = None
-    tpot_ms: Float(TPOT_MS) | None = None
+    ttft_p90_s: Annotated[float, Within(SLO_SECONDS)] | None = None
+    ttft_p99_s: Annotated[float, Within(SLO_SECONDS)] | None = None
+    tpot_ms: Annotated[float, Within(TPOT_MS)] | None = None
 
     @model_validator(mode="after")
     def _some(self):
@@ -247,13 +252,13 @@ class SloSpec(StrictModel):
 
 
 class LatencySpec(StrictModel):
-    operating_load: Float(OPERATING_LOAD) = 0.8  # reported rate = load x Lambda_max
-    arrival_cv: Float(ARRIVAL_CV) = 1.0  # coefficient of variation of inter-arrival times (1: Poisson)
+    operating_load: Annotated[float, Within(OPERATING_LOAD)] = 0.8  # reported rate = load x Lambda_max
+    arrival_cv: Annotated[float, Within(ARRIVAL_CV)] = 1.0  # coefficient of variation of inter-arrival times (1: Poisson)
 
 
 class OptimiserSpec(StrictModel):
     method: OptimiserMethod = OptimiserMethod.auto  # see prfaas_plan.planner.optimizer
-    coarse_thresholds: Int(COARSE_THRESHOLDS) = 48  # MILP candidates (quantiles of L)
+    coarse_thresholds: Annotated[int, Within(COARSE_THRESHOLDS)] = 48  # MILP candidates (quantiles of L)
 
 
 class CompareSpec(StrictModel):
@@ -261,11 +266,11 @@ class CompareSpec(StrictModel):
     part of the scenario; an empty list keeps the scenario's own). ``pd_decode: [none]`` plans
     without a separate decode pool."""
 
-    prfaas: List(Path) = Field(default_factory=list)  # hardware of the PrfaaS pool
-    pd: List(Path) = Field(default_factory=list)  # hardware of the PD (or PD-P) pool
-    pd_decode: List(Path) = Field(default_factory=list)  # hardware of a decode-only pool, or "none"
-    model: List(Path) = Field(default_factory=list)
-    link_gbps: List(Float(LINK_GBPS)) = Field(default_factory=list)
+    prfaas: Annotated[list[Path], Items()] = Field(default_factory=list)  # hardware of the PrfaaS pool
+    pd: Annotated[list[Path], Items()] = Field(default_factory=list)  # hardware of the PD (or PD-P) pool
+    pd_decode: Annotated[list[Path], Items()] = Field(default_factory=list)  # hardware of a decode-only pool, or "none"
+    model: Annotated[list[Path], Items()] = Field(default_factory=list)
+    link_gbps: Annotated[list[Annotated[float, Within(LINK_GBPS)]], Items()] = Field(default_factory=list)
     basis: Basis = Basis.model  # what every option is sized on (``choices.Basis``)
 
 
@@ -274,10 +279,11 @@ class CaseLinkSpec(StrictModel):
 
     prfaas: Name
     pd: Name
-    bandwidth_gbps: Float(LINK_GBPS)
+    bandwidth_gbps: Annotated[float, Within(LINK_GBPS)]
 
 
 MAX_SITES = 16
+_RATES = Annotated[dict[Name, Annotated[float, Within(RATE_RPS)]], Field(max_length=MAX_SITES)]  # per site
 
 
 class RobustCaseSpec(StrictModel):
@@ -288,9 +294,9 @@ class RobustCaseSpec(StrictModel):
     name: Name
     weight: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.0  # of ``weighted``; the weights sum to 1
     workload: WorkloadSpec | None = None  # replaces the scenario's workload
-    link_gbps: Float(LINK_GBPS) | None = None  # replaces the link's bandwidth (one site)
-    target_rate_rps: Float(RATE_RPS) | None = None  # of ``min_cost`` (default: the objective's; one site)
-    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
+    link_gbps: Annotated[float, Within(LINK_GBPS)] | None = None  # replaces the link's bandwidth (one site)
+    target_rate_rps: Annotated[float, Within(RATE_RPS)] | None = None  # of ``min_cost`` (default: the objective's; one site)
+    rates: _RATES = Field(default_factory=dict)
     links: Annotated[list[CaseLinkSpec], Field(max_length=MAX_SITES * MAX_SITES)] = Field(default_factory=list)
 
 
@@ -327,10 +333,10 @@ class WindowSpec(StrictModel):
     lengths shift (one site)."""
 
     name: Name | None = None
-    hours: Float(WINDOW_HOURS)
-    rate_rps: Float(RATE_RPS) | None = None
-    rates: Annotated[dict[Name, Float(RATE_RPS)], Field(max_length=MAX_SITES)] = Field(default_factory=dict)
-    input_scale: Float(INPUT_SCALE) = 1.0  # every input length x this factor (capped at the model's context)
+    hours: Annotated[float, Within(WINDOW_HOURS)]
+    rate_rps: Annotated[float, Within(RATE_RPS)] | None = None
+    rates: _RATES = Field(default_factory=dict)
+    input_scale: Annotated[float, Within(INPUT_SCALE)] = 1.0  # every input length x this factor (capped at the model's context)
 
 
 class DaySpec(StrictModel):
@@ -338,8 +344,8 @@ class DaySpec(StrictModel):
     the threshold are chosen per window (``planner.schedule``; several sites: ``planner.sites``)."""
 
     windows: Annotated[list[WindowSpec], Field(min_length=1, max_length=int(DAY_WINDOWS.hi))]
-    conversion_s: Float(CONVERSION_S) = 300.0  # one instance switching between PD-P and PD-D is idle this long
-    max_switches_per_window: Int(INSTANCES) | None = None  # role switches between consecutive windows (None: any)
+    conversion_s: Annotated[float, Within(CONVERSION_S)] = 300.0  # one instance switching between PD-P and PD-D is idle this long
+    max_switches_per_window: _INSTANCES | None = None  # role switches between consecutive windows (None: any)
 
 
 class DeploymentSpec(StrictModel):
@@ -349,7 +355,7 @@ class DeploymentSpec(StrictModel):
 
     name: Name
     description: Text = ""
-    notes: List(Text) = Field(default_factory=list)
+    notes: Annotated[list[Text], Items()] = Field(default_factory=list)
     model: Path  # shipped name or YAML path
     precision: PrecisionSpec | None = None  # dtype overrides of the model (weights, experts, kv, attention)
     workload: WorkloadSpec

@@ -27,15 +27,17 @@ serving engine's settings and precision overrides of the model. Shared by the sc
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import model_validator
 
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import warn
 from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
-from ._base import Float, Int, StrictModel
+from ._base import StrictModel, Within
 from .model import ModelProfile
 
-_CHIPS = Int(CHIPS_PER_INSTANCE)
+_CHIPS = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 
 
 class LayoutSpec(StrictModel):
@@ -56,11 +58,11 @@ class EngineSpec(StrictModel):
     """The engine and the settings given for it (None: the engine profile's default)."""
 
     name: EngineName = EngineName.generic
-    overlap: Float(OVERLAP) | None = None
-    expert_imbalance: Float(EXPERT_IMBALANCE) | None = None
-    prefill_tokens_per_pass: Int(PASS_TOKENS) | None = None
+    overlap: Annotated[float, Within(OVERLAP)] | None = None
+    expert_imbalance: Annotated[float, Within(EXPERT_IMBALANCE)] | None = None
+    prefill_tokens_per_pass: Annotated[int, Within(PASS_TOKENS)] | None = None
     chunked_prefill: bool | None = None
-    mtp_tokens_per_step: Float(MTP_TOKENS) | None = None
+    mtp_tokens_per_step: Annotated[float, Within(MTP_TOKENS)] | None = None
 
     @model_validator(mode="before")
     @classmethod

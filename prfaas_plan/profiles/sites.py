@@ -34,7 +34,7 @@ from pydantic import Field, model_validator
 
 from ..choices import CacheRegime
 from ..ranges import RATE_RPS
-from ._base import Float, Name, validate_or_raise
+from ._base import Name, Within, validate_or_raise
 from .scenario import MAX_SITES, ClusterSpec, DeploymentSpec, LinkSpec, WorkloadSpec
 
 
@@ -44,7 +44,7 @@ class PrfaasSiteSpec(ClusterSpec):
 
 class PdSiteSpec(ClusterSpec):
     name: Name
-    rate_rps: Float(RATE_RPS)  # the site's users' demand
+    rate_rps: Annotated[float, Within(RATE_RPS)]  # the site's users' demand
     workload: WorkloadSpec | None = None  # default: the scenario's
 
 

@@ -16,9 +16,9 @@ from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_valid
 from ..choices import WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
-from ._base import Float, Int, List, Name, StrictModel, Tokens, _token_count, register_tags
+from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, register_tags
 
-_WEIGHT = Float(Range(0, 1e15, "", "a mixture weight or histogram count"))
+_WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a mixture weight or histogram count"))]
 TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
 
 
@@ -30,11 +30,11 @@ class LognormalSpec(_Spec):
     """ln L ~ N(mu, sigma^2), truncated to [min_tokens, max_tokens], in ``bins`` log-spaced bins."""
 
     type: Literal[WorkloadType.lognormal]
-    mu: Float(LOGNORMAL_MU)
-    sigma: Float(LOGNORMAL_SIGMA)
+    mu: Annotated[float, Within(LOGNORMAL_MU)]
+    sigma: Annotated[float, Within(LOGNORMAL_SIGMA)]
     min_tokens: Tokens
     max_tokens: Tokens
-    bins: Int(BINS) = 4096
+    bins: Annotated[int, Within(BINS)] = 4096
 
     @field_validator("max_tokens")
     @classmethod
@@ -57,13 +57,13 @@ class HistogramSpec(_Spec):
     """Bins [edges_i, edges_i+1) with mass counts_i, spread uniformly over points_per_bin points."""
 
     type: Literal[WorkloadType.histogram]
-    edges_tokens: List(TokenEdge, min_length=2)
-    counts: List(_WEIGHT, min_length=1)
-    points_per_bin: Int(BINS) = 16
+    edges_tokens: Annotated[list[TokenEdge], Items(min_length=2)]
+    counts: Annotated[list[_WEIGHT], Items(min_length=1)]
+    points_per_bin: Annotated[int, Within(BINS)] = 16
 
 
 CdfTokens = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=1, le=TOKENS.hi)]
-CdfFraction = Float(Range(0, 1, "", "a cumulative fraction of requests"))
+CdfFraction = Annotated[float, Within(Range(0, 1, "", "a cumulative fraction of requests"))]
 
 
 def _pair(value: Any) -> Any:
@@ -73,7 +73,7 @@ def _pair(value: Any) -> Any:
 
 
 CdfPoint = Annotated[tuple[CdfTokens, CdfFraction], BeforeValidator(_pair)]
-CdfPoints = List(CdfPoint, min_length=1)
+CdfPoints = Annotated[list[CdfPoint], Items(min_length=1)]
 """Points [tokens, F] of a CDF, F = P(L <= tokens); order and F(last) = 1 are checked by
 ``workload.cdf.from_cdf``, which names the offending point."""
 
@@ -86,7 +86,7 @@ class CdfSpec(_Spec):
     type: Literal[WorkloadType.cdf]
     points: CdfPoints | None = None
     path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
-    points_per_bin: Int(BINS) = 16
+    points_per_bin: Annotated[int, Within(BINS)] = 16
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -133,7 +133,7 @@ def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[st
         seen += 1
         if not isinstance(node, MixtureSpec):
             continue
-        weights = [c.weight for c in node.components]
+        weights = [c.weight for c in node.components if c.weight is not None]  # each has one (MixtureSpec._weights)
         total = sum(weights)
         if total > 0 and abs(total - 1.0) > 1e-9:
             shares = ", ".join(f"{w / total:.3g}" for w in weights[:6]) + (", ..." if len(weights) > 6 else "")

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 from dataclasses import dataclass, field
 from datetime import date
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -97,7 +99,8 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         try:
             length = parse_tokens(row[li].strip(), field="length")
             seconds = float(row[ti])
-            kv = float(row[ki]) if ki is not None and row[ki].strip() else None
+            kv_cell = row[ki] if ki is not None else ""
+            kv = float(kv_cell) if kv_cell.strip() else None
             model = row[mi].strip() or None if mi is not None else None
             gpus = _gpus(row[gi].strip()) if gi is not None and row[gi].strip() else None
         except IndexError:
@@ -109,7 +112,7 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         PREFILL_SECONDS.check(seconds, f"{where}: prefill_s", path)
         if kv is not None and not (math.isfinite(kv) and 0 < kv <= 1e13):
             raise PlanInputError(
-                f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(row[ki], 30)}", source=path, field=where
+                f"kv_bytes must be a number of bytes in (0, 1e13], got {shorten(kv_cell, 30)}", source=path, field=where
             )
         points.append(CalibrationPoint(length, seconds, kv, where, model, gpus))
     if not points:
@@ -176,12 +179,12 @@ class CalibrationResult:
 
 def _with_efficiency(hardware: HardwareProfile, values: dict[str, float], name: str | None = None) -> HardwareProfile:
     """``hardware`` with the fitted values: fields by name, ``attention_<kind>`` into ``attention_kind``."""
-    kinds = {FitParam(k).attention_kind: v for k, v in values.items() if _is_kind(k)}
-    fields = {k: v for k, v in values.items() if not _is_kind(k)}
+    kinds = {kind: v for k, v in values.items() if _is_kind(k) and (kind := FitParam(k).attention_kind) is not None}
+    fields: dict[str, Any] = {k: v for k, v in values.items() if not _is_kind(k)}
     if kinds:
         fields["attention_kind"] = {**hardware.efficiency.attention_kind, **{MixerType(k): v for k, v in kinds.items()}}
     eff = hardware.efficiency.model_copy(update=fields)
-    update = {"efficiency": eff}
+    update: dict[str, Any] = {"efficiency": eff}
     if name:
         update["name"] = name
     return hardware.model_copy(update=update)
@@ -335,27 +338,25 @@ class _Fit:
             return np.log(self.predict(full(xa), chosen)) - np.log(measured)
 
         best = None
-        for eff0 in (0.05, 0.2, 0.6):
-            for over0 in (0.0, 0.5):
-                x0 = []
-                for i in active:
-                    p = self.fit[i]
-                    if p == FitParam.prefill_overhead_s:
-                        x0.append(over0 * float(measured.min()))
-                    elif p == FitParam.compute:
-                        x0.append(math.log(eff0 / self.hardware.efficiency.matmul))
-                    elif p.attention_kind:  # a multiplier on the fractions: start around the base's 1
-                        x0.append(self.base[i] + math.log(eff0 / 0.2))
-                    else:
-                        x0.append(math.log(eff0))
-                x0 = np.clip(x0, lower, upper - 1e-9 * (np.abs(upper) + 1e-9))
-                res = least_squares(residuals, x0, bounds=(lower, upper), x_scale="jac", diff_step=1e-4)
-                if best is None or res.cost < best.cost:
-                    best = res
-                if best.cost < EXACT_COST:  # the points are reproduced: no start can do better
-                    break
-            if best.cost < EXACT_COST:
+        for eff0, over0 in itertools.product((0.05, 0.2, 0.6), (0.0, 0.5)):
+            x0 = []
+            for i in active:
+                p = self.fit[i]
+                if p == FitParam.prefill_overhead_s:
+                    x0.append(over0 * float(measured.min()))
+                elif p == FitParam.compute:
+                    x0.append(math.log(eff0 / self.hardware.efficiency.matmul))
+                elif p.attention_kind:  # a multiplier on the fractions: start around the base's 1
+                    x0.append(self.base[i] + math.log(eff0 / 0.2))
+                else:
+                    x0.append(math.log(eff0))
+            start = np.clip(x0, lower, upper - 1e-9 * (np.abs(upper) + 1e-9))
+            res = least_squares(residuals, start, bounds=(lower, upper), x_scale="jac", diff_step=1e-4)
+            if best is None or res.cost < best.cost:
+                best = res
+            if best.cost < EXACT_COST:  # the points are reproduced: no start can do better
                 break
+        assert best is not None  # six starts
         best.x = full(best.x)  # the held multipliers at their base value
         return best
 
@@ -488,9 +489,17 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
         kv = RooflinePrefill(s.model, Instance(calibrated, s.gpus)).kv_bytes(
             np.array([p.length_tokens for p in s.points], dtype=float)
         )
-        for p, model_kv in zip(s.points, kv):
+        for point, model_kv in zip(s.points, kv):
             point_fits.append(
-                PointFit(p.length_tokens, p.prefill_s, float(predicted[k]), p.kv_bytes, float(model_kv), s.model.name, s.gpus)
+                PointFit(
+                    point.length_tokens,
+                    point.prefill_s,
+                    float(predicted[k]),
+                    point.kv_bytes,
+                    float(model_kv),
+                    s.model.name,
+                    s.gpus,
+                )
             )
             k += 1
     models = list(dict.fromkeys(s.model.name for s in sets))

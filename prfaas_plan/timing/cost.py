@@ -219,6 +219,7 @@ def stage_cost(
         # so that pp stages add up to the whole model once
         cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)
         total = cost if total is None else total.add(cost)
+    assert total is not None  # groups end with the output projection (accounting.work.prefill_work, decode_work)
     if layout.pp > 1:
         work = groups[0][1]
         hop = coll.hop_s(hw, layout.replica_chips > hw.scale_up_domain_chips, work.tokens * r * work.hidden * work.act_bytes)
@@ -408,7 +409,7 @@ def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]], model: ModelProf
     ``model``; without, 1/pp of the layers)."""
     per_group = [w.kv_bytes / min(layout.tp, w.kv_ways) for _, w in groups[:-1]]
     if model is None or layout.pp == 1:
-        return sum(count / layout.pp * kv for (count, _), kv in zip(groups[:-1], per_group))
+        return np.asarray(sum(count / layout.pp * kv for (count, _), kv in zip(groups[:-1], per_group)))  # a model has layers
     return heaviest_stage(model, layout.pp, per_group)
 
 

@@ -124,8 +124,8 @@ class DecodeCapacity:
     step_s: float
     tokens_per_s: float  # per instance, output tokens
     source: str  # 'roofline' or 'measured'
-    layout: Layout | None = None
-    cost: PassCost | None = None  # the step at the batch, split into parts
+    layout: Layout
+    cost: PassCost  # the step at the batch, split into parts
     mtp_tokens_per_step: float = 1.0
     hardware: str = ""  # the hardware profile's name (``instance`` is its label, e.g. 8xh200)
     gpus: int = 0  # chips per instance

@@ -154,7 +154,7 @@ class Estimate:
     engine: str = EngineName.generic  # the engine profile the instance is timed with, whose residuals give the bands
     kv_dtype: str = ""  # the KV cache dtype served (a precision override, the engine's choice, or the model's)
     bands: dict[str, Band] = field(default_factory=dict)  # figure group -> band (``timing.uncertainty``)
-    load: LoadFigures | None = None  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
+    load: LoadFigures = field(kw_only=True)  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
 
     @property
     def ttft_at_load_s(self) -> float:

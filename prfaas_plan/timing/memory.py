@@ -106,7 +106,7 @@ def fitting_layouts(model: ModelProfile, instance: Instance, context_tokens: int
         kv_req = float(KvModel.of(model).bytes_at(context_tokens))
         where = (
             f"; it needs at least {need} {instance.hardware.name} chips (as {layout.label})"
-            if need
+            if layout is not None
             else f"; no layout of {instance.hardware.name} chips holds it"
         )
         raise PlanInputError(

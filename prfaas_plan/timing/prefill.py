@@ -49,7 +49,8 @@ from .memory import fitting_layouts, usable_per_chip
 
 
 class PrefillCurve(Protocol):
-    source: str
+    @property
+    def source(self) -> str: ...  # read-only: the curves are frozen dataclasses
 
     def prefill_s(self, lengths_tokens) -> np.ndarray: ...
 

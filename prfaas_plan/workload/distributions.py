@@ -372,7 +372,8 @@ def load_workload_spec(spec: Any, source: str | None, field_prefix: str = "workl
     from ..profiles.workload_spec import LengthSpec
 
     try:
-        validated = TypeAdapter(LengthSpec).validate_python(spec)
+        adapter: TypeAdapter[LengthSpec] = TypeAdapter(LengthSpec)
+        validated = adapter.validate_python(spec)
     except ValidationError as exc:
         raise first_error(exc, source, field_prefix) from None
     return build_distribution(validated, source, field_prefix)
@@ -409,7 +410,7 @@ _ERFC = np.frompyfunc(math.erfc, 1, 1)
 def _ndtr(z: np.ndarray) -> np.ndarray:
     """Standard normal CDF, Phi(z) = erfc(-z / sqrt 2) / 2 (math.erfc: full relative accuracy
     in the tails; avoids importing scipy.special on the CLI's start-up path)."""
-    return 0.5 * _ERFC(-np.asarray(z, dtype=float) / math.sqrt(2.0)).astype(float)
+    return 0.5 * np.asarray(_ERFC(-np.asarray(z, dtype=float) / math.sqrt(2.0)), dtype=float)
 
 
 def _merged(lengths_tokens: np.ndarray, weights: np.ndarray) -> LengthDistribution:
