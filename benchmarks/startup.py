@@ -108,7 +108,7 @@ print(" ".join(f"{spent.get(t, 0.0):.6f}" for t in sys.argv[1:]))
 BREAKDOWN_TARGETS = (
     "prfaas_plan.profiles.registry:resolve_scenario_file",
     "pydantic._internal._model_construction:complete_model_class",
-    "prfaas_plan.planner.basis:calibrated",
+    "prfaas_plan.study.basis:calibrated",
     "prfaas_plan.timing.prefill:RooflinePrefill._search_layout",
     "prfaas_plan.planner.decode_model:decode_model",
     "prfaas_plan.planner.throughput:threshold_table",

@@ -59,9 +59,9 @@ class CompareOption:
 
 @dataclass(frozen=True)
 class ScenarioSet:
-    """A scenario, the options to plan on it and the basis every option is sized on."""
+    """A scenario (of one site or several), the options to plan on it and the basis every option is sized on."""
 
-    scenario: Scenario
+    scenario: Scenario | SitesScenario
     source: str | None
     options: tuple[CompareOption, ...]
     basis: Basis = Basis.model
@@ -79,13 +79,13 @@ class ScenarioSet:
         return isinstance(self.scenario, SitesScenario)
 
     def variant(self, option: CompareOption) -> tuple[Scenario | SitesScenario, list[str]]:
-        if self.multi_site:
+        if isinstance(self.scenario, SitesScenario):
             return sites_option(self.scenario, option, self.source)
         return option_scenario(self.scenario, option, self.source)
 
 
 def scenario_set(
-    scenario: Scenario,
+    scenario: Scenario | SitesScenario,
     source: str | None,
     prfaas=None,
     pd=None,
@@ -105,7 +105,9 @@ def scenario_set(
     return ScenarioSet(scenario, source, tuple(options_of(scenario, prfaas, pd, pd_decode, model, link_gbps)), basis)
 
 
-def options_of(scenario: Scenario, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None) -> list[CompareOption]:
+def options_of(
+    scenario: Scenario | SitesScenario, prfaas=None, pd=None, pd_decode=None, model=None, link_gbps=None
+) -> list[CompareOption]:
     """Every combination of the given lists; a dimension the arguments leave out comes from the
     scenario's ``compare:`` section, else stays as the scenario has it."""
     spec = scenario.compare
@@ -248,7 +250,7 @@ def describe(scenario: Scenario) -> dict:
     }
 
 
-def references(scenario: Scenario, options: tuple[CompareOption, ...] = ()) -> list[tuple[str, str, str]]:
+def references(scenario: Scenario | SitesScenario, options: tuple[CompareOption, ...] = ()) -> list[tuple[str, str, str]]:
     """(field, reference, kind) of every hardware and model an option set names ('hardware' or
     'model'), from ``options`` and the scenario's ``compare:`` section; each once."""
     spec = scenario.compare
