@@ -92,6 +92,7 @@ def _chips(scenario, source: str | None = None, basis: Basis = Basis.as_given) -
         except PlanInputError as exc:
             first_error = first_error or exc
     if not scored:
+        assert first_error is not None  # every variant (two or more) raised one
         raise first_error.with_source(source) if source else first_error
     scored.sort(key=lambda item: (item[0], item[1]))
     best = scored[0][2]

@@ -64,7 +64,9 @@ class Tco:
 
     @property
     def capital_usd_per_hour(self) -> float | None:
-        return sum(p.capital_usd_per_hour for p in self.pools if p.instances) if self.priced else None
+        if not self.priced:
+            return None
+        return sum(c for p in self.pools if p.instances and (c := p.capital_usd_per_hour) is not None)
 
     @property
     def power_usd_per_hour(self) -> float:

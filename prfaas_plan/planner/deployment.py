@@ -23,7 +23,9 @@ class Deployment:
 def deployments_of(result) -> dict[str, Deployment]:
     """PrfaaS-PD and its baselines from a :class:`planner.plan.PlanResult`."""
     pt = result.point
-    out = {DeploymentName.prfaas_pd: Deployment(DeploymentName.prfaas_pd, pt.threshold_tokens, pt.n_prfaas, pt.n_p, pt.n_d)}
+    out: dict[str, Deployment] = {
+        DeploymentName.prfaas_pd: Deployment(DeploymentName.prfaas_pd, pt.threshold_tokens, pt.n_prfaas, pt.n_p, pt.n_d)
+    }
     for name, b in result.baselines.items():
         threshold = 0.0 if name == DeploymentName.naive_heterogeneous else math.inf
         out[name] = Deployment(name, threshold, b.n_prfaas, b.n_p, b.n_d)

@@ -43,6 +43,7 @@ def smallest_counts(table: ThresholdTable, inputs: PlanInputs, limits: Limits, r
     n_p = _ceil(rate_rps * table.pd_work_s)
     n_d = _ceil(rate_rps / inputs.decode_rps_per_instance)
     if limits.separate_decode:
+        assert limits.decode_min is not None  # set with decode_max (study.resolve._limits, Study.pair)
         n_p, n_d = np.maximum(limits.pd_min, n_p), np.maximum(limits.decode_min, n_d)
     else:
         n_d = np.maximum(n_d, limits.pd_min - n_p)
@@ -76,6 +77,7 @@ def threshold_optima(
     """Per threshold: the optimal counts (n_f, n_p, n_d; float arrays of integers), whether any plan
     exists there, and the rate those counts serve at that threshold (req/s)."""
     if objective == ObjectiveKind.min_cost:
+        assert target_rps is not None  # optimizer._optimise refuses min_cost without a target
         rate = np.full(len(table), float(target_rps))
         n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, rate)
         ok = link_ok & _fits(inputs, limits, n_f, n_p, n_d)
@@ -83,7 +85,7 @@ def threshold_optima(
         lo = np.zeros(len(table))
         n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, lo)
         ok = link_ok & _fits(inputs, limits, n_f, n_p, n_d)
-        decode_max = limits.decode_max if limits.separate_decode else limits.pd_max
+        decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
         hi = np.full(len(table), inputs.decode_rps_per_instance * decode_max * (1 + 1e-9) + 1e-12)
         for _ in range(BISECTION_STEPS):
             mid = 0.5 * (lo + hi)

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from typing import cast
 
 from ..choices import ObjectiveKind, RobustObjective
-from ..study.model import Link, Study
+from ..study.model import Link, PdSite, Study
 from .throughput import ThresholdTable
 
 SOLVER_TIME_LIMIT_S = 60  # CBC stops here with its best plan, reported as not proven optimal
@@ -127,7 +128,7 @@ class _Programme:
         self.n_f = {f.name: var(f"nf_{j}", *f.instances, cat="Integer") for j, f in enumerate(study.prfaas_sites)}
         self.n_pd = {s.name: var(f"npd_{i}", *s.instances, cat="Integer") for i, s in enumerate(study.pd_sites)}
         self.n_dd = {
-            s.name: var(f"ndd_{i}", *s.decode_instances, cat="Integer")
+            s.name: var(f"ndd_{i}", *_decode_range(s), cat="Integer")
             for i, s in enumerate(study.pd_sites)
             if s.decode_pool is not None
         }
@@ -199,8 +200,8 @@ class _Programme:
                 flows.setdefault(f.name, []).append((k, x))
                 f_work[f.name].append(float(cell.tables[name, f.name].prfaas_work_s[k]) / p * x)
             prob += sum_of(parts) == p * li  # nothing offloaded without a link: lambda_ik = 0
-        for f, items in flows.items():
-            self._link(cell, name, f, items, table, upper)
+        for f_name, items in flows.items():
+            self._link(cell, name, f_name, items, table, upper)
         return ks, z, n_p, n_d, flows
 
     def _link(self, cell: Cell, name: str, f: str, items: list, table: ThresholdTable, upper: float) -> None:
@@ -262,7 +263,7 @@ class _Programme:
             return None
         return Solved(
             prob.sol_status == pulp.LpSolutionOptimal,
-            scales,
+            cast("tuple[float, ...]", scales),  # the loop breaks only with every scale set
             float(pulp.value(self.cost)),
             {f: _int(v) for f, v in self.n_f.items()},
             {name: _int(v) for name, v in self.n_pd.items()},
@@ -332,6 +333,12 @@ def _cell_plan(cell: Cell, per_site: dict) -> CellPlan:
         n_p[name], n_d[name] = _int(np_var), _int(nd_var)
         x[name] = {f: sum(v.value() or 0.0 for _, v in items) for f, items in flows.items()}
     return CellPlan(cell.case, cell.window, k, n_p, n_d, x)
+
+
+def _decode_range(s: PdSite) -> tuple[int, int]:
+    """N_d (min, max) of a PD site's decode-only pool, for a site with one only."""
+    assert s.decode_instances is not None  # set with decode_pool (optimizer.one_site_study, Study.with_counts)
+    return s.decode_instances
 
 
 def _int(v) -> int:

@@ -102,7 +102,7 @@ def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -
     while a cost objective or a $/hour budget needs one (no capital price, or billed power of
     hardware without a TDP: ``ChipCost.power_unpriced``). Every optimiser calls it (``optimise``,
     ``enumerate_best`` and ``slo.slo_optimise``), with the objective it optimises."""
-    decode_max = limits.decode_max if limits.separate_decode else limits.pd_max
+    decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
         raise PlanInputError(
             "zero decode capacity: the PD cluster has no instances to decode",
@@ -190,7 +190,7 @@ def one_site_study(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
             if budget < 0:
                 return None
         link = replace(link, cost=replace(link.cost, usd_per_gbps_month=0.0))
-    demand = target_rps if objective == ObjectiveKind.min_cost else 1.0
+    demand = min_cost_target(target_rps) if objective == ObjectiveKind.min_cost else 1.0
     site = PdSite(
         "pd",
         inputs.pd,
@@ -198,7 +198,7 @@ def one_site_study(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
         inputs.workload,
         inputs.decode,
         (limits.pd_min, limits.pd_max),
-        (limits.decode_min, limits.decode_max) if limits.separate_decode else None,
+        _decode_range(limits) if limits.separate_decode else None,
         demand,
     )
     return Study(
@@ -232,7 +232,7 @@ def exact_solution(
     if cost is False:
         return None
     lam = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
-    if objective == ObjectiveKind.min_cost and lam < target_rps * (1 - 1e-9):
+    if objective == ObjectiveKind.min_cost and lam < min_cost_target(target_rps) * (1 - 1e-9):
         return None
     return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam, cost)
 
@@ -403,7 +403,7 @@ def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: fl
             return True
         tie = a.lambda_max >= b.lambda_max * (1 - TIE_REL)
         return tie and a.n_prfaas + a.n_p + a.n_d < b.n_prfaas + b.n_p + b.n_d
-    if a.lambda_max < target_rps * (1 - 1e-12):
+    if a.lambda_max < min_cost_target(target_rps) * (1 - 1e-12):
         return False
     ca, cb = a.usd_per_hour or 0.0, b.usd_per_hour or 0.0
     return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + TIE_REL))
@@ -415,10 +415,24 @@ def _better(a: Solution, b: Solution, objective: ObjectiveKind) -> bool:
     return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
 
 
+def _decode_range(limits: Limits) -> tuple[int, int]:
+    """N_d (min, max) of the decode-only pool, for ``limits.separate_decode`` only."""
+    # the scenario's decode range sets both or neither (study.resolve._limits, Study.pair)
+    assert limits.decode_min is not None and limits.decode_max is not None
+    return limits.decode_min, limits.decode_max
+
+
+def min_cost_target(target_rps: float | None) -> float:
+    """The min_cost target rate, req/s, where only min_cost reads it."""
+    # _optimise and slo.slo_optimise refuse min_cost without a target before any search
+    assert target_rps is not None
+    return target_rps
+
+
 def _minimal_counts(limits: Limits) -> tuple[int, int, int]:
     """The smallest counts within the ranges (a shared PD pool: its minimum as PD-D)."""
     if limits.separate_decode:
-        return limits.prfaas_min, limits.pd_min, limits.decode_min
+        return limits.prfaas_min, limits.pd_min, _decode_range(limits)[0]
     return limits.prfaas_min, 0, limits.pd_min
 
 
@@ -453,7 +467,7 @@ def infeasible(
     if limits.gpu_budget or limits.usd_per_hour is not None:
         free = replace(limits, gpu_budget={}, usd_per_hour=None)
         unbudgeted = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=free).lambda_max
-        if unbudgeted >= target_rps * (1 - 1e-9):
+        if unbudgeted >= min_cost_target(target_rps) * (1 - 1e-9):
             return PlanInputError(
                 f"the budgets stop it: within them the most any plan serves is {best:.4g} req/s, "
                 f"below the target {target_rps:g} req/s (without the budgets: {unbudgeted:.4g})",
@@ -473,7 +487,8 @@ def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: i
     if not limits.prfaas_min <= n_f <= limits.prfaas_max:
         return False
     if limits.separate_decode:
-        if not (limits.pd_min <= n_p <= limits.pd_max and limits.decode_min <= n_d <= limits.decode_max):
+        d_lo, d_hi = _decode_range(limits)
+        if not (limits.pd_min <= n_p <= limits.pd_max and d_lo <= n_d <= d_hi):
             return False
     elif not limits.pd_min <= n_p + n_d <= limits.pd_max:
         return False
@@ -489,11 +504,8 @@ def count_combinations(inputs: PlanInputs, limits: Limits):
     """Every feasible (N_prfaas, N_p, N_d, $/hour) within the ranges and budgets."""
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         if limits.separate_decode:
-            pairs = (
-                (n_p, n_d)
-                for n_p in range(limits.pd_min, limits.pd_max + 1)
-                for n_d in range(limits.decode_min, limits.decode_max + 1)
-            )
+            d_lo, d_hi = _decode_range(limits)
+            pairs = ((n_p, n_d) for n_p in range(limits.pd_min, limits.pd_max + 1) for n_d in range(d_lo, d_hi + 1))
         else:
             pairs = ((n_p, n_pd - n_p) for n_pd in range(limits.pd_min, limits.pd_max + 1) for n_p in range(n_pd + 1))
         for n_p, n_d in pairs:
@@ -505,7 +517,8 @@ def count_combinations(inputs: PlanInputs, limits: Limits):
 def combination_count(limits: Limits) -> int:
     """Number of (N_prfaas, N_p, N_d) combinations an enumeration visits."""
     if limits.separate_decode:
-        local = (limits.pd_max - limits.pd_min + 1) * (limits.decode_max - limits.decode_min + 1)
+        d_lo, d_hi = _decode_range(limits)
+        local = (limits.pd_max - limits.pd_min + 1) * (d_hi - d_lo + 1)
     else:
         local = sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
     return (limits.prfaas_max - limits.prfaas_min + 1) * local
@@ -530,7 +543,7 @@ def enumerate_best(
         k = int(np.argmax(lam))
         cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
         if best is None:
-            if objective == ObjectiveKind.max_throughput or cand.lambda_max >= target_rps * (1 - 1e-12):
+            if objective == ObjectiveKind.max_throughput or cand.lambda_max >= min_cost_target(target_rps) * (1 - 1e-12):
                 best = cand
         elif _improves(cand, best, objective, target_rps):
             best = cand

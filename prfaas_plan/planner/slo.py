@@ -22,7 +22,7 @@ from ..study.model import Limits, PlanInputs, Slo
 from .decode_model import DecodeModel
 from .deployment import Deployment
 from .latency import LatencyModel, SupportArrays
-from .optimizer import check_limits, coarse_indices, combination_count, count_combinations
+from .optimizer import check_limits, coarse_indices, combination_count, count_combinations, min_cost_target
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -71,6 +71,11 @@ def slo_optimise(
     limits = limits or inputs.limits
     objective = ObjectiveKind(objective)
     min_cost = objective == ObjectiveKind.min_cost
+    if min_cost and target_rps is None:  # a min_cost day gives schedule its targets (as optimizer._optimise)
+        raise PlanInputError(
+            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
+            field="objective.target_rate_rps",
+        )
     check_limits(inputs, limits, objective)  # an unpriced pool under min_cost or a budget: an error, not a blank $
     splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:
@@ -119,7 +124,7 @@ def slo_optimise(
 
     for top, n_f, n_p, n_d, cost, lam in candidates:
         if min_cost:
-            if top < target_rps or (best is not None and (cost or 0.0) > (best.usd_per_hour or 0.0)):
+            if top < min_cost_target(target_rps) or (best is not None and (cost or 0.0) > (best.usd_per_hour or 0.0)):
                 continue
         elif best is not None and top <= best.goodput_rps:
             break  # sorted by Lambda_max: nobody left can beat the best goodput
@@ -132,7 +137,7 @@ def slo_optimise(
         fine = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in np.unique(np.linspace(lo, hi, 24).round()) if lam[int(k)] > 0]
         pick = max([pick, *fine], key=lambda s: s.goodput_rps)
         if min_cost:
-            if pick.goodput_rps >= target_rps and (best is None or (cost or 0.0) < (best.usd_per_hour or 0.0)):
+            if pick.goodput_rps >= min_cost_target(target_rps) and (best is None or (cost or 0.0) < (best.usd_per_hour or 0.0)):
                 best = pick
         elif best is None or pick.goodput_rps > best.goodput_rps:
             best = pick

@@ -81,6 +81,8 @@ def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_t
     stats = class_stats_table(dist)
     p, l_long, l_short = stats.split(t)
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
+    # the PrfaaS and PD-P pools always prefill (study.model.Pool: only a decode-only pool has no curve)
+    assert prfaas is not None and pd is not None
     if mode == PlanMode.exact:
         support = dist.lengths_tokens
         t_long, _ = stats.class_means(prfaas.capacity_s(support), t)
@@ -116,12 +118,15 @@ def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> 
     PrfaaS E[T_prfaas(c_f); r > t], PD-P E[T_pd(c_pd); r <= t], link E[S(off); r > t] + E[S(local); r <= t].
     Class means in both modes (the paper's mean-length form has no meaning for mixed classes)."""
     pts = inputs.workload.routed
+    assert pts is not None  # routed tables are built only for cache-aware routing (threshold_table checks)
     t = (
         np.concatenate(([0.0], np.unique(pts.route_tokens)))
         if thresholds_tokens is None
         else np.asarray(thresholds_tokens, dtype=float)
     )
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
+    # the PrfaaS and PD-P pools always prefill (study.model.Pool: only a decode-only pool has no curve)
+    assert prfaas is not None and pd is not None
     w = pts.probs
     t_f = w * per_token_count(prfaas.capacity_s, pts.prfaas_tokens)
     t_pd = w * per_token_count(pd.capacity_s, pts.pd_tokens)

@@ -220,7 +220,7 @@ def versus_best(results: list, objective: str) -> list[Verdict | None]:
     band cannot explain away), which is more certain than their overlapping ranges suggest.
     None for an option not planned."""
 
-    def figure(r) -> tuple[float, tuple[float, float] | None]:
+    def figure(r) -> tuple[float | None, tuple[float, float] | None]:
         if objective == ObjectiveKind.min_cost:
             central = None if r.tco is None else r.tco.usd_per_mtok_output
             low, high = r.usd_per_mtok_output_low, r.usd_per_mtok_output_high
