@@ -368,6 +368,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if not any(idle_ok(int(k)) for k in coarse):",
         "    if any(idle_ok(int(k)) for k in coarse):",
     ),
+    "slo-min-cost-target-unchecked": (
+        "prfaas_plan/planner/slo.py",
+        "    if min_cost and target_rps is None:",
+        "    if False:",
+    ),
     "compare-keeps-old-cost": (
         "prfaas_plan/profiles/scenario_set.py",
         '"parallel": None, "cost": CostSpec()})',
