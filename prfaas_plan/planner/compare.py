@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
-from ..profiles.scenario import Scenario
 from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
 from ..profiles.sites import SitesScenario
 from .cost import Tco
@@ -134,7 +133,7 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     if scenarios.multi_site:
         return _plan_sites_option(scenarios, option)
     variant, notes = scenarios.variant(option)
-    assert isinstance(variant, Scenario)  # one site: multi_site is handled above
+    assert not isinstance(variant, SitesScenario)  # one site: multi_site is handled above
     inputs = None
     try:
         inputs = choose(variant, scenarios.source, scenarios.basis)
