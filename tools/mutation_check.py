@@ -354,8 +354,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "compare-ranks-cheapest-first": (
         "prfaas_plan/planner/compare.py",
-        "        return (0, -r.capacity_rps, cost, ttft)",
-        "        return (0, cost, -r.capacity_rps, ttft)",
+        "        return (0, -capacity, cost, ttft)",
+        "        return (0, cost, -capacity, ttft)",
     ),
     "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local)", "    count = total"),
     "milp-link-free": (
@@ -588,7 +588,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "no-price-row-without-sources": (
         'prfaas_plan/planner/compare.py',
-        '            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)},',
+        '            sources=sources(inputs, scenarios.basis) if inputs is not None else {"basis": str(scenarios.basis)},',
         '            sources={"basis": str(scenarios.basis)},',
     ),
     "unknown-power-is-zero": (

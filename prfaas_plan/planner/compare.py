@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
+from ..profiles.sites import SitesScenario
 from .cost import Tco
 from .uncertainty import Verdict, error_key, versus_best
 
@@ -74,7 +75,7 @@ class OptionResult:
     @property
     def capacity_range_rps(self) -> tuple[float, float] | None:
         """(low, high) of ``capacity_rps``: Lambda_max's range, a goodput moved with it."""
-        if self.capacity_rps is None or self.lambda_low_rps is None or not self.lambda_max_rps:
+        if self.capacity_rps is None or self.lambda_low_rps is None or self.lambda_high_rps is None or not self.lambda_max_rps:
             return None
         scale = self.capacity_rps / self.lambda_max_rps
         return self.lambda_low_rps * scale, self.lambda_high_rps * scale
@@ -132,22 +133,23 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     if scenarios.multi_site:
         return _plan_sites_option(scenarios, option)
     variant, notes = scenarios.variant(option)
+    assert not isinstance(variant, SitesScenario)  # one site: multi_site is handled above
     inputs = None
     try:
         inputs = choose(variant, scenarios.source, scenarios.basis)
         result = plan(inputs, mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
         # resolved (e.g. no price): the chips and sources the option would use; else the scenario as written
-        known = inputs is not None
         return OptionResult(
             option,
-            identity=inputs.identity() if known else describe(variant),
+            identity=inputs.identity() if inputs is not None else describe(variant),
             failure=_failure(exc),
             reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}",
             notes=tuple(notes),
-            sources=sources(inputs, scenarios.basis) if known else {"basis": str(scenarios.basis)},
+            sources=sources(inputs, scenarios.basis) if inputs is not None else {"basis": str(scenarios.basis)},
         )
     pt, lat, u = result.point, result.operating_latency, result.uncertainty
+    assert lat is not None and u is not None  # plan() sets both (_add_latency, plan_range)
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
     return OptionResult(
         option,
@@ -190,6 +192,7 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionR
 
     basis = {"basis": str(Basis.as_given)}
     variant, notes = scenarios.variant(option)
+    assert isinstance(variant, SitesScenario)  # plan_option sends only a multi-site file here
     try:
         study = resolve_sites(variant, scenarios.source)
         result = plan_sites(study)
@@ -272,9 +275,11 @@ def rank_key(objective: ObjectiveKind):
             return (1, 0.0, 0.0, 0.0)
         cost = math.inf if r.usd_per_hour is None else r.usd_per_hour
         ttft = math.inf if r.ttft_p90_s is None else r.ttft_p90_s
+        capacity = r.capacity_rps
+        assert capacity is not None  # a feasible option has its Lambda_max (plan_option, _plan_sites_option)
         if objective == ObjectiveKind.min_cost:
-            return (0, cost, -r.capacity_rps, ttft)
-        return (0, -r.capacity_rps, cost, ttft)
+            return (0, cost, -capacity, ttft)
+        return (0, -capacity, cost, ttft)
 
     return key
 

@@ -90,6 +90,7 @@ class _Mixture:
         self.wait_probability = wait_probability
         self.theta_s = theta_s
         self._cum_w = np.concatenate(([0.0], np.cumsum(self.weights)))
+        self._cum_log: np.ndarray | None
         if theta_s > 0 and math.isfinite(theta_s) and self.weights.size and np.all(np.isfinite(self.service_s)):
             with np.errstate(divide="ignore"):
                 terms = np.log(self.weights) + self.service_s / theta_s
@@ -182,6 +183,7 @@ class SupportArrays:
         routing length, each cluster's own tokens, the KV it ships offloaded and received local."""
         routed = inputs.workload.routed
         f, pd = inputs.prfaas.curve, inputs.pd.curve
+        assert f is not None and pd is not None  # the PrfaaS and PD pools prefill: only a decode-only pool has no curve
         layers = len(expand_layers(inputs.model))
         if routed is None:
             x = inputs.input_dist.lengths_tokens

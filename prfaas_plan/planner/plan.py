@@ -175,6 +175,7 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     if sol.n_prfaas == limits.prfaas_max and limits.prfaas_max > limits.prfaas_min:
         tight.append("prfaas_instances_max")
     if limits.separate_decode:
+        assert limits.decode_min is not None and limits.decode_max is not None  # set with a decode-only pool (study.resolve)
         if sol.n_p == limits.pd_max and limits.pd_max > limits.pd_min:
             tight.append("pd_instances_max")
         if sol.n_d == limits.decode_max and limits.decode_max > limits.decode_min:
@@ -425,25 +426,33 @@ def marginal_values(
     unit's price (and chips) buy, re-optimised without requiring the unit. The first PrfaaS
     instance's price includes the committed link it brings."""
     base = sol.lambda_max
-    what_if = dict(objective=ObjectiveKind.max_throughput)  # the scenario's optimiser method, as the plan
+    what_if = ObjectiveKind.max_throughput  # the scenario's optimiser method, as the plan
     plan_cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_rps = plan_cost / base if plan_cost is not None and base > 0 else None
     budgeted = bool(limits.gpu_budget) or limits.usd_per_hour is not None
     unused = None if limits.usd_per_hour is None or plan_cost is None else limits.usd_per_hour - plan_cost
 
-    def relaxed(hardware: str | None, chips: int, price: float | None) -> tuple:
+    def relaxed(
+        hardware: str | None, chips: int, price: float | None
+    ) -> tuple[float | None, tuple[int, int, int] | None, float | None]:
         """What the budgets raised by one unit's chips and price buy: the Lambda gain, the counts
         and their provisioned $/hour (None without budgets)."""
         if not budgeted:
             return None, None, None
         try:
-            more = optimise(inputs, table, limits=_raised(limits, hardware, chips, price), **what_if)
+            more = optimise(inputs, table, limits=_raised(limits, hardware, chips, price), objective=what_if)
         except PlanInputError:
             return None, None, None
         counts = (more.n_prfaas, more.n_p, more.n_d)
         return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)
 
-    def marginal(what: str, own: float | None, blocked: tuple[str, ...], price: float | None, budget) -> Marginal:
+    def marginal(
+        what: str,
+        own: float | None,
+        blocked: tuple[str, ...],
+        price: float | None,
+        budget: tuple[float | None, tuple[int, int, int] | None, float | None],
+    ) -> Marginal:
         gain = 0.0 if own is None else own
         return Marginal(
             what,
@@ -461,7 +470,7 @@ def marginal_values(
     more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
     link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
     try:
-        own = optimise(more_link, threshold_table(more_link, mode), limits=limits, **what_if).lambda_max - base
+        own = optimise(more_link, threshold_table(more_link, mode), limits=limits, objective=what_if).lambda_max - base
     except PlanInputError:  # the budgets held do not pay for the wider link
         own = None
     blocked = _blocking(more_link, limits, sol) if sol.n_prfaas else ()
@@ -475,7 +484,7 @@ def marginal_values(
         if price is not None and which == "prfaas" and sol.n_prfaas == 0:
             price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
         try:
-            own = optimise(inputs, table, limits=forced, **what_if).lambda_max - base
+            own = optimise(inputs, table, limits=forced, objective=what_if).lambda_max - base
         except PlanInputError:  # no plan with one more of this pool within the budgets held
             if not budgeted:
                 continue
@@ -513,7 +522,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     point = operating_point(inputs, table, sol, limits)
     other_lambda, exact_at_paper = math.nan, None
     counts = (sol.n_prfaas, sol.n_p, sol.n_d)
-    lambda_of_counts = {mode: _best_lambda(inputs, table, counts)}
+    lambda_of_counts: dict[str, float] = {mode: _best_lambda(inputs, table, counts)}
     if with_other_mode:
         other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
         other_table = threshold_table(inputs, other)
@@ -590,6 +599,7 @@ def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
     if sol.n_prfaas < limits.prfaas_max:
         steps.append((1, 0, 0))
     if limits.separate_decode:
+        assert limits.decode_max is not None  # set with a decode-only pool (study.resolve)
         steps += [step for step, room in (((0, 1, 0), sol.n_p < limits.pd_max), ((0, 0, 1), sol.n_d < limits.decode_max)) if room]
     elif sol.n_p + sol.n_d < limits.pd_max:
         steps.append((0, 1, 0))
@@ -652,7 +662,9 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     """What the cluster caches do for the plan: its regime, Lambda_max of the same counts with no
     cache at all (best threshold), and the egress of cached KV moved to PD (plentiful regime) at
     Lambda_max, decimal Gbps."""
-    routed = inputs.workload.routed
+    routed, caches, curve = inputs.workload.routed, inputs.workload.caches, inputs.prfaas.curve
+    # plan() asks only for a routed workload, which has its caches; the PrfaaS pool prefills
+    assert routed is not None and caches is not None and curve is not None
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
     bare_table = threshold_table(bare, table.mode)
@@ -661,11 +673,11 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0
     if moved.any():
-        per_request = float(np.sum(routed.probs[moved] * inputs.prfaas.curve.kv_bytes(routed.local_kv_tokens[moved])))
+        per_request = float(np.sum(routed.probs[moved] * curve.kv_bytes(routed.local_kv_tokens[moved])))
     return {
         "regime": str(routed.regime),
         "lambda_without_caches_rps": lam_bare,
         "cache_egress_gbps": bytes_per_s_to_gbps(sol.lambda_max * per_request),
-        "mean_hit_pd": inputs.workload.caches.pd.mean_share,
-        "mean_hit_prfaas": inputs.workload.caches.prfaas.mean_share,
+        "mean_hit_pd": caches.pd.mean_share,
+        "mean_hit_prfaas": caches.prfaas.mean_share,
     }

@@ -99,8 +99,8 @@ def case_best(
         splits = np.arange(total + 1)
         lam = bounds(table, idx[None, :], n_f, splits[:, None], (total - splits)[:, None], inputs).lambda_max
         lam = np.broadcast_to(lam, (len(splits), len(idx)))
-        i, k = np.unravel_index(int(np.argmax(lam)), lam.shape)
-        return float(lam[i, k]), int(k), int(splits[i]), int(total - splits[i])
+        i, j = np.unravel_index(int(np.argmax(lam)), lam.shape)
+        return float(lam[i, j]), int(j), int(splits[i]), int(total - splits[i])
     lam = np.broadcast_to(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max, idx.shape)
     k = int(np.argmax(lam))
     return float(lam[k]), k, n_p, n_d
@@ -111,10 +111,11 @@ MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: ab
 
 def _check_work(limits: Limits, table_sizes: list[int]) -> None:
     """Refuse a search that would run for minutes (a one-line error, not a hang)."""
+    d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
     splits = (
         sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
         if not limits.separate_decode
-        else ((limits.pd_max - limits.pd_min + 1) * (limits.decode_max - limits.decode_min + 1))
+        else ((limits.pd_max - limits.pd_min + 1) * (d_hi - d_lo + 1))
     )
     work = (limits.prfaas_max - limits.prfaas_min + 1) * splits * sum(table_sizes)
     if work > MAX_WORK:
@@ -128,19 +129,16 @@ def _shared_counts(inputs: PlanInputs, limits: Limits):
     """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
     pool N_p carries the whole count (N_d = 0) and each case splits it."""
     separate = limits.separate_decode
+    d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
     pd_counts = range(limits.pd_min, limits.pd_max + 1)
-    count = (
-        (limits.prfaas_max - limits.prfaas_min + 1)
-        * len(pd_counts)
-        * ((limits.decode_max - limits.decode_min + 1) if separate else 1)
-    )
+    count = (limits.prfaas_max - limits.prfaas_min + 1) * len(pd_counts) * ((d_hi - d_lo + 1) if separate else 1)
     if count > MAX_SHARED_COMBINATIONS:
         raise PlanInputError(
             f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
         )
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
         for n_p in pd_counts:
-            for n_d in range(limits.decode_min, limits.decode_max + 1) if separate else (0,):
+            for n_d in range(d_lo, d_hi + 1) if separate else (0,):
                 cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
                 if cost is not False:
                     yield n_f, n_p, n_d, cost
@@ -191,15 +189,16 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     tables = [threshold_table(c.inputs) for c in cases]
     _check_work(limits, [len(t) for t in tables])
     # with a target rate for every case, cases count relative to their demand (Lambda_c / target_c)
-    normalised = all(c.target_rate_rps is not None for c in cases)
+    targets = [c.target_rate_rps for c in cases if c.target_rate_rps is not None]
+    normalised = len(targets) == len(cases)  # min_cost: always (checked above)
     best, best_score = None, None
     for n_f, n_p, n_d, cost in _shared_counts(base, limits):
         per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
         lams = [r[0] for r in per_case]
-        scaled = [lam / c.target_rate_rps for lam, c in zip(lams, cases)] if normalised else lams
+        scaled = [lam / target for lam, target in zip(lams, targets)] if normalised else lams
         weighted = sum(c.weight * x for c, x in zip(cases, scaled))
         if objective == RobustObjective.min_cost:
-            if any(lam < c.target_rate_rps * (1 - 1e-12) for lam, c in zip(lams, cases)):
+            if any(lam < target * (1 - 1e-12) for lam, target in zip(lams, targets)):
                 continue
             score = (math.inf if cost is None else cost, min(scaled), n_f + n_p + n_d)
         else:

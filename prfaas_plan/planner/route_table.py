@@ -86,7 +86,9 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
     if caches is None or caches.regime != CacheRegime.auto:
         regime = None if inputs.workload.routed is None else str(inputs.workload.routed.regime)
         return _rows(inputs, table, sol, grid, regime)
-    own = inputs.workload.routed.regime
+    routed = inputs.workload.routed
+    assert routed is not None  # a workload with caches is routed when resolved (study.resolve, Workload.with_cache_regime)
+    own = routed.regime
     variants = [(own, inputs, table)]
     for regime in (CacheRegime.scarce, CacheRegime.plentiful):
         if regime != own:
@@ -99,7 +101,7 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
 
 
 def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.ndarray, regime: str | None) -> list[RouteRow]:
-    link = gbps_to_bytes_per_s(grid)
+    link = np.array([gbps_to_bytes_per_s(float(g)) for g in grid])
     pick, lam = best_thresholds(table, inputs, sol, link)
     planned = inputs.link.usable_gbps
     rows = []

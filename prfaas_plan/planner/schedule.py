@@ -216,6 +216,7 @@ def day_plan(
             "every window: it needs prefill and decode capacity",
             field="day",
         )
+    assert best_static is not None  # picked beside best from the same first candidate (_pick keeps a first one)
     value, cost, _, n_f, n_pd, grids, path = best
     s_value, s_cost, _, s_f, s_pd, s_grids, s_path = best_static
     same_counts_static = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
@@ -271,6 +272,8 @@ def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: Optimise
     """A day beside a decode-only pool (see the module docstring)."""
     limits = inputs.limits
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
+    # a decode-only pool (limits.separate_decode, day_plan) has its range set with it (study.resolve._limits)
+    assert limits.decode_min is not None and limits.decode_max is not None
     count = (
         (limits.prfaas_max - limits.prfaas_min + 1)
         * (limits.pd_max - limits.pd_min + 1)
@@ -319,7 +322,9 @@ def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool)
         )
         for k, w in enumerate(windows)
     ]
-    cands = {(0, k, "pd"): coarse_indices(w.table, inputs.optimiser.coarse_thresholds) for k, w in enumerate(windows)}
+    cands = {
+        (0, k, "pd"): [int(i) for i in coarse_indices(w.table, inputs.optimiser.coarse_thresholds)] for k, w in enumerate(windows)
+    }
     day = tuple(StudyWindow(w.name, w.hours, {"pd": w.rate_rps}) for w in windows)
     sol = solve(replace(study, windows=day), cells, cands, Goal(objective))
     if sol is None:
@@ -348,6 +353,7 @@ def choose_day(
         if best is None or key < best[0]:
             best = (key, day, windows, inputs)
     if best is None:
+        assert first_error is not None  # variants is never empty (study.resolve.build_variants raises instead)
         raise first_error
     _, day, windows, inputs = best
     if len(variants) > 1:

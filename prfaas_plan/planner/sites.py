@@ -100,7 +100,7 @@ def plan_sites(study: Study) -> SitesPlan:
     cells = window_cells(study, tables)
     goal = Goal(study.objective)
     first = study.prfaas_sites[0].name
-    coarse = {s.name: coarse_indices(tables[s.name, first], per_site) for s in study.pd_sites}
+    coarse = {s.name: [int(k) for k in coarse_indices(tables[s.name, first], per_site)] for s in study.pd_sites}
     cands = {(0, w, name): c for name, c in coarse.items() for w in range(n_windows)}
     sol = solve(study, cells, cands, goal)
     if sol is None:
@@ -127,9 +127,9 @@ def refine(cands: dict, sol: Solved, most: int) -> dict:
             pos = int(np.searchsorted(c, k))
             lo, hi = c[max(pos - 1, 0)], c[min(pos + 1, len(c) - 1)]
             picks |= set(np.linspace(lo, hi, min(hi - lo + 1, FINE_PER_SITE)).round().astype(int).tolist())
-        picks = np.array(sorted(picks))
-        keep = np.unique(np.linspace(0, len(picks) - 1, most).round().astype(int))
-        fine[case, window, name] = picks if len(picks) <= most else picks[keep]
+        ordered = np.array(sorted(picks))
+        keep = np.unique(np.linspace(0, len(ordered) - 1, most).round().astype(int))
+        fine[case, window, name] = ordered if len(ordered) <= most else ordered[keep]
     return fine
 
 
@@ -176,6 +176,7 @@ def check_prices(study: Study, needed: bool) -> None:
     for s in study.pd_sites:
         ranges.append((f"pd_sites.{s.name}", s.pool, s.instances[1]))
         if s.decode_pool is not None:
+            assert s.decode_instances is not None  # set with the decode-only pool (optimizer.one_site_study)
             ranges.append((f"pd_sites.{s.name}.decode", s.decode_pool, s.decode_instances[1]))
     for where, pool, most in ranges:
         if most and pool.usd_per_hour_per_instance is None:
@@ -265,7 +266,9 @@ class RobustSitesPlan:
 def plan_robust_sites(study: Study) -> RobustSitesPlan:
     """One set of counts for every case of a multi-site study (``profiles.scenario.RobustSpec``):
     the one programme over cases x windows, coarse then fine thresholds per case and site."""
-    check_prices(study, study.robust == RobustObjective.min_cost or study.usd_per_hour is not None)
+    robust = study.robust
+    assert robust is not None  # set with the cases (study.resolve.resolve_sites; api.robust_sites refuses a file without)
+    check_prices(study, robust == RobustObjective.min_cost or study.usd_per_hour is not None)
     n_windows, n_cases = len(study.windows), len(study.cases)
     per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // (n_windows * n_cases)))
     size = n_cases * n_windows * len(study.pd_sites) * per_site * (2 + len(study.prfaas_sites))
@@ -283,7 +286,7 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
         for w, window in enumerate(study.windows):
             cells.append(Cell(c, w, window.hours, demand[w], table, under.links, decode))
             for s in study.pd_sites:
-                cands[c, w, s.name] = coarse_indices(table[s.name, first], per_site)
+                cands[c, w, s.name] = [int(k) for k in coarse_indices(table[s.name, first], per_site)]
         tables.append(table)
         demands.append(demand)
     objective = ObjectiveKind.min_cost if study.robust == RobustObjective.min_cost else ObjectiveKind.max_throughput
@@ -307,7 +310,7 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
             windows = _windows(study.under(case), tables[c], own, demands[c], sol.scales[c])
             cases.append(CaseSites(case.name, case.weight, sol.scales[c], windows))
     cost = sol.usd_per_hour if not unpriced(study, sol) else None
-    return RobustSitesPlan(study.name, study.robust, sol.n_prfaas, sol.n_pd, tuple(cases), cost, sol.proven)
+    return RobustSitesPlan(study.name, robust, sol.n_prfaas, sol.n_pd, tuple(cases), cost, sol.proven)
 
 
 def _case_at_its_best(study: Study, sol: Solved, c: int) -> SitesPlan:
@@ -373,7 +376,9 @@ def cost_parts(study: Study, result: SitesPlan) -> dict:
         price = study.site(name).pool.usd_per_hour_per_instance
         parts["pd", name] = None if price is None else n * price
     for name, n in result.n_decode.items():
-        price = study.site(name).decode_pool.usd_per_hour_per_instance
+        decode_pool = study.site(name).decode_pool
+        assert decode_pool is not None  # n_decode names only the sites with a decode-only pool (formulation.Solved)
+        price = decode_pool.usd_per_hour_per_instance
         parts["decode", name] = None if price is None else n * price
     for site in study.pd_sites:
         for f in study.prfaas_sites:

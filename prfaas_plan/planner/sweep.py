@@ -32,7 +32,7 @@ def _none(_done: int, _total: int) -> None:
     return None
 
 
-def _round(x: float, digits: int = 6) -> float | None:
+def _round(x: float | np.ndarray, digits: int = 6) -> float | None:
     return round(float(x), digits) if np.isfinite(x) else None
 
 
@@ -96,7 +96,15 @@ def sweep_bandwidth(
     rows: list[dict] = []
     for start in range(0, len(gbps), _CHUNK):
         chunk = gbps[start : start + _CHUNK]
-        b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=gbps_to_bytes_per_s(chunk)[:, None])
+        b = bounds(
+            table,
+            idx,
+            sol.n_prfaas,
+            sol.n_p,
+            sol.n_d,
+            inputs,
+            link_bytes_per_s=np.array([gbps_to_bytes_per_s(float(g)) for g in chunk])[:, None],
+        )
         lam = np.broadcast_to(b.lambda_max, (len(chunk), len(idx)))
         best = np.argmax(lam, axis=1)
         for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
@@ -179,16 +187,17 @@ def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dic
         model = LatencyModel(inputs, dep, decode, support)
         for rate in rates:
             lat = model.at(float(rate), scv) if rate < lams[name] else None
-            ok = lat is not None and lat.stable
+            if lat is not None and not lat.stable:
+                lat = None  # an overloaded point is blank
             rows.append(
                 {
                     "deployment": name,
                     "rate_rps": round(float(rate), 5),
                     "load": round(float(rate) / lams[name], 5) if lams[name] > 0 else None,
-                    "ttft_mean_s": _round(lat.overall_mean_s, 4) if ok else None,
-                    "ttft_p90_s": _round(lat.overall_p90_s, 4) if ok else None,
-                    "ttft_p99_s": _round(lat.overall_p99_s, 4) if ok else None,
-                    "tpot_ms": _round(lat.tpot_ms, 3) if ok else None,
+                    "ttft_mean_s": None if lat is None else _round(lat.overall_mean_s, 4),
+                    "ttft_p90_s": None if lat is None else _round(lat.overall_p90_s, 4),
+                    "ttft_p99_s": None if lat is None else _round(lat.overall_p99_s, 4),
+                    "tpot_ms": None if lat is None else _round(lat.tpot_ms, 3),
                 }
             )
         progress(k + 1, len(deps))
