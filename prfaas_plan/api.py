@@ -46,7 +46,7 @@ from .ranges import (
 from .timing.decode import DecodeCapacity, decode_capacity
 from .timing.instance import Instance
 from .timing.memory import require_fit
-from .timing.prefill import KvReport, KvRow, check_lengths, kv_table, prefill_curve
+from .timing.prefill import KvReport, KvRow, MeasuredPrefill, RooflinePrefill, check_lengths, kv_table, prefill_curve
 
 if TYPE_CHECKING:  # the results' types, imported where they are built (the CLI starts fast)
     from .planner.deployment import Deployment
@@ -241,7 +241,8 @@ def kv_report(
     curve = prefill_curve(m, inst, _choice(CurveSource, source, "source"), PrefillCapacity.per_request)
     from .accounting.kv import KvModel
 
-    layout = getattr(curve, "roofline", curve).layout
+    assert isinstance(curve, (RooflinePrefill, MeasuredPrefill))  # the curves prefill_curve builds
+    layout = (curve.roofline if isinstance(curve, MeasuredPrefill) else curve).layout
     return KvReport(m, inst, curve.source, KvModel.of(m), kv_table(curve, m, lengths), layout, curve.kv_source)
 
 

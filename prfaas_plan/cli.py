@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -31,6 +32,11 @@ from .choices import (
 )
 from .errors import PlanInputError, show
 from .ranges import REQUESTS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    Figures = tuple[tuple[Figure, str, str], ...]  # (figure, path, option) of each figure to write
 
 SIM_LIMIT = f"{int(REQUESTS.hi):,}"  # simulated requests per command, over all its runs
 
@@ -210,7 +216,7 @@ def _render(report, fmt: OutputFormat, preface: str = "") -> str:
     return (preface if fmt == OutputFormat.table else "") + render(report, fmt.value, width=TERMINAL_WIDTH_FALLBACK)
 
 
-def _emit(report, fmt: OutputFormat, output: str | None, figures=(), preface: str = "") -> None:
+def _emit(report, fmt: OutputFormat, output: str | None, figures: Figures = (), preface: str = "") -> None:
     """Print the report, or write it to ``output``; write ``figures`` ((figure, path, option))
     with it. All files are committed together, only after every one was written."""
     from .report import render
@@ -737,7 +743,7 @@ def compare(
     workers = jobs if jobs is not None else 1 if ray is not None else max(1, min(os.cpu_count() or 1, 64))
     with _progress("planning options", minimum=2) as progress:
         result = api.compare(scenario, mode=mode, jobs=workers, progress=progress, basis=basis, ray_address=ray, **lists)
-    figures = ()
+    figures: Figures = ()
     if plot_file:
         from .plot import compare_figure
 
@@ -986,7 +992,7 @@ def simulate(
             scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment, mode=mode, progress=progress, **options
         )
     report = timeseries_report(run) if fmt == OutputFormat.csv else simulation_view(run)
-    figures = ()
+    figures: Figures = ()
     if plot_file:
         from .plot import timeseries_figure
 

@@ -152,6 +152,7 @@ def trtllm_bench_limits(
     for a model without attention the tool sizes this way."""
     if not tuned:
         defaults = engine_profile(EngineName.trtllm).defaults
+        assert defaults.max_batch is not None  # the shipped trtllm profile gives it (TorchLlmArgs' 2048)
         return defaults.max_batch, max(defaults.prefill_tokens_per_pass, input_tokens + defaults.max_batch)
     mixer = next((m for m in model.mixers.values() if isinstance(m, (GqaAttention, MlaAttention))), None)
     if mixer is None:
@@ -250,12 +251,13 @@ def read_rows(path: str) -> list[dict[str, str]]:
     error."""
     text = read_input_text(path, MAX_CSV_BYTES)
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or ())]
+    header = reader.fieldnames or ()
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise PlanInputError(
             f"no column {', '.join(missing)} (required: {', '.join(REQUIRED_COLUMNS)})", source=path, field="header"
         )
-    names = list(reader.fieldnames)
+    names = list(header)  # no header: every required column is missing
     for k, name in enumerate(names):
         if name in names[:k]:
             raise PlanInputError(f"column '{name}' appears twice", source=path, field="header")
@@ -270,7 +272,7 @@ def read_rows(path: str) -> list[dict[str, str]]:
     for row in reader:
         if None in row:
             raise PlanInputError(
-                f"{len(row) - 1 + len(row[None])} cells, more than the header's {len(reader.fieldnames)} columns",
+                f"{len(row) - 1 + len(row[None])} cells, more than the header's {len(names)} columns",
                 source=path,
                 field=f"line {reader.line_num}",
             )

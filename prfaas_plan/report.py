@@ -17,7 +17,7 @@ import os
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 FORMATS = ("table", "json", "csv")
 CONTINUED = "(continued)"  # the title of a table's further parts
@@ -29,12 +29,15 @@ def color_disabled() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+Justify = Literal["left", "right"]
+
+
 @dataclass(frozen=True)
 class Column:
     key: str
     header: str
     fmt: Callable[[Any], str] = str
-    justify: str | None = None  # 'left' or 'right'; default: left for plain text, right for numbers
+    justify: Justify | None = None  # 'left' or 'right'; default: left for plain text, right for numbers
     min_width: int | None = None  # keep labels readable in narrow terminals
     keep: bool = False  # repeated in every part of a table split to fit the width (the row's name)
 
@@ -166,7 +169,7 @@ def to_table(report: Report, width: int | None = None, color: bool = False) -> s
     return text
 
 
-def _justify(col: Column) -> str:
+def _justify(col: Column) -> Justify:
     return col.justify or ("right" if col.fmt is not str else "left")
 
 

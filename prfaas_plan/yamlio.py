@@ -32,7 +32,7 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .errors import PlanInputError, shorten
 from .ranges import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, MAX_PROFILE_BYTES
@@ -239,6 +239,7 @@ def _check_structure(loader, source: str | None) -> None:
     while loader.check_event():
         event = loader.get_event()
         if isinstance(event, yaml.AliasEvent):
+            assert event.anchor is not None  # an alias event names its anchor (the parser's *name)
             if event.anchor not in sizes:
                 raise PlanInputError(
                     f"alias *{event.anchor[:40]} refers to a collection that contains it or to no anchor",
@@ -381,7 +382,7 @@ class OutputFiles:
     def __enter__(self) -> OutputFiles:
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         for tmp, _, _ in self._pending:
             Path(tmp).unlink(missing_ok=True)
         self._pending.clear()
@@ -416,7 +417,7 @@ class OutputFiles:
         if st is not None:
             _refuse_input(st, str(path), field, inputs)
 
-    def write(self, path: str | Path, write: Callable[[str], None], field: str = "path") -> None:
+    def write(self, path: str | Path, write: Callable[[str], object], field: str = "path") -> None:
         self.check(path, field)
         path = Path(path)
         try:
@@ -469,7 +470,7 @@ def write_text_atomic(path: str | Path, text: str, field: str = "path") -> None:
     write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""), field)
 
 
-def write_atomic(path: str | Path, write: Callable[[str], None], field: str = "path") -> None:
+def write_atomic(path: str | Path, write: Callable[[str], object], field: str = "path") -> None:
     """Call ``write(temporary_path)``, then rename the result over ``path``; an unwritable
     destination is a PlanInputError and leaves any existing file untouched. The new file gets
     the usual permissions (those of the file it replaces, else 0666 less the umask)."""

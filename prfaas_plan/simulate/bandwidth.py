@@ -96,7 +96,7 @@ class CapacitySchedule:
     ):
         steps = [(time_s, gbps_to_bytes_per_s(gbps)) for time_s, gbps in (trace or ())]
         trace_starts = [time_s for time_s, _ in steps]
-        drop_end_s = None if drop_at_s is None else drop_at_s + drop_for_s
+        drop_end_s = math.inf if drop_at_s is None else drop_at_s + drop_for_s  # inf: read only with a drop
         breaks = sorted({0.0, *trace_starts, *(() if drop_at_s is None else (drop_at_s, drop_end_s))})
 
         def rate_at(time_s: float) -> float:

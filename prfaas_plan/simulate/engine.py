@@ -39,6 +39,7 @@ the queues as deques: no object per event.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import math
@@ -52,7 +53,7 @@ from ..choices import RoutingPolicy
 from ..errors import PlanInputError
 from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
-from ..study.model import PlanInputs
+from ..study.model import PlanInputs, Workload
 from ..units import bytes_per_s_to_gbps
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
@@ -91,6 +92,9 @@ def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: Decode
     """One PD site (PD-P, decode), one PrfaaS site and the link between them, as ``inputs`` resolves
     them, with the deployment's counts and threshold; the link's capacity follows the config's
     bandwidth trace and drop."""
+    # both pools prefill (only a decode-only pool has no curve: study.resolve)
+    local_curve, remote_curve = inputs.pd.curve, inputs.prfaas.curve
+    assert local_curve is not None and remote_curve is not None
     schedule = CapacitySchedule(
         inputs.link.usable_bytes_per_s, config.bandwidth_trace, config.drop_at_s, config.drop_for_s, config.drop_to_fraction
     )
@@ -100,14 +104,14 @@ def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: Decode
         config.requests,
         inputs.input_dist,
         inputs.workload,
-        inputs.pd.curve,
+        local_curve,
         deployment.n_p,
         deployment.n_d,
         decode,
         deployment.threshold_tokens,
         separate_decode=inputs.pd_decode is not None,
     )
-    link = Link("prfaas", "pd", schedule, rtt_s=inputs.link.rtt_s, curve=inputs.prfaas.curve)
+    link = Link("prfaas", "pd", schedule, rtt_s=inputs.link.rtt_s, curve=remote_curve)
     return Topology((site,), (PrfaasSite("prfaas", deployment.n_prfaas),), (link,))
 
 
@@ -219,15 +223,25 @@ def _draw(topology: Topology, config: SimConfig) -> dict[str, np.ndarray]:
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
-def _draw_site(topology, site: PdSite, config: SimConfig, arrival_rng, input_rng, output_rng, choice_rng) -> dict:
+def _draw_site(
+    topology: Topology,
+    site: PdSite,
+    config: SimConfig,
+    arrival_rng: np.random.Generator,
+    input_rng: np.random.Generator,
+    output_rng: np.random.Generator,
+    choice_rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
     n = site.requests
+    workload = site.workload
+    assert isinstance(workload, Workload)  # what every PdSite holds (topology.PdSite.workload, typed object there)
     site_config = (
         config
         if (config.rate_rps, config.requests) == (site.rate_rps, n)
         else replace(config, rate_rps=site.rate_rps, requests=n)
     )
     arrival_s = arrival_times_s(site_config, arrival_rng)
-    output_tokens = site.workload.output_dist.sample(output_rng, n)
+    output_tokens = workload.output_dist.sample(output_rng, n)
     links = topology.links_of(site.name)
     # the link (so the PrfaaS site) each request would be sent over if it is remote
     if len(links) > 1:
@@ -236,14 +250,14 @@ def _draw_site(topology, site: PdSite, config: SimConfig, arrival_rng, input_rng
     else:
         chosen = np.zeros(n, dtype=np.int64)
     link_of = np.asarray(links, dtype=np.int64)[chosen] if links else np.full(n, -1, dtype=np.int64)
-    routed = site.workload.routed
+    routed = workload.routed
     cached_kv_bytes = np.zeros(n)
     curves = [topology.links[k].curve for k in links]
     if routed is None:
         input_tokens = site.input_dist.sample(input_rng, n)
         # Curves evaluated once on the distribution's support, then gathered per request.
         support = site.input_dist.lengths_tokens
-        at = np.searchsorted(support, input_tokens)
+        at: np.ndarray | slice = np.searchsorted(support, input_tokens)
         remote_tokens = local_tokens = kv_tokens = support
     else:
         # Cache-aware routing (workload.cluster_cache): a request is one (L, h, g) class; it routes
@@ -327,12 +341,12 @@ class _Loop:
         rebalancing = config.rebalance
         # PrfaaS pools: free instances, FIFO queue, queued work (instance-hold seconds)
         self.pf_free = list(self.instances)
-        self.pf_queue = [deque() for _ in topology.prfaas]
+        self.pf_queue: list[deque[int]] = [deque() for _ in topology.prfaas]
         self.pf_wait_s = [0.0] * len(topology.prfaas)
         # PD sites: PD-P and decode slots; with role switches every PD instance has slots in both
         # stages, those of an instance in the other role held by blockers (not free, not queued).
         self.pdp_free = [site.n_p for site in sites]
-        self.pdp_queue = [deque() for _ in sites]
+        self.pdp_queue: list[deque[int]] = [deque() for _ in sites]
         self.pdp_wait_s = [0.0] * len(sites)
         self.pdp_pending = [0] * len(sites)  # a PD-P blocker waiting for a slot
         self.batch = [site.decode.batch_size for site in sites]
@@ -341,7 +355,7 @@ class _Loop:
         self.decoding = [[k < site.n_d for k in range(n)] for site, n in zip(sites, total_pd)]
         self.blocked = [list(range(site.n_d, n)) for site, n in zip(sites, total_pd)]  # in the order they grow back
         self.dec_free = [site.n_d * b for site, b in zip(sites, self.batch)]
-        self.dec_queue = [deque() for _ in sites]
+        self.dec_queue: list[deque[int]] = [deque() for _ in sites]
         self.dec_pending = [0] * len(sites)  # decode blockers waiting for a slot
         self.step_s = [[float(s) for s in site.decode.step_s_by_batch] for site in sites]
         self.states = [
@@ -424,9 +438,10 @@ class _Loop:
             "pdp_queue_requests": values[:, 2],
             "decode_queue_requests": values[:, 3],
             "link_backlog_bytes": values[:, 4],
-            "egress_gbps": bytes_per_s_to_gbps(np.diff(raw[:, 5]) / span_s),
-            "offered_egress_gbps": bytes_per_s_to_gbps(np.diff(raw[:, 6]) / span_s),
-            "link_capacity_gbps": bytes_per_s_to_gbps(capacity_bytes / span_s),
+            # arrays: bytes_per_s_to_gbps is elementwise (asarray returns them as they are)
+            "egress_gbps": np.asarray(bytes_per_s_to_gbps(np.diff(raw[:, 5]) / span_s)),
+            "offered_egress_gbps": np.asarray(bytes_per_s_to_gbps(np.diff(raw[:, 6]) / span_s)),
+            "link_capacity_gbps": np.asarray(bytes_per_s_to_gbps(capacity_bytes / span_s)),
             "threshold_tokens": values[:, 7],
             "remote_waiting_requests": values[:, 8],
         }
@@ -552,8 +567,8 @@ class _Loop:
         remote_hold_s = drawn["remote_hold_s"].tolist()
         local_prefill_s = drawn["local_prefill_s"].tolist()
         local_hold_s = drawn["local_hold_s"].tolist()
-        cached = drawn["cached_kv_bytes"]
-        cached_kv = cached.tolist() if cached.any() else [0.0] * n  # one shared 0.0 without caches
+        cached_kv_bytes = drawn["cached_kv_bytes"]
+        cached_kv = cached_kv_bytes.tolist() if cached_kv_bytes.any() else [0.0] * n  # one shared 0.0 without caches
         link_of = drawn["link_of"].tolist()
         offsets = [0]
         for site in sites:
@@ -600,8 +615,8 @@ class _Loop:
             if isinstance(policy, AdaptivePolicy):
                 self._add_controller(
                     policy.run(
-                        lambda k=k: self._observe(k),
-                        lambda a, b, k=k: self._capacity_between(k, a, b),
+                        functools.partial(self._observe, k),
+                        functools.partial(self._capacity_between, k),
                         self.finished,
                         self.clock,
                     ),
@@ -649,6 +664,7 @@ class _Loop:
                 # the next arrival, as a timeout from now (SimPy's clock arithmetic)
                 next_arrival_s = now + (arrival_list[order[x]] - now) if x < n else inf
                 if x == report_at:
+                    assert progress is not None  # report_at is -1 without one
                     progress(x, n)
                     report_at += every
                 k = site_of[i]

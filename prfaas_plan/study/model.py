@@ -116,6 +116,8 @@ class Workload:
 
     def with_cache_regime(self, regime: CacheRegime) -> Workload:
         """The same workload routed under ``regime`` (scarce or plentiful)."""
+        if self.caches is None:
+            raise PlanInputError("the scenario has no cluster_caches", field="workload.cluster_caches")
         routed = routed_points(self.caches, regime)
         return replace(self, routed=routed, input_dist=routed.routing_distribution())
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,7 +44,7 @@ from ..timing.calibrate import CalibrationPoint
 from ..timing.cost import Engine
 from ..timing.decode import decode_capacity
 from ..timing.instance import Instance
-from ..timing.layout import check_layout, parse_layout
+from ..timing.layout import Layout, check_layout
 from ..timing.memory import chips_needed, require_fit
 from ..timing.prefill import prefill_curve
 from ..units import gbps_to_bytes_per_s
@@ -86,7 +87,8 @@ def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
     return str(candidate)
 
 
-def _hardware(role: Role, spec: ClusterSpec, base: Path | None, source: str | None) -> HardwareProfile:
+def _hardware(role: str, spec: ClusterSpec, base: Path | None, source: str | None) -> HardwareProfile:
+    """The pool's hardware profile; errors name ``role`` (a ``Role``, or a site's field path)."""
     try:
         return resolve_hardware(_ref(spec.hardware, base, source, f"{role}.hardware"))
     except PlanInputError as exc:
@@ -94,12 +96,13 @@ def _hardware(role: Role, spec: ClusterSpec, base: Path | None, source: str | No
 
 
 def chip_options(
-    role: Role, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, need_tokens: int, source: str | None
+    role: str, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, need_tokens: int, source: str | None
 ) -> tuple[int, ...]:
     """The chips per instance a pool may have: the given count, the given list, or for ``auto`` the
     fewest chips whose memory holds the model and one request of ``need_tokens`` in some layout
     (``timing.memory.chips_needed``: SRAM for an LPU, HBM for a GPU) and its multiples up to
-    ``max_gpus_per_instance`` (default: twice that count)."""
+    ``max_gpus_per_instance`` (default: twice that count). Errors name ``role`` (a ``Role``, or a
+    site's field path)."""
     given = spec.gpus_per_instance
     if isinstance(given, int):
         return (given,)
@@ -139,7 +142,8 @@ def _pool(
     and capacity size it); ``base``: the scenario's folder (relative profile paths); ``where``:
     the pool's field path in the file (default: its role)."""
     where = where or str(role)
-    layout = None if spec.parallel is None else parse_layout(spec.parallel)
+    # a LayoutSpec, checked by the schema, as parse_layout reads one
+    layout = None if spec.parallel is None else Layout(**spec.parallel.model_dump())
     engine = Engine.of(spec.engine)
     if layout is not None:
         try:
@@ -184,7 +188,7 @@ def _pool(
 
 
 def _precision_applied(
-    precision: PrecisionSpec | None, pools: list[tuple[str, ClusterSpec]], model: ModelProfile, source: str | None
+    precision: PrecisionSpec | None, pools: Sequence[tuple[str, ClusterSpec]], model: ModelProfile, source: str | None
 ) -> ModelProfile:
     """The model at the file's ``precision``; with no KV dtype given, an FP8 checkpoint's KV in
     the dtype its pools' engines pick for it (``profiles.engine``: ``kv_dtype_fp8_checkpoint``; one
@@ -227,7 +231,7 @@ def build_variants(
     context = _decode_context(scenario.decode, model, workload, source)
     separate = scenario.pd_decode is not None
     specs = {Role.prfaas: (scenario.prfaas, longest), Role.pd: (scenario.pd, longest if separate else max(context, longest))}
-    if separate:
+    if scenario.pd_decode is not None:  # separate
         specs[Role.pd_decode] = (scenario.pd_decode, max(context, longest))
     hardware = {role: _hardware(role, spec, base, source) for role, (spec, _) in specs.items()}
     options = {role: chip_options(role, spec, model, hardware[role], need, source) for role, (spec, need) in specs.items()}
@@ -258,9 +262,10 @@ def build_variants(
                 pools[key] = pool
             except PlanInputError as exc:
                 pools[key] = exc
-        if isinstance(pools[key], PlanInputError):
-            raise pools[key]
-        return pools[key]
+        got = pools[key]
+        if isinstance(got, PlanInputError):
+            raise got
+        return got
 
     out: list[PlanInputs] = []
     first_error: PlanInputError | None = None
@@ -280,6 +285,7 @@ def build_variants(
         pool_notes = [n for pool in chosen.values() for n in pool.notes]
         out.append(_assemble(scenario, source, model, chosen, workload, decode, notes + pool_notes + decode_notes))
     if not out:
+        assert first_error is not None  # combos is never empty (each pool has a chip count), so one failed
         raise first_error
     if skipped:
         left_out = tuple(f"chips per instance left out, {reason}" for reason in skipped)
@@ -324,7 +330,7 @@ def _base(source: str | None) -> Path | None:
 
 
 def _model(
-    ref: str, precision: PrecisionSpec | None, pools: list[tuple[str, ClusterSpec]], base: Path | None, source: str | None
+    ref: str, precision: PrecisionSpec | None, pools: Sequence[tuple[str, ClusterSpec]], base: Path | None, source: str | None
 ) -> tuple[ModelProfile, list[str]]:
     """The model at the file's precision, and the note of a declared parameter count that the
     profile's layers do not add up to (warned too)."""
@@ -376,11 +382,10 @@ def _distributions(spec: WorkloadSpec, source: str | None) -> Workload:
     if spec.cluster_caches is None:
         return Workload(uncached, full_input, output)
     cc = spec.cluster_caches
-    caches = ClusterCaches(
-        full_input,
-        *(HitDistribution.none() if c is None else HitDistribution.of(c.hit_fractions, c.probs) for c in (cc.pd, cc.prfaas)),
-        cc.regime,
+    pd_hits, prfaas_hits = (
+        HitDistribution.none() if c is None else HitDistribution.of(c.hit_fractions, c.probs) for c in (cc.pd, cc.prfaas)
     )
+    caches = ClusterCaches(full_input, pd_hits, prfaas_hits, cc.regime)
     try:
         workload = Workload(uncached, full_input, output, caches)
         return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
@@ -471,7 +476,7 @@ def _case_workload(scenario: Scenario, inputs: PlanInputs, spec: WorkloadSpec, s
     workload, _ = _workload(spec, inputs.model, source)
     context = _decode_context(scenario.decode, inputs.model, workload, source)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
-    needs = [(inputs.prfaas, longest, inputs.limits.prfaas_max)]
+    needs: list[tuple[Pool, int, int | None]] = [(inputs.prfaas, longest, inputs.limits.prfaas_max)]
     needs.append((inputs.pd, longest if inputs.pd_decode is not None else max(context, longest), inputs.limits.pd_max))
     if inputs.pd_decode is not None:
         needs.append((inputs.pd_decode, max(context, longest), inputs.limits.decode_max))
@@ -490,7 +495,10 @@ def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float
         raise PlanInputError(
             "section missing: the windows of traffic to schedule (the built-in scenario day-rebalance has one)", field="day"
         )
-    windows = [(w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale) for k, w in enumerate(day.windows)]
+    windows = []
+    for k, w in enumerate(day.windows):
+        assert w.rate_rps is not None  # a one-site window's rate is required (Scenario's validator)
+        windows.append((w.name or f"w{k}", w.hours, w.rate_rps, w.input_scale))
     return windows, day.conversion_s, day.max_switches_per_window
 
 
@@ -536,11 +544,11 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
         notes += workload_notes
     longest = max(int(w.full_input_dist.lengths_tokens[-1]) for w in workloads.values())
     prfaas_sites = []
-    for site in spec.prfaas_sites:
-        where = f"prfaas_sites.{site.name}"
-        pool = _fitted(Role.prfaas, site, model, _hardware(where, site, base, source), longest, source, base, where)
+    for factory in spec.prfaas_sites:
+        where = f"prfaas_sites.{factory.name}"
+        pool = _fitted(Role.prfaas, factory, model, _hardware(where, factory, base, source), longest, source, base, where)
         notes += pool.notes
-        prfaas_sites.append(PrfaasSite(site.name, pool, site.count_range))
+        prfaas_sites.append(PrfaasSite(factory.name, pool, factory.count_range))
     pd_sites = []
     for site in spec.pd_sites:
         where, workload = f"pd_sites.{site.name}", workloads[site.name]
@@ -551,7 +559,7 @@ def resolve_sites(spec: SitesScenario, source: str | None = None) -> Study:
         notes += [*pool.notes, *decode_notes]
         pd_sites.append(PdSite(site.name, pool, None, workload, decode, site.count_range, None, site.rate_rps))
     links = {(lk.prfaas, lk.pd): link_of(lk) for lk in spec.links}
-    used = {site.pool.hardware_name for site in (*prfaas_sites, *pd_sites)}
+    used = {s.pool.hardware_name for s in prfaas_sites} | {s.pool.hardware_name for s in pd_sites}
     budgets = _budgets(spec.budgets, used, source)  # 'H200' is h200, as for one site
     cases = (
         tuple(_case(spec, k, model, pd_sites, prfaas_sites, source, base) for k in range(len(spec.robust.cases)))
@@ -591,6 +599,7 @@ def _case(
     """Robust case ``k`` of a multi-site file: each PD site at the case's rate, under its workload
     (a new workload: its decode context and rate too, and every pool must still hold its longest
     request), and the bandwidths of the links it changes."""
+    assert spec.robust is not None  # resolve_sites makes cases only of a file with a robust: section
     case, where = spec.robust.cases[k], f"robust.cases[{k}].workload"
     out = []
     workload = None if case.workload is None else _workload(case.workload, model, source)[0]

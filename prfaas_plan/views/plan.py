@@ -813,7 +813,7 @@ def _auto(value) -> str:
 
 
 # the columns that name a sweep's row (what is varied), repeated in every part of a split table
-_SWEPT = {
+_SWEPT: dict[str, tuple[str, ...]] = {
     SweepOver.threshold: ("threshold_tokens",),
     SweepOver.np: ("n_p", "n_d"),
     SweepOver.bandwidth: ("usable_gbps",),

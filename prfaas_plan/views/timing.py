@@ -28,6 +28,7 @@ def kv_layout_note(result: KvReport) -> str:
     """What the kv report's layout is for: the layout its one-prompt T_prefill is computed on
     (roofline), or, for measured points, the layout whose one-prompt roofline shapes the curve
     around them (``MeasuredPrefill._interp``; the points themselves hold on any layout)."""
+    assert result.layout is not None  # kv_view adds this note only to a report with a layout
     lay = result.layout.label
     how = layout_chosen(result.instance.layout is not None, "per_request")
     if result.source != "measured":
