@@ -23,7 +23,7 @@ def readme_commands() -> list[str]:
 def test_readme_opens_with_two_commands():
     install_run, tests = readme_commands()
     assert "pip install" in install_run and "prfaas-plan plan" in install_run
-    assert "pip install" in tests and "pytest" in tests and "ruff check" in tests
+    assert "pip install" in tests and "pytest" in tests and "ruff check" in tests and "python -m mypy" in tests
 
 
 def test_ci_runs_exactly_the_readme_test_command():
