@@ -188,3 +188,17 @@ def test_a_multi_site_error_names_the_site_field(case_inputs):
     assert info.value.field == "rebalance"
     all_local = Deployment("homogeneous", math.inf, 0, 9, 3)
     assert run(one_site_topology(case_inputs, all_local, dec, config), config).arrays["remote"].sum() == 0
+
+
+def test_simulated_tpot_follows_the_decode_batch():
+    """Each request decodes at the step time of its instance's batch: at 0.8 x Lambda_max on the
+    case study the simulated TPOT mean is the closed form's within 2% (about 59 ms), far above the
+    step time of a batch of one (30 ms)."""
+    from prfaas_plan import api
+    from prfaas_plan.planner.decode_model import decode_model
+
+    run = api.simulate("paper-case-study", load=0.8, requests=4000, seed=1)
+    simulated_ms = run.result.tpot["overall"]["mean_ms"]
+    assert simulated_ms == pytest.approx(run.closed_form.tpot_ms, rel=0.02)
+    single_ms = decode_model(api.inputs("paper-case-study")).step_s_by_batch[0] * 1000
+    assert simulated_ms > 1.5 * single_ms

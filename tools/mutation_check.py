@@ -1074,6 +1074,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '    settled = solve(study, cells, candidates, goal, hold=value)',
         '    settled = None',
     ),
+    'sim-decode-at-batch-one': (
+        'prfaas_plan/simulate/engine.py',
+        '            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]',
+        '            tpot = step_s[k][0]',
+    ),
 }
 
 

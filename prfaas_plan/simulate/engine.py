@@ -646,6 +646,21 @@ class _Loop:
         arrivals = 0  # arrivals so far
         ends: list[tuple] = []
         next_end_s = inf  # the time at the head of ends
+
+        def start_decode(i: int, k: int, now: float) -> float:
+            """Request ``i`` starts decoding now on site ``k``'s least loaded decode instance, at the
+            step time of that instance's batch; its end is pushed and returned (once per request)."""
+            run_k = running[k]
+            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
+            run_k[instance] += 1
+            instance_of[i] = instance
+            b = run_k[instance]
+            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
+            tpot_s[i] = tpot
+            end_s = now + output_tokens[i] * tpot
+            push(ends, (end_s, tick(), DECODE_END, i))
+            return end_s
+
         while True:
             head_s = heap[0][0] if heap else inf
             if next_arrival_s < head_s and next_arrival_s < next_end_s:
@@ -712,14 +727,7 @@ class _Loop:
                         self._unpark(k, self.shrinking[k])
                 elif dec_queue[k]:  # the next queued request decodes
                     i = dec_queue[k].popleft()
-                    instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
-                    run_k[instance] += 1
-                    instance_of[i] = instance
-                    b = run_k[instance]
-                    tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
-                    tpot_s[i] = tpot
-                    end_s = now + output_tokens[i] * tpot
-                    push(ends, (end_s, tick(), DECODE_END, i))
+                    end_s = start_decode(i, k, now)
                     if end_s < next_end_s:
                         next_end_s = end_s
                 else:
@@ -733,15 +741,7 @@ class _Loop:
                 k = site_of[x]
                 if dec_free[k] > 0:
                     dec_free[k] -= 1
-                    run_k = running[k]
-                    instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
-                    run_k[instance] += 1
-                    instance_of[x] = instance
-                    b = run_k[instance]
-                    tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
-                    tpot_s[x] = tpot
-                    end_s = now + output_tokens[x] * tpot
-                    push(ends, (end_s, tick(), DECODE_END, x))
+                    end_s = start_decode(x, k, now)
                     if end_s < next_end_s:
                         next_end_s = end_s
                 else:
@@ -792,15 +792,7 @@ class _Loop:
                         k = site_of[x]
                         if dec_free[k] > 0:
                             dec_free[k] -= 1
-                            run_k = running[k]
-                            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
-                            run_k[instance] += 1
-                            instance_of[x] = instance
-                            b = run_k[instance]
-                            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
-                            tpot_s[x] = tpot
-                            end_s = now + output_tokens[x] * tpot
-                            push(ends, (end_s, tick(), DECODE_END, x))
+                            end_s = start_decode(x, k, now)
                             if end_s < next_end_s:
                                 next_end_s = end_s
                         else:
@@ -867,15 +859,7 @@ class _Loop:
                         k = site_of[i]
                         if dec_free[k] > 0:
                             dec_free[k] -= 1
-                            run_k = running[k]
-                            instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
-                            run_k[instance] += 1
-                            instance_of[i] = instance
-                            b = run_k[instance]
-                            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
-                            tpot_s[i] = tpot
-                            end_s = now + output_tokens[i] * tpot
-                            push(ends, (end_s, tick(), DECODE_END, i))
+                            end_s = start_decode(i, k, now)
                             if end_s < next_end_s:
                                 next_end_s = end_s
                         else:
@@ -883,15 +867,7 @@ class _Loop:
                     else:  # NEXT_DECODE: site i's next queued request decodes
                         k = i
                         i = dec_queue[k].popleft()
-                        run_k = running[k]
-                        instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
-                        run_k[instance] += 1
-                        instance_of[i] = instance
-                        b = run_k[instance]
-                        tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]
-                        tpot_s[i] = tpot
-                        end_s = now + output_tokens[i] * tpot
-                        push(ends, (end_s, tick(), DECODE_END, i))
+                        end_s = start_decode(i, k, now)
                         if end_s < next_end_s:
                             next_end_s = end_s
                 follow_ups.clear()
