@@ -217,13 +217,17 @@ def _attention_mixers(r: _Reader, names: list[str], **gqa: Any) -> dict[str, dic
 # Family handlers: (reader of the text-model keys) -> _Model
 
 
-def _dense_gqa(r: _Reader) -> _Model:
-    """Qwen3, Llama: GQA (optionally sliding on some layers) + dense SwiGLU FFN."""
+def _gqa_stack(r: _Reader, *, moe: bool = False) -> _Model:
+    """Qwen3, Llama: GQA (optionally sliding on some layers) + dense SwiGLU FFN; with ``moe``,
+    Qwen3-MoE: a MoE FFN except on mlp_only_layers / sparse-step layers (``_qwen_moe_ffns``)."""
     head_dim, note = _head_dim(r)
     names = _attention_layers(r)
-    m = _Model(_attention_mixers(r, names, head_dim=head_dim), {"dense": _dense(r)})
-    m.layers = [(name, "dense") for name in names]
-    m.assumptions += [note] if note else []
+    m = _Model(_attention_mixers(r, names, head_dim=head_dim), assumptions=[note] if note else [])
+    if moe:
+        ffns = _qwen_moe_ffns(r, m)
+    else:
+        m.ffns["dense"], ffns = _dense(r), ["dense"] * len(names)
+    m.layers = list(zip(names, ffns))
     return m
 
 
@@ -241,16 +245,6 @@ def _qwen_moe_ffns(r: _Reader, m: _Model, **moe: Any) -> list[str]:
     if "dense" in names:
         m.ffns["dense"] = _dense(r)
     return names
-
-
-def _qwen3_moe(r: _Reader) -> _Model:
-    """Qwen3-MoE: GQA on every layer, MoE FFN except mlp_only_layers / sparse-step layers."""
-    head_dim, note = _head_dim(r)
-    names = _attention_layers(r)
-    m = _Model(_attention_mixers(r, names, head_dim=head_dim))
-    m.layers = list(zip(names, _qwen_moe_ffns(r, m)))
-    m.assumptions += [note] if note else []
-    return m
 
 
 def _qwen3_5_moe(r: _Reader) -> _Model:
@@ -316,30 +310,27 @@ def _mimo_v2_flash(r: _Reader) -> _Model:
         )
         m.assumptions.append("the SWA layers' attention-sink bias is ignored (no KV, negligible FLOPs)")
     if 1 in moe_flags:
-        m.ffns["moe"] = _moe(
-            r,
-            experts="n_routed_experts",
-            top_k="num_experts_per_tok",
-            size="moe_intermediate_size",
-            shared_count="n_shared_experts",
-        )
+        m.ffns["moe"] = _moe(r, **_ROUTED_KEYS)
     if 0 in moe_flags:
         m.ffns["dense"] = _dense(r)
     m.layers = [("swa" if k else "full", "moe" if f else "dense") for k, f in zip(kinds, moe_flags)]
     return m
 
 
+# the routed and shared experts of DeepSeek-style configs (DeepSeek-V3, Kimi K2, MiMo-V2-Flash)
+_ROUTED_KEYS = {
+    "experts": "n_routed_experts",
+    "top_k": "num_experts_per_tok",
+    "size": "moe_intermediate_size",
+    "shared_count": "n_shared_experts",
+}
+
+
 def _deepseek(r: _Reader, *, sparse: bool = False) -> _Model:
     """DeepSeek-V3 / Kimi K2 (MLA) and, with ``sparse``, DeepSeek-V3.2 (MLA + indexer);
     layers before first_k_dense_replace (and off the moe_layer_freq grid) are dense."""
-    mla: dict[str, Any] = {
-        "type": "mla",
-        "num_heads": r.integer("num_attention_heads"),
-        "kv_lora_rank": r.integer("kv_lora_rank"),
-        "qk_rope_head_dim": r.integer("qk_rope_head_dim"),
-        "qk_nope_head_dim": r.integer("qk_nope_head_dim"),
-        "v_head_dim": r.integer("v_head_dim"),
-    }
+    mla: dict[str, Any] = {"type": "mla", "num_heads": r.integer("num_attention_heads")}
+    mla |= {key: r.integer(key) for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
     if r.has("q_lora_rank"):
         mla["q_lora_rank"] = r.integer("q_lora_rank")
     m = _Model()
@@ -354,13 +345,7 @@ def _deepseek(r: _Reader, *, sparse: bool = False) -> _Model:
     first_moe = r.integer("first_k_dense_replace", 0, minimum=0)
     ffns = ["moe" if i >= first_moe and i % freq == 0 else "dense" for i in range(n)]
     if "moe" in ffns:
-        m.ffns["moe"] = _moe(
-            r,
-            experts="n_routed_experts",
-            top_k="num_experts_per_tok",
-            size="moe_intermediate_size",
-            shared_count="n_shared_experts",
-        )
+        m.ffns["moe"] = _moe(r, **_ROUTED_KEYS)
     if "dense" in ffns:
         m.ffns["dense"] = _dense(r)
     m.layers = [(mla["type"], f) for f in ffns]
@@ -408,32 +393,24 @@ def _gpt_oss(r: _Reader) -> _Model:
     return m
 
 
-_HANDLERS: dict[str, Callable[[_Reader], _Model]] = {
-    "qwen3": _dense_gqa,
-    "llama": _dense_gqa,
-    "qwen3_moe": _qwen3_moe,
-    "qwen3_5_moe": _qwen3_5_moe,
-    "minimax_m2": _minimax_m2,
-    "mimo_v2_flash": _mimo_v2_flash,
-    "deepseek_v3": _deepseek,
-    "kimi_k2": _deepseek,
-    "deepseek_v32": partial(_deepseek, sparse=True),
-    "nemotron_h": _nemotron_h,
-    "gpt_oss": _gpt_oss,
+# model_type -> (its handler, the architectures[] class that runs it)
+_FAMILIES: dict[str, tuple[Callable[[_Reader], _Model], str]] = {
+    "qwen3": (_gqa_stack, "Qwen3ForCausalLM"),
+    "llama": (_gqa_stack, "LlamaForCausalLM"),
+    "qwen3_moe": (partial(_gqa_stack, moe=True), "Qwen3MoeForCausalLM"),
+    "qwen3_5_moe": (_qwen3_5_moe, "Qwen3_5MoeForConditionalGeneration"),
+    "minimax_m2": (_minimax_m2, "MiniMaxM2ForCausalLM"),
+    "mimo_v2_flash": (_mimo_v2_flash, "MiMoV2FlashForCausalLM"),
+    "deepseek_v3": (_deepseek, "DeepseekV3ForCausalLM"),
+    "kimi_k2": (_deepseek, "DeepseekV3ForCausalLM"),
+    "deepseek_v32": (partial(_deepseek, sparse=True), "DeepseekV32ForCausalLM"),
+    "nemotron_h": (_nemotron_h, "NemotronHForCausalLM"),
+    "gpt_oss": (_gpt_oss, "GptOssForCausalLM"),
 }
 # architectures[] class -> the model_types it runs: the fallback when model_type is
 # absent (the first), and a cross-check when it is given.
 _ARCHITECTURES: dict[str, tuple[str, ...]] = {
-    "Qwen3ForCausalLM": ("qwen3",),
-    "LlamaForCausalLM": ("llama",),
-    "Qwen3MoeForCausalLM": ("qwen3_moe",),
-    "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe",),
-    "MiniMaxM2ForCausalLM": ("minimax_m2",),
-    "MiMoV2FlashForCausalLM": ("mimo_v2_flash",),
-    "DeepseekV3ForCausalLM": ("deepseek_v3", "kimi_k2"),
-    "DeepseekV32ForCausalLM": ("deepseek_v32",),
-    "NemotronHForCausalLM": ("nemotron_h",),
-    "GptOssForCausalLM": ("gpt_oss",),
+    arch: tuple(t for t, (_, a) in _FAMILIES.items() if a == arch) for _, arch in _FAMILIES.values()
 }
 # Keys counting multi-token-prediction modules, which the profile does not model.
 _MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
@@ -441,35 +418,26 @@ _MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modul
 
 def _model_type(config: dict, source: str | None) -> str:
     """The supported model_type of ``config``; architectures is a fallback and a cross-check."""
+    reader = _Reader(config, "", source)
     archs = config.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        reason = f"expected a list of class names, got {show(archs)}"
-        raise PlanInputError(reason, source=source, field="architectures")
-    known = ", ".join(sorted(_HANDLERS))
+        raise reader.error("architectures", f"expected a list of class names, got {show(archs)}")
+    known = ", ".join(sorted(_FAMILIES))
     model_type = config.get("model_type")
     if model_type is None:
         hinted = [_ARCHITECTURES[a][0] for a in archs if a in _ARCHITECTURES]
         if not hinted:
-            raise PlanInputError(
-                f"missing, and architectures {archs} names no supported model (supported model_type: {known})",
-                source=source,
-                field="model_type",
-            )
+            reason = f"missing, and architectures {archs} names no supported model (supported model_type: {known})"
+            raise reader.error("model_type", reason)
         return hinted[0]
-    if not isinstance(model_type, str) or model_type not in _HANDLERS:
-        raise PlanInputError(
-            f"model_type {show(model_type)} (architectures {archs}) is not supported (supported: {known})",
-            source=source,
-            field="model_type",
-        )
+    if not isinstance(model_type, str) or model_type not in _FAMILIES:
+        reason = f"model_type {show(model_type)} (architectures {archs}) is not supported (supported: {known})"
+        raise reader.error("model_type", reason)
     for arch in archs:
         runs = _ARCHITECTURES.get(arch, (model_type,))
         if model_type not in runs:
-            raise PlanInputError(
-                f"model_type {show(model_type)} contradicts architecture {show(arch)} (a {runs[0]!r} model)",
-                source=source,
-                field="architectures",
-            )
+            reason = f"model_type {show(model_type)} contradicts architecture {show(arch)} (a {runs[0]!r} model)"
+            raise reader.error("architectures", reason)
     return model_type
 
 
@@ -648,7 +616,7 @@ def profile_from_hf_config(config: dict, *, name: str | None = None, source: str
     text = _Reader(nested, model_type, source, "text_config.") if isinstance(nested, dict) else top
     readers = (text, top) if text is not top else (top,)
 
-    m = _HANDLERS[model_type](text)
+    m = _FAMILIES[model_type][0](text)
     dtypes, assumptions = _dtypes(readers, any(b["type"] == "linear" for b in m.mixers.values()))
     others = [k for k, v in config.items() if k.endswith("_config") and k != "text_config" and isinstance(v, dict)]
     if text is not top and others:
