@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from annotated_types import GroupedMetadata
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
 from ..errors import PlanInputError, show
@@ -54,6 +54,18 @@ def derived(profile: P, key: str, compute: Callable[[P], T]) -> T:
 def profile_json(profile: Any) -> str:
     """A frozen profile's JSON, once per object: a key by value for caches of derived results."""
     return derived(profile, "json", lambda p: p.model_dump_json())
+
+
+def refuse(condition: Callable[[Any], bool], reason: str | Callable[[Any], str]) -> Any:
+    """An after-validator refusing a model for which ``condition(model)`` holds, with ``reason``
+    (a text, or a function of the model giving it): ``_ordered = refuse(lambda s: s.min > s.max, ...)``."""
+
+    def check(model: Any) -> Any:
+        if condition(model):
+            raise ValueError(reason(model) if callable(reason) else reason)
+        return model
+
+    return model_validator(mode="after")(check)
 
 
 def _within(r: Range) -> AfterValidator:

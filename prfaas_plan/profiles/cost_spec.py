@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import model_validator
-
 from ..ranges import (
     COST_OF_CAPITAL,
     DEPRECIATION_YEARS,
@@ -24,7 +22,7 @@ from ..ranges import (
     PURCHASE_USD_PER_GPU,
     USD_PER_KWH,
 )
-from ._base import StrictModel, Text, Within
+from ._base import StrictModel, Text, Within, refuse
 
 
 class CostSpec(StrictModel):
@@ -34,11 +32,10 @@ class CostSpec(StrictModel):
     cost_of_capital: Annotated[float, Within(COST_OF_CAPITAL)] = 0.0  # a year (0.08: 8%)
     note: Text = ""
 
-    @model_validator(mode="after")
-    def _one_basis(self):
-        if self.usd_per_gpu_hour is not None and self.purchase_usd_per_gpu is not None:
-            raise ValueError("give usd_per_gpu_hour (rental) or purchase_usd_per_gpu, not both")
-        return self
+    _one_basis = refuse(
+        lambda s: s.usd_per_gpu_hour is not None and s.purchase_usd_per_gpu is not None,
+        "give usd_per_gpu_hour (rental) or purchase_usd_per_gpu, not both",
+    )
 
 
 class SiteSpec(StrictModel):

@@ -26,7 +26,7 @@ from ..ranges import (
     WIDTH,
     Range,
 )
-from ._base import Items, Name, StrictModel, Text, Tokens, Within, derived, validate_or_raise
+from ._base import Items, Name, StrictModel, Text, Tokens, Within, derived, refuse, validate_or_raise
 
 NONE_BLOCK = "none"
 _HEADS = Annotated[int, Within(HEADS)]
@@ -49,11 +49,7 @@ class GqaAttention(StrictModel):
     def v_dim(self) -> int:
         return self.v_head_dim or self.qk_head_dim
 
-    @model_validator(mode="after")
-    def _heads_divide(self):
-        if self.num_query_heads % self.num_kv_heads:
-            raise ValueError("num_query_heads must be a multiple of num_kv_heads")
-        return self
+    _heads_divide = refuse(lambda s: s.num_query_heads % s.num_kv_heads, "num_query_heads must be a multiple of num_kv_heads")
 
 
 class SwaAttention(GqaAttention):
@@ -130,11 +126,7 @@ class MoeFfn(StrictModel):
     shared_intermediate_size: _WIDTH | None = None  # defaults to expert size
     gated: bool = True
 
-    @model_validator(mode="after")
-    def _topk(self):
-        if self.top_k > self.num_experts:
-            raise ValueError("top_k cannot exceed num_experts")
-        return self
+    _topk = refuse(lambda s: s.top_k > s.num_experts, "top_k cannot exceed num_experts")
 
 
 FfnBlock = DenseFfn | MoeFfn  # one per FfnType
@@ -229,10 +221,7 @@ class ModelProfile(StrictModel):
         return self
 
     def measured_for(self, hardware: str, gpus: int) -> MeasuredProfile | None:
-        for entry in self.measured:
-            if entry.hardware == hardware and entry.gpus == gpus:
-                return entry
-        return None
+        return next((entry for entry in self.measured if entry.hardware == hardware and entry.gpus == gpus), None)
 
 
 @dataclass(frozen=True)
@@ -282,11 +271,6 @@ def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:
     return resolved
 
 
-def _split_item(item: str) -> tuple[str, str | None]:
-    mixer, _, ffn = item.partition(":")
-    return mixer.strip(), (ffn.strip() or None) if ffn else None
-
-
 def expand_layers(model: ModelProfile) -> list[Layer]:
     """Resolve ``model.layers`` into one :class:`Layer` per layer (raises ValueError); computed
     once per profile."""
@@ -296,25 +280,17 @@ def expand_layers(model: ModelProfile) -> list[Layer]:
 def _expand(model: ModelProfile) -> list[Layer]:
     stack = model.layers
 
-    def mixer_of(name: str, where: str):
+    def block(kind: str, blocks: dict, name: str, layer: int):
         if name == NONE_BLOCK:
             return None
-        if name not in model.mixers:
-            raise ValueError(f"{where}: unknown mixer '{name}' (defined: {', '.join(model.mixers) or 'none'})")
-        return model.mixers[name]
-
-    def ffn_of(name: str, where: str):
-        if name == NONE_BLOCK:
-            return None
-        if name not in model.ffns:
-            raise ValueError(f"{where}: unknown ffn '{name}' (defined: {', '.join(model.ffns) or 'none'})")
-        return model.ffns[name]
+        if name not in blocks:
+            raise ValueError(f"layers (layer {layer}): unknown {kind} '{name}' (defined: {', '.join(blocks) or 'none'})")
+        return blocks[name]
 
     names: list[list[str]] = []
     for i in range(stack.count):
-        item = stack.pattern[i % len(stack.pattern)]
-        mixer, ffn = _split_item(item)
-        names.append([mixer, ffn or stack.ffn])
+        mixer, _, ffn = stack.pattern[i % len(stack.pattern)].partition(":")
+        names.append([mixer.strip(), ffn.strip() or stack.ffn])
     for k, override in enumerate(stack.overrides):
         try:
             indices = parse_layer_indices(override.layers, stack.count)
@@ -325,11 +301,10 @@ def _expand(model: ModelProfile) -> list[Layer]:
                 names[idx][0] = override.mixer
             if override.ffn is not None:
                 names[idx][1] = override.ffn
-    layers = []
-    for i, (mixer_name, ffn_name) in enumerate(names):
-        where = f"layers (layer {i})"
-        layers.append(Layer(i, mixer_name, mixer_of(mixer_name, where), ffn_name, ffn_of(ffn_name, where)))
-    return layers
+    return [
+        Layer(i, mix, block("mixer", model.mixers, mix, i), ffn, block("ffn", model.ffns, ffn, i))
+        for i, (mix, ffn) in enumerate(names)
+    ]
 
 
 def load_model_profile(data: object, source: str | None = None) -> ModelProfile:

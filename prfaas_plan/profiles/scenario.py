@@ -50,7 +50,7 @@ from ..ranges import (
     WINDOW_HOURS,
     Range,
 )
-from ._base import Items, Name, StrictModel, Text, Tokens, Within, validate_or_raise
+from ._base import Items, Name, StrictModel, Text, Tokens, Within, refuse, validate_or_raise
 from .cost_spec import CostSpec, SiteSpec
 from .serving import EngineSpec, LayoutSpec, PrecisionSpec
 from .workload_spec import FixedSpec, LengthSpec
@@ -66,11 +66,7 @@ class CountRange(StrictModel):
     min: _INSTANCES
     max: _INSTANCES
 
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.min > self.max:
-            raise ValueError(f"min ({self.min}) is above max ({self.max})")
-        return self
+    _ordered = refuse(lambda s: s.min > s.max, lambda s: f"min ({s.min}) is above max ({s.max})")
 
 
 DEFAULT_GPUS_PER_INSTANCE = 8
@@ -168,13 +164,11 @@ class PrefixCacheSpec(StrictModel):
     hit_fractions: Annotated[list[_HIT_FRACTION], Items(min_length=1)]  # cached share of the input
     probs: Annotated[list[_WEIGHT], Items(min_length=1)]
 
-    @model_validator(mode="after")
-    def _paired(self):
-        if len(self.hit_fractions) != len(self.probs):
-            raise ValueError(f"{len(self.hit_fractions)} hit_fractions need as many probs, got {len(self.probs)}")
-        if sum(self.probs) <= 0:
-            raise ValueError("probs are all zero")
-        return self
+    _paired = refuse(
+        lambda s: len(s.hit_fractions) != len(s.probs),
+        lambda s: f"{len(s.hit_fractions)} hit_fractions need as many probs, got {len(s.probs)}",
+    )
+    _some = refuse(lambda s: sum(s.probs) <= 0, "probs are all zero")
 
 
 class ClusterCachesSpec(StrictModel):
@@ -185,11 +179,7 @@ class ClusterCachesSpec(StrictModel):
     prfaas: PrefixCacheSpec | None = None
     regime: CacheRegime = CacheRegime.auto
 
-    @model_validator(mode="after")
-    def _some(self):
-        if self.pd is None and self.prfaas is None:
-            raise ValueError("give the prefix cache of pd, of prfaas, or of both")
-        return self
+    _some = refuse(lambda s: s.pd is None and s.prfaas is None, "give the prefix cache of pd, of prfaas, or of both")
 
 
 class WorkloadSpec(StrictModel):
@@ -244,11 +234,10 @@ class SloSpec(StrictModel):
     ttft_p99_s: Annotated[float, Within(SLO_SECONDS)] | None = None
     tpot_ms: Annotated[float, Within(TPOT_MS)] | None = None
 
-    @model_validator(mode="after")
-    def _some(self):
-        if self.ttft_p90_s is None and self.ttft_p99_s is None and self.tpot_ms is None:
-            raise ValueError("give at least one of ttft_p90_s, ttft_p99_s, tpot_ms")
-        return self
+    _some = refuse(
+        lambda s: s.ttft_p90_s is None and s.ttft_p99_s is None and s.tpot_ms is None,
+        "give at least one of ttft_p90_s, ttft_p99_s, tpot_ms",
+    )
 
 
 class LatencySpec(StrictModel):

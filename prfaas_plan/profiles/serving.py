@@ -34,7 +34,7 @@ from pydantic import model_validator
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import warn
 from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
-from ._base import StrictModel, Within
+from ._base import StrictModel, Within, refuse
 from .model import ModelProfile
 
 _CHIPS = Annotated[int, Within(CHIPS_PER_INSTANCE)]
@@ -47,11 +47,9 @@ class LayoutSpec(StrictModel):
     pp: _CHIPS = 1
     replicas: _CHIPS = 1
 
-    @model_validator(mode="after")
-    def _ep_divides(self):
-        if (self.tp * self.dp_attention) % self.ep:
-            raise ValueError(f"ep ({self.ep}) must divide tp x dp_attention ({self.tp * self.dp_attention})")
-        return self
+    _ep_divides = refuse(
+        lambda s: (s.tp * s.dp_attention) % s.ep, lambda s: f"ep ({s.ep}) must divide tp x dp_attention ({s.tp * s.dp_attention})"
+    )
 
 
 class EngineSpec(StrictModel):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
 
 from ..choices import WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
-from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, register_tags
+from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, refuse, register_tags
 
 _WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a mixture weight or histogram count"))]
 TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
@@ -88,12 +88,13 @@ class CdfSpec(_Spec):
     path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
     points_per_bin: Annotated[int, Within(BINS)] = 16
 
-    @model_validator(mode="after")
-    def _one_source(self):
-        if (self.points is None) == (self.path is None):
-            given = "both" if self.points is not None else "neither"
-            raise ValueError(f"give points (inline [[tokens, F], ...]) or path (a JSON file of them); {given} given")
-        return self
+    _one_source = refuse(
+        lambda s: (s.points is None) == (s.path is None),
+        lambda s: (
+            "give points (inline [[tokens, F], ...]) or path (a JSON file of them); "
+            f"{'both' if s.points is not None else 'neither'} given"
+        ),
+    )
 
 
 class FixedSpec(_Spec):
