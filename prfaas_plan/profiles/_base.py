@@ -68,29 +68,23 @@ def refuse(condition: Callable[[Any], bool], reason: str | Callable[[Any], str])
     return model_validator(mode="after")(check)
 
 
-def _within(r: Range) -> AfterValidator:
-    """A validator with the same message as ``Range.check`` (files, options and the API agree)."""
-
-    def check(value: Any) -> Any:
-        reason = r.problem(value)
-        if reason is not None:
-            raise ValueError(reason)
-        return value
-
-    return AfterValidator(check)
-
-
 @dataclass(frozen=True)
 class Within(GroupedMetadata):
     """A strict number inside the range ``r``: ``Annotated[float, Within(RATE_RPS)]`` (an int is
     accepted, a bool or a string is not), ``Annotated[int, Within(INSTANCES)]`` (a float is not
-    accepted either). The message is the one of ``Range.check``."""
+    accepted either). The message is the one of ``Range.check`` (files, options and the API agree)."""
 
     r: Range
 
     def __iter__(self) -> Iterator[object]:
         yield Strict()
-        yield _within(self.r)
+        yield AfterValidator(self._check)
+
+    def _check(self, value: Any) -> Any:
+        reason = self.r.problem(value)
+        if reason is not None:
+            raise ValueError(reason)
+        return value
 
 
 def Items(min_length: int = 0) -> Any:  # noqa: N802 - metadata, used like Within

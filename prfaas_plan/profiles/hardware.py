@@ -122,13 +122,8 @@ FALLBACK: dict[str, str] = {
     "attention_fp8": "attention",
 }
 """Per-dtype fractions and the field each falls back to when a profile has no figure of its own."""
-FIELD_DTYPE: dict[str, ComputeDtype] = {
-    "matmul_fp8": ComputeDtype.fp8,
-    "matmul_fp4": ComputeDtype.fp4,
-    "grouped_matmul_fp4": ComputeDtype.fp4,
-    "attention_fp8": ComputeDtype.fp8,
-}
-"""The dtype of each per-dtype fraction: it matters only on a chip with a peak for that dtype."""
+FIELD_DTYPE: dict[str, ComputeDtype] = {field: ComputeDtype(field.rsplit("_", 1)[1]) for field in FALLBACK}
+"""The dtype of each per-dtype fraction (its name's suffix): it matters only on a chip with a peak for that dtype."""
 
 _SOURCE = Annotated[str, Field(min_length=1, max_length=2000)]
 
@@ -218,10 +213,6 @@ class HardwareProfile(StrictModel):
     @property
     def memory_bytes_per_s(self) -> float:
         return self.memory_bandwidth_tb_per_s * 1e12
-
-    @property
-    def scale_up_bytes_per_s(self) -> float:
-        return self.scale_up_gb_per_s * 1e9
 
 
 class CalibrationPointRecord(StrictModel):

@@ -476,12 +476,7 @@ def _stack(layers: list[tuple[str, str]]) -> dict:
         for (new_mixer, new_ffn), indices in changes.items():
             spec, runs = _ranges(indices)
             cost += runs
-            entry: dict[str, Any] = {"layers": spec}
-            if new_mixer is not None:
-                entry["mixer"] = new_mixer
-            if new_ffn is not None:
-                entry["ffn"] = new_ffn
-            overrides.append(entry)
+            overrides.append({"layers": spec} | {k: v for k, v in (("mixer", new_mixer), ("ffn", new_ffn)) if v is not None})
         if best is None or cost < best[0]:
             best = (cost, pattern, overrides)
         if best[0] <= period + 1:  # a longer pattern costs at least period + 1

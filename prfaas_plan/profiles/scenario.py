@@ -133,16 +133,17 @@ class ClusterSpec(StrictModel):
             data = {**data, **measured_instance_defaults(data, data, "calibration_hardware", "calibration_gpus")}
         return data
 
-    @model_validator(mode="after")
-    def _cap(self):
-        if self.max_gpus_per_instance is not None and self.gpus_per_instance != AUTO:
-            raise ValueError("max_gpus_per_instance is the cap of gpus_per_instance: auto")
-        if self.calibration_points and self.calibration_gpus is None:
-            raise ValueError(
-                f"calibration_gpus: give the chips per instance the calibration points were measured on "
-                f"(gpus_per_instance is {self.gpus_per_instance!r:.40}, not one count)"
-            )
-        return self
+    _cap = refuse(
+        lambda s: s.max_gpus_per_instance is not None and s.gpus_per_instance != AUTO,
+        "max_gpus_per_instance is the cap of gpus_per_instance: auto",
+    )
+    _measured_gpus = refuse(
+        lambda s: s.calibration_points and s.calibration_gpus is None,
+        lambda s: (
+            "calibration_gpus: give the chips per instance the calibration points were measured on "
+            f"(gpus_per_instance is {s.gpus_per_instance!r:.40}, not one count)"
+        ),
+    )
 
     @property
     def count_range(self) -> tuple[int, int]:
@@ -188,14 +189,14 @@ class WorkloadSpec(StrictModel):
     prefix_cache: PrefixCacheSpec | None = None  # one cache for both clusters
     cluster_caches: ClusterCachesSpec | None = None  # a cache per cluster, cache-aware routing
 
-    @model_validator(mode="after")
-    def _no_top_level_weight(self):
-        for name in ("input", "output"):
-            if getattr(self, name).weight is not None:
-                raise ValueError(f"{name}: weight is only for a mixture's components")
-        if self.prefix_cache is not None and self.cluster_caches is not None:
-            raise ValueError("give prefix_cache (one cache for both clusters) or cluster_caches, not both")
-        return self
+    _no_top_level_weight = refuse(
+        lambda s: s.input.weight is not None or s.output.weight is not None,
+        lambda s: f"{'input' if s.input.weight is not None else 'output'}: weight is only for a mixture's components",
+    )
+    _one_cache = refuse(
+        lambda s: s.prefix_cache is not None and s.cluster_caches is not None,
+        "give prefix_cache (one cache for both clusters) or cluster_caches, not both",
+    )
 
 
 class DecodeSpec(StrictModel):
