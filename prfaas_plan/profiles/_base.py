@@ -56,13 +56,15 @@ def profile_json(profile: Any) -> str:
     return derived(profile, "json", lambda p: p.model_dump_json())
 
 
-def refuse(condition: Callable[[Any], bool], reason: str | Callable[[Any], str]) -> Any:
-    """An after-validator refusing a model for which ``condition(model)`` holds, with ``reason``
-    (a text, or a function of the model giving it): ``_ordered = refuse(lambda s: s.min > s.max, ...)``."""
+def refuse(condition: Callable[[Any], bool], reason: str | Callable[[Any], str], *more: tuple[Callable, Any]) -> Any:
+    """One after-validator refusing a model for which ``condition(model)`` holds, with ``reason``
+    (a text, or a function of the model giving it), then each further (condition, reason) pair of
+    ``more`` in turn: ``_ordered = refuse(lambda s: s.min > s.max, ...)``."""
 
     def check(model: Any) -> Any:
-        if condition(model):
-            raise ValueError(reason(model) if callable(reason) else reason)
+        for test, why in ((condition, reason), *more):
+            if test(model):
+                raise ValueError(why(model) if callable(why) else why)
         return model
 
     return model_validator(mode="after")(check)

@@ -136,12 +136,12 @@ class ClusterSpec(StrictModel):
     _cap = refuse(
         lambda s: s.max_gpus_per_instance is not None and s.gpus_per_instance != AUTO,
         "max_gpus_per_instance is the cap of gpus_per_instance: auto",
-    )
-    _measured_gpus = refuse(
-        lambda s: s.calibration_points and s.calibration_gpus is None,
-        lambda s: (
-            "calibration_gpus: give the chips per instance the calibration points were measured on "
-            f"(gpus_per_instance is {s.gpus_per_instance!r:.40}, not one count)"
+        (
+            lambda s: s.calibration_points and s.calibration_gpus is None,
+            lambda s: (
+                "calibration_gpus: give the chips per instance the calibration points were measured on "
+                f"(gpus_per_instance is {s.gpus_per_instance!r:.40}, not one count)"
+            ),
         ),
     )
 
@@ -168,8 +168,8 @@ class PrefixCacheSpec(StrictModel):
     _paired = refuse(
         lambda s: len(s.hit_fractions) != len(s.probs),
         lambda s: f"{len(s.hit_fractions)} hit_fractions need as many probs, got {len(s.probs)}",
+        (lambda s: sum(s.probs) <= 0, "probs are all zero"),
     )
-    _some = refuse(lambda s: sum(s.probs) <= 0, "probs are all zero")
 
 
 class ClusterCachesSpec(StrictModel):
@@ -192,10 +192,10 @@ class WorkloadSpec(StrictModel):
     _no_top_level_weight = refuse(
         lambda s: s.input.weight is not None or s.output.weight is not None,
         lambda s: f"{'input' if s.input.weight is not None else 'output'}: weight is only for a mixture's components",
-    )
-    _one_cache = refuse(
-        lambda s: s.prefix_cache is not None and s.cluster_caches is not None,
-        "give prefix_cache (one cache for both clusters) or cluster_caches, not both",
+        (
+            lambda s: s.prefix_cache is not None and s.cluster_caches is not None,
+            "give prefix_cache (one cache for both clusters) or cluster_caches, not both",
+        ),
     )
 
 
