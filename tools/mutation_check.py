@@ -588,8 +588,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "no-price-row-without-sources": (
         'prfaas_plan/planner/compare.py',
-        '            sources=sources(inputs, scenarios.basis) if inputs is not None else {"basis": str(scenarios.basis)},',
-        '            sources={"basis": str(scenarios.basis)},',
+        '            option, exc, identity, sources(inputs, scenarios.basis) if inputs else {"basis": str(scenarios.basis)}, said',
+        '            option, exc, identity, {"basis": str(scenarios.basis)}, said',
     ),
     "unknown-power-is-zero": (
         "prfaas_plan/planner/cost.py",
