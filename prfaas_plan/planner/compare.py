@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..profiles.scenario_set import CompareOption, ScenarioSet
 from ..study.model import Study
+from ..study.resolve import OneSite, resolved_base
 from .cost import Tco
 from .uncertainty import Verdict, error_key, versus_best
-
-if TYPE_CHECKING:
-    from ..study.resolve import OneSite
 
 
 @dataclass(frozen=True)
@@ -142,15 +139,14 @@ def plan_option(
     """Plan one option (as ``plan`` would, without marginal values): ``base``, the set's scenario
     resolved once (``study.resolve.resolved_base``; default: here), with the option's what-ifs."""
     from ..study.basis import sources
-    from ..study.resolve import resolved_base
     from .chips import choose_among
     from .plan import plan
 
     base = base or resolved_base(scenarios)
     if scenarios.multi_site:
-        assert base is None or isinstance(base, Study)  # resolved_base gives a multi-site file's Study
+        assert not isinstance(base, OneSite)  # resolved_base gives a multi-site file's Study
         return _plan_sites_option(scenarios, option, base)
-    assert base is not None and not isinstance(base, Study)
+    assert isinstance(base, OneSite)
     inputs, variant = None, None
     try:
         variant = base.with_option(option)
@@ -299,7 +295,6 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
     """Plan every option on ``executor`` (``planner.executor``; default: ``jobs`` local
     processes), rank them and mark the front. The ranking does not depend on where the options
     were planned: the executor returns them in option order."""
-    from ..study.resolve import resolved_base
     from .executor import executor_for
 
     executor = executor or executor_for(jobs)

@@ -7,9 +7,14 @@ converts every quantity to SI: bytes/s for links, seconds for RTTs, the squared 
 variation for arrivals. It plans nothing: choosing chips per instance and the cache regime are
 planning steps (``planner.chips``).
 
-A one-site scenario resolves to ``PlanInputs`` (``build_inputs``, ``build_variants``: one per
-combination of the pools' chips per instance); a multi-site file to a ``Study``
-(``resolve_sites``), every pool, workload and link resolved once.
+A one-site scenario resolves to a ``OneSite`` (``one_site``: the model, workload and hardware,
+before chips per instance are chosen) and to ``PlanInputs`` (``build_inputs``, ``build_variants``:
+one per combination of the pools' chips per instance); a multi-site file to a ``Study``
+(``resolve_sites``), every pool, workload and link resolved once. What-ifs that resolve a part
+again (a pool on other hardware, another model: ``OneSite.with_hardware``, ``with_model``;
+``resolve_sites``' replacements) run the same functions on the new profile; the file is never
+copied. ``compare`` plans its options so (``resolved_base``, ``OneSite.with_option``,
+``sites_option``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..accounting.params import declared_params_mismatch
 from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role
@@ -38,7 +44,6 @@ from ..profiles.scenario import (
     load_scenario,
     measured_instance_defaults,
 )
-from ..profiles.scenario_set import NO_DECODE_POOL, CompareOption, ScenarioSet
 from ..profiles.serving import PrecisionSpec
 from ..profiles.sites import SitesScenario
 from ..profiles.workload_spec import mixture_weight_notes
@@ -75,6 +80,9 @@ from .model import (
     joined,
 )
 from .prices import LinkCost, chip_cost
+
+if TYPE_CHECKING:  # compare's options: imported where used (start-up)
+    from ..profiles.scenario_set import CompareOption, ScenarioSet
 
 
 def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
@@ -147,7 +155,7 @@ def _pool(
 ) -> Pool:
     """One pool on ``basis`` (``study.basis``: which measured points calibrate it, which curve
     and capacity size it); ``base``: the scenario's folder (relative profile paths); ``where``:
-    the pool's field path in the file (default: its role). What-ifs (``Moved``): ``written``, the
+    the pool's field path in the file (default: its role). What-ifs (``WrittenPool``): ``written``, the
     reference to ``hardware`` (default: the spec's); ``moved``, the pool is on other hardware than
     the spec's, whose layout and cost do not apply (the new hardware at its profile's example
     rental); ``measured`` False, the spec's calibration points are of another model (not used)."""
@@ -344,6 +352,8 @@ class OneSite:
         """The what-ifs of a ``compare`` option (``profiles.scenario_set``): the PrfaaS pool's
         hardware, the PD pool's, the decode-only pool (``NO_DECODE_POOL``: none), the model, the
         link; then the GPU budgets of hardware no pool uses left out."""
+        from ..profiles.scenario_set import NO_DECODE_POOL
+
         study = self
         for role, ref in ((Role.prfaas, option.prfaas), (Role.pd, option.pd)):
             study = study if ref is None else study.with_hardware(role, ref)
@@ -499,6 +509,8 @@ def one_site(scenario: Scenario, source: str | None = None, basis: Basis = Basis
 
 def _written(base: OneSite, option: CompareOption) -> dict:
     """The identity fields that ``option`` replaces on ``base``, as it writes them."""
+    from ..profiles.scenario_set import NO_DECODE_POOL
+
     out: dict = {} if option.model is None else {"model": option.model}
     if option.link_gbps is not None:
         out["link_gbps"] = float(option.link_gbps)
@@ -721,6 +733,8 @@ def validate_scenario(data: object, source: str) -> Scenario:
 def check_references(scenario: Scenario | SitesScenario, source: str | None, options=()) -> None:
     """Every hardware and model that the ``compare:`` section or ``options`` name resolves
     (a path relative to the scenario's folder), each once; an error names the first that does not."""
+    from ..profiles.scenario_set import NO_DECODE_POOL
+
     base, spec = _base(source), scenario.compare
     for name, resolver in (
         ("prfaas", resolve_hardware),
