@@ -83,15 +83,15 @@ def test_every_compare_row_names_its_basis_and_each_pools_source(comparisons, ba
 def test_no_option_uses_a_curve_measured_on_other_hardware(pd):
     """The pools of each option, resolved as compare resolves them: a calibration was fitted on
     the points of the pool's own hardware, and the H20 decode rate only decodes on H20."""
-    from prfaas_plan.planner.chips import choose
-    from prfaas_plan.profiles.scenario_set import CompareOption, scenario_set
+    from prfaas_plan.planner.chips import choose_among
+    from prfaas_plan.profiles.scenario_set import CompareOption
+    from prfaas_plan.study.resolve import one_site
     from prfaas_plan.timing.prefill import MeasuredPrefill
 
     scenario, path = resolve_scenario_file("paper-case-study")
-    scenarios = scenario_set(scenario, path, prfaas=["h200"], pd=[pd])
     for basis in ("model", "as-given"):
-        variant, _ = scenarios.variant(CompareOption(prfaas="h200", pd=pd))
-        inputs = choose(variant, path, basis)
+        variant = one_site(scenario, path, basis).with_option(CompareOption(prfaas="h200", pd=pd))
+        inputs = choose_among(variant.variants(), path)
         pool = inputs.pd
         if pool.calibration is not None:
             lengths = [p.length_tokens for p in pool.calibration.points]

@@ -281,16 +281,16 @@ def test_a_dropped_cost_note_says_what_the_new_hardware_is_priced_at():
     """phase-split's PrfaaS pool has a Rubin CPX cost: moved onto rubin (no price) the note says
     rubin has no price; onto h200 it gives h200's example rental from its profile."""
     from prfaas_plan.profiles.registry import resolve_hardware, resolve_scenario_file
-    from prfaas_plan.profiles.scenario_set import option_scenario
+    from prfaas_plan.study.resolve import one_site
 
-    scenario, _ = resolve_scenario_file("phase-split")
+    base = one_site(*resolve_scenario_file("phase-split"))
     assert resolve_hardware("rubin").price_usd_per_gpu_hour is None
-    _, notes = option_scenario(scenario, CompareOption(prfaas="rubin"))
+    notes = list(base.with_option(CompareOption(prfaas="rubin")).said)
     assert notes == [
         "prfaas on rubin: the cost of rubin-cpx dropped, and rubin has no price (no price_usd_per_gpu_hour in its profile)"
     ]
     price = resolve_hardware("h200").price_usd_per_gpu_hour
-    _, notes = option_scenario(scenario, CompareOption(prfaas="h200"))
+    notes = list(base.with_option(CompareOption(prfaas="h200")).said)
     assert notes == [
         f"prfaas on h200: the cost of rubin-cpx dropped (priced at its profile's example rental, ${price:,.2f} per GPU-hour)"
     ]

@@ -21,8 +21,8 @@ from conftest import case_study_doc
 from prfaas_plan import api
 from prfaas_plan.profiles.registry import hardware_identity, resolve_scenario_file, same_hardware
 from prfaas_plan.profiles.scenario import load_scenario
-from prfaas_plan.profiles.scenario_set import CompareOption, option_scenario, scenario_set
-from prfaas_plan.study.resolve import build_variants
+from prfaas_plan.profiles.scenario_set import CompareOption
+from prfaas_plan.study.resolve import build_variants, one_site
 
 REPO = Path(__file__).resolve().parents[1]
 CASE_STUDY_LAMBDA_RPS = 3.237  # tests/test_planner.py: t = 19,349, 4/3/5 (exact mode)
@@ -99,10 +99,13 @@ def test_a_compare_option_naming_the_pools_own_hardware_keeps_its_price_and_layo
     doc = case_study_doc()
     doc["pd"]["cost"] = {"usd_per_gpu_hour": 1.5}
     scenario = load_scenario(doc, path)
-    variant, notes = option_scenario(scenario, CompareOption(pd="H20"), path)
-    assert variant.pd == scenario.pd and notes == []
-    moved, notes = option_scenario(scenario, CompareOption(pd="h200"), path)  # other hardware: its price dropped
-    assert moved.pd.hardware == "h200" and moved.pd.cost != scenario.pd.cost and any("cost" in n for n in notes)
+    base = one_site(scenario, path)
+    variant = base.with_option(CompareOption(pd="H20"))
+    assert variant.pools == base.pools and variant.said == ()
+    moved = base.with_option(CompareOption(pd="h200"))  # other hardware: its price dropped
+    pool, kept = moved.variants()[0].pd, base.variants()[0].pd
+    assert kept.cost.capital_usd_per_hour == 1.5 and pool.hardware_name == "h200" and pool.cost != kept.cost
+    assert any("cost" in n for n in moved.said)
 
 
 def test_gpu_budgets_follow_the_hardware_a_file_pool_resolves_to(tmp_path):
@@ -113,8 +116,9 @@ def test_gpu_budgets_follow_the_hardware_a_file_pool_resolves_to(tmp_path):
     doc["pd"]["hardware"] = copy
     doc["budgets"] = {"gpus": {"H20": 64, "h200": 32}}
     path = _write(tmp_path, doc)
-    variant, notes = scenario_set(*resolve_scenario_file(path), prfaas=["b200"]).variant(CompareOption(prfaas="b200"))
-    assert variant.budgets.gpus == {"H20": 64}
+    variant = one_site(*resolve_scenario_file(path)).with_option(CompareOption(prfaas="b200"))
+    assert variant.variants()[0].limits.gpu_budget == {"h20": 64}
+    notes = variant.said
     assert notes and "h200" in notes[-1] and "H20" not in notes[-1]
 
 

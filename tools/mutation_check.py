@@ -374,9 +374,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if False:",
     ),
     "compare-keeps-old-cost": (
-        "prfaas_plan/profiles/scenario_set.py",
-        '"parallel": None, "cost": CostSpec()})',
-        '"parallel": None})',
+        "prfaas_plan/study/resolve.py",
+        "cost = chip_cost(hardware, CostSpec() if moved else spec.cost, spec.site)",
+        "cost = chip_cost(hardware, spec.cost, spec.site)",
     ),
     # issue 10: cache-aware routing, robust plans, day schedule, several sites
     "scarce-prfaas-uses-pd-cache": (
@@ -530,14 +530,14 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "if False:",
     ),
     "decode-rate-chips-not-passed": (
-        'prfaas_plan/study/resolve.py',
-        '        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, dec.tokens_per_s_gpus, base',
-        '        dec.tokens_per_s_per_instance, dec.tokens_per_s_hardware, written, pd.gpus_per_instance, None, base',
+        "prfaas_plan/study/resolve.py",
+        "        pd.gpus_per_instance,\n        dec.tokens_per_s_gpus,\n",
+        "        pd.gpus_per_instance,\n        None,\n",
     ),
     "compare-swap-by-raw-name": (
-        "prfaas_plan/profiles/scenario_set.py",
-        "if same_hardware(hardware, spec.hardware, base):",
-        "if hardware == spec.hardware:",
+        "prfaas_plan/study/resolve.py",
+        "if same_hardware(ref, pool.written, base):",
+        "if ref == pool.written:",
     ),
     "decode-chips-default-from-pd": (
         "prfaas_plan/profiles/scenario.py",
@@ -588,8 +588,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "no-price-row-without-sources": (
         'prfaas_plan/planner/compare.py',
-        '            sources=sources(inputs, scenarios.basis) if inputs is not None else {"basis": str(scenarios.basis)},',
-        '            sources={"basis": str(scenarios.basis)},',
+        '            option, exc, identity, sources(inputs, scenarios.basis) if inputs else {"basis": str(scenarios.basis)}, said',
+        '            option, exc, identity, {"basis": str(scenarios.basis)}, said',
     ),
     "unknown-power-is-zero": (
         "prfaas_plan/planner/cost.py",
@@ -616,11 +616,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        if total > 0 and abs(total - 1.0) > 1e-9:",
         "        if False:",
     ),
-    "dropped-cost-note-claims-a-rental": ("prfaas_plan/profiles/scenario_set.py", "    if price is None:", "    if False:"),
+    "dropped-cost-note-claims-a-rental": ("prfaas_plan/study/resolve.py", "        if price is None\n", "        if False\n"),
     "written-chips-not-described": (
-        "prfaas_plan/profiles/scenario_set.py",
-        "        return spec.gpus_per_instance if spec is not None and isinstance(spec.gpus_per_instance, int) else None",
-        "        return None",
+        "prfaas_plan/study/resolve.py",
+        "            role: p.spec.gpus_per_instance if isinstance(p.spec.gpus_per_instance, int) else None",
+        "            role: None",
     ),
     "robust-own-counts-swapped": (
         'prfaas_plan/views/plan.py',

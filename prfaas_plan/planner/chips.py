@@ -49,7 +49,13 @@ def choose(scenario, source: str | None = None, basis: Basis = Basis.as_given) -
     """The scenario's planning inputs on ``basis`` (``study.basis``), with each pool's chips per
     instance chosen (see the module docstring) and, for cache-aware routing with ``regime: auto``,
     the cache regime; notes record the choices."""
-    return _cache_regime(_chips(scenario, source, basis))
+    return choose_among(build_variants(scenario, source, basis=basis), source)
+
+
+def choose_among(variants: list[PlanInputs], source: str | None = None) -> PlanInputs:
+    """``choose`` of resolved ``variants`` (``study.resolve.OneSite.variants``: one per combination
+    of chips per instance); errors name ``source``."""
+    return _cache_regime(_chips(variants, source))
 
 
 def _cache_regime(inputs: PlanInputs) -> PlanInputs:
@@ -81,8 +87,7 @@ def _cache_regime(inputs: PlanInputs) -> PlanInputs:
     return replace(best, notes=best.notes + (f"cache regime: {regime} (chosen by the plan{other})",))
 
 
-def _chips(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
-    variants = build_variants(scenario, source, basis=basis)
+def _chips(variants: list[PlanInputs], source: str | None = None) -> PlanInputs:
     if len(variants) == 1:
         return variants[0]
     scored, first_error = [], None

@@ -1,5 +1,7 @@
 """A procurement question in one run: plan every option of a scenario set
-(``profiles.scenario_set``: variants of one scenario by hardware, model and link).
+(``profiles.scenario_set``: variants of one scenario by hardware, model and link), each the
+scenario resolved once with the option's typed what-ifs (``study.resolve.OneSite.with_option``,
+``sites_option``).
 
 Every option is planned as ``prfaas-plan plan`` plans that scenario (the same objective, SLO
 and budgets), without marginal values, on one basis for all (``study.basis``: ``model``, every
@@ -26,8 +28,9 @@ from dataclasses import dataclass, field
 
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
-from ..profiles.scenario_set import CompareOption, ScenarioSet, describe
-from ..profiles.sites import SitesScenario
+from ..profiles.scenario_set import CompareOption, ScenarioSet
+from ..study.model import Study
+from ..study.resolve import OneSite, resolved_base
 from .cost import Tco
 from .uncertainty import Verdict, error_key, versus_best
 
@@ -124,30 +127,39 @@ def _failure(exc: PlanInputError) -> str:
     return "invalid"
 
 
-def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanMode.exact) -> OptionResult:
-    """Plan one option (as ``plan`` would, without marginal values)."""
+def _failed(option: CompareOption, exc: PlanInputError, identity: dict, sources: dict, notes=()) -> OptionResult:
+    """An option that could not be planned: its identity, why (``_failure``) and the error's reason."""
+    reason = exc.reason if not exc.field else f"{exc.field}: {exc.reason}"
+    return OptionResult(option, identity=identity, failure=_failure(exc), reason=reason, notes=tuple(notes), sources=sources)
+
+
+def plan_option(
+    scenarios: ScenarioSet, option: CompareOption, mode: str = PlanMode.exact, base: OneSite | Study | None = None
+) -> OptionResult:
+    """Plan one option (as ``plan`` would, without marginal values): ``base``, the set's scenario
+    resolved once (``study.resolve.resolved_base``; default: here), with the option's what-ifs."""
     from ..study.basis import sources
-    from .chips import choose
+    from .chips import choose_among
     from .plan import plan
 
+    base = base or resolved_base(scenarios)
     if scenarios.multi_site:
-        return _plan_sites_option(scenarios, option)
-    variant, notes = scenarios.variant(option)
-    assert not isinstance(variant, SitesScenario)  # one site: multi_site is handled above
-    inputs = None
+        assert not isinstance(base, OneSite)  # resolved_base gives a multi-site file's Study
+        return _plan_sites_option(scenarios, option, base)
+    assert isinstance(base, OneSite)
+    inputs, variant = None, None
     try:
-        inputs = choose(variant, scenarios.source, scenarios.basis)
+        variant = base.with_option(option)
+        inputs = choose_among(variant.variants(), variant.source)
         result = plan(inputs, mode, with_marginals=False, with_other_mode=False)
     except PlanInputError as exc:
         # resolved (e.g. no price): the chips and sources the option would use; else the scenario as written
-        return OptionResult(
-            option,
-            identity=inputs.identity() if inputs is not None else describe(variant),
-            failure=_failure(exc),
-            reason=exc.reason if not exc.field else f"{exc.field}: {exc.reason}",
-            notes=tuple(notes),
-            sources=sources(inputs, scenarios.basis) if inputs is not None else {"basis": str(scenarios.basis)},
+        identity = inputs.identity() if inputs else (variant or base).identity(None if variant else option)
+        said = variant.said if variant else ()
+        return _failed(
+            option, exc, identity, sources(inputs, scenarios.basis) if inputs else {"basis": str(scenarios.basis)}, said
         )
+    notes = list(variant.said)
     pt, lat, u = result.point, result.operating_latency, result.uncertainty
     assert lat is not None and u is not None  # plan() sets both (_add_latency, plan_range)
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
@@ -183,22 +195,20 @@ def plan_option(scenarios: ScenarioSet, option: CompareOption, mode: str = PlanM
     )
 
 
-def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionResult:
-    """One option of a multi-site file, planned as ``prfaas-plan sites`` plans it (as given); its
-    req/s are every site's demand in the busiest window x the plan's demand scale, summed."""
+def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption, base: Study | None = None) -> OptionResult:
+    """One option of a multi-site file (``study.resolve.sites_option``), planned as ``prfaas-plan
+    sites`` plans it (as given); its req/s are every site's demand in the busiest window x the
+    plan's demand scale, summed."""
     from ..study.basis import sources
-    from ..study.resolve import resolve_sites
+    from ..study.resolve import sites_as_written, sites_option
     from .sites import plan_sites
 
     basis = {"basis": str(Basis.as_given)}
-    variant, notes = scenarios.variant(option)
-    assert isinstance(variant, SitesScenario)  # plan_option sends only a multi-site file here
     try:
-        study = resolve_sites(variant, scenarios.source)
+        study, notes = sites_option(scenarios, option, base)
         result = plan_sites(study)
     except PlanInputError as exc:
-        reason = exc.reason if not exc.field else f"{exc.field}: {exc.reason}"
-        return OptionResult(option, identity=describe_sites(variant), failure=_failure(exc), reason=reason, sources=basis)
+        return _failed(option, exc, sites_as_written(scenarios, option), basis)
     gpus: dict = {}
     for site, n in [(study.prfaas_site(f).pool, n) for f, n in result.n_prfaas.items()] + [
         (study.site(name).pool, n) for name, n in result.n_pd.items()
@@ -216,7 +226,7 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionR
     first_pd, first_prfaas = study.pd_sites[0].name, study.prfaas_sites[0].name
     return OptionResult(
         option,
-        identity=sites_identity(study),
+        identity=study.identity(),
         lambda_max_rps=result.scale * demand,
         n_prfaas=sum(result.n_prfaas.values()),
         gpus=gpus,
@@ -226,45 +236,6 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption) -> OptionR
             study.pair(first_pd, first_prfaas), Basis.as_given
         ),  # the first sites' pools (each option moves every site)
     )
-
-
-def _joined(values: dict) -> object:
-    """One value when every site has it, else 'site=value' for each."""
-    distinct = set(values.values())
-    return next(iter(distinct)) if len(distinct) == 1 else "; ".join(f"{k}={v}" for k, v in values.items())
-
-
-def sites_identity(study) -> dict:
-    """The identity of a multi-site plan in the columns of a one-site one (each hardware, chip count
-    and link as one value, or per site where they differ)."""
-    prfaas = {f.name: f.pool for f in study.prfaas_sites}
-    pd = {s.name: s.pool for s in study.pd_sites}
-    return {
-        "scenario": study.name,
-        "model": study.model.name,
-        "prfaas_hardware": _joined({k: p.hardware_name for k, p in prfaas.items()}),
-        "prfaas_gpus_per_instance": _joined({k: p.gpus_per_instance for k, p in prfaas.items()}),
-        "pd_hardware": _joined({k: p.hardware_name for k, p in pd.items()}),
-        "pd_gpus_per_instance": _joined({k: p.gpus_per_instance for k, p in pd.items()}),
-        "pd_decode_hardware": None,
-        "pd_decode_gpus_per_instance": None,
-        "link_gbps": _joined({f"{f}-{d}": round(link.bandwidth_gbps, 6) for (f, d), link in study.links.items()}),
-    }
-
-
-def describe_sites(spec) -> dict:
-    """The identity of a multi-site file as written: for options that could not be planned."""
-    return {
-        "scenario": spec.name,
-        "model": spec.model,
-        "prfaas_hardware": _joined({s.name: s.hardware for s in spec.prfaas_sites}),
-        "prfaas_gpus_per_instance": _joined({s.name: s.gpus_per_instance for s in spec.prfaas_sites}),
-        "pd_hardware": _joined({s.name: s.hardware for s in spec.pd_sites}),
-        "pd_gpus_per_instance": _joined({s.name: s.gpus_per_instance for s in spec.pd_sites}),
-        "pd_decode_hardware": None,
-        "pd_decode_gpus_per_instance": None,
-        "link_gbps": _joined({f"{lk.prfaas}-{lk.pd}": float(lk.bandwidth_gbps) for lk in spec.links}),
-    }
 
 
 def rank_key(objective: ObjectiveKind):
@@ -327,7 +298,8 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
     from .executor import executor_for
 
     executor = executor or executor_for(jobs)
-    results = executor.map(plan_option, [(scenarios, option, mode) for option in scenarios.options], progress)
+    base = resolved_base(scenarios)  # once; each option is its what-ifs (the same object in every task)
+    results = executor.map(plan_option, [(scenarios, option, mode, base) for option in scenarios.options], progress)
     results.sort(key=rank_key(scenarios.objective))
     objective = scenarios.objective
     return Comparison(

@@ -127,8 +127,6 @@ def sweep_instances(
     """Lambda_max against N_prfaas from 0 to ``upto`` (every count, or ``points`` of them), with t and
     the PD split re-optimised each time within the scenario's PD range and budgets, by the
     scenario's optimiser method. A count the budgets exclude gives a row without a plan."""
-    from dataclasses import replace
-
     from ..errors import PlanInputError as Infeasible
     from .optimizer import optimise
 
@@ -136,9 +134,8 @@ def sweep_instances(
     counts = np.arange(upto + 1) if points is None else np.unique(np.linspace(0, upto, points).round().astype(int))
     rows = []
     for k, n in enumerate(counts.tolist()):
-        limits = replace(inputs.limits, prfaas_min=n, prfaas_max=n)
         try:
-            sol = optimise(inputs, table, objective="max_throughput", limits=limits)
+            sol = optimise(inputs.with_limits(prfaas_min=n, prfaas_max=n), table, objective="max_throughput")
         except Infeasible:
             rows.append(
                 {

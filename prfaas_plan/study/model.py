@@ -8,7 +8,9 @@ pools, links and windows of a deployment (``Study.pair`` gives each PD x PrfaaS 
 ``PlanInputs``; a one-site scenario is the 1x1 study).
 
 Every what-if replaces a whole part (``with_link_gbps``, ``with_limits``, ``with_decode``),
-so a derived figure can never be left behind by a changed input.
+so a derived figure can never be left behind by a changed input. What-ifs that need the pools
+resolved again (another hardware, another model) are ``study.resolve``'s: ``OneSite`` for one
+site, ``resolve_sites``' replacements for several.
 """
 
 from __future__ import annotations
@@ -418,6 +420,11 @@ class Study:
         link = self.links.get((prfaas, pd)) or Link(0.0, 1.0, 0.0)
         return replace(self, links={**self.links, (prfaas, pd): link.with_bandwidth_gbps(gbps)})
 
+    def with_links_gbps(self, gbps: float) -> Study:
+        """The study with every link at ``gbps`` raw (each link's usable fraction, RTT and prices kept)."""
+        LINK_GBPS.check(gbps, "links.bandwidth_gbps")
+        return replace(self, links={k: link.with_bandwidth_gbps(gbps) for k, link in self.links.items()})
+
     def with_counts(self, n_prfaas: dict[str, int], n_pd: dict[str, int], n_decode: dict[str, int]) -> Study:
         """The study with every count fixed (a plan's purchase: N_j, N_i and N_d of decode-only pools)."""
         return replace(
@@ -443,6 +450,23 @@ class Study:
             usd_per_hour=self.usd_per_hour if usd_per_hour is None else usd_per_hour,
             gpu_budget=self.gpu_budget if gpu_budget is None else gpu_budgets(gpu_budget, names),
         )
+
+    def identity(self) -> dict:
+        """``PlanInputs.identity`` of a multi-site plan (the columns of a one-site one): each
+        hardware, chip count and link as one value, or per site where they differ (``joined``)."""
+        prfaas = {f.name: f.pool for f in self.prfaas_sites}
+        pd = {s.name: s.pool for s in self.pd_sites}
+        return {
+            "scenario": self.name,
+            "model": self.model.name,
+            "prfaas_hardware": joined({k: p.hardware_name for k, p in prfaas.items()}),
+            "prfaas_gpus_per_instance": joined({k: p.gpus_per_instance for k, p in prfaas.items()}),
+            "pd_hardware": joined({k: p.hardware_name for k, p in pd.items()}),
+            "pd_gpus_per_instance": joined({k: p.gpus_per_instance for k, p in pd.items()}),
+            "pd_decode_hardware": None,
+            "pd_decode_gpus_per_instance": None,
+            "link_gbps": joined({f"{f}-{d}": round(link.bandwidth_gbps, 6) for (f, d), link in self.links.items()}),
+        }
 
     def site(self, name: str) -> PdSite:
         found = next((s for s in self.pd_sites if s.name == name), None)
@@ -488,6 +512,12 @@ class Study:
             notes=self.notes,
             pd_decode=site.decode_pool,
         )
+
+
+def joined(values: dict) -> object:
+    """One value when every site has it, else 'site=value' for each."""
+    distinct = set(values.values())
+    return next(iter(distinct)) if len(distinct) == 1 else "; ".join(f"{k}={v}" for k, v in values.items())
 
 
 def gpu_budgets(gpus: dict[str, int], names: set[str]) -> dict[str, int]:
