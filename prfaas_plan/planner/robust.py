@@ -125,20 +125,20 @@ def _check_work(limits: Limits, table_sizes: list[int]) -> None:
         )
 
 
-def _shared_counts(inputs: PlanInputs, limits: Limits):
-    """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
-    pool N_p carries the whole count (N_d = 0) and each case splits it."""
-    separate = limits.separate_decode
+def shared_count(limits: Limits) -> int:
+    """How many (N_prfaas, N_pd) combinations (beside a decode-only pool: (N_prfaas, N_p, N_d)) the ranges hold."""
     d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
-    pd_counts = range(limits.pd_min, limits.pd_max + 1)
-    count = (limits.prfaas_max - limits.prfaas_min + 1) * len(pd_counts) * ((d_hi - d_lo + 1) if separate else 1)
-    if count > MAX_SHARED_COMBINATIONS:
-        raise PlanInputError(
-            f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
-        )
+    decode = (d_hi - d_lo + 1) if limits.separate_decode else 1
+    return (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1) * decode
+
+
+def shared_counts(inputs: PlanInputs, limits: Limits):
+    """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
+    pool N_p carries the whole count (N_d = 0) and each case (or window) splits it."""
+    d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
-        for n_p in pd_counts:
-            for n_d in range(d_lo, d_hi + 1) if separate else (0,):
+        for n_p in range(limits.pd_min, limits.pd_max + 1):
+            for n_d in range(d_lo, d_hi + 1) if limits.separate_decode else (0,):
                 cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
                 if cost is not False:
                     yield n_f, n_p, n_d, cost
@@ -191,8 +191,13 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     # with a target rate for every case, cases count relative to their demand (Lambda_c / target_c)
     targets = [c.target_rate_rps for c in cases if c.target_rate_rps is not None]
     normalised = len(targets) == len(cases)  # min_cost: always (checked above)
+    count = shared_count(limits)
+    if count > MAX_SHARED_COMBINATIONS:
+        raise PlanInputError(
+            f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
+        )
     best, best_score = None, None
-    for n_f, n_p, n_d, cost in _shared_counts(base, limits):
+    for n_f, n_p, n_d, cost in shared_counts(base, limits):
         per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
         lams = [r[0] for r in per_case]
         scaled = [lam / target for lam, target in zip(lams, targets)] if normalised else lams

@@ -102,14 +102,20 @@ def plan_sites(study: Study) -> SitesPlan:
     first = study.prfaas_sites[0].name
     coarse = {s.name: [int(k) for k in coarse_indices(tables[s.name, first], per_site)] for s in study.pd_sites}
     cands = {(0, w, name): c for name, c in coarse.items() for w in range(n_windows)}
+    return _result(study, tables, _coarse_to_fine(study, cells, cands, goal, per_site, _infeasible(study)))
+
+
+def _coarse_to_fine(study: Study, cells: list[Cell], cands: dict, goal: Goal, per_site: int, error: PlanInputError) -> Solved:
+    """The programme over the coarse candidates, again over the fine ones around its choice (``refine``)
+    where that does better, then ``settle``d; ``error`` when the coarse one finds no plan."""
     sol = solve(study, cells, cands, goal)
     if sol is None:
-        raise _infeasible(study)
+        raise error
     fine = refine(cands, sol, per_site * 2)
     refined = solve(study, cells, fine, goal)
     if refined is not None and _better(refined, sol, goal):
         sol, cands = refined, fine
-    return _result(study, tables, settle(study, cells, cands, goal, sol))
+    return settle(study, cells, cands, goal, sol)
 
 
 def refine(cands: dict, sol: Solved, most: int) -> dict:
@@ -291,15 +297,9 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
         demands.append(demand)
     objective = ObjectiveKind.min_cost if study.robust == RobustObjective.min_cost else ObjectiveKind.max_throughput
     goal = Goal(objective, study.robust, tuple(case.weight for case in study.cases))
-    sol = solve(study, cells, cands, goal)
-    if sol is None:
-        what = "serves every case's rates" if not goal.maximise else "fits"
-        raise PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
-    fine = refine(cands, sol, per_site * 2)
-    refined = solve(study, cells, fine, goal)
-    if refined is not None and _better(refined, sol, goal):
-        sol, cands = refined, fine
-    sol = settle(study, cells, cands, goal, sol)
+    what = "serves every case's rates" if not goal.maximise else "fits"
+    error = PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
+    sol = _coarse_to_fine(study, cells, cands, goal, per_site, error)
     cases = []
     for c, case in enumerate(study.cases):
         alone = _case_at_its_best(study, sol, c)
