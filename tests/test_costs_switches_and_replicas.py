@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 import pytest
+from oracles import best_schedule, day_grid
 from test_hand_counts import DECODE_CONTEXT, DENSE, GQA, decode_hardware, hand_decode_step_s, model
 from test_procurement import inputs_of, scenario_doc
 from test_routing_days_and_sites import _day, _day_doc, _robust_doc, _sites, _write, sites_doc
@@ -198,31 +199,10 @@ def test_multi_site_day_is_cyclic(tmp_path, conversion_s):
 # (d) the schedule's switch limit, where it binds
 
 
-def _best_schedule_by_hand(windows, grids, n: int, conversion_s: float, limit: int | None) -> float:
-    """Every cyclic sequence of splits of n PD instances with at most ``limit`` switches between
-    consecutive windows (the last precedes the first), scored with the conversion formula."""
-    best = 0.0
-    for seq in itertools.product(range(n + 1), repeat=len(windows)):
-        if limit is not None and any(abs(seq[k] - seq[k - 1]) > limit for k in range(len(seq))):
-            continue
-        score = np.inf
-        for k, w in enumerate(windows):
-            cur, prev = seq[k], seq[k - 1]
-            full = grids[k][cur, n - cur]
-            if cur != prev:
-                f = min(1.0, conversion_s / (w.hours * 3600))
-                full = (1 - f) * full + f * grids[k][min(cur, prev), min(n - cur, n - prev)]
-            score = min(score, full / w.rate_rps)
-        best = max(best, score)
-    return best
-
-
 def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
     """Three windows, 8 PD instances, conversion 300 s, at most 1 switch per window: the day scale is the
     brute-force best over every cyclic sequence with |N_p - N_p'| <= 1, strictly between the best with no
     switch and the best with 2 (so a limit one too tight or one too loose gives another answer)."""
-    from prfaas_plan.planner.schedule import _grid
-
     doc = _day_doc(
         max_switches_per_window=1,
         windows=[
@@ -232,8 +212,8 @@ def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
         ],
     )
     (day, windows), _ = _day(tmp_path, doc)
-    grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
-    hand = {limit: _best_schedule_by_hand(windows, grids, day.n_pd, 300.0, limit) for limit in (0, 1, 2)}
+    grids = [day_grid(w, day.n_prfaas, day.n_pd) for w in windows]
+    hand = {limit: best_schedule(windows, grids, day.n_pd, 300.0, limit) for limit in (0, 1, 2)}
     assert hand[0] < hand[1] * (1 - 1e-3) and hand[1] < hand[2] * (1 - 1e-3)
     assert day.scale == pytest.approx(hand[1], rel=1e-9)
     splits = [w.n_p for w in day.windows]

@@ -383,9 +383,7 @@ def test_schedule_is_the_brute_force_best_sequence(tmp_path):
     """Every sequence of splits of the 8 PD instances over three windows, scored by hand with the
     conversion formula (idle f = 300 s / window of the converted instances): the planner's day scale is
     the best of them."""
-    import itertools
-
-    from prfaas_plan.planner.schedule import _grid
+    from oracles import best_schedule, day_grid
 
     doc = _day_doc(
         windows=[
@@ -395,19 +393,8 @@ def test_schedule_is_the_brute_force_best_sequence(tmp_path):
         ]
     )
     (day, windows), _ = _day(tmp_path, doc)
-    grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
-    n = day.n_pd
-    best = 0.0
-    for seq in itertools.product(range(n + 1), repeat=3):
-        score = np.inf
-        for k, w in enumerate(windows):
-            cur, prev = seq[k], seq[k - 1]
-            full = grids[k][cur, n - cur]
-            if cur != prev:
-                f = min(1.0, 300 / (w.hours * 3600))
-                full = (1 - f) * full + f * grids[k][min(cur, prev), min(n - cur, n - prev)]
-            score = min(score, full / w.rate_rps)
-        best = max(best, score)
+    grids = [day_grid(w, day.n_prfaas, day.n_pd) for w in windows]
+    best = best_schedule(windows, grids, day.n_pd, 300.0, None)
     assert day.scale == pytest.approx(best, rel=1e-9)
 
 

@@ -30,7 +30,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
-from .optimizer import TIE_REL, feasible_cost, optimise
+from .optimizer import TIE_REL, combination_count, feasible_cost, optimise
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_SHARED_COMBINATIONS = 20_000
@@ -110,14 +110,9 @@ MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: ab
 
 
 def _check_work(limits: Limits, table_sizes: list[int]) -> None:
-    """Refuse a search that would run for minutes (a one-line error, not a hang)."""
-    d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
-    splits = (
-        sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
-        if not limits.separate_decode
-        else ((limits.pd_max - limits.pd_min + 1) * (d_hi - d_lo + 1))
-    )
-    work = (limits.prfaas_max - limits.prfaas_min + 1) * splits * sum(table_sizes)
+    """Refuse a search that would run for minutes (a one-line error, not a hang): every
+    (N_prfaas, N_p, N_d) of the counts and splits (``optimizer.combination_count``) at every threshold."""
+    work = combination_count(limits) * sum(table_sizes)
     if work > MAX_WORK:
         raise PlanInputError(
             f"about {work:.2g} evaluations (at most {MAX_WORK:.2g}, about 30 s): narrow the instance ranges or use fewer cases",
