@@ -162,3 +162,19 @@ def test_searches_too_large_are_refused_in_one_line(tmp_path):
         with pytest.raises(PlanInputError, match=message) as info:
             _day(tmp_path, doc)
         assert info.value.field == "day"
+
+
+def test_programmes_too_large_are_refused_in_one_line():
+    """The multi-site programme refuses, before solving, more than MAX_VARIABLES variables: 300
+    windows of two PD sites (8 candidates each), or 100 windows of the four robust cases."""
+    from prfaas_plan.errors import PlanInputError
+    from prfaas_plan.planner.sites import plan_robust_sites, plan_sites
+
+    day = api.study("two-edges-day")
+    with pytest.raises(PlanInputError, match=r"about 14,400 variables \(at most 5,000\): use fewer windows") as info:
+        plan_sites(replace(day, windows=(day.windows * 300)[:300]))
+    assert info.value.field == "day.windows"
+    robust = api.study("two-edges-robust")
+    with pytest.raises(PlanInputError, match=r"about 19,200 variables \(at most 5,000\): use fewer cases") as info:
+        plan_robust_sites(replace(robust, windows=robust.windows * 100))
+    assert info.value.field == "robust.cases"

@@ -213,13 +213,10 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     if objective != RobustObjective.min_cost and max(r[0] for r in per_case) < MIN_CAPACITY_RPS:
         raise PlanInputError("no shared counts serve any case: every case has effectively no capacity", field="robust")
     results = []
+    alone = ObjectiveKind.min_cost if objective == RobustObjective.min_cost else ObjectiveKind.max_throughput
     for case, table, (lam, k, case_np, case_nd) in zip(cases, tables, per_case):
-        own = optimise(case.inputs, table, objective=ObjectiveKind.max_throughput)
-        own_usd = None
-        if objective == RobustObjective.min_cost:
-            cheapest = optimise(case.inputs, table, objective=ObjectiveKind.min_cost, target_rps=case.target_rate_rps)
-            own_usd = cheapest.usd_per_hour
-            own = cheapest
+        own = optimise(case.inputs, table, objective=alone, target_rps=case.target_rate_rps)
+        own_usd = own.usd_per_hour if alone == ObjectiveKind.min_cost else None
         results.append(
             CaseResult(
                 case.name,
