@@ -20,14 +20,14 @@ import math
 
 import numpy as np
 import pytest
-from oracles import best_schedule, day_grid
+from oracles import best_schedule, case_lambda, day_grid
 from test_hand_counts import DECODE_CONTEXT, DENSE, GQA, decode_hardware, hand_decode_step_s, model
 from test_procurement import inputs_of, scenario_doc
 from test_routing_days_and_sites import _day, _day_doc, _robust_doc, _sites, _write, sites_doc
 
 from prfaas_plan import api
 from prfaas_plan.planner.plan import plan
-from prfaas_plan.planner.throughput import bounds, threshold_table
+from prfaas_plan.planner.throughput import threshold_table
 from prfaas_plan.profiles.registry import resolve_hardware
 from prfaas_plan.timing.decode import decode_capacity
 from prfaas_plan.timing.instance import Instance
@@ -225,16 +225,6 @@ def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
 # (e) the weighted robust objective counts each case against its own target
 
 
-def _case_lambdas(cases, tables, n_f: int, n_pd: int) -> list[float]:
-    """Each case's Lambda_max with n_f PrfaaS and n_pd PD instances: the best split and threshold."""
-    out = []
-    for c, t in zip(cases, tables):
-        splits = np.arange(n_pd + 1)
-        lam = bounds(t, np.arange(len(t))[None, :], n_f, splits[:, None], (n_pd - splits)[:, None], c.inputs).lambda_max
-        out.append(float(np.max(lam)))
-    return out
-
-
 def test_robust_weighted_counts_cases_against_their_targets(tmp_path):
     """Three mixes with targets 1, 4 and 1 req/s and weights 0.4 / 0.3 / 0.3: the weighted plan maximises
     sum_c w_c Lambda_c / target_c, by brute force over every count within the ranges and the $350 budget;
@@ -256,7 +246,7 @@ def test_robust_weighted_counts_cases_against_their_targets(tmp_path):
         for n_pd in range(4, 13):
             if n_f * usd_per_instance_hour("h200") + n_pd * usd_per_instance_hour("h20") > 350:
                 continue
-            lams = _case_lambdas(cases, tables, n_f, n_pd)
+            lams = [case_lambda(c.inputs, t, n_f, n_pd, 0, True) for c, t in zip(cases, tables)]
             normalised[n_f, n_pd] = sum(w * lam / t for w, lam, t in zip(weights, lams, targets))
             plain[n_f, n_pd] = sum(w * lam for w, lam in zip(weights, lams))
     best = max(normalised.values())
