@@ -1041,8 +1041,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     'decode-pool-day-best-window': (
         'prfaas_plan/planner/schedule.py',
-        'scale = min(scale, float(lam[k]) / w.rate_rps)',
-        'scale = min(scale, float(lam[k]) / windows[0].rate_rps)',
+        'return min(lam / w.rate_rps for (lam, _), w in zip(best, windows)), best',
+        'return min(lam / windows[0].rate_rps for (lam, _), w in zip(best, windows)), best',
     ),
     'decode-pool-day-programme-first-window-only': (
         'prfaas_plan/planner/schedule.py',
