@@ -1089,7 +1089,26 @@ def _click_exceptions():
 
 
 def main() -> None:
-    """Console-script entry point: one-line errors with exit code 2, never a traceback."""
+    """Console-script entry point: one-line errors with exit code 2, never a traceback.
+
+    While the command runs, what is loaded before it (typer, click) is left out of garbage
+    collection (``gc.freeze``) and the youngest generation is collected every 20,000 allocations
+    rather than 700: the imports, schema builds and plan of one command make few cycles, and
+    walking them spares no memory (``plan``: about 0.02 s of CPU less, ``benchmarks/startup.py``).
+    Both are undone on the way out, for a caller that runs commands in its own process."""
+    import gc
+
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(20_000, *threshold[1:])
+    try:
+        _main()
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def _main() -> None:
     import warnings
 
     from .errors import shorten
