@@ -1,5 +1,6 @@
 """plan's start-up: schemas built when first used, a prefill layout searched once per process for
-the same inputs, and plan's ratio to its import floor recorded in benchmarks/RESULTS.md
+the same inputs, the shipped scenarios' exact calibration fits read from package data that a
+fresh run reproduces, and plan's ratio to its import floor recorded in benchmarks/RESULTS.md
 (``benchmarks/startup.py``)."""
 
 from __future__ import annotations
@@ -64,6 +65,55 @@ def test_a_layout_is_searched_once_for_the_same_inputs():
         assert fresh.layout is not None and searched == [fresh]
     finally:
         prefill.RooflinePrefill._search_layout = original
+
+
+def test_shipped_fits_are_what_a_fresh_run_solves():
+    """prfaas_plan/timing/fits.json is exactly what solving every shipped scenario's fits afresh
+    writes (tools/fits.py): it cannot go stale when the cost model, a profile or a scenario changes."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import fits
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    assert fits.OUT.read_text(encoding="utf-8") == fits.text()
+    assert '"x"' in fits.OUT.read_text(encoding="utf-8")  # the case study's H20 points are in it
+
+
+def test_a_shipped_fit_is_read_and_other_inputs_are_solved(monkeypatch):
+    """The case study's calibration reads its shipped fit (no layout search, no solve) and gives
+    the same result as solving it afresh; other points are solved."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.study import basis
+    from prfaas_plan.timing import calibrate as cal
+    from prfaas_plan.timing import prefill
+
+    original, asked = cal.calibrate_sets, []
+    monkeypatch.setattr(basis, "_CALIBRATIONS", {})
+    monkeypatch.setattr(cal, "calibrate_sets", lambda *args: asked.append(args) or original(*args))
+    load_inputs("paper-case-study")
+    assert len(asked) == 1  # the PD pool's H20 points
+    sets, hardware, name, fit = asked[0]
+
+    solved, searched = [], []
+    solve, search = cal._Fit.solve, prefill.RooflinePrefill._search_layout
+    monkeypatch.setattr(cal._Fit, "solve", lambda self, chosen=None: solved.append(chosen) or solve(self, chosen))
+
+    def search_free(curve):  # a search among layouts: the instance fixes none
+        if curve.instance.layout is None:
+            searched.append(curve)
+        return search(curve)
+
+    monkeypatch.setattr(prefill.RooflinePrefill, "_search_layout", search_free)
+    monkeypatch.setattr(prefill, "_LAYOUTS", {})
+    shipped = original(sets, hardware, name, fit)
+    assert solved == [] and searched == []
+    with cal.recording_fits() as fits:
+        fresh = original(sets, hardware, name, fit)
+    assert solved == [None] and len(searched) == 1 and len(fits) == 1
+    assert shipped == fresh
+    moved = [replace(s, points=[replace(p, prefill_s=p.prefill_s * 1.01) for p in s.points]) for s in sets]
+    original(moved, hardware, name, fit)
+    assert solved == [None, None]
 
 
 def test_results_record_plans_ratio_to_its_import_floor():

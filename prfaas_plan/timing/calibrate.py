@@ -26,16 +26,28 @@ multiplier whose kind only the left-out model has is not determined by the rest,
 at the base profile's value (1 unless set) for that prediction: the error says how a model of a
 kind never fitted is predicted.
 The fitted profile is a normal hardware profile.
+
+Shipped fits: an exact fit (bisection) of inputs the shipped scenarios calibrate on is kept in
+``fits.json`` (``tools/fits.py`` writes it; a test solves every one afresh and asserts the file
+equal), keyed by the SHA-256 of everything the fit reads (``fit_key``): the same inputs read the
+layouts and the solution there instead of searching and solving again; any other inputs (a
+user's profile or points) are solved.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import itertools
+import json
 import math
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from datetime import date
+from functools import lru_cache
+from importlib import resources
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,6 +55,7 @@ import numpy as np
 
 from ..choices import FitParam, MixerType, PrefillCapacity
 from ..errors import PlanInputError, shorten
+from ..profiles._base import profile_json
 from ..profiles.hardware import CalibrationRecord, HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, KERNEL_MULTIPLIER, MAX_CSV_BYTES, PREFILL_SECONDS
@@ -249,11 +262,18 @@ _KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "grouped_matmul_
 class _Fit:
     """Predictions of every point for a parameter vector x (fractions in log space)."""
 
-    def __init__(self, sets: list[CalibrationSet], hardware: HardwareProfile, fit: tuple[FitParam, ...]):
+    def __init__(
+        self,
+        sets: list[CalibrationSet],
+        hardware: HardwareProfile,
+        fit: tuple[FitParam, ...],
+        layouts: list[Layout] | None = None,
+    ):
         self.sets, self.hardware, self.fit = sets, hardware, fit
         eff = hardware.efficiency
         # latencies are measured on the layout with the lowest TTFT, unless the set names one
-        self.layouts = [
+        # (``layouts``: those a shipped fit found)
+        self.layouts = layouts or [
             s.layout
             or RooflinePrefill(s.model, Instance(hardware, s.gpus, None, s.engine), capacity=PrefillCapacity.per_request).layout
             for s in sets
@@ -387,6 +407,49 @@ class _Fit:
         return None if x is None else SimpleNamespace(x=x, cost=0.0, jac=None)
 
 
+FITS_FILE = "fits.json"  # the shipped exact fits (tools/fits.py writes it)
+FITS_VERSION = 1
+_RECORDED: dict[str, dict] | None = None  # while ``recording_fits``: the exact fits solved
+
+
+def fit_key(sets: list[CalibrationSet], hardware: HardwareProfile, params: tuple[FitParam, ...]) -> str:
+    """A fit's inputs by content, SHA-256 of their JSON: the hardware and each set's model (their
+    profiles' JSON), chips, points (tokens, seconds), layout and engine, and the parameters fitted."""
+    inputs = [
+        profile_json(hardware),
+        [str(p) for p in params],
+        [
+            [profile_json(s.model), s.gpus, [[p.length_tokens, p.prefill_s] for p in s.points], repr(s.layout), repr(s.engine)]
+            for s in sets
+        ],
+    ]
+    return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def shipped_fits() -> dict[str, dict]:
+    """``fit_key`` -> {"layouts": each set's layout, "x": the solution} of the shipped exact fits."""
+    data = json.loads(resources.files(__package__).joinpath(FITS_FILE).read_text(encoding="utf-8"))
+    return data["fits"] if data.get("version") == FITS_VERSION else {}
+
+
+@contextmanager
+def recording_fits() -> Iterator[dict[str, dict]]:
+    """Within it every fit is solved (the shipped ones are not read) and each exact one recorded,
+    by ``fit_key``, in the mapping it yields: what ``fits.json`` holds (``tools/fits.py``)."""
+    global _RECORDED
+    saved, _RECORDED = _RECORDED, {}
+    try:
+        yield _RECORDED
+    finally:
+        _RECORDED = saved
+
+
+def fits_text(fits: dict[str, dict]) -> str:
+    """The text of ``fits.json`` for the recorded ``fits``."""
+    return json.dumps({"version": FITS_VERSION, "fits": dict(sorted(fits.items()))}, indent=1) + "\n"
+
+
 def _bisect(fn, lo: float, hi: float, iterations: int = 200, xtol: float = 1e-12) -> float | None:
     """Root of a monotone ``fn`` on [lo, hi] (here log fractions) to within ``xtol`` (relative);
     None without a sign change. The Illinois variant of false position keeps the bracket, as
@@ -479,8 +542,16 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
                 f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})",
                 field="fit",
             )
-    problem = _Fit(sets, hardware, params)
-    res = problem.solve()
+    key = fit_key(sets, hardware, params)
+    known = None if _RECORDED is not None else shipped_fits().get(key)
+    if known is None:
+        problem = _Fit(sets, hardware, params)
+        res = problem.solve()
+        if _RECORDED is not None and res.jac is None:  # an exact fit (``_Fit._exact``)
+            _RECORDED[key] = {"layouts": [asdict(layout) for layout in problem.layouts], "x": [float(v) for v in res.x]}
+    else:
+        problem = _Fit(sets, hardware, params, [Layout(**layout) for layout in known["layouts"]])
+        res = SimpleNamespace(x=np.array(known["x"], dtype=float), cost=0.0, jac=None)
     fitted_values = problem.values(res.x)
     calibrated = _with_efficiency(hardware, fitted_values, name or f"{hardware.name}-calibrated")
     predicted = problem.predict(res.x)
