@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..accounting.params import declared_params_mismatch
 from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role
@@ -37,7 +38,6 @@ from ..profiles.scenario import (
     measured_instance_defaults,
 )
 from ..profiles.serving import PrecisionSpec
-from ..profiles.sites import SitesScenario
 from ..profiles.workload_spec import mixture_weight_notes
 from ..ranges import MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint
@@ -71,6 +71,9 @@ from .model import (
     gpu_budgets,
 )
 from .prices import LinkCost, chip_cost
+
+if TYPE_CHECKING:  # multi-site scenarios only: plan does not load their schema
+    from ..profiles.sites import SitesScenario
 
 
 def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:

@@ -45,6 +45,7 @@ import numpy as np
 from ..accounting.work import Work
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import PlanInputError
+from ..profiles._base import derived
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..profiles.serving import EngineSpec
@@ -425,15 +426,22 @@ def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]], model: ModelProf
     return heaviest_stage(model, layout.pp, per_group)
 
 
+def _group_of_layers(model: ModelProfile) -> list[int]:
+    """Each layer's index in ``accounting.work.layer_groups``, in layer order (once per profile object)."""
+    from ..accounting.work import layer_groups
+
+    def index(m: ModelProfile) -> list[int]:
+        keys = {(layer.mixer_name, layer.ffn_name): k for k, (_, layer) in enumerate(layer_groups(m))}
+        return [keys[(layer.mixer_name, layer.ffn_name)] for layer in expand_layers(m)]
+
+    return derived(model, "group_of_layers", index)
+
+
 def heaviest_stage(model: ModelProfile, pp: int, per_group: list, ends: float = 0.0):
     """The largest sum over one pipeline stage of a per-layer quantity given per layer group (in
     ``accounting.work.layer_groups`` order), ``ends`` added to the first and the last stage: the
     layers split into pp contiguous stages, the first L mod pp of them one layer longer."""
-    from ..accounting.work import layer_groups
-
-    keys = [(layer.mixer_name, layer.ffn_name) for _, layer in layer_groups(model)]
-    value = dict(zip(keys, per_group))
-    layers = [value[(layer.mixer_name, layer.ffn_name)] for layer in expand_layers(model)]
+    layers = [per_group[k] for k in _group_of_layers(model)]
     if pp == 1:
         return sum(layers) + ends
     sizes = [len(layers) // pp + (1 if i < len(layers) % pp else 0) for i in range(pp)]
