@@ -27,27 +27,19 @@ at the base profile's value (1 unless set) for that prediction: the error says h
 kind never fitted is predicted.
 The fitted profile is a normal hardware profile.
 
-Shipped fits: an exact fit (bisection) of inputs the shipped scenarios calibrate on is kept in
-``fits.json`` (``tools/fits.py`` writes it; a test solves every one afresh and asserts the file
-equal), keyed by the SHA-256 of everything the fit reads (``fit_key``): the same inputs read the
-layouts and the solution there instead of searching and solving again; any other inputs (a
-user's profile or points) are solved.
+Shipped fits: an exact fit (bisection) of inputs the shipped scenarios calibrate on is kept
+(``timing.shipped``, keyed by ``fit_key``: everything the fit reads); the same inputs read its
+layouts and solution instead of searching and solving again; any other inputs are solved.
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import itertools
-import json
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from functools import lru_cache
-from importlib import resources
 from types import SimpleNamespace
 from typing import Any
 
@@ -61,6 +53,7 @@ from ..profiles.model import ModelProfile, expand_layers
 from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, KERNEL_MULTIPLIER, MAX_CSV_BYTES, PREFILL_SECONDS
 from ..units import parse_tokens
 from ..yamlio import read_input_text
+from . import shipped
 from .cost import Engine
 from .instance import Instance
 from .layout import Layout
@@ -407,47 +400,25 @@ class _Fit:
         return None if x is None else SimpleNamespace(x=x, cost=0.0, jac=None)
 
 
-FITS_FILE = "fits.json"  # the shipped exact fits (tools/fits.py writes it)
-FITS_VERSION = 1
-_RECORDED: dict[str, dict] | None = None  # while ``recording_fits``: the exact fits solved
-
-
 def fit_key(sets: list[CalibrationSet], hardware: HardwareProfile, params: tuple[FitParam, ...]) -> str:
-    """A fit's inputs by content, SHA-256 of their JSON: the hardware and each set's model (their
+    """A fit's inputs by content (``shipped.key_of``): the hardware and each set's model (their
     profiles' JSON), chips, points (tokens, seconds), layout and engine, and the parameters fitted."""
-    inputs = [
-        profile_json(hardware),
-        [str(p) for p in params],
+    return shipped.key_of(
         [
-            [profile_json(s.model), s.gpus, [[p.length_tokens, p.prefill_s] for p in s.points], repr(s.layout), repr(s.engine)]
-            for s in sets
-        ],
-    ]
-    return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()
-
-
-@lru_cache(maxsize=1)
-def shipped_fits() -> dict[str, dict]:
-    """``fit_key`` -> {"layouts": each set's layout, "x": the solution} of the shipped exact fits."""
-    data = json.loads(resources.files(__package__).joinpath(FITS_FILE).read_text(encoding="utf-8"))
-    return data["fits"] if data.get("version") == FITS_VERSION else {}
-
-
-@contextmanager
-def recording_fits() -> Iterator[dict[str, dict]]:
-    """Within it every fit is solved (the shipped ones are not read) and each exact one recorded,
-    by ``fit_key``, in the mapping it yields: what ``fits.json`` holds (``tools/fits.py``)."""
-    global _RECORDED
-    saved, _RECORDED = _RECORDED, {}
-    try:
-        yield _RECORDED
-    finally:
-        _RECORDED = saved
-
-
-def fits_text(fits: dict[str, dict]) -> str:
-    """The text of ``fits.json`` for the recorded ``fits``."""
-    return json.dumps({"version": FITS_VERSION, "fits": dict(sorted(fits.items()))}, indent=1) + "\n"
+            profile_json(hardware),
+            [str(p) for p in params],
+            [
+                [
+                    profile_json(s.model),
+                    s.gpus,
+                    [[p.length_tokens, p.prefill_s] for p in s.points],
+                    repr(s.layout),
+                    repr(s.engine),
+                ]
+                for s in sets
+            ],
+        ]
+    )
 
 
 def _bisect(fn, lo: float, hi: float, iterations: int = 200, xtol: float = 1e-12) -> float | None:
@@ -543,12 +514,14 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
                 field="fit",
             )
     key = fit_key(sets, hardware, params)
-    known = None if _RECORDED is not None else shipped_fits().get(key)
+    known = shipped.lookup("fits", key)
     if known is None:
         problem = _Fit(sets, hardware, params)
         res = problem.solve()
-        if _RECORDED is not None and res.jac is None:  # an exact fit (``_Fit._exact``)
-            _RECORDED[key] = {"layouts": [asdict(layout) for layout in problem.layouts], "x": [float(v) for v in res.x]}
+        if res.jac is None:  # an exact fit (``_Fit._exact``)
+            shipped.record(
+                "fits", key, {"layouts": [asdict(layout) for layout in problem.layouts], "x": [float(v) for v in res.x]}
+            )
     else:
         problem = _Fit(sets, hardware, params, [Layout(**layout) for layout in known["layouts"]])
         res = SimpleNamespace(x=np.array(known["x"], dtype=float), cost=0.0, jac=None)
