@@ -45,7 +45,6 @@ from ..profiles.scenario import (
     measured_instance_defaults,
 )
 from ..profiles.serving import PrecisionSpec
-from ..profiles.sites import SitesScenario
 from ..profiles.workload_spec import mixture_weight_notes
 from ..ranges import MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint
@@ -81,8 +80,9 @@ from .model import (
 )
 from .prices import LinkCost, chip_cost
 
-if TYPE_CHECKING:  # compare's options: imported where used (start-up)
+if TYPE_CHECKING:  # compare's options and multi-site schemas: imported where used (start-up)
     from ..profiles.scenario_set import CompareOption, ScenarioSet
+    from ..profiles.sites import SitesScenario
 
 
 def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
