@@ -647,9 +647,15 @@ class _Loop:
         ends: list[tuple] = []
         next_end_s = inf  # the time at the head of ends
 
-        def start_decode(i: int, k: int, now: float) -> float:
-            """Request ``i`` starts decoding now on site ``k``'s least loaded decode instance, at the
-            step time of that instance's batch; its end is pushed and returned (once per request)."""
+        def decode(i: int, k: int, now: float) -> None:
+            """Request ``i`` joins site ``k``'s decode now: on the least loaded decode instance if a
+            slot is free, at the step time of that instance's batch (its end pushed; once per
+            request), else at the back of the site's decode queue."""
+            nonlocal next_end_s
+            if dec_free[k] <= 0:
+                dec_queue[k].append(i)
+                return
+            dec_free[k] -= 1
             run_k = running[k]
             instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
             run_k[instance] += 1
@@ -659,7 +665,18 @@ class _Loop:
             tpot_s[i] = tpot
             end_s = now + output_tokens[i] * tpot
             push(ends, (end_s, tick(), DECODE_END, i))
-            return end_s
+            if end_s < next_end_s:
+                next_end_s = end_s
+
+        def send(l: int, now: float, size_bytes: float, prefill_s: float, i: int) -> None:
+            """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l``
+            now; the link's next event is scheduled if it has a new time."""
+            link = links[l]
+            for f in link.start(now, size_bytes, prefill_s, i):
+                follow_ups.append((SENT, f))
+            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                link_at[l] = link.next_s
+                push(heap, (link.next_s, tick(), LINK, l))
 
         while True:
             head_s = heap[0][0] if heap else inf
@@ -693,13 +710,7 @@ class _Loop:
                         prefill = remote_prefill_s[i]
                         push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
                         prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                        link = links[l]
-                        sent = link.start(now, kv_bytes[i], prefill, i)
-                        if sent:
-                            follow_ups.extend((SENT, f) for f in sent)
-                        if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                            link_at[l] = link.next_s
-                            push(heap, (link.next_s, tick(), LINK, l))
+                        send(l, now, kv_bytes[i], prefill, i)
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
@@ -725,27 +736,17 @@ class _Loop:
                     if dec_pending[k] == 0:
                         self.now_s = now
                         self._unpark(k, self.shrinking[k])
-                elif dec_queue[k]:  # the next queued request decodes
-                    i = dec_queue[k].popleft()
-                    end_s = start_decode(i, k, now)
-                    if end_s < next_end_s:
-                        next_end_s = end_s
                 else:
                     dec_free[k] += 1
+                    if dec_queue[k]:  # the next queued request decodes
+                        decode(dec_queue[k].popleft(), k, now)
             elif kind == READY:  # first token (if the local request's cached KV is in): join decode
                 if not remote[x]:
                     waits_for[x] -= 1
                     if waits_for[x]:
                         continue
                 ttft_s[x] = now - arrived_s[x]
-                k = site_of[x]
-                if dec_free[k] > 0:
-                    dec_free[k] -= 1
-                    end_s = start_decode(x, k, now)
-                    if end_s < next_end_s:
-                        next_end_s = end_s
-                else:
-                    dec_queue[k].append(x)
+                decode(x, site_of[x], now)
             elif kind == LINK:
                 link = links[x]
                 if now != link.next_s:
@@ -770,14 +771,7 @@ class _Loop:
                     prefill = remote_prefill_s[i]
                     push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
                     prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                    l = link_of[i]
-                    link = links[l]
-                    sent = link.start(now, kv_bytes[i], prefill, i)
-                    if sent:
-                        follow_ups.extend((SENT, f) for f in sent)
-                    if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                        link_at[l] = link.next_s
-                        push(heap, (link.next_s, tick(), LINK, l))
+                    send(link_of[i], now, kv_bytes[i], prefill, i)
                 else:
                     pf_free[j] += 1
             elif kind == HOLD_END_LOCAL:
@@ -789,14 +783,7 @@ class _Loop:
                     waits_for[x] -= 1
                     if waits_for[x] == 0:  # first token: join decode
                         ttft_s[x] = now - arrived_s[x]
-                        k = site_of[x]
-                        if dec_free[k] > 0:
-                            dec_free[k] -= 1
-                            end_s = start_decode(x, k, now)
-                            if end_s < next_end_s:
-                                next_end_s = end_s
-                        else:
-                            dec_queue[k].append(x)
+                        decode(x, site_of[x], now)
                 # its PD-P slot
                 k = site_of[x]
                 if pdp_pending[k]:  # a PD-P instance switching to decode takes the slot
@@ -832,16 +819,10 @@ class _Loop:
                             pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
                         push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
                         waits_for[i] = 1
-                        cached = cached_kv[i]
-                        if cached > 0:  # the cached prefix's KV, sent during the prefill
-                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
+                        if cached_kv[i] > 0:  # the cached prefix's KV, sent during the prefill
                             waits_for[i] = 2
-                            link = links[l]
-                            for f in link.start(now, cached, local_prefill_s[i], i):
-                                follow_ups.append((SENT, f))
-                            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                                link_at[l] = link.next_s
-                                push(heap, (link.next_s, tick(), LINK, l))
+                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
+                            send(l, now, cached_kv[i], local_prefill_s[i], i)
                     elif what == SENT:  # the last KV byte of request i has been sent
                         if remote[i]:
                             ready = now if now > prefill_end_s[i] else prefill_end_s[i]
@@ -854,22 +835,12 @@ class _Loop:
                             waits_for[i] -= 1
                             if waits_for[i] == 0:
                                 follow_ups.append((JOIN_DECODE, i))
-                    elif what == JOIN_DECODE:  # first token: join the site's decode queue
+                    elif what == JOIN_DECODE:  # first token: join the site's decode
                         ttft_s[i] = now - arrived_s[i]
-                        k = site_of[i]
-                        if dec_free[k] > 0:
-                            dec_free[k] -= 1
-                            end_s = start_decode(i, k, now)
-                            if end_s < next_end_s:
-                                next_end_s = end_s
-                        else:
-                            dec_queue[k].append(i)
-                    else:  # NEXT_DECODE: site i's next queued request decodes
-                        k = i
-                        i = dec_queue[k].popleft()
-                        end_s = start_decode(i, k, now)
-                        if end_s < next_end_s:
-                            next_end_s = end_s
+                        decode(i, site_of[i], now)
+                    else:  # NEXT_DECODE: site i's next queued request decodes (in the slot kept for it)
+                        dec_free[i] += 1
+                        decode(dec_queue[i].popleft(), i, now)
                 follow_ups.clear()
         if progress is not None and n % every:
             progress(n, n)
