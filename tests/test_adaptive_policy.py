@@ -110,7 +110,7 @@ def test_queued_work_is_the_hold_seconds_of_the_waiting_requests(case_inputs):
     local, far = arrived[~remote], arrived[remote]
     assert seen.pdp_wait_s == pytest.approx(local_hold_s[local[-q_local:]].sum() / PLAN.n_p, rel=1e-9)
     assert seen.prfaas_wait_s == pytest.approx(remote_hold_s[far[-q_remote:]].sum() / PLAN.n_prfaas, rel=1e-9)
-    assert seen.backlog_bytes == run.links[0].totals(stop_s).backlog_bytes
+    assert seen.backlog_bytes == run.links[0].totals(stop_s)[2]  # (sent, produced, backlog)
     assert seen.capacity_bytes_per_s == case_inputs.link.usable_bytes_per_s
 
 

@@ -115,27 +115,6 @@ class SimConfig:
 SAMPLES_PER_RUN = 20_000  # periodic samples and controller ticks a run aims at, at most
 
 
-def _horizon_s(config: SimConfig) -> float:
-    """How long the arrivals and any scheduled link change last (seconds)."""
-    ends = [config.requests / config.rate_rps]
-    if config.drop_at_s is not None:
-        ends.append(config.drop_at_s + config.drop_for_s)
-    if config.bandwidth_trace:
-        ends.append(config.bandwidth_trace[-1][0])
-    return max(ends)
-
-
-def sample_interval_for(config: SimConfig) -> float:
-    """The sampler's interval: ``sample_interval_s``, or longer so that a long run takes about
-    SAMPLES_PER_RUN samples."""
-    return max(config.sample_interval_s, _horizon_s(config) / SAMPLES_PER_RUN)
-
-
-def adaptive_interval_for(config: SimConfig) -> float:
-    """The adaptive controller's interval: ``adaptive_interval_s``, or longer for a very long run."""
-    return max(config.adaptive_interval_s, _horizon_s(config) / SAMPLES_PER_RUN)
-
-
 def _number(value: object, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
         raise PlanInputError(f"must be a number, got {show(value)}", field=field)

@@ -53,7 +53,7 @@ from ..choices import RoutingPolicy
 from ..errors import PlanInputError
 from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
-from ..study.model import PlanInputs, Workload
+from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
@@ -62,7 +62,7 @@ from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
 from .results import SimResult, summarise
 from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, decode_active, rebalance
-from .timeseries import COLUMNS, MAX_ROWS_PER_INTERVAL
+from .timeseries import MAX_ROWS_PER_INTERVAL
 from .topology import Link, PdSite, PrfaasSite, Topology
 
 ProgressCallback = Callable[[int, int], None]
@@ -79,13 +79,7 @@ def simulate(
 ) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment``; ``progress(done, total)`` is
     called about every 1% of arrivals (and once at the end)."""
-    log = run(one_site_topology(inputs, deployment, decode, config), config, progress)
-    per_request = log.per_request(0)
-    series = {name: log.series[0][name] for name in COLUMNS}
-    result = summarise(
-        config, deployment, per_request, log.completion_order(0), series, log.threshold_changes[0], log.link_sent_bytes[0]
-    )
-    return replace(result, role_changes=tuple(log.role_changes[0]))
+    return summarise(config, deployment, run(one_site_topology(inputs, deployment, decode, config), config, progress))
 
 
 def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig) -> Topology:
@@ -159,15 +153,16 @@ def run(topology: Topology, config: SimConfig, progress: ProgressCallback | None
     return log
 
 
-def sample_interval_s(topology: Topology, config: SimConfig) -> float:
-    """The sampler's interval: ``sample_interval_s``, or longer so that a long run takes about
-    ``SAMPLES_PER_RUN`` samples (its horizon: the longest site's arrivals, the drop and the trace)."""
+def horizon_s(topology: Topology, config: SimConfig) -> float:
+    """How long the arrivals (the longest site's) and any scheduled link change last (s). The
+    sampler and the adaptive controller look every ``sample_interval_s`` / ``adaptive_interval_s``,
+    or every horizon / ``SAMPLES_PER_RUN`` if that is longer, so a long run takes about that many looks."""
     ends = [site.requests / site.rate_rps for site in topology.pd]
     if config.drop_at_s is not None:
         ends.append(config.drop_at_s + config.drop_for_s)
     if config.bandwidth_trace:
         ends.append(config.bandwidth_trace[-1][0])
-    return max(config.sample_interval_s, max(ends) / SAMPLES_PER_RUN)
+    return max(ends)
 
 
 def _check(topology: Topology, config: SimConfig) -> None:
@@ -216,31 +211,15 @@ def _draw(topology: Topology, config: SimConfig) -> dict[str, np.ndarray]:
     """Every request's arrival, lengths and service times, drawn up front (the streams of the
     module docstring) and concatenated over the PD sites in site order."""
     seeds = np.random.SeedSequence(config.seed).spawn(STREAMS_PER_SITE * len(topology.pd))
-    parts = []
-    for k, site in enumerate(topology.pd):
-        arrival_rng, input_rng, output_rng, choice_rng = (np.random.default_rng(s) for s in seeds[4 * k : 4 * k + 4])
-        parts.append(_draw_site(topology, site, config, arrival_rng, input_rng, output_rng, choice_rng))
+    parts = [_draw_site(topology, site, config, seeds[4 * k : 4 * k + 4]) for k, site in enumerate(topology.pd)]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
-def _draw_site(
-    topology: Topology,
-    site: PdSite,
-    config: SimConfig,
-    arrival_rng: np.random.Generator,
-    input_rng: np.random.Generator,
-    output_rng: np.random.Generator,
-    choice_rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
+def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list) -> dict[str, np.ndarray]:
+    arrival_rng, input_rng, output_rng, choice_rng = (np.random.default_rng(s) for s in seeds)
     n = site.requests
     workload = site.workload
-    assert isinstance(workload, Workload)  # what every PdSite holds (topology.PdSite.workload, typed object there)
-    site_config = (
-        config
-        if (config.rate_rps, config.requests) == (site.rate_rps, n)
-        else replace(config, rate_rps=site.rate_rps, requests=n)
-    )
-    arrival_s = arrival_times_s(site_config, arrival_rng)
+    arrival_s = arrival_times_s(replace(config, rate_rps=site.rate_rps, requests=n), arrival_rng)
     output_tokens = workload.output_dist.sample(output_rng, n)
     links = topology.links_of(site.name)
     # the link (so the PrfaaS site) each request would be sent over if it is remote
@@ -273,8 +252,6 @@ def _draw_site(
     kv_bytes, remote_prefill_s, remote_hold_s = np.zeros(n), np.zeros(n), np.zeros(n)
     for j, curve in enumerate(curves):
         mine = chosen == j
-        if len(curves) == 1:
-            mine = slice(None)
         kv_bytes[mine] = curve.kv_bytes(kv_tokens)[at][mine]
         prefill_s = curve.prefill_s(remote_tokens)[at][mine]
         remote_prefill_s[mine] = prefill_s
@@ -313,12 +290,6 @@ class _SiteState:
     def __init__(self, pdp_queue: deque, decode_queue: deque, pdp_active: int, running: list, decoding: list, batch: int):
         self.pdp_queue, self.decode_queue = pdp_queue, decode_queue
         self.pdp_active, self.running, self.decoding, self.batch = pdp_active, running, decoding, batch
-
-    def pdp_queue_length(self) -> int:
-        return len(self.pdp_queue)
-
-    def decode_queue_length(self) -> int:
-        return len(self.decode_queue)
 
 
 class _Loop:
@@ -363,14 +334,16 @@ class _Loop:
             for k, site in enumerate(sites)
         ]
         self.waiting_remote = [0] * len(sites)  # the site's requests queued at PrfaaS
+        least_s = horizon_s(topology, config) / SAMPLES_PER_RUN  # the shortest interval between looks
         if config.policy == RoutingPolicy.adaptive:
+            every_s = max(config.adaptive_interval_s, least_s)
             self.policies: list[StaticPolicy | AdaptivePolicy] = [
-                AdaptivePolicy(site.threshold_tokens, site.input_dist, config) for site in sites
+                AdaptivePolicy(site.threshold_tokens, site.input_dist, config, every_s) for site in sites
             ]
         else:
             self.policies = [StaticPolicy(site.threshold_tokens) for site in sites]
         self.role_changes: list[list[tuple[float, int, int]]] = [[] for _ in sites]
-        self.sample_every_s = sample_interval_s(topology, config)
+        self.sample_every_s = max(config.sample_interval_s, least_s)
         self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
         self.controllers: list = []  # generators, resumed by _CONTROL events
         self.controller_site: list[int] = []
@@ -389,10 +362,10 @@ class _Loop:
         """Bytes sent, produced and in backlog over site k's links."""
         links = self.site_links[k]
         if len(links) == 1:
-            return self.links[links[0]].sums(now_s)
+            return self.links[links[0]].totals(now_s)
         sent = produced = backlog = 0.0
         for l in links:
-            s, p, b = self.links[l].sums(now_s)
+            s, p, b = self.links[l].totals(now_s)
             sent, produced, backlog = sent + s, produced + p, backlog + b
         return sent, produced, backlog
 
@@ -401,12 +374,10 @@ class _Loop:
         rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
         site's readings are one flat list, 9 values a reading."""
         for k, raw in enumerate(self.raw):
-            links = self.site_links[k]
-            sent, produced, backlog = self.links[links[0]].sums(now_s) if len(links) == 1 else self._link_totals(k, now_s)
-            queues = self.site_pf_queues[k]
+            sent, produced, backlog = self._link_totals(k, now_s)
             raw += (
                 now_s,
-                len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
+                sum(map(len, self.site_pf_queues[k])),
                 len(self.pdp_queue[k]),
                 len(self.dec_queue[k]),
                 backlog,
@@ -607,7 +578,7 @@ class _Loop:
         report_at = every if progress is not None else -1  # the arrival count of the next progress call
 
         # controllers and the sampler
-        self.site_pf_queues = [[self.pf_queue[j] for j in pools] or [deque()] for pools in self.site_pools]
+        self.site_pf_queues = [[self.pf_queue[j] for j in pools] for pools in self.site_pools]
         self._sample(0.0)
         if n:
             push(heap, (self.sample_every_s, tick(), SAMPLE, 0))
@@ -865,7 +836,7 @@ class _Loop:
             [self._series(k) for k in range(len(sites))],
             [policy.changes for policy in policies],
             self.role_changes,
-            [link.totals(now).sent_bytes for link in links],
+            [link.totals(now)[0] for link in links],
             self.site_links,
         )
 

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..planner.deployment import Deployment
 from .config import SimConfig
 from .timeseries import COLUMNS
+
+if TYPE_CHECKING:
+    from .engine import EventLog
 
 PATHS = ("local", "remote", "overall")
 _EDGE_SHARE = 0.2  # first / last share of the arrival window compared for queue growth
@@ -89,17 +92,11 @@ class SimResult:
         return _json_safe(out)
 
 
-def summarise(
-    config: SimConfig,
-    deployment: Deployment,
-    per_request: dict[str, np.ndarray],
-    completion_order: np.ndarray,
-    series: dict[str, np.ndarray],
-    threshold_changes: list[tuple[float, float]],
-    link_sent_bytes: float,
-) -> SimResult:
-    """Build the result from the per-request records, the completion order, the sampled series
-    (``timeseries.COLUMNS``) and the link's count of bytes sent."""
+def summarise(config: SimConfig, deployment: Deployment, log: EventLog) -> SimResult:
+    """The result of a one-site run (the topology's PD site 0): from its per-request records,
+    completion order, sampled series (``timeseries.COLUMNS``) and the link's count of bytes sent."""
+    per_request = log.per_request(0)
+    completion_order = log.completion_order(0)
     done_s = per_request["done_s"]
     arrival_s = per_request["arrival_s"]
     completed = int(completion_order.size)
@@ -118,7 +115,7 @@ def summarise(
     ttft = {path: _ttft_stats(per_request["ttft_s"][measured][mask]) for path, mask in masks.items()}
     tpot = {path: _tpot_stats(per_request["tpot_s"][measured][mask]) for path, mask in masks.items()}
 
-    series = {name: np.asarray(series[name], dtype=float) for name in COLUMNS}
+    series = {name: np.asarray(log.series[0][name], dtype=float) for name in COLUMNS}
     remote_kv = per_request["kv_bytes"][remote]
     egress = {
         "mean_gbps": _mean(series["egress_gbps"]),
@@ -126,7 +123,7 @@ def summarise(
         "mean_offered_gbps": _mean(series["offered_egress_gbps"]),
         "max_offered_gbps": _max(series["offered_egress_gbps"]),
         "max_link_backlog_bytes": _max(series["link_backlog_bytes"]),
-        "sent_bytes": link_sent_bytes,
+        "sent_bytes": log.link_sent_bytes[0],
     }
     mean_kv = float(remote_kv.mean()) if remote_kv.size else 1.0
     slack = deployment.n_prfaas + deployment.n_p + deployment.n_d
@@ -144,9 +141,10 @@ def summarise(
         tpot,
         egress,
         growth,
-        tuple(threshold_changes),
+        tuple(log.threshold_changes[0]),
         series,
         per_request,
+        tuple(log.role_changes[0]),
     )
 
 

@@ -26,7 +26,7 @@ blockers hold their slots; ``SHRINK_DECODE`` sends back the instance it stopped)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sized
 from typing import Any, Protocol
 
 DECODE_BUSY_SHARE = 0.8
@@ -43,9 +43,8 @@ class SiteView(Protocol):
     running: list[int]  # decode requests running per PD instance
     decoding: list[bool]  # which PD instances decode now
     batch: int  # decode slots per instance
-
-    def pdp_queue_length(self) -> int: ...
-    def decode_queue_length(self) -> int: ...
+    pdp_queue: Sized  # requests waiting for PD-P
+    decode_queue: Sized  # requests waiting for a decode slot
 
 
 def decode_active(site: SiteView) -> int:
@@ -80,7 +79,7 @@ def rebalance(
     last = None
     while not finished():
         yield interval_s
-        pdp_queue, decode_queue = site.pdp_queue_length(), site.decode_queue_length()
+        pdp_queue, decode_queue = len(site.pdp_queue), len(site.decode_queue)
         if (
             pdp_queue > queue_high
             and decode_queue == 0
