@@ -127,7 +127,6 @@ class EventLog:
     threshold_changes: list[list[tuple[float, float]]]
     role_changes: list[list[tuple[float, int, int]]]
     link_sent_bytes: list[float]
-    site_links: list[list[int]]
 
     def per_request(self, site: int) -> dict[str, np.ndarray]:
         """Site ``site``'s requests: arrival_s, input_tokens, output_tokens, remote, kv_bytes (of
@@ -275,11 +274,11 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
 
 
 # event kinds (in the heap)
-_ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
+_EVENT_KINDS = _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
 # what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
 # request i starts (its slot taken), the next queued local request of site k starts, request i's
 # KV has been sent, request i joins decode, the next queued decode request of site k starts
-_START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
+_FOLLOW_UP_KINDS = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
 
 
 class _SiteState:
@@ -360,11 +359,8 @@ class _Loop:
 
     def _link_totals(self, k: int, now_s: float) -> tuple[float, float, float]:
         """Bytes sent, produced and in backlog over site k's links."""
-        links = self.site_links[k]
-        if len(links) == 1:
-            return self.links[links[0]].totals(now_s)
         sent = produced = backlog = 0.0
-        for l in links:
+        for l in self.site_links[k]:
             s, p, b = self.links[l].totals(now_s)
             sent, produced, backlog = sent + s, produced + p, backlog + b
         return sent, produced, backlog
@@ -467,8 +463,11 @@ class _Loop:
             self.pdp_pending[k] = 1
             return None
         if command == GROW_PDP:
-            state.pdp_active += 1
-            self._free_pdp_slot(k)
+            state.pdp_active += 1  # the slot it brings: the queue's next request, or free
+            if self.pdp_queue[k]:
+                self._follow_ups.append((_NEXT_LOCAL, k))
+            else:
+                self.pdp_free[k] += 1
             return True
         decoding, running = self.decoding[k], self.running[k]
         if command == SHRINK_DECODE:
@@ -494,13 +493,6 @@ class _Loop:
             return True
         raise ValueError(f"unknown controller command {command!r}")
 
-    def _free_pdp_slot(self, k: int) -> None:
-        """A PD-P slot freed outside the hot loop (an instance joining PD-P)."""
-        if self.pdp_queue[k]:
-            self._follow_ups.append((_NEXT_LOCAL, k))
-        else:
-            self.pdp_free[k] += 1
-
     def _unpark(self, k: int, value) -> None:
         for c, site in list(self.parked.items()):
             if site == k:
@@ -518,16 +510,8 @@ class _Loop:
         heap = self.heap
         tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
         # the kinds as locals (the loop reads them at every event)
-        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE = (
-            _ARRIVE,
-            _HOLD_END_REMOTE,
-            _HOLD_END_LOCAL,
-            _LINK,
-            _READY,
-            _DECODE_END,
-            _SAMPLE,
-        )
-        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE
+        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE, CONTROL, _ = _EVENT_KINDS
+        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
         arrival_list = drawn["arrival_s"].tolist()
@@ -770,7 +754,7 @@ class _Loop:
                 self._sample(now)
                 if len(completion) < n:
                     push(heap, (now + self.sample_every_s, tick(), SAMPLE, 0))
-            elif kind == _CONTROL:
+            elif kind == CONTROL:
                 self.now_s = now
                 self._drive(x, None)
             elif heap or ends:  # _STOP, with events left
@@ -837,7 +821,6 @@ class _Loop:
             [policy.changes for policy in policies],
             self.role_changes,
             [link.totals(now)[0] for link in links],
-            self.site_links,
         )
 
 

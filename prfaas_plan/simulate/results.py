@@ -112,8 +112,8 @@ def summarise(config: SimConfig, deployment: Deployment, log: EventLog) -> SimRe
     measured = completion_order[skip:]
     remote = per_request["remote"]
     masks = {"local": ~remote[measured], "remote": remote[measured], "overall": np.ones(measured.size, bool)}
-    ttft = {path: _ttft_stats(per_request["ttft_s"][measured][mask]) for path, mask in masks.items()}
-    tpot = {path: _tpot_stats(per_request["tpot_s"][measured][mask]) for path, mask in masks.items()}
+    ttft = {path: _stats(per_request["ttft_s"][measured][mask], (50, 90, 99), "s") for path, mask in masks.items()}
+    tpot = {path: _stats(per_request["tpot_s"][measured][mask], (90, 99), "ms", 1e3) for path, mask in masks.items()}
 
     series = {name: np.asarray(log.series[0][name], dtype=float) for name in COLUMNS}
     remote_kv = per_request["kv_bytes"][remote]
@@ -148,24 +148,13 @@ def summarise(config: SimConfig, deployment: Deployment, log: EventLog) -> SimRe
     )
 
 
-def _ttft_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
+def _stats(values_s: np.ndarray, percentiles: tuple[int, ...], unit: str, scale: float = 1.0) -> dict[str, float | int | None]:
+    """count, mean and the percentiles of ``values_s`` x ``scale`` (keys suffixed ``_{unit}``; None when empty)."""
+    keys = [f"mean_{unit}", *(f"p{q}_{unit}" for q in percentiles)]
     if values_s.size == 0:
-        return {"count": 0, "mean_s": None, "p50_s": None, "p90_s": None, "p99_s": None}
-    p50, p90, p99 = np.percentile(values_s, [50, 90, 99])
-    return {
-        "count": int(values_s.size),
-        "mean_s": float(values_s.mean()),
-        "p50_s": float(p50),
-        "p90_s": float(p90),
-        "p99_s": float(p99),
-    }
-
-
-def _tpot_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
-    if values_s.size == 0:
-        return {"count": 0, "mean_ms": None, "p90_ms": None, "p99_ms": None}
-    p90, p99 = np.percentile(values_s * 1e3, [90, 99])
-    return {"count": int(values_s.size), "mean_ms": float(values_s.mean() * 1e3), "p90_ms": float(p90), "p99_ms": float(p99)}
+        return {"count": 0, **dict.fromkeys(keys)}
+    values = [values_s.mean() * scale, *np.percentile(values_s * scale, percentiles)]
+    return {"count": int(values_s.size), **{key: float(v) for key, v in zip(keys, values)}}
 
 
 def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_bytes: float, slack: int) -> dict[str, Any]:

@@ -94,7 +94,7 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
         fifth = max(len(queue) // 5, 1)  # the first and last 20% of the samples
         first_queue, last_queue = float(queue[:fifth].mean()), float(queue[-fifth:].mean())
         duration_s = max(float(per_request["done_s"].max()), 1e-9)
-        egress = {topology.links[l].prfaas: log.link_sent_bytes[l] * 8 / 1e9 / duration_s for l in log.site_links[k]}
+        egress = {topology.links[l].prfaas: log.link_sent_bytes[l] * 8 / 1e9 / duration_s for l in topology.links_of(site.name)}
         out.append(
             SiteSim(
                 site.name,
