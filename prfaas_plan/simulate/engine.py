@@ -61,7 +61,7 @@ from .config import SAMPLES_PER_RUN, SimConfig
 from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
 from .results import SimResult, summarise
-from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, decode_active, rebalance
+from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, rebalance
 from .timeseries import MAX_ROWS_PER_INTERVAL
 from .topology import Link, PdSite, PrfaasSite, Topology
 
@@ -222,9 +222,9 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
     output_tokens = workload.output_dist.sample(output_rng, n)
     links = topology.links_of(site.name)
     # the link (so the PrfaaS site) each request would be sent over if it is remote
-    if len(links) > 1:
-        weights = np.array([topology.links[k].weight for k in links], dtype=float)
-        chosen = choice_rng.choice(len(links), size=n, p=weights / weights.sum()) if weights.sum() > 0 else np.zeros(n, int)
+    weights = np.array([topology.links[k].weight for k in links], dtype=float)
+    if len(links) > 1 and weights.sum() > 0:
+        chosen = choice_rng.choice(len(links), size=n, p=weights / weights.sum())
     else:
         chosen = np.zeros(n, dtype=np.int64)
     link_of = np.asarray(links, dtype=np.int64)[chosen] if links else np.full(n, -1, dtype=np.int64)
@@ -474,22 +474,16 @@ class _Loop:
             i = min((i for i, d in enumerate(decoding) if d), key=running.__getitem__)
             decoding[i] = False
             self.blocked[k].append(i)
-            for _ in range(self.batch[k]):
-                if self.dec_free[k] > 0:
-                    self.dec_free[k] -= 1
-                else:
-                    self.dec_pending[k] += 1
+            taken = min(self.dec_free[k], self.batch[k])  # its slots: the free ones now, the rest as they free
+            self.dec_free[k] -= taken
+            self.dec_pending[k] += self.batch[k] - taken
             self.shrinking[k] = i
             return i if self.dec_pending[k] == 0 else None
         if command == GROW_DECODE:
             decoding[self.blocked[k].pop(0)] = True
-            waiting = len(self.dec_queue[k])
-            for _ in range(self.batch[k]):
-                if waiting:  # the queue's next request takes the slot
-                    waiting -= 1
-                    self._follow_ups.append((_NEXT_DECODE, k))
-                else:
-                    self.dec_free[k] += 1
+            queued = min(len(self.dec_queue[k]), self.batch[k])  # its slots: the queue's next requests, the rest free
+            self._follow_ups.extend([(_NEXT_DECODE, k)] * queued)
+            self.dec_free[k] += self.batch[k] - queued
             return True
         raise ValueError(f"unknown controller command {command!r}")
 
@@ -522,17 +516,14 @@ class _Loop:
         remote_hold_s = drawn["remote_hold_s"].tolist()
         local_prefill_s = drawn["local_prefill_s"].tolist()
         local_hold_s = drawn["local_hold_s"].tolist()
+        link_of = drawn["link_of"].tolist()
         cached_kv_bytes = drawn["cached_kv_bytes"]
         cached_kv = cached_kv_bytes.tolist() if cached_kv_bytes.any() else [0.0] * n  # one shared 0.0 without caches
-        link_of = drawn["link_of"].tolist()
         offsets = [0]
         for site in sites:
             offsets.append(offsets[-1] + site.requests)
-        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist() if len(sites) > 1 else [0] * n
-        if len(sites) == 1:
-            order = range(n)
-        else:
-            order = np.argsort(drawn["arrival_s"], kind="stable").tolist()
+        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist()
+        order = np.argsort(drawn["arrival_s"], kind="stable").tolist()  # all sites' requests by arrival
         self.remote = remote = [False] * n
         arrived_s = arrival_list  # overwritten at each arrival with the clock (as SimPy reads it)
         prefill_end_s = [0.0] * n
@@ -827,15 +818,7 @@ class _Loop:
 def _least_loaded(running: list[int], decoding: list[bool], batch: int) -> int:
     """The decoding instance with the fewest running requests among those with a free slot (any
     decoding one if none has), the first of equals."""
-    best, best_running = -1, math.inf
-    for k, on in enumerate(decoding):
-        if on and running[k] < batch and running[k] < best_running:
-            best, best_running = k, running[k]
-    if best < 0:
-        for k, on in enumerate(decoding):
-            if on and running[k] < best_running:
-                best, best_running = k, running[k]
-    return best
+    return min((k for k, on in enumerate(decoding) if on), key=lambda k: (running[k] >= batch, running[k]))
 
 
 def _per_instance(work_s: float, instances: int) -> float:
@@ -843,4 +826,4 @@ def _per_instance(work_s: float, instances: int) -> float:
     return work_s / instances if instances > 0 else (0.0 if work_s <= 0 else float("inf"))
 
 
-__all__ = ["EventLog", "decode_active", "one_site_topology", "run", "simulate"]
+__all__ = ["EventLog", "one_site_topology", "run", "simulate"]

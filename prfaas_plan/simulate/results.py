@@ -35,7 +35,6 @@ from .timeseries import COLUMNS
 if TYPE_CHECKING:
     from .engine import EventLog
 
-PATHS = ("local", "remote", "overall")
 _EDGE_SHARE = 0.2  # first / last share of the arrival window compared for queue growth
 
 
