@@ -44,7 +44,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -147,9 +147,7 @@ def run(topology: Topology, config: SimConfig, progress: ProgressCallback | None
     process, policy, role switches, seed and sampling; the rates and request counts are the
     sites')."""
     _check(topology, config)
-    log = _Loop(topology, config, _draw(topology, config)).run(progress)
-    assert log is not None  # run to the end
-    return log
+    return _Loop(topology, config, _draw(topology, config)).run(progress)
 
 
 def horizon_s(topology: Topology, config: SimConfig) -> float:
@@ -274,7 +272,7 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
 
 
 # event kinds (in the heap)
-_EVENT_KINDS = _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
+_EVENT_KINDS = _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL = range(8)
 # what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
 # request i starts (its slot taken), the next queued local request of site k starts, request i's
 # KV has been sent, request i joins decode, the next queued decode request of site k starts
@@ -344,8 +342,7 @@ class _Loop:
         self.role_changes: list[list[tuple[float, int, int]]] = [[] for _ in sites]
         self.sample_every_s = max(config.sample_interval_s, least_s)
         self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
-        self.controllers: list = []  # generators, resumed by _CONTROL events
-        self.controller_site: list[int] = []
+        self.controllers: list[tuple[Generator, int]] = []  # (generator, its site), resumed by _CONTROL events
         self.parked: dict[int, int] = {}  # controller -> site, waiting for a blocker's slot
         self.shrinking: dict[int, int] = {}  # site -> the decode instance it is stopping
 
@@ -431,14 +428,13 @@ class _Loop:
     # --- controllers ---------------------------------------------------------------------------
 
     def _add_controller(self, generator, site: int) -> None:
-        self.controllers.append(generator)
-        self.controller_site.append(site)
+        self.controllers.append((generator, site))
         self._drive(len(self.controllers) - 1, None)
 
     def _drive(self, c: int, value) -> None:
         """Resume controller ``c`` with ``value`` until it waits: a delay (an event is scheduled) or
         a blocker that has no slot yet (it is parked until one is freed)."""
-        generator, k = self.controllers[c], self.controller_site[c]
+        generator, k = self.controllers[c]
         while True:
             try:
                 command = generator.send(value)
@@ -495,16 +491,15 @@ class _Loop:
 
     # --- the loop -------------------------------------------------------------------------------
 
-    def run(self, progress: ProgressCallback | None, until_s: float = math.inf) -> EventLog | None:
-        """Run to the end (the log), or stop before the first event after ``until_s`` (None: the
-        state stays for reading, as at ``until_s``)."""
+    def run(self, progress: ProgressCallback | None) -> EventLog:
+        """Run until every request has completed."""
         config, drawn, topology = self.config, self.drawn, self.topology
         n = self.total
         sites = topology.pd
         heap = self.heap
         tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
         # the kinds as locals (the loop reads them at every event)
-        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE, CONTROL, _ = _EVENT_KINDS
+        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE, _ = _EVENT_KINDS
         START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
@@ -582,8 +577,6 @@ class _Loop:
                 self._add_controller(generator, k)
 
         now = 0.0
-        if until_s < inf:  # after every event at until_s
-            push(heap, (until_s, inf, _STOP, 0))
         # Three sources of events, the loop takes the earliest head: the next arrival (arrivals are
         # drawn ahead, so they need no heap), decode ends (far ahead: a heap of their own, so that
         # the main heap of near events stays shallow), and the main heap; on a tie the heaps go
@@ -745,12 +738,9 @@ class _Loop:
                 self._sample(now)
                 if len(completion) < n:
                     push(heap, (now + self.sample_every_s, tick(), SAMPLE, 0))
-            elif kind == CONTROL:
+            else:  # CONTROL
                 self.now_s = now
                 self._drive(x, None)
-            elif heap or ends:  # _STOP, with events left
-                self.now_s = now
-                return None
 
             # What the event set going at this instant, in order (the less common paths).
             if follow_ups:
