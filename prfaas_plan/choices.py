@@ -8,14 +8,14 @@ to its value (``PlanMode.exact == "exact"``) and formats as it (``f"{PlanMode.ex
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .errors import PlanInputError, show
 
 E = TypeVar("E", bound=StrEnum)
 
 
-def choice_of(choices: type[E], value: object, field: str) -> E:
+def choice_of(choices: type[E], value: Any, field: str) -> E:
     """``value`` as a member of the enum ``choices``, or a PlanInputError naming ``field``."""
     try:
         return choices(value)

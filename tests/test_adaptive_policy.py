@@ -46,7 +46,7 @@ def _drop_runs(thin, arrivals):
 @pytest.fixture
 def policy(case_inputs):
     """An adaptive policy two rungs up its ladder (defaults: u 0.6 / 0.9, waits 1 s / 5 s)."""
-    pol = AdaptivePolicy(PLAN.threshold_tokens, case_inputs.input_dist, SimConfig(rate_rps=2.0, requests=10))
+    pol = AdaptivePolicy(PLAN.threshold_tokens, case_inputs.input_dist, SimConfig(rate_rps=2.0, requests=10), 5.0)
     pol._rung = 2
     return pol
 

@@ -45,7 +45,7 @@ import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -60,7 +60,7 @@ from .bandwidth import CapacitySchedule
 from .config import SAMPLES_PER_RUN, SimConfig
 from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
-from .results import SimResult, summarise
+from .results import EventLog, SimResult, summarise
 from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, rebalance
 from .timeseries import MAX_ROWS_PER_INTERVAL
 from .topology import Link, PdSite, PrfaasSite, Topology
@@ -111,35 +111,6 @@ def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: Decode
 
 # ---------------------------------------------------------------------------------------
 # Any topology
-
-
-@dataclass(frozen=True)
-class EventLog:
-    """What a run recorded. Per request (all PD sites, site k's requests at ``offsets[k]`` ..
-    ``offsets[k + 1]``, in its arrival order): the arrays of ``per_request``; the global completion
-    order; per PD site its sampled series (``timeseries.SITE_COLUMNS``), threshold changes (time_s,
-    tokens) and role changes (time_s, N_p, N_d); per link the bytes it sent."""
-
-    offsets: tuple[int, ...]
-    arrays: dict[str, np.ndarray]
-    order: np.ndarray  # request indices in completion order
-    series: list[dict[str, np.ndarray]]  # per PD site, timeseries.SITE_COLUMNS -> one value per sample
-    threshold_changes: list[list[tuple[float, float]]]
-    role_changes: list[list[tuple[float, int, int]]]
-    link_sent_bytes: list[float]
-
-    def per_request(self, site: int) -> dict[str, np.ndarray]:
-        """Site ``site``'s requests: arrival_s, input_tokens, output_tokens, remote, kv_bytes (of
-        the remote ones; 0 for local), ttft_s, tpot_s, done_s and link (index into the topology's
-        links; -1 local)."""
-        lo, hi = self.offsets[site], self.offsets[site + 1]
-        return {name: values[lo:hi] for name, values in self.arrays.items()}
-
-    def completion_order(self, site: int) -> np.ndarray:
-        """Site ``site``'s request indices (from 0) in completion order."""
-        lo, hi = self.offsets[site], self.offsets[site + 1]
-        order = self.order
-        return order[(order >= lo) & (order < hi)] - lo
 
 
 def run(topology: Topology, config: SimConfig, progress: ProgressCallback | None = None) -> EventLog:
@@ -306,7 +277,6 @@ class _Loop:
         self.links = [KvLink(link.schedule) for link in topology.links]
         self.instances = [pool.instances for pool in topology.prfaas]
         self.site_pools = [sorted({self.link_pool[l] for l in ls}) for ls in self.site_links]
-        rebalancing = config.rebalance
         # PrfaaS pools: free instances, FIFO queue, queued work (instance-hold seconds)
         self.pf_free = list(self.instances)
         self.pf_queue: list[deque[int]] = [deque() for _ in topology.prfaas]
@@ -318,7 +288,7 @@ class _Loop:
         self.pdp_wait_s = [0.0] * len(sites)
         self.pdp_pending = [0] * len(sites)  # a PD-P blocker waiting for a slot
         self.batch = [site.decode.batch_size for site in sites]
-        total_pd = [site.n_p + site.n_d if rebalancing else site.n_d for site in sites]
+        total_pd = [site.n_p + site.n_d if config.rebalance else site.n_d for site in sites]
         self.running = [[0] * n for n in total_pd]
         self.decoding = [[k < site.n_d for k in range(n)] for site, n in zip(sites, total_pd)]
         self.blocked = [list(range(site.n_d, n)) for site, n in zip(sites, total_pd)]  # in the order they grow back
@@ -514,9 +484,7 @@ class _Loop:
         link_of = drawn["link_of"].tolist()
         cached_kv_bytes = drawn["cached_kv_bytes"]
         cached_kv = cached_kv_bytes.tolist() if cached_kv_bytes.any() else [0.0] * n  # one shared 0.0 without caches
-        offsets = [0]
-        for site in sites:
-            offsets.append(offsets[-1] + site.requests)
+        offsets = [0, *itertools.accumulate(site.requests for site in sites)]
         site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist()
         order = np.argsort(drawn["arrival_s"], kind="stable").tolist()  # all sites' requests by arrival
         self.remote = remote = [False] * n
@@ -554,27 +522,10 @@ class _Loop:
             push(heap, (self.sample_every_s, tick(), SAMPLE, 0))
         for k, policy in enumerate(policies):
             if isinstance(policy, AdaptivePolicy):
-                self._add_controller(
-                    policy.run(
-                        functools.partial(self._observe, k),
-                        functools.partial(self._capacity_between, k),
-                        self.finished,
-                        self.clock,
-                    ),
-                    k,
-                )
-        if config.rebalance:
-            for k, state in enumerate(self.states):
-                generator = rebalance(
-                    state,
-                    config.rebalance_interval_s,
-                    config.rebalance_queue_high,
-                    config.conversion_s,
-                    self.finished,
-                    self.clock,
-                    self.role_changes[k],
-                )
-                self._add_controller(generator, k)
+                observe, capacity_between = functools.partial(self._observe, k), functools.partial(self._capacity_between, k)
+                self._add_controller(policy.run(observe, capacity_between, self.finished, self.clock), k)
+        for k, state in enumerate(self.states if config.rebalance else ()):
+            self._add_controller(rebalance(state, config, self.finished, self.clock, self.role_changes[k]), k)
 
         now = 0.0
         # Three sources of events, the loop takes the earliest head: the next arrival (arrivals are

@@ -1,4 +1,5 @@
-"""What a simulation run measured: throughput, TTFT and TPOT per path, egress, queue growth.
+"""What a simulation run recorded (``EventLog``, any topology) and what a one-site run measured
+(``SimResult``): throughput, TTFT and TPOT per path, egress, queue growth.
 
 Measurement window. Let k = floor(warmup_fraction * completed). The window runs from the
 k-th completion (t_w; 0 when k = 0) to the last arrival (t_a), so that neither the
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -32,10 +33,36 @@ from ..planner.deployment import Deployment
 from .config import SimConfig
 from .timeseries import COLUMNS
 
-if TYPE_CHECKING:
-    from .engine import EventLog
-
 _EDGE_SHARE = 0.2  # first / last share of the arrival window compared for queue growth
+
+
+@dataclass(frozen=True)
+class EventLog:
+    """What a run recorded. Per request (all PD sites, site k's requests at ``offsets[k]`` ..
+    ``offsets[k + 1]``, in its arrival order): the arrays of ``per_request``; the global completion
+    order; per PD site its sampled series (``timeseries.SITE_COLUMNS``), threshold changes (time_s,
+    tokens) and role changes (time_s, N_p, N_d); per link the bytes it sent."""
+
+    offsets: tuple[int, ...]
+    arrays: dict[str, np.ndarray]
+    order: np.ndarray  # request indices in completion order
+    series: list[dict[str, np.ndarray]]  # per PD site, timeseries.SITE_COLUMNS -> one value per sample
+    threshold_changes: list[list[tuple[float, float]]]
+    role_changes: list[list[tuple[float, int, int]]]
+    link_sent_bytes: list[float]
+
+    def per_request(self, site: int) -> dict[str, np.ndarray]:
+        """Site ``site``'s requests: arrival_s, input_tokens, output_tokens, remote, kv_bytes (of
+        the remote ones; 0 for local), ttft_s, tpot_s, done_s and link (index into the topology's
+        links; -1 local)."""
+        lo, hi = self.offsets[site], self.offsets[site + 1]
+        return {name: values[lo:hi] for name, values in self.arrays.items()}
+
+    def completion_order(self, site: int) -> np.ndarray:
+        """Site ``site``'s request indices (from 0) in completion order."""
+        lo, hi = self.offsets[site], self.offsets[site + 1]
+        order = self.order
+        return order[(order >= lo) & (order < hi)] - lo
 
 
 @dataclass(frozen=True)
