@@ -337,10 +337,11 @@ class _Loop:
         rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
         site's readings are one flat list, 9 values a reading."""
         for k, raw in enumerate(self.raw):
-            sent, produced, backlog = self._link_totals(k, now_s)
+            links, queues = self.site_links[k], self.site_pf_queues[k]  # one of each: read directly (the common case)
+            sent, produced, backlog = self.links[links[0]].totals(now_s) if len(links) == 1 else self._link_totals(k, now_s)
             raw += (
                 now_s,
-                sum(map(len, self.site_pf_queues[k])),
+                len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
                 len(self.pdp_queue[k]),
                 len(self.dec_queue[k]),
                 backlog,
