@@ -2,9 +2,9 @@
 monotonicity, its TPOT limit by brute force, and its rows in plan (table, JSON, CSV) and compare
 (table, CSV).
 
-The small case: the case study with every prompt 10,224 tokens (a PD calibration point: the H20
-pool prefills it in 1.83 s, per request) and 1,024 output tokens, decode 800 tokens/s at a batch
-of 64 (80 ms a step). The homogeneous baseline has 4 + 8 = 12 instances, so by hand
+The small case (``tests/data/colocated_fixed.yaml``): the case study with every prompt 10,224
+tokens (a PD calibration point: the H20 pool prefills it in 1.83 s, per request) and 1,024 output
+tokens, decode 800 tokens/s at a batch of 64 (80 ms a step). The homogeneous baseline has 4 + 8 = 12 instances, so by hand
 
     co-located   12 / (1.83 + 1024 / 800) = 12 / 3.11 = 3.8585 req/s
     TPOT         80 ms + 64 x 1.83 s / 1024 = 194.375 ms
@@ -19,7 +19,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from conftest import write_case_study
+from conftest import REPO
 
 from prfaas_plan.planner.chips import load_inputs
 from prfaas_plan.planner.colocated import colocated
@@ -33,8 +33,9 @@ HAND_RPS = 12 / (T_PD + OUT / TOKENS_PER_S)
 
 
 @pytest.fixture(scope="module")
-def fixed_file(tmp_path_factory):
-    return write_case_study(tmp_path_factory.mktemp("colo"), workload__input={"type": "fixed", "tokens": PROMPT})
+def fixed_file():
+    """The case study with fixed lengths (docs/planning.md shows its plan)."""
+    return REPO / "tests" / "data" / "colocated_fixed.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +109,8 @@ def test_in_plan_table_json_and_csv(run_cli, fixed_file):
     doc = json.loads(run_cli("plan", str(fixed_file), "-f", "json").out)
     row = doc["baselines"]["colocated"]
     assert row["lambda_max_rps"] == pytest.approx(HAND_RPS, rel=1e-4)
-    assert (row["n_prfaas"], row["n_p"], row["n_d"], row["batch"]) == (0, 12, 12, 64)
+    assert (row["n_prfaas"], row["n_p"], row["n_d"], doc["colocated"]["batch"]) == (0, 12, 12, 64)
+    assert doc["colocated"]["tpot_ms"] == pytest.approx(1e3 * (STEP + BATCH * T_PD / OUT), rel=1e-4)
     assert row["binding"] == "decode_batch" and row["usd_per_hour"] == 192.0
     homog = doc["baselines"]["homogeneous"]["lambda_max_rps"]
     assert row["ratio_vs_homogeneous"] == pytest.approx(row["lambda_max_rps"] / homog, abs=1e-6)
@@ -130,7 +132,8 @@ def test_in_compare_table_and_csv(run_cli, fixed_file):
     assert colo == pytest.approx(HAND_RPS, rel=1e-4)
     assert float(row["ratio_vs_colocated"]) == pytest.approx(float(row["lambda_max_rps"]) / colo, abs=1e-6)
     text = run_cli(*args).out
-    assert "vs colo" in text and f"{float(row['lambda_max_rps']) / colo:.2f}x" in text
+    header = next(x for x in text.splitlines() if "TTFT P90" in x).split()
+    assert "colo" in header and f"{float(row['lambda_max_rps']) / colo:.2f}" in text
 
 
 def test_left_out_beside_a_decode_only_pool():

@@ -805,7 +805,7 @@ COMPARE_TABLE = {
     "req/s range": "capacity_range",
     "$/Mtok range": "usd_mtok_range",
     "vs best": "versus_best",
-    "vs colo": "ratio_vs_colocated",
+    "colo": "ratio_vs_colocated",
     "$/h": "usd_per_hour",
     "$/Mtok out": "usd_per_mtok_output",
     "TTFT P90 s": "ttft_p90_s",

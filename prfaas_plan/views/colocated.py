@@ -1,6 +1,6 @@
 """The co-located baseline in a plan's reports (``planner.colocated``): its row among the
-baselines (JSON ``baselines.colocated``, the table and the CSV, with the baselines' columns),
-its line in the operating-point section and the note that says what it is."""
+baselines (JSON ``baselines.colocated``, the table and the CSV, with the baselines' fields), what
+sets its rate (JSON ``colocated``), its line in the operating-point section and its note."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ def colocated_ratio(result) -> float | None:
 
 
 def colocated_rows(result) -> dict[str, dict]:
-    """``{"colocated": row}`` for the JSON's baselines (empty without the baseline): the
+    """``{"colocated": row}`` for the JSON's baselines (empty without the baseline), with the
     baselines' fields (N_p = N_d = N: the same instances prefill and decode; no threshold, no
-    egress), then what sets its rate."""
+    egress); what sets its rate is ``colocated_json``."""
     c = result.colocated
     if c is None:
         return {}
@@ -48,20 +48,29 @@ def colocated_rows(result) -> dict[str, dict]:
             "usd_per_hour": _round(c.usd_per_hour, 2),
             "usd_per_hour_is_lower_bound": bool(power_unpriced_pools(result.inputs, 0, c.instances, 0)),
             "ratio_vs_homogeneous": _round(colocated_ratio(result), 6),
-            "instances": c.instances,
-            "gpus": c.gpus,
-            "batch": c.batch,
-            "batch_max": c.batch_max,
-            "decode_step_s": _round(c.decode_step_s, 6),
-            "step_s": _round(c.step_s, 6),
-            "tpot_ms": _round(c.tpot_ms, 4),
-            "tpot_limit_ms": c.tpot_limit_ms,
-            "prefill_work_s": round(c.prefill_work_s, 6),
-            "prefill_share": round(c.prefill_share, 6),
-            "prompt_tokens_per_step": round(c.prompt_tokens_per_step, 1),
-            "prefill_only_rps": _round(c.prefill_only_rps, 6),
-            "decode_only_rps": round(c.decode_only_rps, 6),
         }
+    }
+
+
+def colocated_json(result) -> dict | None:
+    """What sets the co-located baseline's rate (JSON ``colocated``; None without it)."""
+    c = result.colocated
+    if c is None:
+        return None
+    return {
+        "instances": c.instances,
+        "gpus": c.gpus,
+        "batch": c.batch,
+        "batch_max": c.batch_max,
+        "decode_step_s": _round(c.decode_step_s, 6),
+        "step_s": _round(c.step_s, 6),
+        "tpot_ms": _round(c.tpot_ms, 4),
+        "tpot_limit_ms": c.tpot_limit_ms,
+        "prefill_work_s": round(c.prefill_work_s, 6),
+        "prefill_share": round(c.prefill_share, 6),
+        "prompt_tokens_per_step": round(c.prompt_tokens_per_step, 1),
+        "prefill_only_rps": _round(c.prefill_only_rps, 6),
+        "decode_only_rps": round(c.decode_only_rps, 6),
     }
 
 

@@ -17,7 +17,7 @@ from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..study.basis import SOURCE_KEYS, prefill_source, sources
 from ..units import format_tokens
-from .colocated import colocated_details, colocated_notes, colocated_ratio, colocated_rows
+from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
 from .uncertainty import plan_range_details, plan_uncertainty_json
@@ -264,6 +264,7 @@ def plan_json(result) -> dict:
             if name == DeploymentName.prfaas_pd or name in result.baselines
         }
         | ({"colocated": _opt(colocated_ratio(result), 6)} if result.colocated is not None else {}),
+        "colocated": colocated_json(result),
         "link": {
             "bandwidth_gbps": round(link.bandwidth_gbps, 6),
             "usable_gbps": round(link.usable_gbps, 6),
