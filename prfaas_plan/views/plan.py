@@ -31,7 +31,12 @@ _LABELS = {
     "prfaas_pd @ operating": "PrfaaS-PD @ op.",
 }
 # the human wording of stages and pools, the same in tables and text (CSV and JSON keep the enum values)
-_BOUND_LABELS = {Bound.prfaas_compute: "PrfaaS", Bound.link: "link", Bound.pd_prefill: "PD-P", Bound.pd_decode: "PD-D"}
+_BOUND_LABELS: dict[str, str] = {
+    Bound.prfaas_compute: "PrfaaS",
+    Bound.link: "link",
+    Bound.pd_prefill: "PD-P",
+    Bound.pd_decode: "PD-D",
+}
 _BOUND_LABELS.update({"decode_batch": "batch", "tpot_limit": "TPOT"})  # what sets the co-located baseline's rate
 _POOL_LABELS = {"prfaas": "PrfaaS", "pd": "PD", "pd_prefill": "PD-P", "pd_decode": "PD-D"}  # Role and cost-pool names
 
