@@ -339,7 +339,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "budget-block-not-named": (
         "prfaas_plan/planner/plan.py",
-        "        out += [x for x in _blocking(inputs, limits, grown) if x not in out]",
+        "        out += [x for x in _blocking(inputs, limits, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c) if x not in out]",
         "        pass",
     ),
     "decode-on-the-pd-pool": (
@@ -357,7 +357,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        return (0, -capacity, cost, ttft)",
         "        return (0, cost, -capacity, ttft)",
     ),
-    "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local)", "    count = total"),
+    "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local(free))", "    count = total"),
     "milp-link-free": (
         'prfaas_plan/planner/formulation.py',
         'self.prob += sum_of(x for _, x in items) <= upper * self.link_used[name, f]',
@@ -370,8 +370,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "slo-min-cost-target-unchecked": (
         "prfaas_plan/planner/slo.py",
-        "    if min_cost and target_rps is None:",
-        "    if False:",
+        "    required_target(objective, target_rps)",
+        "    pass",
     ),
     "compare-keeps-old-cost": (
         "prfaas_plan/profiles/scenario_set.py",
@@ -664,8 +664,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '        False,',
     ),
     "budget-accepts-unpriced-power": (
-        "prfaas_plan/planner/optimizer.py",
-        "if count_max > 0 and pool.cost.power_unpriced:",
+        "prfaas_plan/planner/cost.py",
+        "if most > 0 and pool.cost.power_unpriced:",
         "if False and pool.cost.power_unpriced:",
     ),
     "cost-line-total-not-marked": (
@@ -698,8 +698,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "naive-utilisation-zero": (
         'prfaas_plan/planner/plan.py',
-        '        usd_per_hour(inputs, n_prfaas, 0, n_d),\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        inputs.link.utilisation(egress_bytes_per_s),',
-        '        usd_per_hour(inputs, n_prfaas, 0, n_d),\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        0.0,',
+        '        cost,\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        inputs.link.utilisation(egress_bytes_per_s),',
+        '        cost,\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        0.0,',
     ),
     "compare-ratio-note-missing": ("prfaas_plan/views/compare.py", 'if served == "goodput":', 'if served == "Λ_max":'),
     "robust-json-rows-carry-table-cell": (

@@ -13,21 +13,20 @@ lambda_k >= 0 that may be non-zero only for the chosen k, and integer instance c
     instances at their price, plus the committed link times a binary u >= N_prfaas / max)
 
 maximising sum_k lambda_k (= Lambda_max), or minimising $/hour subject to
-sum_k lambda_k >= a target rate. It is solved first over a coarse grid of thresholds
-(quantiles of L), then over every distinct threshold between the neighbours of the coarse
-choice; finally, for the chosen counts, t is moved along the fine grid to the balance
-point of eq. 7 (Theta_prfaas / p = Theta_pdp / (1 - p)) among thresholds with the same
-Lambda_max. Over a coarse grid the MILP is a heuristic (hypothesis found it $32/hour off a
-min_cost optimum), and over every one of the 4,097 thresholds exact but 5-10 s at 24,000
-combinations, so each answer is certified by ``exact.best_over_thresholds``, the exact
-optimum of every threshold at once (milliseconds), which replaces it when better.
+sum_k lambda_k >= a target rate. It is solved over a coarse grid of thresholds (quantiles of
+L): over it a heuristic (hypothesis found it $32/hour off a min_cost optimum), and over all
+4,097 thresholds exact but 5-10 s at 24,000 combinations. So every answer is the exact optimum of every threshold at once
+(``exact.best_over_thresholds``, milliseconds); the programme's answer stands only where that
+does not beat it (among equal optima, the one the programme found). Finally, for the chosen
+counts, t is moved along the fine grid to the balance point of eq. 7
+(Theta_prfaas / p = Theta_pdp / (1 - p)) among thresholds with the same Lambda_max.
 
 ``enumerate_best`` visits every combination, each over every threshold (vectorised): the
 reference, and the fastest for a small count space. ``method: auto`` (the default)
 enumerates up to ENUMERATE_MAX_COMBINATIONS combinations and takes the per-threshold optimum
-above that; ``milp`` runs the programme above (certified), ``per_threshold`` and
-``enumerate`` force theirs. The multi-site programme (``sites.py``), whose sites share links
-and PrfaaS instances, is where the MILP pays.
+above that; ``milp`` solves the programme above (the 1x1 study of ``planner.formulation``),
+``per_threshold`` and ``enumerate`` force theirs. The multi-site programme (``sites.py``),
+whose sites share links and PrfaaS instances, is where the MILP pays.
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
+from .cost import chips_of, require_prices, usd_per_hour
 from .exact import best_over_thresholds
 from .throughput import ThresholdTable, bounds, threshold_table
 
@@ -57,84 +57,28 @@ class Solution:
     usd_per_hour: float | None
 
 
-def _cost_terms(inputs: PlanInputs) -> tuple[float | None, float | None, float | None]:
-    """Provisioned $/hour of one PrfaaS, PD(-P) and decoding instance."""
-    return (
-        inputs.prfaas.usd_per_hour_per_instance,
-        inputs.pd.usd_per_hour_per_instance,
-        inputs.decode_pool.usd_per_hour_per_instance,
-    )
-
-
-def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float | None:
-    """Provisioned $/hour of the counts (capital + full-load power) plus the committed link
-    (counted when PrfaaS instances use it); None when a used pool has no price."""
-    c_f, c_p, c_d = _cost_terms(inputs)
-    if (n_prfaas and c_f is None) or (n_p and c_p is None) or (n_d and c_d is None):
-        return None
-    link = inputs.link.fixed_usd_per_hour if n_prfaas else 0.0
-    return (c_f or 0.0) * n_prfaas + (c_p or 0.0) * n_p + (c_d or 0.0) * n_d + link
-
-
-def _used_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int, missing) -> list[str]:
-    """'hardware (role)' of each pool the counts use for which ``missing(pool)`` holds, each once."""
-    out = []
-    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
-        name = f"{pool.hardware_name} ({pool.role})"
-        if count and missing(pool) and name not in out:
-            out.append(name)
-    return out
-
-
-def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
-    """'hardware (role)' of each pool the counts use whose hardware has no price."""
-    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.usd_per_hour_per_instance is None)
-
-
-def power_unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
-    """'hardware (role)' of each pool the counts use whose billed power has no TDP
-    (``ChipCost.power_unpriced``): any $/hour of the counts is then a lower bound."""
-    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.cost.power_unpriced)
+def at_best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: int, n_d: int, cost: float | None) -> Solution:
+    """The counts (N_prfaas, N_p, N_d) at the first threshold where they serve the most; ``cost``
+    their provisioned $/hour."""
+    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
+    k = int(np.argmax(lam))
+    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
 
 
 def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
     """Errors no search can get round: no decode capacity, or no price on a pool that may be used
-    while a cost objective or a $/hour budget needs one (no capital price, or billed power of
-    hardware without a TDP: ``ChipCost.power_unpriced``). Every optimiser calls it (``optimise``,
-    ``enumerate_best`` and ``slo.slo_optimise``), with the objective it optimises."""
+    while a cost objective or a $/hour budget needs one (``cost.require_prices``). Every optimiser
+    calls it (``optimise``, ``enumerate_best`` and ``slo.slo_optimise``), with the objective it
+    optimises."""
     decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
         raise PlanInputError(
             "zero decode capacity: the PD cluster has no instances to decode",
             field="pd_decode.instances" if limits.separate_decode else "pd.instances",
         )
-    needs_price = objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None
-    if needs_price:
-        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max), (inputs.decode_pool, decode_max)):
-            if count_max > 0 and pool.usd_per_hour_per_instance is None:
-                raise PlanInputError(
-                    f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its "
-                    "profile, or the pool's cost), needed for a cost objective or budget",
-                    field=f"{pool.role}.hardware",
-                )
-            if count_max > 0 and pool.cost.power_unpriced:
-                raise PlanInputError(
-                    f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power "
-                    f"(${pool.cost.usd_per_kwh:g}/kWh) has no price, needed for a cost objective "
-                    "or budget",
-                    field=f"{pool.role}.hardware",
-                )
-
-
-def _gpu_rows(inputs: PlanInputs, limits: Limits):
-    """(budget, chips per PrfaaS, PD(-P) and decoding instance) for each budgeted hardware."""
-    rows = []
-    for name, budget in limits.gpu_budget.items():
-        sizes = tuple(
-            pool.gpus_per_instance if pool.hardware_name == name else 0 for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool)
-        )
-        rows.append((budget, *sizes))
-    return rows
+    if objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None:
+        pools = ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max), (inputs.decode_pool, decode_max))
+        require_prices([(f"{pool.role}", pool, most) for pool, most in pools], "pool's")
 
 
 def _solve_milp(
@@ -146,7 +90,9 @@ def _solve_milp(
     target_rps: float | None,
 ) -> Solution | None:
     """The programme of ``planner.formulation`` on the 1x1 study of ``inputs`` (``one_site_study``)
-    over the candidate thresholds ``cand``, its answer checked exactly (``exact_solution``)."""
+    over the candidate thresholds ``cand``: its counts at their best threshold, checked exactly
+    against the ranges and budgets (and, min_cost, the target rate); None when CBC gives no such
+    answer, once without presolve and tightly either."""
     from .formulation import Cell, Goal, solve
 
     study = one_site_study(inputs, limits, objective, target_rps)
@@ -166,10 +112,12 @@ def _solve_milp(
         sol = solve(study, [cell], {(0, 0, site.name): [int(k) for k in cand]}, Goal(objective), tight=tight)
         if sol is None:
             continue
-        plan = sol.cells[0]
-        counts = (sol.n_prfaas["prfaas"], plan.n_p[site.name], plan.n_d[site.name])
-        exact = exact_solution(table, plan.k[site.name], counts, inputs, limits, objective, target_rps)
-        if exact is not None:
+        counts = (sol.n_prfaas["prfaas"], sol.cells[0].n_p[site.name], sol.cells[0].n_d[site.name])
+        cost = feasible_cost(inputs, limits, *counts)
+        if cost is False:
+            continue
+        exact = at_best_threshold(table, inputs, *counts, cost)
+        if objective != ObjectiveKind.min_cost or exact.lambda_max >= min_cost_target(target_rps) * (1 - 1e-9):
             return exact
     return None
 
@@ -213,28 +161,6 @@ def one_site_study(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
         budget,
         objective,
     )
-
-
-def exact_solution(
-    table: ThresholdTable,
-    idx: int,
-    count_vars,
-    inputs: PlanInputs,
-    limits: Limits,
-    objective: ObjectiveKind,
-    target_rps: float | None,
-) -> Solution | None:
-    """The solver's counts, rounded and checked exactly against the ranges and budgets, with
-    Lambda_max recomputed by the model at threshold ``idx``; None when the rounded counts break a
-    range or a budget, or (min_cost) miss the target rate."""
-    n_f, n_p, n_d = count_vars
-    cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
-    if cost is False:
-        return None
-    lam = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
-    if objective == ObjectiveKind.min_cost and lam < min_cost_target(target_rps) * (1 - 1e-9):
-        return None
-    return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam, cost)
 
 
 def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
@@ -294,18 +220,13 @@ def _optimise(
     limits: Limits | None = None,
     method: str | None = None,
 ) -> Solution:
-    """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, a local search,
-    certified by the per-threshold optimum; ``enumerate``: exhaustive; ``per_threshold``: the exact
-    optimum of every threshold (``exact.py``); ``auto``: enumerate when the count space has at most
-    ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance point.
-    Unset arguments come from ``inputs`` (its objective, limits and optimiser settings)."""
+    """The operating point. ``enumerate``: exhaustive; ``per_threshold``: the exact optimum of every
+    threshold (``exact.py``); ``milp``: the programme over the coarse thresholds, its answer kept
+    where the per-threshold optimum does not beat it; ``auto``: enumerate when the count space has
+    at most ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance
+    point. Unset arguments come from ``inputs`` (its objective, limits and optimiser settings)."""
     objective = ObjectiveKind(objective or inputs.objective.kind)
-    target_rps = target_rps if target_rps is not None else inputs.objective.target_rate_rps
-    if objective == ObjectiveKind.min_cost and target_rps is None:  # a min_cost day gives schedule its targets
-        raise PlanInputError(
-            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
-            field="objective.target_rate_rps",
-        )
+    target_rps = required_target(objective, target_rps if target_rps is not None else inputs.objective.target_rate_rps)
     limits = limits or inputs.limits
     method = OptimiserMethod(method or inputs.optimiser.method)
     table = table or threshold_table(inputs)
@@ -314,87 +235,21 @@ def _optimise(
         method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS
     ):
         return enumerate_best(inputs, table, limits, objective, target_rps)
-    if method in (OptimiserMethod.auto, OptimiserMethod.per_threshold):
-        exact = _certificate(table, inputs, limits, objective, target_rps)
-        if exact is None:
-            raise infeasible(inputs, table, limits, objective, target_rps)
-        return _balance(table, exact, inputs)
-    coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
-    sol = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
-    if sol is not None:
-        pos = int(np.searchsorted(coarse, sol.threshold_index))
-        lo = coarse[max(pos - 1, 0)]
-        hi = coarse[min(pos + 1, len(coarse) - 1)]
-        fine = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_MAX_CANDIDATES)).round().astype(int))
-        refined = _solve_milp(table, fine, inputs, limits, objective, target_rps)
-        if refined is not None and _better(refined, sol, objective):
-            sol = refined
-        sol = _polish(table, sol, inputs, limits, objective, target_rps)
-    # The certificate: the exact optimum of every threshold (planner.exact). It replaces a MILP answer
-    # that a threshold outside the coarse-to-fine grid beats, and stands in when CBC gave no usable
-    # answer (a solution that breaks a constraint, or an infeasibility that may be wrong); no plan
-    # there either is the proof that none exists, and ``infeasible`` names the reason.
-    certified = _certificate(table, inputs, limits, objective, target_rps)
-    if certified is None:
-        if sol is not None:  # not reached: the certificate covers every combination the MILP can return
-            return sol
-        raise infeasible(inputs, table, limits, objective, target_rps)
-    if sol is None or _improves(certified, sol, objective, target_rps):
-        sol = _balance(table, certified, inputs)
-    return sol
-
-
-def _certificate(
-    table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None
-) -> Solution | None:
-    """The exact optimum over every threshold and count combination (``exact.best_over_thresholds``)
-    as a Solution, its Lambda_max the best threshold's for its counts; None when no plan exists."""
+    # The exact optimum of every threshold (planner.exact): no plan there is the proof that none
+    # exists, and ``infeasible`` names the reason. It replaces a MILP answer that a threshold
+    # outside the coarse grid beats, and stands in when CBC gave no usable answer (a solution that
+    # breaks a constraint, or an infeasibility that may be wrong).
     best = best_over_thresholds(table, inputs, limits, objective, target_rps)
     if best is None:
-        return None
+        raise infeasible(inputs, table, limits, objective, target_rps)
     _, n_f, n_p, n_d = best
-    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
-    k = int(np.argmax(lam))
-    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), usd_per_hour(inputs, n_f, n_p, n_d))
-
-
-FINE_MAX_CANDIDATES = 256  # binaries in the fine MILP; the polish step scans every threshold anyway
-
-
-def _polish(
-    table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None
-) -> Solution:
-    """Exact local search around the MILP's counts: every N_p / N_d split of N_prfaas +- 1 and
-    N_pd +- 1 (within ranges and budgets), each over every threshold (vectorised). It fixes
-    what the coarse-to-fine threshold grid can miss. For min_cost, the cheapest neighbour that
-    still reaches the target wins, with ties broken by Lambda_max."""
-    idx = np.arange(len(table))
-    best = sol
-    for n_f, n_p, n_d in _neighbours(sol, limits):
-        cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
-        if cost is False:
-            continue
-        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
-        k = int(np.argmax(lam))
-        cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
-        if _improves(cand, best, objective, target_rps):
-            best = cand
-    return _balance(table, best, inputs)
-
-
-def _neighbours(sol: Solution, limits: Limits):
-    """N_prfaas +- 1 with, for a shared PD pool, every split of N_pd +- 1; for a decode-only pool,
-    N_p +- 1 and N_d +- 1."""
-    for n_f in range(sol.n_prfaas - 1, sol.n_prfaas + 2):
-        if limits.separate_decode:
-            for n_p in range(sol.n_p - 1, sol.n_p + 2):
-                for n_d in range(sol.n_d - 1, sol.n_d + 2):
-                    if n_p >= 0 and n_d >= 0:
-                        yield n_f, n_p, n_d
-        else:
-            for n_pd in range(sol.n_p + sol.n_d - 1, sol.n_p + sol.n_d + 2):
-                for n_p in range(n_pd + 1):
-                    yield n_f, n_p, n_pd - n_p
+    sol = at_best_threshold(table, inputs, n_f, n_p, n_d, usd_per_hour(inputs, n_f, n_p, n_d))
+    if method == OptimiserMethod.milp:
+        coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
+        milp = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
+        if milp is not None and not _improves(sol, milp, objective, target_rps):
+            sol = milp
+    return _balance(table, sol, inputs)
 
 
 def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
@@ -409,12 +264,6 @@ def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: fl
     return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + TIE_REL))
 
 
-def _better(a: Solution, b: Solution, objective: ObjectiveKind) -> bool:
-    if objective == ObjectiveKind.max_throughput:
-        return a.lambda_max > b.lambda_max * (1 + TIE_REL)
-    return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
-
-
 def _decode_range(limits: Limits) -> tuple[int, int]:
     """N_d (min, max) of the decode-only pool, for ``limits.separate_decode`` only."""
     # the scenario's decode range sets both or neither (study.resolve._limits, Study.pair)
@@ -422,9 +271,20 @@ def _decode_range(limits: Limits) -> tuple[int, int]:
     return limits.decode_min, limits.decode_max
 
 
+def required_target(objective: ObjectiveKind, target_rps: float | None) -> float | None:
+    """``target_rps``, refused where min_cost plans one steady rate without it (a min_cost day gives
+    ``schedule`` its targets)."""
+    if objective == ObjectiveKind.min_cost and target_rps is None:
+        raise PlanInputError(
+            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
+            field="objective.target_rate_rps",
+        )
+    return target_rps
+
+
 def min_cost_target(target_rps: float | None) -> float:
     """The min_cost target rate, req/s, where only min_cost reads it."""
-    # _optimise and slo.slo_optimise refuse min_cost without a target before any search
+    # _optimise and slo.slo_optimise refuse min_cost without a target before any search (required_target)
     assert target_rps is not None
     return target_rps
 
@@ -446,8 +306,8 @@ def infeasible(
     certified max-throughput optimum) is below it; a budget is blamed only when one is set and
     lifting the budgets would reach the target, else the ranges and the demand are."""
     n_f, n_p, n_d = _minimal_counts(limits)
-    for name, (budget, g_f, g_p, g_d) in zip(limits.gpu_budget, _gpu_rows(inputs, limits)):
-        need = g_f * n_f + g_p * n_p + g_d * n_d
+    for name, budget in limits.gpu_budget.items():
+        need = chips_of(inputs, name, n_f, n_p, n_d)
         if need > budget:
             return PlanInputError(
                 f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) need {need} "
@@ -492,7 +352,7 @@ def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: i
             return False
     elif not limits.pd_min <= n_p + n_d <= limits.pd_max:
         return False
-    if any(g_f * n_f + g_p * n_p + g_d * n_d > budget for budget, g_f, g_p, g_d in _gpu_rows(inputs, limits)):
+    if any(chips_of(inputs, name, n_f, n_p, n_d) > budget for name, budget in limits.gpu_budget.items()):
         return False
     cost = usd_per_hour(inputs, n_f, n_p, n_d)
     if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
@@ -537,11 +397,8 @@ def enumerate_best(
     objective = ObjectiveKind(objective)
     check_limits(inputs, limits, objective)
     best: Solution | None = None
-    idx = np.arange(len(table))
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
-        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
-        k = int(np.argmax(lam))
-        cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
+        cand = at_best_threshold(table, inputs, n_f, n_p, n_d, cost)
         if best is None:
             if objective == ObjectiveKind.max_throughput or cand.lambda_max >= min_cost_target(target_rps) * (1 - 1e-12):
                 best = cand
@@ -550,8 +407,3 @@ def enumerate_best(
     if best is None:
         raise infeasible(inputs, table, limits, objective, target_rps)
     return _balance(table, best, inputs)
-
-
-def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:
-    """Best (t, N_prfaas, N_p, N_d) for maximum throughput, by exhaustive enumeration."""
-    return enumerate_best(inputs, table, limits)

@@ -32,11 +32,11 @@ from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
 from ..units import bytes_per_s_to_gbps
-from .cost import Tco, pool_tco
+from .cost import Tco, chips_of, pool_tco, unpriced_pools, usd_per_hour
 from .decode_model import decode_model
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
-from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
+from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise
 from .slo import goodput, slo_optimise
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 from .uncertainty import PlanRange, plan_range
@@ -111,7 +111,6 @@ class PlanResult:
     baselines: dict[str, Baseline]
     marginal: dict[str, float]  # d Lambda_max for +1 Gbps, +1 PrfaaS instance, +1 PD instance (+1 decode instance)
     max_throughput_lambda: float  # Lambda_max of the max-throughput plan in this mode
-    other_mode_lambda: float  # the same, optimised in the other mode
     exact_lambda_at_paper_point: float | None  # exact-mode Lambda at the paper-mode operating point
     notes: list[str] = field(default_factory=list)
     operating_rate_rps: float = 0.0  # SLO goodput, or operating_load x Lambda_max
@@ -233,30 +232,32 @@ def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n
     )
 
 
-def _baseline(
-    inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName, threshold_index: int | None = None
-) -> Baseline | None:
-    """The best deployment within ``limits`` (max throughput); ``threshold_index`` fixes t
-    (0: everything offloaded). None when no count within the limits fits the budgets."""
-    idx = np.arange(len(table)) if threshold_index is None else threshold_index
+def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName) -> Baseline | None:
+    """The best local-only deployment within ``limits`` (max throughput, nothing offloaded: the
+    table's last threshold); None when no count within the limits fits the budgets."""
+    k = len(table) - 1
     best = None
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
-        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
-        k = int(np.argmax(lam)) if threshold_index is None else threshold_index
-        value = float(np.max(lam))
+        value = float(bounds(table, k, n_f, n_p, n_d, inputs).lambda_max)
         if best is None or value > best[0] * (1 + 1e-7):
-            best = (value, k, n_f, n_p, n_d, cost)
-    if best is None:
-        return None
-    value, k, n_f, n_p, n_d, cost = best
+            best = (value, n_f, n_p, n_d, cost)
+    return None if best is None else _deployment(inputs, table, name, k, *best[1:])
+
+
+def _deployment(
+    inputs: PlanInputs, table: ThresholdTable, name: DeploymentName, k: int, n_f: int, n_p: int, n_d: int, cost: float | None
+) -> Baseline:
+    """Deployment ``name`` of the counts at threshold index ``k``: its Lambda_max, binding bound,
+    provisioned $/hour ``cost`` and the KV egress at its Lambda_max."""
     b = bounds(table, k, n_f, n_p, n_d, inputs)
-    egress_bytes_per_s = value * float(table.link_work_bytes[k]) if n_f else 0.0
+    lam = float(b.lambda_max)
+    egress_bytes_per_s = lam * float(table.link_work_bytes[k]) if n_f else 0.0
     return Baseline(
         name,
         n_f,
         n_p,
         n_d,
-        value,
+        lam,
         b.binding(),
         cost,
         bytes_per_s_to_gbps(egress_bytes_per_s),
@@ -295,26 +296,27 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     note."""
     limits = inputs.limits
     local_inputs, local_table = local_only(inputs, table)
+    kept_d = sol.n_d if limits.separate_decode else 0  # a decode-only pool keeps its count
     free = replace(limits, prfaas_min=0, prfaas_max=0, pd_min=0, pd_max=int(INSTANCES.hi))
     if limits.separate_decode:
         free = replace(free, decode_min=sol.n_d, decode_max=sol.n_d)
-        local = lambda n: feasible_cost(inputs, free, 0, n, sol.n_d) is not False  # noqa: E731
-    else:
-        local = lambda n: feasible_cost(inputs, free, 0, n, 0) is not False  # noqa: E731
+
+    def local(within: Limits):
+        """Whether n local PD instances (beside the decode pool's) fit ``within``."""
+        return lambda n: feasible_cost(inputs, within, 0, n, kept_d) is not False
+
     out: dict[str, Baseline] = {}
     total = sol.n_prfaas + sol.n_p + (0 if limits.separate_decode else sol.n_d)
-    count = _most(total, local)
+    count = _most(total, local(free))
     if count < total:
         notes.append(f"the homogeneous baseline has {count} local instances, not {total}: the budgets stop more")
-    homog = _baseline(
-        local_inputs, local_table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous, len(local_table) - 1
-    )
+    homog = _baseline(local_inputs, local_table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous)
     if homog is not None:
         out[DeploymentName.homogeneous] = homog
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_pd = inputs.pd.usd_per_hour_per_instance
     if cost is not None and per_pd:
-        spare = cost - (sol.n_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0) if limits.separate_decode else 0.0)
+        spare = cost - kept_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0)
         equal = int(spare / per_pd + 1e-9)
         if equal > INSTANCES.hi:
             notes.append(
@@ -322,20 +324,10 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
                 f"{int(INSTANCES.hi):,}); it is left out"
             )
         else:
-            capped = _most(
-                equal,
-                lambda n: (
-                    feasible_cost(inputs, replace(free, usd_per_hour=None), 0, n, sol.n_d if limits.separate_decode else 0)
-                    is not False
-                ),
-            )
-            same = _baseline(
-                local_inputs,
-                local_table,
-                replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
-                DeploymentName.homogeneous_equal_cost,
-                len(local_table) - 1,
-            )
+            unbudgeted = replace(free, usd_per_hour=None)
+            capped = _most(equal, local(unbudgeted))
+            within = replace(unbudgeted, pd_min=capped, pd_max=capped)
+            same = _baseline(local_inputs, local_table, within, DeploymentName.homogeneous_equal_cost)
             if same is not None and same.lambda_max >= MIN_CAPACITY_RPS:
                 out[DeploymentName.homogeneous_equal_cost] = same
             else:
@@ -351,7 +343,10 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
         naive_limits = replace(naive_limits, decode_min=0, decode_max=int(INSTANCES.hi))
     n_naive = sol.n_prfaas or _most(limits.prfaas_max, lambda n: feasible_cost(inputs, naive_limits, n, 0, naive_d) is not False)
     if n_naive:
-        out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive, naive_d)
+        cost = usd_per_hour(inputs, n_naive, 0, naive_d)
+        out[DeploymentName.naive_heterogeneous] = _deployment(
+            inputs, table, DeploymentName.naive_heterogeneous, 0, n_naive, 0, naive_d, cost
+        )
     else:
         notes.append(
             "no PrfaaS instance is allowed (ranges or budgets), so the naive baseline (all prefill on PrfaaS) is left out"
@@ -359,37 +354,20 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     return out
 
 
-def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_d: int) -> Baseline:
-    b = bounds(table, 0, n_prfaas, 0, n_d, inputs)
-    lam = float(b.lambda_max)
-    egress_bytes_per_s = lam * float(table.link_work_bytes[0])
-    return Baseline(
-        DeploymentName.naive_heterogeneous,
-        n_prfaas,
-        0,
-        n_d,
-        lam,
-        b.binding(),
-        usd_per_hour(inputs, n_prfaas, 0, n_d),
-        bytes_per_s_to_gbps(egress_bytes_per_s),
-        inputs.link.utilisation(egress_bytes_per_s),
-    )
-
-
 _COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}
 
 
-def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[Limits, Solution]:
+def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[Limits, tuple[int, int, int]]:
     """Limits that require one more instance of a pool than ``sol`` has (the other counts free
     within their ranges), and ``sol``'s counts with that instance added."""
     lo, hi = _COUNT[which]
     if which == "prfaas":
-        now, grown = sol.n_prfaas, replace(sol, n_prfaas=sol.n_prfaas + 1)
+        now, grown = sol.n_prfaas, (sol.n_prfaas + 1, sol.n_p, sol.n_d)
     elif which == "decode":
-        now, grown = sol.n_d, replace(sol, n_d=sol.n_d + 1)
+        now, grown = sol.n_d, (sol.n_prfaas, sol.n_p, sol.n_d + 1)
     else:  # the PD pool: N_p + N_d when shared, N_p beside a decode-only pool
         now = sol.n_p if limits.separate_decode else sol.n_p + sol.n_d
-        grown = replace(sol, n_p=sol.n_p + 1)
+        grown = (sol.n_prfaas, sol.n_p + 1, sol.n_d)
     return replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
 
 
@@ -404,14 +382,10 @@ def _raised(limits: Limits, hardware: str | None, chips: int, usd_per_hour: floa
     return replace(limits, gpu_budget=gpus, usd_per_hour=usd)
 
 
-def _blocking(inputs: PlanInputs, limits: Limits, sol: Solution) -> tuple[str, ...]:
-    """The budgets of ``limits`` that the counts of ``sol`` exceed."""
-    out = [
-        f"gpu_budget_{name}"
-        for name, budget in limits.gpu_budget.items()
-        if gpus_by_hardware(inputs, sol.n_prfaas, sol.n_p, sol.n_d).get(name, 0) > budget
-    ]
-    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
+def _blocking(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int) -> tuple[str, ...]:
+    """The budgets of ``limits`` that the counts (N_prfaas, N_p, N_d) exceed."""
+    out = [f"gpu_budget_{name}" for name, budget in limits.gpu_budget.items() if chips_of(inputs, name, n_f, n_p, n_d) > budget]
+    cost = usd_per_hour(inputs, n_f, n_p, n_d)
     if limits.usd_per_hour is not None and cost is not None and cost > limits.usd_per_hour * (1 + 1e-9):
         out.append("usd_per_hour_budget")
     return tuple(out)
@@ -473,7 +447,7 @@ def marginal_values(
         own = optimise(more_link, threshold_table(more_link, mode), limits=limits, objective=what_if).lambda_max - base
     except PlanInputError:  # the budgets held do not pay for the wider link
         own = None
-    blocked = _blocking(more_link, limits, sol) if sol.n_prfaas else ()
+    blocked = _blocking(more_link, limits, sol.n_prfaas, sol.n_p, sol.n_d) if sol.n_prfaas else ()
     out = {"per_gbps": marginal("per_gbps", own, blocked, link_price, relaxed(None, 0, link_price))}
     pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
     if limits.separate_decode:
@@ -490,7 +464,7 @@ def marginal_values(
                 continue
             own = None
         budget = relaxed(pool.hardware_name, pool.gpus_per_instance, price)
-        out[what] = marginal(what, own, _blocking(inputs, limits, grown), price, budget)
+        out[what] = marginal(what, own, _blocking(inputs, limits, *grown), price, budget)
     return out
 
 
@@ -520,7 +494,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     else:
         sol = throughput_sol
     point = operating_point(inputs, table, sol, limits)
-    other_lambda, exact_at_paper = math.nan, None
+    exact_at_paper = None
     counts = (sol.n_prfaas, sol.n_p, sol.n_d)
     lambda_of_counts: dict[str, float] = {mode: _best_lambda(inputs, table, counts)}
     if with_other_mode:
@@ -528,7 +502,6 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         other_table = threshold_table(inputs, other)
         lambda_of_counts[other] = _best_lambda(inputs, other_table, counts)
         other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
-        other_lambda = other_sol.lambda_max
         paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
         exact_at_paper = float(
             bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p, paper_sol.n_d, inputs).lambda_max
@@ -548,7 +521,6 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         baselines(inputs, table, sol, notes),
         {k: m.lambda_rps for k, m in marginals.items()},
         throughput_sol.lambda_max,
-        other_lambda,
         exact_at_paper,
         notes,
         marginals=marginals,
@@ -590,7 +562,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
 
 def _best_lambda(inputs: PlanInputs, table: ThresholdTable, counts: tuple[int, int, int]) -> float:
     """Lambda_max of the counts (N_prfaas, N_p, N_d) at the table's best threshold."""
-    return float(np.max(bounds(table, np.arange(len(table)), *counts, inputs).lambda_max))
+    return at_best_threshold(table, inputs, *counts, None).lambda_max
 
 
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
@@ -605,8 +577,7 @@ def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
         steps.append((0, 1, 0))
     out: list[str] = []
     for a, b, c in steps:
-        grown = Solution(0, 0.0, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c, 0.0, None)
-        out += [x for x in _blocking(inputs, limits, grown) if x not in out]
+        out += [x for x in _blocking(inputs, limits, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c) if x not in out]
     return out
 
 
@@ -667,8 +638,7 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     assert routed is not None and caches is not None and curve is not None
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
-    bare_table = threshold_table(bare, table.mode)
-    lam_bare = float(np.max(bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d, bare).lambda_max))
+    lam_bare = _best_lambda(bare, threshold_table(bare, table.mode), (sol.n_prfaas, sol.n_p, sol.n_d))
     local = routed.route_tokens <= sol.threshold_tokens
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0

@@ -22,7 +22,7 @@ from ..study.model import Limits, PlanInputs, Slo
 from .decode_model import DecodeModel
 from .deployment import Deployment
 from .latency import LatencyModel, SupportArrays
-from .optimizer import check_limits, coarse_indices, combination_count, count_combinations, min_cost_target
+from .optimizer import check_limits, coarse_indices, combination_count, count_combinations, min_cost_target, required_target
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -71,11 +71,7 @@ def slo_optimise(
     limits = limits or inputs.limits
     objective = ObjectiveKind(objective)
     min_cost = objective == ObjectiveKind.min_cost
-    if min_cost and target_rps is None:  # a min_cost day gives schedule its targets (as optimizer._optimise)
-        raise PlanInputError(
-            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
-            field="objective.target_rate_rps",
-        )
+    required_target(objective, target_rps)
     check_limits(inputs, limits, objective)  # an unpriced pool under min_cost or a budget: an error, not a blank $
     splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:

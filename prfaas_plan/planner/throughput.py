@@ -47,24 +47,6 @@ class ThresholdTable:
     def __len__(self) -> int:
         return len(self.thresholds_tokens)
 
-    def subset(self, idx) -> ThresholdTable:
-        idx = np.asarray(idx)
-        return ThresholdTable(
-            self.mode,
-            *(
-                getattr(self, f)[idx]
-                for f in (
-                    "thresholds_tokens",
-                    "p",
-                    "l_long_tokens",
-                    "l_short_tokens",
-                    "prfaas_work_s",
-                    "link_work_bytes",
-                    "pd_work_s",
-                )
-            ),
-        )
-
 
 def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
     """Every distinct threshold: 0 (all offloaded) and each support point (L <= t stays local)."""
