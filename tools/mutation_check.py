@@ -197,9 +197,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return self.predict(full(xa), chosen) - measured",
     ),
     "balance-tie-reversed": (
-        "prfaas_plan/planner/optimizer.py",
-        "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",
-        "idx = int(np.argmin(np.where(tied, prefill, np.inf)))",
+        "prfaas_plan/planner/throughput.py",
+        "pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)",
+        "pick = np.argmin(np.where(lam >= best * (1 - TIE_REL), prefill, np.inf), axis=1)",
     ),
     "decode-weight-gib": (
         "prfaas_plan/views/timing.py",
@@ -339,8 +339,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "budget-block-not-named": (
         "prfaas_plan/planner/plan.py",
-        "        out += [x for x in _blocking(inputs, limits, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c) if x not in out]",
-        "        pass",
+        "            out += [x for x in _blocking(inputs, limits, *grown) if x not in out]",
+        "            pass",
     ),
     "decode-on-the-pd-pool": (
         "prfaas_plan/study/resolve.py",

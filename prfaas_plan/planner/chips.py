@@ -24,23 +24,14 @@ from ..study.resolve import build_variants
 def _score(inputs: PlanInputs) -> tuple:
     """A sort key of one combination, lower is better."""
     from .decode_model import decode_model
-    from .optimizer import optimise
-    from .slo import slo_optimise
+    from .slo import best_plan
     from .throughput import threshold_table
 
-    table = threshold_table(inputs)
-    objective = inputs.objective
-    if inputs.slo is not None:
-        chosen = slo_optimise(
-            inputs, table, decode_model(inputs), inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps
-        )
-        rate, cost = chosen.goodput_rps, chosen.usd_per_hour
-    else:
-        sol = optimise(inputs, table)
-        rate, cost = sol.lambda_max, sol.usd_per_hour
-    cost = math.inf if cost is None else cost
+    sol, good = best_plan(inputs, threshold_table(inputs), decode_model(inputs))
+    rate = sol.lambda_max if good is None else good
+    cost = math.inf if sol.usd_per_hour is None else sol.usd_per_hour
     chips = sum(pool.gpus_per_instance for pool in inputs.pools)
-    if objective.kind == ObjectiveKind.min_cost:
+    if inputs.objective.kind == ObjectiveKind.min_cost:
         return (cost, -rate, chips)
     return (-round(rate, 9), cost, chips)
 

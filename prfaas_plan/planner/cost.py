@@ -27,11 +27,12 @@ rental without one includes power) the $/hour is a lower bound (``usd_per_hour_i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import PlanInputError
 from ..study.model import PlanInputs
 from ..study.prices import SECONDS_PER_HOUR
+from .throughput import ThresholdTable
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,31 @@ def pool_tco(pool, instances: int, busy: float) -> PoolTco:
         kw,
         c.basis,
         bool(chips) and c.power_unpriced,
+    )
+
+
+def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int, rate_rps: float) -> Tco:
+    """The cost of ownership of a deployment at ``rate_rps``: each pool busy for the share of its
+    capacity the rate uses (PrfaaS: rate x p T_long / N_prfaas; PD-P: rate x (1 - p) T_short / N_p;
+    PD-D: rate / (N_d r_d)), the committed link when PrfaaS is used, egress at the rate."""
+
+    def busy(work: float, servers: float) -> float:
+        return min(1.0, rate_rps * work / servers) if servers > 0 else 0.0
+
+    parts = (
+        pool_tco(inputs.prfaas, n_prfaas, busy(float(table.prfaas_work_s[idx]), n_prfaas)),
+        pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)),
+        pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)),
+    )
+    parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
+    egress = rate_rps * float(table.link_work_bytes[idx])
+    return Tco(
+        rate_rps,
+        parts,
+        inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
+        inputs.link.cost.egress_usd_per_hour(egress),
+        inputs.workload.full_input_dist.mean_tokens(),
+        inputs.output_mean_tokens,
     )
 
 

@@ -41,9 +41,7 @@ from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
 from .cost import chips_of, require_prices, usd_per_hour
 from .exact import best_over_thresholds
-from .throughput import ThresholdTable, bounds, threshold_table
-
-TIE_REL = 1e-7  # relative tolerance when comparing Lambda values
+from .throughput import TIE_REL, ThresholdTable, best_thresholds, bounds, threshold_table
 
 
 @dataclass(frozen=True)
@@ -93,26 +91,18 @@ def _solve_milp(
     over the candidate thresholds ``cand``: its counts at their best threshold, checked exactly
     against the ranges and budgets (and, min_cost, the target rate); None when CBC gives no such
     answer, once without presolve and tightly either."""
-    from .formulation import Cell, Goal, solve
+    from .formulation import Goal, solve
+    from .sites import window_cells
 
     study = one_site_study(inputs, limits, objective, target_rps)
     if study is None:
         return None
-    site = study.pd_sites[0]
-    cell = Cell(
-        0,
-        0,
-        24.0,
-        {site.name: site.demand_rps},
-        {(site.name, "prfaas"): table},
-        study.links,
-        {site.name: inputs.decode_rps_per_instance},
-    )
+    cells = window_cells(study, {("pd", "prfaas"): table})
     for tight in (False, True):  # an answer the exact check refuses: once more without presolve, tightly
-        sol = solve(study, [cell], {(0, 0, site.name): [int(k) for k in cand]}, Goal(objective), tight=tight)
+        sol = solve(study, cells, {(0, 0, "pd"): [int(k) for k in cand]}, Goal(objective), tight=tight)
         if sol is None:
             continue
-        counts = (sol.n_prfaas["prfaas"], sol.cells[0].n_p[site.name], sol.cells[0].n_d[site.name])
+        counts = (sol.n_prfaas["prfaas"], sol.cells[0].n_p["pd"], sol.cells[0].n_d["pd"])
         cost = feasible_cost(inputs, limits, *counts)
         if cost is False:
             continue
@@ -173,16 +163,10 @@ def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
 
 def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Solution:
     """For the chosen counts, the best threshold on the fine grid; among ties, the balance
-    point of eq. 7 (the largest min(PrfaaS bound, PD-P bound))."""
-    b = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, inputs)
-    lam = b.lambda_max
-    best = lam.max()
-    if best < sol.lambda_max * (1 - TIE_REL):
-        return sol
-    prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
-    tied = lam >= best * (1 - TIE_REL)
-    idx = int(np.argmax(np.where(tied, prefill, -np.inf)))
-    return replace(sol, threshold_index=idx, threshold_tokens=float(table.thresholds_tokens[idx]), lambda_max=float(lam[idx]))
+    point of eq. 7 (``throughput.best_thresholds``)."""
+    pick, lam = best_thresholds(table, inputs, sol.n_prfaas, sol.n_p, sol.n_d, np.array([inputs.link.usable_bytes_per_s]))
+    k = int(pick[0])
+    return replace(sol, threshold_index=k, threshold_tokens=float(table.thresholds_tokens[k]), lambda_max=float(lam[0]))
 
 
 ENUMERATE_MAX_COMBINATIONS = 2000

@@ -32,12 +32,12 @@ from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
 from ..units import bytes_per_s_to_gbps
-from .cost import Tco, chips_of, pool_tco, unpriced_pools, usd_per_hour
+from .cost import Tco, chips_of, tco_at, unpriced_pools, usd_per_hour
 from .decode_model import decode_model
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise
-from .slo import goodput, slo_optimise
+from .slo import best_plan, goodput
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 from .uncertainty import PlanRange, plan_range
 
@@ -207,31 +207,6 @@ def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> d
     return gpus
 
 
-def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int, rate_rps: float) -> Tco:
-    """The cost of ownership of a deployment at ``rate_rps``: each pool busy for the share of its
-    capacity the rate uses (PrfaaS: rate x p T_long / N_prfaas; PD-P: rate x (1 - p) T_short / N_p;
-    PD-D: rate / (N_d r_d)), the committed link when PrfaaS is used, egress at the rate."""
-
-    def busy(work: float, servers: float) -> float:
-        return min(1.0, rate_rps * work / servers) if servers > 0 else 0.0
-
-    parts = (
-        pool_tco(inputs.prfaas, n_prfaas, busy(float(table.prfaas_work_s[idx]), n_prfaas)),
-        pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)),
-        pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)),
-    )
-    parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
-    egress = rate_rps * float(table.link_work_bytes[idx])
-    return Tco(
-        rate_rps,
-        parts,
-        inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
-        inputs.link.cost.egress_usd_per_hour(egress),
-        inputs.workload.full_input_dist.mean_tokens(),
-        inputs.output_mean_tokens,
-    )
-
-
 def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName) -> Baseline | None:
     """The best local-only deployment within ``limits`` (max throughput, nothing offloaded: the
     table's last threshold); None when no count within the limits fits the budgets."""
@@ -354,12 +329,14 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     return out
 
 
+_POOLS = ("prfaas", "pd", "decode")  # the decode-only pool's last
 _COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}
 
 
-def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[Limits, tuple[int, int, int]]:
-    """Limits that require one more instance of a pool than ``sol`` has (the other counts free
-    within their ranges), and ``sol``'s counts with that instance added."""
+def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[bool, Limits, tuple[int, int, int]]:
+    """Whether the range of a pool (``which``: one of ``_POOLS``) has room for one more instance
+    than ``sol`` has, limits that require it (the other counts free within their ranges), and
+    ``sol``'s counts with that instance added."""
     lo, hi = _COUNT[which]
     if which == "prfaas":
         now, grown = sol.n_prfaas, (sol.n_prfaas + 1, sol.n_p, sol.n_d)
@@ -368,7 +345,7 @@ def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[Limits, tuple[
     else:  # the PD pool: N_p + N_d when shared, N_p beside a decode-only pool
         now = sol.n_p if limits.separate_decode else sol.n_p + sol.n_d
         grown = (sol.n_prfaas, sol.n_p + 1, sol.n_d)
-    return replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
+    return now < getattr(limits, hi), replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
 
 
 def _raised(limits: Limits, hardware: str | None, chips: int, usd_per_hour: float | None) -> Limits:
@@ -453,7 +430,7 @@ def marginal_values(
     if limits.separate_decode:
         pools.append(("per_decode_instance", "decode", inputs.decode_pool))
     for what, which, pool in pools:
-        forced, grown = _one_more(limits, sol, which)
+        _, forced, grown = _one_more(limits, sol, which)
         price = pool.usd_per_hour_per_instance
         if price is not None and which == "prfaas" and sol.n_prfaas == 0:
             price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
@@ -475,24 +452,11 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     limits = inputs.limits
     table = threshold_table(inputs, mode)
     decode = decode_model(inputs)
-    good = None
-    objective = inputs.objective
     # The max-throughput plan: the answer without an SLO or cost objective, and always the
     # reference for marginal values and the Jensen gap.
     throughput_sol = optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits)
-    if inputs.slo is not None:
-        chosen = slo_optimise(
-            inputs, table, decode, inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps, limits=limits
-        )
-        dep = chosen.deployment
-        sol = Solution(
-            chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d, chosen.lambda_max, chosen.usd_per_hour
-        )
-        good = chosen.goodput_rps
-    elif objective.kind == ObjectiveKind.min_cost:
-        sol = optimise(inputs, table, limits=limits)
-    else:
-        sol = throughput_sol
+    plain = inputs.slo is None and inputs.objective.kind == ObjectiveKind.max_throughput
+    sol, good = (throughput_sol, None) if plain else best_plan(inputs, table, decode)
     point = operating_point(inputs, table, sol, limits)
     exact_at_paper = None
     counts = (sol.n_prfaas, sol.n_p, sol.n_d)
@@ -532,20 +496,14 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
-    result.uncertainty = plan_range(result, table, sol.threshold_index, tco_at)
+    result.uncertainty = plan_range(result, table, sol.threshold_index)
     unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if unpriced:
         result.notes.append(
             f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "
             "cost): the plan's $/hour, $ per million tokens and marginal worth are not known"
         )
-    unknown = sorted(
-        {
-            p.hardware
-            for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
-            if p.instances and pool.cost.tdp_w is None
-        }
-    )
+    unknown = sorted(result.tco.power_not_counted)
     if unknown:
         billed = result.tco.power_usd_not_counted
         result.notes.append(
@@ -567,17 +525,11 @@ def _best_lambda(inputs: PlanInputs, table: ThresholdTable, counts: tuple[int, i
 
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
     """Budgets that leave no room for one more instance of a pool that may still grow."""
-    steps = []
-    if sol.n_prfaas < limits.prfaas_max:
-        steps.append((1, 0, 0))
-    if limits.separate_decode:
-        assert limits.decode_max is not None  # set with a decode-only pool (study.resolve)
-        steps += [step for step, room in (((0, 1, 0), sol.n_p < limits.pd_max), ((0, 0, 1), sol.n_d < limits.decode_max)) if room]
-    elif sol.n_p + sol.n_d < limits.pd_max:
-        steps.append((0, 1, 0))
     out: list[str] = []
-    for a, b, c in steps:
-        out += [x for x in _blocking(inputs, limits, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c) if x not in out]
+    for which in _POOLS[: 3 if limits.separate_decode else 2]:
+        room, _, grown = _one_more(limits, sol, which)
+        if room:
+            out += [x for x in _blocking(inputs, limits, *grown) if x not in out]
     return out
 
 

@@ -22,7 +22,16 @@ from ..study.model import Limits, PlanInputs, Slo
 from .decode_model import DecodeModel
 from .deployment import Deployment
 from .latency import LatencyModel, SupportArrays
-from .optimizer import check_limits, coarse_indices, combination_count, count_combinations, min_cost_target, required_target
+from .optimizer import (
+    Solution,
+    check_limits,
+    coarse_indices,
+    combination_count,
+    count_combinations,
+    min_cost_target,
+    optimise,
+    required_target,
+)
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -141,3 +150,15 @@ def slo_optimise(
         what = f"reaches {target_rps:g} req/s" if min_cost else "meets it at any rate"
         raise PlanInputError(f"no deployment within the ranges and budgets {what}", field="slo")
     return best
+
+
+def best_plan(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel) -> tuple[Solution, float | None]:
+    """The plan of the scenario's own objective and its SLO goodput (req/s): with an SLO, the
+    deployment ``slo_optimise`` chooses; else ``optimise``'s operating point (no goodput)."""
+    if inputs.slo is None:
+        return optimise(inputs, table), None
+    objective = inputs.objective
+    chosen = slo_optimise(inputs, table, decode, inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps)
+    k, dep = chosen.threshold_index, chosen.deployment
+    sol = Solution(k, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d, chosen.lambda_max, chosen.usd_per_hour)
+    return sol, chosen.goodput_rps

@@ -40,6 +40,7 @@ from ..errors import PlanInputError
 from ..study.basis import prefill_source
 from ..study.model import PlanInputs
 from ..timing.uncertainty import EXACT, Band, band
+from .cost import tco_at
 from .optimizer import optimise
 from .throughput import ThresholdTable, bounds
 
@@ -119,10 +120,9 @@ def end_of(
     fixed_rate: bool,
     factors: tuple[float, float, float],
     target: bool,
-    tco_at,
 ) -> End:
-    """One end: Lambda_max of the counts on the scaled rates, the rate, $/Mtok (``tco_at``:
-    ``plan.tco_at``), and with a target rate the counts it needs (``target``)."""
+    """One end: Lambda_max of the counts on the scaled rates, the rate, $/Mtok (``cost.tco_at``),
+    and with a target rate the counts it needs (``target``)."""
     s_inputs, s_table = scaled(inputs, table, factors)
     lam = float(bounds(s_table, idx, *counts, s_inputs).lambda_max)
     rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)
@@ -140,9 +140,8 @@ def end_of(
     return End(lam, rate, tco.usd_per_mtok_output, tco.usd_per_mtok_blended, need, need_usd, note)
 
 
-def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
-    """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and
-    ``plan.tco_at`` (the cost of ownership of counts at a rate)."""
+def plan_range(result, table: ThresholdTable, idx: int) -> PlanRange:
+    """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and threshold index."""
     inputs, pt = result.inputs, result.point
     bands = plan_bands(inputs)
     target = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
@@ -158,7 +157,6 @@ def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
             target,
             bands.factors(end),
             target and end == "low",
-            tco_at,
         )
         for end in ENDS
     }
