@@ -36,6 +36,18 @@ def _score(inputs: PlanInputs) -> tuple:
     return (-round(rate, 9), cost, chips)
 
 
+def _scored(variants: list[PlanInputs]) -> tuple[list, PlanInputError | None]:
+    """(``_score``, position, inputs) of each variant with a plan, best first (ties: the earlier),
+    and the error of the first without one."""
+    scored, first_error = [], None
+    for k, inputs in enumerate(variants):
+        try:
+            scored.append((_score(inputs), k, inputs))
+        except PlanInputError as exc:
+            first_error = first_error or exc
+    return sorted(scored, key=lambda item: (item[0], item[1])), first_error
+
+
 def choose(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
     """The scenario's planning inputs on ``basis`` (``study.basis``), with each pool's chips per
     instance chosen (see the module docstring) and, for cache-aware routing with ``regime: auto``,
@@ -50,20 +62,15 @@ def _cache_regime(inputs: PlanInputs) -> PlanInputs:
     caches = inputs.workload.caches
     if caches is None or caches.regime != CacheRegime.auto:
         return inputs
-    scored = []
-    for regime in (CacheRegime.scarce, CacheRegime.plentiful):
-        variant = inputs.with_cache_regime(regime)
-        try:
-            scored.append((_score(variant), regime, variant))
-        except PlanInputError:
-            continue
+    regimes = (CacheRegime.scarce, CacheRegime.plentiful)
+    scored, _ = _scored([inputs.with_cache_regime(regime) for regime in regimes])
     if not scored:
         return inputs
-    scored.sort(key=lambda item: item[0])
-    (_, regime, best), others = scored[0], scored[1:]
-    other = ""
+    (_, k, best), others = scored[0], scored[1:]
+    regime, other = regimes[k], ""
     if others:
-        (value, *_), name, _ = others[0]
+        (value, *_), j, _ = others[0]
+        name = regimes[j]
         other = (
             f"; the {name} rule would cost ${value:,.2f}/hour"
             if inputs.objective.kind == ObjectiveKind.min_cost
@@ -76,16 +83,10 @@ def _chips(scenario, source: str | None = None, basis: Basis = Basis.as_given) -
     variants = build_variants(scenario, source, basis=basis)
     if len(variants) == 1:
         return variants[0]
-    scored, first_error = [], None
-    for k, inputs in enumerate(variants):
-        try:
-            scored.append((_score(inputs), k, inputs))
-        except PlanInputError as exc:
-            first_error = first_error or exc
+    scored, first_error = _scored(variants)
     if not scored:
         assert first_error is not None  # every variant (two or more) raised one
         raise first_error.with_source(source) if source else first_error
-    scored.sort(key=lambda item: (item[0], item[1]))
     best = scored[0][2]
     chosen = "; ".join(
         f"{pool.role} {pool.gpus_per_instance} of {list(pool.chip_options)}" for pool in best.pools if pool.chip_options

@@ -52,8 +52,9 @@ def smallest_counts(table: ThresholdTable, inputs: PlanInputs, limits: Limits, r
     return n_f, n_p, n_d, link_ok
 
 
-def _fits(inputs: PlanInputs, limits: Limits, n_f, n_p, n_d) -> np.ndarray:
-    """Whether counts (arrays) are within the ranges and the GPU and $/hour budgets."""
+def within_maxima(inputs: PlanInputs, limits: Limits, n_f, n_p, n_d) -> np.ndarray:
+    """Whether counts (ints or arrays) are within the ranges' maxima and the GPU and $/hour budgets
+    (an unpriced pool counts $0: ``optimizer.feasible_cost`` refuses it under a $/hour budget)."""
     ok = n_f <= limits.prfaas_max
     ok &= (n_p <= limits.pd_max) & (n_d <= limits.decode_max) if limits.separate_decode else n_p + n_d <= limits.pd_max
     for name, budget in limits.gpu_budget.items():
@@ -72,11 +73,11 @@ def threshold_optima(
         assert target_rps is not None  # optimizer.required_target refuses min_cost without a target
         rate = np.full(len(table), float(target_rps))
         n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, rate)
-        ok = link_ok & _fits(inputs, limits, n_f, n_p, n_d)
+        ok = link_ok & within_maxima(inputs, limits, n_f, n_p, n_d)
     else:
         lo = np.zeros(len(table))
         n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, lo)
-        ok = link_ok & _fits(inputs, limits, n_f, n_p, n_d)
+        ok = link_ok & within_maxima(inputs, limits, n_f, n_p, n_d)
         decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
         hi = np.full(len(table), inputs.decode_rps_per_instance * decode_max * (1 + 1e-9) + 1e-12)
         for _ in range(BISECTION_STEPS):
@@ -84,7 +85,7 @@ def threshold_optima(
             if not np.any((mid > lo) & (mid < hi)):
                 break
             m_f, m_p, m_d, m_link = smallest_counts(table, inputs, limits, mid)
-            good = m_link & _fits(inputs, limits, m_f, m_p, m_d)
+            good = m_link & within_maxima(inputs, limits, m_f, m_p, m_d)
             lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
         n_f, n_p, n_d, _ = smallest_counts(table, inputs, limits, lo)
     served = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max

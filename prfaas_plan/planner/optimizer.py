@@ -40,7 +40,7 @@ from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
 from .cost import chips_of, require_prices, usd_per_hour
-from .exact import best_over_thresholds
+from .exact import best_over_thresholds, within_maxima
 from .throughput import TIE_REL, ThresholdTable, best_thresholds, bounds, threshold_table
 
 
@@ -181,9 +181,13 @@ def optimise(
     limits: Limits | None = None,
     method: str | None = None,
 ) -> Solution:
-    """The operating point (see ``_optimise``). A plan whose Lambda_max is below
-    ``ranges.MIN_CAPACITY_RPS`` has effectively no capacity: an error, not a table of zeros."""
-    sol = _optimise(inputs, table, objective=objective, target_rps=target_rps, limits=limits, method=method)
+    """The operating point (see ``_optimise``); unset arguments come from ``inputs`` (its objective,
+    limits and optimiser settings). A plan whose Lambda_max is below ``ranges.MIN_CAPACITY_RPS`` has
+    effectively no capacity: an error, not a table of zeros."""
+    kind = ObjectiveKind(objective or inputs.objective.kind)
+    target = required_target(kind, target_rps if target_rps is not None else inputs.objective.target_rate_rps)
+    how = OptimiserMethod(method or inputs.optimiser.method)
+    sol = _optimise(inputs, table or threshold_table(inputs), limits or inputs.limits, kind, target, how)
     if sol.lambda_max < MIN_CAPACITY_RPS:
         what = "any request" if sol.lambda_max <= 0 else f"{MIN_CAPACITY_RPS:g} requests/s (best: {sol.lambda_max:.3g})"
         raise PlanInputError(
@@ -197,23 +201,17 @@ def optimise(
 
 def _optimise(
     inputs: PlanInputs,
-    table: ThresholdTable | None = None,
-    *,
-    objective: str | None = None,
-    target_rps: float | None = None,
-    limits: Limits | None = None,
-    method: str | None = None,
+    table: ThresholdTable,
+    limits: Limits,
+    objective: ObjectiveKind,
+    target_rps: float | None,
+    method: OptimiserMethod,
 ) -> Solution:
     """The operating point. ``enumerate``: exhaustive; ``per_threshold``: the exact optimum of every
     threshold (``exact.py``); ``milp``: the programme over the coarse thresholds, its answer kept
     where the per-threshold optimum does not beat it; ``auto``: enumerate when the count space has
     at most ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance
-    point. Unset arguments come from ``inputs`` (its objective, limits and optimiser settings)."""
-    objective = ObjectiveKind(objective or inputs.objective.kind)
-    target_rps = required_target(objective, target_rps if target_rps is not None else inputs.objective.target_rate_rps)
-    limits = limits or inputs.limits
-    method = OptimiserMethod(method or inputs.optimiser.method)
-    table = table or threshold_table(inputs)
+    point."""
     check_limits(inputs, limits, objective)
     if method == OptimiserMethod.enumerate or (
         method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS
@@ -268,7 +266,7 @@ def required_target(objective: ObjectiveKind, target_rps: float | None) -> float
 
 def min_cost_target(target_rps: float | None) -> float:
     """The min_cost target rate, req/s, where only min_cost reads it."""
-    # _optimise and slo.slo_optimise refuse min_cost without a target before any search (required_target)
+    # optimise and slo.slo_optimise refuse min_cost without a target before any search (required_target)
     assert target_rps is not None
     return target_rps
 
@@ -307,10 +305,11 @@ def infeasible(
         )
     if objective != ObjectiveKind.min_cost:  # not reached: the smallest counts are a plan
         return PlanInputError("no plan fits the instance ranges and budgets", field="budgets")
-    best = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits).lambda_max
+    method = OptimiserMethod(inputs.optimiser.method)
+    best = _optimise(inputs, table, limits, ObjectiveKind.max_throughput, None, method).lambda_max
     if limits.gpu_budget or limits.usd_per_hour is not None:
         free = replace(limits, gpu_budget={}, usd_per_hour=None)
-        unbudgeted = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=free).lambda_max
+        unbudgeted = _optimise(inputs, table, free, ObjectiveKind.max_throughput, None, method).lambda_max
         if unbudgeted >= min_cost_target(target_rps) * (1 - 1e-9):
             return PlanInputError(
                 f"the budgets stop it: within them the most any plan serves is {best:.4g} req/s, "
@@ -328,20 +327,12 @@ def infeasible(
 def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int):
     """Provisioned $/hour of (N_prfaas, N_p, N_d) if it is within the ranges and budgets (None:
     unpriced), else False."""
-    if not limits.prfaas_min <= n_f <= limits.prfaas_max:
-        return False
-    if limits.separate_decode:
-        d_lo, d_hi = _decode_range(limits)
-        if not (limits.pd_min <= n_p <= limits.pd_max and d_lo <= n_d <= d_hi):
-            return False
-    elif not limits.pd_min <= n_p + n_d <= limits.pd_max:
-        return False
-    if any(chips_of(inputs, name, n_f, n_p, n_d) > budget for name, budget in limits.gpu_budget.items()):
+    lo_f, lo_p, lo_d = _minimal_counts(limits)
+    below = n_p < lo_p or n_d < lo_d if limits.separate_decode else n_p + n_d < lo_d
+    if n_f < lo_f or below or not within_maxima(inputs, limits, n_f, n_p, n_d):
         return False
     cost = usd_per_hour(inputs, n_f, n_p, n_d)
-    if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
-        return False
-    return cost
+    return False if cost is None and limits.usd_per_hour is not None else cost
 
 
 def count_combinations(inputs: PlanInputs, limits: Limits):

@@ -259,18 +259,13 @@ def local_inputs_of(inputs: PlanInputs) -> PlanInputs:
     return inputs.with_cache_regime(CacheRegime.scarce)
 
 
-def local_only(inputs: PlanInputs, table: ThresholdTable) -> tuple[PlanInputs, ThresholdTable]:
-    """``local_inputs_of`` and its threshold table (``table`` itself when nothing changes)."""
-    local = local_inputs_of(inputs)
-    return (inputs, table) if local is inputs else (local, threshold_table(local, table.mode))
-
-
 def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: list[str]) -> dict[str, Baseline]:
     """The homogeneous (same instance count), equal-cost and naive baselines under the
     scenario's budgets (see the module docstring); one that cannot be built is left out with a
     note."""
     limits = inputs.limits
-    local_inputs, local_table = local_only(inputs, table)
+    local_inputs = local_inputs_of(inputs)
+    local_table = table if local_inputs is inputs else threshold_table(local_inputs, table.mode)
     kept_d = sol.n_d if limits.separate_decode else 0  # a decode-only pool keeps its count
     free = replace(limits, prfaas_min=0, prfaas_max=0, pd_min=0, pd_max=int(INSTANCES.hi))
     if limits.separate_decode:
@@ -368,9 +363,7 @@ def _blocking(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int) 
     return tuple(out)
 
 
-def marginal_values(
-    inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode, limits: Limits
-) -> dict[str, Marginal]:
+def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, limits: Limits) -> dict[str, Marginal]:
     """Finite differences of the max-throughput Lambda_max (``sol``) for +1 Gbps of usable link and
     one more instance of each pool (see ``Marginal``): the unit's own gain, re-optimised with the
     unit required and the budgets held; and, with budgets set, what the budgets raised by the
@@ -397,35 +390,15 @@ def marginal_values(
         counts = (more.n_prfaas, more.n_p, more.n_d)
         return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)
 
-    def marginal(
-        what: str,
-        own: float | None,
-        blocked: tuple[str, ...],
-        price: float | None,
-        budget: tuple[float | None, tuple[int, int, int] | None, float | None],
-    ) -> Marginal:
-        gain = 0.0 if own is None else own
-        return Marginal(
-            what,
-            gain,
-            price,
-            None if per_rps is None else gain * per_rps,
-            blocked,
-            own is not None,
-            *budget,
-            plan_usd_per_hour=plan_cost,
-            unused_budget_usd_per_hour=unused,
-        )
-
     link = inputs.link
     more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
     link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
-    try:
-        own = optimise(more_link, threshold_table(more_link, mode), limits=limits, objective=what_if).lambda_max - base
-    except PlanInputError:  # the budgets held do not pay for the wider link
-        own = None
     blocked = _blocking(more_link, limits, sol.n_prfaas, sol.n_p, sol.n_d) if sol.n_prfaas else ()
-    out = {"per_gbps": marginal("per_gbps", own, blocked, link_price, relaxed(None, 0, link_price))}
+    # per unit: the inputs and table with it, the limits that require it, the budgets the plan plus
+    # the unit breaks, its price, and the hardware and chips it adds
+    units: list[tuple[str, PlanInputs, ThresholdTable, Limits, tuple[str, ...], float | None, str | None, int]] = [
+        ("per_gbps", more_link, threshold_table(more_link, table.mode), limits, blocked, link_price, None, 0)
+    ]
     pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
     if limits.separate_decode:
         pools.append(("per_decode_instance", "decode", inputs.decode_pool))
@@ -434,14 +407,28 @@ def marginal_values(
         price = pool.usd_per_hour_per_instance
         if price is not None and which == "prfaas" and sol.n_prfaas == 0:
             price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
+        blocked = _blocking(inputs, limits, *grown)
+        units.append((what, inputs, table, forced, blocked, price, pool.hardware_name, pool.gpus_per_instance))
+    out = {}
+    for what, unit_inputs, unit_table, required, blocked, price, hardware, chips in units:
         try:
-            own = optimise(inputs, table, limits=forced, objective=what_if).lambda_max - base
-        except PlanInputError:  # no plan with one more of this pool within the budgets held
+            own = optimise(unit_inputs, unit_table, limits=required, objective=what_if).lambda_max - base
+        except PlanInputError:  # no plan with the unit within the budgets held (none without budgets)
             if not budgeted:
                 continue
             own = None
-        budget = relaxed(pool.hardware_name, pool.gpus_per_instance, price)
-        out[what] = marginal(what, own, _blocking(inputs, limits, *grown), price, budget)
+        gain = 0.0 if own is None else own
+        out[what] = Marginal(
+            what,
+            gain,
+            price,
+            None if per_rps is None else gain * per_rps,
+            blocked,
+            own is not None,
+            *relaxed(hardware, chips, price),
+            plan_usd_per_hour=plan_cost,
+            unused_budget_usd_per_hour=unused,
+        )
     return out
 
 
@@ -476,7 +463,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
             "no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
             "profitably, so this is a local-only plan"
         )
-    marginals = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
+    marginals = marginal_values(inputs, table, throughput_sol, limits) if with_marginals else {}
     point.tight.extend(_exhausted(inputs, sol, limits))
     result = PlanResult(
         mode,
@@ -557,8 +544,8 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         result.operating_rate_rps = settings.operating_load * result.point.lambda_max
         result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"
     result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
+    capacity = {DeploymentName.prfaas_pd: result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
     if inputs.slo is not None:  # every deployment's goodput, found as the plan's (bisection up to its Lambda_max)
-        capacity = {DeploymentName.prfaas_pd: result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
         result.goodputs = {
             name: good
             if name == DeploymentName.prfaas_pd and good is not None
@@ -566,10 +553,7 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
             for name in deps
         }
     # one common rate that every compared deployment with real capacity can carry
-    lams = {
-        DeploymentName.prfaas_pd: result.point.lambda_max,
-        **{n: b.lambda_max for n, b in result.baselines.items() if n != DeploymentName.homogeneous_equal_cost},
-    }
+    lams = {n: lam for n, lam in capacity.items() if n != DeploymentName.homogeneous_equal_cost}
     served = {n: lam for n, lam in lams.items() if lam >= MIN_CAPACITY_RPS}
     for name in lams.keys() - served.keys():
         result.notes.append(f"{name} has effectively no capacity ({lams[name]:.3g} req/s): left out of the latency comparison")

@@ -25,7 +25,7 @@ from ..errors import PlanInputError
 from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from .optimizer import Solution
-from .throughput import BOUNDS, TIE_REL, ThresholdTable, best_thresholds, bounds, threshold_table
+from .throughput import TIE_REL, ThresholdTable, best_thresholds, bounds, threshold_table
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,6 @@ def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.nda
     rows = []
     for g, k, value, bps in zip(grid, pick, lam, link):
         b = bounds(table, int(k), sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=float(bps))
-        values = [float(np.asarray(getattr(b, name))) for name in BOUNDS]
         rows.append(
             RouteRow(
                 float(g),
@@ -90,7 +89,7 @@ def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.nda
                 float(table.p[k]),
                 float(value),
                 bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
-                BOUNDS[int(np.argmin(values))],
+                b.binding(),
                 bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
                 regime,
                 bool(g > planned * (1 + 1e-12)),

@@ -129,7 +129,6 @@ def sweep_instances(
     scenario's optimiser method. A count the budgets exclude gives a row without a plan."""
     from dataclasses import replace
 
-    from ..errors import PlanInputError as Infeasible
     from .optimizer import optimise
 
     INSTANCES.check(upto, "upto")
@@ -137,32 +136,21 @@ def sweep_instances(
     rows = []
     for k, n in enumerate(counts.tolist()):
         limits = replace(inputs.limits, prfaas_min=n, prfaas_max=n)
+        row = {"n_prfaas": n, **dict.fromkeys(("threshold_tokens", "p", "n_p", "n_d", "lambda_max_rps", "usd_per_hour"))}
         try:
             sol = optimise(inputs, table, objective="max_throughput", limits=limits)
-        except Infeasible:
-            rows.append(
-                {
-                    "n_prfaas": n,
-                    "threshold_tokens": None,
-                    "p": None,
-                    "n_p": None,
-                    "n_d": None,
-                    "lambda_max_rps": None,
-                    "usd_per_hour": None,
-                }
-            )
+        except PlanInputError:  # no plan with n PrfaaS instances: a row without one
+            pass
         else:
-            rows.append(
-                {
-                    "n_prfaas": n,
-                    "threshold_tokens": sol.threshold_tokens,
-                    "p": _round(table.p[sol.threshold_index]),
-                    "n_p": sol.n_p,
-                    "n_d": sol.n_d,
-                    "lambda_max_rps": _round(sol.lambda_max),
-                    "usd_per_hour": sol.usd_per_hour,
-                }
+            row.update(
+                threshold_tokens=sol.threshold_tokens,
+                p=_round(table.p[sol.threshold_index]),
+                n_p=sol.n_p,
+                n_d=sol.n_d,
+                lambda_max_rps=_round(sol.lambda_max),
+                usd_per_hour=sol.usd_per_hour,
             )
+        rows.append(row)
         progress(k + 1, len(counts))
     return rows
 

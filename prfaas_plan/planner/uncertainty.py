@@ -110,19 +110,14 @@ class PlanRange:
     high: End
 
 
-def end_of(
-    inputs: PlanInputs,
-    table: ThresholdTable,
-    idx: int,
-    counts: tuple[int, int, int],
-    central_lambda: float,
-    rate_rps: float,
-    fixed_rate: bool,
-    factors: tuple[float, float, float],
-    target: bool,
-) -> End:
-    """One end: Lambda_max of the counts on the scaled rates, the rate, $/Mtok (``cost.tco_at``),
-    and with a target rate the counts it needs (``target``)."""
+def end_of(result, table: ThresholdTable, idx: int, factors: tuple[float, float, float], low: bool) -> End:
+    """One end of a ``plan.PlanResult`` at threshold index ``idx`` (``low``: the low end): Lambda_max
+    of the counts on the scaled rates, the rate (a target rate fixed, else moved with Lambda_max),
+    $/Mtok (``cost.tco_at``), and with a target rate, at the low end, the counts it needs."""
+    inputs, pt = result.inputs, result.point
+    counts, central_lambda, rate_rps = (pt.n_prfaas, pt.n_p, pt.n_d), pt.lambda_max, result.operating_rate_rps
+    fixed_rate = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
+    target = fixed_rate and low
     s_inputs, s_table = scaled(inputs, table, factors)
     lam = float(bounds(s_table, idx, *counts, s_inputs).lambda_max)
     rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)
@@ -142,24 +137,8 @@ def end_of(
 
 def plan_range(result, table: ThresholdTable, idx: int) -> PlanRange:
     """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and threshold index."""
-    inputs, pt = result.inputs, result.point
-    bands = plan_bands(inputs)
-    target = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
-    counts = (pt.n_prfaas, pt.n_p, pt.n_d)
-    ends = {
-        end: end_of(
-            inputs,
-            table,
-            idx,
-            counts,
-            pt.lambda_max,
-            result.operating_rate_rps,
-            target,
-            bands.factors(end),
-            target and end == "low",
-        )
-        for end in ENDS
-    }
+    bands = plan_bands(result.inputs)
+    ends = {end: end_of(result, table, idx, bands.factors(end), end == "low") for end in ENDS}
     return PlanRange(bands, ends["low"], ends["high"])
 
 
