@@ -369,9 +369,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if any(idle_ok(int(k)) for k in coarse):",
     ),
     "slo-min-cost-target-unchecked": (
-        "prfaas_plan/planner/slo.py",
-        "    required_target(objective, target_rps)",
-        "    pass",
+        "prfaas_plan/planner/optimizer.py",
+        "    if objective == ObjectiveKind.min_cost and target_rps is None:",
+        "    if False:",
     ),
     "compare-keeps-old-cost": (
         "prfaas_plan/profiles/scenario_set.py",

@@ -69,27 +69,30 @@ def threshold_optima(
 ):
     """Per threshold: the optimal counts (n_f, n_p, n_d; float arrays of integers), whether any plan
     exists there, and the rate those counts serve at that threshold (req/s)."""
+
+    def fitting(rate_rps: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        """N(rate) at every threshold, and whether it fits: the link carries the rate, the counts
+        within the ranges and budgets."""
+        n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, rate_rps)
+        return (n_f, n_p, n_d), link_ok & within_maxima(inputs, limits, n_f, n_p, n_d)
+
     if objective == ObjectiveKind.min_cost:
-        assert target_rps is not None  # optimizer.required_target refuses min_cost without a target
-        rate = np.full(len(table), float(target_rps))
-        n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, rate)
-        ok = link_ok & within_maxima(inputs, limits, n_f, n_p, n_d)
+        assert target_rps is not None  # optimizer.check_limits refuses min_cost without a target
+        counts, ok = fitting(np.full(len(table), float(target_rps)))
     else:
         lo = np.zeros(len(table))
-        n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, lo)
-        ok = link_ok & within_maxima(inputs, limits, n_f, n_p, n_d)
+        _, ok = fitting(lo)
         decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
         hi = np.full(len(table), inputs.decode_rps_per_instance * decode_max * (1 + 1e-9) + 1e-12)
         for _ in range(BISECTION_STEPS):
             mid = 0.5 * (lo + hi)
             if not np.any((mid > lo) & (mid < hi)):
                 break
-            m_f, m_p, m_d, m_link = smallest_counts(table, inputs, limits, mid)
-            good = m_link & within_maxima(inputs, limits, m_f, m_p, m_d)
+            _, good = fitting(mid)
             lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
-        n_f, n_p, n_d, _ = smallest_counts(table, inputs, limits, lo)
-    served = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
-    return n_f, n_p, n_d, ok, np.where(ok, served, 0.0)
+        counts, _ = fitting(lo)
+    served = bounds(table, np.arange(len(table)), *counts, inputs).lambda_max
+    return (*counts, ok, np.where(ok, served, 0.0))
 
 
 def best_over_thresholds(

@@ -63,11 +63,17 @@ def at_best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: 
     return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
 
 
-def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
-    """Errors no search can get round: no decode capacity, or no price on a pool that may be used
-    while a cost objective or a $/hour budget needs one (``cost.require_prices``). Every optimiser
-    calls it (``optimise``, ``enumerate_best`` and ``slo.slo_optimise``), with the objective it
-    optimises."""
+def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None) -> None:
+    """Errors no search can get round: min_cost without a target rate (it plans one steady rate; a
+    min_cost day gives ``schedule`` its targets), no decode capacity, or no price on a pool that may
+    be used while a cost objective or a $/hour budget needs one (``cost.require_prices``). Both
+    optimisers call it before any search (``optimise`` and ``slo.slo_optimise``), with the objective
+    and target they optimise."""
+    if objective == ObjectiveKind.min_cost and target_rps is None:
+        raise PlanInputError(
+            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
+            field="objective.target_rate_rps",
+        )
     decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
         raise PlanInputError(
@@ -185,9 +191,11 @@ def optimise(
     limits and optimiser settings). A plan whose Lambda_max is below ``ranges.MIN_CAPACITY_RPS`` has
     effectively no capacity: an error, not a table of zeros."""
     kind = ObjectiveKind(objective or inputs.objective.kind)
-    target = required_target(kind, target_rps if target_rps is not None else inputs.objective.target_rate_rps)
+    target = target_rps if target_rps is not None else inputs.objective.target_rate_rps
+    limits = limits or inputs.limits
+    check_limits(inputs, limits, kind, target)
     how = OptimiserMethod(method or inputs.optimiser.method)
-    sol = _optimise(inputs, table or threshold_table(inputs), limits or inputs.limits, kind, target, how)
+    sol = _optimise(inputs, table or threshold_table(inputs), limits, kind, target, how)
     if sol.lambda_max < MIN_CAPACITY_RPS:
         what = "any request" if sol.lambda_max <= 0 else f"{MIN_CAPACITY_RPS:g} requests/s (best: {sol.lambda_max:.3g})"
         raise PlanInputError(
@@ -211,8 +219,7 @@ def _optimise(
     threshold (``exact.py``); ``milp``: the programme over the coarse thresholds, its answer kept
     where the per-threshold optimum does not beat it; ``auto``: enumerate when the count space has
     at most ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance
-    point."""
-    check_limits(inputs, limits, objective)
+    point. ``optimise`` has checked the limits (``check_limits``)."""
     if method == OptimiserMethod.enumerate or (
         method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS
     ):
@@ -253,20 +260,9 @@ def _decode_range(limits: Limits) -> tuple[int, int]:
     return limits.decode_min, limits.decode_max
 
 
-def required_target(objective: ObjectiveKind, target_rps: float | None) -> float | None:
-    """``target_rps``, refused where min_cost plans one steady rate without it (a min_cost day gives
-    ``schedule`` its targets)."""
-    if objective == ObjectiveKind.min_cost and target_rps is None:
-        raise PlanInputError(
-            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
-            field="objective.target_rate_rps",
-        )
-    return target_rps
-
-
 def min_cost_target(target_rps: float | None) -> float:
     """The min_cost target rate, req/s, where only min_cost reads it."""
-    # optimise and slo.slo_optimise refuse min_cost without a target before any search (required_target)
+    # optimise and slo.slo_optimise refuse min_cost without a target before any search (check_limits)
     assert target_rps is not None
     return target_rps
 
@@ -360,17 +356,10 @@ def combination_count(limits: Limits) -> int:
 
 
 def enumerate_best(
-    inputs: PlanInputs,
-    table: ThresholdTable,
-    limits: Limits | None = None,
-    objective: str = ObjectiveKind.max_throughput,
-    target_rps: float | None = None,
+    inputs: PlanInputs, table: ThresholdTable, limits: Limits, objective: ObjectiveKind, target_rps: float | None
 ) -> Solution:
     """Exact optimum by enumerating every count combination, each over every threshold
-    (vectorised). The reference the MILP is tested against; fast when the space is small."""
-    limits = limits or inputs.limits
-    objective = ObjectiveKind(objective)
-    check_limits(inputs, limits, objective)
+    (vectorised); fast when the space is small."""
     best: Solution | None = None
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
         cand = at_best_threshold(table, inputs, n_f, n_p, n_d, cost)

@@ -447,11 +447,11 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     point = operating_point(inputs, table, sol, limits)
     exact_at_paper = None
     counts = (sol.n_prfaas, sol.n_p, sol.n_d)
-    lambda_of_counts: dict[str, float] = {mode: _best_lambda(inputs, table, counts)}
+    lambda_of_counts: dict[str, float] = {mode: at_best_threshold(table, inputs, *counts, None).lambda_max}
     if with_other_mode:
         other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
         other_table = threshold_table(inputs, other)
-        lambda_of_counts[other] = _best_lambda(inputs, other_table, counts)
+        lambda_of_counts[other] = at_best_threshold(other_table, inputs, *counts, None).lambda_max
         other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
         paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
         exact_at_paper = float(
@@ -503,11 +503,6 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
             )
         )
     return result
-
-
-def _best_lambda(inputs: PlanInputs, table: ThresholdTable, counts: tuple[int, int, int]) -> float:
-    """Lambda_max of the counts (N_prfaas, N_p, N_d) at the table's best threshold."""
-    return at_best_threshold(table, inputs, *counts, None).lambda_max
 
 
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
@@ -574,7 +569,7 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     assert routed is not None and caches is not None and curve is not None
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
-    lam_bare = _best_lambda(bare, threshold_table(bare, table.mode), (sol.n_prfaas, sol.n_p, sol.n_d))
+    lam_bare = at_best_threshold(threshold_table(bare, table.mode), bare, sol.n_prfaas, sol.n_p, sol.n_d, None).lambda_max
     local = routed.route_tokens <= sol.threshold_tokens
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0

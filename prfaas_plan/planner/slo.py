@@ -22,16 +22,7 @@ from ..study.model import Limits, PlanInputs, Slo
 from .decode_model import DecodeModel
 from .deployment import Deployment
 from .latency import LatencyModel, SupportArrays
-from .optimizer import (
-    Solution,
-    check_limits,
-    coarse_indices,
-    combination_count,
-    count_combinations,
-    min_cost_target,
-    optimise,
-    required_target,
-)
+from .optimizer import Solution, check_limits, coarse_indices, combination_count, count_combinations, min_cost_target, optimise
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -80,8 +71,7 @@ def slo_optimise(
     limits = limits or inputs.limits
     objective = ObjectiveKind(objective)
     min_cost = objective == ObjectiveKind.min_cost
-    required_target(objective, target_rps)
-    check_limits(inputs, limits, objective)  # an unpriced pool under min_cost or a budget: an error, not a blank $
+    check_limits(inputs, limits, objective, target_rps)  # an unpriced pool under min_cost or a budget: an error, not a blank $
     splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:
         raise PlanInputError(
