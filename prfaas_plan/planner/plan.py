@@ -344,14 +344,11 @@ def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[bool, Limits, 
 
 
 def _raised(limits: Limits, hardware: str | None, chips: int, usd_per_hour: float | None) -> Limits:
-    """The budgets raised by one unit's chips (of ``hardware``) and price."""
-    gpus = dict(limits.gpu_budget)
-    if hardware in gpus:
-        gpus[hardware] += chips
+    """The budgets raised by one unit's chips (of ``hardware``) and price (an unpriced unit: the
+    $/hour budget as it is)."""
+    gpus = {name: budget + (chips if name == hardware else 0) for name, budget in limits.gpu_budget.items()}
     usd = limits.usd_per_hour
-    if usd is not None and usd_per_hour is not None:
-        usd += usd_per_hour
-    return replace(limits, gpu_budget=gpus, usd_per_hour=usd)
+    return replace(limits, gpu_budget=gpus, usd_per_hour=usd if usd is None or usd_per_hour is None else usd + usd_per_hour)
 
 
 def _blocking(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int) -> tuple[str, ...]:
