@@ -97,13 +97,13 @@ def _solve_milp(
     over the candidate thresholds ``cand``: its counts at their best threshold, checked exactly
     against the ranges and budgets (and, min_cost, the target rate); None when CBC gives no such
     answer, once without presolve and tightly either."""
-    from .formulation import Goal, solve
-    from .sites import window_cells
+    from .formulation import Cell, Goal, solve
 
     study = one_site_study(inputs, limits, objective, target_rps)
     if study is None:
         return None
-    cells = window_cells(study, {("pd", "prfaas"): table})
+    hours, rates = study.windows[0].hours, study.windows[0].rates_rps
+    cells = [Cell(0, 0, hours, rates, {("pd", "prfaas"): table}, study.links, {"pd": inputs.decode_rps_per_instance})]
     for tight in (False, True):  # an answer the exact check refuses: once more without presolve, tightly
         sol = solve(study, cells, {(0, 0, "pd"): [int(k) for k in cand]}, Goal(objective), tight=tight)
         if sol is None:
