@@ -16,7 +16,7 @@ from ...errors import PlanInputError
 from ...ranges import MAX_TRACE_BYTES
 from ...yamlio import read_input_bytes
 
-BLOCK_BYTES = 8 * 2**20
+BLOCK_BYTES = 2 * 2**20
 _BOM = b"\xef\xbb\xbf"
 
 

@@ -111,7 +111,7 @@ def _fast(block: bytes, index: dict[str, int], wanted: dict[str, str], width: in
                 out[name] = table[:, k]
         for name in (n for n in wanted if wanted[n] == DATETIME):
             cells = np.loadtxt(
-                io.StringIO(text), delimiter=",", usecols=index[name], dtype="U64", ndmin=1, comments=None, quotechar='"'
+                io.StringIO(text), delimiter=",", usecols=index[name], dtype="U40", ndmin=1, comments=None, quotechar='"'
             )
             out[name] = _seconds(cells, origin)
     except ValueError:
@@ -152,7 +152,7 @@ def _slow(
 def _seconds(cells: np.ndarray, origin: list) -> np.ndarray:
     """Date-time strings as seconds since ``origin[0]`` (set from the first one seen): a
     ``Z`` or ``+HH:MM`` offset is applied (UTC), a space between date and time accepted."""
-    text = np.char.strip(cells.astype(str))
+    text = np.char.strip(cells if cells.dtype.kind == "U" else cells.astype(str))
     offset_s = np.zeros(text.shape)
     if text.size and _OFFSET.search(str(text[0])):
         suffix = np.array([m.group(0) if (m := _OFFSET.search(s)) else "" for s in text.tolist()])
