@@ -73,7 +73,10 @@ def write_mooncake(path: Path, rows: int, rng: np.random.Generator) -> None:
 
 def measure(fmt: str, path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", READ, fmt, str(path)], capture_output=True, text=True, env=env, check=True).stdout
+    done = subprocess.run([sys.executable, "-c", READ, fmt, str(path)], capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise SystemExit(f"reading the {fmt} trace failed:\n{done.stderr}")
+    out = done.stdout
     rows, mean_input, wall, rss_kib = out.split()
     return {
         "format": fmt,

@@ -972,6 +972,12 @@ def simulate(
         "one stage queues and the other has room (the paper's long-term scheduling).",
     ),
     conversion: float = typer.Option(300.0, "--conversion", help="Seconds a switching instance is idle (>= 0)."),
+    replay: bool = typer.Option(
+        False, "--replay", help="Replay the scenario's request trace: its arrivals and each request's lengths, in order."
+    ),
+    speedup: float = typer.Option(1.0, "--speedup", help="Replay the trace this many times as fast (1e-3 to 1e3)."),
+    from_s: float | None = typer.Option(None, "--from", help="Replay the requests from this second of the trace on."),
+    to_s: float | None = typer.Option(None, "--to", help="Replay the requests before this second of the trace."),
 ) -> None:
     """Discrete-event simulation of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
@@ -989,7 +995,15 @@ def simulate(
     options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
         run = api.simulate(
-            scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment, mode=mode, progress=progress, **options
+            scenario,
+            rate_rps=rate,
+            load=load,
+            requests=requests,
+            deployment=deployment,
+            mode=mode,
+            progress=progress,
+            **options,
+            **({"replay": True, "speedup": speedup, "from_s": from_s, "to_s": to_s} if replay else {}),
         )
     report = timeseries_report(run) if fmt == OutputFormat.csv else simulation_view(run)
     figures: Figures = ()

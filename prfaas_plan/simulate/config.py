@@ -64,6 +64,7 @@ class SimConfig:
     conversion_s: float = 300.0  # one switching instance is idle this long
     rebalance_interval_s: float = 30.0
     rebalance_queue_high: int = 8  # requests waiting before a switch is considered
+    replay: object | None = None  # a ``simulate.replay.Replay``: its arrivals and lengths, not drawn ones
 
     def __post_init__(self) -> None:
         RATE_RPS.check(self.rate_rps, "rate_rps")

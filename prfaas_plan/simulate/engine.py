@@ -240,8 +240,9 @@ def _draw_site(
         if (config.rate_rps, config.requests) == (site.rate_rps, n)
         else replace(config, rate_rps=site.rate_rps, requests=n)
     )
-    arrival_s = arrival_times_s(site_config, arrival_rng)
-    output_tokens = workload.output_dist.sample(output_rng, n)
+    replay = config.replay  # a trace replayed (simulate.replay): its arrivals and (input, output) in order
+    arrival_s = arrival_times_s(site_config, arrival_rng) if replay is None else replay.arrival_s
+    output_tokens = workload.output_dist.sample(output_rng, n) if replay is None else replay.output_tokens
     links = topology.links_of(site.name)
     # the link (so the PrfaaS site) each request would be sent over if it is remote
     if len(links) > 1:
@@ -254,9 +255,9 @@ def _draw_site(
     cached_kv_bytes = np.zeros(n)
     curves = [topology.links[k].curve for k in links]
     if routed is None:
-        input_tokens = site.input_dist.sample(input_rng, n)
-        # Curves evaluated once on the distribution's support, then gathered per request.
-        support = site.input_dist.lengths_tokens
+        input_tokens = site.input_dist.sample(input_rng, n) if replay is None else replay.input_tokens
+        # Curves evaluated once on the distribution's support (a replay's own lengths), then gathered per request.
+        support = site.input_dist.lengths_tokens if replay is None else np.unique(input_tokens)
         at: np.ndarray | slice = np.searchsorted(support, input_tokens)
         remote_tokens = local_tokens = kv_tokens = support
     else:

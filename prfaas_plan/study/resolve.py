@@ -641,13 +641,15 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
         return None
     from ..workload.joint import joint_lengths, spec_trace, trace_path
 
-    j = joint_lengths(spec_trace(trace_path(inp.path, source), inp.format))  # its errors name the trace file and line
+    trace = spec_trace(trace_path(inp.path, source), inp.format)  # its errors name the trace file and line
+    j = joint_lengths(trace)
     return Workload(
         j.input_dist,
         j.full_input_dist,
         j.output_dist,
         output_by_input=j.output_by_input,
         decode_context_tokens=j.decode_context_tokens,
+        trace=trace,
     )
 
 

@@ -37,9 +37,11 @@ def read_columns(
     source: str,
     wanted: dict[str, str],
     check: Callable[[dict[str, np.ndarray], Callable[[int], tuple[str, str]]], None] | None = None,
+    dtypes: dict[str, type] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The ``wanted`` columns (header name -> NUMBER or DATETIME) as float64 arrays, one entry
-    per data row. ``check(block_columns, where)`` sees each block's rows as read and may raise;
+    """The ``wanted`` columns (header name -> NUMBER or DATETIME) as arrays (float64, or the
+    column's ``dtypes`` entry once ``check`` has passed its values), one entry per data row.
+    ``check(block_columns, where)`` sees each block's rows as read and may raise;
     ``where(row)`` gives (source, 'line N') of a row of that block."""
     header_line, names = header_names(path, source)
     missing = [name for name in wanted if name not in names]
@@ -49,7 +51,7 @@ def read_columns(
         )
     index = {name: names.index(name) for name in wanted}
     capacity = max(count_lines(path, source) - header_line, 0)
-    out = {name: np.empty(capacity, dtype=np.float64) for name in wanted}
+    out = {name: np.empty(capacity, dtype=(dtypes or {}).get(name, np.float64)) for name in wanted}
     rows = 0
     origin: list[np.datetime64] = []  # the first date-time read: the origin of every later one
     for start, block in blocks(path, source):
@@ -178,7 +180,7 @@ def _offset_s(suffix: str) -> float:
 def csv_trace(path: str | Path, fmt, *, arrival: tuple[str, str], input: str, output: str, scale_s: float = 1.0):
     """A CSV format's Trace: ``arrival`` = (column, NUMBER in units of ``scale_s`` seconds, or
     DATETIME), ``input`` and ``output`` the token columns (input >= 1, output >= 0)."""
-    from .record import check_tokens, finish
+    from .record import TOKEN_DTYPE, check_tokens, finish
 
     source = checked_file(path)
     time_column, kind = arrival
@@ -190,5 +192,9 @@ def csv_trace(path: str | Path, fmt, *, arrival: tuple[str, str], input: str, ou
             row = int(np.argmin(np.isfinite(times)))
             raise PlanInputError(f"{time_column}: {times[row]!r} is not a finite time", source=where(row)[0], field=where(row)[1])
 
-    columns = read_columns(path, source, {time_column: kind, input: NUMBER, output: NUMBER}, check)
-    return finish(source, fmt, columns[time_column] * scale_s, columns[input], columns[output])
+    tokens = {input: TOKEN_DTYPE, output: TOKEN_DTYPE}  # checked whole numbers in [0, 16M]
+    columns = read_columns(path, source, {time_column: kind, input: NUMBER, output: NUMBER}, check, tokens)
+    arrival_s = columns[time_column]
+    if scale_s != 1.0:
+        arrival_s *= scale_s
+    return finish(source, fmt, arrival_s, columns[input], columns[output])

@@ -20,7 +20,7 @@ import numpy as np
 from ...choices import TraceFormat
 from ...errors import PlanInputError, shorten
 from .blocks import blocks, checked_file, count_lines, numbered
-from .record import Trace, check_tokens, finish
+from .record import TOKEN_DTYPE, Trace, check_tokens, finish
 
 BLOCK_TOKENS = 512  # tokens per hash_ids entry (the trace's README)
 FIELDS = ("timestamp", "input_length", "output_length")
@@ -34,7 +34,8 @@ def read(path: str | Path, hashes: bool = True) -> Trace:
     with ``hashes``, the ``hash_ids`` (int64, ragged: ``Trace.hash_offsets``)."""
     source = checked_file(path)
     capacity = count_lines(path, source)
-    columns = {name: np.empty(capacity, dtype=np.float64) for name in FIELDS}
+    # lengths stored as int32 once checked (whole numbers in [0, 16M]); timestamps float64
+    columns = {name: np.empty(capacity, dtype=np.float64 if name == "timestamp" else TOKEN_DTYPE) for name in FIELDS}
     flat: list[np.ndarray] = []
     counts = np.zeros(capacity, dtype=np.int64) if hashes else None
     rows = 0
@@ -70,7 +71,7 @@ def read(path: str | Path, hashes: bool = True) -> Trace:
     return finish(
         source,
         TraceFormat.mooncake,
-        columns["timestamp"][:rows] / 1000.0,
+        np.divide(columns["timestamp"][:rows], 1000.0, out=columns["timestamp"][:rows]),
         columns["input_length"][:rows],
         columns["output_length"][:rows],
         hash_ids=hash_ids,

@@ -140,7 +140,7 @@ def finish(
     trace = Trace(
         source,
         fmt,
-        np.array(arrival_s, dtype=np.float64),  # a copy: made relative below
+        np.asarray(arrival_s, dtype=np.float64),  # the reader's own array: made relative in place below
         input_tokens.astype(TOKEN_DTYPE, copy=False),
         output_tokens.astype(TOKEN_DTYPE, copy=False),
         None if cached_tokens is None else cached_tokens.astype(TOKEN_DTYPE, copy=False),
