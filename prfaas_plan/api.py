@@ -846,15 +846,21 @@ def _replay(inputs, rate_rps, load, requests, speedup, from_s, to_s):
 
     given = [name for name, value in (("rate_rps", rate_rps), ("load", load), ("requests", requests)) if value is not None]
     if given:
-        raise PlanInputError(f"a replay takes its rate and requests from the trace; do not give `{given[0]}`", field=given[0])
+        raise PlanInputError(
+            f"a replay takes its rate and requests from the trace; do not give `{given[0]}`", field=given[0], argument=True
+        )
     trace = inputs.workload.trace
     if trace is None:
         raise PlanInputError(
             "replay needs the scenario's workload.input to be a request trace with a format (and no prefix_cache "
             "or cluster_caches)",
             field="replay",
+            argument=True,
         )
-    return replay_of(trace, speedup, from_s, to_s)
+    try:
+        return replay_of(trace, speedup, from_s, to_s)
+    except PlanInputError as exc:  # a value of an option, not of the scenario file
+        raise PlanInputError(exc.reason, field=exc.field, argument=True) from None
 
 
 def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> float:

@@ -174,6 +174,10 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
         "requests": "--requests",
         "deployment": "--deployment",
         "mode": "--mode",
+        "replay": "--replay",
+        "speedup": "--speedup",
+        "from_s": "--from",
+        "to_s": "--to",
     },
     "validate-model": {
         **_pick(_SIM_OPTIONS, "seed", "arrivals", "cv", "burst_factor", "on_s", "off_s", "warmup_fraction"),

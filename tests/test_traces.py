@@ -261,3 +261,65 @@ def test_without_format_a_trace_is_still_a_column_of_lengths(tmp_path):
     result = api.plan(str(path))
     assert result.inputs.workload.output_by_input is None and result.inputs.workload.output_mean_tokens == 1024
     assert not math.isnan(result.point.lambda_max)
+
+
+# --- simulate --replay: the trace's arrivals and lengths, in order ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def mooncake_scenario(tmp_path_factory):
+    return str(_scenario(tmp_path_factory.mktemp("replay"), MOONCAKE, "mooncake"))
+
+
+def _replayed(scenario, **options):
+    from prfaas_plan import api
+
+    return api.simulate(scenario, replay=True, **options).result.per_request
+
+
+@pytest.mark.slow
+def test_replay_reproduces_the_mooncake_slice_by_count(mooncake_scenario):
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    got = _replayed(mooncake_scenario)
+    stamps_s = np.array([r["timestamp"] for r in rows]) / 1000
+    assert got["arrival_s"].size == len(rows)
+    span = stamps_s[-1] - stamps_s[0]
+    assert got["arrival_s"].size / (got["arrival_s"][-1] - got["arrival_s"][0]) == pytest.approx(len(rows) / span, rel=1e-12)
+    assert got["input_tokens"].mean() == pytest.approx(np.mean([r["input_length"] for r in rows]), rel=1e-12)
+    assert got["output_tokens"].mean() == pytest.approx(np.mean([max(r["output_length"], 1) for r in rows]), rel=1e-12)
+    assert got["input_tokens"].tolist() == [r["input_length"] for r in rows]  # in the file's order
+
+
+@pytest.mark.slow
+def test_replay_speedup_scales_the_rate_and_a_window_selects_by_count(mooncake_scenario):
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    fast = _replayed(mooncake_scenario, speedup=4.0)["arrival_s"]
+    stamps_s = np.array([r["timestamp"] for r in rows]) / 1000
+    assert fast.tolist() == pytest.approx(((stamps_s - stamps_s[0]) / 4.0).tolist())
+    part = _replayed(mooncake_scenario, from_s=60.0, to_s=120.0)
+    inside = [r for r in rows if 60_000 <= r["timestamp"] < 120_000]
+    assert part["input_tokens"].tolist() == [r["input_length"] for r in inside]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("path", "fmt"), [(AZURE, "azure"), (BURSTGPT, "burstgpt")])
+def test_azure_and_burstgpt_replay(tmp_path, run_cli, path, fmt):
+    scenario = _scenario(tmp_path, path, fmt)
+    res = run_cli("simulate", scenario, "--replay", "--speedup", "2")
+    assert res.code == 0, res.err
+    trace = read_trace(path)
+    got = _replayed(str(scenario), speedup=2.0)
+    assert got["input_tokens"].tolist() == trace.input_tokens.tolist()
+    assert got["output_tokens"].tolist() == np.maximum(trace.output_tokens, 1).tolist()
+
+
+def test_replay_options_are_checked(tmp_path, run_cli, mooncake_scenario):
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--from", "400")
+    assert res.code == 2 and "no request of the trace arrives in [400, end)" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--rate", "2")
+    assert res.code == 2 and "--rate" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--speedup", "0")
+    assert res.code == 2 and "speedup" in res.err
+    lognormal = str(write_case_study(tmp_path))
+    res = run_cli("simulate", lognormal, "--replay")
+    assert res.code == 2 and "replay needs" in res.err

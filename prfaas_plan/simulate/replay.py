@@ -1,5 +1,5 @@
 """Replaying a request trace in the simulator: its arrivals and each request's own (input,
-output) in order, instead of drawn ones (``simulate --replay``).
+output) in order, instead of drawn ones (``api.simulate(replay=True)``).
 
 The requests arriving in [from_s, to_s) of trace time (seconds from the trace's first
 request; None: open) are replayed at arrival (t - t_0) / speedup, t_0 the first of them, so

@@ -639,7 +639,8 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
         inp.format,
     ):
         return None
-    from ..workload.joint import joint_lengths, spec_trace, trace_path
+    from ..workload.joint import joint_lengths
+    from ..workload.trace_cache import spec_trace, trace_path
 
     trace = spec_trace(trace_path(inp.path, source), inp.format)  # its errors name the trace file and line
     j = joint_lengths(trace)

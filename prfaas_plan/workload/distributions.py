@@ -318,10 +318,11 @@ def build_distribution(
         if source is not None and not trace_path.is_absolute():
             trace_path = Path(source).parent / trace_path
         if spec.format is not None:  # a request trace: its inputs, or its outputs (at least 1 token each)
-            from .joint import joint_lengths, spec_trace
+            from .trace_cache import spec_trace
 
-            joint = joint_lengths(spec_trace(trace_path, spec.format))
-            return joint.output_dist if role == "output" else joint.full_input_dist
+            trace = spec_trace(trace_path, spec.format)
+            lengths = trace.output_tokens if role == "output" else trace.input_tokens
+            return empirical(np.maximum(lengths, 1))
         lengths = read_length_trace(trace_path, spec.column)  # its errors name the trace file
         try:
             return empirical(lengths)

@@ -17,13 +17,11 @@ output y_k:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
 from .distributions import LengthDistribution, empirical
-from .traces import Trace, read_trace
+from .traces import Trace
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,21 +43,3 @@ def joint_lengths(trace: Trace) -> JointLengths:
     output_by_input = np.bincount(inverse, weights=out, minlength=support.size) / counts
     context = float(np.sum(out * (full + out / 2.0)) / np.sum(out))
     return JointLengths(empirical(routed), empirical(full), empirical(out), output_by_input, context)
-
-
-def trace_path(path: str, source: str | None) -> Path:
-    """A trace's ``path`` relative to the folder of ``source`` (the scenario file)."""
-    p = Path(path)
-    return Path(source).parent / p if source is not None and not p.is_absolute() else p
-
-
-def spec_trace(path: Path, fmt) -> Trace:
-    """The trace at ``path``, read once while the file is unchanged (input and output of one
-    scenario, and a study's cases, read it once)."""
-    stat = path.stat() if path.is_file() else None
-    return _read(str(path), str(fmt), None if stat is None else (stat.st_mtime_ns, stat.st_size))
-
-
-@lru_cache(maxsize=2)
-def _read(path: str, fmt: str, _stamp) -> Trace:
-    return read_trace(path, fmt)
