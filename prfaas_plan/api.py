@@ -819,6 +819,10 @@ def simulate(
             raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})", field="deployment")
         dep = deps[name]
         lam = result.point.lambda_max if name == DeploymentName.prfaas_pd else result.baselines[name].lambda_max
+        if not replay and (speedup != 1.0 or from_s is not None or to_s is not None):
+            raise PlanInputError(
+                "`speedup`, `from_s` and `to_s` shape a replay; give `replay` too", field="replay", argument=True
+            )
         if replay:
             config["replay"] = _replay(result.inputs, rate_rps, load, requests, speedup, from_s, to_s)
             rate_rps, load, requests = config["replay"].rate_rps, None, len(config["replay"])

@@ -1006,8 +1006,11 @@ def simulate(
             deployment=deployment,
             mode=mode,
             progress=progress,
+            replay=replay,
+            speedup=speedup,
+            from_s=from_s,
+            to_s=to_s,
             **options,
-            **({"replay": True, "speedup": speedup, "from_s": from_s, "to_s": to_s} if replay else {}),
         )
     report = timeseries_report(run) if fmt == OutputFormat.csv else simulation_view(run)
     figures: Figures = ()

@@ -277,7 +277,6 @@ def _replayed(scenario, **options):
     return api.simulate(scenario, replay=True, **options).result.per_request
 
 
-@pytest.mark.slow
 def test_replay_reproduces_the_mooncake_slice_by_count(mooncake_scenario):
     rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
     got = _replayed(mooncake_scenario)
@@ -290,7 +289,6 @@ def test_replay_reproduces_the_mooncake_slice_by_count(mooncake_scenario):
     assert got["input_tokens"].tolist() == [r["input_length"] for r in rows]  # in the file's order
 
 
-@pytest.mark.slow
 def test_replay_speedup_scales_the_rate_and_a_window_selects_by_count(mooncake_scenario):
     rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
     fast = _replayed(mooncake_scenario, speedup=4.0)["arrival_s"]
@@ -301,7 +299,6 @@ def test_replay_speedup_scales_the_rate_and_a_window_selects_by_count(mooncake_s
     assert part["input_tokens"].tolist() == [r["input_length"] for r in inside]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("path", "fmt"), [(AZURE, "azure"), (BURSTGPT, "burstgpt")])
 def test_azure_and_burstgpt_replay(tmp_path, run_cli, path, fmt):
     scenario = _scenario(tmp_path, path, fmt)
@@ -320,6 +317,8 @@ def test_replay_options_are_checked(tmp_path, run_cli, mooncake_scenario):
     assert res.code == 2 and "--rate" in res.err
     res = run_cli("simulate", mooncake_scenario, "--replay", "--speedup", "0")
     assert res.code == 2 and "speedup" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--speedup", "2", "-n", "10")
+    assert res.code == 2 and "give --replay too" in res.err
     lognormal = str(write_case_study(tmp_path))
     res = run_cli("simulate", lognormal, "--replay")
     assert res.code == 2 and "replay needs" in res.err

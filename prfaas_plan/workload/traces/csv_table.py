@@ -12,8 +12,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def read_columns(
     source: str,
     wanted: dict[str, str],
     check: Callable[[dict[str, np.ndarray], Callable[[int], tuple[str, str]]], None] | None = None,
-    dtypes: dict[str, type] | None = None,
+    dtypes: Mapping[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
     """The ``wanted`` columns (header name -> NUMBER or DATETIME) as arrays (float64, or the
     column's ``dtypes`` entry once ``check`` has passed its values), one entry per data row.
@@ -51,7 +52,7 @@ def read_columns(
         )
     index = {name: names.index(name) for name in wanted}
     capacity = max(count_lines(path, source) - header_line, 0)
-    out = {name: np.empty(capacity, dtype=(dtypes or {}).get(name, np.float64)) for name in wanted}
+    out: dict[str, np.ndarray] = {name: np.empty(capacity, dtype=(dtypes or {}).get(name, np.float64)) for name in wanted}
     rows = 0
     origin: list[np.datetime64] = []  # the first date-time read: the origin of every later one
     for start, block in blocks(path, source):
