@@ -2,14 +2,15 @@
 
 Writes a synthetic trace of ``--rows`` requests to a temporary file in the Azure 2023 format
 (``TIMESTAMP,ContextTokens,GeneratedTokens``) and in the Mooncake format (JSON lines; ``hash_ids``
-of one block a request, so that 10M rows stay under the 1 GiB file limit), then reads each in a fresh process with ``workload.traces`` and
-reports the child's peak resident memory (``VmHWM`` of ``/proc/self/status``: the child's own
-high-water mark; ``ru_maxrss`` would carry the parent's over fork and exec) and its wall time, the interpreter and
-NumPy import included. The Mooncake row is read without the block hashes (``hashes=False``, the
-lengths and arrivals a plan uses); with them, add 8 bytes per block id.
+of one block a request, so that 10M rows stay under the 1 GiB file limit), then reads each in
+a fresh process with ``workload.traces`` and reports the child's peak resident memory (``VmHWM``
+of ``/proc/self/status``: the child's own high-water mark; ``ru_maxrss`` would carry the
+parent's over fork and exec) and its wall time, the interpreter and NumPy import included. The
+Mooncake row is read without the block hashes (``hashes=False``, the lengths and arrivals a
+plan uses); with them, add 8 bytes per block id.
 
     python benchmarks/traces.py                  # 10M rows of each format
-    python benchmarks/traces.py --rows 1000000
+    python benchmarks/traces.py --rows 1000000 --formats azure
 """
 
 from __future__ import annotations
