@@ -781,6 +781,10 @@ def simulate(
     mode: str = PlanMode.exact,
     progress=None,
     planned=None,
+    replay: bool = False,
+    speedup: float = 1.0,
+    from_s: float | None = None,
+    to_s: float | None = None,
     **config,
 ) -> SimulationRun:
     """Simulate a scenario's planned deployment (or a baseline) with the discrete-event simulator (``simulate.engine``).
@@ -788,7 +792,10 @@ def simulate(
     Give ``rate_rps`` or ``load`` (a fraction of the deployment's closed-form Lambda_max;
     default 0.8). At or above Lambda_max the number of requests must be given: an overloaded
     queue grows without bound. ``planned`` reuses a plan already made for the scenario. Other
-    keywords go to :class:`prfaas_plan.simulate.SimConfig`."""
+    keywords go to :class:`prfaas_plan.simulate.SimConfig`. ``replay`` replays the scenario's request
+    trace (``workload.input`` a trace with a format) instead: its arrivals in [``from_s``, ``to_s``) of
+    trace time, ``speedup`` times as fast, and each request's own lengths (``simulate.replay``); the
+    rate and the request count are then the trace's."""
     from .planner.decode_model import decode_model
     from .planner.deployment import deployments_of
     from .planner.latency import LatencyModel
@@ -805,6 +812,13 @@ def simulate(
             raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})", field="deployment")
         dep = deps[name]
         lam = result.point.lambda_max if name == DeploymentName.prfaas_pd else result.baselines[name].lambda_max
+        if not replay and (speedup != 1.0 or from_s is not None or to_s is not None):
+            raise PlanInputError(
+                "`speedup`, `from_s` and `to_s` shape a replay; give `replay` too", field="replay", argument=True
+            )
+        if replay:
+            config["replay"] = _replay(result.inputs, rate_rps, load, requests, speedup, from_s, to_s)
+            rate_rps, load, requests = config["replay"].rate_rps, None, len(config["replay"])
         rate = _sim_rate(rate_rps, load, lam)
         if requests is None:
             if rate >= lam:
@@ -821,6 +835,29 @@ def simulate(
         scv = sim_config.cv**2 if sim_config.arrivals == ArrivalProcess.gamma else 1.0
         closed = LatencyModel(inputs_, dep, decode).at(rate, scv)
         return SimulationRun(result, dep, lam, sim, closed)
+
+
+def _replay(inputs, rate_rps, load, requests, speedup, from_s, to_s):
+    """The scenario's trace as a ``simulate.replay.Replay`` (errors name the option's field)."""
+    from .simulate.replay import replay_of
+
+    given = [name for name, value in (("rate_rps", rate_rps), ("load", load), ("requests", requests)) if value is not None]
+    if given:
+        raise PlanInputError(
+            f"a replay takes its rate and requests from the trace; do not give `{given[0]}`", field=given[0], argument=True
+        )
+    trace = inputs.workload.trace
+    if trace is None:
+        raise PlanInputError(
+            "replay needs the scenario's workload.input to be a request trace with a format (and no prefix_cache "
+            "or cluster_caches)",
+            field="replay",
+            argument=True,
+        )
+    try:
+        return replay_of(trace, speedup, from_s, to_s)
+    except PlanInputError as exc:  # a value of an option, not of the scenario file
+        raise PlanInputError(exc.reason, field=exc.field, argument=True) from None
 
 
 def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> float:

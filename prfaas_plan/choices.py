@@ -176,6 +176,19 @@ class WorkloadType(StrEnum):
     fixed = "fixed"
 
 
+class TraceFormat(StrEnum):
+    """Formats of a request trace (``workload.input: {type: trace, format: ...}``;
+    ``workload.traces`` reads each): ``auto`` detects one by the file's first line."""
+
+    auto = "auto"
+    mooncake = "mooncake"
+    azure = "azure"
+    burstgpt = "burstgpt"
+    splitwise = "splitwise"
+    distserve = "distserve"
+    coding_agent = "coding_agent"
+
+
 class DecodeLimit(StrEnum):
     """What limits the decode batch of one instance."""
 

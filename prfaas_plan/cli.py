@@ -174,6 +174,10 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
         "requests": "--requests",
         "deployment": "--deployment",
         "mode": "--mode",
+        "replay": "--replay",
+        "speedup": "--speedup",
+        "from_s": "--from",
+        "to_s": "--to",
     },
     "validate-model": {
         **_pick(_SIM_OPTIONS, "seed", "arrivals", "cv", "burst_factor", "on_s", "off_s", "warmup_fraction"),
@@ -972,6 +976,12 @@ def simulate(
         "one stage queues and the other has room (the paper's long-term scheduling).",
     ),
     conversion: float = typer.Option(300.0, "--conversion", help="Seconds a switching instance is idle (>= 0)."),
+    replay: bool = typer.Option(
+        False, "--replay", help="Replay the scenario's request trace: its arrivals and each request's lengths, in order."
+    ),
+    speedup: float = typer.Option(1.0, "--speedup", help="Replay the trace this many times as fast (1e-3 to 1e3)."),
+    from_s: float | None = typer.Option(None, "--from", help="Replay the requests from this second of the trace on."),
+    to_s: float | None = typer.Option(None, "--to", help="Replay the requests before this second of the trace."),
 ) -> None:
     """Discrete-event simulation of the planned deployment: TTFT/TPOT per path, queues, egress."""
     from . import api
@@ -989,7 +999,18 @@ def simulate(
     options.update(rebalance=rebalance, conversion_s=conversion)
     with _progress("simulating requests") as progress:
         run = api.simulate(
-            scenario, rate_rps=rate, load=load, requests=requests, deployment=deployment, mode=mode, progress=progress, **options
+            scenario,
+            rate_rps=rate,
+            load=load,
+            requests=requests,
+            deployment=deployment,
+            mode=mode,
+            progress=progress,
+            replay=replay,
+            speedup=speedup,
+            from_s=from_s,
+            to_s=to_s,
+            **options,
         )
     report = timeseries_report(run) if fmt == OutputFormat.csv else simulation_view(run)
     figures: Figures = ()

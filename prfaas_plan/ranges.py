@@ -104,6 +104,9 @@ OFFLINE_REQUESTS = Range(1, 1_000_000, "requests", "requests of an offline run (
 POINTS = Range(2, 10_000, "points", "points of a sweep (a rate sweep: at most 1,000)")
 RATE_POINTS = Range(2, 1_000, "points", "points of a rate sweep (each evaluates the latency of every deployment)")
 SIM_SECONDS = Range(0, 1e7, "s", "a time in a simulation (drop start or length, trace step)")
+# a replayed trace's time scale: 1000x turns a day into 86 s, 1/1000 a minute into 17 hours
+SPEEDUP = Range(1e-3, 1e3, "x", "the time scale of a replayed trace (a replay's speedup)", lo_open=False)
+TRACE_SECONDS = Range(0, 1e9, "s", "a time in a request trace (a replay's from_s, to_s)")
 SEED = Range(0, 2**63 - 1, "", "a random seed")
 LOGNORMAL_MU = Range(-10, 30, "ln tokens", "the mu of a log-normal length distribution")
 LOGNORMAL_SIGMA = Range(0, 10, "ln tokens", "the sigma of a log-normal length distribution", lo_open=True)
@@ -186,6 +189,8 @@ NUMERIC = (
     PUBLISHED_MEASUREMENT,
     POINTS,
     SIM_SECONDS,
+    SPEEDUP,
+    TRACE_SECONDS,
     SEED,
     LOGNORMAL_MU,
     LOGNORMAL_SIGMA,

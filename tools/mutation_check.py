@@ -1079,6 +1079,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '            tpot = step_s[k][(b if b < batch[k] else batch[k]) - 1]',
         '            tpot = step_s[k][0]',
     ),
+    "trace-joint-output-by-class-overall": (
+        "prfaas_plan/workload/joint.py",
+        "output_by_input = np.bincount(inverse, weights=out, minlength=support.size) / counts",
+        "output_by_input = np.full(support.size, out.mean())",
+    ),
+    "trace-joint-context-unweighted": (
+        "prfaas_plan/workload/joint.py",
+        "context = float(np.sum(out * (full + out / 2.0)) / np.sum(out))",
+        "context = float(np.mean(full + out / 2.0))",
+    ),
+    "trace-unsorted-kept": (
+        "prfaas_plan/workload/traces/record.py",
+        'trace = trace.take(np.argsort(trace.arrival_s, kind="stable"))',
+        "trace = trace",
+    ),
+    "trace-ragged-take-from-zero": (
+        "prfaas_plan/workload/traces/record.py",
+        "inner = np.arange(int(new_offsets[-1]), dtype=np.int64) - np.repeat(new_offsets[:-1], lengths)",
+        "inner = np.zeros(int(new_offsets[-1]), dtype=np.int64)",
+    ),
+    "replay-speedup-ignored": (
+        "prfaas_plan/simulate/replay.py",
+        "(part.arrival_s - part.arrival_s[0]) / speedup,",
+        "(part.arrival_s - part.arrival_s[0]),",
+    ),
     "colocated-no-chunks-in-step": (
         "prfaas_plan/planner/colocated.py",
         "    tau = steps + b * m * w_p / out",

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
 
-from ..choices import WorkloadType
+from ..choices import TraceFormat, WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
 from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, refuse, register_tags
@@ -46,11 +46,19 @@ class LognormalSpec(_Spec):
 
 
 class TraceSpec(_Spec):
-    """Observed lengths, one per row of ``path`` (relative to the scenario file)."""
+    """Observed lengths, one per row of ``path`` (relative to the scenario file); or, with
+    ``format``, a request trace in a public format (``workload.traces``): ``workload.input``
+    takes its input lengths, ``workload.output`` its output lengths."""
 
     type: Literal[WorkloadType.trace]
     path: Annotated[str, Field(min_length=1, max_length=4096)]
     column: Name | None = None
+    format: TraceFormat | None = None
+
+    _one_reader = refuse(
+        lambda s: s.column is not None and s.format is not None,
+        "give column (a CSV of lengths) or format (a request trace), not both",
+    )
 
 
 class HistogramSpec(_Spec):

@@ -11,11 +11,15 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..choices import ArrivalProcess, RoutingPolicy, choice_of
 from ..errors import PlanInputError, show
 from ..ranges import ARRIVAL_CV, RATE_RPS, REQUESTS, SEED, SIM_SECONDS
 from .bandwidth import check_trace
+
+if TYPE_CHECKING:
+    from .replay import Replay
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class SimConfig:
     conversion_s: float = 300.0  # one switching instance is idle this long
     rebalance_interval_s: float = 30.0
     rebalance_queue_high: int = 8  # requests waiting before a switch is considered
+    replay: Replay | None = None  # a ``simulate.replay.Replay``: its arrivals and lengths, not drawn ones
 
     def __post_init__(self) -> None:
         RATE_RPS.check(self.rate_rps, "rate_rps")

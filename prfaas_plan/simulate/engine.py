@@ -187,8 +187,12 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
     arrival_rng, input_rng, output_rng, choice_rng = (np.random.default_rng(s) for s in seeds)
     n = site.requests
     workload = site.workload
-    arrival_s = arrival_times_s(replace(config, rate_rps=site.rate_rps, requests=n), arrival_rng)
-    output_tokens = workload.output_dist.sample(output_rng, n)
+    replay = config.replay  # a trace replayed (simulate.replay): its arrivals and (input, output) in order
+    if replay is None:
+        arrival_s = arrival_times_s(replace(config, rate_rps=site.rate_rps, requests=n), arrival_rng)
+        output_tokens = workload.output_dist.sample(output_rng, n)
+    else:
+        arrival_s, output_tokens = replay.arrival_s, replay.output_tokens
     links = topology.links_of(site.name)
     # the link (so the PrfaaS site) each request would be sent over if it is remote
     weights = np.array([topology.links[k].weight for k in links], dtype=float)
@@ -201,9 +205,9 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
     cached_kv_bytes = np.zeros(n)
     curves = [topology.links[k].curve for k in links]
     if routed is None:
-        input_tokens = site.input_dist.sample(input_rng, n)
-        # Curves evaluated once on the distribution's support, then gathered per request.
-        support = site.input_dist.lengths_tokens
+        input_tokens = site.input_dist.sample(input_rng, n) if replay is None else replay.input_tokens
+        # Curves evaluated once on the distribution's support (a replay's own lengths), then gathered per request.
+        support = site.input_dist.lengths_tokens if replay is None else np.unique(input_tokens)
         at: np.ndarray | slice = np.searchsorted(support, input_tokens)
         remote_tokens = local_tokens = kv_tokens = support
     else:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from ..choices import CacheRegime, DecodeSource, ObjectiveKind, OptimiserMethod, RobustObjective, Role
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
@@ -29,7 +31,7 @@ from ..timing.instance import Instance
 from ..timing.prefill import PrefillCurve
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.cluster_cache import ClusterCaches, RoutedPoints, routed_points
-from ..workload.distributions import LengthDistribution, scaled
+from ..workload.distributions import LengthDistribution, class_stats_table, scaled
 from .prices import ChipCost, LinkCost
 
 
@@ -115,6 +117,11 @@ class Workload:
     output_dist: LengthDistribution
     caches: ClusterCaches | None = None  # prefix caches per cluster (cache-aware routing)
     routed: RoutedPoints | None = None  # the request classes of the caches' regime; input_dist routes on them
+    # a request trace's joint (``workload.joint``): E[output | input = l_i] per input_dist support
+    # point, and the decode context E[y (x + y/2)] / E[y] in tokens; None for independent marginals
+    output_by_input: np.ndarray | None = None
+    decode_context_tokens: float | None = None
+    trace: object | None = None  # the ``workload.traces.Trace`` the joint is of (a replay replays it, ``simulate.replay``)
 
     def with_cache_regime(self, regime: CacheRegime) -> Workload:
         """The same workload routed under ``regime`` (scarce or plentiful)."""
@@ -126,6 +133,13 @@ class Workload:
     @property
     def output_mean_tokens(self) -> float:
         return self.output_dist.mean_tokens()
+
+    def output_class_means(self, t_tokens) -> tuple[np.ndarray, np.ndarray] | None:
+        """(E[output | L > t], E[output | L <= t]) in tokens, the decode tokens of a request of
+        each class at threshold t, from a trace's joint (None without one); NaN for an empty class."""
+        if self.output_by_input is None:
+            return None
+        return class_stats_table(self.input_dist).class_means(self.output_by_input, t_tokens)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..accounting.params import declared_params_mismatch
-from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role
+from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role, WorkloadType
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.cost_spec import CostSpec
 from ..profiles.hardware import HardwareProfile
@@ -589,6 +589,9 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tu
 
 
 def _distributions(spec: WorkloadSpec, source: str | None) -> Workload:
+    joint = _trace_joint(spec, source)
+    if joint is not None:
+        return joint
     full_input = build_distribution(spec.input, source, "workload.input")
     uncached = full_input
     if spec.prefix_cache is not None:
@@ -596,7 +599,7 @@ def _distributions(spec: WorkloadSpec, source: str | None) -> Workload:
             uncached = with_prefix_cache(full_input, spec.prefix_cache.hit_fractions, spec.prefix_cache.probs)
         except PlanInputError as exc:
             raise exc.with_field("workload.prefix_cache").with_source(source) from None
-    output = build_distribution(spec.output, source, "workload.output")
+    output = build_distribution(_output_spec(spec), source, "workload.output", role="output")
     if spec.cluster_caches is None:
         return Workload(uncached, full_input, output)
     cc = spec.cluster_caches
@@ -611,6 +614,46 @@ def _distributions(spec: WorkloadSpec, source: str | None) -> Workload:
         raise exc.with_field(exc.field or "workload.cluster_caches").with_source(source) from None
 
 
+def _output_spec(spec: WorkloadSpec):
+    """``workload.output``; where it is not given and the input is a request trace, that trace's outputs."""
+    given = "output" in spec.model_fields_set
+    if given or spec.input.type != WorkloadType.trace or spec.input.format is None:
+        return spec.output
+    return spec.input
+
+
+def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
+    """The workload of a request trace used jointly (``workload.joint``): the input is a trace with
+    a format, the output that same trace (or not given), and no prefix-cache distribution is given
+    (a trace's own cached prefix, where it has one, sets the routing length). None otherwise."""
+    inp = spec.input
+    if inp.type != WorkloadType.trace or inp.format is None or spec.prefix_cache is not None or spec.cluster_caches is not None:
+        return None
+    if _output_spec(spec) is not inp and (
+        spec.output.type,
+        getattr(spec.output, "path", None),
+        getattr(spec.output, "format", None),
+    ) != (
+        inp.type,
+        inp.path,
+        inp.format,
+    ):
+        return None
+    from ..workload.joint import joint_lengths
+    from ..workload.trace_cache import spec_trace, trace_path
+
+    trace = spec_trace(trace_path(inp.path, source), inp.format)  # its errors name the trace file and line
+    j = joint_lengths(trace)
+    return Workload(
+        j.input_dist,
+        j.full_input_dist,
+        j.output_dist,
+        output_by_input=j.output_by_input,
+        decode_context_tokens=j.decode_context_tokens,
+        trace=trace,
+    )
+
+
 def _decode_context(dec: DecodeSpec, model: ModelProfile, workload: Workload, source: str | None) -> int:
     """Context per decoding request: given, or the mean full input + half the mean output
     (decode holds the whole context, cached prefix included), within the model's context."""
@@ -621,7 +664,8 @@ def _decode_context(dec: DecodeSpec, model: ModelProfile, workload: Workload, so
             source=source,
             field="decode.context_tokens",
         )
-    default = int(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2))
+    joint = workload.decode_context_tokens  # a trace's output-weighted context (workload.joint)
+    default = int(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2 if joint is None else joint))
     return given or min(default, model.max_context_tokens)
 
 

@@ -7,6 +7,7 @@ are read from it by key, so a column can only show the JSON field of its own nam
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 
 import numpy as np
@@ -436,6 +437,7 @@ def plan_view(result) -> Report:
         ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
         ("offloaded share p", f"{pt.p:.3f}"),
         ("l_long / l_short", f"{_tokens(pt.l_long_tokens)} / {_tokens(pt.l_short_tokens)} tokens"),
+        *_output_by_class(inputs, pt.threshold_tokens),
         (
             "instances",
             f"N_prfaas {pt.n_prfaas} x {inputs.prfaas.instance.label}, "
@@ -1051,3 +1053,12 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         meta={"scenario": inputs.name},
         notes=notes,
     )
+
+
+def _output_by_class(inputs, threshold_tokens: float) -> list[tuple[str, str]]:
+    """The mean output of each class at t, where a request trace gives it jointly (``workload.joint``)."""
+    means = inputs.workload.output_class_means(threshold_tokens)
+    if means is None:
+        return []
+    shown = [_tokens(m) if math.isfinite(m) else "-" for m in (float(means[0]), float(means[1]))]
+    return [("output long / short", f"{shown[0]} / {shown[1]} tokens (the trace's, by class)")]

@@ -277,8 +277,11 @@ def with_prefix_cache(dist: LengthDistribution, hit_fractions: ArrayLike, probs:
     return _merged(lengths.ravel(), np.outer(dist.probs, weights / weights.sum()).ravel())
 
 
-def build_distribution(spec, source: str | None = None, field_prefix: str = "workload") -> LengthDistribution:
-    """The distribution a validated spec (``profiles.workload_spec.LengthSpec``) describes.
+def build_distribution(
+    spec, source: str | None = None, field_prefix: str = "workload", role: str = "input"
+) -> LengthDistribution:
+    """The distribution a validated spec (``profiles.workload_spec.LengthSpec``) describes;
+    ``role`` ('input' or 'output') is the length a request trace (a ``trace`` with ``format``) gives.
 
     A trace's ``path`` is relative to the folder of ``source`` (the scenario file). Errors name
     ``source`` and the field under ``field_prefix``. The support a spec asks for is checked
@@ -314,13 +317,19 @@ def build_distribution(spec, source: str | None = None, field_prefix: str = "wor
         trace_path = Path(spec.path)
         if source is not None and not trace_path.is_absolute():
             trace_path = Path(source).parent / trace_path
+        if spec.format is not None:  # a request trace: its inputs, or its outputs (at least 1 token each)
+            from .trace_cache import spec_trace
+
+            trace = spec_trace(trace_path, spec.format)
+            lengths = trace.output_tokens if role == "output" else trace.input_tokens
+            return empirical(np.maximum(lengths, 1))
         lengths = read_length_trace(trace_path, spec.column)  # its errors name the trace file
         try:
             return empirical(lengths)
         except PlanInputError as exc:
             raise PlanInputError(exc.reason, source=str(trace_path), field=field_prefix) from None
     weighted = [
-        (c.weight, build_distribution(c, source, f"{field_prefix}.components[{i}]")) for i, c in enumerate(spec.components)
+        (c.weight, build_distribution(c, source, f"{field_prefix}.components[{i}]", role)) for i, c in enumerate(spec.components)
     ]
     return build(mixture, components=weighted)
 

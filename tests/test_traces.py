@@ -1,0 +1,324 @@
+"""Request traces in the public formats (``workload.traces``): each reads to the rows written
+in the file (checked by hand or by ``json``), a bad line is named by its line, the format is
+told from the first line, and a trace plans jointly (``workload.joint``)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import DATA, write_case_study
+
+from prfaas_plan.choices import TraceFormat
+from prfaas_plan.errors import PlanInputError
+from prfaas_plan.workload.joint import joint_lengths
+from prfaas_plan.workload.traces import detect_format, read_trace
+from prfaas_plan.workload.traces.record import Trace
+
+TRACES = DATA / "traces"
+MOONCAKE = TRACES / "mooncake-conversation-5min.jsonl"
+AZURE = TRACES / "azure-2023-synthetic.csv"
+BURSTGPT = TRACES / "burstgpt-synthetic.csv"
+
+
+def test_mooncake_slice_reads_every_field_as_json_does():
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    trace = read_trace(MOONCAKE)
+    assert trace.format == TraceFormat.mooncake and len(trace) == len(rows) == 918
+    assert trace.input_tokens.tolist() == [r["input_length"] for r in rows]
+    assert trace.output_tokens.tolist() == [r["output_length"] for r in rows]
+    assert trace.arrival_s.tolist() == [r["timestamp"] / 1000 for r in rows]
+    assert all(trace.blocks_of(i).tolist() == r["hash_ids"] for i, r in enumerate(rows))
+    assert trace.block_tokens == 512
+    assert trace.rate_rps() == len(rows) / (rows[-1]["timestamp"] / 1000 - rows[0]["timestamp"] / 1000)
+
+
+def test_mooncake_blocks_of_any_size_read_the_same(monkeypatch):
+    """A block boundary inside the file (here every ~4 KiB) changes nothing."""
+    from prfaas_plan.workload.traces import blocks
+
+    whole = read_trace(MOONCAKE)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(blocks.blocks, "__defaults__", (4096,))
+    pieces = read_trace(MOONCAKE)
+    for name in ("arrival_s", "input_tokens", "output_tokens", "hash_ids", "hash_offsets"):
+        assert np.array_equal(getattr(whole, name), getattr(pieces, name)), name
+
+
+def test_azure_rows_by_hand():
+    trace = read_trace(AZURE)
+    assert trace.format == TraceFormat.azure and len(trace) == 40
+    # 2023-11-16 18:15:46.6805900, 1912, 371 / 18:15:47.2599144, 7632, 52 / 18:15:47.5347350, 313, 464
+    assert trace.input_tokens[:3].tolist() == [1912, 7632, 313]
+    assert trace.output_tokens[:3].tolist() == [371, 52, 464]
+    assert trace.arrival_s[:3] == pytest.approx([0.0, 0.5793244, 0.854145], abs=1e-9)
+    assert trace.cached_tokens is None and trace.hash_ids is None
+
+
+def test_azure_2024_offsets_are_applied(tmp_path):
+    path = tmp_path / "azure2024.csv"
+    path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2024-05-10 00:00:00.009930+00:00,100,10\n"
+        "2024-05-10 02:00:01.009930+02:00,200,20\n"  # 00:00:01 UTC
+    )
+    assert read_trace(path).arrival_s.tolist() == pytest.approx([0.0, 1.0])
+
+
+def test_burstgpt_rows_by_hand_keep_failed_requests():
+    trace = read_trace(BURSTGPT)
+    assert trace.format == TraceFormat.burstgpt and len(trace) == 40
+    # 0,GPT-4,1206,274,... / 1,GPT-4,424,314,... / 4,ChatGPT,522,77,...
+    assert trace.arrival_s[:3].tolist() == [0.0, 1.0, 4.0]
+    assert trace.input_tokens[:3].tolist() == [1206, 424, 522]
+    assert trace.output_tokens[:3].tolist() == [274, 314, 77]
+    assert (trace.output_tokens == 0).sum() == 2  # the two failed requests (Response tokens 0)
+
+
+def test_splitwise_distserve_and_coding_agent_by_hand(tmp_path):
+    split = tmp_path / "rr_code_50.csv"
+    split.write_text(
+        "request_id,request_type,application_id,arrival_timestamp,batch_size,prompt_size,token_size\n"
+        "0,2,0,0.5,1,1024,20\n1,2,0,0.75,1,2048,7\n"
+    )
+    t = read_trace(split)
+    assert (t.format, t.arrival_s.tolist(), t.input_tokens.tolist(), t.output_tokens.tolist()) == (
+        TraceFormat.splitwise,
+        [0.0, 0.25],
+        [1024, 2048],
+        [20, 7],
+    )
+    dist = tmp_path / "distserve-100-1.exp"
+    dist.write_text(
+        '[{"prompt_len": 55, "output_len": 4, "start_time": 0.0}, {"prompt_len": 829, "output_len": 170, "start_time": 1.5}]'
+    )
+    t = read_trace(dist)
+    assert (t.format, t.arrival_s.tolist(), t.input_tokens.tolist(), t.output_tokens.tolist()) == (
+        TraceFormat.distserve,
+        [0.0, 1.5],
+        [55, 829],
+        [4, 170],
+    )
+    agent = tmp_path / "shard-0000.jsonl"
+    call = lambda ts, p, c, k: {"timestamp": ts, "tokens": {"prompt": p, "completion": c, "cached": k, "total": p + c}}  # noqa: E731
+    sessions = [
+        {"session_id": "a", "turns": [{"llm_calls": [call("2026-06-01T10:00:02Z", 5000, 100, 4000)], "tool_batches": []}]},
+        {"session_id": "b", "turns": [{"llm_calls": [call("2026-06-01T10:00:00Z", 3000, 50, 0)]}, {"llm_calls": []}]},
+    ]
+    agent.write_text("\n".join(json.dumps(s) for s in sessions) + "\n")
+    t = read_trace(agent)
+    assert t.format == TraceFormat.coding_agent
+    assert t.arrival_s.tolist() == [0.0, 2.0]  # the sessions interleave: sorted by arrival
+    assert (t.input_tokens.tolist(), t.output_tokens.tolist(), t.cached_tokens.tolist()) == ([3000, 5000], [50, 100], [0, 4000])
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        (
+            "m.jsonl",
+            '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [0]}\n'
+            '{"timestamp": 5, "input_length": "ten", "output_length": 1, "hash_ids": [0]}\n',
+            "line 2: input_length: 'ten' is not a number",
+        ),
+        (
+            "m.jsonl",
+            '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [0]}\n\n'
+            '{"timestamp": 5, "input_length": 0, "output_length": 1, "hash_ids": [0]}\n',
+            "line 3: input_length: 0 is below 1",
+        ),
+        (
+            "m.jsonl",
+            '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [0]}\n{"timestamp": 1,\n',
+            "line 2: not a JSON",
+        ),
+        (
+            "a.csv",
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,10,2\n2023-11-16 18:15:47.1,10.5,2\n",
+            "line 3: ContextTokens: 10.5 is not a whole number of tokens",
+        ),
+        (
+            "a.csv",
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,10,2\nyesterday,10,2\n",
+            "line 3: TIMESTAMP: 'yesterday' is not a date and time",
+        ),
+        (
+            "b.csv",
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n0,ChatGPT,5,1,6,API log\n1,ChatGPT,5\n",
+            "line 3: expected 6 columns, found 3",
+        ),
+        (
+            "b.csv",
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n0,ChatGPT,5,-1,4,API log\n",
+            "line 2: Response tokens: -1 is below 0",
+        ),
+    ],
+)
+def test_a_bad_line_is_named_with_its_field(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(PlanInputError) as err:
+        read_trace(path)
+    assert str(err.value).startswith(f"{path}: {message}")
+
+
+def test_format_is_detected_and_an_override_wins(tmp_path):
+    assert [detect_format(p) for p in (MOONCAKE, AZURE, BURSTGPT)] == [
+        TraceFormat.mooncake,
+        TraceFormat.azure,
+        TraceFormat.burstgpt,
+    ]
+    odd = tmp_path / "odd.csv"
+    odd.write_text("when,prompt,reply\n1,2,3\n")
+    with pytest.raises(PlanInputError, match="cannot tell the trace's format"):
+        read_trace(odd)
+    with pytest.raises(PlanInputError, match="column 'TIMESTAMP' not found"):  # the override is used, not detection
+        read_trace(BURSTGPT, "azure")
+
+
+def test_window_and_take_keep_rows_and_blocks():
+    trace = read_trace(MOONCAKE)
+    part = trace.window(60.0, 120.0)
+    inside = (trace.arrival_s >= 60.0) & (trace.arrival_s < 120.0)
+    assert len(part) == int(inside.sum()) > 0
+    assert part.input_tokens.tolist() == trace.input_tokens[inside].tolist()
+    first = int(np.argmax(inside))
+    assert part.blocks_of(0).tolist() == trace.blocks_of(first).tolist()
+
+
+def test_joint_lengths_by_hand():
+    """Two requests: (x 100, y 10, cached 40) and (x 1000, y 30, cached 0): routing lengths 60
+    and 1000; decode context (10 x (100 + 5) + 30 x (1000 + 15)) / 40 = 787.5 tokens."""
+    trace = Trace(
+        "t",
+        TraceFormat.coding_agent,
+        np.array([0.0, 1.0]),
+        np.array([100, 1000], dtype=np.int32),
+        np.array([10, 30], dtype=np.int32),
+        np.array([40, 0], dtype=np.int32),
+    )
+    j = joint_lengths(trace)
+    assert j.input_dist.lengths_tokens.tolist() == [60.0, 1000.0]
+    assert j.full_input_dist.lengths_tokens.tolist() == [100.0, 1000.0]
+    assert j.output_by_input.tolist() == [10.0, 30.0]
+    assert j.decode_context_tokens == 787.5
+
+
+def _scenario(tmp_path, trace_path, fmt):
+    return write_case_study(tmp_path, workload={"input": {"type": "trace", "path": str(trace_path), "format": fmt}})
+
+
+@pytest.mark.parametrize(("path", "fmt"), [(MOONCAKE, "mooncake"), (AZURE, "azure"), (BURSTGPT, "auto")])
+def test_each_trace_plans_jointly(tmp_path, path, fmt):
+    """Λ_max's decode bound is N_d x 800 tokens/s over the trace's mean output (at least 1 token
+    a request, by count); the class output means are those of the requests on each side of t."""
+    from prfaas_plan import api
+
+    trace = read_trace(path)
+    result = api.plan(str(_scenario(tmp_path, path, fmt)))
+    point = result.point
+    out = np.maximum(trace.output_tokens, 1).astype(float)
+    assert point.stages.theta_pdd == pytest.approx(point.n_d * 800 / out.mean(), rel=1e-12)
+    long_out, short_out = result.inputs.workload.output_class_means(point.threshold_tokens)
+    long = trace.input_tokens > point.threshold_tokens
+    assert float(long_out) == pytest.approx(out[long].mean(), rel=1e-12)
+    assert float(short_out) == pytest.approx(out[~long].mean(), rel=1e-12)
+    assert point.p == pytest.approx(long.mean(), rel=1e-12)
+
+
+def test_plan_prints_class_outputs_and_a_bad_trace_exits_2(tmp_path, run_cli):
+    ok = run_cli("plan", _scenario(tmp_path, MOONCAKE, "mooncake"))
+    assert ok.code == 0 and "output long / short" in ok.out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        MOONCAKE.read_text().splitlines()[0] + '\n{"timestamp": 1, "input_length": -3, "output_length": 2, "hash_ids": []}\n'
+    )
+    (tmp_path / "b").mkdir()
+    res = run_cli("plan", _scenario(tmp_path / "b", bad, "mooncake"))
+    assert res.code == 2 and "Traceback" not in res.err
+    assert f"{bad}: line 2: input_length: -3 is below 1" in res.err
+
+
+def test_column_and_format_together_are_refused(tmp_path, run_cli):
+    path = write_case_study(tmp_path, workload={"input": {"type": "trace", "path": str(AZURE), "format": "azure", "column": "x"}})
+    res = run_cli("plan", path)
+    assert res.code == 2 and "give column" in res.err
+
+
+def test_without_format_a_trace_is_still_a_column_of_lengths(tmp_path):
+    """The old reader, unchanged: a CSV column of lengths, output from workload.output."""
+    from prfaas_plan import api
+
+    path = write_case_study(
+        tmp_path,
+        workload={
+            "input": {"type": "trace", "path": str(AZURE), "column": "ContextTokens"},
+            "output": {"type": "fixed", "tokens": 1024},
+        },
+    )
+    result = api.plan(str(path))
+    assert result.inputs.workload.output_by_input is None and result.inputs.workload.output_mean_tokens == 1024
+    assert not math.isnan(result.point.lambda_max)
+
+
+# --- simulate --replay: the trace's arrivals and lengths, in order ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def mooncake_scenario(tmp_path_factory):
+    return str(_scenario(tmp_path_factory.mktemp("replay"), MOONCAKE, "mooncake"))
+
+
+def _replayed(scenario, **options):
+    from prfaas_plan import api
+
+    return api.simulate(scenario, replay=True, **options).result.per_request
+
+
+def test_replay_reproduces_the_mooncake_slice_by_count(mooncake_scenario):
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    got = _replayed(mooncake_scenario)
+    stamps_s = np.array([r["timestamp"] for r in rows]) / 1000
+    assert got["arrival_s"].size == len(rows)
+    span = stamps_s[-1] - stamps_s[0]
+    assert got["arrival_s"].size / (got["arrival_s"][-1] - got["arrival_s"][0]) == pytest.approx(len(rows) / span, rel=1e-12)
+    assert got["input_tokens"].mean() == pytest.approx(np.mean([r["input_length"] for r in rows]), rel=1e-12)
+    assert got["output_tokens"].mean() == pytest.approx(np.mean([max(r["output_length"], 1) for r in rows]), rel=1e-12)
+    assert got["input_tokens"].tolist() == [r["input_length"] for r in rows]  # in the file's order
+
+
+def test_replay_speedup_scales_the_rate_and_a_window_selects_by_count(mooncake_scenario):
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    fast = _replayed(mooncake_scenario, speedup=4.0)["arrival_s"]
+    stamps_s = np.array([r["timestamp"] for r in rows]) / 1000
+    assert fast.tolist() == pytest.approx(((stamps_s - stamps_s[0]) / 4.0).tolist())
+    part = _replayed(mooncake_scenario, from_s=60.0, to_s=120.0)
+    inside = [r for r in rows if 60_000 <= r["timestamp"] < 120_000]
+    assert part["input_tokens"].tolist() == [r["input_length"] for r in inside]
+
+
+@pytest.mark.parametrize(("path", "fmt"), [(AZURE, "azure"), (BURSTGPT, "burstgpt")])
+def test_azure_and_burstgpt_replay(tmp_path, run_cli, path, fmt):
+    scenario = _scenario(tmp_path, path, fmt)
+    res = run_cli("simulate", scenario, "--replay", "--speedup", "2")
+    assert res.code == 0, res.err
+    trace = read_trace(path)
+    got = _replayed(str(scenario), speedup=2.0)
+    assert got["input_tokens"].tolist() == trace.input_tokens.tolist()
+    assert got["output_tokens"].tolist() == np.maximum(trace.output_tokens, 1).tolist()
+
+
+def test_replay_options_are_checked(tmp_path, run_cli, mooncake_scenario):
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--from", "400")
+    assert res.code == 2 and "no request of the trace arrives in [400, end)" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--rate", "2")
+    assert res.code == 2 and "--rate" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--speedup", "0")
+    assert res.code == 2 and "speedup" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--speedup", "2", "-n", "10")
+    assert res.code == 2 and "give --replay too" in res.err
+    lognormal = str(write_case_study(tmp_path))
+    res = run_cli("simulate", lognormal, "--replay")
+    assert res.code == 2 and "replay needs" in res.err
