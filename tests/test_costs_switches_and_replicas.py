@@ -20,13 +20,14 @@ import math
 
 import numpy as np
 import pytest
+from oracles import best_schedule, case_lambda, day_grid
 from test_hand_counts import DECODE_CONTEXT, DENSE, GQA, decode_hardware, hand_decode_step_s, model
 from test_procurement import inputs_of, scenario_doc
 from test_routing_days_and_sites import _day, _day_doc, _robust_doc, _sites, _write, sites_doc
 
 from prfaas_plan import api
 from prfaas_plan.planner.plan import plan
-from prfaas_plan.planner.throughput import bounds, threshold_table
+from prfaas_plan.planner.throughput import threshold_table
 from prfaas_plan.profiles.registry import resolve_hardware
 from prfaas_plan.timing.decode import decode_capacity
 from prfaas_plan.timing.instance import Instance
@@ -198,31 +199,10 @@ def test_multi_site_day_is_cyclic(tmp_path, conversion_s):
 # (d) the schedule's switch limit, where it binds
 
 
-def _best_schedule_by_hand(windows, grids, n: int, conversion_s: float, limit: int | None) -> float:
-    """Every cyclic sequence of splits of n PD instances with at most ``limit`` switches between
-    consecutive windows (the last precedes the first), scored with the conversion formula."""
-    best = 0.0
-    for seq in itertools.product(range(n + 1), repeat=len(windows)):
-        if limit is not None and any(abs(seq[k] - seq[k - 1]) > limit for k in range(len(seq))):
-            continue
-        score = np.inf
-        for k, w in enumerate(windows):
-            cur, prev = seq[k], seq[k - 1]
-            full = grids[k][cur, n - cur]
-            if cur != prev:
-                f = min(1.0, conversion_s / (w.hours * 3600))
-                full = (1 - f) * full + f * grids[k][min(cur, prev), min(n - cur, n - prev)]
-            score = min(score, full / w.rate_rps)
-        best = max(best, score)
-    return best
-
-
 def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
     """Three windows, 8 PD instances, conversion 300 s, at most 1 switch per window: the day scale is the
     brute-force best over every cyclic sequence with |N_p - N_p'| <= 1, strictly between the best with no
     switch and the best with 2 (so a limit one too tight or one too loose gives another answer)."""
-    from prfaas_plan.planner.schedule import _grid
-
     doc = _day_doc(
         max_switches_per_window=1,
         windows=[
@@ -232,8 +212,8 @@ def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
         ],
     )
     (day, windows), _ = _day(tmp_path, doc)
-    grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
-    hand = {limit: _best_schedule_by_hand(windows, grids, day.n_pd, 300.0, limit) for limit in (0, 1, 2)}
+    grids = [day_grid(w, day.n_prfaas, day.n_pd) for w in windows]
+    hand = {limit: best_schedule(windows, grids, day.n_pd, 300.0, limit) for limit in (0, 1, 2)}
     assert hand[0] < hand[1] * (1 - 1e-3) and hand[1] < hand[2] * (1 - 1e-3)
     assert day.scale == pytest.approx(hand[1], rel=1e-9)
     splits = [w.n_p for w in day.windows]
@@ -243,16 +223,6 @@ def test_schedule_switch_limit_binds_and_is_exact(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # (e) the weighted robust objective counts each case against its own target
-
-
-def _case_lambdas(cases, tables, n_f: int, n_pd: int) -> list[float]:
-    """Each case's Lambda_max with n_f PrfaaS and n_pd PD instances: the best split and threshold."""
-    out = []
-    for c, t in zip(cases, tables):
-        splits = np.arange(n_pd + 1)
-        lam = bounds(t, np.arange(len(t))[None, :], n_f, splits[:, None], (n_pd - splits)[:, None], c.inputs).lambda_max
-        out.append(float(np.max(lam)))
-    return out
 
 
 def test_robust_weighted_counts_cases_against_their_targets(tmp_path):
@@ -276,7 +246,7 @@ def test_robust_weighted_counts_cases_against_their_targets(tmp_path):
         for n_pd in range(4, 13):
             if n_f * usd_per_instance_hour("h200") + n_pd * usd_per_instance_hour("h20") > 350:
                 continue
-            lams = _case_lambdas(cases, tables, n_f, n_pd)
+            lams = [case_lambda(c.inputs, t, n_f, n_pd, 0, True) for c, t in zip(cases, tables)]
             normalised[n_f, n_pd] = sum(w * lam / t for w, lam, t in zip(weights, lams, targets))
             plain[n_f, n_pd] = sum(w * lam for w, lam in zip(weights, lams))
     best = max(normalised.values())

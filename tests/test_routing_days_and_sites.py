@@ -120,7 +120,9 @@ def _write(tmp_path, doc) -> str:
 def test_robust_plan_beats_each_single_mix_plan_on_the_other_mixes(tmp_path, objective):
     """Three workload mixes, one set of counts: its worst case (or weighted mean) is at least that
     of each mix's own plan evaluated, with its best threshold and split, on every mix."""
-    from prfaas_plan.planner.robust import case_best, robust_inputs
+    from oracles import case_lambda
+
+    from prfaas_plan.planner.robust import robust_inputs
     from prfaas_plan.profiles.registry import resolve_scenario_file
 
     path = _write(tmp_path, _robust_doc(objective=objective))
@@ -130,7 +132,7 @@ def test_robust_plan_beats_each_single_mix_plan_on_the_other_mixes(tmp_path, obj
     scores = []
     for own in result.cases:
         n_f, n_p, n_d = own.own_counts
-        lams = [case_best(c.inputs, t, n_f, n_p + n_d, 0, True)[0] for c, t in zip(cases, tables)]
+        lams = [case_lambda(c.inputs, t, n_f, n_p + n_d, 0, True) for c, t in zip(cases, tables)]
         scores.append(min(lams) if objective == "worst_case" else sum(c.weight * lam for c, lam in zip(cases, lams)))
     value = result.worst_lambda_rps if objective == "worst_case" else result.weighted_lambda_rps
     assert value >= max(scores) * (1 - 1e-9)
@@ -174,7 +176,9 @@ def test_robust_min_cost_meets_every_target(tmp_path):
     result = api.robust(path)
     assert all(c.lambda_max_rps >= c.target_rate_rps for c in result.cases)
     # no cheaper count meets every target: every count within the ranges and the $350 budget, by hand
-    from prfaas_plan.planner.robust import case_best, robust_inputs
+    from oracles import case_lambda
+
+    from prfaas_plan.planner.robust import robust_inputs
     from prfaas_plan.profiles.registry import resolve_scenario_file
 
     _, cases = robust_inputs(*resolve_scenario_file(path))
@@ -184,7 +188,7 @@ def test_robust_min_cost_meets_every_target(tmp_path):
         for n_f in range(9)
         for n_pd in range(4, 13)
         if n_f * 32 + n_pd * 16 <= 350
-        and all(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] >= c.target_rate_rps for c, t in zip(cases, tables))
+        and all(case_lambda(c.inputs, t, n_f, n_pd, 0, True) >= c.target_rate_rps for c, t in zip(cases, tables))
     )
     assert result.usd_per_hour == cheapest
     for case, c in zip(result.cases, cases):  # loss: the extra cost share over the case's own cheapest plan
@@ -383,9 +387,7 @@ def test_schedule_is_the_brute_force_best_sequence(tmp_path):
     """Every sequence of splits of the 8 PD instances over three windows, scored by hand with the
     conversion formula (idle f = 300 s / window of the converted instances): the planner's day scale is
     the best of them."""
-    import itertools
-
-    from prfaas_plan.planner.schedule import _grid
+    from oracles import best_schedule, day_grid
 
     doc = _day_doc(
         windows=[
@@ -395,19 +397,8 @@ def test_schedule_is_the_brute_force_best_sequence(tmp_path):
         ]
     )
     (day, windows), _ = _day(tmp_path, doc)
-    grids = [_grid(w, day.n_prfaas, day.n_pd)[0] for w in windows]
-    n = day.n_pd
-    best = 0.0
-    for seq in itertools.product(range(n + 1), repeat=3):
-        score = np.inf
-        for k, w in enumerate(windows):
-            cur, prev = seq[k], seq[k - 1]
-            full = grids[k][cur, n - cur]
-            if cur != prev:
-                f = min(1.0, 300 / (w.hours * 3600))
-                full = (1 - f) * full + f * grids[k][min(cur, prev), min(n - cur, n - prev)]
-            score = min(score, full / w.rate_rps)
-        best = max(best, score)
+    grids = [day_grid(w, day.n_prfaas, day.n_pd) for w in windows]
+    best = best_schedule(windows, grids, day.n_pd, 300.0, None)
     assert day.scale == pytest.approx(best, rel=1e-9)
 
 
@@ -693,7 +684,9 @@ def test_rebalancing_a_separate_decode_pool_is_refused(run_cli):
 
 def test_robust_worst_case_counts_cases_against_their_targets(tmp_path):
     """With a target per case, worst_case maximises min_c Lambda_c / target_c (by hand over every count)."""
-    from prfaas_plan.planner.robust import case_best, robust_inputs
+    from oracles import case_lambda
+
+    from prfaas_plan.planner.robust import robust_inputs
     from prfaas_plan.profiles.registry import resolve_scenario_file
 
     doc = _robust_doc()
@@ -704,7 +697,7 @@ def test_robust_worst_case_counts_cases_against_their_targets(tmp_path):
     _, cases = robust_inputs(*resolve_scenario_file(path))
     tables = [threshold_table(c.inputs) for c in cases]
     best = max(
-        min(case_best(c.inputs, t, n_f, n_pd, 0, True)[0] / c.target_rate_rps for c, t in zip(cases, tables))
+        min(case_lambda(c.inputs, t, n_f, n_pd, 0, True) / c.target_rate_rps for c, t in zip(cases, tables))
         for n_f in range(9)
         for n_pd in range(4, 13)
         if n_f * 32 + n_pd * 16 <= 350

@@ -1,9 +1,11 @@
 """plan's start-up: schemas built when first used, a prefill layout searched once per process for
-the same inputs, and plan's ratio to its import floor recorded in benchmarks/RESULTS.md
-(``benchmarks/startup.py``)."""
+the same inputs, the shipped scenarios' exact calibration fits and layout searches read from
+package data that a fresh run reproduces (``timing.shipped``), and plan's ratio to its import
+floor recorded in benchmarks/RESULTS.md (``benchmarks/startup.py``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -64,6 +66,91 @@ def test_a_layout_is_searched_once_for_the_same_inputs():
         assert fresh.layout is not None and searched == [fresh]
     finally:
         prefill.RooflinePrefill._search_layout = original
+
+
+def test_shipped_results_are_what_a_fresh_run_computes():
+    """prfaas_plan/timing/shipped.json is exactly what planning and validating every shipped
+    scenario afresh writes (tools/shipped_results.py): it cannot go stale when the cost model, a
+    profile or a scenario changes."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        import shipped_results
+    finally:
+        sys.path.remove(str(REPO / "tools"))
+    text = shipped_results.OUT.read_text(encoding="utf-8")
+    assert text == shipped_results.text()
+    sections = json.loads(text)["results"]
+    assert {"fits", "prefill_layouts", "decode_layouts"} <= set(sections)  # the case study needs all three
+
+
+def test_a_shipped_fit_is_read_and_other_inputs_are_solved(monkeypatch):
+    """The case study's calibration reads its shipped fit (no layout search, no solve) and gives
+    the same result as solving it afresh; other points are solved."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.study import basis
+    from prfaas_plan.timing import calibrate as cal
+    from prfaas_plan.timing import prefill, shipped
+
+    original, asked = cal.calibrate_sets, []
+    monkeypatch.setattr(basis, "_CALIBRATIONS", {})
+    monkeypatch.setattr(cal, "calibrate_sets", lambda *args: asked.append(args) or original(*args))
+    load_inputs("paper-case-study")
+    assert len(asked) == 1  # the PD pool's H20 points
+    sets, hardware, name, fit = asked[0]
+
+    solved, searched = [], []
+    solve, search = cal._Fit.solve, prefill.RooflinePrefill._search_layout
+    monkeypatch.setattr(cal._Fit, "solve", lambda self, chosen=None: solved.append(chosen) or solve(self, chosen))
+
+    def search_free(curve):  # a search among layouts: the instance fixes none
+        if curve.instance.layout is None:
+            searched.append(curve)
+        return search(curve)
+
+    monkeypatch.setattr(prefill.RooflinePrefill, "_search_layout", search_free)
+    monkeypatch.setattr(prefill, "_LAYOUTS", {})
+    read = original(sets, hardware, name, fit)
+    assert solved == [] and searched == []
+    with shipped.recording() as results:
+        fresh = original(sets, hardware, name, fit)
+    assert solved == [None] and len(searched) == 1 and len(results["fits"]) == 1
+    assert read == fresh
+    moved = [replace(s, points=[replace(p, prefill_s=p.prefill_s * 1.01) for p in s.points]) for s in sets]
+    original(moved, hardware, name, fit)
+    assert solved == [None, None]
+
+
+def test_shipped_layouts_are_read_and_other_instances_searched(monkeypatch):
+    """The case study's prefill and decode layout searches are read, not searched; the same model
+    on a changed chip (a user's profile) is searched, prefill and decode."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.planner.decode_model import decode_model
+    from prfaas_plan.planner.throughput import threshold_table
+    from prfaas_plan.study import basis
+    from prfaas_plan.timing import decode, prefill
+
+    searched = []
+    search, search_decode = prefill.RooflinePrefill._search_layout, decode._search_decode_layout
+
+    def search_free(curve):  # a search among layouts: the instance fixes none
+        if curve.instance.layout is None:
+            searched.append("prefill")
+        return search(curve)
+
+    monkeypatch.setattr(basis, "_CALIBRATIONS", {})
+    monkeypatch.setattr(prefill, "_LAYOUTS", {})
+    monkeypatch.setattr(prefill.RooflinePrefill, "_search_layout", search_free)
+    monkeypatch.setattr(decode, "_search_decode_layout", lambda *a: searched.append("decode") or search_decode(*a))
+    inputs = load_inputs("paper-case-study")
+    threshold_table(inputs), decode_model(inputs)  # every pool's layouts
+    assert searched == []
+    curve = getattr(inputs.prfaas.curve, "roofline", inputs.prfaas.curve)
+    hardware = curve.instance.hardware
+    other = hardware.model_copy(update={"name": "slow", "memory_bandwidth_tb_per_s": hardware.memory_bandwidth_tb_per_s / 2})
+    moved = replace(curve, instance=replace(curve.instance, hardware=other))
+    assert moved.layout is not None and searched == ["prefill"]
+    decode.decode_capacity(curve.model, moved.instance, 4096)
+    assert searched == ["prefill", "decode"]
 
 
 def test_results_record_plans_ratio_to_its_import_floor():

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from oracles import brute_force_day
 
 from prfaas_plan import api
 from prfaas_plan.planner.optimizer import usd_per_hour
@@ -38,31 +39,6 @@ def decode_pool_day_doc(objective: str = "max_throughput") -> dict:
     if objective == "min_cost":
         doc["objective"] = {"type": "min_cost", "target_rate_rps": 1.0}
     return doc
-
-
-def day_scale(windows, n_f: int, n_p: int, n_d: int) -> float:
-    """min over windows of (the best of every threshold's Lambda_max) / the window's rate."""
-    return min(
-        float(bounds(w.table, np.arange(len(w.table)), n_f, n_p, n_d, w.inputs).lambda_max.max()) / w.rate_rps for w in windows
-    )
-
-
-def brute_force_day(windows, limits) -> tuple[float, tuple[int, int, int]]:
-    """The largest day scale over every (N_prfaas, N_p, N_d) in the ranges (and the $/hour budget),
-    and its counts."""
-    best = None
-    inputs = windows[0].inputs
-    for n_f, n_p, n_d in itertools.product(
-        range(limits.prfaas_min, limits.prfaas_max + 1),
-        range(limits.pd_min, limits.pd_max + 1),
-        range(limits.decode_min, limits.decode_max + 1),
-    ):
-        if limits.usd_per_hour is not None and usd_per_hour(inputs, n_f, n_p, n_d) > limits.usd_per_hour:
-            continue
-        scale = day_scale(windows, n_f, n_p, n_d)
-        if best is None or scale > best[0] * (1 + 1e-9):
-            best = (scale, (n_f, n_p, n_d))
-    return best
 
 
 def _day(tmp_path, doc):

@@ -283,8 +283,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     "mtp-drafts-free": ("prfaas_plan/timing/decode.py", "q = math.ceil(mtp - 1e-9)", "q = 1"),
     "output-head-every-stage": (
         "prfaas_plan/timing/cost.py",
-        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)",
-        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp if count > 1 else 1)",
+        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill, rates).scaled(count / layout.pp)",
+        "cost = _layer(model, hw, layout, engine, work, r, busy, prefill, rates).scaled(count / layout.pp if count > 1 else 1)",
     ),
     "estimate-columns-swapped": (
         "prfaas_plan/views/estimate.py",
@@ -807,7 +807,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "engine-attention-prefill-ignored": (
         "prfaas_plan/timing/cost.py",
-        "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
+        "attn_flops = min(attn_rate * attn, attn_peak)",
         "attn_flops = attn_rate",
     ),
     "engine-attention-decode-ignored": (
@@ -1021,7 +1021,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "kernel-multiplier-past-peak": (
         "prfaas_plan/timing/cost.py",
-        "attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))",
+        "attn_flops = min(attn_rate * attn, attn_peak)",
         "attn_flops = attn_rate * attn",
     ),
     "shared-error-ignores-model": (
@@ -1041,8 +1041,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     'decode-pool-day-best-window': (
         'prfaas_plan/planner/schedule.py',
-        'scale = min(scale, float(lam[k]) / w.rate_rps)',
-        'scale = min(scale, float(lam[k]) / windows[0].rate_rps)',
+        'return min(lam / w.rate_rps for (lam, _), w in zip(best, windows)), best',
+        'return min(lam / windows[0].rate_rps for (lam, _), w in zip(best, windows)), best',
     ),
     'decode-pool-day-programme-first-window-only': (
         'prfaas_plan/planner/schedule.py',

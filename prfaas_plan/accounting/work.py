@@ -97,7 +97,12 @@ class Work:
 
 
 def layer_groups(model: ModelProfile) -> list[tuple[int, Layer]]:
-    """Identical layers grouped: [(count, representative layer)]."""
+    """Identical layers grouped: [(count, representative layer)], once per profile object (shared,
+    not to be modified: every pass of a plan asks for them)."""
+    return derived(model, "layer_groups", _group_layers)
+
+
+def _group_layers(model: ModelProfile) -> list[tuple[int, Layer]]:
     layers = expand_layers(model)
     counts = Counter((layer.mixer_name, layer.ffn_name) for layer in layers)
     first: dict[tuple[str, str], Layer] = {}

@@ -30,7 +30,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
-from .optimizer import TIE_REL, feasible_cost, optimise
+from .optimizer import TIE_REL, combination_count, feasible_cost, optimise
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_SHARED_COMBINATIONS = 20_000
@@ -110,14 +110,9 @@ MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: ab
 
 
 def _check_work(limits: Limits, table_sizes: list[int]) -> None:
-    """Refuse a search that would run for minutes (a one-line error, not a hang)."""
-    d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
-    splits = (
-        sum(n + 1 for n in range(limits.pd_min, limits.pd_max + 1))
-        if not limits.separate_decode
-        else ((limits.pd_max - limits.pd_min + 1) * (d_hi - d_lo + 1))
-    )
-    work = (limits.prfaas_max - limits.prfaas_min + 1) * splits * sum(table_sizes)
+    """Refuse a search that would run for minutes (a one-line error, not a hang): every
+    (N_prfaas, N_p, N_d) of the counts and splits (``optimizer.combination_count``) at every threshold."""
+    work = combination_count(limits) * sum(table_sizes)
     if work > MAX_WORK:
         raise PlanInputError(
             f"about {work:.2g} evaluations (at most {MAX_WORK:.2g}, about 30 s): narrow the instance ranges or use fewer cases",
@@ -125,20 +120,20 @@ def _check_work(limits: Limits, table_sizes: list[int]) -> None:
         )
 
 
-def _shared_counts(inputs: PlanInputs, limits: Limits):
-    """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
-    pool N_p carries the whole count (N_d = 0) and each case splits it."""
-    separate = limits.separate_decode
+def shared_count(limits: Limits) -> int:
+    """How many (N_prfaas, N_pd) combinations (beside a decode-only pool: (N_prfaas, N_p, N_d)) the ranges hold."""
     d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
-    pd_counts = range(limits.pd_min, limits.pd_max + 1)
-    count = (limits.prfaas_max - limits.prfaas_min + 1) * len(pd_counts) * ((d_hi - d_lo + 1) if separate else 1)
-    if count > MAX_SHARED_COMBINATIONS:
-        raise PlanInputError(
-            f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
-        )
+    decode = (d_hi - d_lo + 1) if limits.separate_decode else 1
+    return (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1) * decode
+
+
+def shared_counts(inputs: PlanInputs, limits: Limits):
+    """Every (N_prfaas, N_p, N_d, $/hour) to share, within the ranges and budgets; for a shared PD
+    pool N_p carries the whole count (N_d = 0) and each case (or window) splits it."""
+    d_lo, d_hi = limits.decode_min or 0, limits.decode_max or 0  # both set beside a decode-only pool
     for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
-        for n_p in pd_counts:
-            for n_d in range(d_lo, d_hi + 1) if separate else (0,):
+        for n_p in range(limits.pd_min, limits.pd_max + 1):
+            for n_d in range(d_lo, d_hi + 1) if limits.separate_decode else (0,):
                 cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
                 if cost is not False:
                     yield n_f, n_p, n_d, cost
@@ -191,8 +186,13 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     # with a target rate for every case, cases count relative to their demand (Lambda_c / target_c)
     targets = [c.target_rate_rps for c in cases if c.target_rate_rps is not None]
     normalised = len(targets) == len(cases)  # min_cost: always (checked above)
+    count = shared_count(limits)
+    if count > MAX_SHARED_COMBINATIONS:
+        raise PlanInputError(
+            f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
+        )
     best, best_score = None, None
-    for n_f, n_p, n_d, cost in _shared_counts(base, limits):
+    for n_f, n_p, n_d, cost in shared_counts(base, limits):
         per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
         lams = [r[0] for r in per_case]
         scaled = [lam / target for lam, target in zip(lams, targets)] if normalised else lams
@@ -213,13 +213,10 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
     if objective != RobustObjective.min_cost and max(r[0] for r in per_case) < MIN_CAPACITY_RPS:
         raise PlanInputError("no shared counts serve any case: every case has effectively no capacity", field="robust")
     results = []
+    alone = ObjectiveKind.min_cost if objective == RobustObjective.min_cost else ObjectiveKind.max_throughput
     for case, table, (lam, k, case_np, case_nd) in zip(cases, tables, per_case):
-        own = optimise(case.inputs, table, objective=ObjectiveKind.max_throughput)
-        own_usd = None
-        if objective == RobustObjective.min_cost:
-            cheapest = optimise(case.inputs, table, objective=ObjectiveKind.min_cost, target_rps=case.target_rate_rps)
-            own_usd = cheapest.usd_per_hour
-            own = cheapest
+        own = optimise(case.inputs, table, objective=alone, target_rps=case.target_rate_rps)
+        own_usd = own.usd_per_hour if alone == ObjectiveKind.min_cost else None
         results.append(
             CaseResult(
                 case.name,

@@ -37,6 +37,7 @@ from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import PlanInputs
 from .optimizer import TIE_REL, feasible_cost
+from .robust import case_best, shared_count, shared_counts
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_DAY_COMBINATIONS = 5_000
@@ -178,7 +179,7 @@ def day_plan(
     limits = inputs.limits
     if limits.separate_decode:
         return _fixed_roles_day(inputs, windows, OptimiserMethod(method or inputs.optimiser.method))
-    count = (limits.prfaas_max - limits.prfaas_min + 1) * (limits.pd_max - limits.pd_min + 1)
+    count = shared_count(limits)
     if count > MAX_DAY_COMBINATIONS:
         raise PlanInputError(
             f"{count} count combinations (at most {MAX_DAY_COMBINATIONS}); narrow the instance ranges", field="day"
@@ -196,17 +197,13 @@ def day_plan(
         )
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
     best = best_static = None
-    for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
-        for n_pd in range(limits.pd_min, limits.pd_max + 1):
-            cost = feasible_cost(inputs, limits, n_f, n_pd, 0)
-            if cost is False or n_pd == 0:
-                continue
-            grids, value, path, static, static_split = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
-            size = n_f + n_pd
-            cand = (value, cost, size, n_f, n_pd, grids, path)
-            cand_static = (static, cost, size, n_f, n_pd, grids, [static_split] * len(windows))
-            best = _pick(best, cand, min_cost)
-            best_static = _pick(best_static, cand_static, min_cost)
+    for n_f, n_pd, _, cost in shared_counts(inputs, limits):
+        if n_pd == 0:
+            continue
+        grids, value, path, static, static_split = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
+        statics = [static_split] * len(windows)
+        best = _pick(best, (value, cost, n_f + n_pd, n_f, n_pd, grids, path, static, statics), min_cost)
+        best_static = _pick(best_static, (static, cost, n_f + n_pd, n_f, n_pd, grids, statics), min_cost)
     if best is None or (min_cost and best[0] < 1.0):
         what = "serves every window" if min_cost else "fits"
         raise PlanInputError(f"no count within the ranges and budgets {what}", field="day")
@@ -217,12 +214,11 @@ def day_plan(
             field="day",
         )
     assert best_static is not None  # picked beside best from the same first candidate (_pick keeps a first one)
-    value, cost, _, n_f, n_pd, grids, path = best
+    value, cost, _, n_f, n_pd, grids, path, static, statics = best
     s_value, s_cost, _, s_f, s_pd, s_grids, s_path = best_static
-    same_counts_static = _evaluate(windows, n_f, n_pd, conversion_s, max_switches)
-    fell_back = value <= same_counts_static[3] * (1 + TIE_REL)
+    fell_back = value <= static * (1 + TIE_REL)
     if fell_back:  # switching does not pay: the static split of these counts
-        path, value = [same_counts_static[4]] * len(windows), same_counts_static[3]
+        path, value = statics, static
     return DayPlan(
         n_f,
         n_pd,
@@ -257,15 +253,11 @@ def _pick(best, cand, min_cost: bool):
     return best
 
 
-def _window_scales(inputs: PlanInputs, windows: list[Window], n_f: int, n_p: int, n_d: int) -> tuple[float, list[int]]:
-    """min over windows of max_t Lambda(t) / rate, and each window's best threshold index."""
-    ks, scale = [], np.inf
-    for w in windows:
-        lam = bounds(w.table, np.arange(len(w.table)), n_f, n_p, n_d, w.inputs).lambda_max
-        k = int(np.argmax(lam))
-        ks.append(k)
-        scale = min(scale, float(lam[k]) / w.rate_rps)
-    return scale, ks
+def _window_scales(windows: list[Window], n_f: int, n_p: int, n_d: int) -> tuple[float, list[tuple]]:
+    """min over windows of max_t Lambda(t) / rate, and each window's (Lambda_max, threshold index)
+    at its best threshold (``robust.case_best``: the counts fixed, no split)."""
+    best = [case_best(w.inputs, w.table, n_f, n_p, n_d, False)[:2] for w in windows]
+    return min(lam / w.rate_rps for (lam, _), w in zip(best, windows)), best
 
 
 def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: OptimiserMethod) -> DayPlan:
@@ -274,20 +266,11 @@ def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: Optimise
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
     # a decode-only pool (limits.separate_decode, day_plan) has its range set with it (study.resolve._limits)
     assert limits.decode_min is not None and limits.decode_max is not None
-    count = (
-        (limits.prfaas_max - limits.prfaas_min + 1)
-        * (limits.pd_max - limits.pd_min + 1)
-        * (limits.decode_max - limits.decode_min + 1)
-    )
-    if method == OptimiserMethod.enumerate or (method != OptimiserMethod.milp and count <= MAX_DAY_COMBINATIONS):
+    if method == OptimiserMethod.enumerate or (method != OptimiserMethod.milp and shared_count(limits) <= MAX_DAY_COMBINATIONS):
         best = None
-        for n_f in range(limits.prfaas_min, limits.prfaas_max + 1):
-            for n_p in range(limits.pd_min, limits.pd_max + 1):
-                for n_d in range(limits.decode_min, limits.decode_max + 1):
-                    cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
-                    if cost is not False:
-                        value, _ = _window_scales(inputs, windows, n_f, n_p, n_d)
-                        best = _pick(best, (value, cost, n_f + n_p + n_d, (n_f, n_p, n_d)), min_cost)
+        for n_f, n_p, n_d, cost in shared_counts(inputs, limits):
+            value, _ = _window_scales(windows, n_f, n_p, n_d)
+            best = _pick(best, (value, cost, n_f + n_p + n_d, (n_f, n_p, n_d)), min_cost)
         counts = None if best is None else best[3]
     else:
         counts = _programme_counts(inputs, windows, min_cost)
@@ -295,15 +278,15 @@ def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: Optimise
     if counts is None:
         raise PlanInputError(f"no count within the ranges and budgets {served}", field="day")
     n_f, n_p, n_d = counts
-    scale, ks = _window_scales(inputs, windows, n_f, n_p, n_d)
+    scale, best = _window_scales(windows, n_f, n_p, n_d)
     if (min_cost and scale < 1.0 - 1e-9) or scale * min(w.rate_rps for w in windows) < MIN_CAPACITY_RPS:
         raise PlanInputError(f"no count within the ranges and budgets {served}", field="day")
-    plans = []
-    for w, k in zip(windows, ks):
-        capacity = float(bounds(w.table, k, n_f, n_p, n_d, w.inputs).lambda_max)
-        plans.append(WindowPlan(w.name, w.hours, w.rate_rps, n_p, n_d, float(w.table.thresholds_tokens[k]), capacity, 0))
+    plans = tuple(
+        WindowPlan(w.name, w.hours, w.rate_rps, n_p, n_d, float(w.table.thresholds_tokens[k]), lam, 0)
+        for w, (lam, k) in zip(windows, best)
+    )
     cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
-    return DayPlan(n_f, n_p, cost, scale, scale, tuple(plans), tuple(plans), (n_f, n_p, cost), False, n_d)
+    return DayPlan(n_f, n_p, cost, scale, scale, plans, plans, (n_f, n_p, cost), False, n_d)
 
 
 def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool) -> tuple[int, int, int] | None:

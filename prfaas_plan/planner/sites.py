@@ -90,26 +90,37 @@ def plan_sites(study: Study) -> SitesPlan:
         return _one_site(study)
     tables = pair_tables(study)
     n_windows = len(study.windows)
-    per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // n_windows))
-    size = n_windows * len(study.pd_sites) * per_site * (2 + len(study.prfaas_sites))
-    if size > MAX_VARIABLES:
-        raise PlanInputError(
-            f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer windows, PD sites or PrfaaS sites",
-            field="day.windows" if n_windows > 1 else "pd_sites",
-        )
+    where = "day.windows" if n_windows > 1 else "pd_sites"
+    per_site = _per_site(study, n_windows, "windows, PD sites or PrfaaS sites", where)
     cells = window_cells(study, tables)
     goal = Goal(study.objective)
     first = study.prfaas_sites[0].name
     coarse = {s.name: [int(k) for k in coarse_indices(tables[s.name, first], per_site)] for s in study.pd_sites}
     cands = {(0, w, name): c for name, c in coarse.items() for w in range(n_windows)}
+    return _result(study, tables, _coarse_to_fine(study, cells, cands, goal, per_site, _infeasible(study)))
+
+
+def _coarse_to_fine(study: Study, cells: list[Cell], cands: dict, goal: Goal, per_site: int, error: PlanInputError) -> Solved:
+    """The programme over the coarse candidates, again over the fine ones around its choice (``refine``)
+    where that does better, then ``settle``d; ``error`` when the coarse one finds no plan."""
     sol = solve(study, cells, cands, goal)
     if sol is None:
-        raise _infeasible(study)
+        raise error
     fine = refine(cands, sol, per_site * 2)
     refined = solve(study, cells, fine, goal)
     if refined is not None and _better(refined, sol, goal):
         sol, cands = refined, fine
-    return _result(study, tables, settle(study, cells, cands, goal, sol))
+    return settle(study, cells, cands, goal, sol)
+
+
+def _per_site(study: Study, n_cells: int, fewer: str, field: str) -> int:
+    """Threshold candidates per PD site in each of ``n_cells`` cells (``CANDIDATE_BUDGET`` over them, at
+    least ``MIN_CANDIDATES``); a one-line error where the programme would pass ``MAX_VARIABLES``."""
+    per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // n_cells))
+    size = n_cells * len(study.pd_sites) * per_site * (2 + len(study.prfaas_sites))
+    if size > MAX_VARIABLES:
+        raise PlanInputError(f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer {fewer}", field=field)
+    return per_site
 
 
 def refine(cands: dict, sol: Solved, most: int) -> dict:
@@ -269,13 +280,7 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
     robust = study.robust
     assert robust is not None  # set with the cases (study.resolve.resolve_sites; api.robust_sites refuses a file without)
     check_prices(study, robust == RobustObjective.min_cost or study.usd_per_hour is not None)
-    n_windows, n_cases = len(study.windows), len(study.cases)
-    per_site = max(MIN_CANDIDATES, min(study.optimiser.coarse_thresholds, CANDIDATE_BUDGET // (n_windows * n_cases)))
-    size = n_cases * n_windows * len(study.pd_sites) * per_site * (2 + len(study.prfaas_sites))
-    if size > MAX_VARIABLES:
-        raise PlanInputError(
-            f"about {size:,} variables (at most {MAX_VARIABLES:,}): use fewer cases, windows or sites", field="robust.cases"
-        )
+    per_site = _per_site(study, len(study.windows) * len(study.cases), "cases, windows or sites", "robust.cases")
     first = study.prfaas_sites[0].name
     cells, cands, tables, demands = [], {}, [], []
     for c, case in enumerate(study.cases):
@@ -291,15 +296,9 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
         demands.append(demand)
     objective = ObjectiveKind.min_cost if study.robust == RobustObjective.min_cost else ObjectiveKind.max_throughput
     goal = Goal(objective, study.robust, tuple(case.weight for case in study.cases))
-    sol = solve(study, cells, cands, goal)
-    if sol is None:
-        what = "serves every case's rates" if not goal.maximise else "fits"
-        raise PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
-    fine = refine(cands, sol, per_site * 2)
-    refined = solve(study, cells, fine, goal)
-    if refined is not None and _better(refined, sol, goal):
-        sol, cands = refined, fine
-    sol = settle(study, cells, cands, goal, sol)
+    what = "serves every case's rates" if not goal.maximise else "fits"
+    error = PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
+    sol = _coarse_to_fine(study, cells, cands, goal, per_site, error)
     cases = []
     for c, case in enumerate(study.cases):
         alone = _case_at_its_best(study, sol, c)

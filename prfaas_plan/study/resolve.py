@@ -45,7 +45,6 @@ from ..profiles.scenario import (
     measured_instance_defaults,
 )
 from ..profiles.serving import PrecisionSpec
-from ..profiles.sites import SitesScenario
 from ..profiles.workload_spec import mixture_weight_notes
 from ..ranges import MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint
@@ -82,8 +81,9 @@ from .model import (
 )
 from .prices import LinkCost, chip_cost
 
-if TYPE_CHECKING:  # compare's options: imported where used (start-up)
+if TYPE_CHECKING:  # compare's options and multi-site schemas: imported where used (start-up)
     from ..profiles.scenario_set import CompareOption, ScenarioSet
+    from ..profiles.sites import SitesScenario
 
 
 def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
@@ -955,6 +955,8 @@ def resolved_base(scenarios: ScenarioSet) -> OneSite | Study | None:
     """The set's scenario resolved as written, once for every option: a ``OneSite``, or a
     multi-site file's ``Study`` (None when it does not resolve: each option then resolves its own
     what-ifs, and says why it cannot)."""
+    from ..profiles.sites import SitesScenario  # where used: plan does not load the multi-site schema
+
     spec = scenarios.scenario
     if not isinstance(spec, SitesScenario):
         return one_site(spec, scenarios.source, scenarios.basis)
@@ -969,6 +971,8 @@ def sites_option(scenarios: ScenarioSet, option: CompareOption, base: Study | No
     every PrfaaS site (``prfaas``) or every PD site (``pd``) and the model resolved as the file's own
     (``resolve_sites``; ``base``, the file resolved as written, when the option replaces neither),
     every link at the option's bandwidth (``Study.with_links_gbps``)."""
+    from ..profiles.sites import SitesScenario
+
     spec = scenarios.scenario
     assert isinstance(spec, SitesScenario)  # a one-site scenario's options are OneSite.with_option
     if option.pd_decode is not None:
@@ -983,6 +987,8 @@ def sites_option(scenarios: ScenarioSet, option: CompareOption, base: Study | No
 def sites_as_written(scenarios: ScenarioSet, option: CompareOption) -> dict:
     """The identity of a multi-site file's option as written (``sites_identity``'s columns), the
     option's references in place of those it replaces: for options that could not be planned."""
+    from ..profiles.sites import SitesScenario
+
     spec, folder = scenarios.scenario, _base(scenarios.source)
     assert isinstance(spec, SitesScenario)
 

@@ -26,6 +26,10 @@ multiplier whose kind only the left-out model has is not determined by the rest,
 at the base profile's value (1 unless set) for that prediction: the error says how a model of a
 kind never fitted is predicted.
 The fitted profile is a normal hardware profile.
+
+Shipped fits: an exact fit (bisection) of inputs the shipped scenarios calibrate on is kept
+(``timing.shipped``, keyed by ``fit_key``: everything the fit reads); the same inputs read its
+layouts and solution instead of searching and solving again; any other inputs are solved.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import csv
 import io
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from types import SimpleNamespace
 from typing import Any
@@ -43,11 +47,13 @@ import numpy as np
 
 from ..choices import FitParam, MixerType, PrefillCapacity
 from ..errors import PlanInputError, shorten
+from ..profiles._base import profile_json
 from ..profiles.hardware import CalibrationRecord, HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, KERNEL_MULTIPLIER, MAX_CSV_BYTES, PREFILL_SECONDS
 from ..units import parse_tokens
 from ..yamlio import read_input_text
+from . import shipped
 from .cost import Engine
 from .instance import Instance
 from .layout import Layout
@@ -249,11 +255,18 @@ _KEEPS_RATIO = {"matmul_fp8": "matmul", "matmul_fp4": "matmul", "grouped_matmul_
 class _Fit:
     """Predictions of every point for a parameter vector x (fractions in log space)."""
 
-    def __init__(self, sets: list[CalibrationSet], hardware: HardwareProfile, fit: tuple[FitParam, ...]):
+    def __init__(
+        self,
+        sets: list[CalibrationSet],
+        hardware: HardwareProfile,
+        fit: tuple[FitParam, ...],
+        layouts: list[Layout] | None = None,
+    ):
         self.sets, self.hardware, self.fit = sets, hardware, fit
         eff = hardware.efficiency
         # latencies are measured on the layout with the lowest TTFT, unless the set names one
-        self.layouts = [
+        # (``layouts``: those a shipped fit found)
+        self.layouts = layouts or [
             s.layout
             or RooflinePrefill(s.model, Instance(hardware, s.gpus, None, s.engine), capacity=PrefillCapacity.per_request).layout
             for s in sets
@@ -387,6 +400,27 @@ class _Fit:
         return None if x is None else SimpleNamespace(x=x, cost=0.0, jac=None)
 
 
+def fit_key(sets: list[CalibrationSet], hardware: HardwareProfile, params: tuple[FitParam, ...]) -> str:
+    """A fit's inputs by content (``shipped.key_of``): the hardware and each set's model (their
+    profiles' JSON), chips, points (tokens, seconds), layout and engine, and the parameters fitted."""
+    return shipped.key_of(
+        [
+            profile_json(hardware),
+            [str(p) for p in params],
+            [
+                [
+                    profile_json(s.model),
+                    s.gpus,
+                    [[p.length_tokens, p.prefill_s] for p in s.points],
+                    repr(s.layout),
+                    repr(s.engine),
+                ]
+                for s in sets
+            ],
+        ]
+    )
+
+
 def _bisect(fn, lo: float, hi: float, iterations: int = 200, xtol: float = 1e-12) -> float | None:
     """Root of a monotone ``fn`` on [lo, hi] (here log fractions) to within ``xtol`` (relative);
     None without a sign change. The Illinois variant of false position keeps the bracket, as
@@ -479,8 +513,18 @@ def calibrate_sets(sets: list[CalibrationSet], hardware: HardwareProfile, name: 
                 f"is of kind {p.attention_kind} (kinds: {', '.join(sorted(kinds))})",
                 field="fit",
             )
-    problem = _Fit(sets, hardware, params)
-    res = problem.solve()
+    key = fit_key(sets, hardware, params)
+    known = shipped.lookup("fits", key)
+    if known is None:
+        problem = _Fit(sets, hardware, params)
+        res = problem.solve()
+        if res.jac is None:  # an exact fit (``_Fit._exact``)
+            shipped.record(
+                "fits", key, {"layouts": [asdict(layout) for layout in problem.layouts], "x": [float(v) for v in res.x]}
+            )
+    else:
+        problem = _Fit(sets, hardware, params, [Layout(**layout) for layout in known["layouts"]])
+        res = SimpleNamespace(x=np.array(known["x"], dtype=float), cost=0.0, jac=None)
     fitted_values = problem.values(res.x)
     calibrated = _with_efficiency(hardware, fitted_values, name or f"{hardware.name}-calibrated")
     predicted = problem.predict(res.x)

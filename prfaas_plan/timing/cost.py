@@ -45,6 +45,7 @@ import numpy as np
 from ..accounting.work import Work
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import PlanInputError
+from ..profiles._base import derived
 from ..profiles.hardware import HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..profiles.serving import EngineSpec
@@ -213,11 +214,12 @@ def stage_cost(
     deduplicated per domain (``collectives.all_to_all_s``)."""
     busy = layout.dp_attention if busy_groups is None else busy_groups
     r = np.asarray(requests, dtype=float)
+    rates = peaks(model, hw), hw.peak_flops(model.dtypes.attention)  # the same for every layer group
     total = None
     for count, work in groups:
         # 1/pp of every layer group and of the output projection (on the last stage): the mean stage,
         # so that pp stages add up to the whole model once
-        cost = _layer(model, hw, layout, engine, work, r, busy, prefill).scaled(count / layout.pp)
+        cost = _layer(model, hw, layout, engine, work, r, busy, prefill, rates).scaled(count / layout.pp)
         total = cost if total is None else total.add(cost)
     assert total is not None  # groups end with the output projection (accounting.work.prefill_work, decode_work)
     if layout.pp > 1:
@@ -248,7 +250,8 @@ def _roofline(flops, flop_rate, nbytes, byte_rate) -> tuple[np.ndarray, np.ndarr
     """(compute-bound seconds, memory-bound seconds) of one kernel: its time goes to whichever binds."""
     c = np.asarray(flops, dtype=float) / flop_rate
     m = np.asarray(nbytes, dtype=float) / byte_rate
-    return np.where(c >= m, c, 0.0), np.where(c >= m, 0.0, m)
+    compute_bound = c >= m
+    return np.where(compute_bound, c, 0.0), np.where(compute_bound, 0.0, m)
 
 
 def _floor(kernel: tuple[np.ndarray, np.ndarray], floor_s) -> tuple[np.ndarray, np.ndarray]:
@@ -260,11 +263,21 @@ def _floor(kernel: tuple[np.ndarray, np.ndarray], floor_s) -> tuple[np.ndarray, 
 
 
 def _layer(
-    model: ModelProfile, hw: HardwareProfile, layout: Layout, engine: Engine, w: Work, r: np.ndarray, busy: int, prefill: bool
+    model: ModelProfile,
+    hw: HardwareProfile,
+    layout: Layout,
+    engine: Engine,
+    w: Work,
+    r: np.ndarray,
+    busy: int,
+    prefill: bool,
+    rates: tuple[tuple[float, float, float], float],
 ) -> PassCost:
+    """One layer group's pass (see the module docstring); ``rates``: (``peaks``, the attention
+    dtype's peak FLOP/s), computed once per ``stage_cost``."""
     eff = hw.efficiency
     tp, stage = layout.tp, layout.stage_chips
-    mm, expert_rate, attn_rate = peaks(model, hw)
+    (mm, expert_rate, attn_rate), attn_peak = rates
     bw = hw.memory_bytes_per_s * eff.memory
     # the engine's kernels over the chip's fractions (generic: 1): the attention core per kind and phase (both
     # rates of that kernel), the dense and the grouped GEMMs' matmul rates
@@ -272,7 +285,7 @@ def _layer(
     attn = engine.attention_rate(w.mixer_type, prefill) * eff.attention_kind_rate(w.mixer_type, prefill)
     mm, expert_rate = mm * engine.dense_gemm, expert_rate * engine.grouped_gemm
     # multipliers never take a kernel past the chip's peak FLOP/s or bandwidth
-    attn_flops = min(attn_rate * attn, hw.peak_flops(model.dtypes.attention))
+    attn_flops = min(attn_rate * attn, attn_peak)
     attn_bw = min(bw * attn, hw.memory_bytes_per_s)
     tokens = w.tokens * r
     chips_with_tokens = busy * tp
@@ -413,15 +426,22 @@ def kv_per_chip(layout: Layout, groups: list[tuple[int, Work]], model: ModelProf
     return heaviest_stage(model, layout.pp, per_group)
 
 
+def _group_of_layers(model: ModelProfile) -> list[int]:
+    """Each layer's index in ``accounting.work.layer_groups``, in layer order (once per profile object)."""
+    from ..accounting.work import layer_groups
+
+    def index(m: ModelProfile) -> list[int]:
+        keys = {(layer.mixer_name, layer.ffn_name): k for k, (_, layer) in enumerate(layer_groups(m))}
+        return [keys[(layer.mixer_name, layer.ffn_name)] for layer in expand_layers(m)]
+
+    return derived(model, "group_of_layers", index)
+
+
 def heaviest_stage(model: ModelProfile, pp: int, per_group: list, ends: float = 0.0):
     """The largest sum over one pipeline stage of a per-layer quantity given per layer group (in
     ``accounting.work.layer_groups`` order), ``ends`` added to the first and the last stage: the
     layers split into pp contiguous stages, the first L mod pp of them one layer longer."""
-    from ..accounting.work import layer_groups
-
-    keys = [(layer.mixer_name, layer.ffn_name) for _, layer in layer_groups(model)]
-    value = dict(zip(keys, per_group))
-    layers = [value[(layer.mixer_name, layer.ffn_name)] for layer in expand_layers(model)]
+    layers = [per_group[k] for k in _group_of_layers(model)]
     if pp == 1:
         return sum(layers) + ends
     sizes = [len(layers) // pp + (1 if i < len(layers) % pp else 0) for i in range(pp)]

@@ -26,15 +26,17 @@ Without a given layout, the fitting layout with the most tokens/s (within the TP
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from ..accounting.work import decode_work, prefill_work
 from ..choices import CurveSource, DecodeLimit
 from ..errors import PlanInputError
+from ..profiles._base import profile_json
 from ..profiles.model import ModelProfile
 from ..ranges import DECODE_BATCH, TPOT_MS
+from . import shipped
 from .cost import PassCost, kv_per_chip, stage_cost, weights_per_chip
 from .instance import Instance
 from .layout import Layout
@@ -175,7 +177,38 @@ def decode_layout(
     max_batch: int | None = None,
     reserve_tokens: int | None = None,
 ) -> Layout:
-    """The instance's layout, or the fitting layout with the most decode tokens/s."""
+    """The instance's layout, or the fitting layout with the most decode tokens/s (a shipped model
+    on a shipped instance: read from ``timing.shipped``)."""
+    if instance.layout is not None:
+        return fitting_layouts(model, instance, reserve_tokens or context_tokens)[0]
+    key = shipped.key_of(
+        [
+            profile_json(model),
+            profile_json(instance.hardware),
+            instance.gpus,
+            repr(instance.engine),
+            context_tokens,
+            tpot_ms,
+            max_batch,
+            reserve_tokens,
+        ]
+    )
+    known = shipped.lookup("decode_layouts", key)
+    if known is not None:
+        return Layout(**known)
+    found = _search_decode_layout(model, instance, context_tokens, tpot_ms, max_batch, reserve_tokens)
+    shipped.record("decode_layouts", key, asdict(found))
+    return found
+
+
+def _search_decode_layout(
+    model: ModelProfile,
+    instance: Instance,
+    context_tokens: int,
+    tpot_ms: float | None,
+    max_batch: int | None,
+    reserve_tokens: int | None,
+) -> Layout:
     layouts = fitting_layouts(model, instance, reserve_tokens or context_tokens)
     if len(layouts) == 1:
         return layouts[0]

@@ -26,7 +26,7 @@ Phi_kv(l) = S_kv(l) / T_prefill(l)  (paper eq. 1), reported in decimal Gbps.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Protocol
 
@@ -42,6 +42,7 @@ from ..profiles.model import MeasuredProfile, ModelProfile
 from ..profiles.registry import is_shipped_profile
 from ..ranges import TOKENS
 from ..units import bytes_per_s_to_gbps
+from . import shipped
 from .cost import PassCost, kv_per_chip, stage_cost, weights_per_chip
 from .instance import Instance
 from .layout import Layout
@@ -74,13 +75,18 @@ class RooflinePrefill:
         a chip holds its weights and the KV of a prompt of ``fit_tokens`` (default: one pass,
         within the model's context). Searched once per process for the same model, hardware,
         instance and capacity (``_LAYOUTS``): resolving a scenario again (the case-study check of a
-        plan report, the options of a comparison) finds the same layout."""
+        plan report, the options of a comparison) finds the same layout; a shipped model on a shipped
+        instance reads it from ``timing.shipped``."""
         key = _layout_key(self)
         found = _LAYOUTS.get(key)
         if found is None:
             if len(_LAYOUTS) >= LAYOUTS_KEPT:
                 _LAYOUTS.pop(next(iter(_LAYOUTS)))
-            found = _LAYOUTS[key] = self._search_layout()
+            content = shipped.key_of(list(key)) if self.instance.layout is None else None  # a search among layouts
+            known = None if content is None else shipped.lookup("prefill_layouts", content)
+            found = _LAYOUTS[key] = Layout(**known) if known is not None else self._search_layout()
+            if content is not None:
+                shipped.record("prefill_layouts", content, asdict(found))
         return found
 
     def _search_layout(self) -> Layout:

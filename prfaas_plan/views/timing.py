@@ -5,10 +5,8 @@ from __future__ import annotations
 from ..report import Column, Report, fmt_float, fmt_int
 from ..timing.calibrate import CalibrationResult
 from ..timing.decode import DecodeCapacity
-from ..timing.estimate import Budget
 from ..timing.prefill import KvReport
 from ..units import BYTES_PER_MIB, format_tokens
-from .estimate import budget_row
 from .identity import csv_columns, instance_identity
 
 
@@ -110,6 +108,9 @@ def kv_view(result: KvReport) -> Report:
 
 
 def decode_view(d: DecodeCapacity, tpot_limit_ms: float | None) -> Report:
+    from ..timing.estimate import Budget  # the estimate model only here: plan's report uses this module too
+    from .estimate import budget_row
+
     row = {
         **instance_identity(d.model, d.hardware, d.gpus, layout=d.layout),
         "context_tokens": d.context_tokens,
