@@ -128,10 +128,12 @@ def test_lambda_max_rises_with_connections_and_falls_with_loss():
 
 
 def test_the_milp_enumeration_and_per_threshold_optimum_agree_with_a_transport(tmp_path):
-    """The case study with PD-P kept and PrfaaS counts 1..8: the transport bounds the PrfaaS path,
-    so the optimiser trades threshold against instances; every method finds one Lambda_max."""
+    """The case study with PD-P kept, PrfaaS counts 1..8 and two connections per transfer: the
+    streams, not compute, size the PrfaaS pool (at the min-cost plan 6 instances' streams against
+    under 2 of compute), so the optimiser trades threshold against instances; every method finds
+    one Lambda_max, and one cheapest plan reaching 0.9 of it."""
     inputs = load_inputs("paper-case-study")
-    inputs = replace(inputs, link=replace(inputs.link, transport=loss_based(connections_per_transfer=8)))
+    inputs = replace(inputs, link=replace(inputs.link, transport=loss_based(connections_per_transfer=2)))
     inputs = inputs.with_limits(prfaas_min=1, prfaas_max=8)
     found = {m: optimise(inputs, method=m) for m in ("milp", "enumerate", "per_threshold")}
     lams = {m: s.lambda_max for m, s in found.items()}
@@ -140,6 +142,12 @@ def test_the_milp_enumeration_and_per_threshold_optimum_agree_with_a_transport(t
     table = threshold_table(inputs)
     egress = sol.lambda_max * float(table.link_work_bytes[sol.threshold_index])
     assert egress <= sol.n_prfaas * inputs.link.transfer_bytes_per_s * (1 + 1e-9)  # each instance one transfer
+    target = 0.9 * sol.lambda_max  # the cheapest plan reaching it needs the PrfaaS instances its streams take
+    cheapest = {m: optimise(inputs, objective="min_cost", target_rps=target, method=m) for m in ("enumerate", "per_threshold")}
+    costs = {m: s.usd_per_hour for m, s in cheapest.items()}
+    assert costs["enumerate"] == pytest.approx(costs["per_threshold"], rel=1e-9), costs
+    for s in cheapest.values():
+        assert s.lambda_max >= target * (1 - 1e-9)
 
 
 def _finish_s(link: KvLink, key: int) -> float:
@@ -237,3 +245,11 @@ def test_bad_transport_fields_are_one_line_errors(run_cli, tmp_path, change, nee
     assert "\n" not in line and str(path) in line
     for needle in needles:
         assert needle in line, (needle, line)
+
+
+def test_the_case_study_with_a_transport_is_not_the_papers(case_study_file, tmp_path):
+    from prfaas_plan.planner.paper import is_case_study
+
+    path = case_study_file(tmp_path, link__congestion_control="loss_based", link__loss_rate=LOSS)
+    assert load_inputs(str(path)).link.transport == loss_based()
+    assert not is_case_study(load_inputs(str(path)))
