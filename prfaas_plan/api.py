@@ -27,8 +27,9 @@ from .choices import (
     PrefillCapacity,
     ProfileKind,
     SweepOver,
+    choice_of,
 )
-from .errors import PlanInputError, show, warn
+from .errors import PlanInputError, warn
 from .profiles.hardware import HardwareProfile
 from .profiles.model import ModelProfile
 from .profiles.registry import looks_like_path, resolve_hardware, resolve_model, shipped_names
@@ -238,7 +239,7 @@ def kv_report(
         check_lengths(m, lengths, field="lengths_tokens")
     inst = instance_of(m, hardware, gpus, parallel, engine)
     require_fit(m, inst, max(lengths))
-    curve = prefill_curve(m, inst, _choice(CurveSource, source, "source"), PrefillCapacity.per_request)
+    curve = prefill_curve(m, inst, choice_of(CurveSource, source, "source"), PrefillCapacity.per_request)
     from .accounting.kv import KvModel
 
     assert isinstance(curve, (RooflinePrefill, MeasuredPrefill))  # the curves prefill_curve builds
@@ -271,7 +272,7 @@ def decode(
         context_tokens,
         tpot_ms=tpot_ms,
         max_batch=max_batch,
-        source=_choice(CurveSource, source, "source"),
+        source=choice_of(CurveSource, source, "source"),
         batch=concurrency,
     )
 
@@ -373,14 +374,6 @@ def estimate(
     return run(m, inst, input_tokens, output_tokens, concurrency, tpot_ms, max_batch, requests, load_concurrency)
 
 
-def _choice(choices, value, field: str):
-    """``value`` as a member of the enum ``choices``, or a PlanInputError naming ``field``."""
-    try:
-        return choices(value)
-    except ValueError:
-        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=field) from None
-
-
 # ---------------------------------------------------------------------------------------
 # Plans
 
@@ -409,7 +402,7 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
 
     resolved = scenario if not isinstance(scenario, str) else inputs(scenario)
     with scenario_errors(scenario if isinstance(scenario, str) else resolved.source or ""):
-        return run_plan(resolved, _choice(PlanMode, mode, "mode"), with_marginals=with_marginals)
+        return run_plan(resolved, choice_of(PlanMode, mode, "mode"), with_marginals=with_marginals)
 
 
 def sweep(
@@ -428,7 +421,7 @@ def sweep(
     from .planner.optimizer import optimise
     from .planner.throughput import threshold_table
 
-    over, mode = _choice(SweepOver, over, "over"), _choice(PlanMode, mode, "mode")
+    over, mode = choice_of(SweepOver, over, "over"), choice_of(PlanMode, mode, "mode")
     if points is not None:
         POINTS.check(points, "points")
     progress = progress or (lambda done, total: None)
@@ -493,7 +486,7 @@ def compare(
 
     JOBS.check(jobs, "jobs")
     executor = executor or executor_for(jobs, ray_address)  # before reading the scenario: a missing Ray fails first
-    basis = None if basis is None else _choice(Basis, basis, "basis")
+    basis = None if basis is None else choice_of(Basis, basis, "basis")
     for value in link_gbps or ():
         LINK_GBPS.check(value, "link_gbps")
 
@@ -540,7 +533,7 @@ def compare(
                 field="compare",
             )
         check_references(spec, path, scenarios.options)
-        return run(scenarios, _choice(PlanMode, mode, "mode"), progress=progress, executor=executor)
+        return run(scenarios, choice_of(PlanMode, mode, "mode"), progress=progress, executor=executor)
 
 
 def robust(scenario: str):
@@ -709,7 +702,7 @@ def route_table(
     from .planner.optimizer import Solution
     from .planner.throughput import threshold_table
 
-    mode = _choice(PlanMode, mode, "mode")
+    mode = choice_of(PlanMode, mode, "mode")
     if points is not None:
         POINTS.check(points, "points")
     result = plan(scenario, mode, with_marginals=False)
@@ -749,7 +742,7 @@ def figure5_data(scenario: str, mode: str = PlanMode.exact) -> Figure5Data:
 
     resolved = inputs(scenario)
     with scenario_errors(scenario):
-        table = threshold_table(resolved, _choice(PlanMode, mode, "mode"))
+        table = threshold_table(resolved, choice_of(PlanMode, mode, "mode"))
         return Figure5Data(resolved, table, optimise(resolved, table, objective=ObjectiveKind.max_throughput))
 
 
@@ -807,7 +800,7 @@ def simulate(
     result = planned or plan(scenario, mode, with_marginals=False)
     with scenario_errors(scenario):
         deps = deployments_of(result)
-        name = _choice(DeploymentName, deployment, "deployment")
+        name = choice_of(DeploymentName, deployment, "deployment")
         if name not in deps:
             raise PlanInputError(f"deployment {name} is not part of this plan (it has {', '.join(deps)})", field="deployment")
         dep = deps[name]

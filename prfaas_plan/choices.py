@@ -8,6 +8,19 @@ to its value (``PlanMode.exact == "exact"``) and formats as it (``f"{PlanMode.ex
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any, TypeVar
+
+from .errors import PlanInputError, show
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def choice_of(choices: type[E], value: Any, field: str) -> E:
+    """``value`` as a member of the enum ``choices``, or a PlanInputError naming ``field``."""
+    try:
+        return choices(value)
+    except ValueError:
+        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=field) from None
 
 
 class OutputFormat(StrEnum):

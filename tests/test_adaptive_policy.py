@@ -46,7 +46,7 @@ def _drop_runs(thin, arrivals):
 @pytest.fixture
 def policy(case_inputs):
     """An adaptive policy two rungs up its ladder (defaults: u 0.6 / 0.9, waits 1 s / 5 s)."""
-    pol = AdaptivePolicy(PLAN.threshold_tokens, case_inputs.input_dist, SimConfig(rate_rps=2.0, requests=10))
+    pol = AdaptivePolicy(PLAN.threshold_tokens, case_inputs.input_dist, SimConfig(rate_rps=2.0, requests=10), 5.0)
     pol._rung = 2
     return pol
 
@@ -92,25 +92,30 @@ def test_controller_reads_utilisation_and_backlog_seconds(policy):
 
 
 def test_queued_work_is_the_hold_seconds_of_the_waiting_requests(case_inputs):
-    """The controller's queues in seconds: at a stop in an overloaded run, the PD-P (PrfaaS) wait is
+    """The controller's queues in seconds: at a look in an overloaded run, the PD-P (PrfaaS) wait is
     the hold seconds of the last q local (remote) arrivals, q the requests the resource has queued
     (FIFO), over N_p (N_prfaas), and the link backlog is the link's own count."""
     dec = decode_model(case_inputs)
     config = SimConfig(rate_rps=8.0, requests=600, seed=5)
     topology = one_site_topology(case_inputs, PLAN, dec, config)
     run = _Loop(topology, config, _draw(topology, config))
-    stop_s = 40.0
-    assert run.run(None, until_s=stop_s) is None  # stopped, its state kept
-    seen = run._observe(0)
+    stop_s, at_stop = 40.0, []
+
+    def look():  # a controller the loop resumes once, at stop_s: what it sees then
+        yield stop_s
+        at_stop.append((run._observe(0), len(run.pdp_queue[0]), len(run.pf_queue[0]), run.links[0].totals(stop_s)[2]))
+
+    run._add_controller(look(), 0)
+    run.run(None)
+    ((seen, q_local, q_remote, backlog_bytes),) = at_stop
     arrived = np.flatnonzero(run.drawn["arrival_s"] < stop_s)
-    remote = np.array(run.remote, dtype=bool)[arrived]
+    remote = np.array(run.remote, dtype=bool)[arrived]  # set at arrival
     remote_hold_s, local_hold_s = run.drawn["remote_hold_s"], run.drawn["local_hold_s"]
-    q_local, q_remote = len(run.pdp_queue[0]), len(run.pf_queue[0])
     assert q_local > 3 and q_remote > 3  # both queue at this rate
     local, far = arrived[~remote], arrived[remote]
     assert seen.pdp_wait_s == pytest.approx(local_hold_s[local[-q_local:]].sum() / PLAN.n_p, rel=1e-9)
     assert seen.prfaas_wait_s == pytest.approx(remote_hold_s[far[-q_remote:]].sum() / PLAN.n_prfaas, rel=1e-9)
-    assert seen.backlog_bytes == run.links[0].totals(stop_s).backlog_bytes
+    assert seen.backlog_bytes == backlog_bytes  # totals(): (sent, produced, backlog)
     assert seen.capacity_bytes_per_s == case_inputs.link.usable_bytes_per_s
 
 

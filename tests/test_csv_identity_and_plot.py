@@ -89,6 +89,7 @@ UNITLESS_NAMES = {
     "rank",
     "layers",
     "ratio_vs_homogeneous",
+    "ratio_vs_colocated",
     "n_prfaas",
     "n_p",
     "n_d",

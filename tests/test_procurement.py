@@ -474,6 +474,7 @@ def test_compare_csv_columns_carry_identity_and_units(run_cli):
         "n_p",
         "n_d",
         "ratio_vs_homogeneous",
+        "ratio_vs_colocated",
         "link_utilisation_at_capacity",
         "link_utilisation_at_operating_rate",
         "notes",

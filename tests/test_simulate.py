@@ -148,7 +148,7 @@ def _transfers(capacity_bytes_per_s, jobs):
     done_s = [None] * len(jobs)
     waiting = sorted(range(len(jobs)), key=lambda k: jobs[k][0])
     now_s = 0.0
-    while waiting or link.active_transfers:
+    while waiting or link.active:
         next_start_s = jobs[waiting[0]][0] if waiting else math.inf
         now_s = min(next_start_s, link.next_s)
         if waiting and next_start_s <= link.next_s:
@@ -158,7 +158,7 @@ def _transfers(capacity_bytes_per_s, jobs):
             finished = link.update(now_s)
         for k in finished:
             done_s[k] = now_s
-    return done_s, link.totals(now_s).sent_bytes
+    return done_s, link.totals(now_s)[0]  # sent
 
 
 def test_link_pipelining_and_fair_sharing():

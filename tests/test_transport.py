@@ -167,7 +167,7 @@ def test_the_simulator_runs_a_transfer_at_the_transport_rate():
     unbounded.start(0.0, 100e6, 1.0, key=1)
     assert _finish_s(unbounded, 1) == pytest.approx(1.0)  # no transport model: the production binds
     shared = KvLink(CapacitySchedule(15e6), transfer_bytes_per_s=rate)  # two transfers: 7.5 MB/s each, the share
-    shared.add(0.0, 15e6, 0.5, key=1)
+    shared.start(0.0, 15e6, 0.5, key=1)
     shared.start(0.0, 15e6, 0.5, key=2)
     assert _finish_s(shared, 1) == pytest.approx(2.0)
     slow = KvLink(CapacitySchedule(1e9), transfer_bytes_per_s=rate)  # produced at 5 MB/s: production binds

@@ -48,9 +48,12 @@ DEPLOYMENT_LABELS = {
     "homogeneous": "homogeneous",
     "homogeneous_equal_cost": "homog. equal-$",
     "naive_heterogeneous": "naive heterog.",
+    "colocated": "co-located",
     "operating": "PrfaaS-PD @ op.",
 }
+# the four bounds, and what sets the co-located baseline's rate (its batch, or the TPOT limit)
 BOUND_LABELS = {"prfaas_compute": "PrfaaS", "link": "link", "pd_prefill": "PD-P", "pd_decode": "PD-D"}
+BOUND_LABELS |= {"decode_batch": "batch", "tpot_limit": "TPOT"}
 STABILITY_LABELS = {True: "stable", False: "growing", None: "unknown (too few samples)"}
 
 PLAN_TABLE = {
@@ -802,6 +805,7 @@ COMPARE_TABLE = {
     "req/s range": "capacity_range",
     "$/Mtok range": "usd_mtok_range",
     "vs best": "versus_best",
+    "colo": "ratio_vs_colocated",
     "$/h": "usd_per_hour",
     "$/Mtok out": "usd_per_mtok_output",
     "TTFT P90 s": "ttft_p90_s",

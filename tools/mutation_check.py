@@ -1134,6 +1134,36 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)\n                    extra",
         "b_eff = bandwidth * (1 - link_util)\n                    extra",
     ),
+    "colocated-no-chunks-in-step": (
+        "prfaas_plan/planner/colocated.py",
+        "    tau = steps + b * m * w_p / out",
+        "    tau = steps",
+    ),
+    "colocated-first-batch-within-tpot": (
+        "prfaas_plan/planner/colocated.py",
+        "    k = int(np.nonzero(ok)[0][-1]) if ok.any() else -1",
+        "    k = int(np.nonzero(ok)[0][0]) if ok.any() else -1",
+    ),
+    "colocated-higher-tpot-limit": (
+        "prfaas_plan/planner/colocated.py",
+        "    limit_ms = min(limits) if limits else None",
+        "    limit_ms = max(limits) if limits else None",
+    ),
+    "colocated-one-instance": (
+        "prfaas_plan/planner/colocated.py",
+        "    rate = instances * batch * m / (out * float(tau[k])) if batch else 0.0",
+        "    rate = batch * m / (out * float(tau[k])) if batch else 0.0",
+    ),
+    "colocated-pd-p-instances-only": (
+        "prfaas_plan/planner/colocated.py",
+        "    found = colocated(inputs, local_table, decode, homogeneous.n_p + homogeneous.n_d)",
+        "    found = colocated(inputs, local_table, decode, homogeneous.n_p)",
+    ),
+    "compare-ratio-vs-colocated-inverted": (
+        "prfaas_plan/planner/compare.py",
+        "colo < MIN_CAPACITY_RPS else self.lambda_max_rps / colo",
+        "colo < MIN_CAPACITY_RPS else colo / self.lambda_max_rps",
+    ),
 }
 
 

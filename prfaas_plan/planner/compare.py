@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..profiles.scenario_set import CompareOption, ScenarioSet
+from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Study
 from ..study.resolve import OneSite, resolved_base
 from .cost import Tco
@@ -62,6 +63,7 @@ class OptionResult:
     link_utilisation_at_operating_rate: float | None = None  # the same at the operating rate
     tco: Tco | None = None
     ratio_vs_homogeneous: float | None = None
+    colocated_lambda_rps: float | None = None  # the co-located baseline's Lambda_max (``planner.colocated``)
     notes: tuple[str, ...] = ()
     sources: dict = field(default_factory=dict)  # the basis and each pool's source (``study.basis.sources``)
     # the plan at the low and high ends of the instance model's band (``planner.uncertainty``)
@@ -82,6 +84,13 @@ class OptionResult:
             return None
         scale = self.capacity_rps / self.lambda_max_rps
         return self.lambda_low_rps * scale, self.lambda_high_rps * scale
+
+    @property
+    def ratio_vs_colocated(self) -> float | None:
+        """Lambda_max over the co-located baseline's (on the homogeneous baseline's instances), None
+        without it or when it serves effectively nothing."""
+        colo = self.colocated_lambda_rps
+        return None if colo is None or self.lambda_max_rps is None or colo < MIN_CAPACITY_RPS else self.lambda_max_rps / colo
 
     @property
     def capacity_rps(self) -> float | None:
@@ -185,6 +194,7 @@ def plan_option(
         link_utilisation_at_operating_rate=finite(lat.link_utilisation),
         tco=result.tco,
         ratio_vs_homogeneous=result.ratio("prfaas_pd"),
+        colocated_lambda_rps=None if result.colocated is None else result.colocated.lambda_max_rps,
         notes=tuple(notes + list(result.notes)),
         sources=sources(result.inputs, scenarios.basis),
         lambda_low_rps=u.low.lambda_max_rps,

@@ -11,7 +11,9 @@ Baselines on the same workload (PRFAAS.md section 4), under the scenario's budge
   the GPU budgets;
 - naive heterogeneous: every prefill on the PrfaaS instances (t = 0), every PD instance
   decodes (with a decode-only pool: no PD-P instance); without PrfaaS instances in the plan,
-  as many as the ranges and budgets allow.
+  as many as the ranges and budgets allow;
+- co-located (``PlanResult.colocated``, ``planner.colocated``): the homogeneous baseline's
+  instances each prefilling and decoding, chunked prefill mixed into the decode steps.
 
 Numbers at the user's operating point: the target rate (``min_cost``), else the SLO goodput,
 else ``operating_load`` x Lambda_max. Latency, link utilisation and the cost of ownership
@@ -32,6 +34,7 @@ from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
 from ..units import bytes_per_s_to_gbps
+from .colocated import Colocated, colocated_baseline
 from .cost import Tco, pool_tco
 from .decode_model import decode_model
 from .deployment import deployments_of
@@ -130,6 +133,7 @@ class PlanResult:
     lambda_of_counts: dict[str, float] = field(default_factory=dict)
     marginal_anchor: tuple[int, int, int] | None = None  # counts of the max-throughput plan the marginals are of
     uncertainty: PlanRange | None = None  # Lambda_max, rate and $/Mtok at the ends of the model's band
+    colocated: Colocated | None = None  # prefill and decode on the homogeneous baseline's instances (``planner.colocated``)
 
     @property
     def ttft_p90_s(self) -> float | None:
@@ -556,6 +560,9 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         marginal_anchor=(throughput_sol.n_prfaas, throughput_sol.n_p, throughput_sol.n_d),
     )
     _add_latency(result, decode, good)
+    result.colocated = colocated_baseline(
+        inputs, local_only(inputs, table)[1], decode, result.baselines.get(DeploymentName.homogeneous), result.notes
+    )
     if inputs.workload.routed is not None:
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps

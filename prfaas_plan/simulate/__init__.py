@@ -13,35 +13,24 @@ package does not load numpy; ``simulate`` and ``SimResult`` load it on first use
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .bandwidth import read_bandwidth_trace
 from .config import SimConfig
 
 if TYPE_CHECKING:
-    from ..planner.decode_model import DecodeModel
-    from ..planner.deployment import Deployment
-    from ..study.model import PlanInputs
+    from .engine import simulate
     from .results import SimResult
 
 __all__ = ["SimConfig", "SimResult", "read_bandwidth_trace", "simulate"]
 
 
-def simulate(
-    inputs: PlanInputs,
-    deployment: Deployment,
-    decode: DecodeModel,
-    config: SimConfig,
-    progress: Callable[[int, int], None] | None = None,
-) -> SimResult:
-    """Simulate ``config.requests`` requests through ``deployment`` (see ``engine.simulate``)."""
-    from .engine import simulate as run
-
-    return run(inputs, deployment, decode, config, progress)
-
-
 def __getattr__(name: str) -> Any:
+    """``simulate`` (``engine.simulate``) and ``SimResult``, imported (with numpy) on first use."""
+    if name == "simulate":
+        from .engine import simulate
+
+        return simulate
     if name == "SimResult":
         from .results import SimResult
 

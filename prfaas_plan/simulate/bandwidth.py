@@ -121,21 +121,15 @@ class CapacitySchedule:
 
     def at(self, time_s: float) -> float:
         """c(time_s) in bytes/s."""
-        if len(self.starts_s) == 1:
-            return self.rates_bytes_per_s[0]
         return self.rates_bytes_per_s[bisect.bisect_right(self.starts_s, time_s) - 1]
 
     def next_change_s(self, time_s: float) -> float:
         """The first step time after ``time_s`` (inf when c is constant from there on)."""
-        if len(self.starts_s) == 1:
-            return math.inf
         k = bisect.bisect_right(self.starts_s, time_s)
         return self.starts_s[k] if k < len(self.starts_s) else math.inf
 
     def bytes_between(self, start_s: float, end_s: float) -> float:
         """Integral of c over [start_s, end_s]: the bytes the link could carry in that window."""
-        if len(self.starts_s) == 1:
-            return self.rates_bytes_per_s[0] * (end_s - start_s) if end_s > start_s else 0.0
         total, time_s = 0.0, start_s
         while time_s < end_s:
             step_end_s = min(self.next_change_s(time_s), end_s)

@@ -12,7 +12,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from ..choices import ArrivalProcess, RoutingPolicy
+from ..choices import ArrivalProcess, RoutingPolicy, choice_of
 from ..errors import PlanInputError, show
 from ..ranges import ARRIVAL_CV, RATE_RPS, REQUESTS, SEED, SIM_SECONDS
 from .bandwidth import check_trace
@@ -71,7 +71,7 @@ class SimConfig:
         REQUESTS.check(self.requests, "requests")
         _integer(self.seed, "seed", minimum=0)
         SEED.check(self.seed, "seed")
-        object.__setattr__(self, "arrivals", _choice(self.arrivals, ArrivalProcess, "arrivals"))
+        object.__setattr__(self, "arrivals", choice_of(ArrivalProcess, self.arrivals, "arrivals"))
         ARRIVAL_CV.check(self.cv, "cv")
         _positive(self.on_s, "on_s")
         _positive(self.off_s, "off_s")
@@ -84,7 +84,7 @@ class SimConfig:
                     f"got {self.burst_factor:g}",
                     field="burst_factor",
                 )
-        object.__setattr__(self, "policy", _choice(self.policy, RoutingPolicy, "policy"))
+        object.__setattr__(self, "policy", choice_of(RoutingPolicy, self.policy, "policy"))
         if self.bandwidth_trace is not None:
             object.__setattr__(self, "bandwidth_trace", check_trace(self.bandwidth_trace, "bandwidth_trace"))
         if self.drop_at_s is not None:
@@ -113,27 +113,6 @@ class SimConfig:
 
 
 SAMPLES_PER_RUN = 20_000  # periodic samples and controller ticks a run aims at, at most
-
-
-def _horizon_s(config: SimConfig) -> float:
-    """How long the arrivals and any scheduled link change last (seconds)."""
-    ends = [config.requests / config.rate_rps]
-    if config.drop_at_s is not None:
-        ends.append(config.drop_at_s + config.drop_for_s)
-    if config.bandwidth_trace:
-        ends.append(config.bandwidth_trace[-1][0])
-    return max(ends)
-
-
-def sample_interval_for(config: SimConfig) -> float:
-    """The sampler's interval: ``sample_interval_s``, or longer so that a long run takes about
-    SAMPLES_PER_RUN samples."""
-    return max(config.sample_interval_s, _horizon_s(config) / SAMPLES_PER_RUN)
-
-
-def adaptive_interval_for(config: SimConfig) -> float:
-    """The adaptive controller's interval: ``adaptive_interval_s``, or longer for a very long run."""
-    return max(config.adaptive_interval_s, _horizon_s(config) / SAMPLES_PER_RUN)
 
 
 def _number(value: object, field: str) -> float:
@@ -165,10 +144,3 @@ def _integer(value: object, field: str, *, minimum: int) -> None:
         raise PlanInputError(f"must be an integer, got {show(value)}", field=field)
     if value < minimum:
         raise PlanInputError(f"must be >= {minimum}, got {value}", field=field)
-
-
-def _choice(value: object, choices, field: str):
-    try:
-        return choices(value)
-    except ValueError:
-        raise PlanInputError(f"unknown value {show(value)} (use {', '.join(choices)})", field=field) from None

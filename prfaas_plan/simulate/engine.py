@@ -44,8 +44,8 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator
+from dataclasses import replace
 
 import numpy as np
 
@@ -53,16 +53,16 @@ from ..choices import RoutingPolicy
 from ..errors import PlanInputError
 from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
-from ..study.model import PlanInputs, Workload
+from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
 from .config import SAMPLES_PER_RUN, SimConfig
 from .link import KvLink
 from .policies import AdaptivePolicy, Observation, StaticPolicy
-from .results import SimResult, summarise
-from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, decode_active, rebalance
-from .timeseries import COLUMNS, MAX_ROWS_PER_INTERVAL
+from .results import EventLog, SimResult, summarise
+from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, rebalance
+from .timeseries import MAX_ROWS_PER_INTERVAL
 from .topology import Link, PdSite, PrfaasSite, Topology
 
 ProgressCallback = Callable[[int, int], None]
@@ -79,13 +79,7 @@ def simulate(
 ) -> SimResult:
     """Simulate ``config.requests`` requests through ``deployment``; ``progress(done, total)`` is
     called about every 1% of arrivals (and once at the end)."""
-    log = run(one_site_topology(inputs, deployment, decode, config), config, progress)
-    per_request = log.per_request(0)
-    series = {name: log.series[0][name] for name in COLUMNS}
-    result = summarise(
-        config, deployment, per_request, log.completion_order(0), series, log.threshold_changes[0], log.link_sent_bytes[0]
-    )
-    return replace(result, role_changes=tuple(log.role_changes[0]))
+    return summarise(config, deployment, run(one_site_topology(inputs, deployment, decode, config), config, progress))
 
 
 def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: DecodeModel, config: SimConfig) -> Topology:
@@ -126,55 +120,24 @@ def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: Decode
 # Any topology
 
 
-@dataclass(frozen=True)
-class EventLog:
-    """What a run recorded. Per request (all PD sites, site k's requests at ``offsets[k]`` ..
-    ``offsets[k + 1]``, in its arrival order): the arrays of ``per_request``; the global completion
-    order; per PD site its sampled series (``timeseries.SITE_COLUMNS``), threshold changes (time_s,
-    tokens) and role changes (time_s, N_p, N_d); per link the bytes it sent."""
-
-    offsets: tuple[int, ...]
-    arrays: dict[str, np.ndarray]
-    order: np.ndarray  # request indices in completion order
-    series: list[dict[str, np.ndarray]]  # per PD site, timeseries.SITE_COLUMNS -> one value per sample
-    threshold_changes: list[list[tuple[float, float]]]
-    role_changes: list[list[tuple[float, int, int]]]
-    link_sent_bytes: list[float]
-    site_links: list[list[int]]
-
-    def per_request(self, site: int) -> dict[str, np.ndarray]:
-        """Site ``site``'s requests: arrival_s, input_tokens, output_tokens, remote, kv_bytes (of
-        the remote ones; 0 for local), ttft_s, tpot_s, done_s and link (index into the topology's
-        links; -1 local)."""
-        lo, hi = self.offsets[site], self.offsets[site + 1]
-        return {name: values[lo:hi] for name, values in self.arrays.items()}
-
-    def completion_order(self, site: int) -> np.ndarray:
-        """Site ``site``'s request indices (from 0) in completion order."""
-        lo, hi = self.offsets[site], self.offsets[site + 1]
-        order = self.order
-        return order[(order >= lo) & (order < hi)] - lo
-
-
 def run(topology: Topology, config: SimConfig, progress: ProgressCallback | None = None) -> EventLog:
     """Simulate every PD site's ``requests`` through ``topology`` under ``config`` (its arrival
     process, policy, role switches, seed and sampling; the rates and request counts are the
     sites')."""
     _check(topology, config)
-    log = _Loop(topology, config, _draw(topology, config)).run(progress)
-    assert log is not None  # run to the end
-    return log
+    return _Loop(topology, config, _draw(topology, config)).run(progress)
 
 
-def sample_interval_s(topology: Topology, config: SimConfig) -> float:
-    """The sampler's interval: ``sample_interval_s``, or longer so that a long run takes about
-    ``SAMPLES_PER_RUN`` samples (its horizon: the longest site's arrivals, the drop and the trace)."""
+def horizon_s(topology: Topology, config: SimConfig) -> float:
+    """How long the arrivals (the longest site's) and any scheduled link change last (s). The
+    sampler and the adaptive controller look every ``sample_interval_s`` / ``adaptive_interval_s``,
+    or every horizon / ``SAMPLES_PER_RUN`` if that is longer, so a long run takes about that many looks."""
     ends = [site.requests / site.rate_rps for site in topology.pd]
     if config.drop_at_s is not None:
         ends.append(config.drop_at_s + config.drop_for_s)
     if config.bandwidth_trace:
         ends.append(config.bandwidth_trace[-1][0])
-    return max(config.sample_interval_s, max(ends) / SAMPLES_PER_RUN)
+    return max(ends)
 
 
 def _check(topology: Topology, config: SimConfig) -> None:
@@ -223,37 +186,21 @@ def _draw(topology: Topology, config: SimConfig) -> dict[str, np.ndarray]:
     """Every request's arrival, lengths and service times, drawn up front (the streams of the
     module docstring) and concatenated over the PD sites in site order."""
     seeds = np.random.SeedSequence(config.seed).spawn(STREAMS_PER_SITE * len(topology.pd))
-    parts = []
-    for k, site in enumerate(topology.pd):
-        arrival_rng, input_rng, output_rng, choice_rng = (np.random.default_rng(s) for s in seeds[4 * k : 4 * k + 4])
-        parts.append(_draw_site(topology, site, config, arrival_rng, input_rng, output_rng, choice_rng))
+    parts = [_draw_site(topology, site, config, seeds[4 * k : 4 * k + 4]) for k, site in enumerate(topology.pd)]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 
-def _draw_site(
-    topology: Topology,
-    site: PdSite,
-    config: SimConfig,
-    arrival_rng: np.random.Generator,
-    input_rng: np.random.Generator,
-    output_rng: np.random.Generator,
-    choice_rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
+def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list) -> dict[str, np.ndarray]:
+    arrival_rng, input_rng, output_rng, choice_rng = (np.random.default_rng(s) for s in seeds)
     n = site.requests
     workload = site.workload
-    assert isinstance(workload, Workload)  # what every PdSite holds (topology.PdSite.workload, typed object there)
-    site_config = (
-        config
-        if (config.rate_rps, config.requests) == (site.rate_rps, n)
-        else replace(config, rate_rps=site.rate_rps, requests=n)
-    )
-    arrival_s = arrival_times_s(site_config, arrival_rng)
+    arrival_s = arrival_times_s(replace(config, rate_rps=site.rate_rps, requests=n), arrival_rng)
     output_tokens = workload.output_dist.sample(output_rng, n)
     links = topology.links_of(site.name)
     # the link (so the PrfaaS site) each request would be sent over if it is remote
-    if len(links) > 1:
-        weights = np.array([topology.links[k].weight for k in links], dtype=float)
-        chosen = choice_rng.choice(len(links), size=n, p=weights / weights.sum()) if weights.sum() > 0 else np.zeros(n, int)
+    weights = np.array([topology.links[k].weight for k in links], dtype=float)
+    if len(links) > 1 and weights.sum() > 0:
+        chosen = choice_rng.choice(len(links), size=n, p=weights / weights.sum())
     else:
         chosen = np.zeros(n, dtype=np.int64)
     link_of = np.asarray(links, dtype=np.int64)[chosen] if links else np.full(n, -1, dtype=np.int64)
@@ -280,8 +227,6 @@ def _draw_site(
     kv_bytes, remote_prefill_s, remote_hold_s = np.zeros(n), np.zeros(n), np.zeros(n)
     for j, curve in enumerate(curves):
         mine = chosen == j
-        if len(curves) == 1:
-            mine = slice(None)
         kv_bytes[mine] = curve.kv_bytes(kv_tokens)[at][mine]
         prefill_s = curve.prefill_s(remote_tokens)[at][mine]
         remote_prefill_s[mine] = prefill_s
@@ -305,11 +250,11 @@ def _draw_site(
 
 
 # event kinds (in the heap)
-_ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL, _STOP = range(9)
+_EVENT_KINDS = _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL = range(8)
 # what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
 # request i starts (its slot taken), the next queued local request of site k starts, request i's
 # KV has been sent, request i joins decode, the next queued decode request of site k starts
-_START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
+_FOLLOW_UP_KINDS = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
 
 
 class _SiteState:
@@ -320,12 +265,6 @@ class _SiteState:
     def __init__(self, pdp_queue: deque, decode_queue: deque, pdp_active: int, running: list, decoding: list, batch: int):
         self.pdp_queue, self.decode_queue = pdp_queue, decode_queue
         self.pdp_active, self.running, self.decoding, self.batch = pdp_active, running, decoding, batch
-
-    def pdp_queue_length(self) -> int:
-        return len(self.pdp_queue)
-
-    def decode_queue_length(self) -> int:
-        return len(self.decode_queue)
 
 
 class _Loop:
@@ -345,7 +284,6 @@ class _Loop:
         self.links = [KvLink(link.schedule, link.transfer_bytes_per_s) for link in topology.links]
         self.instances = [pool.instances for pool in topology.prfaas]
         self.site_pools = [sorted({self.link_pool[l] for l in ls}) for ls in self.site_links]
-        rebalancing = config.rebalance
         # PrfaaS pools: free instances, FIFO queue, queued work (instance-hold seconds)
         self.pf_free = list(self.instances)
         self.pf_queue: list[deque[int]] = [deque() for _ in topology.prfaas]
@@ -357,7 +295,7 @@ class _Loop:
         self.pdp_wait_s = [0.0] * len(sites)
         self.pdp_pending = [0] * len(sites)  # a PD-P blocker waiting for a slot
         self.batch = [site.decode.batch_size for site in sites]
-        total_pd = [site.n_p + site.n_d if rebalancing else site.n_d for site in sites]
+        total_pd = [site.n_p + site.n_d if config.rebalance else site.n_d for site in sites]
         self.running = [[0] * n for n in total_pd]
         self.decoding = [[k < site.n_d for k in range(n)] for site, n in zip(sites, total_pd)]
         self.blocked = [list(range(site.n_d, n)) for site, n in zip(sites, total_pd)]  # in the order they grow back
@@ -370,17 +308,18 @@ class _Loop:
             for k, site in enumerate(sites)
         ]
         self.waiting_remote = [0] * len(sites)  # the site's requests queued at PrfaaS
+        least_s = horizon_s(topology, config) / SAMPLES_PER_RUN  # the shortest interval between looks
         if config.policy == RoutingPolicy.adaptive:
+            every_s = max(config.adaptive_interval_s, least_s)
             self.policies: list[StaticPolicy | AdaptivePolicy] = [
-                AdaptivePolicy(site.threshold_tokens, site.input_dist, config) for site in sites
+                AdaptivePolicy(site.threshold_tokens, site.input_dist, config, every_s) for site in sites
             ]
         else:
             self.policies = [StaticPolicy(site.threshold_tokens) for site in sites]
         self.role_changes: list[list[tuple[float, int, int]]] = [[] for _ in sites]
-        self.sample_every_s = sample_interval_s(topology, config)
+        self.sample_every_s = max(config.sample_interval_s, least_s)
         self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
-        self.controllers: list = []  # generators, resumed by _CONTROL events
-        self.controller_site: list[int] = []
+        self.controllers: list[tuple[Generator, int]] = []  # (generator, its site), resumed by _CONTROL events
         self.parked: dict[int, int] = {}  # controller -> site, waiting for a blocker's slot
         self.shrinking: dict[int, int] = {}  # site -> the decode instance it is stopping
 
@@ -394,12 +333,9 @@ class _Loop:
 
     def _link_totals(self, k: int, now_s: float) -> tuple[float, float, float]:
         """Bytes sent, produced and in backlog over site k's links."""
-        links = self.site_links[k]
-        if len(links) == 1:
-            return self.links[links[0]].sums(now_s)
         sent = produced = backlog = 0.0
-        for l in links:
-            s, p, b = self.links[l].sums(now_s)
+        for l in self.site_links[k]:
+            s, p, b = self.links[l].totals(now_s)
             sent, produced, backlog = sent + s, produced + p, backlog + b
         return sent, produced, backlog
 
@@ -408,9 +344,8 @@ class _Loop:
         rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
         site's readings are one flat list, 9 values a reading."""
         for k, raw in enumerate(self.raw):
-            links = self.site_links[k]
-            sent, produced, backlog = self.links[links[0]].sums(now_s) if len(links) == 1 else self._link_totals(k, now_s)
-            queues = self.site_pf_queues[k]
+            links, queues = self.site_links[k], self.site_pf_queues[k]  # one of each: read directly (the common case)
+            sent, produced, backlog = self.links[links[0]].totals(now_s) if len(links) == 1 else self._link_totals(k, now_s)
             raw += (
                 now_s,
                 len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
@@ -471,14 +406,13 @@ class _Loop:
     # --- controllers ---------------------------------------------------------------------------
 
     def _add_controller(self, generator, site: int) -> None:
-        self.controllers.append(generator)
-        self.controller_site.append(site)
+        self.controllers.append((generator, site))
         self._drive(len(self.controllers) - 1, None)
 
     def _drive(self, c: int, value) -> None:
         """Resume controller ``c`` with ``value`` until it waits: a delay (an event is scheduled) or
         a blocker that has no slot yet (it is parked until one is freed)."""
-        generator, k = self.controllers[c], self.controller_site[c]
+        generator, k = self.controllers[c]
         while True:
             try:
                 command = generator.send(value)
@@ -503,39 +437,29 @@ class _Loop:
             self.pdp_pending[k] = 1
             return None
         if command == GROW_PDP:
-            state.pdp_active += 1
-            self._free_pdp_slot(k)
+            state.pdp_active += 1  # the slot it brings: the queue's next request, or free
+            if self.pdp_queue[k]:
+                self._follow_ups.append((_NEXT_LOCAL, k))
+            else:
+                self.pdp_free[k] += 1
             return True
         decoding, running = self.decoding[k], self.running[k]
         if command == SHRINK_DECODE:
             i = min((i for i, d in enumerate(decoding) if d), key=running.__getitem__)
             decoding[i] = False
             self.blocked[k].append(i)
-            for _ in range(self.batch[k]):
-                if self.dec_free[k] > 0:
-                    self.dec_free[k] -= 1
-                else:
-                    self.dec_pending[k] += 1
+            taken = min(self.dec_free[k], self.batch[k])  # its slots: the free ones now, the rest as they free
+            self.dec_free[k] -= taken
+            self.dec_pending[k] += self.batch[k] - taken
             self.shrinking[k] = i
             return i if self.dec_pending[k] == 0 else None
         if command == GROW_DECODE:
             decoding[self.blocked[k].pop(0)] = True
-            waiting = len(self.dec_queue[k])
-            for _ in range(self.batch[k]):
-                if waiting:  # the queue's next request takes the slot
-                    waiting -= 1
-                    self._follow_ups.append((_NEXT_DECODE, k))
-                else:
-                    self.dec_free[k] += 1
+            queued = min(len(self.dec_queue[k]), self.batch[k])  # its slots: the queue's next requests, the rest free
+            self._follow_ups.extend([(_NEXT_DECODE, k)] * queued)
+            self.dec_free[k] += self.batch[k] - queued
             return True
         raise ValueError(f"unknown controller command {command!r}")
-
-    def _free_pdp_slot(self, k: int) -> None:
-        """A PD-P slot freed outside the hot loop (an instance joining PD-P)."""
-        if self.pdp_queue[k]:
-            self._follow_ups.append((_NEXT_LOCAL, k))
-        else:
-            self.pdp_free[k] += 1
 
     def _unpark(self, k: int, value) -> None:
         for c, site in list(self.parked.items()):
@@ -545,25 +469,16 @@ class _Loop:
 
     # --- the loop -------------------------------------------------------------------------------
 
-    def run(self, progress: ProgressCallback | None, until_s: float = math.inf) -> EventLog | None:
-        """Run to the end (the log), or stop before the first event after ``until_s`` (None: the
-        state stays for reading, as at ``until_s``)."""
+    def run(self, progress: ProgressCallback | None) -> EventLog:
+        """Run until every request has completed."""
         config, drawn, topology = self.config, self.drawn, self.topology
         n = self.total
         sites = topology.pd
         heap = self.heap
         tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
         # the kinds as locals (the loop reads them at every event)
-        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE = (
-            _ARRIVE,
-            _HOLD_END_REMOTE,
-            _HOLD_END_LOCAL,
-            _LINK,
-            _READY,
-            _DECODE_END,
-            _SAMPLE,
-        )
-        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE
+        ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE, _ = _EVENT_KINDS
+        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
         arrival_list = drawn["arrival_s"].tolist()
@@ -574,17 +489,12 @@ class _Loop:
         remote_hold_s = drawn["remote_hold_s"].tolist()
         local_prefill_s = drawn["local_prefill_s"].tolist()
         local_hold_s = drawn["local_hold_s"].tolist()
+        link_of = drawn["link_of"].tolist()
         cached_kv_bytes = drawn["cached_kv_bytes"]
         cached_kv = cached_kv_bytes.tolist() if cached_kv_bytes.any() else [0.0] * n  # one shared 0.0 without caches
-        link_of = drawn["link_of"].tolist()
-        offsets = [0]
-        for site in sites:
-            offsets.append(offsets[-1] + site.requests)
-        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist() if len(sites) > 1 else [0] * n
-        if len(sites) == 1:
-            order = range(n)
-        else:
-            order = np.argsort(drawn["arrival_s"], kind="stable").tolist()
+        offsets = [0, *itertools.accumulate(site.requests for site in sites)]
+        site_of = np.repeat(np.arange(len(sites)), [site.requests for site in sites]).tolist()
+        order = np.argsort(drawn["arrival_s"], kind="stable").tolist()  # all sites' requests by arrival
         self.remote = remote = [False] * n
         arrived_s = arrival_list  # overwritten at each arrival with the clock (as SimPy reads it)
         prefill_end_s = [0.0] * n
@@ -614,37 +524,18 @@ class _Loop:
         report_at = every if progress is not None else -1  # the arrival count of the next progress call
 
         # controllers and the sampler
-        self.site_pf_queues = [[self.pf_queue[j] for j in pools] or [deque()] for pools in self.site_pools]
+        self.site_pf_queues = [[self.pf_queue[j] for j in pools] for pools in self.site_pools]
         self._sample(0.0)
         if n:
             push(heap, (self.sample_every_s, tick(), SAMPLE, 0))
         for k, policy in enumerate(policies):
             if isinstance(policy, AdaptivePolicy):
-                self._add_controller(
-                    policy.run(
-                        functools.partial(self._observe, k),
-                        functools.partial(self._capacity_between, k),
-                        self.finished,
-                        self.clock,
-                    ),
-                    k,
-                )
-        if config.rebalance:
-            for k, state in enumerate(self.states):
-                generator = rebalance(
-                    state,
-                    config.rebalance_interval_s,
-                    config.rebalance_queue_high,
-                    config.conversion_s,
-                    self.finished,
-                    self.clock,
-                    self.role_changes[k],
-                )
-                self._add_controller(generator, k)
+                observe, capacity_between = functools.partial(self._observe, k), functools.partial(self._capacity_between, k)
+                self._add_controller(policy.run(observe, capacity_between, self.finished, self.clock), k)
+        for k, state in enumerate(self.states if config.rebalance else ()):
+            self._add_controller(rebalance(state, config, self.finished, self.clock, self.role_changes[k]), k)
 
         now = 0.0
-        if until_s < inf:  # after every event at until_s
-            push(heap, (until_s, inf, _STOP, 0))
         # Three sources of events, the loop takes the earliest head: the next arrival (arrivals are
         # drawn ahead, so they need no heap), decode ends (far ahead: a heap of their own, so that
         # the main heap of near events stays shallow), and the main heap; on a tie the heaps go
@@ -654,9 +545,15 @@ class _Loop:
         ends: list[tuple] = []
         next_end_s = inf  # the time at the head of ends
 
-        def start_decode(i: int, k: int, now: float) -> float:
-            """Request ``i`` starts decoding now on site ``k``'s least loaded decode instance, at the
-            step time of that instance's batch; its end is pushed and returned (once per request)."""
+        def decode(i: int, k: int, now: float) -> None:
+            """Request ``i`` joins site ``k``'s decode now: on the least loaded decode instance if a
+            slot is free, at the step time of that instance's batch (its end pushed; once per
+            request), else at the back of the site's decode queue."""
+            nonlocal next_end_s
+            if dec_free[k] <= 0:
+                dec_queue[k].append(i)
+                return
+            dec_free[k] -= 1
             run_k = running[k]
             instance = run_k.index(min(run_k)) if plain_decode else _least_loaded(run_k, decoding[k], batch[k])
             run_k[instance] += 1
@@ -666,7 +563,18 @@ class _Loop:
             tpot_s[i] = tpot
             end_s = now + output_tokens[i] * tpot
             push(ends, (end_s, tick(), DECODE_END, i))
-            return end_s
+            if end_s < next_end_s:
+                next_end_s = end_s
+
+        def send(l: int, now: float, size_bytes: float, prefill_s: float, i: int) -> None:
+            """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l``
+            now; the link's next event is scheduled if it has a new time."""
+            link = links[l]
+            for f in link.start(now, size_bytes, prefill_s, i):
+                follow_ups.append((SENT, f))
+            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
+                link_at[l] = link.next_s
+                push(heap, (link.next_s, tick(), LINK, l))
 
         while True:
             head_s = heap[0][0] if heap else inf
@@ -700,13 +608,7 @@ class _Loop:
                         prefill = remote_prefill_s[i]
                         push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
                         prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                        link = links[l]
-                        sent = link.start(now, kv_bytes[i], prefill, i)
-                        if sent:
-                            follow_ups.extend((SENT, f) for f in sent)
-                        if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                            link_at[l] = link.next_s
-                            push(heap, (link.next_s, tick(), LINK, l))
+                        send(l, now, kv_bytes[i], prefill, i)
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
@@ -732,27 +634,17 @@ class _Loop:
                     if dec_pending[k] == 0:
                         self.now_s = now
                         self._unpark(k, self.shrinking[k])
-                elif dec_queue[k]:  # the next queued request decodes
-                    i = dec_queue[k].popleft()
-                    end_s = start_decode(i, k, now)
-                    if end_s < next_end_s:
-                        next_end_s = end_s
                 else:
                     dec_free[k] += 1
+                    if dec_queue[k]:  # the next queued request decodes
+                        decode(dec_queue[k].popleft(), k, now)
             elif kind == READY:  # first token (if the local request's cached KV is in): join decode
                 if not remote[x]:
                     waits_for[x] -= 1
                     if waits_for[x]:
                         continue
                 ttft_s[x] = now - arrived_s[x]
-                k = site_of[x]
-                if dec_free[k] > 0:
-                    dec_free[k] -= 1
-                    end_s = start_decode(x, k, now)
-                    if end_s < next_end_s:
-                        next_end_s = end_s
-                else:
-                    dec_queue[k].append(x)
+                decode(x, site_of[x], now)
             elif kind == LINK:
                 link = links[x]
                 if now != link.next_s:
@@ -777,14 +669,7 @@ class _Loop:
                     prefill = remote_prefill_s[i]
                     push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
                     prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                    l = link_of[i]
-                    link = links[l]
-                    sent = link.start(now, kv_bytes[i], prefill, i)
-                    if sent:
-                        follow_ups.extend((SENT, f) for f in sent)
-                    if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                        link_at[l] = link.next_s
-                        push(heap, (link.next_s, tick(), LINK, l))
+                    send(link_of[i], now, kv_bytes[i], prefill, i)
                 else:
                     pf_free[j] += 1
             elif kind == HOLD_END_LOCAL:
@@ -796,14 +681,7 @@ class _Loop:
                     waits_for[x] -= 1
                     if waits_for[x] == 0:  # first token: join decode
                         ttft_s[x] = now - arrived_s[x]
-                        k = site_of[x]
-                        if dec_free[k] > 0:
-                            dec_free[k] -= 1
-                            end_s = start_decode(x, k, now)
-                            if end_s < next_end_s:
-                                next_end_s = end_s
-                        else:
-                            dec_queue[k].append(x)
+                        decode(x, site_of[x], now)
                 # its PD-P slot
                 k = site_of[x]
                 if pdp_pending[k]:  # a PD-P instance switching to decode takes the slot
@@ -819,12 +697,9 @@ class _Loop:
                 self._sample(now)
                 if len(completion) < n:
                     push(heap, (now + self.sample_every_s, tick(), SAMPLE, 0))
-            elif kind == _CONTROL:
+            else:  # CONTROL
                 self.now_s = now
                 self._drive(x, None)
-            elif heap or ends:  # _STOP, with events left
-                self.now_s = now
-                return None
 
             # What the event set going at this instant, in order (the less common paths).
             if follow_ups:
@@ -839,16 +714,10 @@ class _Loop:
                             pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
                         push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
                         waits_for[i] = 1
-                        cached = cached_kv[i]
-                        if cached > 0:  # the cached prefix's KV, sent during the prefill
-                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
+                        if cached_kv[i] > 0:  # the cached prefix's KV, sent during the prefill
                             waits_for[i] = 2
-                            link = links[l]
-                            for f in link.start(now, cached, local_prefill_s[i], i):
-                                follow_ups.append((SENT, f))
-                            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                                link_at[l] = link.next_s
-                                push(heap, (link.next_s, tick(), LINK, l))
+                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
+                            send(l, now, cached_kv[i], local_prefill_s[i], i)
                     elif what == SENT:  # the last KV byte of request i has been sent
                         if remote[i]:
                             ready = now if now > prefill_end_s[i] else prefill_end_s[i]
@@ -861,22 +730,12 @@ class _Loop:
                             waits_for[i] -= 1
                             if waits_for[i] == 0:
                                 follow_ups.append((JOIN_DECODE, i))
-                    elif what == JOIN_DECODE:  # first token: join the site's decode queue
+                    elif what == JOIN_DECODE:  # first token: join the site's decode
                         ttft_s[i] = now - arrived_s[i]
-                        k = site_of[i]
-                        if dec_free[k] > 0:
-                            dec_free[k] -= 1
-                            end_s = start_decode(i, k, now)
-                            if end_s < next_end_s:
-                                next_end_s = end_s
-                        else:
-                            dec_queue[k].append(i)
-                    else:  # NEXT_DECODE: site i's next queued request decodes
-                        k = i
-                        i = dec_queue[k].popleft()
-                        end_s = start_decode(i, k, now)
-                        if end_s < next_end_s:
-                            next_end_s = end_s
+                        decode(i, site_of[i], now)
+                    else:  # NEXT_DECODE: site i's next queued request decodes (in the slot kept for it)
+                        dec_free[i] += 1
+                        decode(dec_queue[i].popleft(), i, now)
                 follow_ups.clear()
         if progress is not None and n % every:
             progress(n, n)
@@ -901,23 +760,14 @@ class _Loop:
             [self._series(k) for k in range(len(sites))],
             [policy.changes for policy in policies],
             self.role_changes,
-            [link.totals(now).sent_bytes for link in links],
-            self.site_links,
+            [link.totals(now)[0] for link in links],
         )
 
 
 def _least_loaded(running: list[int], decoding: list[bool], batch: int) -> int:
     """The decoding instance with the fewest running requests among those with a free slot (any
     decoding one if none has), the first of equals."""
-    best, best_running = -1, math.inf
-    for k, on in enumerate(decoding):
-        if on and running[k] < batch and running[k] < best_running:
-            best, best_running = k, running[k]
-    if best < 0:
-        for k, on in enumerate(decoding):
-            if on and running[k] < best_running:
-                best, best_running = k, running[k]
-    return best
+    return min((k for k, on in enumerate(decoding) if on), key=lambda k: (running[k] >= batch, running[k]))
 
 
 def _per_instance(work_s: float, instances: int) -> float:
@@ -925,4 +775,4 @@ def _per_instance(work_s: float, instances: int) -> float:
     return work_s / instances if instances > 0 else (0.0 if work_s <= 0 else float("inf"))
 
 
-__all__ = ["EventLog", "decode_active", "one_site_topology", "run", "simulate"]
+__all__ = ["EventLog", "one_site_topology", "run", "simulate"]

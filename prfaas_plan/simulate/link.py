@@ -30,7 +30,6 @@ sent), all readable at any time without changing the state.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from .bandwidth import CapacitySchedule
 
@@ -38,14 +37,6 @@ _RELATIVE_TOLERANCE = 1e-9  # bytes within this share of S count as sent / caugh
 
 # A transfer is a list (mutable, no per-attribute lookup): its fields by index.
 _SIZE, _SENT, _PRODUCE, _START, _END, _RATE, _KEY = range(7)
-
-
-class LinkTotals(NamedTuple):
-    """Cumulative link counters at one instant, in bytes since the start of the run."""
-
-    sent_bytes: float  # egress
-    produced_bytes: float  # offered egress: KV produced by PrfaaS prefills so far
-    backlog_bytes: float  # produced but not yet sent (transfers in flight)
 
 
 class KvLink:
@@ -73,28 +64,18 @@ class KvLink:
         self.started_bytes = 0.0  # sum of S over every transfer started
         self.next_s = math.inf  # the link's next event
 
-    @property
-    def active_transfers(self) -> int:
-        return len(self.active)
-
-    def add(self, now_s: float, size_bytes: float, prefill_s: float, key: int) -> None:
-        """A transfer of ``size_bytes`` whose prefill starts now and lasts ``prefill_s``; ``key``
-        comes back from ``update`` when its last byte has been sent. Call ``update(now_s)`` next."""
-        self.active.append([size_bytes, 0.0, size_bytes / prefill_s, now_s, now_s + prefill_s, 0.0, key])
-        self.started_bytes += size_bytes
-
     def start(self, now_s: float, size_bytes: float, prefill_s: float, key: int) -> list[int]:
-        """``add`` then ``update``: the keys of the transfers this instant completes."""
+        """A transfer of ``size_bytes`` whose prefill starts now and lasts ``prefill_s``, then
+        ``update``: the keys of the transfers this instant completes (``key`` among them when its
+        last byte has been sent)."""
         self.active.append([size_bytes, 0.0, size_bytes / prefill_s, now_s, now_s + prefill_s, 0.0, key])
         self.started_bytes += size_bytes
         return self.update(now_s)
 
-    def totals(self, now_s: float) -> LinkTotals:
-        """Bytes sent, produced and in backlog up to ``now_s`` (reads only)."""
-        return LinkTotals(*self.sums(now_s))
-
-    def sums(self, now_s: float) -> tuple[float, float, float]:
-        """``totals`` as a plain tuple (sent, produced, backlog bytes)."""
+    def totals(self, now_s: float) -> tuple[float, float, float]:
+        """Cumulative bytes since the start of the run, up to ``now_s`` (reads only): sent (egress),
+        produced (the offered egress: KV produced by PrfaaS prefills so far) and the backlog
+        (produced but not yet sent: transfers in flight)."""
         elapsed_s = now_s - self.last_s
         sent = self.sent_bytes
         unproduced = backlog = 0.0

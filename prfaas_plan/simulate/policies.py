@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..workload.distributions import LengthDistribution
-from .config import SimConfig, adaptive_interval_for
+from .config import SimConfig
 
 
 class Observation(NamedTuple):
@@ -78,11 +78,11 @@ class AdaptivePolicy:
     """A threshold that climbs a quantile ladder while the remote path saturates and PD-P has
     headroom (see the module docstring)."""
 
-    def __init__(self, plan_threshold_tokens: float, dist: LengthDistribution, config: SimConfig):
+    def __init__(self, plan_threshold_tokens: float, dist: LengthDistribution, config: SimConfig, interval_s: float):
         self.ladder_tokens = threshold_ladder(plan_threshold_tokens, dist, config.adaptive_step_share)
         self._rung = 0
         self._config = config
-        self._interval_s = adaptive_interval_for(config)
+        self._interval_s = interval_s  # adaptive_interval_s, or longer for a long run (engine.horizon_s)
         self.threshold_tokens = self.ladder_tokens[0]
         self.changes: list[tuple[float, float]] = [(0.0, self.threshold_tokens)]
 

@@ -1,4 +1,5 @@
-"""What a simulation run measured: throughput, TTFT and TPOT per path, egress, queue growth.
+"""What a simulation run recorded (``EventLog``, any topology) and what a one-site run measured
+(``SimResult``): throughput, TTFT and TPOT per path, egress, queue growth.
 
 Measurement window. Let k = floor(warmup_fraction * completed). The window runs from the
 k-th completion (t_w; 0 when k = 0) to the last arrival (t_a), so that neither the
@@ -32,8 +33,36 @@ from ..planner.deployment import Deployment
 from .config import SimConfig
 from .timeseries import COLUMNS
 
-PATHS = ("local", "remote", "overall")
 _EDGE_SHARE = 0.2  # first / last share of the arrival window compared for queue growth
+
+
+@dataclass(frozen=True)
+class EventLog:
+    """What a run recorded. Per request (all PD sites, site k's requests at ``offsets[k]`` ..
+    ``offsets[k + 1]``, in its arrival order): the arrays of ``per_request``; the global completion
+    order; per PD site its sampled series (``timeseries.SITE_COLUMNS``), threshold changes (time_s,
+    tokens) and role changes (time_s, N_p, N_d); per link the bytes it sent."""
+
+    offsets: tuple[int, ...]
+    arrays: dict[str, np.ndarray]
+    order: np.ndarray  # request indices in completion order
+    series: list[dict[str, np.ndarray]]  # per PD site, timeseries.SITE_COLUMNS -> one value per sample
+    threshold_changes: list[list[tuple[float, float]]]
+    role_changes: list[list[tuple[float, int, int]]]
+    link_sent_bytes: list[float]
+
+    def per_request(self, site: int) -> dict[str, np.ndarray]:
+        """Site ``site``'s requests: arrival_s, input_tokens, output_tokens, remote, kv_bytes (of
+        the remote ones; 0 for local), ttft_s, tpot_s, done_s and link (index into the topology's
+        links; -1 local)."""
+        lo, hi = self.offsets[site], self.offsets[site + 1]
+        return {name: values[lo:hi] for name, values in self.arrays.items()}
+
+    def completion_order(self, site: int) -> np.ndarray:
+        """Site ``site``'s request indices (from 0) in completion order."""
+        lo, hi = self.offsets[site], self.offsets[site + 1]
+        order = self.order
+        return order[(order >= lo) & (order < hi)] - lo
 
 
 @dataclass(frozen=True)
@@ -89,17 +118,11 @@ class SimResult:
         return _json_safe(out)
 
 
-def summarise(
-    config: SimConfig,
-    deployment: Deployment,
-    per_request: dict[str, np.ndarray],
-    completion_order: np.ndarray,
-    series: dict[str, np.ndarray],
-    threshold_changes: list[tuple[float, float]],
-    link_sent_bytes: float,
-) -> SimResult:
-    """Build the result from the per-request records, the completion order, the sampled series
-    (``timeseries.COLUMNS``) and the link's count of bytes sent."""
+def summarise(config: SimConfig, deployment: Deployment, log: EventLog) -> SimResult:
+    """The result of a one-site run (the topology's PD site 0): from its per-request records,
+    completion order, sampled series (``timeseries.COLUMNS``) and the link's count of bytes sent."""
+    per_request = log.per_request(0)
+    completion_order = log.completion_order(0)
     done_s = per_request["done_s"]
     arrival_s = per_request["arrival_s"]
     completed = int(completion_order.size)
@@ -115,10 +138,10 @@ def summarise(
     measured = completion_order[skip:]
     remote = per_request["remote"]
     masks = {"local": ~remote[measured], "remote": remote[measured], "overall": np.ones(measured.size, bool)}
-    ttft = {path: _ttft_stats(per_request["ttft_s"][measured][mask]) for path, mask in masks.items()}
-    tpot = {path: _tpot_stats(per_request["tpot_s"][measured][mask]) for path, mask in masks.items()}
+    ttft = {path: _stats(per_request["ttft_s"][measured][mask], (50, 90, 99), "s") for path, mask in masks.items()}
+    tpot = {path: _stats(per_request["tpot_s"][measured][mask], (90, 99), "ms", 1e3) for path, mask in masks.items()}
 
-    series = {name: np.asarray(series[name], dtype=float) for name in COLUMNS}
+    series = {name: np.asarray(log.series[0][name], dtype=float) for name in COLUMNS}
     remote_kv = per_request["kv_bytes"][remote]
     egress = {
         "mean_gbps": _mean(series["egress_gbps"]),
@@ -126,7 +149,7 @@ def summarise(
         "mean_offered_gbps": _mean(series["offered_egress_gbps"]),
         "max_offered_gbps": _max(series["offered_egress_gbps"]),
         "max_link_backlog_bytes": _max(series["link_backlog_bytes"]),
-        "sent_bytes": link_sent_bytes,
+        "sent_bytes": log.link_sent_bytes[0],
     }
     mean_kv = float(remote_kv.mean()) if remote_kv.size else 1.0
     slack = deployment.n_prfaas + deployment.n_p + deployment.n_d
@@ -144,30 +167,20 @@ def summarise(
         tpot,
         egress,
         growth,
-        tuple(threshold_changes),
+        tuple(log.threshold_changes[0]),
         series,
         per_request,
+        tuple(log.role_changes[0]),
     )
 
 
-def _ttft_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
+def _stats(values_s: np.ndarray, percentiles: tuple[int, ...], unit: str, scale: float = 1.0) -> dict[str, float | int | None]:
+    """count, mean and the percentiles of ``values_s`` x ``scale`` (keys suffixed ``_{unit}``; None when empty)."""
+    keys = [f"mean_{unit}", *(f"p{q}_{unit}" for q in percentiles)]
     if values_s.size == 0:
-        return {"count": 0, "mean_s": None, "p50_s": None, "p90_s": None, "p99_s": None}
-    p50, p90, p99 = np.percentile(values_s, [50, 90, 99])
-    return {
-        "count": int(values_s.size),
-        "mean_s": float(values_s.mean()),
-        "p50_s": float(p50),
-        "p90_s": float(p90),
-        "p99_s": float(p99),
-    }
-
-
-def _tpot_stats(values_s: np.ndarray) -> dict[str, float | int | None]:
-    if values_s.size == 0:
-        return {"count": 0, "mean_ms": None, "p90_ms": None, "p99_ms": None}
-    p90, p99 = np.percentile(values_s * 1e3, [90, 99])
-    return {"count": int(values_s.size), "mean_ms": float(values_s.mean() * 1e3), "p90_ms": float(p90), "p99_ms": float(p99)}
+        return {"count": 0, **dict.fromkeys(keys)}
+    values = [values_s.mean() * scale, *np.percentile(values_s * scale, percentiles)]
+    return {"count": int(values_s.size), **{key: float(v) for key, v in zip(keys, values)}}
 
 
 def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_bytes: float, slack: int) -> dict[str, Any]:

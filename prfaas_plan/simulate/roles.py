@@ -26,8 +26,12 @@ blockers hold their slots; ``SHRINK_DECODE`` sends back the instance it stopped)
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Generator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .config import SimConfig
 
 DECODE_BUSY_SHARE = 0.8
 COOLDOWN_INTERVALS = 3
@@ -43,9 +47,8 @@ class SiteView(Protocol):
     running: list[int]  # decode requests running per PD instance
     decoding: list[bool]  # which PD instances decode now
     batch: int  # decode slots per instance
-
-    def pdp_queue_length(self) -> int: ...
-    def decode_queue_length(self) -> int: ...
+    pdp_queue: deque  # requests waiting for PD-P
+    decode_queue: deque  # requests waiting for a decode slot
 
 
 def decode_active(site: SiteView) -> int:
@@ -66,21 +69,16 @@ def busy_share_without_one(site: SiteView) -> float:
 
 
 def rebalance(
-    site: SiteView,
-    interval_s: float,
-    queue_high: int,
-    conversion_s: float,
-    finished: Callable[[], bool],
-    clock: Callable[[], float],
-    changes: list,
+    site: SiteView, config: SimConfig, finished: Callable[[], bool], clock: Callable[[], float], changes: list
 ) -> Generator[Any, Any, None]:
-    """The controller of the module docstring. A direction must hold at two consecutive looks
-    (hysteresis against the queues' noise), and after a switch the controller waits
-    ``COOLDOWN_INTERVALS`` intervals for the queues to show its effect."""
+    """The controller of the module docstring, every ``config.rebalance_interval_s``. A direction
+    must hold at two consecutive looks (hysteresis against the queues' noise), and after a switch
+    the controller waits ``COOLDOWN_INTERVALS`` intervals for the queues to show its effect."""
+    interval_s, queue_high, conversion_s = config.rebalance_interval_s, config.rebalance_queue_high, config.conversion_s
     last = None
     while not finished():
         yield interval_s
-        pdp_queue, decode_queue = site.pdp_queue_length(), site.decode_queue_length()
+        pdp_queue, decode_queue = len(site.pdp_queue), len(site.decode_queue)
         if (
             pdp_queue > queue_high
             and decode_queue == 0

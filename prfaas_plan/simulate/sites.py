@@ -1,13 +1,10 @@
 """One window of a multi-site plan (``planner.sites``) as a ``Topology`` for the simulator
 (``engine.run``), and what it measured per PD site.
 
-Per PD site i, arrivals at ``load`` x the rate the plan serves there (Poisson unless the config
-says otherwise); input lengths from the site's distribution; remote iff longer than the site's
-threshold and the site has a link. A remote request goes to PrfaaS site j with probability
-proportional to the plan's offload from i to j, waits for one of j's instances (a FIFO queue
-shared by every PD site), and ships its KV over link (j, i); a local one waits for the site's
-PD-P. Decode on the site's PD-D. Prefill times and KV sizes come from each pair's curves; the
-request model is the one-site simulation's (``engine.py``).
+Per PD site i, Poisson arrivals at ``load`` x the rate the plan serves there, with its counts and
+threshold; a remote request goes to PrfaaS site j with probability proportional to the plan's
+offload from i to j (``Link.weight``) and ships its KV over link (j, i), prefill times and KV sizes
+from that pair's curves (the request model of ``engine.py``).
 
 Measured per site: TTFT (mean, P90) after a warm-up tenth of its requests (in arrival order),
 the mean egress on each of its links, and whether its queues stay bounded: the site's total
@@ -29,7 +26,6 @@ from .config import SimConfig
 from .engine import run
 from .topology import Link, PdSite, PrfaasSite, Topology
 
-SAMPLE_S = 1.0
 WARMUP_SHARE = 0.1  # of a site's requests (in arrival order) left out of its TTFT statistics
 
 
@@ -85,7 +81,7 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
     """Simulate ``requests`` requests per PD site of one window of ``plan`` (see the module docstring)."""
     topology = sites_topology(si, plan, window, load, requests)
     first = topology.pd[0]
-    config = SimConfig(rate_rps=first.rate_rps, requests=requests, seed=seed, sample_interval_s=SAMPLE_S)
+    config = SimConfig(rate_rps=first.rate_rps, requests=requests, seed=seed)  # sampled every second
     log = run(topology, config)
     out = []
     for k, site in enumerate(topology.pd):
@@ -97,7 +93,7 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
         fifth = max(len(queue) // 5, 1)  # the first and last 20% of the samples
         first_queue, last_queue = float(queue[:fifth].mean()), float(queue[-fifth:].mean())
         duration_s = max(float(per_request["done_s"].max()), 1e-9)
-        egress = {topology.links[l].prfaas: log.link_sent_bytes[l] * 8 / 1e9 / duration_s for l in log.site_links[k]}
+        egress = {topology.links[l].prfaas: log.link_sent_bytes[l] * 8 / 1e9 / duration_s for l in topology.links_of(site.name)}
         out.append(
             SiteSim(
                 site.name,

@@ -1,7 +1,7 @@
 """Periodic samples of the simulated system, one row every ``sample_interval_s``.
 
 Rows are taken every interval until every request has completed. The interval starts at
-``engine.sample_interval_s`` (the configured interval, longer for very long runs) and
+``sample_interval_s`` (longer for very long runs: ``engine.horizon_s``) and
 doubles after every MAX_ROWS_PER_INTERVAL rows, so a run that lasts far longer than its
 arrivals (a saturated or cut-off link) costs a bounded number of samples; ``time_s`` gives
 each row's time. Queues are instantaneous (requests waiting, not in service). egress_gbps and

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..planner.decode_model import DecodeModel
+    from ..study.model import Workload
     from ..timing.prefill import PrefillCurve
     from ..workload.distributions import LengthDistribution
     from .bandwidth import CapacitySchedule
@@ -61,7 +62,7 @@ class PdSite:
     rate_rps: float
     requests: int
     input_dist: LengthDistribution
-    workload: object  # workload.Workload: output_dist, routed
+    workload: Workload
     local_curve: PrefillCurve  # PD-P's prefill curve
     n_p: int
     n_d: int

@@ -43,6 +43,8 @@ METRIC_CSV = (
     "link_usd_per_hour",
     "binding",
     "ratio_vs_homogeneous",
+    "colocated_lambda_max_rps",
+    "ratio_vs_colocated",
     "capacity_low_rps",
     "capacity_high_rps",
     "lambda_max_low_rps",
@@ -110,6 +112,8 @@ def option_row(rank: int | None, r, pareto: bool, objective: str, verdict=None) 
         "link_usd_per_hour": cost.get("link_usd_per_hour"),
         "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
+        "colocated_lambda_max_rps": _round(r.colocated_lambda_rps),
+        "ratio_vs_colocated": _round(r.ratio_vs_colocated),
         "capacity_low_rps": _round(span[0] if span else None),
         "capacity_high_rps": _round(span[1] if span else None),
         "lambda_max_low_rps": _round(r.lambda_low_rps),
@@ -196,6 +200,12 @@ RANGE_NOTE = (
 )
 
 
+COLOCATED_NOTE = (
+    "colo: Λ_max over the co-located baseline's, a ratio (the homogeneous baseline's instances, each prefilling "
+    "and decoding with chunked prefill; see plan), Λ_max under an SLO too"
+)
+
+
 def _span(low: float | None, high: float | None, digits: int) -> str:
     """'low .. high' of a figure, '-' without one."""
     return "-" if low is None or high is None else f"{low:,.{digits}f} .. {high:,.{digits}f}"
@@ -238,6 +248,7 @@ def compare_view(comparison) -> Report:
         Column("capacity_range", "req/s range", justify="right"),
         *priced_columns,
         Column("versus_best", "vs best", lambda v: "-" if v is None else str(v), justify="left"),
+        Column("ratio_vs_colocated", "colo", _num(2)),  # x the co-located baseline (COLOCATED_NOTE)
         Column("ttft_p90_s", "TTFT P90 s", _num(2)),
         Column("kw", "kW", justify="right"),
         Column("status", "status", justify="left"),
@@ -253,6 +264,7 @@ def compare_view(comparison) -> Report:
         "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)",
     ]
     notes.append(RANGE_NOTE)
+    notes.append(COLOCATED_NOTE)
     if served == "goodput":
         notes.append(under_slo_ratio("ratio_vs_homogeneous (CSV, JSON)"))
     partial = [row["option"] for row in rows if row["power_kw"] is None and row["counted_power_kw"] is not None]

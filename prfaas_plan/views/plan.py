@@ -17,6 +17,7 @@ from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..study.basis import SOURCE_KEYS, prefill_source, sources
 from ..units import format_tokens
+from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
 from .transport import TRANSPORT_CSV, transport_cells, transport_details, transport_json
@@ -27,10 +28,17 @@ _LABELS = {
     DeploymentName.homogeneous: "homogeneous",
     DeploymentName.homogeneous_equal_cost: "homog. equal-$",
     DeploymentName.naive_heterogeneous: "naive heterog.",
+    "colocated": "co-located",
     "prfaas_pd @ operating": "PrfaaS-PD @ op.",
 }
 # the human wording of stages and pools, the same in tables and text (CSV and JSON keep the enum values)
-_BOUND_LABELS = {Bound.prfaas_compute: "PrfaaS", Bound.link: "link", Bound.pd_prefill: "PD-P", Bound.pd_decode: "PD-D"}
+_BOUND_LABELS: dict[str, str] = {
+    Bound.prfaas_compute: "PrfaaS",
+    Bound.link: "link",
+    Bound.pd_prefill: "PD-P",
+    Bound.pd_decode: "PD-D",
+}
+_BOUND_LABELS.update({"decode_batch": "batch", "tpot_limit": "TPOT"})  # what sets the co-located baseline's rate
 _POOL_LABELS = {"prfaas": "PrfaaS", "pd": "PD", "pd_prefill": "PD-P", "pd_decode": "PD-D"}  # Role and cost-pool names
 
 
@@ -254,12 +262,15 @@ def plan_json(result) -> dict:
                 "ratio_vs_homogeneous": _opt(result.ratio(name), 6),
             }
             for name, b in result.baselines.items()
-        },
+        }
+        | colocated_rows(result),
         "ratios_vs_homogeneous": {
             name: _opt(result.ratio(name), 6)
             for name in (DeploymentName.prfaas_pd, DeploymentName.naive_heterogeneous)
             if name == DeploymentName.prfaas_pd or name in result.baselines
-        },
+        }
+        | ({"colocated": _opt(colocated_ratio(result), 6)} if result.colocated is not None else {}),
+        "colocated": colocated_json(result),
         "link": {
             "bandwidth_gbps": round(link.bandwidth_gbps, 6),
             "usable_gbps": round(link.usable_gbps, 6),
@@ -462,6 +473,7 @@ def plan_view(result) -> Report:
             "power at full load + committed link: what budgets and min_cost count)"
             + _power_unpriced_text(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d)),
         ),
+        *colocated_details(result),
         *plan_range_details(result),
         *_operating_details(result),
         *_cache_details(result),
@@ -521,7 +533,7 @@ def plan_view(result) -> Report:
         rows=rows,
         csv_columns=csv_columns,
         meta={"scenario": inputs.name, "model": inputs.model.name, "mode": result.mode},
-        notes=[vs_homogeneous_note(result), *result.notes],
+        notes=[vs_homogeneous_note(result), *colocated_notes(result), *result.notes],
         json_doc=doc,
         sections=[section, sources_table, latency_view(result, doc["latency"])],
     )
