@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from oracles.one_site import brute_force
 
 from prfaas_plan import api
 from prfaas_plan.accounting.params import count_params, weight_bytes
-from prfaas_plan.planner.optimizer import brute_force, optimise
+from prfaas_plan.planner.optimizer import optimise
 from prfaas_plan.planner.throughput import bounds, threshold_table
 
 REPO = Path(__file__).resolve().parents[1]

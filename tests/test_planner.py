@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles.one_site import brute_force
 
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.planner.optimizer import brute_force, optimise
+from prfaas_plan.planner.optimizer import optimise
 from prfaas_plan.planner.throughput import bounds, stage_throughputs, threshold_table
 
 SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -26,6 +26,7 @@ from prfaas_plan.choices import ObjectiveKind
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner import formulation, optimizer
 from prfaas_plan.planner.chips import load_inputs
+from prfaas_plan.planner.cost import provisioned_usd_per_hour, usd_per_hour
 from prfaas_plan.planner.formulation import solution_valid
 from prfaas_plan.planner.optimizer import combination_count, optimise
 from prfaas_plan.planner.throughput import bounds, threshold_table
@@ -186,7 +187,7 @@ def _budgeted(inputs, budget: str, share: float):
     lim = inputs.limits
     top = (lim.prfaas_max, lim.pd_max, lim.decode_max if lim.separate_decode else 0)
     if budget == "usd":
-        full = optimizer.usd_per_hour(inputs, *top)
+        full = usd_per_hour(inputs, *top)
         return inputs if full is None else inputs.with_limits(usd_per_hour=share * full)
     if budget == "gpu":
         hw = inputs.pd.hardware_name
@@ -239,7 +240,7 @@ def test_milp_equals_enumeration_on_random_programmes(bases, scenario):
 def test_certificate_equals_enumeration_where_range_minimums_bind(bases, objective, target_rps):
     """The case study fixes 4 PrfaaS and 8 PD instances (min = max): a low target still pays for all
     8 PD instances, padded as PD-D, exactly as enumeration finds."""
-    from prfaas_plan.planner.exact import best_over_thresholds, usd_per_hour
+    from prfaas_plan.planner.exact import best_over_thresholds
 
     inputs, table = bases["case"]
     inputs = inputs.with_limits(pd_min=8, pd_max=10)
@@ -247,7 +248,7 @@ def test_certificate_equals_enumeration_where_range_minimums_bind(bases, objecti
     brute = optimise(inputs, table, objective=objective, target_rps=target_rps, method="enumerate")
     assert n_p + n_d >= 8
     if objective == "min_cost":
-        assert usd_per_hour(inputs, n_f, n_p, n_d) == pytest.approx(brute.usd_per_hour)
+        assert provisioned_usd_per_hour(inputs, n_f, n_p, n_d) == pytest.approx(brute.usd_per_hour)
     else:
         lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max.max()
         assert lam == pytest.approx(brute.lambda_max, rel=1e-9)

@@ -14,7 +14,7 @@ import yaml
 from oracles import brute_force_day
 
 from prfaas_plan import api
-from prfaas_plan.planner.optimizer import usd_per_hour
+from prfaas_plan.planner.cost import usd_per_hour
 from prfaas_plan.planner.schedule import day_plan
 from prfaas_plan.planner.throughput import bounds
 from prfaas_plan.profiles.scenario import load_scenario

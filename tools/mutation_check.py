@@ -197,9 +197,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "return self.predict(full(xa), chosen) - measured",
     ),
     "balance-tie-reversed": (
-        "prfaas_plan/planner/optimizer.py",
-        "idx = int(np.argmax(np.where(tied, prefill, -np.inf)))",
-        "idx = int(np.argmin(np.where(tied, prefill, np.inf)))",
+        "prfaas_plan/planner/throughput.py",
+        "pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)",
+        "pick = np.argmin(np.where(lam >= best * (1 - TIE_REL), prefill, np.inf), axis=1)",
     ),
     "decode-weight-gib": (
         "prfaas_plan/views/timing.py",
@@ -339,8 +339,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "budget-block-not-named": (
         "prfaas_plan/planner/plan.py",
-        "        out += [x for x in _blocking(inputs, limits, grown) if x not in out]",
-        "        pass",
+        "            out += [x for x in _blocking(inputs, limits, *grown) if x not in out]",
+        "            pass",
     ),
     "decode-on-the-pd-pool": (
         "prfaas_plan/study/resolve.py",
@@ -357,7 +357,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        return (0, -capacity, cost, ttft)",
         "        return (0, cost, -capacity, ttft)",
     ),
-    "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local)", "    count = total"),
+    "homogeneous-ignores-budgets": ("prfaas_plan/planner/plan.py", "    count = _most(total, local(free))", "    count = total"),
     "milp-link-free": (
         'prfaas_plan/planner/formulation.py',
         'self.prob += sum_of(x for _, x in items) <= upper * self.link_used[name, f]',
@@ -369,8 +369,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if any(idle_ok(int(k)) for k in coarse):",
     ),
     "slo-min-cost-target-unchecked": (
-        "prfaas_plan/planner/slo.py",
-        "    if min_cost and target_rps is None:",
+        "prfaas_plan/planner/optimizer.py",
+        "    if objective == ObjectiveKind.min_cost and target_rps is None:",
         "    if False:",
     ),
     "compare-keeps-old-cost": (
@@ -664,8 +664,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '        False,',
     ),
     "budget-accepts-unpriced-power": (
-        "prfaas_plan/planner/optimizer.py",
-        "if count_max > 0 and pool.cost.power_unpriced:",
+        "prfaas_plan/planner/cost.py",
+        "if most > 0 and pool.cost.power_unpriced:",
         "if False and pool.cost.power_unpriced:",
     ),
     "cost-line-total-not-marked": (
@@ -698,8 +698,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "naive-utilisation-zero": (
         'prfaas_plan/planner/plan.py',
-        '        usd_per_hour(inputs, n_prfaas, 0, n_d),\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        inputs.link.utilisation(egress_bytes_per_s),',
-        '        usd_per_hour(inputs, n_prfaas, 0, n_d),\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        0.0,',
+        '        cost,\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        inputs.link.utilisation(egress_bytes_per_s),',
+        '        cost,\n        bytes_per_s_to_gbps(egress_bytes_per_s),\n        0.0,',
     ),
     "compare-ratio-note-missing": ("prfaas_plan/views/compare.py", 'if served == "goodput":', 'if served == "Λ_max":'),
     "robust-json-rows-carry-table-cell": (

@@ -24,25 +24,28 @@ from ..study.resolve import build_variants
 def _score(inputs: PlanInputs) -> tuple:
     """A sort key of one combination, lower is better."""
     from .decode_model import decode_model
-    from .optimizer import optimise
-    from .slo import slo_optimise
+    from .slo import best_plan
     from .throughput import threshold_table
 
-    table = threshold_table(inputs)
-    objective = inputs.objective
-    if inputs.slo is not None:
-        chosen = slo_optimise(
-            inputs, table, decode_model(inputs), inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps
-        )
-        rate, cost = chosen.goodput_rps, chosen.usd_per_hour
-    else:
-        sol = optimise(inputs, table)
-        rate, cost = sol.lambda_max, sol.usd_per_hour
-    cost = math.inf if cost is None else cost
+    sol, good = best_plan(inputs, threshold_table(inputs), decode_model(inputs))
+    rate = sol.lambda_max if good is None else good
+    cost = math.inf if sol.usd_per_hour is None else sol.usd_per_hour
     chips = sum(pool.gpus_per_instance for pool in inputs.pools)
-    if objective.kind == ObjectiveKind.min_cost:
+    if inputs.objective.kind == ObjectiveKind.min_cost:
         return (cost, -rate, chips)
     return (-round(rate, 9), cost, chips)
+
+
+def _scored(variants: list[PlanInputs]) -> tuple[list, PlanInputError | None]:
+    """(``_score``, position, inputs) of each variant with a plan, best first (ties: the earlier),
+    and the error of the first without one."""
+    scored, first_error = [], None
+    for k, inputs in enumerate(variants):
+        try:
+            scored.append((_score(inputs), k, inputs))
+        except PlanInputError as exc:
+            first_error = first_error or exc
+    return sorted(scored, key=lambda item: (item[0], item[1])), first_error
 
 
 def choose(scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
@@ -65,20 +68,15 @@ def _cache_regime(inputs: PlanInputs) -> PlanInputs:
     caches = inputs.workload.caches
     if caches is None or caches.regime != CacheRegime.auto:
         return inputs
-    scored = []
-    for regime in (CacheRegime.scarce, CacheRegime.plentiful):
-        variant = inputs.with_cache_regime(regime)
-        try:
-            scored.append((_score(variant), regime, variant))
-        except PlanInputError:
-            continue
+    regimes = (CacheRegime.scarce, CacheRegime.plentiful)
+    scored, _ = _scored([inputs.with_cache_regime(regime) for regime in regimes])
     if not scored:
         return inputs
-    scored.sort(key=lambda item: item[0])
-    (_, regime, best), others = scored[0], scored[1:]
-    other = ""
+    (_, k, best), others = scored[0], scored[1:]
+    regime, other = regimes[k], ""
     if others:
-        (value, *_), name, _ = others[0]
+        (value, *_), j, _ = others[0]
+        name = regimes[j]
         other = (
             f"; the {name} rule would cost ${value:,.2f}/hour"
             if inputs.objective.kind == ObjectiveKind.min_cost
@@ -90,16 +88,10 @@ def _cache_regime(inputs: PlanInputs) -> PlanInputs:
 def _chips(variants: list[PlanInputs], source: str | None = None) -> PlanInputs:
     if len(variants) == 1:
         return variants[0]
-    scored, first_error = [], None
-    for k, inputs in enumerate(variants):
-        try:
-            scored.append((_score(inputs), k, inputs))
-        except PlanInputError as exc:
-            first_error = first_error or exc
+    scored, first_error = _scored(variants)
     if not scored:
         assert first_error is not None  # every variant (two or more) raised one
         raise first_error.with_source(source) if source else first_error
-    scored.sort(key=lambda item: (item[0], item[1]))
     best = scored[0][2]
     chosen = "; ".join(
         f"{pool.role} {pool.gpus_per_instance} of {list(pool.chip_options)}" for pool in best.pools if pool.chip_options

@@ -22,14 +22,17 @@ power (``PoolTco.power_kw`` None); the plan's total kW and J/token are then None
 is counted as 0: where that power is billed (a purchase, or a site with ``usd_per_kwh``; a
 rental without one includes power) the $/hour is a lower bound (``usd_per_hour_is_lower_bound``,
 ``ChipCost.power_unpriced``), and a budget or ``min_cost`` treats the pool as unpriced
-(``optimizer.check_limits``).
+(``require_prices``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ..errors import PlanInputError
+from ..study.model import PlanInputs
 from ..study.prices import SECONDS_PER_HOUR
+from .throughput import ThresholdTable
 
 
 @dataclass(frozen=True)
@@ -152,3 +155,93 @@ def pool_tco(pool, instances: int, busy: float) -> PoolTco:
         c.basis,
         bool(chips) and c.power_unpriced,
     )
+
+
+def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int, rate_rps: float) -> Tco:
+    """The cost of ownership of a deployment at ``rate_rps``: each pool busy for the share of its
+    capacity the rate uses (PrfaaS: rate x p T_long / N_prfaas; PD-P: rate x (1 - p) T_short / N_p;
+    PD-D: rate / (N_d r_d)), the committed link when PrfaaS is used, egress at the rate."""
+
+    def busy(work: float, servers: float) -> float:
+        return min(1.0, rate_rps * work / servers) if servers > 0 else 0.0
+
+    parts = (
+        pool_tco(inputs.prfaas, n_prfaas, busy(float(table.prfaas_work_s[idx]), n_prfaas)),
+        pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)),
+        pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)),
+    )
+    parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
+    egress = rate_rps * float(table.link_work_bytes[idx])
+    return Tco(
+        rate_rps,
+        parts,
+        inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
+        inputs.link.cost.egress_usd_per_hour(egress),
+        inputs.workload.full_input_dist.mean_tokens(),
+        inputs.output_mean_tokens,
+    )
+
+
+# What counts of instances (N_prfaas, N_p, N_d) provision: what budgets and ``min_cost`` count.
+
+
+def provisioned_usd_per_hour(inputs: PlanInputs, n_f, n_p, n_d):
+    """Provisioned $/hour of counts (ints or arrays): each pool's instances at their price
+    (capital + full-load power; an unpriced pool counts 0, refused where a price is needed), plus
+    the committed link, paid when PrfaaS instances use it."""
+    prices = [pool.usd_per_hour_per_instance or 0.0 for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool)]
+    return prices[0] * n_f + prices[1] * n_p + prices[2] * n_d + inputs.link.fixed_usd_per_hour * (n_f > 0)
+
+
+def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float | None:
+    """``provisioned_usd_per_hour`` of the counts; None when a used pool has no price."""
+    if unpriced_pools(inputs, n_prfaas, n_p, n_d):
+        return None
+    return float(provisioned_usd_per_hour(inputs, n_prfaas, n_p, n_d))
+
+
+def chips_of(inputs: PlanInputs, hardware: str, n_f, n_p, n_d):
+    """Chips of ``hardware`` that the counts (ints or arrays) use."""
+    pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
+    return sum(pool.gpus_per_instance * n for pool, n in zip(pools, (n_f, n_p, n_d)) if pool.hardware_name == hardware)
+
+
+def _used_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int, missing) -> list[str]:
+    """'hardware (role)' of each pool the counts use for which ``missing(pool)`` holds, each once."""
+    out = []
+    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
+        name = f"{pool.hardware_name} ({pool.role})"
+        if count and missing(pool) and name not in out:
+            out.append(name)
+    return out
+
+
+def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
+    """'hardware (role)' of each pool the counts use whose hardware has no price."""
+    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.usd_per_hour_per_instance is None)
+
+
+def power_unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
+    """'hardware (role)' of each pool the counts use whose billed power has no TDP
+    (``ChipCost.power_unpriced``): any $/hour of the counts is then a lower bound."""
+    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.cost.power_unpriced)
+
+
+def require_prices(pools, owner: str) -> None:
+    """Where a cost objective or a $/hour budget needs prices: each (field, pool, most instances)
+    that may be bought has a capital or rental price, and a TDP where its power is billed; else a
+    one-line error naming the hardware (``owner``: whose cost may give the price, "pool's" or
+    "site's")."""
+    for where, pool, most in pools:
+        if most > 0 and pool.usd_per_hour_per_instance is None:
+            raise PlanInputError(
+                f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its profile, or the {owner} "
+                "cost), needed for a cost objective or budget",
+                field=f"{where}.hardware",
+            )
+        if most > 0 and pool.cost.power_unpriced:
+            raise PlanInputError(
+                f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power (${pool.cost.usd_per_kwh:g}/kWh) has no "
+                "price, needed for a cost objective or budget",
+                field=f"{where}.hardware",
+            )

@@ -19,7 +19,7 @@ counts grow. Hence, at each k:
 A shared PD pool (PD-P and PD-D from one pool, one price and chip count) pads N_p + N_d up to its
 minimum with PD-D instances. The best over k is the optimum over every count combination and
 every threshold, what enumeration finds, in time linear in the table rather than the count
-space: the certificate that makes the MILP's answer exact (``optimizer._optimise``).
+space: the answer of ``optimizer._optimise`` above its enumeration size.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import numpy as np
 
 from ..choices import ObjectiveKind
 from ..study.model import Limits, PlanInputs
-from .throughput import ThresholdTable
+from .cost import chips_of, provisioned_usd_per_hour
+from .throughput import ThresholdTable, bounds
 
 BISECTION_STEPS = 200  # halvings of the rate bracket: far past float precision (stops when it stalls)
 _CEIL_REL = 1e-12  # lambda w within this of an integer counts as that integer (float noise)
@@ -55,24 +56,16 @@ def smallest_counts(table: ThresholdTable, inputs: PlanInputs, limits: Limits, r
     return n_f, n_p, n_d, link_ok
 
 
-def _fits(inputs: PlanInputs, limits: Limits, n_f, n_p, n_d) -> np.ndarray:
-    """Whether counts (arrays) are within the ranges and the GPU and $/hour budgets."""
+def within_maxima(inputs: PlanInputs, limits: Limits, n_f, n_p, n_d) -> np.ndarray:
+    """Whether counts (ints or arrays) are within the ranges' maxima and the GPU and $/hour budgets
+    (an unpriced pool counts $0: ``optimizer.feasible_cost`` refuses it under a $/hour budget)."""
     ok = n_f <= limits.prfaas_max
     ok &= (n_p <= limits.pd_max) & (n_d <= limits.decode_max) if limits.separate_decode else n_p + n_d <= limits.pd_max
-    pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
     for name, budget in limits.gpu_budget.items():
-        chips = sum(pool.gpus_per_instance * n for pool, n in zip(pools, (n_f, n_p, n_d)) if pool.hardware_name == name)
-        ok &= chips <= budget
+        ok &= chips_of(inputs, name, n_f, n_p, n_d) <= budget
     if limits.usd_per_hour is not None:
-        ok &= usd_per_hour(inputs, n_f, n_p, n_d) <= limits.usd_per_hour + 1e-9
+        ok &= provisioned_usd_per_hour(inputs, n_f, n_p, n_d) <= limits.usd_per_hour + 1e-9
     return ok
-
-
-def usd_per_hour(inputs: PlanInputs, n_f, n_p, n_d) -> np.ndarray:
-    """Provisioned $/hour of count arrays (unpriced pools count 0: callers refuse them where a
-    price is needed), the committed link paid when PrfaaS instances use it."""
-    prices = [pool.usd_per_hour_per_instance or 0.0 for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool)]
-    return prices[0] * n_f + prices[1] * n_p + prices[2] * n_d + inputs.link.fixed_usd_per_hour * (n_f > 0)
 
 
 def threshold_optima(
@@ -80,35 +73,30 @@ def threshold_optima(
 ):
     """Per threshold: the optimal counts (n_f, n_p, n_d; float arrays of integers), whether any plan
     exists there, and the rate those counts serve at that threshold (req/s)."""
+
+    def fitting(rate_rps: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        """N(rate) at every threshold, and whether it fits: the link carries the rate, the counts
+        within the ranges and budgets."""
+        n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, rate_rps)
+        return (n_f, n_p, n_d), link_ok & within_maxima(inputs, limits, n_f, n_p, n_d)
+
     if objective == ObjectiveKind.min_cost:
-        assert target_rps is not None  # optimizer._optimise refuses min_cost without a target
-        rate = np.full(len(table), float(target_rps))
-        n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, rate)
-        ok = link_ok & _fits(inputs, limits, n_f, n_p, n_d)
+        assert target_rps is not None  # optimizer.check_limits refuses min_cost without a target
+        counts, ok = fitting(np.full(len(table), float(target_rps)))
     else:
         lo = np.zeros(len(table))
-        n_f, n_p, n_d, link_ok = smallest_counts(table, inputs, limits, lo)
-        ok = link_ok & _fits(inputs, limits, n_f, n_p, n_d)
+        _, ok = fitting(lo)
         decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
         hi = np.full(len(table), inputs.decode_rps_per_instance * decode_max * (1 + 1e-9) + 1e-12)
         for _ in range(BISECTION_STEPS):
             mid = 0.5 * (lo + hi)
             if not np.any((mid > lo) & (mid < hi)):
                 break
-            m_f, m_p, m_d, m_link = smallest_counts(table, inputs, limits, mid)
-            good = m_link & _fits(inputs, limits, m_f, m_p, m_d)
+            _, good = fitting(mid)
             lo, hi = np.where(good, mid, lo), np.where(good, hi, mid)
-        n_f, n_p, n_d, _ = smallest_counts(table, inputs, limits, lo)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        served = np.minimum.reduce(
-            [
-                np.where(table.prfaas_work_s > 0, n_f / table.prfaas_work_s, np.inf),
-                np.where(table.link_work_bytes > 0, inputs.link.carried_bytes_per_s(n_f) / table.link_work_bytes, np.inf),
-                np.where(table.pd_work_s > 0, n_p / table.pd_work_s, np.inf),
-                n_d * inputs.decode_rps_per_instance,
-            ]
-        )
-    return n_f, n_p, n_d, ok, np.where(ok, served, 0.0)
+        counts, _ = fitting(lo)
+    served = bounds(table, np.arange(len(table)), *counts, inputs).lambda_max
+    return (*counts, ok, np.where(ok, served, 0.0))
 
 
 def best_over_thresholds(
@@ -122,7 +110,7 @@ def best_over_thresholds(
         return None
     total = n_f + n_p + n_d
     if objective == ObjectiveKind.min_cost:
-        cost = np.where(ok, usd_per_hour(inputs, n_f, n_p, n_d), np.inf)
+        cost = np.where(ok, provisioned_usd_per_hour(inputs, n_f, n_p, n_d), np.inf)
         order = np.lexsort((-served, cost))
     else:
         order = np.lexsort((total, -np.where(ok, served, -np.inf)))

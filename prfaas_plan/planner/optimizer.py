@@ -13,21 +13,20 @@ lambda_k >= 0 that may be non-zero only for the chosen k, and integer instance c
     instances at their price, plus the committed link times a binary u >= N_prfaas / max)
 
 maximising sum_k lambda_k (= Lambda_max), or minimising $/hour subject to
-sum_k lambda_k >= a target rate. It is solved first over a coarse grid of thresholds
-(quantiles of L), then over every distinct threshold between the neighbours of the coarse
-choice; finally, for the chosen counts, t is moved along the fine grid to the balance
-point of eq. 7 (Theta_prfaas / p = Theta_pdp / (1 - p)) among thresholds with the same
-Lambda_max. Over a coarse grid the MILP is a heuristic (hypothesis found it $32/hour off a
-min_cost optimum), and over every one of the 4,097 thresholds exact but 5-10 s at 24,000
-combinations, so each answer is certified by ``exact.best_over_thresholds``, the exact
-optimum of every threshold at once (milliseconds), which replaces it when better.
+sum_k lambda_k >= a target rate. It is solved over a coarse grid of thresholds (quantiles of
+L): over it a heuristic (hypothesis found it $32/hour off a min_cost optimum), and over all
+4,097 thresholds exact but 5-10 s at 24,000 combinations. So every answer is the exact optimum of every threshold at once
+(``exact.best_over_thresholds``, milliseconds); the programme's answer stands only where that
+does not beat it (among equal optima, the one the programme found). Finally, for the chosen
+counts, t is moved along the fine grid to the balance point of eq. 7
+(Theta_prfaas / p = Theta_pdp / (1 - p)) among thresholds with the same Lambda_max.
 
 ``enumerate_best`` visits every combination, each over every threshold (vectorised): the
 reference, and the fastest for a small count space. ``method: auto`` (the default)
 enumerates up to ENUMERATE_MAX_COMBINATIONS combinations and takes the per-threshold optimum
-above that; ``milp`` runs the programme above (certified), ``per_threshold`` and
-``enumerate`` force theirs. The multi-site programme (``sites.py``), whose sites share links
-and PrfaaS instances, is where the MILP pays.
+above that; ``milp`` solves the programme above (the 1x1 study of ``planner.formulation``),
+``per_threshold`` and ``enumerate`` force theirs. The multi-site programme (``sites.py``),
+whose sites share links and PrfaaS instances, is where the MILP pays.
 """
 
 from __future__ import annotations
@@ -40,10 +39,9 @@ from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
-from .exact import best_over_thresholds
-from .throughput import ThresholdTable, bounds, threshold_table
-
-TIE_REL = 1e-7  # relative tolerance when comparing Lambda values
+from .cost import chips_of, require_prices, usd_per_hour
+from .exact import best_over_thresholds, within_maxima
+from .throughput import TIE_REL, ThresholdTable, best_thresholds, bounds, threshold_table
 
 
 @dataclass(frozen=True)
@@ -57,84 +55,34 @@ class Solution:
     usd_per_hour: float | None
 
 
-def _cost_terms(inputs: PlanInputs) -> tuple[float | None, float | None, float | None]:
-    """Provisioned $/hour of one PrfaaS, PD(-P) and decoding instance."""
-    return (
-        inputs.prfaas.usd_per_hour_per_instance,
-        inputs.pd.usd_per_hour_per_instance,
-        inputs.decode_pool.usd_per_hour_per_instance,
-    )
+def at_best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: int, n_d: int, cost: float | None) -> Solution:
+    """The counts (N_prfaas, N_p, N_d) at the first threshold where they serve the most; ``cost``
+    their provisioned $/hour."""
+    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
+    k = int(np.argmax(lam))
+    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
 
 
-def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float | None:
-    """Provisioned $/hour of the counts (capital + full-load power) plus the committed link
-    (counted when PrfaaS instances use it); None when a used pool has no price."""
-    c_f, c_p, c_d = _cost_terms(inputs)
-    if (n_prfaas and c_f is None) or (n_p and c_p is None) or (n_d and c_d is None):
-        return None
-    link = inputs.link.fixed_usd_per_hour if n_prfaas else 0.0
-    return (c_f or 0.0) * n_prfaas + (c_p or 0.0) * n_p + (c_d or 0.0) * n_d + link
-
-
-def _used_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int, missing) -> list[str]:
-    """'hardware (role)' of each pool the counts use for which ``missing(pool)`` holds, each once."""
-    out = []
-    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
-        name = f"{pool.hardware_name} ({pool.role})"
-        if count and missing(pool) and name not in out:
-            out.append(name)
-    return out
-
-
-def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
-    """'hardware (role)' of each pool the counts use whose hardware has no price."""
-    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.usd_per_hour_per_instance is None)
-
-
-def power_unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
-    """'hardware (role)' of each pool the counts use whose billed power has no TDP
-    (``ChipCost.power_unpriced``): any $/hour of the counts is then a lower bound."""
-    return _used_pools(inputs, n_prfaas, n_p, n_d, lambda pool: pool.cost.power_unpriced)
-
-
-def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind) -> None:
-    """Errors no search can get round: no decode capacity, or no price on a pool that may be used
-    while a cost objective or a $/hour budget needs one (no capital price, or billed power of
-    hardware without a TDP: ``ChipCost.power_unpriced``). Every optimiser calls it (``optimise``,
-    ``enumerate_best`` and ``slo.slo_optimise``), with the objective it optimises."""
+def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None) -> None:
+    """Errors no search can get round: min_cost without a target rate (it plans one steady rate; a
+    min_cost day gives ``schedule`` its targets), no decode capacity, or no price on a pool that may
+    be used while a cost objective or a $/hour budget needs one (``cost.require_prices``). Both
+    optimisers call it before any search (``optimise`` and ``slo.slo_optimise``), with the objective
+    and target they optimise."""
+    if objective == ObjectiveKind.min_cost and target_rps is None:
+        raise PlanInputError(
+            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
+            field="objective.target_rate_rps",
+        )
     decode_max = limits.pd_max if limits.decode_max is None else limits.decode_max  # separate_decode: decode_max set
     if decode_max == 0 or inputs.decode_rps_per_instance <= 0:
         raise PlanInputError(
             "zero decode capacity: the PD cluster has no instances to decode",
             field="pd_decode.instances" if limits.separate_decode else "pd.instances",
         )
-    needs_price = objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None
-    if needs_price:
-        for pool, count_max in ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max), (inputs.decode_pool, decode_max)):
-            if count_max > 0 and pool.usd_per_hour_per_instance is None:
-                raise PlanInputError(
-                    f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its "
-                    "profile, or the pool's cost), needed for a cost objective or budget",
-                    field=f"{pool.role}.hardware",
-                )
-            if count_max > 0 and pool.cost.power_unpriced:
-                raise PlanInputError(
-                    f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power "
-                    f"(${pool.cost.usd_per_kwh:g}/kWh) has no price, needed for a cost objective "
-                    "or budget",
-                    field=f"{pool.role}.hardware",
-                )
-
-
-def _gpu_rows(inputs: PlanInputs, limits: Limits):
-    """(budget, chips per PrfaaS, PD(-P) and decoding instance) for each budgeted hardware."""
-    rows = []
-    for name, budget in limits.gpu_budget.items():
-        sizes = tuple(
-            pool.gpus_per_instance if pool.hardware_name == name else 0 for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool)
-        )
-        rows.append((budget, *sizes))
-    return rows
+    if objective == ObjectiveKind.min_cost or limits.usd_per_hour is not None:
+        pools = ((inputs.prfaas, limits.prfaas_max), (inputs.pd, limits.pd_max), (inputs.decode_pool, decode_max))
+        require_prices([(f"{pool.role}", pool, most) for pool, most in pools], "pool's")
 
 
 def _solve_milp(
@@ -146,30 +94,26 @@ def _solve_milp(
     target_rps: float | None,
 ) -> Solution | None:
     """The programme of ``planner.formulation`` on the 1x1 study of ``inputs`` (``one_site_study``)
-    over the candidate thresholds ``cand``, its answer checked exactly (``exact_solution``)."""
+    over the candidate thresholds ``cand``: its counts at their best threshold, checked exactly
+    against the ranges and budgets (and, min_cost, the target rate); None when CBC gives no such
+    answer, once without presolve and tightly either."""
     from .formulation import Cell, Goal, solve
 
     study = one_site_study(inputs, limits, objective, target_rps)
     if study is None:
         return None
-    site = study.pd_sites[0]
-    cell = Cell(
-        0,
-        0,
-        24.0,
-        {site.name: site.demand_rps},
-        {(site.name, "prfaas"): table},
-        study.links,
-        {site.name: inputs.decode_rps_per_instance},
-    )
+    hours, rates = study.windows[0].hours, study.windows[0].rates_rps
+    cells = [Cell(0, 0, hours, rates, {("pd", "prfaas"): table}, study.links, {"pd": inputs.decode_rps_per_instance})]
     for tight in (False, True):  # an answer the exact check refuses: once more without presolve, tightly
-        sol = solve(study, [cell], {(0, 0, site.name): [int(k) for k in cand]}, Goal(objective), tight=tight)
+        sol = solve(study, cells, {(0, 0, "pd"): [int(k) for k in cand]}, Goal(objective), tight=tight)
         if sol is None:
             continue
-        plan = sol.cells[0]
-        counts = (sol.n_prfaas["prfaas"], plan.n_p[site.name], plan.n_d[site.name])
-        exact = exact_solution(table, plan.k[site.name], counts, inputs, limits, objective, target_rps)
-        if exact is not None:
+        counts = (sol.n_prfaas["prfaas"], sol.cells[0].n_p["pd"], sol.cells[0].n_d["pd"])
+        cost = feasible_cost(inputs, limits, *counts)
+        if cost is False:
+            continue
+        exact = at_best_threshold(table, inputs, *counts, cost)
+        if objective != ObjectiveKind.min_cost or exact.lambda_max >= min_cost_target(target_rps) * (1 - 1e-9):
             return exact
     return None
 
@@ -215,28 +159,6 @@ def one_site_study(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind,
     )
 
 
-def exact_solution(
-    table: ThresholdTable,
-    idx: int,
-    count_vars,
-    inputs: PlanInputs,
-    limits: Limits,
-    objective: ObjectiveKind,
-    target_rps: float | None,
-) -> Solution | None:
-    """The solver's counts, rounded and checked exactly against the ranges and budgets, with
-    Lambda_max recomputed by the model at threshold ``idx``; None when the rounded counts break a
-    range or a budget, or (min_cost) miss the target rate."""
-    n_f, n_p, n_d = count_vars
-    cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
-    if cost is False:
-        return None
-    lam = float(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max)
-    if objective == ObjectiveKind.min_cost and lam < min_cost_target(target_rps) * (1 - 1e-9):
-        return None
-    return Solution(idx, float(table.thresholds_tokens[idx]), n_f, n_p, n_d, lam, cost)
-
-
 def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
     """About ``count`` thresholds evenly spaced in p, always including 'all' and 'none' offloaded."""
     targets = np.linspace(0.0, 1.0, count)
@@ -247,16 +169,10 @@ def coarse_indices(table: ThresholdTable, count: int) -> np.ndarray:
 
 def _balance(table: ThresholdTable, sol: Solution, inputs: PlanInputs) -> Solution:
     """For the chosen counts, the best threshold on the fine grid; among ties, the balance
-    point of eq. 7 (the largest min(PrfaaS bound, PD-P bound))."""
-    b = bounds(table, np.arange(len(table)), sol.n_prfaas, sol.n_p, sol.n_d, inputs)
-    lam = b.lambda_max
-    best = lam.max()
-    if best < sol.lambda_max * (1 - TIE_REL):
-        return sol
-    prefill = np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill)
-    tied = lam >= best * (1 - TIE_REL)
-    idx = int(np.argmax(np.where(tied, prefill, -np.inf)))
-    return replace(sol, threshold_index=idx, threshold_tokens=float(table.thresholds_tokens[idx]), lambda_max=float(lam[idx]))
+    point of eq. 7 (``throughput.best_thresholds``)."""
+    pick, lam = best_thresholds(table, inputs, sol.n_prfaas, sol.n_p, sol.n_d, np.array([inputs.link.usable_bytes_per_s]))
+    k = int(pick[0])
+    return replace(sol, threshold_index=k, threshold_tokens=float(table.thresholds_tokens[k]), lambda_max=float(lam[0]))
 
 
 ENUMERATE_MAX_COMBINATIONS = 2000
@@ -271,9 +187,15 @@ def optimise(
     limits: Limits | None = None,
     method: str | None = None,
 ) -> Solution:
-    """The operating point (see ``_optimise``). A plan whose Lambda_max is below
-    ``ranges.MIN_CAPACITY_RPS`` has effectively no capacity: an error, not a table of zeros."""
-    sol = _optimise(inputs, table, objective=objective, target_rps=target_rps, limits=limits, method=method)
+    """The operating point (see ``_optimise``); unset arguments come from ``inputs`` (its objective,
+    limits and optimiser settings). A plan whose Lambda_max is below ``ranges.MIN_CAPACITY_RPS`` has
+    effectively no capacity: an error, not a table of zeros."""
+    kind = ObjectiveKind(objective or inputs.objective.kind)
+    target = target_rps if target_rps is not None else inputs.objective.target_rate_rps
+    limits = limits or inputs.limits
+    check_limits(inputs, limits, kind, target)
+    how = OptimiserMethod(method or inputs.optimiser.method)
+    sol = _optimise(inputs, table or threshold_table(inputs), limits, kind, target, how)
     if sol.lambda_max < MIN_CAPACITY_RPS:
         what = "any request" if sol.lambda_max <= 0 else f"{MIN_CAPACITY_RPS:g} requests/s (best: {sol.lambda_max:.3g})"
         raise PlanInputError(
@@ -287,114 +209,36 @@ def optimise(
 
 def _optimise(
     inputs: PlanInputs,
-    table: ThresholdTable | None = None,
-    *,
-    objective: str | None = None,
-    target_rps: float | None = None,
-    limits: Limits | None = None,
-    method: str | None = None,
+    table: ThresholdTable,
+    limits: Limits,
+    objective: ObjectiveKind,
+    target_rps: float | None,
+    method: OptimiserMethod,
 ) -> Solution:
-    """The operating point. ``milp``: coarse MILP, fine MILP around its threshold, a local search,
-    certified by the per-threshold optimum; ``enumerate``: exhaustive; ``per_threshold``: the exact
-    optimum of every threshold (``exact.py``); ``auto``: enumerate when the count space has at most
-    ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance point.
-    Unset arguments come from ``inputs`` (its objective, limits and optimiser settings)."""
-    objective = ObjectiveKind(objective or inputs.objective.kind)
-    target_rps = target_rps if target_rps is not None else inputs.objective.target_rate_rps
-    if objective == ObjectiveKind.min_cost and target_rps is None:  # a min_cost day gives schedule its targets
-        raise PlanInputError(
-            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
-            field="objective.target_rate_rps",
-        )
-    limits = limits or inputs.limits
-    method = OptimiserMethod(method or inputs.optimiser.method)
-    table = table or threshold_table(inputs)
-    check_limits(inputs, limits, objective)
+    """The operating point. ``enumerate``: exhaustive; ``per_threshold``: the exact optimum of every
+    threshold (``exact.py``); ``milp``: the programme over the coarse thresholds, its answer kept
+    where the per-threshold optimum does not beat it; ``auto``: enumerate when the count space has
+    at most ENUMERATE_MAX_COMBINATIONS combinations, else per_threshold. Each ends at the balance
+    point. ``optimise`` has checked the limits (``check_limits``)."""
     if method == OptimiserMethod.enumerate or (
         method == OptimiserMethod.auto and combination_count(limits) <= ENUMERATE_MAX_COMBINATIONS
     ):
         return enumerate_best(inputs, table, limits, objective, target_rps)
-    if method in (OptimiserMethod.auto, OptimiserMethod.per_threshold):
-        exact = _certificate(table, inputs, limits, objective, target_rps)
-        if exact is None:
-            raise infeasible(inputs, table, limits, objective, target_rps)
-        return _balance(table, exact, inputs)
-    coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
-    sol = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
-    if sol is not None:
-        pos = int(np.searchsorted(coarse, sol.threshold_index))
-        lo = coarse[max(pos - 1, 0)]
-        hi = coarse[min(pos + 1, len(coarse) - 1)]
-        fine = np.unique(np.linspace(lo, hi, min(hi - lo + 1, FINE_MAX_CANDIDATES)).round().astype(int))
-        refined = _solve_milp(table, fine, inputs, limits, objective, target_rps)
-        if refined is not None and _better(refined, sol, objective):
-            sol = refined
-        sol = _polish(table, sol, inputs, limits, objective, target_rps)
-    # The certificate: the exact optimum of every threshold (planner.exact). It replaces a MILP answer
-    # that a threshold outside the coarse-to-fine grid beats, and stands in when CBC gave no usable
-    # answer (a solution that breaks a constraint, or an infeasibility that may be wrong); no plan
-    # there either is the proof that none exists, and ``infeasible`` names the reason.
-    certified = _certificate(table, inputs, limits, objective, target_rps)
-    if certified is None:
-        if sol is not None:  # not reached: the certificate covers every combination the MILP can return
-            return sol
-        raise infeasible(inputs, table, limits, objective, target_rps)
-    if sol is None or _improves(certified, sol, objective, target_rps):
-        sol = _balance(table, certified, inputs)
-    return sol
-
-
-def _certificate(
-    table: ThresholdTable, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None
-) -> Solution | None:
-    """The exact optimum over every threshold and count combination (``exact.best_over_thresholds``)
-    as a Solution, its Lambda_max the best threshold's for its counts; None when no plan exists."""
+    # The exact optimum of every threshold (planner.exact): no plan there is the proof that none
+    # exists, and ``infeasible`` names the reason. It replaces a MILP answer that a threshold
+    # outside the coarse grid beats, and stands in when CBC gave no usable answer (a solution that
+    # breaks a constraint, or an infeasibility that may be wrong).
     best = best_over_thresholds(table, inputs, limits, objective, target_rps)
     if best is None:
-        return None
+        raise infeasible(inputs, table, limits, objective, target_rps)
     _, n_f, n_p, n_d = best
-    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
-    k = int(np.argmax(lam))
-    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), usd_per_hour(inputs, n_f, n_p, n_d))
-
-
-FINE_MAX_CANDIDATES = 256  # binaries in the fine MILP; the polish step scans every threshold anyway
-
-
-def _polish(
-    table: ThresholdTable, sol: Solution, inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None
-) -> Solution:
-    """Exact local search around the MILP's counts: every N_p / N_d split of N_prfaas +- 1 and
-    N_pd +- 1 (within ranges and budgets), each over every threshold (vectorised). It fixes
-    what the coarse-to-fine threshold grid can miss. For min_cost, the cheapest neighbour that
-    still reaches the target wins, with ties broken by Lambda_max."""
-    idx = np.arange(len(table))
-    best = sol
-    for n_f, n_p, n_d in _neighbours(sol, limits):
-        cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
-        if cost is False:
-            continue
-        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
-        k = int(np.argmax(lam))
-        cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
-        if _improves(cand, best, objective, target_rps):
-            best = cand
-    return _balance(table, best, inputs)
-
-
-def _neighbours(sol: Solution, limits: Limits):
-    """N_prfaas +- 1 with, for a shared PD pool, every split of N_pd +- 1; for a decode-only pool,
-    N_p +- 1 and N_d +- 1."""
-    for n_f in range(sol.n_prfaas - 1, sol.n_prfaas + 2):
-        if limits.separate_decode:
-            for n_p in range(sol.n_p - 1, sol.n_p + 2):
-                for n_d in range(sol.n_d - 1, sol.n_d + 2):
-                    if n_p >= 0 and n_d >= 0:
-                        yield n_f, n_p, n_d
-        else:
-            for n_pd in range(sol.n_p + sol.n_d - 1, sol.n_p + sol.n_d + 2):
-                for n_p in range(n_pd + 1):
-                    yield n_f, n_p, n_pd - n_p
+    sol = at_best_threshold(table, inputs, n_f, n_p, n_d, usd_per_hour(inputs, n_f, n_p, n_d))
+    if method == OptimiserMethod.milp:
+        coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
+        milp = _solve_milp(table, coarse, inputs, limits, objective, target_rps)
+        if milp is not None and not _improves(sol, milp, objective, target_rps):
+            sol = milp
+    return _balance(table, sol, inputs)
 
 
 def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
@@ -409,12 +253,6 @@ def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: fl
     return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + TIE_REL))
 
 
-def _better(a: Solution, b: Solution, objective: ObjectiveKind) -> bool:
-    if objective == ObjectiveKind.max_throughput:
-        return a.lambda_max > b.lambda_max * (1 + TIE_REL)
-    return (a.usd_per_hour or 0.0) < (b.usd_per_hour or 0.0) - 1e-9
-
-
 def _decode_range(limits: Limits) -> tuple[int, int]:
     """N_d (min, max) of the decode-only pool, for ``limits.separate_decode`` only."""
     # the scenario's decode range sets both or neither (study.resolve._limits, Study.pair)
@@ -424,7 +262,7 @@ def _decode_range(limits: Limits) -> tuple[int, int]:
 
 def min_cost_target(target_rps: float | None) -> float:
     """The min_cost target rate, req/s, where only min_cost reads it."""
-    # _optimise and slo.slo_optimise refuse min_cost without a target before any search
+    # optimise and slo.slo_optimise refuse min_cost without a target before any search (check_limits)
     assert target_rps is not None
     return target_rps
 
@@ -446,8 +284,8 @@ def infeasible(
     certified max-throughput optimum) is below it; a budget is blamed only when one is set and
     lifting the budgets would reach the target, else the ranges and the demand are."""
     n_f, n_p, n_d = _minimal_counts(limits)
-    for name, (budget, g_f, g_p, g_d) in zip(limits.gpu_budget, _gpu_rows(inputs, limits)):
-        need = g_f * n_f + g_p * n_p + g_d * n_d
+    for name, budget in limits.gpu_budget.items():
+        need = chips_of(inputs, name, n_f, n_p, n_d)
         if need > budget:
             return PlanInputError(
                 f"the smallest counts the instance ranges allow ({n_f} / {n_p} / {n_d}) need {need} "
@@ -463,10 +301,11 @@ def infeasible(
         )
     if objective != ObjectiveKind.min_cost:  # not reached: the smallest counts are a plan
         return PlanInputError("no plan fits the instance ranges and budgets", field="budgets")
-    best = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits).lambda_max
+    method = OptimiserMethod(inputs.optimiser.method)
+    best = _optimise(inputs, table, limits, ObjectiveKind.max_throughput, None, method).lambda_max
     if limits.gpu_budget or limits.usd_per_hour is not None:
         free = replace(limits, gpu_budget={}, usd_per_hour=None)
-        unbudgeted = _optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=free).lambda_max
+        unbudgeted = _optimise(inputs, table, free, ObjectiveKind.max_throughput, None, method).lambda_max
         if unbudgeted >= min_cost_target(target_rps) * (1 - 1e-9):
             return PlanInputError(
                 f"the budgets stop it: within them the most any plan serves is {best:.4g} req/s, "
@@ -484,20 +323,12 @@ def infeasible(
 def feasible_cost(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int):
     """Provisioned $/hour of (N_prfaas, N_p, N_d) if it is within the ranges and budgets (None:
     unpriced), else False."""
-    if not limits.prfaas_min <= n_f <= limits.prfaas_max:
-        return False
-    if limits.separate_decode:
-        d_lo, d_hi = _decode_range(limits)
-        if not (limits.pd_min <= n_p <= limits.pd_max and d_lo <= n_d <= d_hi):
-            return False
-    elif not limits.pd_min <= n_p + n_d <= limits.pd_max:
-        return False
-    if any(g_f * n_f + g_p * n_p + g_d * n_d > budget for budget, g_f, g_p, g_d in _gpu_rows(inputs, limits)):
+    lo_f, lo_p, lo_d = _minimal_counts(limits)
+    below = n_p < lo_p or n_d < lo_d if limits.separate_decode else n_p + n_d < lo_d
+    if n_f < lo_f or below or not within_maxima(inputs, limits, n_f, n_p, n_d):
         return False
     cost = usd_per_hour(inputs, n_f, n_p, n_d)
-    if limits.usd_per_hour is not None and (cost is None or cost > limits.usd_per_hour + 1e-9):
-        return False
-    return cost
+    return False if cost is None and limits.usd_per_hour is not None else cost
 
 
 def count_combinations(inputs: PlanInputs, limits: Limits):
@@ -525,23 +356,13 @@ def combination_count(limits: Limits) -> int:
 
 
 def enumerate_best(
-    inputs: PlanInputs,
-    table: ThresholdTable,
-    limits: Limits | None = None,
-    objective: str = ObjectiveKind.max_throughput,
-    target_rps: float | None = None,
+    inputs: PlanInputs, table: ThresholdTable, limits: Limits, objective: ObjectiveKind, target_rps: float | None
 ) -> Solution:
     """Exact optimum by enumerating every count combination, each over every threshold
-    (vectorised). The reference the MILP is tested against; fast when the space is small."""
-    limits = limits or inputs.limits
-    objective = ObjectiveKind(objective)
-    check_limits(inputs, limits, objective)
+    (vectorised); fast when the space is small."""
     best: Solution | None = None
-    idx = np.arange(len(table))
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
-        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
-        k = int(np.argmax(lam))
-        cand = Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
+        cand = at_best_threshold(table, inputs, n_f, n_p, n_d, cost)
         if best is None:
             if objective == ObjectiveKind.max_throughput or cand.lambda_max >= min_cost_target(target_rps) * (1 - 1e-12):
                 best = cand
@@ -550,8 +371,3 @@ def enumerate_best(
     if best is None:
         raise infeasible(inputs, table, limits, objective, target_rps)
     return _balance(table, best, inputs)
-
-
-def brute_force(inputs: PlanInputs, table: ThresholdTable, limits: Limits | None = None) -> Solution:
-    """Best (t, N_prfaas, N_p, N_d) for maximum throughput, by exhaustive enumeration."""
-    return enumerate_best(inputs, table, limits)

@@ -35,12 +35,12 @@ from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
 from ..units import bytes_per_s_to_gbps
 from .colocated import Colocated, colocated_baseline
-from .cost import Tco, pool_tco
+from .cost import Tco, chips_of, tco_at, unpriced_pools, usd_per_hour
 from .decode_model import decode_model
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
-from .optimizer import Solution, count_combinations, feasible_cost, optimise, unpriced_pools, usd_per_hour
-from .slo import goodput, slo_optimise
+from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise
+from .slo import best_plan, goodput
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 from .uncertainty import PlanRange, plan_range
 
@@ -114,7 +114,6 @@ class PlanResult:
     baselines: dict[str, Baseline]
     marginal: dict[str, float]  # d Lambda_max for +1 Gbps, +1 PrfaaS instance, +1 PD instance (+1 decode instance)
     max_throughput_lambda: float  # Lambda_max of the max-throughput plan in this mode
-    other_mode_lambda: float  # the same, optimised in the other mode
     exact_lambda_at_paper_point: float | None  # exact-mode Lambda at the paper-mode operating point
     notes: list[str] = field(default_factory=list)
     operating_rate_rps: float = 0.0  # SLO goodput, or operating_load x Lambda_max
@@ -212,55 +211,32 @@ def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> d
     return gpus
 
 
-def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, n_d: int, rate_rps: float) -> Tco:
-    """The cost of ownership of a deployment at ``rate_rps``: each pool busy for the share of its
-    capacity the rate uses (PrfaaS: rate x p T_long / N_prfaas; PD-P: rate x (1 - p) T_short / N_p;
-    PD-D: rate / (N_d r_d)), the committed link when PrfaaS is used, egress at the rate."""
-
-    def busy(work: float, servers: float) -> float:
-        return min(1.0, rate_rps * work / servers) if servers > 0 else 0.0
-
-    parts = (
-        pool_tco(inputs.prfaas, n_prfaas, busy(float(table.prfaas_work_s[idx]), n_prfaas)),
-        pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)),
-        pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)),
-    )
-    parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
-    egress = rate_rps * float(table.link_work_bytes[idx])
-    return Tco(
-        rate_rps,
-        parts,
-        inputs.link.fixed_usd_per_hour if n_prfaas else 0.0,
-        inputs.link.cost.egress_usd_per_hour(egress),
-        inputs.workload.full_input_dist.mean_tokens(),
-        inputs.output_mean_tokens,
-    )
-
-
-def _baseline(
-    inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName, threshold_index: int | None = None
-) -> Baseline | None:
-    """The best deployment within ``limits`` (max throughput); ``threshold_index`` fixes t
-    (0: everything offloaded). None when no count within the limits fits the budgets."""
-    idx = np.arange(len(table)) if threshold_index is None else threshold_index
+def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName) -> Baseline | None:
+    """The best local-only deployment within ``limits`` (max throughput, nothing offloaded: the
+    table's last threshold); None when no count within the limits fits the budgets."""
+    k = len(table) - 1
     best = None
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
-        lam = bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max
-        k = int(np.argmax(lam)) if threshold_index is None else threshold_index
-        value = float(np.max(lam))
+        value = float(bounds(table, k, n_f, n_p, n_d, inputs).lambda_max)
         if best is None or value > best[0] * (1 + 1e-7):
-            best = (value, k, n_f, n_p, n_d, cost)
-    if best is None:
-        return None
-    value, k, n_f, n_p, n_d, cost = best
+            best = (value, n_f, n_p, n_d, cost)
+    return None if best is None else _deployment(inputs, table, name, k, *best[1:])
+
+
+def _deployment(
+    inputs: PlanInputs, table: ThresholdTable, name: DeploymentName, k: int, n_f: int, n_p: int, n_d: int, cost: float | None
+) -> Baseline:
+    """Deployment ``name`` of the counts at threshold index ``k``: its Lambda_max, binding bound,
+    provisioned $/hour ``cost`` and the KV egress at its Lambda_max."""
     b = bounds(table, k, n_f, n_p, n_d, inputs)
-    egress_bytes_per_s = value * float(table.link_work_bytes[k]) if n_f else 0.0
+    lam = float(b.lambda_max)
+    egress_bytes_per_s = lam * float(table.link_work_bytes[k]) if n_f else 0.0
     return Baseline(
         name,
         n_f,
         n_p,
         n_d,
-        value,
+        lam,
         b.binding(),
         cost,
         bytes_per_s_to_gbps(egress_bytes_per_s),
@@ -299,26 +275,27 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     note."""
     limits = inputs.limits
     local_inputs, local_table = local_only(inputs, table)
+    kept_d = sol.n_d if limits.separate_decode else 0  # a decode-only pool keeps its count
     free = replace(limits, prfaas_min=0, prfaas_max=0, pd_min=0, pd_max=int(INSTANCES.hi))
     if limits.separate_decode:
         free = replace(free, decode_min=sol.n_d, decode_max=sol.n_d)
-        local = lambda n: feasible_cost(inputs, free, 0, n, sol.n_d) is not False  # noqa: E731
-    else:
-        local = lambda n: feasible_cost(inputs, free, 0, n, 0) is not False  # noqa: E731
+
+    def local(within: Limits):
+        """Whether n local PD instances (beside the decode pool's) fit ``within``."""
+        return lambda n: feasible_cost(inputs, within, 0, n, kept_d) is not False
+
     out: dict[str, Baseline] = {}
     total = sol.n_prfaas + sol.n_p + (0 if limits.separate_decode else sol.n_d)
-    count = _most(total, local)
+    count = _most(total, local(free))
     if count < total:
         notes.append(f"the homogeneous baseline has {count} local instances, not {total}: the budgets stop more")
-    homog = _baseline(
-        local_inputs, local_table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous, len(local_table) - 1
-    )
+    homog = _baseline(local_inputs, local_table, replace(free, pd_min=count, pd_max=count), DeploymentName.homogeneous)
     if homog is not None:
         out[DeploymentName.homogeneous] = homog
     cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     per_pd = inputs.pd.usd_per_hour_per_instance
     if cost is not None and per_pd:
-        spare = cost - (sol.n_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0) if limits.separate_decode else 0.0)
+        spare = cost - kept_d * (inputs.decode_pool.usd_per_hour_per_instance or 0.0)
         equal = int(spare / per_pd + 1e-9)
         if equal > INSTANCES.hi:
             notes.append(
@@ -326,20 +303,10 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
                 f"{int(INSTANCES.hi):,}); it is left out"
             )
         else:
-            capped = _most(
-                equal,
-                lambda n: (
-                    feasible_cost(inputs, replace(free, usd_per_hour=None), 0, n, sol.n_d if limits.separate_decode else 0)
-                    is not False
-                ),
-            )
-            same = _baseline(
-                local_inputs,
-                local_table,
-                replace(free, pd_min=capped, pd_max=capped, usd_per_hour=None),
-                DeploymentName.homogeneous_equal_cost,
-                len(local_table) - 1,
-            )
+            unbudgeted = replace(free, usd_per_hour=None)
+            capped = _most(equal, local(unbudgeted))
+            within = replace(unbudgeted, pd_min=capped, pd_max=capped)
+            same = _baseline(local_inputs, local_table, within, DeploymentName.homogeneous_equal_cost)
             if same is not None and same.lambda_max >= MIN_CAPACITY_RPS:
                 out[DeploymentName.homogeneous_equal_cost] = same
             else:
@@ -355,7 +322,10 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
         naive_limits = replace(naive_limits, decode_min=0, decode_max=int(INSTANCES.hi))
     n_naive = sol.n_prfaas or _most(limits.prfaas_max, lambda n: feasible_cost(inputs, naive_limits, n, 0, naive_d) is not False)
     if n_naive:
-        out[DeploymentName.naive_heterogeneous] = _naive(inputs, table, n_naive, naive_d)
+        cost = usd_per_hour(inputs, n_naive, 0, naive_d)
+        out[DeploymentName.naive_heterogeneous] = _deployment(
+            inputs, table, DeploymentName.naive_heterogeneous, 0, n_naive, 0, naive_d, cost
+        )
     else:
         notes.append(
             "no PrfaaS instance is allowed (ranges or budgets), so the naive baseline (all prefill on PrfaaS) is left out"
@@ -363,67 +333,43 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     return out
 
 
-def _naive(inputs: PlanInputs, table: ThresholdTable, n_prfaas: int, n_d: int) -> Baseline:
-    b = bounds(table, 0, n_prfaas, 0, n_d, inputs)
-    lam = float(b.lambda_max)
-    egress_bytes_per_s = lam * float(table.link_work_bytes[0])
-    return Baseline(
-        DeploymentName.naive_heterogeneous,
-        n_prfaas,
-        0,
-        n_d,
-        lam,
-        b.binding(),
-        usd_per_hour(inputs, n_prfaas, 0, n_d),
-        bytes_per_s_to_gbps(egress_bytes_per_s),
-        inputs.link.utilisation(egress_bytes_per_s),
-    )
-
-
+_POOLS = ("prfaas", "pd", "decode")  # the decode-only pool's last
 _COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}
 
 
-def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[Limits, Solution]:
-    """Limits that require one more instance of a pool than ``sol`` has (the other counts free
-    within their ranges), and ``sol``'s counts with that instance added."""
+def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[bool, Limits, tuple[int, int, int]]:
+    """Whether the range of a pool (``which``: one of ``_POOLS``) has room for one more instance
+    than ``sol`` has, limits that require it (the other counts free within their ranges), and
+    ``sol``'s counts with that instance added."""
     lo, hi = _COUNT[which]
     if which == "prfaas":
-        now, grown = sol.n_prfaas, replace(sol, n_prfaas=sol.n_prfaas + 1)
+        now, grown = sol.n_prfaas, (sol.n_prfaas + 1, sol.n_p, sol.n_d)
     elif which == "decode":
-        now, grown = sol.n_d, replace(sol, n_d=sol.n_d + 1)
+        now, grown = sol.n_d, (sol.n_prfaas, sol.n_p, sol.n_d + 1)
     else:  # the PD pool: N_p + N_d when shared, N_p beside a decode-only pool
         now = sol.n_p if limits.separate_decode else sol.n_p + sol.n_d
-        grown = replace(sol, n_p=sol.n_p + 1)
-    return replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
+        grown = (sol.n_prfaas, sol.n_p + 1, sol.n_d)
+    return now < getattr(limits, hi), replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
 
 
 def _raised(limits: Limits, hardware: str | None, chips: int, usd_per_hour: float | None) -> Limits:
-    """The budgets raised by one unit's chips (of ``hardware``) and price."""
-    gpus = dict(limits.gpu_budget)
-    if hardware in gpus:
-        gpus[hardware] += chips
+    """The budgets raised by one unit's chips (of ``hardware``) and price (an unpriced unit: the
+    $/hour budget as it is)."""
+    gpus = {name: budget + (chips if name == hardware else 0) for name, budget in limits.gpu_budget.items()}
     usd = limits.usd_per_hour
-    if usd is not None and usd_per_hour is not None:
-        usd += usd_per_hour
-    return replace(limits, gpu_budget=gpus, usd_per_hour=usd)
+    return replace(limits, gpu_budget=gpus, usd_per_hour=usd if usd is None or usd_per_hour is None else usd + usd_per_hour)
 
 
-def _blocking(inputs: PlanInputs, limits: Limits, sol: Solution) -> tuple[str, ...]:
-    """The budgets of ``limits`` that the counts of ``sol`` exceed."""
-    out = [
-        f"gpu_budget_{name}"
-        for name, budget in limits.gpu_budget.items()
-        if gpus_by_hardware(inputs, sol.n_prfaas, sol.n_p, sol.n_d).get(name, 0) > budget
-    ]
-    cost = usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
+def _blocking(inputs: PlanInputs, limits: Limits, n_f: int, n_p: int, n_d: int) -> tuple[str, ...]:
+    """The budgets of ``limits`` that the counts (N_prfaas, N_p, N_d) exceed."""
+    out = [f"gpu_budget_{name}" for name, budget in limits.gpu_budget.items() if chips_of(inputs, name, n_f, n_p, n_d) > budget]
+    cost = usd_per_hour(inputs, n_f, n_p, n_d)
     if limits.usd_per_hour is not None and cost is not None and cost > limits.usd_per_hour * (1 + 1e-9):
         out.append("usd_per_hour_budget")
     return tuple(out)
 
 
-def marginal_values(
-    inputs: PlanInputs, table: ThresholdTable, sol: Solution, mode: PlanMode, limits: Limits
-) -> dict[str, Marginal]:
+def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, limits: Limits) -> dict[str, Marginal]:
     """Finite differences of the max-throughput Lambda_max (``sol``) for +1 Gbps of usable link and
     one more instance of each pool (see ``Marginal``): the unit's own gain, re-optimised with the
     unit required and the budgets held; and, with budgets set, what the budgets raised by the
@@ -450,51 +396,45 @@ def marginal_values(
         counts = (more.n_prfaas, more.n_p, more.n_d)
         return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)
 
-    def marginal(
-        what: str,
-        own: float | None,
-        blocked: tuple[str, ...],
-        price: float | None,
-        budget: tuple[float | None, tuple[int, int, int] | None, float | None],
-    ) -> Marginal:
+    link = inputs.link
+    more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
+    link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
+    blocked = _blocking(more_link, limits, sol.n_prfaas, sol.n_p, sol.n_d) if sol.n_prfaas else ()
+    # per unit: the inputs and table with it, the limits that require it, the budgets the plan plus
+    # the unit breaks, its price, and the hardware and chips it adds
+    units: list[tuple[str, PlanInputs, ThresholdTable, Limits, tuple[str, ...], float | None, str | None, int]] = [
+        ("per_gbps", more_link, threshold_table(more_link, table.mode), limits, blocked, link_price, None, 0)
+    ]
+    pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
+    if limits.separate_decode:
+        pools.append(("per_decode_instance", "decode", inputs.decode_pool))
+    for what, which, pool in pools:
+        _, forced, grown = _one_more(limits, sol, which)
+        price = pool.usd_per_hour_per_instance
+        if price is not None and which == "prfaas" and sol.n_prfaas == 0:
+            price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
+        blocked = _blocking(inputs, limits, *grown)
+        units.append((what, inputs, table, forced, blocked, price, pool.hardware_name, pool.gpus_per_instance))
+    out = {}
+    for what, unit_inputs, unit_table, required, blocked, price, hardware, chips in units:
+        try:
+            own = optimise(unit_inputs, unit_table, limits=required, objective=what_if).lambda_max - base
+        except PlanInputError:  # no plan with the unit within the budgets held (none without budgets)
+            if not budgeted:
+                continue
+            own = None
         gain = 0.0 if own is None else own
-        return Marginal(
+        out[what] = Marginal(
             what,
             gain,
             price,
             None if per_rps is None else gain * per_rps,
             blocked,
             own is not None,
-            *budget,
+            *relaxed(hardware, chips, price),
             plan_usd_per_hour=plan_cost,
             unused_budget_usd_per_hour=unused,
         )
-
-    link = inputs.link
-    more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
-    link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
-    try:
-        own = optimise(more_link, threshold_table(more_link, mode), limits=limits, objective=what_if).lambda_max - base
-    except PlanInputError:  # the budgets held do not pay for the wider link
-        own = None
-    blocked = _blocking(more_link, limits, sol) if sol.n_prfaas else ()
-    out = {"per_gbps": marginal("per_gbps", own, blocked, link_price, relaxed(None, 0, link_price))}
-    pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
-    if limits.separate_decode:
-        pools.append(("per_decode_instance", "decode", inputs.decode_pool))
-    for what, which, pool in pools:
-        forced, grown = _one_more(limits, sol, which)
-        price = pool.usd_per_hour_per_instance
-        if price is not None and which == "prfaas" and sol.n_prfaas == 0:
-            price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
-        try:
-            own = optimise(inputs, table, limits=forced, objective=what_if).lambda_max - base
-        except PlanInputError:  # no plan with one more of this pool within the budgets held
-            if not budgeted:
-                continue
-            own = None
-        budget = relaxed(pool.hardware_name, pool.gpus_per_instance, price)
-        out[what] = marginal(what, own, _blocking(inputs, limits, grown), price, budget)
     return out
 
 
@@ -505,34 +445,20 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     limits = inputs.limits
     table = threshold_table(inputs, mode)
     decode = decode_model(inputs)
-    good = None
-    objective = inputs.objective
     # The max-throughput plan: the answer without an SLO or cost objective, and always the
     # reference for marginal values and the Jensen gap.
     throughput_sol = optimise(inputs, table, objective=ObjectiveKind.max_throughput, limits=limits)
-    if inputs.slo is not None:
-        chosen = slo_optimise(
-            inputs, table, decode, inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps, limits=limits
-        )
-        dep = chosen.deployment
-        sol = Solution(
-            chosen.threshold_index, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d, chosen.lambda_max, chosen.usd_per_hour
-        )
-        good = chosen.goodput_rps
-    elif objective.kind == ObjectiveKind.min_cost:
-        sol = optimise(inputs, table, limits=limits)
-    else:
-        sol = throughput_sol
+    plain = inputs.slo is None and inputs.objective.kind == ObjectiveKind.max_throughput
+    sol, good = (throughput_sol, None) if plain else best_plan(inputs, table, decode)
     point = operating_point(inputs, table, sol, limits)
-    other_lambda, exact_at_paper = math.nan, None
+    exact_at_paper = None
     counts = (sol.n_prfaas, sol.n_p, sol.n_d)
-    lambda_of_counts: dict[str, float] = {mode: _best_lambda(inputs, table, counts)}
+    lambda_of_counts: dict[str, float] = {mode: at_best_threshold(table, inputs, *counts, None).lambda_max}
     if with_other_mode:
         other = PlanMode.paper if mode == PlanMode.exact else PlanMode.exact
         other_table = threshold_table(inputs, other)
-        lambda_of_counts[other] = _best_lambda(inputs, other_table, counts)
+        lambda_of_counts[other] = at_best_threshold(other_table, inputs, *counts, None).lambda_max
         other_sol = optimise(inputs, other_table, objective=ObjectiveKind.max_throughput, limits=limits)
-        other_lambda = other_sol.lambda_max
         paper_sol, exact_table = (other_sol, table) if mode == PlanMode.exact else (throughput_sol, other_table)
         exact_at_paper = float(
             bounds(exact_table, paper_sol.threshold_index, paper_sol.n_prfaas, paper_sol.n_p, paper_sol.n_d, inputs).lambda_max
@@ -543,7 +469,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
             "no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
             "profitably, so this is a local-only plan"
         )
-    marginals = marginal_values(inputs, table, throughput_sol, mode, limits) if with_marginals else {}
+    marginals = marginal_values(inputs, table, throughput_sol, limits) if with_marginals else {}
     point.tight.extend(_exhausted(inputs, sol, limits))
     result = PlanResult(
         mode,
@@ -552,7 +478,6 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         baselines(inputs, table, sol, notes),
         {k: m.lambda_rps for k, m in marginals.items()},
         throughput_sol.lambda_max,
-        other_lambda,
         exact_at_paper,
         notes,
         marginals=marginals,
@@ -567,20 +492,14 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
     result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
-    result.uncertainty = plan_range(result, table, sol.threshold_index, tco_at)
+    result.uncertainty = plan_range(result, table, sol.threshold_index)
     unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if unpriced:
         result.notes.append(
             f"no price for {', '.join(unpriced)} (price_usd_per_gpu_hour in its profile, or the pool's "
             "cost): the plan's $/hour, $ per million tokens and marginal worth are not known"
         )
-    unknown = sorted(
-        {
-            p.hardware
-            for p, pool in zip(result.tco.pools, (inputs.prfaas, inputs.pd, inputs.decode_pool))
-            if p.instances and pool.cost.tdp_w is None
-        }
-    )
+    unknown = sorted(result.tco.power_not_counted)
     if unknown:
         billed = result.tco.power_usd_not_counted
         result.notes.append(
@@ -595,25 +514,13 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     return result
 
 
-def _best_lambda(inputs: PlanInputs, table: ThresholdTable, counts: tuple[int, int, int]) -> float:
-    """Lambda_max of the counts (N_prfaas, N_p, N_d) at the table's best threshold."""
-    return float(np.max(bounds(table, np.arange(len(table)), *counts, inputs).lambda_max))
-
-
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
     """Budgets that leave no room for one more instance of a pool that may still grow."""
-    steps = []
-    if sol.n_prfaas < limits.prfaas_max:
-        steps.append((1, 0, 0))
-    if limits.separate_decode:
-        assert limits.decode_max is not None  # set with a decode-only pool (study.resolve)
-        steps += [step for step, room in (((0, 1, 0), sol.n_p < limits.pd_max), ((0, 0, 1), sol.n_d < limits.decode_max)) if room]
-    elif sol.n_p + sol.n_d < limits.pd_max:
-        steps.append((0, 1, 0))
     out: list[str] = []
-    for a, b, c in steps:
-        grown = Solution(0, 0.0, sol.n_prfaas + a, sol.n_p + b, sol.n_d + c, 0.0, None)
-        out += [x for x in _blocking(inputs, limits, grown) if x not in out]
+    for which in _POOLS[: 3 if limits.separate_decode else 2]:
+        room, _, grown = _one_more(limits, sol, which)
+        if room:
+            out += [x for x in _blocking(inputs, limits, *grown) if x not in out]
     return out
 
 
@@ -641,8 +548,8 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         result.operating_rate_rps = settings.operating_load * result.point.lambda_max
         result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"
     result.operating_latency = models[DeploymentName.prfaas_pd].at(result.operating_rate_rps, settings.arrival_scv)
+    capacity = {DeploymentName.prfaas_pd: result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
     if inputs.slo is not None:  # every deployment's goodput, found as the plan's (bisection up to its Lambda_max)
-        capacity = {DeploymentName.prfaas_pd: result.point.lambda_max, **{n: b.lambda_max for n, b in result.baselines.items()}}
         result.goodputs = {
             name: good
             if name == DeploymentName.prfaas_pd and good is not None
@@ -650,10 +557,7 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
             for name in deps
         }
     # one common rate that every compared deployment with real capacity can carry
-    lams = {
-        DeploymentName.prfaas_pd: result.point.lambda_max,
-        **{n: b.lambda_max for n, b in result.baselines.items() if n != DeploymentName.homogeneous_equal_cost},
-    }
+    lams = {n: lam for n, lam in capacity.items() if n != DeploymentName.homogeneous_equal_cost}
     served = {n: lam for n, lam in lams.items() if lam >= MIN_CAPACITY_RPS}
     for name in lams.keys() - served.keys():
         result.notes.append(f"{name} has effectively no capacity ({lams[name]:.3g} req/s): left out of the latency comparison")
@@ -674,8 +578,7 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     assert routed is not None and caches is not None and curve is not None
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
-    bare_table = threshold_table(bare, table.mode)
-    lam_bare = float(np.max(bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d, bare).lambda_max))
+    lam_bare = at_best_threshold(threshold_table(bare, table.mode), bare, sol.n_prfaas, sol.n_p, sol.n_d, None).lambda_max
     local = routed.route_tokens <= sol.threshold_tokens
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0

@@ -24,8 +24,8 @@ from ..choices import Bound, CacheRegime
 from ..errors import PlanInputError
 from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
-from .optimizer import TIE_REL, Solution
-from .throughput import BOUNDS, ThresholdTable, bounds, threshold_table
+from .optimizer import Solution
+from .throughput import TIE_REL, ThresholdTable, best_thresholds, bounds, threshold_table
 
 
 @dataclass(frozen=True)
@@ -39,31 +39,6 @@ class RouteRow:
     planned: bool  # the scenario's own usable bandwidth
     cache_regime: str | None = None  # with cluster caches: the regime this row routes by
     beyond_link: bool = False  # above the scenario's usable bandwidth: a what-if, not a router's row
-
-
-def best_thresholds(
-    table: ThresholdTable, inputs: PlanInputs, sol: Solution, link_bytes_per_s: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per link bandwidth (bytes/s): the index of the best threshold for the plan's counts (ties:
-    the balance point of eq. 7) and its Lambda_max."""
-    idx = np.arange(len(table))
-    b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=link_bytes_per_s[:, None])
-    shape = (len(link_bytes_per_s), len(idx))
-    lam = np.broadcast_to(b.lambda_max, shape)
-    best = lam.max(axis=1, keepdims=True)
-    prefill = np.broadcast_to(np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill), shape)
-    pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)
-    # where nothing can be offloaded (no link, no PrfaaS instance) or nothing is served at all, every
-    # threshold ties at 0 and the tie rule would pick t = 0 (offload everything onto a dead link):
-    # keep everything local instead (the table's last threshold, p = 0)
-    stuck = (np.asarray(link_bytes_per_s) <= 0) | (sol.n_prfaas == 0) | (best[:, 0] <= 0)
-    pick = np.where(stuck, keep_local_index(table), pick)
-    return pick, lam[np.arange(len(pick)), pick]
-
-
-def keep_local_index(table: ThresholdTable) -> int:
-    """The threshold that offloads least (p = 0 at the table's largest threshold)."""
-    return int(np.argmin(table.p))
 
 
 def default_grid(inputs: PlanInputs, points: int = 33) -> np.ndarray:
@@ -102,12 +77,11 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
 
 def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.ndarray, regime: str | None) -> list[RouteRow]:
     link = np.array([gbps_to_bytes_per_s(float(g)) for g in grid])
-    pick, lam = best_thresholds(table, inputs, sol, link)
+    pick, lam = best_thresholds(table, inputs, sol.n_prfaas, sol.n_p, sol.n_d, link)
     planned = inputs.link.usable_gbps
     rows = []
     for g, k, value, bps in zip(grid, pick, lam, link):
         b = bounds(table, int(k), sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=float(bps))
-        values = [float(np.asarray(getattr(b, name))) for name in BOUNDS]
         rows.append(
             RouteRow(
                 float(g),
@@ -115,7 +89,7 @@ def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.nda
                 float(table.p[k]),
                 float(value),
                 bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
-                BOUNDS[int(np.argmin(values))],
+                b.binding(),
                 bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
                 regime,
                 bool(g > planned * (1 + 1e-12)),

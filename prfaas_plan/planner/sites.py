@@ -20,6 +20,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..study.model import Objective, Study
 from ..units import bytes_per_s_to_gbps
+from .cost import require_prices
 from .formulation import Cell, Goal, Solved, score, settle, solve
 from .optimizer import coarse_indices
 from .throughput import ThresholdTable, threshold_table
@@ -180,7 +181,7 @@ def unpriced(study: Study, sol: Solved) -> list[str]:
 def check_prices(study: Study, needed: bool) -> None:
     """Where a cost objective or a $/hour budget needs prices (``needed``), every pool that may be
     bought has one: a capital or rental price, and a TDP where its power is billed; else a one-line
-    error naming the site's hardware (the one-site ``optimizer.check_limits`` for several sites)."""
+    error naming the site's hardware (``cost.require_prices``, as the one-site ``optimizer.check_limits``)."""
     if not needed:
         return
     ranges = [(f"prfaas_sites.{f.name}", f.pool, f.instances[1]) for f in study.prfaas_sites]
@@ -189,19 +190,7 @@ def check_prices(study: Study, needed: bool) -> None:
         if s.decode_pool is not None:
             assert s.decode_instances is not None  # set with the decode-only pool (optimizer.one_site_study)
             ranges.append((f"pd_sites.{s.name}.decode", s.decode_pool, s.decode_instances[1]))
-    for where, pool, most in ranges:
-        if most and pool.usd_per_hour_per_instance is None:
-            raise PlanInputError(
-                f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its profile, or the site's cost), "
-                "needed for a cost objective or budget",
-                field=f"{where}.hardware",
-            )
-        if most and pool.cost.power_unpriced:
-            raise PlanInputError(
-                f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power (${pool.cost.usd_per_kwh:g}/kWh) has no "
-                "price, needed for a cost objective or budget",
-                field=f"{where}.hardware",
-            )
+    require_prices(ranges, "site's")
 
 
 def _windows(study: Study, tables: dict, cells, demands: list[dict], scale: float) -> tuple[WindowSites, ...]:

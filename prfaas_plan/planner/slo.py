@@ -22,7 +22,7 @@ from ..study.model import Limits, PlanInputs, Slo
 from .decode_model import DecodeModel
 from .deployment import Deployment
 from .latency import LatencyModel, SupportArrays
-from .optimizer import check_limits, coarse_indices, combination_count, count_combinations, min_cost_target
+from .optimizer import Solution, check_limits, coarse_indices, combination_count, count_combinations, min_cost_target, optimise
 from .throughput import ThresholdTable, bounds
 
 MAX_COMBINATIONS = 5000
@@ -71,12 +71,7 @@ def slo_optimise(
     limits = limits or inputs.limits
     objective = ObjectiveKind(objective)
     min_cost = objective == ObjectiveKind.min_cost
-    if min_cost and target_rps is None:  # a min_cost day gives schedule its targets (as optimizer._optimise)
-        raise PlanInputError(
-            "min_cost needs target_rate_rps to plan one steady rate (the day's windows are the schedule's targets)",
-            field="objective.target_rate_rps",
-        )
-    check_limits(inputs, limits, objective)  # an unpriced pool under min_cost or a budget: an error, not a blank $
+    check_limits(inputs, limits, objective, target_rps)  # an unpriced pool under min_cost or a budget: an error, not a blank $
     splits = combination_count(limits)
     if splits > MAX_COMBINATIONS:
         raise PlanInputError(
@@ -145,3 +140,15 @@ def slo_optimise(
         what = f"reaches {target_rps:g} req/s" if min_cost else "meets it at any rate"
         raise PlanInputError(f"no deployment within the ranges and budgets {what}", field="slo")
     return best
+
+
+def best_plan(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel) -> tuple[Solution, float | None]:
+    """The plan of the scenario's own objective and its SLO goodput (req/s): with an SLO, the
+    deployment ``slo_optimise`` chooses; else ``optimise``'s operating point (no goodput)."""
+    if inputs.slo is None:
+        return optimise(inputs, table), None
+    objective = inputs.objective
+    chosen = slo_optimise(inputs, table, decode, inputs.slo, objective=objective.kind, target_rps=objective.target_rate_rps)
+    k, dep = chosen.threshold_index, chosen.deployment
+    sol = Solution(k, dep.threshold_tokens, dep.n_prfaas, dep.n_p, dep.n_d, chosen.lambda_max, chosen.usd_per_hour)
+    return sol, chosen.goodput_rps

@@ -127,39 +127,27 @@ def sweep_instances(
     """Lambda_max against N_prfaas from 0 to ``upto`` (every count, or ``points`` of them), with t and
     the PD split re-optimised each time within the scenario's PD range and budgets, by the
     scenario's optimiser method. A count the budgets exclude gives a row without a plan."""
-    from ..errors import PlanInputError as Infeasible
     from .optimizer import optimise
 
     INSTANCES.check(upto, "upto")
     counts = np.arange(upto + 1) if points is None else np.unique(np.linspace(0, upto, points).round().astype(int))
     rows = []
     for k, n in enumerate(counts.tolist()):
+        row = {"n_prfaas": n, **dict.fromkeys(("threshold_tokens", "p", "n_p", "n_d", "lambda_max_rps", "usd_per_hour"))}
         try:
             sol = optimise(inputs.with_limits(prfaas_min=n, prfaas_max=n), table, objective="max_throughput")
-        except Infeasible:
-            rows.append(
-                {
-                    "n_prfaas": n,
-                    "threshold_tokens": None,
-                    "p": None,
-                    "n_p": None,
-                    "n_d": None,
-                    "lambda_max_rps": None,
-                    "usd_per_hour": None,
-                }
-            )
+        except PlanInputError:  # no plan with n PrfaaS instances: a row without one
+            pass
         else:
-            rows.append(
-                {
-                    "n_prfaas": n,
-                    "threshold_tokens": sol.threshold_tokens,
-                    "p": _round(table.p[sol.threshold_index]),
-                    "n_p": sol.n_p,
-                    "n_d": sol.n_d,
-                    "lambda_max_rps": _round(sol.lambda_max),
-                    "usd_per_hour": sol.usd_per_hour,
-                }
+            row.update(
+                threshold_tokens=sol.threshold_tokens,
+                p=_round(table.p[sol.threshold_index]),
+                n_p=sol.n_p,
+                n_d=sol.n_d,
+                lambda_max_rps=_round(sol.lambda_max),
+                usd_per_hour=sol.usd_per_hour,
             )
+        rows.append(row)
         progress(k + 1, len(counts))
     return rows
 

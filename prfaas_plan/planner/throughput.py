@@ -32,6 +32,7 @@ from ..units import bytes_per_s_to_gbps
 from ..workload.distributions import class_stats_table
 
 BOUNDS = tuple(Bound)
+TIE_REL = 1e-7  # relative tolerance when comparing Lambda values
 
 
 @dataclass(frozen=True)
@@ -49,24 +50,6 @@ class ThresholdTable:
 
     def __len__(self) -> int:
         return len(self.thresholds_tokens)
-
-    def subset(self, idx) -> ThresholdTable:
-        idx = np.asarray(idx)
-        return ThresholdTable(
-            self.mode,
-            *(
-                getattr(self, f)[idx]
-                for f in (
-                    "thresholds_tokens",
-                    "p",
-                    "l_long_tokens",
-                    "l_short_tokens",
-                    "prfaas_work_s",
-                    "link_work_bytes",
-                    "pd_work_s",
-                )
-            ),
-        )
 
 
 def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
@@ -231,3 +214,29 @@ def stage_throughputs(table: ThresholdTable, idx: int, n_prfaas: int, n_p: int, 
     theta_pdp = float(b.pd_prefill * (1 - p)) if p < 1 else 0.0
     egress = bytes_per_s_to_gbps(lam * float(table.link_work_bytes[idx]))
     return StageThroughputs(theta_prfaas, theta_pdp, float(b.pd_decode), lam, b.binding(), egress)
+
+
+def best_thresholds(
+    table: ThresholdTable, inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int, link_bytes_per_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per link bandwidth (bytes/s): the index of the best threshold for the counts and its
+    Lambda_max; among ties, the balance point of eq. 7 (Theta_prfaas / p = Theta_pdp / (1 - p)):
+    the largest min(PrfaaS bound, PD-P bound). The optimiser's rule and the router's."""
+    idx = np.arange(len(table))
+    b = bounds(table, idx, n_prfaas, n_p, n_d, inputs, link_bytes_per_s=link_bytes_per_s[:, None])
+    shape = (len(link_bytes_per_s), len(idx))
+    lam = np.broadcast_to(b.lambda_max, shape)
+    best = lam.max(axis=1, keepdims=True)
+    prefill = np.broadcast_to(np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill), shape)
+    pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)
+    # where nothing can be offloaded (no link, no PrfaaS instance) or nothing is served at all, every
+    # threshold ties at 0 and the tie rule would pick t = 0 (offload everything onto a dead link):
+    # keep everything local instead (the table's last threshold, p = 0)
+    stuck = (np.asarray(link_bytes_per_s) <= 0) | (n_prfaas == 0) | (best[:, 0] <= 0)
+    pick = np.where(stuck, keep_local_index(table), pick)
+    return pick, lam[np.arange(len(pick)), pick]
+
+
+def keep_local_index(table: ThresholdTable) -> int:
+    """The threshold that offloads least (p = 0 at the table's largest threshold)."""
+    return int(np.argmin(table.p))

@@ -40,6 +40,7 @@ from ..errors import PlanInputError
 from ..study.basis import prefill_source
 from ..study.model import PlanInputs
 from ..timing.uncertainty import EXACT, Band, band
+from .cost import tco_at
 from .optimizer import optimise
 from .throughput import ThresholdTable, bounds
 
@@ -109,20 +110,14 @@ class PlanRange:
     high: End
 
 
-def end_of(
-    inputs: PlanInputs,
-    table: ThresholdTable,
-    idx: int,
-    counts: tuple[int, int, int],
-    central_lambda: float,
-    rate_rps: float,
-    fixed_rate: bool,
-    factors: tuple[float, float, float],
-    target: bool,
-    tco_at,
-) -> End:
-    """One end: Lambda_max of the counts on the scaled rates, the rate, $/Mtok (``tco_at``:
-    ``plan.tco_at``), and with a target rate the counts it needs (``target``)."""
+def end_of(result, table: ThresholdTable, idx: int, factors: tuple[float, float, float], low: bool) -> End:
+    """One end of a ``plan.PlanResult`` at threshold index ``idx`` (``low``: the low end): Lambda_max
+    of the counts on the scaled rates, the rate (a target rate fixed, else moved with Lambda_max),
+    $/Mtok (``cost.tco_at``), and with a target rate, at the low end, the counts it needs."""
+    inputs, pt = result.inputs, result.point
+    counts, central_lambda, rate_rps = (pt.n_prfaas, pt.n_p, pt.n_d), pt.lambda_max, result.operating_rate_rps
+    fixed_rate = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
+    target = fixed_rate and low
     s_inputs, s_table = scaled(inputs, table, factors)
     lam = float(bounds(s_table, idx, *counts, s_inputs).lambda_max)
     rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)
@@ -140,28 +135,10 @@ def end_of(
     return End(lam, rate, tco.usd_per_mtok_output, tco.usd_per_mtok_blended, need, need_usd, note)
 
 
-def plan_range(result, table: ThresholdTable, idx: int, tco_at) -> PlanRange:
-    """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and
-    ``plan.tco_at`` (the cost of ownership of counts at a rate)."""
-    inputs, pt = result.inputs, result.point
-    bands = plan_bands(inputs)
-    target = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
-    counts = (pt.n_prfaas, pt.n_p, pt.n_d)
-    ends = {
-        end: end_of(
-            inputs,
-            table,
-            idx,
-            counts,
-            pt.lambda_max,
-            result.operating_rate_rps,
-            target,
-            bands.factors(end),
-            target and end == "low",
-            tco_at,
-        )
-        for end in ENDS
-    }
+def plan_range(result, table: ThresholdTable, idx: int) -> PlanRange:
+    """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and threshold index."""
+    bands = plan_bands(result.inputs)
+    ends = {end: end_of(result, table, idx, bands.factors(end), end == "low") for end in ENDS}
     return PlanRange(bands, ends["low"], ends["high"])
 
 

@@ -8,7 +8,7 @@ import math
 
 from ..choices import DeploymentName
 from ..planner.colocated import COLOCATED
-from ..planner.optimizer import power_unpriced_pools
+from ..planner.cost import power_unpriced_pools
 from ..ranges import MIN_CAPACITY_RPS
 
 

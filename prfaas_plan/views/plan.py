@@ -12,7 +12,7 @@ from dataclasses import asdict
 import numpy as np
 
 from ..choices import Basis, Bound, DeploymentName, ObjectiveKind, PlanMode, SweepOver
-from ..planner.optimizer import power_unpriced_pools, unpriced_pools
+from ..planner.cost import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..study.basis import SOURCE_KEYS, prefill_source, sources

@@ -1,4 +1,5 @@
-"""Brute-force oracles for the one-site robust plan and the day schedule: every count
+"""Brute-force oracles (issue 18: today's brute-force searches stay as test oracles): the one-site
+plan (``one_site.brute_force``), the robust plan and the day schedule: every count
 combination, every split and every threshold (or every cyclic sequence of splits) evaluated
 with the throughput model by plain loops. The package's searches (``planner.robust``,
 ``planner.schedule``) and the one programme (``planner.formulation``) are checked against
