@@ -114,6 +114,15 @@ class Bound(StrEnum):
     pd_decode = "pd_decode"
 
 
+class CongestionControl(StrEnum):
+    """A link's TCP congestion control (``timing.transport``): ``loss_based`` (Reno / CUBIC-like:
+    a connection's rate falls as 1 / sqrt(loss), Mathis et al. 1997) or ``bbr`` (BBRv1-like: not
+    loss-limited below 15% loss, Cardwell et al. 2016)."""
+
+    loss_based = "loss_based"
+    bbr = "bbr"
+
+
 class Role(StrEnum):
     """A pool of a plan: PrfaaS, the local PD cluster (its PD-P pool when decode has its own),
     and a decode-only pool of the local cluster."""

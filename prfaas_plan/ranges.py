@@ -82,6 +82,14 @@ MTP_TOKENS = Range(1, 16, "tokens/step", "tokens accepted per decode step (multi
 KERNEL_MULTIPLIER = Range(0.05, 20, "x", "an engine kernel's rate over the chip's own fraction (engine profiles)")
 LINK_GBPS = Range(0, 1e6, "Gbps", "link bandwidth (0: no link)")
 RTT_MS = Range(0, 1e5, "ms", "link round-trip time")
+# The transport model (timing.transport): 0.15 is where BBRv1 stops reaching link x (1 - loss)
+# (Cardwell et al.'s Linux tcp_bbr patch, 2016), past the few % where the Mathis formula holds;
+# 536 bytes is the IPv4 default MSS (RFC 879), 65,495 the largest (a 65,535-byte IP packet);
+# 10^9 bytes is under the largest TCP window, 2^30 (window scale 14, RFC 7323).
+LOSS_RATE = Range(0, 0.15, "", "a link's packet loss rate (link.loss_rate; 1e-5 = one packet in 100,000)")
+MSS_BYTES = Range(536, 65_495, "bytes", "a TCP maximum segment size (link.mss_bytes)")
+WINDOW_BYTES = Range(1_024, 1_000_000_000, "bytes", "a TCP connection's largest window (link.window_bytes)")
+CONNECTIONS = Range(1, 65_536, "connections", "TCP connections per KV transfer (link.connections_per_transfer)")
 TPOT_MS = Range(0.01, 1e6, "ms", "a time-per-output-token limit")
 DECODE_BATCH = Range(1, 100_000, "requests", "running requests per decode instance (max_batch; the batch is capped here)")
 DECODE_TOKENS_PER_S = Range(0.001, 1e9, "tokens/s", "a measured decode throughput per instance")
@@ -176,6 +184,10 @@ NUMERIC = (
     KERNEL_MULTIPLIER,
     LINK_GBPS,
     RTT_MS,
+    LOSS_RATE,
+    MSS_BYTES,
+    WINDOW_BYTES,
+    CONNECTIONS,
     TPOT_MS,
     DECODE_BATCH,
     DECODE_TOKENS_PER_S,

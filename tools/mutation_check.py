@@ -1104,6 +1104,61 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "(part.arrival_s - part.arrival_s[0]) / speedup,",
         "(part.arrival_s - part.arrival_s[0]),",
     ),
+    "transport-mathis-no-constant": (
+        "prfaas_plan/timing/transport.py",
+        "return mss_bytes / rtt_s * MATHIS_C / math.sqrt(loss_rate)",
+        "return mss_bytes / rtt_s / math.sqrt(loss_rate)",
+    ),
+    "transport-mathis-loss-linear": (
+        "prfaas_plan/timing/transport.py",
+        "return mss_bytes / rtt_s * MATHIS_C / math.sqrt(loss_rate)",
+        "return mss_bytes / rtt_s * MATHIS_C / loss_rate",
+    ),
+    "transport-window-not-a-bound": (
+        "prfaas_plan/timing/transport.py",
+        "return min(window, mathis_bytes_per_s(self.mss_bytes, rtt_s, self.loss_rate))",
+        "return mathis_bytes_per_s(self.mss_bytes, rtt_s, self.loss_rate)",
+    ),
+    "transport-bbr-loss-limited": (
+        "prfaas_plan/timing/transport.py",
+        "return (1.0 - self.loss_rate) * window",
+        "return min(window, mathis_bytes_per_s(self.mss_bytes, rtt_s, self.loss_rate))",
+    ),
+    "transport-one-connection-per-transfer": (
+        "prfaas_plan/timing/transport.py",
+        "return self.connections_per_transfer * self.connection_bytes_per_s(rtt_s)",
+        "return self.connection_bytes_per_s(rtt_s)",
+    ),
+    "transport-connections-floor": (
+        "prfaas_plan/timing/transport.py",
+        "return int(math.ceil(share_bytes_per_s / connection_bytes_per_s * (1 - _CEIL_REL)))",
+        "return int(share_bytes_per_s / connection_bytes_per_s)",
+    ),
+    "transport-one-transfer-in-flight": (
+        "prfaas_plan/study/model.py",
+        "return np.minimum(usable, np.asarray(transfers, dtype=float) * self.transfer_bytes_per_s)",
+        "return np.minimum(usable, self.transfer_bytes_per_s)",
+    ),
+    "transport-exact-no-stream-count": (
+        "prfaas_plan/planner/exact.py",
+        "n_f = np.maximum(n_f, _ceil(rate_rps * table.link_work_bytes / inputs.link.transfer_bytes_per_s))",
+        "pass",
+    ),
+    "transport-milp-no-stream-row": (
+        "prfaas_plan/planner/formulation.py",
+        "self.prob += sum_of(self.streams[f.name]) <= self.n_f[f.name]",
+        "pass",
+    ),
+    "transport-simulator-uncapped": (
+        "prfaas_plan/simulate/engine.py",
+        "self.links = [KvLink(link.schedule, link.transfer_bytes_per_s) for link in topology.links]",
+        "self.links = [KvLink(link.schedule) for link in topology.links]",
+    ),
+    "transport-latency-uncapped": (
+        "prfaas_plan/planner/latency.py",
+        "b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)\n                    extra",
+        "b_eff = bandwidth * (1 - link_util)\n                    extra",
+    ),
     "colocated-no-chunks-in-step": (
         "prfaas_plan/planner/colocated.py",
         "    tau = steps + b * m * w_p / out",

@@ -5,7 +5,9 @@ At threshold k a rate lambda (req/s) is served by the counts (N_prfaas, N_p, N_d
     N_prfaas >= lambda w_f(k),   N_p >= lambda w_p(k),   N_d >= lambda / r_d,   lambda w_l(k) <= B
 
 (w_f, w_p: instance-seconds per request, w_l: link bytes per request, r_d: req/s per PD-D
-instance, B: usable link bytes/s; the terms of ``throughput.bounds``). So the smallest counts
+instance, B: usable link bytes/s; the terms of ``throughput.bounds``), and, with a transport
+model, N_prfaas >= lambda w_l / r_t (each PrfaaS instance streams one transfer at a time at
+r_t bytes/s, ``timing.transport``). So the smallest counts
 serving lambda are N(lambda) = max(N_min, ceil(lambda w)), non-decreasing in lambda component by
 component, and every instance range and budget (sums of non-negative terms) only gets harder as
 counts grow. Hence, at each k:
@@ -49,6 +51,8 @@ def smallest_counts(table: ThresholdTable, inputs: PlanInputs, limits: Limits, r
     else:
         n_d = np.maximum(n_d, limits.pd_min - n_p)
     link_ok = rate_rps * table.link_work_bytes <= inputs.link.usable_bytes_per_s * (1 + _CEIL_REL)
+    if inputs.link.transport is not None:  # N_prfaas streams carry lambda w_l: N_prfaas >= lambda w_l / r_transfer
+        n_f = np.maximum(n_f, _ceil(rate_rps * table.link_work_bytes / inputs.link.transfer_bytes_per_s))
     return n_f, n_p, n_d, link_ok
 
 

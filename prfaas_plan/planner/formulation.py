@@ -151,11 +151,14 @@ class _Programme:
         """Cell ``q``'s rows: per PD site its threshold choice, rates, split, PD-P and decode capacity,
         offload per PrfaaS site and link; then each PrfaaS site's compute."""
         f_work: dict[str, list] = {f.name: [] for f in self.study.prfaas_sites}
+        self.streams: dict[str, list] = {f.name: [] for f in self.study.prfaas_sites}
         per_site = {}
         for s in self.study.pd_sites:
             per_site[s.name] = self._site(q, cell, s, candidates[cell.case, cell.window, s.name], f_work)
         for f in self.study.prfaas_sites:
             self.prob += sum_of(f_work[f.name]) <= self.n_f[f.name]
+            if self.streams[f.name]:  # each instance streams one transfer at a time (``timing.transport``)
+                self.prob += sum_of(self.streams[f.name]) <= self.n_f[f.name]
         self.per_cell.append(per_site)
 
     def _site(self, q: int, cell: Cell, s, candidates: list[int], f_work: dict) -> tuple:
@@ -211,6 +214,8 @@ class _Programme:
         per_request = {k: float(bytes_[k]) / float(table.p[k]) for k, _ in items}
         unit = max(per_request.values()) or 1.0  # keep coefficients near 1 for the solver
         self.prob += sum_of(per_request[k] / unit * x for k, x in items) <= link.usable_bytes_per_s / unit
+        if link.transport is not None:  # seconds of one instance's stream per offloaded request
+            self.streams[f].extend(per_request[k] / link.transfer_bytes_per_s * x for k, x in items)
         if link.fixed_usd_per_hour > 0:
             if (name, f) not in self.link_used:
                 self.link_used[name, f] = self.var(f"u_{name}_{f}", 0, 1, cat="Binary")

@@ -13,7 +13,8 @@ TTFT = queue wait + prefill time (+ KV transfer on the remote path).
   utilisation rho_L = lambda p E[S_kv | long] / B a transfer sees B_eff = B (1 - rho_L).
   With layer-wise pipelining only the part of S/B_eff that outlasts the prefill adds to
   TTFT, plus the last layer's share S / (layers B_eff) and the RTT:
-  X(L) = max(0, S(L)/B_eff - T(L)) + S(L) / (layers * B_eff) + RTT.
+  X(L) = max(0, S(L)/B_eff - T(L)) + S(L) / (layers * B_eff) + RTT. With a transport model
+  B_eff is at most one transfer's rate (connections x one TCP connection's, ``timing.transport``).
 - With cluster caches (``workload.cluster_cache``) the support is the regime's (L, h, g) classes: each
   path's T at the tokens that cluster computes, S at the KV it ships; a local request that
   receives cached KV over the link takes max(T, S_cached / B_eff + RTT), and that KV counts in rho_L.
@@ -252,14 +253,15 @@ class LatencyModel:
             total = service
             if name == "remote" and service.size:
                 if bandwidth > 0 and link_util < 1:
-                    b_eff = bandwidth * (1 - link_util)
+                    b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)
                     extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)
                     total = service + extra + link.rtt_s
                 else:
                     total = np.full_like(service, math.inf)
             elif name == "local" and service.size and np.any(kv > 0):  # cached KV received during the prefill
                 if bandwidth > 0 and link_util < 1:
-                    total = np.maximum(service, kv / (bandwidth * (1 - link_util)) + link.rtt_s * (kv > 0))
+                    b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)
+                    total = np.maximum(service, kv / b_eff + link.rtt_s * (kv > 0))
                 else:
                     total = np.where(kv > 0, math.inf, service)
             util, c, wait, theta = _queue(lam, servers, hold, w, arrival_scv)  # the queue sees the hold time

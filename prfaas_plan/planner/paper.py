@@ -39,6 +39,7 @@ def _fingerprint(inputs: PlanInputs) -> tuple:
         tuple(tuple(sorted(prefill_source(pool).items())) for pool in (inputs.prfaas, inputs.pd)),
         round(link.usable_gbps, 9),
         round(link.rtt_s, 9),
+        link.transport,  # a TCP transport model changes the link
         *(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),
         round(inputs.decode.tokens_per_s_per_instance, 6),
         inputs.latency,

@@ -9,6 +9,9 @@ For a routing threshold t (a request goes to PrfaaS iff its uncached length L > 
 
 Written per request, each bound is a capacity over a *work* per request:
 Lambda <= N_prfaas / (p T_long), B_out / (p S_long), N_p / ((1 - p) T_short), N_d r_d.
+With a transport model (``timing.transport``) B_out = min(usable bandwidth, N_prfaas r_transfer):
+each PrfaaS instance streams one transfer at a time, at r_transfer = connections x one
+connection's rate.
 
 Modes:
 - ``paper``: T and S at each class's mean length, as the paper evaluates them;
@@ -179,9 +182,10 @@ class Bounds:
 
 def bounds(table: ThresholdTable, idx, n_prfaas, n_p, n_d, inputs: PlanInputs, link_bytes_per_s=None) -> Bounds:
     """Lambda bounds at threshold index ``idx`` for the given instance counts; ``link_bytes_per_s``
-    (broadcast like the counts) replaces the usable link bandwidth, for bandwidth sweeps."""
+    (broadcast like the counts) replaces the usable link bandwidth, for bandwidth sweeps. With a
+    transport model the link carries at most N_prfaas transfers' rates (``Link.carried_bytes_per_s``)."""
     n_d = np.asarray(n_d, dtype=float)
-    link = inputs.link.usable_bytes_per_s if link_bytes_per_s is None else link_bytes_per_s
+    link = inputs.link.carried_bytes_per_s(n_prfaas, link_bytes_per_s)
     return Bounds(
         prfaas_compute=_over(n_prfaas, table.prfaas_work_s[idx]),
         link=_over(link, table.link_work_bytes[idx]),

@@ -16,6 +16,7 @@ from pydantic import Field, Strict, model_validator
 from ..choices import (
     Basis,
     CacheRegime,
+    CongestionControl,
     CurveSource,
     FitParam,
     ObjectiveKind,
@@ -29,6 +30,7 @@ from ..ranges import (
     CALIBRATION_POINTS,
     CHIPS_PER_INSTANCE,
     COARSE_THRESHOLDS,
+    CONNECTIONS,
     CONVERSION_S,
     DAY_WINDOWS,
     DECODE_BATCH,
@@ -38,6 +40,8 @@ from ..ranges import (
     INPUT_SCALE,
     INSTANCES,
     LINK_GBPS,
+    LOSS_RATE,
+    MSS_BYTES,
     OPERATING_LOAD,
     PREFILL_SECONDS,
     RATE_RPS,
@@ -47,6 +51,7 @@ from ..ranges import (
     USD_PER_GB,
     USD_PER_GBPS_MONTH,
     USD_PER_HOUR_BUDGET,
+    WINDOW_BYTES,
     WINDOW_HOURS,
     Range,
 )
@@ -152,13 +157,42 @@ class ClusterSpec(StrictModel):
         return self.instances.min, self.instances.max
 
 
+_TRANSPORT_FIELDS = ("loss_rate", "mss_bytes", "window_bytes", "connections_per_transfer")
+
+
 class LinkSpec(StrictModel):
+    """The PrfaaS -> PD link. With ``congestion_control`` the TCP transport bounds it too
+    (``timing.transport``): each transfer's rate follows from the loss rate, MSS, window and
+    connections per transfer (defaults: 1,460-byte MSS, 4 MiB window, one connection)."""
+
     bandwidth_gbps: Annotated[float, Within(LINK_GBPS)]  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
     usable_fraction: _FRACTION = 1.0  # share of the link KV transfers may use
     rtt_ms: Annotated[float, Within(RTT_MS)] = 0.0
     usd_per_gbps_month: Annotated[float, Within(USD_PER_GBPS_MONTH)] = 0.0  # committed price on the raw bandwidth
     usd_per_gb_egress: Annotated[float, Within(USD_PER_GB)] = 0.0  # metered price per decimal GB of KV shipped
     cost_note: Text = ""
+    congestion_control: CongestionControl | None = None  # None: no transport model (the usable fraction alone)
+    loss_rate: Annotated[float, Within(LOSS_RATE)] | None = None  # packets lost per packet sent
+    mss_bytes: Annotated[int, Within(MSS_BYTES)] | None = None  # default 1,460 (1,500-byte MTU)
+    window_bytes: Annotated[int, Within(WINDOW_BYTES)] | None = None  # per connection; default 4 MiB (Linux tcp_wmem max)
+    connections_per_transfer: Annotated[int, Within(CONNECTIONS)] | None = None  # default 1
+    transport_note: Text = ""  # where the loss rate and the other transport figures come from
+
+    _transport = refuse(
+        lambda s: s.congestion_control is None and any(getattr(s, f) is not None for f in _TRANSPORT_FIELDS),
+        lambda s: (
+            f"{next(f for f in _TRANSPORT_FIELDS if getattr(s, f) is not None)} is a transport field: "
+            "give congestion_control (loss_based or bbr) with it"
+        ),
+        (
+            lambda s: s.congestion_control is not None and s.loss_rate is None,
+            "congestion_control needs loss_rate (the measured packet loss rate; 0 for none)",
+        ),
+        (
+            lambda s: s.congestion_control is not None and s.rtt_ms <= 0,
+            "congestion_control needs rtt_ms above 0 (a TCP connection's rate is a window per round trip)",
+        ),
+    )
 
 
 class PrefixCacheSpec(StrictModel):

@@ -105,7 +105,14 @@ def one_site_topology(inputs: PlanInputs, deployment: Deployment, decode: Decode
         deployment.threshold_tokens,
         separate_decode=inputs.pd_decode is not None,
     )
-    link = Link("prfaas", "pd", schedule, rtt_s=inputs.link.rtt_s, curve=remote_curve)
+    link = Link(
+        "prfaas",
+        "pd",
+        schedule,
+        rtt_s=inputs.link.rtt_s,
+        curve=remote_curve,
+        transfer_bytes_per_s=inputs.link.transfer_bytes_per_s,
+    )
     return Topology((site,), (PrfaasSite("prfaas", deployment.n_prfaas),), (link,))
 
 
@@ -278,7 +285,7 @@ class _Loop:
         self.site_links = [topology.links_of(site.name) for site in sites]
         pool_index = {pool.name: j for j, pool in enumerate(topology.prfaas)}
         self.link_pool = [pool_index[link.prfaas] for link in topology.links]
-        self.links = [KvLink(link.schedule) for link in topology.links]
+        self.links = [KvLink(link.schedule, link.transfer_bytes_per_s) for link in topology.links]
         self.instances = [pool.instances for pool in topology.prfaas]
         self.site_pools = [sorted({self.link_pool[l] for l in ls}) for ls in self.site_links]
         # PrfaaS pools: free instances, FIFO queue, queued work (instance-hold seconds)

@@ -16,6 +16,12 @@ is passive state: the simulator's event loop (``engine.py``) calls ``update(now_
 them, which integrates the rates since the last call, completes the transfers that are done
 and sets ``next_s``, the time of the link's next event (inf when nothing can change).
 
+With a transport model (``timing.transport``) no transfer runs faster than one transfer's rate
+r_t = connections x one TCP connection's rate, the planner's figure: its cap is min(g, r_t) while
+it prefills and has caught up, else r_t. The planner counts at most one transfer in flight per
+PrfaaS instance; here an instance's next prefill may start while its last transfer drains, so
+more may be in flight and the link carries at least the planner's N_prfaas x r_t.
+
 Bookkeeping for the time series and the adaptive policy: cumulative bytes sent (egress),
 cumulative bytes produced (the offered egress), and the backlog (produced but not yet
 sent), all readable at any time without changing the state.
@@ -36,10 +42,20 @@ _SIZE, _SENT, _PRODUCE, _START, _END, _RATE, _KEY = range(7)
 class KvLink:
     """Max-min fair KV transfers over a link of capacity ``schedule`` (bytes/s)."""
 
-    __slots__ = ("schedule", "fixed_bytes_per_s", "active", "last_s", "sent_bytes", "started_bytes", "next_s")
+    __slots__ = (
+        "schedule",
+        "fixed_bytes_per_s",
+        "transfer_bytes_per_s",
+        "active",
+        "last_s",
+        "sent_bytes",
+        "started_bytes",
+        "next_s",
+    )
 
-    def __init__(self, schedule: CapacitySchedule):
+    def __init__(self, schedule: CapacitySchedule, transfer_bytes_per_s: float = math.inf):
         self.schedule = schedule
+        self.transfer_bytes_per_s = transfer_bytes_per_s  # one transfer's most (inf: only the link limits it)
         # the capacity when it never steps (the common case, read at every update)
         self.fixed_bytes_per_s = schedule.rates_bytes_per_s[0] if len(schedule.starts_s) == 1 else None
         self.active: list[list] = []  # transfers in flight: [size, sent, produce rate, start, prefill end, rate, key]
@@ -80,10 +96,12 @@ class KvLink:
         sent_bytes = self.sent_bytes
         tolerance = _RELATIVE_TOLERANCE
         # One pass: integrate each transfer, complete it or find its cap (its production rate while
-        # it prefills and has caught up, else none) and, if capped, its next event at that rate.
+        # it prefills and has caught up, if one transfer's rate allows it; else that rate, inf without
+        # a transport model) and, if capped at its production, its next event at that rate.
         limits = []
         capped_bytes_per_s = 0.0
         soonest_s = math.inf
+        most = self.transfer_bytes_per_s
         for tr in self.active:
             if elapsed_s > 0:
                 moved = tr[_RATE] * elapsed_s
@@ -98,7 +116,7 @@ class KvLink:
             end_s = tr[_END]
             if now_s < end_s:
                 produce = tr[_PRODUCE]
-                if produce * (now_s - tr[_START]) - sent <= tolerance * size:
+                if produce <= most and produce * (now_s - tr[_START]) - sent <= tolerance * size:
                     tr[_RATE] = produce  # its rate if the caps fit (else the water-filling resets it)
                     limits.append(produce)
                     capped_bytes_per_s += produce
@@ -108,7 +126,7 @@ class KvLink:
                     if end_s - now_s < soonest_s:
                         soonest_s = end_s - now_s
                     continue
-            limits.append(math.inf)
+            limits.append(most)  # inf without a transport model: then the water-filling sets every rate
             capped_bytes_per_s = math.inf
         self.sent_bytes = sent_bytes
         active = self.active

@@ -69,7 +69,10 @@ def sites_topology(si, plan, window: int = 0, load: float = 0.8, requests: int =
             if (f, site.name) in si.links:
                 pair = si.pair(site.name, f)
                 schedule = CapacitySchedule(pair.link.usable_bytes_per_s)
-                links.append(Link(f, site.name, schedule, pair.link.rtt_s, pair.prfaas.curve, site.offload_rps.get(f, 0.0)))
+                weight = site.offload_rps.get(f, 0.0)
+                links.append(
+                    Link(f, site.name, schedule, pair.link.rtt_s, pair.prfaas.curve, weight, pair.link.transfer_bytes_per_s)
+                )
     prfaas = tuple(PrfaasSite(f, plan.n_prfaas.get(f, 0)) for f in factories)
     return Topology(tuple(pd), prfaas, tuple(links))
 

@@ -12,6 +12,7 @@ Units: rates in requests/s, times in seconds, bandwidths in bytes/s (the link's
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,7 @@ class Link:
     rtt_s: float
     curve: PrefillCurve
     weight: float = 1.0
+    transfer_bytes_per_s: float = math.inf  # one transfer's most (``study.model.Link``; inf without a transport model)
 
 
 @dataclass(frozen=True)

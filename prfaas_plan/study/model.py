@@ -29,6 +29,7 @@ from ..timing.calibrate import CalibrationResult
 from ..timing.decode import DecodeCapacity, decode_capacity
 from ..timing.instance import Instance
 from ..timing.prefill import PrefillCurve
+from ..timing.transport import Transport, connections_to_fill
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
 from ..workload.cluster_cache import ClusterCaches, RoutedPoints, routed_points
 from ..workload.distributions import LengthDistribution, class_stats_table, scaled
@@ -43,6 +44,7 @@ class Link:
     usable_fraction: float  # share of it that KV transfers may use
     rtt_s: float
     cost: LinkCost = LinkCost()
+    transport: Transport | None = None  # its TCP transport (None: the usable fraction alone bounds it)
 
     @property
     def fixed_usd_per_hour(self) -> float:
@@ -69,6 +71,42 @@ class Link:
             return 0.0
         usable = self.usable_bytes_per_s
         return egress_bytes_per_s / usable if usable > 0 else math.inf
+
+    @property
+    def connection_bytes_per_s(self) -> float:
+        """One TCP connection's rate (``timing.transport``); inf without a transport model."""
+        return math.inf if self.transport is None else self.transport.connection_bytes_per_s(self.rtt_s)
+
+    @property
+    def transfer_bytes_per_s(self) -> float:
+        """One transfer's rate over its connections (``timing.transport``); inf without a transport model."""
+        return math.inf if self.transport is None else self.transport.transfer_bytes_per_s(self.rtt_s)
+
+    def carried_bytes_per_s(self, transfers, usable_bytes_per_s=None):
+        """The KV bytes/s the link carries with ``transfers`` in flight (a count or an array; the
+        planner's rule: one per PrfaaS instance): min(usable, transfers x one transfer's rate).
+        ``usable_bytes_per_s`` replaces the usable bandwidth (bandwidth sweeps). Without a
+        transport model, the usable bandwidth as given."""
+        usable = self.usable_bytes_per_s if usable_bytes_per_s is None else usable_bytes_per_s
+        if self.transport is None:
+            return usable
+        return np.minimum(usable, np.asarray(transfers, dtype=float) * self.transfer_bytes_per_s)
+
+    def share_bytes_per_s(self, transfers: int) -> float:
+        """One transfer's share of the usable bandwidth with ``transfers`` in flight: usable / transfers."""
+        return self.usable_bytes_per_s / transfers if transfers > 0 else self.usable_bytes_per_s
+
+    def connections_to_fill(self, transfers: int) -> int | None:
+        """Connections a transfer needs to reach its share with ``transfers`` in flight (None
+        without a transport model)."""
+        if self.transport is None:
+            return None
+        return connections_to_fill(self.share_bytes_per_s(transfers), self.connection_bytes_per_s)
+
+    def transport_binds(self, transfers: int) -> bool:
+        """Whether the transport, not the bandwidth, bounds what the link carries with
+        ``transfers`` in flight (the link is then full in name only)."""
+        return bool(self.carried_bytes_per_s(transfers) < self.usable_bytes_per_s)
 
     def with_bandwidth_gbps(self, gbps: float) -> Link:
         """The same link with a raw bandwidth of ``gbps`` (the usable fraction kept)."""

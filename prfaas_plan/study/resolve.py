@@ -54,6 +54,7 @@ from ..timing.instance import Instance
 from ..timing.layout import Layout, check_layout
 from ..timing.memory import chips_needed, require_fit
 from ..timing.prefill import prefill_curve
+from ..timing.transport import Transport
 from ..units import gbps_to_bytes_per_s
 from ..workload.cluster_cache import ClusterCaches, HitDistribution
 from ..workload.distributions import build_distribution, with_prefix_cache
@@ -564,13 +565,27 @@ def _model(
 
 
 def link_of(spec: LinkSpec) -> Link:
-    """A link in SI units: decimal Gbps -> bytes/s, ms -> s."""
+    """A link in SI units: decimal Gbps -> bytes/s, ms -> s; its TCP transport where the file
+    gives ``congestion_control`` (``timing.transport``'s defaults for the fields it leaves out)."""
     return Link(
         gbps_to_bytes_per_s(spec.bandwidth_gbps),
         spec.usable_fraction,
         spec.rtt_ms / 1000.0,
         LinkCost(spec.usd_per_gbps_month, spec.usd_per_gb_egress),
+        _transport(spec),
     )
+
+
+def _transport(spec: LinkSpec) -> Transport | None:
+    if spec.congestion_control is None:
+        return None
+    assert spec.loss_rate is not None  # LinkSpec refuses congestion_control without it
+    given = {
+        name: value
+        for name in ("mss_bytes", "window_bytes", "connections_per_transfer")
+        if (value := getattr(spec, name)) is not None
+    }
+    return Transport(spec.congestion_control, spec.loss_rate, **given)
 
 
 def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tuple[Workload, list[str]]:

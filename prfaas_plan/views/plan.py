@@ -21,6 +21,7 @@ from ..units import format_tokens
 from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
+from .transport import TRANSPORT_CSV, transport_cells, transport_details, transport_json
 from .uncertainty import plan_range_details, plan_uncertainty_json
 
 _LABELS = {
@@ -212,7 +213,7 @@ def plan_json(result) -> dict:
     pt, st = result.point, result.point.stages
     inputs = result.inputs
     link = inputs.link
-    return {
+    doc = {
         "scenario": inputs.name,
         "model": inputs.model.name,
         "mode": result.mode,
@@ -311,6 +312,12 @@ def plan_json(result) -> dict:
         },
         "notes": result.notes,
     }
+    if link.transport is not None:  # the TCP transport's figures (``views.transport``), per deployment
+        doc["link"]["transport"] = transport_json(link, pt.n_prfaas)
+        doc["prfaas_pd"].update(transport_cells(link, pt.n_prfaas))
+        for name, b in result.baselines.items():
+            doc["baselines"][name].update(transport_cells(link, b.n_prfaas))
+    return doc
 
 
 # operating-point columns of the plan's CSV (the PrfaaS-PD row; blank for the baselines)
@@ -430,6 +437,7 @@ def plan_view(result) -> Report:
             "ratio_vs_homogeneous",
             *OPERATING_CSV,
             *SOURCE_KEYS,
+            *(TRANSPORT_CSV if inputs.link.transport is not None else ()),
         )
     ]
     link = inputs.link
@@ -458,6 +466,7 @@ def plan_view(result) -> Report:
             f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
             f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})",
         ),
+        *transport_details(link, pt.n_prfaas),
         (
             "provisioned cost",
             _no_price(result)
