@@ -668,7 +668,8 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
     bare_table = threshold_table(bare, table.mode)
-    lam_bare = float(np.max(bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d, bare).lambda_max))
+    lams_bare = bounds(bare_table, np.arange(len(bare_table)), sol.n_prfaas, sol.n_p, sol.n_d, bare).lambda_max
+    lam_bare = float(np.max(lams_bare))
     local = routed.route_tokens <= sol.threshold_tokens
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0
@@ -680,4 +681,14 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
         "cache_egress_gbps": bytes_per_s_to_gbps(sol.lambda_max * per_request),
         "mean_hit_pd": caches.pd.mean_share,
         "mean_hit_prfaas": caches.prfaas.mean_share,
+        **({} if caches.requests is None else _trace_effect(caches.requests.summary, bare_table, lams_bare)),
     }
+
+
+def _trace_effect(summary: dict, bare_table: ThresholdTable, lams_bare: np.ndarray) -> dict:
+    """Caches replayed over a trace (``workload.trace_caches``): their hit rates and memory, and
+    the no-cache plan's threshold (the first best) and egress at its Lambda_max, decimal Gbps."""
+    best = int(np.argmax(lams_bare))
+    egress = bytes_per_s_to_gbps(float(lams_bare[best]) * float(bare_table.link_work_bytes[best]))
+    threshold = float(bare_table.thresholds_tokens[best])
+    return {"trace": summary, "threshold_without_caches_tokens": threshold, "egress_without_caches_gbps": egress}

@@ -19,6 +19,7 @@ from ..study.basis import SOURCE_KEYS, prefill_source, sources
 from ..units import format_tokens
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
+from .trace_cache import trace_cache_rows
 from .uncertainty import plan_range_details, plan_uncertainty_json
 
 _LABELS = {
@@ -633,6 +634,7 @@ def _cache_details(result) -> list[tuple[str, str]]:
             f"caches, same counts ({100 * gain:+.1f}%); cached KV moved to PD "
             f"{c['cache_egress_gbps']:.2f} Gbps at Λ_max",
         ),
+        *trace_cache_rows(c, result.point.threshold_tokens, result.point.stages.egress_gbps),
     ]
 
 
