@@ -250,16 +250,18 @@ def _where(tiers: tuple[_Tier, _Tier], key: int) -> int:
 def _touch(tiers: tuple[_Tier, _Tier], key: int, size: float, state: dict) -> None:
     """Make ``key`` (odd: a snapshot) the most recent HBM entry."""
     hbm, dram = tiers
-    for tier in tiers:
-        old = tier.entries.pop(key, None)
+    old = hbm.entries.get(key)
+    if old is not None:
+        hbm.entries.move_to_end(key)
+        hbm.used -= old
+    else:
+        old = dram.entries.pop(key, None)
         if old is not None:
-            tier.used -= old
-            if key & 1:
-                state["snap_bytes"] -= old
+            dram.used -= old
     hbm.entries[key] = size
     hbm.used += size
     if key & 1:
-        state["snap_bytes"] += size
+        state["snap_bytes"] += size - (old or 0.0)
 
 
 def _fit(tiers: tuple[_Tier, _Tier], state: dict) -> None:
