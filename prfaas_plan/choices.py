@@ -282,3 +282,18 @@ class EngineName(StrEnum):
     sglang = "sglang"
     trtllm = "trtllm"
     vllm = "vllm"
+
+
+class SnapshotPolicy(StrEnum):
+    """Where a hybrid model's prefix cache keeps a linear-attention/SWA state snapshot
+    (``workload.prefix_cache``): at the end of every k-th block, at each request's end, or both."""
+
+    every_k_blocks = "every_k_blocks"
+    request_end = "request_end"
+    both = "both"
+
+
+class Eviction(StrEnum):
+    """What a full prefix cache drops first: ``lru``, the least recently used block or snapshot."""
+
+    lru = "lru"

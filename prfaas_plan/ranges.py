@@ -138,6 +138,9 @@ WINDOW_HOURS = Range(0, 8760, "hours", "a window of the day profile (day.windows
 INPUT_SCALE = Range(0.01, 100, "x", "a window's input-length factor (day.windows[].input_scale)")
 CONVERSION_S = Range(0, 1e6, "s", "the time one instance takes to switch role (day.conversion_s)")
 DAY_WINDOWS = Range(1, 168, "windows", "windows of a day profile")
+CACHE_GIB = Range(0, 1e7, "GiB", "prefix-cache memory a cluster sets aside, per tier (cluster_caches.from_trace)")
+BLOCK_TOKENS = Range(1, 65_536, "tokens", "tokens per prefix-cache block (cluster_caches.from_trace.block_tokens)")
+SNAPSHOT_EVERY_BLOCKS = Range(1, 1_000_000, "blocks", "blocks between state snapshots (from_trace.snapshots.every_blocks)")
 COMPARE_OPTIONS = Range(1, 512, "options", "combinations one compare plans")
 JOBS = Range(1, 64, "processes", "parallel processes of compare (its jobs)")
 MAX_SUPPORT_POINTS = 4 * 2**20  # distinct lengths of a distribution (trace, histogram, mixture, prefix cache)
@@ -223,6 +226,9 @@ NUMERIC = (
     IDLE_POWER_FRACTION,
     USD_PER_GBPS_MONTH,
     USD_PER_GB,
+    CACHE_GIB,
+    BLOCK_TOKENS,
+    SNAPSHOT_EVERY_BLOCKS,
     COMPARE_OPTIONS,
     JOBS,
     WINDOW_HOURS,

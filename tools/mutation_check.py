@@ -1189,6 +1189,57 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "colo < MIN_CAPACITY_RPS else self.lambda_max_rps / colo",
         "colo < MIN_CAPACITY_RPS else colo / self.lambda_max_rps",
     ),
+    # issue 19: the prefix-cache model replayed over a trace
+    "prefix-cache-hybrid-reuses-any-match": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "            if hybrid and _where(tiers, 2 * node + 1) >= 0:",
+        "            if True:",
+    ),
+    "prefix-cache-computes-no-token": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "    cached = np.minimum(reusable * B, requests.input_tokens - 1)",
+        "    cached = np.minimum(reusable * B, requests.input_tokens)",
+    ),
+    "prefix-cache-evicts-most-recent": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "        k, b = hbm.entries.popitem(last=False)",
+        "        k, b = hbm.entries.popitem(last=True)",
+    ),
+    "prefix-cache-head-evicted-first": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "        for d in range(len(nodes), 0, -1):",
+        "        for d in range(1, len(nodes) + 1):",
+    ),
+    "prefix-cache-snapshot-off-by-one": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "at_k = self.snapshots != SnapshotPolicy.request_end and depth % self.every_blocks == 0",
+        "at_k = self.snapshots != SnapshotPolicy.request_end and (depth + 1) % self.every_blocks == 0",
+    ),
+    "prefix-cache-no-dram-tier": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "    tiers = (_Tier(config.hbm_bytes), _Tier(config.dram_bytes))",
+        "    tiers = (_Tier(config.hbm_bytes), _Tier(0.0))",
+    ),
+    "prefix-cache-identity-by-id-alone": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "            node = chain.setdefault((parent, b), len(chain))",
+        "            node = chain.setdefault((0, b), len(chain))",
+    ),
+    "prefix-cache-swa-state-free": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "        return self.state_fixed_bytes + sum(b * min(prefix_tokens, w) for w, b in self.windows)",
+        "        return self.state_fixed_bytes",
+    ),
+    "prefix-cache-block-of-one-token": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token * block_tokens, kv.fixed_bytes, kv.windows)",
+        "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token, kv.fixed_bytes, kv.windows)",
+    ),
+    "trace-caches-as-a-product": (
+        "prfaas_plan/workload/cluster_cache.py",
+        "    if joint is not None:",
+        "    if False:",
+    ),
 }
 
 

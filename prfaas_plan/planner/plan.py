@@ -578,7 +578,9 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
     assert routed is not None and caches is not None and curve is not None
     full = inputs.workload.full_input_dist
     bare = replace(inputs, workload=replace(inputs.workload, input_dist=full, routed=None, caches=None))
-    lam_bare = at_best_threshold(threshold_table(bare, table.mode), bare, sol.n_prfaas, sol.n_p, sol.n_d, None).lambda_max
+    bare_table = threshold_table(bare, table.mode)
+    bare_sol = at_best_threshold(bare_table, bare, sol.n_prfaas, sol.n_p, sol.n_d, None)
+    lam_bare = bare_sol.lambda_max
     local = routed.route_tokens <= sol.threshold_tokens
     moved = local & (routed.local_kv_tokens > 0)
     per_request = 0.0
@@ -590,4 +592,12 @@ def cache_effect(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> di
         "cache_egress_gbps": bytes_per_s_to_gbps(sol.lambda_max * per_request),
         "mean_hit_pd": caches.pd.mean_share,
         "mean_hit_prfaas": caches.prfaas.mean_share,
+        **({} if caches.requests is None else _trace_effect(caches.requests.summary, bare_table, bare_sol)),
     }
+
+
+def _trace_effect(summary: dict, bare_table: ThresholdTable, bare: Solution) -> dict:
+    """Caches replayed over a trace (``workload.trace_caches``): their hit rates and memory, and
+    the no-cache plan's threshold (the first best) and egress at its Lambda_max, decimal Gbps."""
+    egress = bytes_per_s_to_gbps(bare.lambda_max * float(bare_table.link_work_bytes[bare.threshold_index]))
+    return {"trace": summary, "threshold_without_caches_tokens": bare.threshold_tokens, "egress_without_caches_gbps": egress}

@@ -18,15 +18,19 @@ from ..choices import (
     CacheRegime,
     CongestionControl,
     CurveSource,
+    Eviction,
     FitParam,
     ObjectiveKind,
     OptimiserMethod,
     PrefillCapacity,
     RobustObjective,
+    SnapshotPolicy,
     WorkloadType,
 )
 from ..ranges import (
     ARRIVAL_CV,
+    BLOCK_TOKENS,
+    CACHE_GIB,
     CALIBRATION_POINTS,
     CHIPS_PER_INSTANCE,
     COARSE_THRESHOLDS,
@@ -47,6 +51,7 @@ from ..ranges import (
     RATE_RPS,
     RTT_MS,
     SLO_SECONDS,
+    SNAPSHOT_EVERY_BLOCKS,
     TPOT_MS,
     USD_PER_GB,
     USD_PER_GBPS_MONTH,
@@ -206,26 +211,75 @@ class PrefixCacheSpec(StrictModel):
     )
 
 
+class CacheMemorySpec(StrictModel):
+    """The memory one cluster sets aside for its prefix cache, in GiB (2^30 bytes), all instances together."""
+
+    hbm_gib: Annotated[float, Within(CACHE_GIB)]
+    dram_gib: Annotated[float, Within(CACHE_GIB)] = 0.0  # host DRAM, a second tier
+
+
+class SnapshotSpec(StrictModel):
+    """Where a hybrid model keeps state snapshots (``workload.prefix_cache``)."""
+
+    policy: SnapshotPolicy = SnapshotPolicy.every_k_blocks
+    every_blocks: Annotated[int, Within(SNAPSHOT_EVERY_BLOCKS)] = 1
+
+
+class TraceCacheSpec(StrictModel):
+    """Prefix caches replayed over a Mooncake-style JSONL trace (``workload.trace_caches``); its
+    input lengths are the workload's input. A cluster left out has no cache."""
+
+    path: Annotated[str, Field(min_length=1, max_length=4096)]  # relative to the scenario file
+    block_tokens: Annotated[int, Within(BLOCK_TOKENS)] = 512  # Mooncake's hash_ids: 512-token blocks
+    eviction: Eviction = Eviction.lru
+    snapshots: SnapshotSpec = Field(default_factory=SnapshotSpec)
+    pd: CacheMemorySpec | None = None
+    prfaas: CacheMemorySpec | None = None
+
+    _some = refuse(lambda s: s.pd is None and s.prfaas is None, "give the cache memory of pd, of prfaas, or of both")
+
+
 class ClusterCachesSpec(StrictModel):
-    """Prefix caches per cluster (cache-aware routing, ``workload.cluster_cache``); a cluster
-    left out has none."""
+    """Prefix caches per cluster (cache-aware routing, ``workload.cluster_cache``): hit
+    distributions (``pd``, ``prfaas``; a cluster left out has none) or a trace replayed
+    through a cache model (``from_trace``)."""
 
     pd: PrefixCacheSpec | None = None
     prfaas: PrefixCacheSpec | None = None
+    from_trace: TraceCacheSpec | None = None
     regime: CacheRegime = CacheRegime.auto
 
-    _some = refuse(lambda s: s.pd is None and s.prfaas is None, "give the prefix cache of pd, of prfaas, or of both")
+    _some = refuse(
+        lambda s: s.pd is None and s.prfaas is None and s.from_trace is None,
+        "give the prefix cache of pd, of prfaas, or of both (or from_trace)",
+        (
+            lambda s: s.from_trace is not None and (s.pd is not None or s.prfaas is not None),
+            "give hit distributions (pd, prfaas) or from_trace, not both",
+        ),
+    )
+
+
+def _input_weight(s) -> bool:
+    return s.input is not None and s.input.weight is not None
 
 
 class WorkloadSpec(StrictModel):
-    input: LengthSpec  # uncached-or-not input length distribution (prfaas_plan.workload builds it)
+    input: LengthSpec | None = None  # input length distribution (prfaas_plan.workload builds it); required but with from_trace
     output: LengthSpec = Field(default_factory=lambda: FixedSpec(type=WorkloadType.fixed, tokens=1024))
     prefix_cache: PrefixCacheSpec | None = None  # one cache for both clusters
     cluster_caches: ClusterCachesSpec | None = None  # a cache per cluster, cache-aware routing
 
     _no_top_level_weight = refuse(
-        lambda s: s.input.weight is not None or s.output.weight is not None,
-        lambda s: f"{'input' if s.input.weight is not None else 'output'}: weight is only for a mixture's components",
+        lambda s: (s.input is None) == (s.cluster_caches is None or s.cluster_caches.from_trace is None),
+        lambda s: (
+            "input: required (or cluster_caches.from_trace)"
+            if s.input is None
+            else "input: leave it out, cluster_caches.from_trace gives the input lengths"
+        ),
+        (
+            lambda s: _input_weight(s) or s.output.weight is not None,
+            lambda s: f"{'input' if _input_weight(s) else 'output'}: weight is only for a mixture's components",
+        ),
         (
             lambda s: s.prefix_cache is not None and s.cluster_caches is not None,
             "give prefix_cache (one cache for both clusters) or cluster_caches, not both",

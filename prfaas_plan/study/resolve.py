@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..accounting.kv import KvModel
 from ..accounting.params import declared_params_mismatch
 from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role, WorkloadType
 from ..errors import PlanInputError, shorten, warn
@@ -35,6 +36,7 @@ from ..profiles.model import ModelProfile
 from ..profiles.registry import hardware_identity, looks_like_path, resolve_hardware, resolve_model, same_hardware
 from ..profiles.scenario import (
     AUTO,
+    ClusterCachesSpec,
     ClusterSpec,
     CountRange,
     DecodeSpec,
@@ -591,8 +593,9 @@ def _transport(spec: LinkSpec) -> Transport | None:
 def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tuple[Workload, list[str]]:
     """The length distributions (and caches) of a workload spec, within the model's context, and
     the notes of mixture weights read as relative."""
-    notes = [n for name in ("input", "output") for n in mixture_weight_notes(getattr(spec, name), f"workload.{name}")]
-    workload = _distributions(spec, source)
+    given = [name for name in ("input", "output") if getattr(spec, name) is not None]
+    notes = [n for name in given for n in mixture_weight_notes(getattr(spec, name), f"workload.{name}")]
+    workload = _distributions(spec, source, model)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
         raise PlanInputError(
@@ -603,7 +606,11 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tu
     return workload, notes
 
 
-def _distributions(spec: WorkloadSpec, source: str | None) -> Workload:
+def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile) -> Workload:
+    cc = spec.cluster_caches
+    if cc is not None and cc.from_trace is not None:
+        return _trace_caches(spec, cc, source, model)
+    assert spec.input is not None  # the schema requires it without from_trace
     joint = _trace_joint(spec, source)
     if joint is not None:
         return joint
@@ -667,6 +674,20 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
         decode_context_tokens=j.decode_context_tokens,
         trace=trace,
     )
+
+
+def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None, model: ModelProfile) -> Workload:
+    """The workload of ``cluster_caches.from_trace``: the trace's input lengths, each request's
+    cached prefix in each cluster (``workload.trace_caches``)."""
+    from ..workload.trace_caches import caches_from_trace
+
+    output = build_distribution(spec.output, source, "workload.output")
+    try:
+        caches = caches_from_trace(cc.from_trace, KvModel.of(model), cc.regime, source)
+        workload = Workload(caches.full_input, caches.full_input, output, caches)
+        return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
+    except PlanInputError as exc:  # a trace's error names its line; the model's, the cache spec
+        raise (exc if exc.field else exc.with_field("workload.cluster_caches.from_trace")).with_source(source) from None
 
 
 def _decode_context(dec: DecodeSpec, model: ModelProfile, workload: Workload, source: str | None) -> int:

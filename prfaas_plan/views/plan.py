@@ -21,6 +21,7 @@ from ..units import format_tokens
 from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
+from .trace_cache import trace_cache_rows
 from .transport import TRANSPORT_CSV, transport_cells, transport_details, transport_json
 from .uncertainty import plan_range_details, plan_uncertainty_json
 
@@ -656,6 +657,7 @@ def _cache_details(result) -> list[tuple[str, str]]:
             f"caches, same counts ({100 * gain:+.1f}%); cached KV moved to PD "
             f"{c['cache_egress_gbps']:.2f} Gbps at Λ_max",
         ),
+        *trace_cache_rows(c, result.point.threshold_tokens, result.point.stages.egress_gbps),
     ]
 
 

@@ -19,6 +19,10 @@ distribution (a cluster without a cache: h = 0). Per request, in tokens:
 cluster computes and the tokens whose KV crosses the link either way; the throughput model
 (``planner.throughput``) turns them into seconds and bytes with the pools' curves. Lengths
 are rounded to whole tokens (at least 1 computed token).
+
+A replayed trace (``workload.trace_caches``) gives (L, h, g) jointly, one class per request
+(``RequestPrefixes``): then the classes are the requests, each of weight 1 / n, instead of
+the product of independent distributions.
 """
 
 from __future__ import annotations
@@ -56,11 +60,22 @@ class HitDistribution:
 
 
 @dataclass(frozen=True)
+class RequestPrefixes:
+    """Per request of a trace: input length and cached prefix in each cluster, in tokens."""
+
+    input_tokens: np.ndarray
+    pd_cached_tokens: np.ndarray
+    prfaas_cached_tokens: np.ndarray
+    summary: dict  # hit rates by cluster and kind, snapshot memory (``trace_caches.summary``)
+
+
+@dataclass(frozen=True)
 class ClusterCaches:
     full_input: LengthDistribution
     pd: HitDistribution
     prfaas: HitDistribution
     regime: CacheRegime  # auto: the planner chooses (planner.chips)
+    requests: RequestPrefixes | None = None  # joint (L, h, g) per request: used in place of the product
 
 
 @dataclass(frozen=True)
@@ -84,17 +99,23 @@ def routed_points(caches: ClusterCaches, regime: CacheRegime) -> RoutedPoints:
     if regime == CacheRegime.auto:
         raise PlanInputError("a regime must be chosen (scarce or plentiful)", field="workload.cluster_caches.regime")
     full = caches.full_input
-    size = full.lengths_tokens.size * caches.pd.shares.size * caches.prfaas.shares.size
+    joint = caches.requests
+    size = joint.input_tokens.size if joint else full.lengths_tokens.size * caches.pd.shares.size * caches.prfaas.shares.size
     if size > MAX_SUPPORT_POINTS:
         raise PlanInputError(
             f"{size:,} (length, PD hit, PrfaaS hit) combinations, more than {MAX_SUPPORT_POINTS:,}: "
             "use fewer hit fractions or a coarser workload",
             field="workload.cluster_caches",
         )
-    length = full.lengths_tokens[:, None, None]
-    h = caches.pd.shares[None, :, None]
-    g = caches.prfaas.shares[None, None, :]
-    prob = full.probs[:, None, None] * caches.pd.probs[None, :, None] * caches.prfaas.probs[None, None, :]
+    if joint is not None:
+        length = joint.input_tokens.astype(float)
+        h, g = joint.pd_cached_tokens / length, joint.prfaas_cached_tokens / length
+        prob = np.full(length.size, 1.0 / length.size)
+    else:
+        length = full.lengths_tokens[:, None, None]
+        h = caches.pd.shares[None, :, None]
+        g = caches.prfaas.shares[None, None, :]
+        prob = full.probs[:, None, None] * caches.pd.probs[None, :, None] * caches.prfaas.probs[None, None, :]
     shape = np.broadcast_shapes(length.shape, h.shape, g.shape)
     pd_missing = np.broadcast_to(np.maximum(np.round(length * (1 - h)), 1.0), shape)
     if regime == CacheRegime.scarce:

@@ -1,0 +1,180 @@
+"""Prefix caches replayed over the Mooncake slice, wired into the planner (issue 19)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO
+
+from prfaas_plan.accounting.kv import KvModel
+from prfaas_plan.choices import CacheRegime, SnapshotPolicy
+from prfaas_plan.planner.chips import choose
+from prfaas_plan.planner.plan import plan
+from prfaas_plan.profiles.registry import resolve_model
+from prfaas_plan.profiles.scenario import load_scenario
+from prfaas_plan.workload.block_trace import read_block_trace
+from prfaas_plan.workload.cluster_cache import routed_points
+from prfaas_plan.workload.prefix_cache import CacheConfig, CacheGeometry, replay
+from prfaas_plan.workload.trace_caches import replay_clusters
+
+DATA = REPO / "tests" / "data"
+TRACE = DATA / "traces" / "mooncake-conversation-5min.jsonl"
+SCENARIO = DATA / "trace_caches.yaml"
+
+
+def _geometry(model: str) -> CacheGeometry:
+    return CacheGeometry.of(KvModel.of(resolve_model(model)), 512)
+
+
+def _doc() -> dict:
+    return yaml.safe_load(SCENARIO.read_text())
+
+
+def _inputs(doc: dict):
+    return choose(load_scenario(doc), str(SCENARIO))
+
+
+def test_reader_gives_the_files_requests_in_order():
+    rows = [json.loads(line) for line in TRACE.read_text().splitlines()]
+    req = read_block_trace(TRACE, 512)
+    assert len(req) == len(rows) == 918
+    assert req.input_tokens.tolist() == [r["input_length"] for r in rows]
+    assert req.block_ids.tolist() == [i for r in rows for i in r["hash_ids"]]
+
+
+@pytest.mark.parametrize("every", [1, 4, 16])
+def test_hybrid_reuses_less_than_dense_on_the_same_blocks(every):
+    """Same trace, same unlimited room for blocks: the hybrid model matches the same blocks, but
+    reuses only up to its deepest kept snapshot, so less; every block a snapshot: the same."""
+    req = read_block_trace(TRACE, 512)
+    room = CacheConfig(1e18, snapshots=SnapshotPolicy.every_k_blocks, every_blocks=every)
+    dense = replay(req, _geometry("kimi-k2"), room)
+    hybrid = replay(req, _geometry("prfaas-1t-hybrid"), room)
+    assert not dense.hybrid and hybrid.hybrid
+    assert np.array_equal(hybrid.matched_blocks, dense.matched_blocks)  # the same blocks are found
+    assert np.all(hybrid.cached_tokens <= dense.cached_tokens)
+    # a brute force of the rule: the deepest matched depth that is a multiple of k
+    by_hand = np.minimum(dense.matched_blocks // every * every * 512, req.input_tokens - 1)
+    assert np.array_equal(hybrid.cached_tokens, by_hand)
+    if every == 1:
+        assert hybrid.cached_tokens.sum() == dense.cached_tokens.sum()
+    else:
+        assert hybrid.cached_tokens.sum() < dense.cached_tokens.sum()
+        assert hybrid.snapshot_bytes_peak == pytest.approx(
+            hybrid.snapshots_kept * _geometry("prfaas-1t-hybrid").state_fixed_bytes
+        )
+
+
+def test_hybrid_reuses_less_than_dense_in_the_same_memory():
+    """The scenario's PD memory for both models: snapshots take room from blocks too."""
+    req = read_block_trace(TRACE, 512)
+    cap = CacheConfig.of_gib(64, snapshots=SnapshotPolicy.every_k_blocks, every_blocks=4)
+    hybrid = _geometry("prfaas-1t-hybrid")
+    dense = CacheGeometry(512, hybrid.block_bytes, 0.0)  # the hybrid's full-attention blocks, no state
+    assert replay(req, hybrid, cap).token_hit_rate < replay(req, dense, cap).token_hit_rate
+
+
+def test_plan_with_the_trace_cache_serves_more_than_without():
+    """Λ_max of the plan with the replayed caches is above the plan of the same trace lengths with no
+    cache (planned on its own, from a length file), and above the same counts with no cache."""
+    inputs = _inputs(_doc())
+    result = plan(inputs, with_marginals=False)
+    lam = result.point.lambda_max
+    assert lam > result.cache["lambda_without_caches_rps"] > 0
+    trace = result.cache["trace"]
+    assert trace["hybrid"] and 0 < trace["pd"]["token_hit_rate"] < trace["pd"]["block_hit_rate"]
+    assert trace["pd"]["prefill_tokens_saved"] == int(inputs.workload.caches.requests.pd_cached_tokens.sum())
+
+
+def test_plan_without_caches_of_the_same_lengths_is_lower(tmp_path):
+    lengths = tmp_path / "lengths.txt"
+    lengths.write_text("\n".join(str(r["input_length"]) for r in map(json.loads, TRACE.read_text().splitlines())))
+    doc = _doc()
+    doc["workload"] = {"input": {"type": "trace", "path": str(lengths)}, "output": doc["workload"]["output"]}
+    bare = plan(choose(load_scenario(doc), str(SCENARIO)), with_marginals=False).point.lambda_max
+    with_cache = plan(_inputs(_doc()), with_marginals=False).point.lambda_max
+    assert with_cache > bare
+
+
+def test_routing_classes_are_the_requests():
+    """One class per request: in the scarce regime each routes on L - h_pd; in the plentiful regime on
+    L - max(h_pd, h_prfaas), and a local request receives max(h_prfaas - h_pd, 0) tokens of KV."""
+    req = read_block_trace(TRACE, 512)
+    caches = replay_clusters(req, _geometry("kimi-k2"), CacheConfig.of_gib(16), CacheConfig.of_gib(64)).cluster_caches(
+        CacheRegime.scarce
+    )
+    j = caches.requests
+    L, h, g = j.input_tokens, j.pd_cached_tokens, j.prfaas_cached_tokens
+    scarce = routed_points(caches, CacheRegime.scarce)
+    assert scarce.probs.size == len(req) and np.allclose(scarce.probs, 1 / len(req))
+    assert sorted(scarce.route_tokens.tolist()) == sorted((L - h).tolist())
+    plenty = routed_points(caches, CacheRegime.plentiful)
+    assert sorted(plenty.route_tokens.tolist()) == sorted((L - np.maximum(h, g)).tolist())
+    assert plenty.local_kv_tokens.sum() == np.maximum(g - h, 0).sum() > 0
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "reason"),
+    [
+        ("{not json", "line 2", "not JSON"),
+        ('{"input_length": "12", "hash_ids": [1]}', "line 2: input_length", "must be an integer"),
+        ('{"input_length": 1000, "hash_ids": [1, 2, 3]}', "line 2: hash_ids", "need ceil(L / 512) = 2 block ids, got 3"),
+        ('{"input_length": 10, "hash_ids": [1.5]}', "line 2: hash_ids", "list of block ids"),
+        ('{"input_length": 0, "hash_ids": []}', "line 2: input_length", "must be in"),
+    ],
+)
+def test_a_bad_trace_line_is_one_line_naming_file_line_and_field(tmp_path, run_cli, line, field, reason):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"input_length": 10, "hash_ids": [1]}\n' + line + "\n")
+    doc = _doc()
+    doc["workload"]["cluster_caches"]["from_trace"]["path"] = str(bad)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path)
+    assert res.code == 2 and "Traceback" not in res.err
+    assert f"bad.jsonl: {field}: " in res.err and reason in res.err and len(res.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "expect"),
+    [
+        (lambda w: w["cluster_caches"]["from_trace"].update(block_tokens=0), "block_tokens"),
+        (lambda w: w["cluster_caches"]["from_trace"]["snapshots"].update(policy="sometimes"), "policy"),
+        (lambda w: w["cluster_caches"]["from_trace"].update(eviction="fifo"), "eviction"),
+        (lambda w: w["cluster_caches"]["from_trace"]["pd"].update(hbm_gib=-1), "hbm_gib"),
+        (lambda w: w["cluster_caches"]["from_trace"].update(pd=None, prfaas=None), "give the cache memory"),
+        (lambda w: w.update(input={"type": "fixed", "tokens": 100}), "leave it out"),
+        (lambda w: w["cluster_caches"].update(pd={"hit_fractions": [0], "probs": [1]}), "not both"),
+    ],
+)
+def test_bad_cache_fields_are_refused(tmp_path, run_cli, edit, expect):
+    doc = _doc()
+    edit(doc["workload"])
+    doc["workload"]["cluster_caches"]["from_trace"]["path"] = str(TRACE)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path)
+    assert res.code == 2 and "Traceback" not in res.err and expect in res.err
+
+
+def test_the_docs_figures_of_the_slice_are_the_models():
+    """docs/workloads.md quotes the slice's reuse with unlimited room: dense, hybrid every 4 blocks,
+    hybrid at request ends."""
+    req = read_block_trace(TRACE, 512)
+    rates = [
+        replay(req, _geometry(model), CacheConfig(1e18, snapshots=policy, every_blocks=4)).token_hit_rate
+        for model, policy in (
+            ("kimi-k2", SnapshotPolicy.every_k_blocks),
+            ("prfaas-1t-hybrid", SnapshotPolicy.every_k_blocks),
+            ("prfaas-1t-hybrid", SnapshotPolicy.request_end),
+        )
+    ]
+    text = " ".join((REPO / "docs" / "workloads.md").read_text().split())
+    dense, every4, ends = (f"{100 * r:.1f}%" for r in rates)
+    assert f"reuses {dense} of the input tokens" in text
+    assert f"reuses {every4} with a snapshot every 4 blocks and {ends} with snapshots at request ends" in text
+    mib = _geometry("prfaas-1t-hybrid").snapshot_bytes(512) / 2**20
+    assert f"state is {mib:.0f} MiB a snapshot" in text
