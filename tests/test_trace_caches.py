@@ -119,16 +119,20 @@ def test_routing_classes_are_the_requests():
 @pytest.mark.parametrize(
     ("line", "field", "reason"),
     [
-        ("{not json", "line 2", "not JSON"),
-        ('{"input_length": "12", "hash_ids": [1]}', "line 2: input_length", "must be an integer"),
-        ('{"input_length": 1000, "hash_ids": [1, 2, 3]}', "line 2: hash_ids", "need ceil(L / 512) = 2 block ids, got 3"),
-        ('{"input_length": 10, "hash_ids": [1.5]}', "line 2: hash_ids", "list of block ids"),
-        ('{"input_length": 0, "hash_ids": []}', "line 2: input_length", "must be in"),
+        ("{not json", "line 2", "not a JSON object"),
+        ('{"timestamp": 5, "input_length": "12", "output_length": 3, "hash_ids": [1]}', "line 2: input_length", "not a number"),
+        (
+            '{"timestamp": 5, "input_length": 1000, "output_length": 3, "hash_ids": [1, 2, 3]}',
+            "line 2: hash_ids",
+            "need ceil(L / 512) = 2 block ids, got 3",
+        ),
+        ('{"timestamp": 5, "input_length": 10, "output_length": 3, "hash_ids": [1.5]}', "line 2: hash_ids", "list of block ids"),
+        ('{"timestamp": 5, "input_length": 0, "output_length": 3, "hash_ids": []}', "line 2: input_length", "below 1"),
     ],
 )
 def test_a_bad_trace_line_is_one_line_naming_file_line_and_field(tmp_path, run_cli, line, field, reason):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"input_length": 10, "hash_ids": [1]}\n' + line + "\n")
+    bad.write_text('{"timestamp": 0, "input_length": 10, "output_length": 3, "hash_ids": [1]}\n' + line + "\n")
     doc = _doc()
     doc["workload"]["cluster_caches"]["from_trace"]["path"] = str(bad)
     path = tmp_path / "scenario.yaml"
