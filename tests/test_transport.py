@@ -111,7 +111,7 @@ def test_one_connection_per_transfer_makes_a_compute_bound_plan_link_bound(run_c
     assert transport["share_gbps"] == 25.0 and transport["connections_to_fill_share"] == 56
     assert "transport" not in plain["link"] and "link_limited_by" not in plain["prfaas_pd"]  # default: unchanged
     text = run_cli("plan", SCENARIO).out
-    assert "the transport binds: the link is full in name only" in text and "needs 56 connections" in text
+    assert "the transport, not the bandwidth, caps what the link carries" in text and "needs 56 connections" in text
     csv_lines = run_cli("plan", SCENARIO, "-f", "csv").out.splitlines()
     header, row = csv_lines[0].split(","), csv_lines[1].split(",")
     assert row[header.index("link_limited_by")] == "transport" and row[header.index("connections_to_fill_share")] == "56"
@@ -253,3 +253,36 @@ def test_the_case_study_with_a_transport_is_not_the_papers(case_study_file, tmp_
     path = case_study_file(tmp_path, link__congestion_control="loss_based", link__loss_rate=LOSS)
     assert load_inputs(str(path)).link.transport == loss_based()
     assert not is_case_study(load_inputs(str(path)))
+
+
+def test_the_egress_line_measures_a_transport_bound_link_against_what_its_transfers_carry(run_cli):
+    """Link-bound by the transport, the egress is a small share of the bandwidth but all of what
+    the N_prfaas transfers in flight carry; a plain link's egress line says nothing of it."""
+    out = run_cli("plan", DATA / "transport_one_connection.yaml").out
+    line = next(row for row in out.splitlines() if row.strip().startswith("egress"))
+    assert "1.8% of the usable 100 Gbps" in line
+    assert "100.0% of the 1.81 Gbps its 4 transfers in flight carry (the transport's cap)" in line
+    plain = next(row for row in run_cli("plan").out.splitlines() if row.strip().startswith("egress"))
+    assert "transfers in flight" not in plain
+
+
+def test_a_transport_plan_writes_its_csv_with_the_colocated_row(run_cli, tmp_path):
+    """Every CSV row gets the transport cells: the link's rates on each, the share and what
+    limits the link blank on the co-located baseline's (it has no PrfaaS transfers)."""
+    import csv
+    import io
+
+    import yaml
+    from conftest import case_study_doc
+
+    doc = case_study_doc()
+    doc["link"].update(congestion_control="loss_based", loss_rate=1e-5, connections_per_transfer=4)
+    path = tmp_path / "tcp.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path, "-f", "csv")
+    assert res.code == 0, res.err
+    rows = {row["deployment"]: row for row in csv.DictReader(io.StringIO(res.out))}
+    assert rows["colocated"]["share_gbps"] == "" and rows["colocated"]["link_limited_by"] == ""
+    assert rows["colocated"]["connection_gbps"] == rows["prfaas_pd"]["connection_gbps"]
+    assert float(rows["prfaas_pd"]["connection_gbps"]) == pytest.approx(0.452, abs=1e-3)
+    assert float(rows["prfaas_pd"]["transfer_gbps"]) == pytest.approx(4 * 0.452, abs=4e-3)

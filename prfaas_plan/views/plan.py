@@ -17,7 +17,7 @@ from ..planner.cost import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
 from ..report import Column, Report
 from ..study.basis import SOURCE_KEYS, prefill_source, sources
-from ..units import format_tokens
+from ..units import bytes_per_s_to_gbps, format_tokens
 from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
 from .identity import IDENTITY_CSV, csv_columns, identified
 from .timing import layout_chosen
@@ -316,8 +316,8 @@ def plan_json(result) -> dict:
     if link.transport is not None:  # the TCP transport's figures (``views.transport``), per deployment
         doc["link"]["transport"] = transport_json(link, pt.n_prfaas)
         doc["prfaas_pd"].update(transport_cells(link, pt.n_prfaas))
-        for name, b in result.baselines.items():
-            doc["baselines"][name].update(transport_cells(link, b.n_prfaas))
+        for row in doc["baselines"].values():  # the co-located row too (no PrfaaS: blank cells)
+            row.update(transport_cells(link, row["n_prfaas"]))
     return doc
 
 
@@ -465,7 +465,8 @@ def plan_view(result) -> Report:
         (
             "egress",
             f"{st.egress_gbps:.2f} Gbps = {_pct(pt.link_utilisation)} of the usable {link.usable_gbps:g} Gbps "
-            f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})",
+            f"(link {link.bandwidth_gbps:g} Gbps x usable fraction {link.usable_fraction:g})"
+            + _carried_share(link, pt.n_prfaas, st.egress_gbps),
         ),
         *transport_details(link, pt.n_prfaas),
         (
@@ -736,6 +737,16 @@ def _relaxed_text(m, anchor, plan: str) -> str:
             f"{_usd(m.unused_budget_usd_per_hour)}/hour of the budget {plan} left unused"
         )
     return f"{text}): {gain}"
+
+
+def _carried_share(link, transfers: int, egress_gbps: float) -> str:
+    """Where the transport binds: the egress as a share of what the transfers in flight carry
+    (the link's utilisation against its bandwidth then understates how busy it is)."""
+    if not transfers or not link.transport_binds(transfers):
+        return ""
+    carried_gbps = bytes_per_s_to_gbps(float(link.carried_bytes_per_s(transfers)))
+    share = _pct(egress_gbps / carried_gbps)
+    return f"; {share} of the {carried_gbps:.2f} Gbps its {transfers} transfers in flight carry (the transport's cap)"
 
 
 def _pct(fraction: float) -> str:

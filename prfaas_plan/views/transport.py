@@ -63,9 +63,9 @@ def transport_details(link: Link, transfers: int) -> list[tuple[str, str]]:
     )
     if transfers > 0:
         binds = (
-            "the transport binds: the link is full in name only"
+            "the transport, not the bandwidth, caps what the link carries"
             if doc["link_limited_by"] == "transport"
-            else "the bandwidth binds"
+            else "the bandwidth, not the transport, caps it"
         )
         text += (
             f"; {transfers} transfers in flight (one per PrfaaS instance) carry at most {doc['carried_gbps']:.2f} Gbps "
