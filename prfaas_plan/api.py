@@ -531,6 +531,7 @@ def compare(
                 "no options to compare: give `prfaas`, `pd`, `pd_decode`, `model` or `link_gbps`, "
                 "or a compare: section in the scenario",
                 field="compare",
+                argument=True,  # about the call's parameters: the CLI names its options
             )
         check_references(spec, path, scenarios.options)
         return run(scenarios, choice_of(PlanMode, mode, "mode"), progress=progress, executor=executor)

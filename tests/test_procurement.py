@@ -680,6 +680,7 @@ def test_compare_section_references_are_checked(run_cli, tmp_path):
         assert res.code == 2 and "compare.prfaas" in res.err and "b2000" in res.err, res.err
     res = run_cli("compare")
     assert res.code == 2 and "no options to compare" in res.err
+    assert "give --prfaas, --pd, --decode, --model or --link" in res.err  # the CLI's options, not the API's names
 
 
 def test_validate_and_plan_accept_a_chips_list_whose_first_count_does_not_fit(run_cli, tmp_path):
