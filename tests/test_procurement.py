@@ -736,3 +736,22 @@ def test_power_of_a_profile_without_tdp_is_flagged(tmp_path):
     """Rubin CPX has no published TDP: the plan says its power is not counted."""
     result = api.plan("phase-split")
     assert any("no tdp_w" in n and "rubin-cpx" in n for n in result.notes)
+
+
+def test_a_plan_that_local_only_beats_at_its_price_says_so():
+    """At 2 Gbps the case study's 4 PrfaaS instances serve 1.600 req/s, while the equal-cost
+    homogeneous baseline (16 local instances for the same $256/hour) serves 2.684 and the
+    co-located one (12 instances, $192/hour) 2.087: the plan's notes say PrfaaS does not pay;
+    at 100 Gbps (3.237 req/s) they do not."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.planner.plan import plan
+
+    thin = plan(load_inputs("paper-case-study").with_link_gbps(2), with_marginals=False)
+    said = [note for note in thin.notes if "does not pay for itself" in note]
+    assert thin.point.lambda_max == pytest.approx(1.600, abs=1e-3)
+    assert (
+        len(said) == 2 and "$256.00/hour against the plan's $256.00) serves 2.684 req/s, more than this plan's 1.600" in said[0]
+    )
+    assert said[1].startswith("co-located (local PD only, $192.00/hour") and "2.087 req/s" in said[1]
+    wide = plan(load_inputs("paper-case-study"), with_marginals=False)
+    assert not [note for note in wide.notes if "does not pay" in note]

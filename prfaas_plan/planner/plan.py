@@ -488,6 +488,8 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
     result.colocated = colocated_baseline(
         inputs, local_only(inputs, table)[1], decode, result.baselines.get(DeploymentName.homogeneous), result.notes
     )
+    if plain:
+        _local_serves_more(result)
     if inputs.workload.routed is not None:
         result.cache = cache_effect(inputs, table, sol)
     rate = result.operating_rate_rps
@@ -512,6 +514,24 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
             )
         )
     return result
+
+
+def _local_serves_more(result: PlanResult) -> None:
+    """A note where a local-only alternative of no higher provisioned $/hour serves more than the
+    plan's Lambda_max: the equal-cost homogeneous baseline (more local PD instances for the
+    PrfaaS cluster's price) or the co-located one (the homogeneous baseline's instances), each
+    only where its $/hour and the plan's are known. There PrfaaS does not pay at these prices."""
+    lam, usd = result.point.lambda_max, result.point.usd_per_hour
+    equal = result.baselines.get(DeploymentName.homogeneous_equal_cost)
+    rivals = [] if equal is None else [("homog. equal-$", equal.lambda_max, equal.usd_per_hour)]
+    if result.colocated is not None:
+        rivals.append(("co-located", result.colocated.lambda_max_rps, result.colocated.usd_per_hour))
+    for name, rival, cost in rivals:
+        if usd is not None and cost is not None and cost <= usd * (1 + 1e-9) and rival > lam * (1 + 1e-6):
+            result.notes.append(
+                f"{name} (local PD only, ${cost:,.2f}/hour against the plan's ${usd:,.2f}) serves {rival:.3f} req/s, "
+                f"more than this plan's {lam:.3f}: at these prices and counts the PrfaaS cluster does not pay for itself"
+            )
 
 
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
