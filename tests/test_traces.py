@@ -322,3 +322,12 @@ def test_replay_options_are_checked(tmp_path, run_cli, mooncake_scenario):
     lognormal = str(write_case_study(tmp_path))
     res = run_cli("simulate", lognormal, "--replay")
     assert res.code == 2 and "replay needs" in res.err
+
+
+def test_a_json_trace_given_as_a_length_csv_asks_for_its_format():
+    """A trace without ``format`` is a CSV of lengths; a JSON trace there is told to give its format
+    (not to name a column of a 'CSV' split at the commas of its first JSON line)."""
+    from prfaas_plan.workload.trace import read_length_trace
+
+    with pytest.raises(PlanInputError, match=r"a JSON trace, not a CSV of lengths: give the trace's format \(mooncake"):
+        read_length_trace(MOONCAKE)

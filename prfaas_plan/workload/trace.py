@@ -36,6 +36,11 @@ def read_length_trace(path: str | Path, column: str | None = None) -> np.ndarray
     if column is None and b"," not in header:
         skip = first if _is_number(header) else first + 1
         return _read(path, source, skip, n_columns=1, index=0)
+    if header.lstrip().startswith((b"{", b"[")):
+        raise PlanInputError(
+            "a JSON trace, not a CSV of lengths: give the trace's format (mooncake, coding_agent or distserve; or auto)",
+            source=source,
+        )
     names = [cell.strip().decode("utf-8", errors="replace") for cell in header.split(b",")]
     if column is None:
         raise PlanInputError(
