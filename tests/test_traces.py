@@ -331,3 +331,15 @@ def test_a_json_trace_given_as_a_length_csv_asks_for_its_format():
 
     with pytest.raises(PlanInputError, match=r"a JSON trace, not a CSV of lengths: give the trace's format \(mooncake"):
         read_length_trace(MOONCAKE)
+
+
+def test_a_replay_writes_its_json_with_the_replayed_requests_in_figures(run_cli, mooncake_scenario):
+    """``simulate --replay -f json`` (it crashed on the Replay's arrays): the config names the
+    replayed requests by their count, span, rate and mean lengths, the file's by count."""
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    res = run_cli("simulate", mooncake_scenario, "--replay", "-f", "json")
+    assert res.code == 0, res.err
+    replay = json.loads(res.out)["config"]["replay"]
+    assert replay["requests"] == len(rows) == 918 and replay["span_s"] == pytest.approx(297.0)
+    assert replay["rate_rps"] == pytest.approx(918 / 297.0, rel=1e-12)
+    assert replay["mean_input_tokens"] == pytest.approx(np.mean([r["input_length"] for r in rows]), rel=1e-12)
