@@ -224,4 +224,6 @@ def _json_safe(value: Any) -> Any:
         return float(value) if math.isfinite(value) else None
     if isinstance(value, np.integer):
         return int(value)
+    if hasattr(value, "to_json_dict"):  # a replay (``simulate.replay.Replay``): what was replayed, not its arrays
+        return _json_safe(value.to_json_dict())
     return value
