@@ -343,3 +343,146 @@ def test_a_replay_writes_its_json_with_the_replayed_requests_in_figures(run_cli,
     assert replay["requests"] == len(rows) == 918 and replay["span_s"] == pytest.approx(297.0)
     assert replay["rate_rps"] == pytest.approx(918 / 297.0, rel=1e-12)
     assert replay["mean_input_tokens"] == pytest.approx(np.mean([r["input_length"] for r in rows]), rel=1e-12)
+
+
+# --- bad input the fast paths must not take, nor crash on (issue 19 review) ----------------------
+
+_ROW = '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [0, 1]}\n'
+_AZURE_HEAD = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt", "text", "message"),
+    [
+        (  # a list without commas: the fast path's int parse fails, the slow path names the line
+            "m.jsonl",
+            "mooncake",
+            _ROW + '{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1 2]}\n',
+            "line 2: not a JSON object (Expecting ',' delimiter)",
+        ),
+        (  # a line cut short (its closing brace lost): every field is there, but it is not JSON
+            "m.jsonl",
+            "mooncake",
+            _ROW + '{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [0, 1]\n' + _ROW,
+            "line 2: not a JSON object",
+        ),
+        ("m.jsonl", "mooncake", _ROW + '{"hash_ids": ' + "[" * 100_000 + "\n", "line 2: not a JSON object (nested too deeply"),
+        (
+            "m.jsonl",
+            "mooncake",
+            _ROW + '{"timestamp": 5, "input_length": 10, "output_length": 1, "hash_ids": [1' + "0" * 30 + "]}\n",
+            "line 2: hash_ids: [1000",
+        ),
+        ("d.exp", "distserve", "[" * 100_000, "not JSON (nested too deeply to read)"),
+        ("d.exp", "distserve", '[{"prompt_len": 1' + "0" * 400 + ', "output_len": 4, "start_time": 0}]', "[0]: prompt_len: 1000"),
+        ("c.jsonl", "coding_agent", '{"turns": ' + "[" * 100_000 + "\n", "line 1: not a JSON object (nested too deeply"),
+        (  # epoch seconds are not a date (numpy would read them as the year 1,700,000,000)
+            "a.csv",
+            "azure",
+            _AZURE_HEAD + "1700000000,10,2\n1700000001,10,2\n",
+            "line 2: TIMESTAMP: '1700000000' is not a date and time",
+        ),
+        (
+            "a.csv",
+            "azure",
+            _AZURE_HEAD + "2024-05-10 00:00:00+00:00,10,2\n2024-05-10 00:00:01+25:99,10,2\n",
+            "line 3: TIMESTAMP: '2024-05-10 00:00:01+25:99' is not a date and time (offset +25:99",
+        ),
+        (
+            "a.csv",
+            "azure",
+            _AZURE_HEAD + "2024-05-10 00:00:00,10,2\n2024-05-10 00:00:01+14:01,10,2\n",
+            "line 3: TIMESTAMP: '2024-05-10 00:00:01+14:01' is not a date and time (offset +14:01",
+        ),
+        ("a.csv", "azure", _AZURE_HEAD + "2024-05-10,10,2\n", "line 2: TIMESTAMP: '2024-05-10' is not a date and time"),
+        (  # a time that is not finite: the number as written, not numpy's repr (np.float64(inf))
+            "b.csv",
+            "burstgpt",
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+            "0,ChatGPT,5,1,6,API log\ninf,ChatGPT,5,1,6,API log\n",
+            "line 3: Timestamp: inf is not a finite time",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_naming_file_line_and_field(tmp_path, run_cli, name, fmt, text, message):
+    """Library: a PlanInputError naming the line; CLI: exit 2, that one line, no traceback, no
+    internal error, no numpy warning."""
+    import warnings
+
+    path = tmp_path / name
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(PlanInputError) as err:
+            read_trace(path, fmt)
+    assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
+    res = run_cli("plan", _scenario(tmp_path, path, fmt))
+    lines = res.err.strip().splitlines()
+    assert res.code == 2 and len(lines) == 1, res.err
+    assert f"{path}: {message}" in lines[0] and "internal error" not in res.err and "np.float64" not in res.err
+
+
+def test_azure_rows_with_and_without_an_offset_each_get_their_own(tmp_path):
+    """A file mixing rows with and without an offset: each row's own offset (none: UTC), read
+    without a numpy warning; by hand, 02:00:01+02:00 = 00:00:01 UTC, 23:30:02-01:30 = 01:00:02."""
+    import warnings
+
+    cells = [
+        "2024-05-10 00:00:00",
+        "2024-05-10 02:00:01+02:00",
+        "2024-05-10T00:00:01.5Z",
+        "2024-05-09 23:30:02-0130",
+        "2024-05-10 14:00:03+14:00",
+    ]
+    from prfaas_plan.workload.traces.timestamps import utc_ns
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = (utc_ns(np.array(cells)) - utc_ns(np.array(cells[:1]))[0]) / 1e9
+    assert got.tolist() == [0.0, 1.0, 1.5, 3602.0, 3.0]
+    path = tmp_path / "mixed.csv"
+    path.write_text(_AZURE_HEAD + "2024-05-10 00:00:00.25,10,2\n2024-05-10 02:00:01.25+02:00,10,2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns on a time-zone it parses itself
+        assert read_trace(path, "azure").arrival_s.tolist() == [0.0, 1.0]
+
+
+def test_a_one_instant_replay_window_is_refused_and_a_replay_report_says_so(run_cli, mooncake_scenario):
+    from prfaas_plan import api
+    from prfaas_plan.simulate.replay import replay_of
+
+    trace = read_trace(MOONCAKE)
+    rows = [json.loads(line) for line in MOONCAKE.read_text().splitlines()]
+    stamp_s = rows[100]["timestamp"] / 1000
+    at_once = sum(r["timestamp"] == rows[100]["timestamp"] for r in rows)  # requests of that millisecond
+    with pytest.raises(PlanInputError, match=rf"{at_once} request\(s\) of the trace arrive in .*all at one instant") as err:
+        replay_of(trace, from_s=stamp_s, to_s=stamp_s + 1e-4)
+    assert err.value.field == "to_s"
+    one = trace.take(np.arange(1))
+    assert one.rate_rps() == math.inf  # a single request: no span, no rate
+    with pytest.raises(PlanInputError, match="1 request"):
+        replay_of(one)
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--from", str(stamp_s), "--to", str(stamp_s + 1e-4))
+    assert res.code == 2 and "--to:" in res.err and "nan" not in res.err and len(res.err.strip().splitlines()) == 1
+    # a replay's report: what was replayed, not a drawn process; its rate is requests / span x speedup
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--speedup", "2", "--from", "60", "--to", "120")
+    assert res.code == 0, res.err
+    inside = [r["timestamp"] / 1000 for r in rows if 60_000 <= r["timestamp"] < 120_000]
+    rate = 2 * len(inside) / (inside[-1] - inside[0])
+    assert f"arrivals: the trace {MOONCAKE} replayed, 2x, window [60, 120) s" in res.out
+    assert f"rates: replayed {rate:.3f} req/s (the trace's requests / span x speedup 2" in res.out
+    assert "poisson" not in res.out and "arrival process's mean" not in res.out
+    doc = api.simulate(mooncake_scenario, replay=True, speedup=2.0, from_s=60.0, to_s=120.0).result.to_json_dict()
+    assert doc["config"]["replay"] == {
+        "source": str(MOONCAKE),
+        "speedup": 2.0,
+        "from_s": 60.0,
+        "to_s": 120.0,
+        "requests": len(inside),
+        "span_s": pytest.approx((inside[-1] - inside[0]) / 2, rel=1e-12),
+        "rate_rps": pytest.approx(rate, rel=1e-12),
+        "mean_input_tokens": pytest.approx(np.mean([r["input_length"] for r in rows if 60_000 <= r["timestamp"] < 120_000])),
+        "mean_output_tokens": pytest.approx(
+            np.mean([max(r["output_length"], 1) for r in rows if 60_000 <= r["timestamp"] < 120_000])
+        ),
+    }

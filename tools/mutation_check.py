@@ -1104,6 +1104,36 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "(part.arrival_s - part.arrival_s[0]) / speedup,",
         "(part.arrival_s - part.arrival_s[0]),",
     ),
+    "trace-mooncake-cut-line-trusted": (
+        "prfaas_plan/workload/traces/mooncake.py",
+        "if len(_WHOLE.findall(block)) != lines:",
+        "if False:",
+    ),
+    "trace-timestamp-layout-unchecked": (
+        "prfaas_plan/workload/traces/timestamps.py",
+        "    if not ok.all():\n",
+        "    if False:\n",
+    ),
+    "trace-timestamp-offset-unbounded": (
+        "prfaas_plan/workload/traces/timestamps.py",
+        "bad = (minutes >= 60) | (hours * 60 + minutes > MAX_OFFSET_MIN)",
+        "bad = minutes >= 60",
+    ),
+    "trace-timestamp-offset-sign-ignored": (
+        "prfaas_plan/workload/traces/timestamps.py",
+        'offset_ns = np.where(at(0) == ord("-"), -1, 1)',
+        "offset_ns = np.where(at(0) == 0, -1, 1)",
+    ),
+    "trace-rate-one-instant-as-1s": (
+        "prfaas_plan/workload/traces/record.py",
+        'return arrival_s.size / span if span > 0 else float("inf")',
+        "return arrival_s.size / span if span > 0 else float(arrival_s.size)",
+    ),
+    "replay-one-instant-window-accepted": (
+        "prfaas_plan/simulate/replay.py",
+        "if len(part) < 2 or part.span_s == 0:",
+        "if False:",
+    ),
     "transport-mathis-no-constant": (
         "prfaas_plan/timing/transport.py",
         "return mss_bytes / rtt_s * MATHIS_C / math.sqrt(loss_rate)",

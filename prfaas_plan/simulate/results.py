@@ -95,18 +95,8 @@ class SimResult:
 
     def to_json_dict(self, timeseries: bool = True) -> dict[str, Any]:
         """A JSON-ready dict (non-finite numbers become None); the time series as column lists if asked."""
-        config = {k: getattr(self.config, k) for k in self.config.__dataclass_fields__}
-        replay = self.config.replay
-        if replay is not None:  # the replayed requests in figures, not their arrays
-            config["replay"] = {
-                "requests": len(replay),
-                "span_s": float(replay.arrival_s[-1] - replay.arrival_s[0]) if len(replay) else 0.0,
-                "rate_rps": replay.rate_rps,
-                "mean_input_tokens": float(np.mean(replay.input_tokens)) if len(replay) else None,
-                "mean_output_tokens": float(np.mean(replay.output_tokens)) if len(replay) else None,
-            }
         out = {
-            "config": config,
+            "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
             "deployment": {k: getattr(self.deployment, k) for k in self.deployment.__dataclass_fields__},
             "rate_rps": self.config.rate_rps,
             "offered_rps": self.offered_rps,
@@ -234,4 +224,6 @@ def _json_safe(value: Any) -> Any:
         return float(value) if math.isfinite(value) else None
     if isinstance(value, np.integer):
         return int(value)
+    if hasattr(value, "to_json_dict"):  # a replay (``simulate.replay.Replay``): what was replayed, not its arrays
+        return _json_safe(value.to_json_dict())
     return value

@@ -30,14 +30,28 @@ def _counted(sim) -> str:
     measured = int(sim.ttft["overall"]["count"])
     warmup = sim.completed - measured
     unfinished = cfg.requests - sim.completed
+    replay = cfg.replay
+    if replay is not None:
+        arrivals = f"arrivals: the trace {replay.source} replayed, {replay.speedup:g}x, window {replay.window_text()}"
+    else:
+        arrivals = f"seed {cfg.seed}, arrivals {cfg.arrivals}" + (f", cv {cfg.cv:g}" if cfg.arrivals == "gamma" else "")
     return (
-        f"{cfg.requests:,} requests simulated (seed {cfg.seed}, arrivals {cfg.arrivals}"
-        + (f", cv {cfg.cv:g}" if cfg.arrivals == "gamma" else "")
-        + f"), {sim.completed:,} completed"
+        f"{cfg.requests:,} requests simulated ({arrivals}), {sim.completed:,} completed"
         + (f" ({unfinished:,} unfinished, not measured)" if unfinished else "")
         + f"; the first {warmup:,} completions ({100 * cfg.warmup_fraction:g}% warm-up) are left out: "
         f"{measured:,} measured"
     )
+
+
+def _asked(cfg) -> str:
+    return "asked" if cfg.replay is None else "replayed"
+
+
+def _mean_of(cfg) -> str:
+    """What the rate is the mean of: the arrival process drawn, or the trace replayed."""
+    if cfg.replay is None:
+        return "the arrival process's mean"
+    return f"the trace's requests / span x speedup {cfg.replay.speedup:g}"
 
 
 def simulation_view(run) -> Report:
@@ -68,7 +82,7 @@ def simulation_view(run) -> Report:
     start_s, end_s = sim.window_s
     notes = [
         _counted(sim),
-        f"rates: asked {cfg.rate_rps:.3f} req/s (the arrival process's mean; load {cfg.rate_rps / run.lambda_max:.2f} "
+        f"rates: {_asked(cfg)} {cfg.rate_rps:.3f} req/s ({_mean_of(cfg)}; load {cfg.rate_rps / run.lambda_max:.2f} "
         f"of the closed-form Λ_max {run.lambda_max:.3f}, the deployment's capacity); measured in the window "
         f"{start_s:,.0f}-{end_s:,.0f} s (end of the warm-up to the last arrival): offered {sim.offered_rps:.3f} "
         f"(arrivals per second), achieved {sim.achieved_rps:.3f} (completions per second)",

@@ -9,7 +9,6 @@ sessions is read in seconds."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 from ...choices import TraceFormat
 from ...errors import PlanInputError, shorten
 from .blocks import blocks, checked_file, numbered
+from .json_value import load_json
 from .record import Trace, check_tokens, finish
 
 TOKEN_FIELDS = ("prompt", "completion", "cached")
@@ -52,10 +52,7 @@ def read(path: str | Path) -> Trace:
 
 def _session(raw: bytes, where: str, source: str, times: list, tokens: list, lines: list) -> None:
     """Append the session's calls (arrival s since the epoch, (prompt, completion, cached))."""
-    try:
-        session = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PlanInputError(f"not a JSON object ({getattr(exc, 'msg', 'not UTF-8')})", source=source, field=where) from None
+    session = load_json(raw, source, where, "a JSON object")
     turns = session.get("turns") if isinstance(session, dict) else None
     if not isinstance(turns, list):
         raise PlanInputError("not a session (no 'turns' list)", source=source, field=where)
@@ -74,7 +71,7 @@ def _session(raw: bytes, where: str, source: str, times: list, tokens: list, lin
                     raise PlanInputError(
                         f"{path}.tokens.{name}: {shorten(repr(value), 40)} is not a number", source=source, field=where
                     )
-                counts.append(float(value))
+                counts.append(_float(value, f"{path}.tokens.{name}", source, where))
             stamp = call.get("timestamp")
             try:
                 moment = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
@@ -89,3 +86,13 @@ def _session(raw: bytes, where: str, source: str, times: list, tokens: list, lin
             times.append(moment.timestamp())
             tokens.append(tuple(counts))
             lines.append(f"{where}: {path}")
+
+
+def _float(value: float, name: str, source: str, where: str) -> float:
+    """``value`` as a float; an integer too long for one (over ~1e308) is refused."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise PlanInputError(
+            f"{name}: an integer of {len(str(abs(int(value))))} digits is too large", source=source, field=where
+        ) from None

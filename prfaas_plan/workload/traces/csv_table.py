@@ -3,7 +3,8 @@
 The fast path is NumPy's C reader (``np.loadtxt``) over a whole block of lines; a block it
 cannot take is read again line by line (the ``csv`` module) to name the first bad line,
 its column and the reason. Date-time columns (``2023-11-16 18:15:46.6805900``, ISO 8601,
-optionally ``Z`` or a ``+HH:MM`` offset) become seconds since the first row's time.
+optionally ``Z`` or a ``+HH:MM`` offset; checked by ``timestamps``) become seconds since the
+first row's time.
 Memory: the columns' final arrays (sized from the file's line count) and one block.
 """
 
@@ -20,10 +21,10 @@ import numpy as np
 
 from ...errors import PlanInputError, shorten
 from .blocks import blocks, checked_file, count_lines, first_line, numbered
+from .timestamps import utc_ns
 
 NUMBER = "number"
 DATETIME = "datetime"
-_OFFSET = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
 
 
 def header_names(path: str | Path, source: str) -> tuple[int, list[str]]:
@@ -116,6 +117,8 @@ def _fast(block: bytes, index: dict[str, int], wanted: dict[str, str], width: in
             cells = np.loadtxt(
                 io.StringIO(text), delimiter=",", usecols=index[name], dtype="U40", ndmin=1, comments=None, quotechar='"'
             )
+            if cells.size and int(np.char.str_len(cells).max()) >= 40:  # maybe cut at 40: the slow path reads it whole
+                return None
             out[name] = _seconds(cells, origin)
     except ValueError:
         return None
@@ -147,35 +150,20 @@ def _slow(
             else:
                 try:
                     values[name].append(float(_seconds(np.array([cell]), origin)[0]))
-                except ValueError:
-                    raise PlanInputError(f"{name}: '{shown}' is not a date and time", source=source, field=where) from None
+                except ValueError as exc:
+                    raise PlanInputError(
+                        f"{name}: '{shown}' is not a date and time ({shorten(str(exc), 80)})", source=source, field=where
+                    ) from None
     return {name: np.array(v, dtype=np.float64) for name, v in values.items()}
 
 
 def _seconds(cells: np.ndarray, origin: list) -> np.ndarray:
-    """Date-time strings as seconds since ``origin[0]`` (set from the first one seen): a
-    ``Z`` or ``+HH:MM`` offset is applied (UTC), a space between date and time accepted."""
-    text = np.char.strip(cells if cells.dtype.kind == "U" else cells.astype(str))
-    offset_s = np.zeros(text.shape)
-    if text.size and _OFFSET.search(str(text[0])):
-        suffix = np.array([m.group(0) if (m := _OFFSET.search(s)) else "" for s in text.tolist()])
-        text = np.array([s[: len(s) - len(x)] for s, x in zip(text.tolist(), suffix.tolist())])
-        offset_s = np.array([_offset_s(x) for x in suffix.tolist()])
-    stamps = np.char.replace(text, " ", "T").astype("datetime64[ns]")
-    if np.isnat(stamps).any():
-        raise ValueError("NaT")
-    if not origin:
-        origin.append(stamps[0])
-    return (stamps - origin[0]).astype(np.float64) / 1e9 - offset_s
-
-
-def _offset_s(suffix: str) -> float:
-    """Seconds east of UTC of 'Z', '+HH:MM' or '-HHMM'."""
-    if suffix in ("", "Z"):
-        return 0.0
-    digits = suffix[1:].replace(":", "")
-    seconds = int(digits[:2]) * 3600 + int(digits[2:]) * 60
-    return float(seconds if suffix[0] == "+" else -seconds)
+    """Date-time strings (``timestamps.utc_ns``: each row's own ``Z`` / ``+HH:MM`` offset applied)
+    as seconds since ``origin[0]`` (UTC ns, set from the first one seen)."""
+    ns = utc_ns(cells)
+    if not origin and ns.size:
+        origin.append(int(ns[0]))
+    return (ns - origin[0]).astype(np.float64) / 1e9
 
 
 def csv_trace(path: str | Path, fmt, *, arrival: tuple[str, str], input: str, output: str, scale_s: float = 1.0):
@@ -191,7 +179,7 @@ def csv_trace(path: str | Path, fmt, *, arrival: tuple[str, str], input: str, ou
         times = columns[time_column]
         if not np.isfinite(times).all():
             row = int(np.argmin(np.isfinite(times)))
-            raise PlanInputError(f"{time_column}: {times[row]!r} is not a finite time", source=where(row)[0], field=where(row)[1])
+            raise PlanInputError(f"{time_column}: {times[row]:g} is not a finite time", source=where(row)[0], field=where(row)[1])
 
     tokens = {input: TOKEN_DTYPE, output: TOKEN_DTYPE}  # checked whole numbers in [0, 16M]
     columns = read_columns(path, source, {time_column: kind, input: NUMBER, output: NUMBER}, check, tokens)

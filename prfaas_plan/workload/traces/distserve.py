@@ -6,7 +6,6 @@ by its index (``[12].prompt_len``) and the line it starts on."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from ...choices import TraceFormat
 from ...errors import PlanInputError, shorten
 from ...ranges import MAX_TRACE_BYTES
 from ...yamlio import read_input_bytes
+from .json_value import load_json
 from .record import Trace, check_tokens, finish
 
 FIELDS = ("start_time", "prompt_len", "output_len")
@@ -24,13 +24,7 @@ def read(path: str | Path) -> Trace:
     """Arrival ``start_time`` (s), input ``prompt_len``, output ``output_len``."""
     source = str(path)
     data = read_input_bytes(path, MAX_TRACE_BYTES, source=source)
-    try:
-        records = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise PlanInputError(
-            f"not JSON ({getattr(exc, 'msg', 'not UTF-8')})", source=source, field=f"line {line}" if line else None
-        ) from None
+    records = load_json(data, source, None, "JSON")
     if not isinstance(records, list):
         raise PlanInputError("expected a JSON array of requests", source=source)
     values = np.empty((len(records), 3), dtype=np.float64)
@@ -42,7 +36,10 @@ def read(path: str | Path) -> Trace:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 what = "missing" if name not in record else f"{shorten(repr(value), 40)} is not a number"
                 raise PlanInputError(f"{name}: {what}", source=source, field=f"[{i}]")
-            values[i, k] = value
+            try:
+                values[i, k] = value
+            except OverflowError:
+                raise PlanInputError(f"{name}: {shorten(repr(value), 40)} is too large", source=source, field=f"[{i}]") from None
 
     def where(row: int) -> tuple[str, str]:
         return source, f"[{row}]"

@@ -5,13 +5,14 @@ trace's start, the lengths in tokens, ``hash_ids`` remapped hashes of the input'
 blocks (equal ids: the same prefix block).
 
 Fast path: each block of lines is scanned by regular expressions for the four fields (C
-speed, no ``json.loads`` per line); a block in which some line lacks a field, or has a value
-that is not a number, is parsed line by line with ``json.loads`` to name the line.
+speed, no ``json.loads`` per line); a block in which some line is not one whole ``{...}``
+object, lacks a field, or has a value that is not a number (or a hash list that does not parse
+as whole numbers) is parsed line by line with ``json.loads`` to name the line.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import numpy as np
 from ...choices import TraceFormat
 from ...errors import PlanInputError, shorten
 from .blocks import blocks, checked_file, count_lines, numbered
+from .json_value import load_json
 from .record import TOKEN_DTYPE, Trace, check_tokens, finish
 
 BLOCK_TOKENS = 512  # tokens per hash_ids entry (the trace's README)
@@ -27,6 +29,7 @@ FIELDS = ("timestamp", "input_length", "output_length")
 _NUMBER = {name: re.compile(rb'"%s"\s*:\s*(-?[0-9][0-9.eE+-]*)\s*[,}]' % name.encode()) for name in FIELDS}
 _HASHES = re.compile(rb'"hash_ids"\s*:\s*\[([0-9,\s]*)\]')
 _LINE = re.compile(rb"^[ \t\r]*\S", re.M)
+_WHOLE = re.compile(rb"^[ \t]*\{.*\}[ \t\r]*$", re.M)  # a line that opens and closes one object
 
 
 def read(path: str | Path, hashes: bool = True) -> Trace:
@@ -83,6 +86,8 @@ def read(path: str | Path, hashes: bool = True) -> Trace:
 def _fast(block: bytes, hashes: bool):
     """(fields, flat hash ids, ids per row) of the block, or None where a line is not as expected."""
     lines = len(_LINE.findall(block))
+    if len(_WHOLE.findall(block)) != lines:  # a line cut short (or not an object): the slow path names it
+        return None
     values = {}
     for name, pattern in _NUMBER.items():
         found = pattern.findall(block)
@@ -98,9 +103,12 @@ def _fast(block: bytes, hashes: bool):
     if len(lists) != lines:
         return None
     lengths = np.fromiter((0 if not s.strip() else s.count(b",") + 1 for s in lists), dtype=np.int64, count=len(lists))
-    text = b",".join(s for s in lists if s.strip()).decode()
-    ids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
-    if ids.size != lengths.sum():  # an empty entry (",,"), read as fewer ids
+    text = b",".join(s for s in lists if s.strip())
+    try:  # each entry a whole number (int() of bytes: digits, blanks around); "1 2" or ",," is refused
+        ids = np.array(text.split(b","), dtype=np.int64) if text else np.zeros(0, dtype=np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if ids.size != lengths.sum():
         return None
     return values, ids, lengths
 
@@ -112,10 +120,7 @@ def _slow(block: bytes, start: int, source: str, hashes: bool):
     lengths: list[int] = []
     for number, raw in numbered(start, block):
         where = f"line {number}"
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise PlanInputError(f"not a JSON object ({getattr(exc, 'msg', 'not UTF-8')})", source=source, field=where) from None
+        record = load_json(raw, source, where, "a JSON object")
         if not isinstance(record, dict):
             raise PlanInputError("not a JSON object", source=source, field=where)
         for name in FIELDS + (("hash_ids",) if hashes else ()):
@@ -125,14 +130,19 @@ def _slow(block: bytes, start: int, source: str, hashes: bool):
             value = record[name]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise PlanInputError(f"{name}: {shorten(repr(value), 40)} is not a number", source=source, field=where)
-            values[name].append(float(value))
+            try:
+                values[name].append(float(value))
+            except OverflowError:  # an integer beyond ~1e308: inf, refused by the checks as the fast path's is
+                values[name].append(math.copysign(math.inf, value))
         if hashes:
             block_ids = record["hash_ids"]
             if not isinstance(block_ids, list) or not all(
-                isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in block_ids
+                isinstance(h, int) and not isinstance(h, bool) and 0 <= h < 2**63 for h in block_ids
             ):
                 raise PlanInputError(
-                    f"hash_ids: {shorten(repr(block_ids), 40)} is not a list of block ids >= 0", source=source, field=where
+                    f"hash_ids: {shorten(repr(block_ids), 40)} is not a list of block ids in [0, 2^63)",
+                    source=source,
+                    field=where,
                 )
             ids.extend(block_ids)
             lengths.append(len(block_ids))

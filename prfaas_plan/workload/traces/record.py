@@ -47,9 +47,8 @@ class Trace:
         return float(self.arrival_s[-1] - self.arrival_s[0])
 
     def rate_rps(self) -> float:
-        """Mean arrival rate, requests / span (req/s); inf for a trace whose requests all arrive at once."""
-        span = self.span_s
-        return len(self) / span if span > 0 else float("inf")
+        """Mean arrival rate, requests / span (req/s; ``arrival_rate_rps``)."""
+        return arrival_rate_rps(self.arrival_s)
 
     def blocks_of(self, i: int) -> np.ndarray:
         """Block hashes of request ``i`` (Mooncake traces)."""
@@ -83,6 +82,13 @@ class Trace:
         )
 
 
+def arrival_rate_rps(arrival_s: np.ndarray) -> float:
+    """Requests / (last arrival - first) of sorted arrivals in s (req/s); inf where they all
+    arrive at one instant (a single request, or a zero span): no rate can be measured."""
+    span = float(arrival_s[-1] - arrival_s[0])
+    return arrival_s.size / span if span > 0 else float("inf")
+
+
 def take_ragged(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``rows`` of the ragged array (flat, offsets): row i is flat[offsets[i]:offsets[i+1]]."""
     starts, ends = offsets[:-1][rows], offsets[1:][rows]
@@ -104,7 +110,7 @@ def bad_row(values: np.ndarray, *, low: float, high: float) -> int | None:
 def token_reason(name: str, value: float, low: float) -> str:
     """Why ``value`` of token field ``name`` is refused (see ``bad_row``)."""
     if not np.isfinite(value):
-        return f"{name}: {value!r} is not a finite token count"
+        return f"{name}: {value:g} is not a finite token count"
     if value != np.floor(value):
         return f"{name}: {value:g} is not a whole number of tokens"
     if value < low:
