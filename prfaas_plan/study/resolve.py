@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..accounting.kv import KvModel
 from ..accounting.params import declared_params_mismatch
-from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role, WorkloadType
+from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.cost_spec import CostSpec
 from ..profiles.hardware import HardwareProfile
@@ -47,7 +47,7 @@ from ..profiles.scenario import (
     measured_instance_defaults,
 )
 from ..profiles.serving import PrecisionSpec
-from ..profiles.workload_spec import mixture_weight_notes
+from ..profiles.workload_spec import TraceSpec, mixture_weight_notes
 from ..ranges import MAX_CHIP_COMBINATIONS
 from ..timing.calibrate import CalibrationPoint
 from ..timing.cost import Engine
@@ -639,7 +639,7 @@ def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile) 
 def _output_spec(spec: WorkloadSpec):
     """``workload.output``; where it is not given and the input is a request trace, that trace's outputs."""
     given = "output" in spec.model_fields_set
-    if given or spec.input.type != WorkloadType.trace or spec.input.format is None:
+    if given or not isinstance(spec.input, TraceSpec) or spec.input.format is None:
         return spec.output
     return spec.input
 
@@ -649,7 +649,7 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
     a format, the output that same trace (or not given), and no prefix-cache distribution is given
     (a trace's own cached prefix, where it has one, sets the routing length). None otherwise."""
     inp = spec.input
-    if inp.type != WorkloadType.trace or inp.format is None or spec.prefix_cache is not None or spec.cluster_caches is not None:
+    if not isinstance(inp, TraceSpec) or inp.format is None or spec.prefix_cache is not None or spec.cluster_caches is not None:
         return None
     if _output_spec(spec) is not inp and (
         spec.output.type,
