@@ -818,6 +818,7 @@ def simulate(
                 "`speedup`, `from_s` and `to_s` shape a replay; give `replay` too", field="replay", argument=True
             )
         if replay:
+            _no_drawn_arrivals(config)
             config["replay"] = _replay(result.inputs, rate_rps, load, requests, speedup, from_s, to_s)
             rate_rps, load, requests = config["replay"].rate_rps, None, len(config["replay"])
         rate = _sim_rate(rate_rps, load, lam)
@@ -836,6 +837,19 @@ def simulate(
         scv = sim_config.cv**2 if sim_config.arrivals == ArrivalProcess.gamma else 1.0
         closed = LatencyModel(inputs_, dep, decode).at(rate, scv)
         return SimulationRun(result, dep, lam, sim, closed)
+
+
+def _no_drawn_arrivals(config: dict) -> None:
+    """A replay's arrivals are the trace's: refuse settings of a drawn arrival process that differ
+    from ``SimConfig``'s defaults (they would change only the closed form beside the replay)."""
+    from dataclasses import fields
+
+    from .simulate import SimConfig
+
+    defaults = {f.name: f.default for f in fields(SimConfig)}
+    for name in ("arrivals", "cv", "burst_factor", "on_s", "off_s"):
+        if name in config and config[name] != defaults[name]:
+            raise PlanInputError(f"a replay takes its arrivals from the trace; do not give `{name}`", field=name, argument=True)
 
 
 def _replay(inputs, rate_rps, load, requests, speedup, from_s, to_s):

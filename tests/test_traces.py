@@ -315,6 +315,9 @@ def test_replay_options_are_checked(tmp_path, run_cli, mooncake_scenario):
     assert res.code == 2 and "no request of the trace arrives in [400, end)" in res.err
     res = run_cli("simulate", mooncake_scenario, "--replay", "--rate", "2")
     assert res.code == 2 and "--rate" in res.err
+    for option in (("--arrivals", "gamma"), ("--cv", "4"), ("--burst-factor", "3")):  # the trace's arrivals, not drawn ones
+        res = run_cli("simulate", mooncake_scenario, "--replay", *option)
+        assert res.code == 2 and f"do not give {option[0]}" in res.err, res.err
     res = run_cli("simulate", mooncake_scenario, "--replay", "--speedup", "0")
     assert res.code == 2 and "speedup" in res.err
     res = run_cli("simulate", mooncake_scenario, "--speedup", "2", "-n", "10")
