@@ -1192,8 +1192,18 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     # issue 19: the prefix-cache model replayed over a trace
     "prefix-cache-hybrid-reuses-any-match": (
         "prfaas_plan/workload/prefix_cache.py",
-        "            if hybrid and _where(tiers, 2 * node + 1) >= 0:",
+        "            if hybrid and d * B < length and _where(tiers, 2 * node + 1) >= 0:  # a state short of L",
         "            if True:",
+    ),
+    "prefix-cache-hybrid-resumes-at-L": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "            if hybrid and d * B < length and _where(tiers, 2 * node + 1) >= 0:  # a state short of L",
+        "            if hybrid and _where(tiers, 2 * node + 1) >= 0:",
+    ),
+    "prefix-cache-rewritten-snapshot-counted": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "                if d > deep and _where(tiers, 2 * node + 1) < 0:  # a new snapshot (one at L is rewritten)",
+        "                if d > deep:",
     ),
     "prefix-cache-computes-no-token": (
         "prfaas_plan/workload/prefix_cache.py",
