@@ -1245,6 +1245,26 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token * block_tokens, kv.fixed_bytes, kv.windows)",
         "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token, kv.fixed_bytes, kv.windows)",
     ),
+    "trace-caches-output-ignores-the-trace": (
+        "prfaas_plan/study/resolve.py",
+        '    given = "output" in spec.model_fields_set\n    output = build_distribution',
+        '    given = True\n    output = build_distribution',
+    ),
+    "cache-memory-note-never": (
+        "prfaas_plan/study/cache_memory.py",
+        "        if cache is not None and cache.hbm_gib > total_gib:",
+        "        if cache is not None and cache.hbm_gib > 2 * total_gib:",
+    ),
+    "block-trace-line-counts-blank-lines-out": (
+        "prfaas_plan/workload/block_trace.py",
+        "                line = start + block.count(b\"\\n\", 0, starts[i - seen])",
+        "                line = start + i",
+    ),
+    "block-trace-resorted-file-named-by-line": (
+        "prfaas_plan/workload/block_trace.py",
+        "    in_order = line is not None and ms.size == len(trace) and not np.any(ms[1:] < ms[:-1])",
+        "    in_order = line is not None",
+    ),
     "trace-caches-as-a-product": (
         "prfaas_plan/workload/cluster_cache.py",
         "    if joint is not None:",
