@@ -30,28 +30,51 @@ def test_dense_hits_are_the_longest_matched_block_prefix():
 def test_hybrid_every_two_blocks_reuses_only_up_to_a_kept_snapshot():
     rep = replay(SHARED, HYBRID, CacheConfig(BIG, snapshots=SnapshotPolicy.every_k_blocks, every_blocks=2))
     # by hand: R0 keeps a snapshot at [1,2]; R1 matches 3 blocks but resumes at 2 (8 tokens), keeps [1,2,3,4];
-    # R2 resumes at [1,2] (8); R3 matches [1], no snapshot there (0), keeps [1,9]; R4 resumes at 4 blocks (15)
+    # R2 resumes at [1,2] (8); R3 matches [1], no snapshot there (0), keeps [1,9]; R4 repeats R1: its snapshot
+    # at [1,2,3,4] holds all L = 16 tokens (of no use), so it resumes at [1,2] (8) and rewrites that one
     assert rep.matched_blocks.tolist() == [0, 3, 2, 1, 4]
-    assert rep.reusable_blocks.tolist() == [0, 2, 2, 0, 4]
-    assert rep.cached_tokens.tolist() == [0, 8, 8, 0, 15]
+    assert rep.reusable_blocks.tolist() == [0, 2, 2, 0, 2]
+    assert rep.cached_tokens.tolist() == [0, 8, 8, 0, 8]
     assert rep.snapshots_kept == 3
     assert rep.snapshot_hits == 3
     assert rep.snapshot_bytes_peak == 30.0
-    assert rep.usable_block_share == pytest.approx(8 / 10)
+    assert rep.usable_block_share == pytest.approx(6 / 10)
 
 
 def test_hybrid_snapshots_at_request_ends():
     rep = replay(SHARED, HYBRID, CacheConfig(BIG, snapshots=SnapshotPolicy.request_end))
-    # by hand: ends kept at [1,2,3] (R0), [1,2,3,4] (R1), [1,2,5] (R2), [1,9] (R3)
-    assert rep.reusable_blocks.tolist() == [0, 3, 0, 0, 4]
-    assert rep.cached_tokens.tolist() == [0, 12, 0, 0, 15]
+    # by hand: ends kept at [1,2,3] (R0), [1,2,3,4] (R1), [1,2,5] (R2), [1,9] (R3); R4 repeats R1, whose end
+    # snapshot holds all 16 tokens, so it resumes at R0's end [1,2,3] (12)
+    assert rep.reusable_blocks.tolist() == [0, 3, 0, 0, 3]
+    assert rep.cached_tokens.tolist() == [0, 12, 0, 0, 12]
     assert rep.snapshots_kept == 4
+
+
+@pytest.mark.parametrize(("every", "expect"), [(None, [0, 0]), (1, [0, 12]), (2, [0, 8]), (4, [0, 0])])
+def test_a_hybrid_exact_repeat_resumes_only_below_the_prompts_end(every, expect):
+    """A state taken after token L cannot be wound back to L - 1: an exact repeat resumes at the
+    deepest kept snapshot below L (an every-k one), none with snapshots at request ends only."""
+    trace = BlockRequests.of([[1, 2, 3, 4]] * 2, [16, 16])
+    policy = {"snapshots": SnapshotPolicy.request_end} if every is None else {"every_blocks": every}
+    rep = replay(trace, HYBRID, CacheConfig(BIG, **policy))
+    assert rep.matched_blocks.tolist() == [0, 4]
+    assert rep.cached_tokens.tolist() == expect
+    assert replay(trace, DENSE, CacheConfig(BIG, **policy)).cached_tokens.tolist() == [0, 15]  # KV truncates
+
+
+def test_a_snapshot_at_a_partial_last_block_equals_L():
+    # 10 tokens in blocks of 4: snapshots every block at 4, 8 and 10 = L; the repeat resumes at 8, dense at 9
+    trace = BlockRequests.of([[1, 2, 3]] * 2, [10, 10])
+    rep = replay(trace, HYBRID, CacheConfig(BIG, every_blocks=1))
+    assert rep.cached_tokens.tolist() == [0, 8]
+    assert rep.snapshot_hits == 1 and rep.snapshots_kept == 3  # 4, 8, 10; the repeat rewrites 10
+    assert replay(trace, DENSE, CacheConfig(BIG)).cached_tokens.tolist() == [0, 9]
 
 
 def test_both_policies_keep_the_union():
     rep = replay(SHARED, HYBRID, CacheConfig(BIG, snapshots=SnapshotPolicy.both, every_blocks=2))
-    # R1 resumes at R0's end [1,2,3]; R2 at [1,2] (every 2); R4 at R1's [1,2,3,4]
-    assert rep.reusable_blocks.tolist() == [0, 3, 2, 0, 4]
+    # R1 resumes at R0's end [1,2,3]; R2 at [1,2] (every 2); R4 at [1,2,3] (R1's end holds all of R4's 16 tokens)
+    assert rep.reusable_blocks.tolist() == [0, 3, 2, 0, 3]
     # kept: R0 [1,2] and [1,2,3]; R1 [1,2,3,4]; R2 [1,2,5]; R3 [1,9]
     assert rep.snapshots_kept == 5
 
@@ -77,11 +100,13 @@ def test_lru_evicts_the_least_recent_tail_first():
 def test_hybrid_snapshot_memory_counts_against_the_capacity():
     # room for 4 blocks and one 10-byte snapshot: R0 keeps its end snapshot; R1 ([5,6]) needs 2 blocks +
     # a snapshot: 12 + 12 > 14, so LRU drops R0's snapshot, older than its blocks, and nothing else
-    trace = BlockRequests.of([[1, 2], [5, 6], [1, 2]], [8, 8, 8])
+    trace = BlockRequests.of([[1, 2], [5, 6], [1, 2, 3]], [8, 8, 12])
     rep = replay(trace, HYBRID, CacheConfig(14.0, snapshots=SnapshotPolicy.request_end))
     assert rep.matched_blocks.tolist() == [0, 0, 2]
     assert rep.reusable_blocks.tolist() == [0, 0, 0]  # the blocks survive, the snapshot did not
     assert rep.snapshot_bytes_peak == 10.0
+    roomy = replay(trace, HYBRID, CacheConfig(BIG, snapshots=SnapshotPolicy.request_end))
+    assert roomy.reusable_blocks.tolist() == [0, 0, 2]  # kept, R0's snapshot (8 < 12 tokens) serves R2
 
 
 def test_host_dram_tier_holds_what_hbm_evicts():

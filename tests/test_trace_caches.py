@@ -48,7 +48,8 @@ def test_reader_gives_the_files_requests_in_order():
 @pytest.mark.parametrize("every", [1, 4, 16])
 def test_hybrid_reuses_less_than_dense_on_the_same_blocks(every):
     """Same trace, same unlimited room for blocks: the hybrid model matches the same blocks, but
-    reuses only up to its deepest kept snapshot, so less; every block a snapshot: the same."""
+    reuses only up to its deepest kept snapshot short of the prompt's end, so less; every block a
+    snapshot: less only where all blocks match (dense truncates to L - 1, hybrid stops a block short)."""
     req = read_block_trace(TRACE, 512)
     room = CacheConfig(1e18, snapshots=SnapshotPolicy.every_k_blocks, every_blocks=every)
     dense = replay(req, _geometry("kimi-k2"), room)
@@ -56,16 +57,19 @@ def test_hybrid_reuses_less_than_dense_on_the_same_blocks(every):
     assert not dense.hybrid and hybrid.hybrid
     assert np.array_equal(hybrid.matched_blocks, dense.matched_blocks)  # the same blocks are found
     assert np.all(hybrid.cached_tokens <= dense.cached_tokens)
-    # a brute force of the rule: the deepest matched depth that is a multiple of k
-    by_hand = np.minimum(dense.matched_blocks // every * every * 512, req.input_tokens - 1)
-    assert np.array_equal(hybrid.cached_tokens, by_hand)
+    # a brute force of the rule: per request, try each depth from the deepest down; the first matched one
+    # that is a multiple of k and whose state holds fewer than L tokens
+    by_hand = [
+        next((d * 512 for d in range(m, 0, -1) if d % every == 0 and d * 512 < length), 0)
+        for m, length in zip(dense.matched_blocks.tolist(), req.input_tokens.tolist())
+    ]
+    assert hybrid.cached_tokens.tolist() == by_hand
+    whole = dense.matched_blocks == np.diff(req.offsets)  # every block matched
+    assert np.any(whole)
     if every == 1:
-        assert hybrid.cached_tokens.sum() == dense.cached_tokens.sum()
-    else:
-        assert hybrid.cached_tokens.sum() < dense.cached_tokens.sum()
-        assert hybrid.snapshot_bytes_peak == pytest.approx(
-            hybrid.snapshots_kept * _geometry("prfaas-1t-hybrid").state_fixed_bytes
-        )
+        assert np.array_equal(hybrid.cached_tokens[~whole], dense.cached_tokens[~whole])
+    assert np.all(hybrid.cached_tokens[whole] < dense.cached_tokens[whole])
+    assert hybrid.snapshot_bytes_peak == pytest.approx(hybrid.snapshots_kept * _geometry("prfaas-1t-hybrid").state_fixed_bytes)
 
 
 def test_hybrid_reuses_less_than_dense_in_the_same_memory():
@@ -182,3 +186,56 @@ def test_the_docs_figures_of_the_slice_are_the_models():
     assert f"reuses {every4} with a snapshot every 4 blocks and {ends} with snapshots at request ends" in text
     mib = _geometry("prfaas-1t-hybrid").snapshot_bytes(512) / 2**20
     assert f"state is {mib:.0f} MiB a snapshot" in text
+
+
+def test_without_an_output_the_plan_takes_the_traces_outputs():
+    """No ``workload.output``: the slice's own outputs (each at least 1 token), by count, and the decode
+    context of its requests E[y (x + y/2)] / E[y]; a given output still wins."""
+    rows = [json.loads(line) for line in TRACE.read_text().splitlines()]
+    x = np.array([r["input_length"] for r in rows], dtype=float)
+    y = np.maximum([r["output_length"] for r in rows], 1).astype(float)
+    doc = _doc()
+    del doc["workload"]["output"]
+    inputs = _inputs(doc)
+    assert inputs.workload.output_mean_tokens == pytest.approx(y.mean())
+    assert round(y.mean()) == 353
+    assert inputs.decode.context_tokens == min(round(np.sum(y * (x + y / 2)) / y.sum()), inputs.model.max_context_tokens)
+    given = _inputs(_doc())
+    assert given.workload.output_mean_tokens == 1024 and given.workload.decode_context_tokens is None
+
+
+def _row(t: int, length: int, ids: list[int]) -> str:
+    return json.dumps({"timestamp": t, "input_length": length, "output_length": 3, "hash_ids": ids})
+
+
+@pytest.mark.parametrize(
+    ("rows", "where"),
+    [
+        ([_row(0, 10, [1]), "", _row(5, 1000, [1, 2, 3])], "line 3"),  # blank lines are counted as lines
+        ([_row(9, 10, [1]), _row(5, 1000, [1, 2, 3])], "request 0 in arrival order"),  # the reader re-sorted
+    ],
+)
+def test_a_miscounted_request_names_its_line_with_the_models_message(tmp_path, rows, where):
+    from prfaas_plan.errors import PlanInputError
+    from prfaas_plan.workload.prefix_cache import BlockRequests
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(rows) + "\n")
+    with pytest.raises(PlanInputError) as got:
+        read_block_trace(bad, 512)
+    with pytest.raises(PlanInputError) as model:
+        BlockRequests.of([[1, 2, 3]], [1000]).check(512)
+    assert got.value.field == f"{where}: hash_ids" and got.value.source == str(bad)
+    assert got.value.reason == model.value.reason == "1000 input tokens need ceil(L / 512) = 2 block ids, got 3"
+
+
+def test_a_cache_beyond_the_pools_hbm_is_noted():
+    """PD: 8 instances x 8 H20 x memory_gib of HBM in all; 256 GiB fits (no note), 100,000 GiB does not."""
+    inputs = _inputs(_doc())
+    total_gib = 8 * 8 * inputs.pd.instance.hardware.memory_gib
+    assert not [n for n in inputs.notes if "hbm_gib" in n]
+    doc = _doc()
+    doc["workload"]["cluster_caches"]["from_trace"]["pd"]["hbm_gib"] = total_gib + 1
+    doc["workload"]["cluster_caches"]["from_trace"]["prfaas"]["hbm_gib"] = 4 * 8 * 141  # H200: 141 GiB a chip
+    (note,) = [n for n in _inputs(doc).notes if "hbm_gib" in n]
+    assert note.startswith(f"cluster_caches.from_trace.pd.hbm_gib {total_gib + 1:g} GiB is more than the {total_gib:,.0f} GiB")

@@ -1222,8 +1222,18 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     # issue 19: the prefix-cache model replayed over a trace
     "prefix-cache-hybrid-reuses-any-match": (
         "prfaas_plan/workload/prefix_cache.py",
-        "            if hybrid and _where(tiers, 2 * node + 1) >= 0:",
+        "            if hybrid and d * B < length and _where(tiers, 2 * node + 1) >= 0:  # a state short of L",
         "            if True:",
+    ),
+    "prefix-cache-hybrid-resumes-at-L": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "            if hybrid and d * B < length and _where(tiers, 2 * node + 1) >= 0:  # a state short of L",
+        "            if hybrid and _where(tiers, 2 * node + 1) >= 0:",
+    ),
+    "prefix-cache-rewritten-snapshot-counted": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "                if d > deep and _where(tiers, 2 * node + 1) < 0:  # a new snapshot (one at L is rewritten)",
+        "                if d > deep:",
     ),
     "prefix-cache-computes-no-token": (
         "prfaas_plan/workload/prefix_cache.py",
@@ -1264,6 +1274,26 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/workload/prefix_cache.py",
         "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token * block_tokens, kv.fixed_bytes, kv.windows)",
         "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token, kv.fixed_bytes, kv.windows)",
+    ),
+    "trace-caches-output-ignores-the-trace": (
+        "prfaas_plan/study/resolve.py",
+        '    given = "output" in spec.model_fields_set\n    output = build_distribution',
+        '    given = True\n    output = build_distribution',
+    ),
+    "cache-memory-note-never": (
+        "prfaas_plan/study/cache_memory.py",
+        "        if cache is not None and cache.hbm_gib > total_gib:",
+        "        if cache is not None and cache.hbm_gib > 2 * total_gib:",
+    ),
+    "block-trace-line-counts-blank-lines-out": (
+        "prfaas_plan/workload/block_trace.py",
+        "                line = start + block.count(b\"\\n\", 0, starts[i - seen])",
+        "                line = start + i",
+    ),
+    "block-trace-resorted-file-named-by-line": (
+        "prfaas_plan/workload/block_trace.py",
+        "    in_order = line is not None and ms.size == len(trace) and not np.any(ms[1:] < ms[:-1])",
+        "    in_order = line is not None",
     ),
     "trace-caches-as-a-product": (
         "prfaas_plan/workload/cluster_cache.py",

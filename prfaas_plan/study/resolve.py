@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..accounting.kv import KvModel
 from ..accounting.params import declared_params_mismatch
-from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role
+from ..choices import Basis, CacheRegime, DecodeSource, Dtype, Role, TraceFormat
 from ..errors import PlanInputError, shorten, warn
 from ..profiles.cost_spec import CostSpec
 from ..profiles.hardware import HardwareProfile
@@ -62,6 +62,7 @@ from ..workload.cluster_cache import ClusterCaches, HitDistribution
 from ..workload.distributions import build_distribution, with_prefix_cache
 from ..yamlio import is_regular_file
 from .basis import calibrated, calibration_points, decode_source, measured_decode_rate, prefill_settings
+from .cache_memory import cache_memory_notes
 from .model import (
     Case,
     Decode,
@@ -476,7 +477,7 @@ class OneSite:
         (f_lo, f_hi), (pd_lo, pd_hi) = self.pools[Role.prfaas].instances, self.pools[Role.pd].instances
         d_lo, d_hi = self.pools[Role.pd_decode].instances if Role.pd_decode in self.pools else (None, None)
         budgets = _budgets(gpus, {pool.hardware_name for pool in chosen.values()}, source)
-        return PlanInputs(
+        inputs = PlanInputs(
             name=scenario.name,
             source=source,
             model=self.model,
@@ -493,6 +494,7 @@ class OneSite:
             notes=tuple(notes),
             pd_decode=chosen.get(Role.pd_decode),
         )
+        return replace(inputs, notes=inputs.notes + cache_memory_notes(scenario.workload, inputs))
 
 
 def one_site(scenario: Scenario, source: str | None = None, basis: Basis = Basis.as_given) -> OneSite:
@@ -678,13 +680,23 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
 
 def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None, model: ModelProfile) -> Workload:
     """The workload of ``cluster_caches.from_trace``: the trace's input lengths, each request's
-    cached prefix in each cluster (``workload.trace_caches``)."""
+    cached prefix in each cluster (``workload.trace_caches``); without ``workload.output``, the
+    trace's own outputs and the decode context of its requests (``workload.joint``)."""
+    from ..workload.joint import joint_lengths
+    from ..workload.trace_cache import spec_trace, trace_path
     from ..workload.trace_caches import caches_from_trace
 
-    output = build_distribution(spec.output, source, "workload.output")
+    given = "output" in spec.model_fields_set
+    output = build_distribution(spec.output, source, "workload.output") if given else None
     try:
-        caches = caches_from_trace(cc.from_trace, KvModel.of(model), cc.regime, source)
-        workload = Workload(caches.full_input, caches.full_input, output, caches)
+        assert cc.from_trace is not None  # the caller's condition
+        trace = spec_trace(trace_path(cc.from_trace.path, source), TraceFormat.mooncake)
+        caches = caches_from_trace(cc.from_trace, trace, KvModel.of(model), cc.regime)
+        joint = None if given else joint_lengths(trace)  # the output jointly: its decode context
+        output = output if joint is None else joint.output_dist
+        assert output is not None
+        context = None if joint is None else joint.decode_context_tokens
+        workload = Workload(caches.full_input, caches.full_input, output, caches, decode_context_tokens=context)
         return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
     except PlanInputError as exc:  # a trace's error names its line; the model's, the cache spec
         raise (exc if exc.field else exc.with_field("workload.cluster_caches.from_trace")).with_source(source) from None

@@ -14,9 +14,13 @@ that prefix resumable. A model without such layers is *dense*.
 Rule (per request, before it is inserted):
 - matched blocks m: the longest run of the request's blocks, from the first, that are cached;
 - dense model: reusable blocks r = m;
-- hybrid model: r = the deepest d <= m whose snapshot is cached (0 if none): the longest
-  cached prefix that ends at a kept snapshot;
-- cached prefix = min(r B, L - 1) tokens (at least one token is computed: its logits start decode).
+- hybrid model: r = the deepest d <= m whose snapshot is cached and holds at most L - 1 tokens
+  (d B <= L - 1; 0 if none): the longest cached prefix that ends at a kept snapshot short of the
+  prompt's end. A linear-attention or SWA state cannot be wound back, so a snapshot at L (an
+  exact repeat, or the end of the prompt's last block) is of no use: one token must still be
+  computed for its logits;
+- cached prefix = min(r B, L - 1) tokens (at least one token is computed: its logits start decode;
+  a dense model's KV blocks are truncated to L - 1, a hybrid's r B is already below L).
 
 After the lookup the request's blocks are cached and its snapshots are kept at the policy's
 positions (``SnapshotPolicy``: every k blocks, at the request's end, or both) beyond r (its
@@ -64,18 +68,22 @@ class BlockRequests:
     def __len__(self) -> int:
         return int(self.input_tokens.size)
 
+    def first_miscounted(self, block_tokens: int) -> int | None:
+        """Index (arrival order) of the first request without ceil(L / B) >= 1 block ids; None: all have."""
+        counts = np.diff(self.offsets)
+        bad = np.flatnonzero((counts != -(-self.input_tokens // block_tokens)) | (self.input_tokens < 1))
+        return int(bad[0]) if bad.size else None
+
+    def miscount(self, i: int, block_tokens: int) -> str:
+        """Why request ``i`` fails ``first_miscounted``."""
+        count, length = int(self.offsets[i + 1] - self.offsets[i]), int(self.input_tokens[i])
+        return f"{length} input tokens need ceil(L / {block_tokens}) = {-(-length // block_tokens)} block ids, got {count}"
+
     def check(self, block_tokens: int) -> None:
         """Each request has ceil(L / B) >= 1 block ids (``field``: the request's index)."""
-        counts = np.diff(self.offsets)
-        need = -(-self.input_tokens // block_tokens)
-        bad = np.flatnonzero((counts != need) | (self.input_tokens < 1))
-        if bad.size:
-            i = int(bad[0])
-            raise PlanInputError(
-                f"{int(self.input_tokens[i])} input tokens need ceil(L / {block_tokens}) = {int(need[i])} block ids, "
-                f"got {int(counts[i])}",
-                field=f"request {i}",
-            )
+        i = self.first_miscounted(block_tokens)
+        if i is not None:
+            raise PlanInputError(self.miscount(i, block_tokens), field=f"request {i}")
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,7 @@ class CacheReplay:
     cached_tokens: np.ndarray  # the reusable prefix, min(r B, L - 1)
     dram_hit_tokens: np.ndarray  # of the cached prefix, tokens whose blocks were in host DRAM
     snapshot_hits: int  # requests that resumed from a snapshot (hybrid)
-    snapshots_kept: int  # snapshots written over the replay
+    snapshots_kept: int  # snapshots added over the replay (one rewritten in place not counted again)
     snapshot_bytes_peak: float  # the most memory snapshots held at once (both tiers)
     snapshot_bytes_end: float
     evicted_bytes: float  # bytes dropped from the last tier
@@ -187,6 +195,7 @@ def replay(requests: BlockRequests, geometry: CacheGeometry, config: CacheConfig
             node = chain.setdefault((parent, b), len(chain))
             nodes.append(node)
             parent = node
+        length = lengths[r]
         m = deep = in_dram = dram_at_deep = 0
         for d, node in enumerate(nodes, start=1):
             tier = _where(tiers, 2 * node)
@@ -194,7 +203,7 @@ def replay(requests: BlockRequests, geometry: CacheGeometry, config: CacheConfig
                 break
             m = d
             in_dram += tier
-            if hybrid and _where(tiers, 2 * node + 1) >= 0:
+            if hybrid and d * B < length and _where(tiers, 2 * node + 1) >= 0:  # a state short of L
                 deep, dram_at_deep = d, in_dram
         if not hybrid:
             deep, dram_at_deep = m, in_dram
@@ -202,11 +211,10 @@ def replay(requests: BlockRequests, geometry: CacheGeometry, config: CacheConfig
             snapshot_hits += 1
         matched[r], reusable[r] = m, deep
         dram_blocks[r] = dram_at_deep
-        length = lengths[r]
         for d in range(len(nodes), 0, -1):
             node = nodes[d - 1]
             if hybrid and (d == deep or (d > deep and config.keeps(d, len(nodes)))):
-                if d > deep:
+                if d > deep and _where(tiers, 2 * node + 1) < 0:  # a new snapshot (one at L is rewritten)
                     state["kept"] += 1
                 _touch(tiers, 2 * node + 1, geometry.snapshot_bytes(min(d * B, length)), state)
             _touch(tiers, 2 * node, geometry.block_bytes, state)

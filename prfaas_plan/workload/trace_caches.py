@@ -13,17 +13,20 @@ and which a request-level router can read (``pd_cached_tokens``, ``prfaas_cached
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..accounting.kv import KvModel
 from ..choices import CacheRegime
 from ..units import BYTES_PER_GIB
-from .block_trace import read_block_trace
+from .block_trace import block_requests
 from .cluster_cache import ClusterCaches, HitDistribution, RequestPrefixes
 from .distributions import empirical
 from .prefix_cache import BlockRequests, CacheConfig, CacheGeometry, CacheReplay, replay
+
+if TYPE_CHECKING:
+    from .traces import Trace
 
 
 @dataclass(frozen=True)
@@ -91,14 +94,12 @@ def summary(caches: TraceCaches) -> dict:
     return out
 
 
-def caches_from_trace(spec, kv: KvModel, regime: CacheRegime, source: str | None) -> ClusterCaches:
+def caches_from_trace(spec, trace: Trace, kv: KvModel, regime: CacheRegime) -> ClusterCaches:
     """The cluster caches of a validated ``cluster_caches.from_trace`` spec
-    (``profiles.scenario.TraceCacheSpec``) for a model whose KV is ``kv``; its ``path`` is relative
-    to the folder of ``source`` (the scenario file)."""
-    path = Path(spec.path)
-    if source is not None and not path.is_absolute():
-        path = Path(source).parent / path
-    requests = read_block_trace(path, spec.block_tokens)
+    (``profiles.scenario.TraceCacheSpec``) over its Mooncake ``trace`` (read by
+    ``workload.trace_cache.spec_trace`` at ``trace_path(spec.path, scenario file)``) for a model
+    whose KV is ``kv``."""
+    requests = block_requests(trace, spec.block_tokens)
     geometry = CacheGeometry.of(kv, spec.block_tokens)
     policy = {"snapshots": spec.snapshots.policy, "every_blocks": spec.snapshots.every_blocks, "eviction": spec.eviction}
     configs = (None if c is None else CacheConfig.of_gib(c.hbm_gib, c.dram_gib, **policy) for c in (spec.pd, spec.prfaas))
