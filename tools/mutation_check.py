@@ -1300,6 +1300,21 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if joint is not None:",
         "    if False:",
     ),
+    "local-beats-plan-cost-reversed": (
+        "prfaas_plan/planner/plan.py",
+        "cost <= usd * (1 + 1e-9) and rival > lam * (1 + 1e-6)",
+        "cost >= usd * (1 + 1e-3) and rival > lam * (1 + 1e-6)",
+    ),
+    "transport-egress-share-of-usable": (
+        "prfaas_plan/views/plan.py",
+        "    share = _pct(egress_gbps / carried_gbps)",
+        "    share = _pct(egress_gbps / link.usable_gbps)",
+    ),
+    "replay-drawn-arrivals-accepted": (
+        "prfaas_plan/api.py",
+        "        if name in config and config[name] != defaults[name]:",
+        "        if False:",
+    ),
 }
 
 
