@@ -141,3 +141,10 @@ def test_help_lists_commands(run_cli):
     assert res.code == 0
     for cmd in ("kv", "decode", "models", "hardware", "validate", "model", "calibrate"):
         assert cmd in res.out
+
+
+def test_version(run_cli):
+    from prfaas_plan import __version__
+
+    res = run_cli("--version")
+    assert res.code == 0 and res.out.strip() == f"prfaas-plan {__version__}"

@@ -13,10 +13,14 @@ import io
 import math
 import re
 
+import numpy as np
 import pytest
+import yaml
 from conftest import DATA, REPO
 
+from prfaas_plan import api
 from prfaas_plan.study.basis import SOURCE_KEYS
+from prfaas_plan.units import TOKENS_PER_K
 
 SCENARIO_IDENTITY = (
     "scenario",
@@ -262,7 +266,6 @@ def test_sites_csv_has_a_column_per_link_figure_and_prices_add_up(run_cli, tmp_p
     (the file's figures), a row per PD and PrfaaS site, and a total; each with its provisioned
     $/hour: instances x $/hour per instance (the hardware profiles' example rentals, 8 chips each),
     links' committed price; per window the parts add up to the plan's $/hour."""
-    import yaml
 
     from prfaas_plan import api
 
@@ -447,3 +450,31 @@ def test_compare_plot_of_phase_split_has_no_overlapping_labels(tmp_path):
     assert (tmp_path / "front.png").stat().st_size > 10_000
     _pyplot().close(fig)
     assert math.isfinite(sum(b.width for b in boxes))
+
+
+def test_figure5_threshold_axis_is_in_k_of_1024():
+    """The threshold axis is t / 1024 and says so; the optimum is marked at t / 1024."""
+    from prfaas_plan.plot import figure5
+
+    data = api.figure5_data("paper-case-study")
+    fig = figure5(data)
+    right = fig.axes[1]
+    assert "1,024" in right.get_xlabel()
+    line = right.get_lines()[0]
+    thresholds = data.table.thresholds_tokens
+    shown = thresholds[thresholds <= max(60 * 1024, 2 * data.solution.threshold_tokens)]
+    np.testing.assert_allclose(line.get_xdata(), shown / 1024)
+    star = [ln for ln in right.get_lines() if ln.get_marker() == "*"][0]
+    assert star.get_xdata()[0] == pytest.approx(data.solution.threshold_tokens / 1024)
+    assert f"{data.solution.threshold_tokens / 1024:.1f}K" in star.get_label()
+
+
+@pytest.mark.slow
+def test_timeseries_threshold_axis_is_in_k_of_1024():
+    from prfaas_plan.plot import timeseries_figure
+
+    run = api.simulate("paper-case-study", load=0.5, requests=200, seed=1)
+    fig = timeseries_figure(run.result)
+    axis = fig.axes[2]
+    assert "1,024" in axis.get_ylabel()
+    np.testing.assert_allclose(axis.get_lines()[0].get_ydata(), run.result.timeseries["threshold_tokens"] / TOKENS_PER_K)

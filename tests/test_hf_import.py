@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import DATA
 
+from prfaas_plan import api
 from prfaas_plan.accounting.kv import KvModel
 from prfaas_plan.accounting.params import count_params
 from prfaas_plan.api import import_model
@@ -235,3 +237,23 @@ def test_not_understood_values_are_named(stem, edit, field, needle):
 def test_non_mapping_config_is_rejected():
     with pytest.raises(PlanInputError, match="JSON object"):
         profile_from_hf_config([])  # type: ignore[arg-type]
+
+
+def test_imported_models_of_one_family_get_distinct_names(run_cli, tmp_path):
+    """Two sizes of one family (no _name_or_path in the config) are named by their counted size."""
+    names = []
+    for config in ("Qwen--Qwen3-8B.config.json", "Qwen--Qwen3-32B.config.json"):
+        out = tmp_path / f"{config}.yaml"
+        res = run_cli("model", "import", DATA / "hf-configs" / config, "-o", out)
+        assert res.code == 0, res.err
+        names.append(yaml.safe_load(out.read_text())["name"])
+    assert names[0] != names[1]
+    assert names[0].startswith("qwen3-8") and names[1].startswith("qwen3-32")
+    # a given name wins, and _name_or_path is used when the config has one
+    data, profile = api.import_model(str(DATA / "hf-configs" / "Qwen--Qwen3-8B.config.json"), name="mine")
+    assert profile.name == "mine"
+    config = json.loads((DATA / "hf-configs" / "Qwen--Qwen3-8B.config.json").read_text())
+    config["_name_or_path"] = "Qwen/Qwen3-8B"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert api.import_model(str(path))[1].name == "qwen3-8b"

@@ -23,6 +23,7 @@ import pytest
 import yaml
 from conftest import REPO, case_study_doc
 
+from prfaas_plan.planner.chips import load_inputs
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.profiles.scenario import load_scenario
 from prfaas_plan.study.resolve import build_inputs
@@ -155,3 +156,15 @@ def test_naive_baseline_sends_every_request_over_the_link():
     mean_s = float(np.mean(inputs.prfaas.curve.kv_bytes(np.array([SHORT, LONG], float))))
     assert naive.egress_gbps == pytest.approx(naive.lambda_max * mean_s * 8 / 1e9, rel=1e-9)
     assert naive.lambda_max <= 8e9 / 8 / mean_s * (1 + 1e-12)
+
+
+def test_link_what_if_reports_against_the_new_link():
+    """with_link_gbps(15) replaces the whole link: utilisation and the report use 15 Gbps."""
+    from prfaas_plan.views.plan import plan_view
+
+    result = plan(load_inputs("paper-case-study").with_link_gbps(15), with_marginals=False)
+    egress = result.point.stages.egress_gbps
+    assert result.point.link_utilisation == pytest.approx(egress / 15, rel=1e-9)
+    assert 0.5 < result.point.link_utilisation < 1.0
+    details = {row["item"]: row["value"] for row in plan_view(result).sections[0].rows}
+    assert f"{100 * egress / 15:.1f}% of the usable 15 Gbps" in details["egress"]

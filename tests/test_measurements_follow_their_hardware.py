@@ -11,6 +11,7 @@ deleted by hand.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -194,3 +195,22 @@ def test_a_pool_of_several_chip_counts_must_say_which_one_was_measured(tmp_path,
     res = run_cli("validate", _write(tmp_path, doc))
     assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1
     assert "measured on" in res.err and "not one count" in res.err  # the reason, not a type error
+
+
+def test_user_profile_with_a_shipped_name_uses_its_own_figures(run_cli, tmp_path):
+    """A file named h200 with other efficiencies gets the roofline with ITS efficiencies, not the
+    shipped h200's measured points for prfaas-1t-hybrid, and a warning says so."""
+    doc = yaml.safe_load((REPO / "hardware_profiles" / "h200.yaml").read_text())
+    doc["efficiency"]["matmul"] = 0.1
+    mine = tmp_path / "h200.yaml"
+    mine.write_text(yaml.safe_dump(doc))
+    shipped = json.loads(run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-f", "json").out)
+    res = run_cli("kv", "prfaas-1t-hybrid", "-H", mine, "-f", "json")
+    assert res.code == 0 and "warning" in res.err and "differs from the shipped profile" in res.err
+    own = json.loads(res.out)
+    assert shipped["source"] == "measured" and own["source"] == "roofline"
+    assert own["rows"][2]["prefill_s"] > 1.5 * shipped["rows"][2]["prefill_s"]  # a third of the matmul efficiency
+    # an identical copy of the shipped profile under another path still counts as the shipped one
+    same = tmp_path / "copy.yaml"
+    shutil.copy(REPO / "hardware_profiles" / "h200.yaml", same)
+    assert json.loads(run_cli("kv", "prfaas-1t-hybrid", "-H", same, "-f", "json").out)["source"] == "measured"

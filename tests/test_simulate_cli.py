@@ -111,3 +111,23 @@ def test_bad_bandwidth_trace(tmp_path, run_cli, content, needle):
     res = run_cli("simulate", "-n", "500", "--bandwidth-trace", trace, "-f", "json", "-o", out)
     assert res.code == 2 and str(trace) in res.err and needle in res.err, res.err
     assert not out.exists()
+
+
+def test_simulate_progress_says_what_it_does(run_cli, monkeypatch):
+    labels = []
+
+    class Recorder:
+        def __init__(self, label, minimum=1000):
+            labels.append(label)
+
+        def __enter__(self):
+            return lambda done, total: None
+
+        def __exit__(self, *exc):
+            return False
+
+    import prfaas_plan.cli as cli
+
+    monkeypatch.setattr(cli, "_progress", Recorder)
+    assert run_cli("simulate", "-n", "50", "--load", "0.5", "-f", "json").code == 0
+    assert labels == ["simulating requests"]

@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 from conftest import DATA, case_study_doc
 
+from prfaas_plan import api
+
 # --------------------------------------------------------------------------------------------
 # What each table column shows
 
@@ -631,7 +633,6 @@ def test_estimate_columns_show_their_json_fields(run_cli):
 
 def test_decode_weights_in_decimal_gb(run_cli):
     """decode: weight_gb_per_chip is a chip's weight bytes / 1e9 (not GiB); on one chip, all of them."""
-    from prfaas_plan import api
     from prfaas_plan.accounting.params import weight_bytes
 
     res = run_cli("decode", "qwen3-8b", "--hardware", "h200", "--gpus", "1", "-f", "json")
@@ -646,7 +647,6 @@ def test_decode_weights_in_decimal_gb(run_cli):
 
 def test_models_list_columns_show_their_json_fields(run_cli):
     """models list: every column shows its field; one row per shipped model; weights in decimal GB."""
-    from prfaas_plan import api
     from prfaas_plan.accounting.params import count_params, weight_bytes
 
     doc, _, _ = check_rows_report(run_cli, ("models", "list"), MODELS_TABLE)
@@ -663,7 +663,6 @@ def test_models_list_columns_show_their_json_fields(run_cli):
 def test_hardware_list_columns_show_their_json_fields(run_cli):
     """hardware list: every column shows its field, and every field is the profile's own figure
     (null where a precision or a price is not given)."""
-    from prfaas_plan import api
 
     doc, _, _ = check_rows_report(run_cli, ("hardware", "list"), HARDWARE_TABLE)
     profiles = {h.name: h for h in api.hardware_profiles()}
@@ -757,7 +756,6 @@ def test_validate_model_columns_show_their_json_fields(run_cli):
 def test_simulate_columns_show_their_json_fields(run_cli):
     """simulate: each table column shows the JSON's TTFT / TPOT / closed-form field of its path;
     the CSV is the time series, one column per ``timeseries.COLUMNS`` name, equal to the run's."""
-    from prfaas_plan import api
     from prfaas_plan.simulate.timeseries import COLUMNS
 
     res = run_cli("simulate", "-n", "300", "-f", "json")
@@ -822,3 +820,21 @@ def test_compare_columns_show_their_json_fields(run_cli):
     check_csv(header, csv_rows, rows)
     check_meta(text, doc, ["scenario", "objective", "basis"])
     check_table(table_titled(parse_tables(text), "Compare:"), COMPARE_TABLE, rows)
+
+
+def test_piped_tables_are_not_cut(run_cli):
+    """Piped output (not a terminal) is rendered at full width: no '...' in a name, every column."""
+    out = run_cli("hardware", "list").out
+    for name in ("groq-lpu", "rubin-cpx", "mi355x"):
+        assert re.search(rf"^\s+{re.escape(name)}\s", out, re.M), name
+    assert "…" not in out and "$/GPU-h (example)" in out
+    assert "…" not in run_cli("plan").out
+
+
+def test_sweep_table_rounds_its_numbers(run_cli):
+    """The sweep's table shows rounded figures; its CSV keeps the values."""
+    table = run_cli("sweep", "--over", "bandwidth", "--points", "3", "-f", "table").out
+    assert not re.search(r"\.\d{6,}", table), table  # at most 4 significant digits
+    assert re.search(r"19,\d{3}", table)  # thresholds as token counts with separators
+    csv_out = run_cli("sweep", "--over", "bandwidth", "--points", "3", "-f", "csv").out
+    assert csv_out.splitlines()[0].endswith(",link_gbps,usable_gbps,threshold_tokens,p,lambda_max_rps,egress_gbps")
