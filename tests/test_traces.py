@@ -489,3 +489,11 @@ def test_a_one_instant_replay_window_is_refused_and_a_replay_report_says_so(run_
             np.mean([max(r["output_length"], 1) for r in rows if 60_000 <= r["timestamp"] < 120_000])
         ),
     }
+
+
+def test_a_missing_trace_file_is_named_from_the_scenario(tmp_path, run_cli):
+    """A trace path that does not exist: one line naming the scenario file and workload.input.path."""
+    scenario = _scenario(tmp_path, tmp_path / "nope.jsonl", "mooncake")
+    res = run_cli("plan", scenario)
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1
+    assert f"{scenario}: workload.input.path: no trace file" in res.err and "nope.jsonl" in res.err

@@ -666,7 +666,10 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
     from ..workload.joint import joint_lengths
     from ..workload.trace_cache import spec_trace, trace_path
 
-    trace = spec_trace(trace_path(inp.path, source), inp.format)  # its errors name the trace file and line
+    path = trace_path(inp.path, source)
+    if not path.is_file():  # named from the scenario, as every other missing file is
+        raise PlanInputError(f"no trace file {shorten(str(path), 80)}", source=source, field="workload.input.path")
+    trace = spec_trace(path, inp.format)  # its errors name the trace file and line
     j = joint_lengths(trace)
     return Workload(
         j.input_dist,
