@@ -77,7 +77,11 @@ class BlockRequests:
     def miscount(self, i: int, block_tokens: int) -> str:
         """Why request ``i`` fails ``first_miscounted``."""
         count, length = int(self.offsets[i + 1] - self.offsets[i]), int(self.input_tokens[i])
-        return f"{length} input tokens need ceil(L / {block_tokens}) = {-(-length // block_tokens)} block ids, got {count}"
+        need = -(-length // block_tokens)
+        return (
+            f"{length} input tokens need ceil(L / {block_tokens}) = {need} block ids, got {count} "
+            f"(block_tokens must be the trace's block size: 512 for Mooncake's)"
+        )
 
     def check(self, block_tokens: int) -> None:
         """Each request has ceil(L / B) >= 1 block ids (``field``: the request's index)."""
