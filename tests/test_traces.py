@@ -312,7 +312,9 @@ def test_azure_and_burstgpt_replay(tmp_path, run_cli, path, fmt):
 
 def test_replay_options_are_checked(tmp_path, run_cli, mooncake_scenario):
     res = run_cli("simulate", mooncake_scenario, "--replay", "--from", "400")
-    assert res.code == 2 and "no request of the trace arrives in [400, end)" in res.err
+    assert res.code == 2 and "--from: no request of the trace arrives in [400, end)" in res.err
+    res = run_cli("simulate", mooncake_scenario, "--replay", "--to", "0")
+    assert res.code == 2 and "--to: no request of the trace arrives in [0, 0)" in res.err
     res = run_cli("simulate", mooncake_scenario, "--replay", "--rate", "2")
     assert res.code == 2 and "--rate" in res.err
     for option in (("--arrivals", "gamma"), ("--cv", "4"), ("--burst-factor", "3")):  # the trace's arrivals, not drawn ones

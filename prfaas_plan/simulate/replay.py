@@ -85,7 +85,7 @@ def replay_of(trace: Trace, speedup: float = 1.0, from_s: float | None = None, t
         raise PlanInputError(
             f"no request of the trace arrives in {window} (it spans {trace.span_s:g} s)",
             source=trace.source,
-            field="from_s",
+            field="from_s" if from_s is not None and from_s > 0 else "to_s",  # the end that left nothing
         )
     if len(part) < 2 or part.span_s == 0:
         raise PlanInputError(
