@@ -794,9 +794,10 @@ def simulate(
     default 0.8). At or above Lambda_max the number of requests must be given: an overloaded
     queue grows without bound. ``planned`` reuses a plan already made for the scenario. Other
     keywords go to :class:`prfaas_plan.simulate.SimConfig`. ``replay`` replays the scenario's request
-    trace (``workload.input`` a trace with a format) instead: its arrivals in [``from_s``, ``to_s``) of
-    trace time, ``speedup`` times as fast, and each request's own lengths (``simulate.replay``); the
-    rate and the request count are then the trace's."""
+    trace (``workload.input`` a trace with a format, or ``cluster_caches.from_trace``'s) instead: its
+    arrivals in [``from_s``, ``to_s``) of trace time, ``speedup`` times as fast, and each request's own
+    lengths (with the caches, its own cached prefixes: ``simulate.replay``); the rate and the request
+    count are then the trace's."""
     from .planner.decode_model import decode_model
     from .planner.deployment import deployments_of
     from .planner.latency import LatencyModel
@@ -865,7 +866,7 @@ def _replay(inputs, rate_rps, load, requests, speedup, from_s, to_s):
     if trace is None:
         raise PlanInputError(
             "replay needs the scenario's workload.input to be a request trace with a format (and no prefix_cache "
-            "or cluster_caches)",
+            "or cluster_caches), or cluster_caches.from_trace",
             field="replay",
             argument=True,
         )

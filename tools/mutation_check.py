@@ -1315,6 +1315,21 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        if name in config and config[name] != defaults[name]:",
         "        if False:",
     ),
+    "replay-caches-classes-not-inverted": (
+        "prfaas_plan/workload/cluster_cache.py",
+        "        rank[self.request_of] = np.arange(self.request_of.size)",
+        "        rank[:] = self.request_of",
+    ),
+    "replay-caches-classes-by-rank": (
+        "prfaas_plan/simulate/engine.py",
+        "            at = routed.classes_of(replay.rows if replay.rows is not None else np.arange(n))",
+        "            at = np.arange(n)",
+    ),
+    "replay-caches-window-from-first-request": (
+        "prfaas_plan/simulate/replay.py",
+        "        to_s,\n        rows,\n",
+        "        to_s,\n        None,\n",
+    ),
 }
 
 

@@ -220,8 +220,11 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
     else:
         # Cache-aware routing (workload.cluster_cache): a request is one (L, h, g) class; it routes
         # on the class's routing length, each cluster computes its own tokens, and a local request
-        # may receive cached KV over the link.
-        at = np.searchsorted(np.cumsum(routed.probs), input_rng.random(n), side="right").clip(0, routed.probs.size - 1)
+        # may receive cached KV over the link. A replay's request is its own class (simulate.replay).
+        if replay is None:
+            at = np.searchsorted(np.cumsum(routed.probs), input_rng.random(n), side="right").clip(0, routed.probs.size - 1)
+        else:
+            at = routed.classes_of(replay.rows if replay.rows is not None else np.arange(n))
         input_tokens = routed.route_tokens[at]
         moved = routed.local_kv_tokens[at] > 0
         if moved.any() and curves:

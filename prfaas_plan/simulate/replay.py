@@ -7,7 +7,10 @@ the replayed rate is speedup x (requests / span) and a window's requests are tho
 has there, by count. A window needs at least 2 requests over a span > 0 to have a rate (one
 instant has none): fewer is refused. A request routes on its uncached input, max(1, input - cached) (cached
 where the format gives it), and decodes max(1, output) tokens (a request yields at least its
-first token), as the planner's joint (``workload.joint``) counts them.
+first token), as the planner's joint (``workload.joint``) counts them. With
+``cluster_caches.from_trace`` the request instead routes on its own class of the caches' replay
+(``workload.cluster_cache.RoutedPoints.classes_of`` of its ``rows``): its uncached length and
+the KV it ships, in the regime the plan chose, as the planner's routed points count them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ class Replay:
     """Requests to replay in arrival order: arrival_s (s from the run's start), input_tokens
     (uncached, what routing and prefill see) and output_tokens, float64 arrays; where they come
     from, for the report: the trace's ``source``, the ``speedup`` and the window [from_s, to_s)
-    of trace time asked (None: open)."""
+    of trace time asked (None: open); ``rows``, each request's index in the trace (arrival
+    order), by which a replay with per-request cached prefixes finds its class."""
 
     arrival_s: np.ndarray
     input_tokens: np.ndarray
@@ -36,6 +40,7 @@ class Replay:
     speedup: float = 1.0
     from_s: float | None = None
     to_s: float | None = None
+    rows: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.arrival_s.size)
@@ -79,7 +84,8 @@ def replay_of(trace: Trace, speedup: float = 1.0, from_s: float | None = None, t
             TRACE_SECONDS.check(value, name)
     if from_s is not None and to_s is not None and to_s <= from_s:
         raise PlanInputError(f"must be above `from_s` ({from_s:g} s), got {to_s:g}", field="to_s")
-    part = trace.window(from_s, to_s)
+    rows = trace.window_rows(from_s, to_s)
+    part = trace.take(rows)
     window = window_text(from_s, to_s)
     if len(part) == 0:
         raise PlanInputError(
@@ -103,4 +109,5 @@ def replay_of(trace: Trace, speedup: float = 1.0, from_s: float | None = None, t
         speedup,
         from_s,
         to_s,
+        rows,
     )

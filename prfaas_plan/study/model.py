@@ -159,7 +159,7 @@ class Workload:
     # point, and the decode context E[y (x + y/2)] / E[y] in tokens; None for independent marginals
     output_by_input: np.ndarray | None = None
     decode_context_tokens: float | None = None
-    trace: object | None = None  # the ``workload.traces.Trace`` the joint is of (a replay replays it, ``simulate.replay``)
+    trace: object | None = None  # the ``workload.traces.Trace`` the joint or caches are of (``simulate.replay`` replays it)
 
     def with_cache_regime(self, regime: CacheRegime) -> Workload:
         """The same workload routed under ``regime`` (scarce or plentiful)."""

@@ -699,7 +699,7 @@ def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None,
         output = output if joint is None else joint.output_dist
         assert output is not None
         context = None if joint is None else joint.decode_context_tokens
-        workload = Workload(caches.full_input, caches.full_input, output, caches, decode_context_tokens=context)
+        workload = Workload(caches.full_input, caches.full_input, output, caches, decode_context_tokens=context, trace=trace)
         return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
     except PlanInputError as exc:  # a trace's error names its line; the model's, the cache spec
         raise (exc if exc.field else exc.with_field("workload.cluster_caches.from_trace")).with_source(source) from None

@@ -22,7 +22,9 @@ are rounded to whole tokens (at least 1 computed token).
 
 A replayed trace (``workload.trace_caches``) gives (L, h, g) jointly, one class per request
 (``RequestPrefixes``): then the classes are the requests, each of weight 1 / n, instead of
-the product of independent distributions.
+the product of independent distributions, and each class remembers its request
+(``RoutedPoints.request_of``), so that a replay of that trace (``simulate.replay``) routes each
+request, in arrival order, on its own class.
 """
 
 from __future__ import annotations
@@ -89,9 +91,22 @@ class RoutedPoints:
     pd_tokens: np.ndarray  # computed by PD-P when local
     offload_kv_tokens: np.ndarray  # tokens whose KV PrfaaS ships for an offloaded request
     local_kv_tokens: np.ndarray  # tokens of cached KV PrfaaS ships for a local request (0: none)
+    request_of: np.ndarray | None = None  # a trace's joint: the request (arrival order) each class is
 
     def routing_distribution(self) -> LengthDistribution:
         return _merged(self.route_tokens, self.probs)
+
+    def classes_of(self, requests: np.ndarray) -> np.ndarray:
+        """The class index of each of ``requests`` (indices in the trace's arrival order), for a
+        replay that routes each request on its own cached prefixes; only a trace's joint has them."""
+        if self.request_of is None:
+            raise PlanInputError(
+                "a replay routes each request on its own cached prefixes: give them with cluster_caches.from_trace",
+                field="workload.cluster_caches",
+            )
+        rank = np.empty(self.request_of.size, dtype=np.int64)
+        rank[self.request_of] = np.arange(self.request_of.size)
+        return rank[requests]
 
 
 def routed_points(caches: ClusterCaches, regime: CacheRegime) -> RoutedPoints:
@@ -131,4 +146,5 @@ def routed_points(caches: ClusterCaches, regime: CacheRegime) -> RoutedPoints:
     keep = arrays[1] > 0
     order = np.argsort(arrays[0][keep], kind="stable")
     route, prob, prfaas, local_pd, offload_kv, local_kv = (a[keep][order] for a in arrays)
-    return RoutedPoints(regime, route, prob / prob.sum(), prfaas, local_pd, offload_kv, local_kv)
+    request_of = np.flatnonzero(keep)[order] if joint is not None else None
+    return RoutedPoints(regime, route, prob / prob.sum(), prfaas, local_pd, offload_kv, local_kv, request_of)

@@ -59,9 +59,13 @@ class Trace:
     def window(self, from_s: float | None = None, to_s: float | None = None) -> Trace:
         """The requests arriving in [from_s, to_s) seconds of trace time (None: open), arrival
         times kept (so a window's rate is its count over its own span)."""
+        return self.take(self.window_rows(from_s, to_s))
+
+    def window_rows(self, from_s: float | None = None, to_s: float | None = None) -> np.ndarray:
+        """The indices (arrival order) of the requests arriving in [from_s, to_s) s (None: open)."""
         lo = 0 if from_s is None else int(np.searchsorted(self.arrival_s, from_s, side="left"))
         hi = len(self) if to_s is None else int(np.searchsorted(self.arrival_s, to_s, side="left"))
-        return self.take(np.arange(lo, max(lo, hi)))
+        return np.arange(lo, max(lo, hi))
 
     def take(self, rows: np.ndarray) -> Trace:
         """The trace of ``rows`` (indices, in the order given)."""
