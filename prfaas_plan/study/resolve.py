@@ -601,7 +601,7 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tu
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
         raise PlanInputError(
-            f"inputs reach {longest} tokens, beyond {model.name}'s context of {model.max_context_tokens}",
+            f"inputs reach {longest:,} tokens, beyond {model.name}'s context of {model.max_context_tokens:,}",
             source=source,
             field="workload.input",
         )
