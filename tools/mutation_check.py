@@ -343,12 +343,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            pass",
     ),
     "decode-on-the-pd-pool": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/single_site.py",
         "        decoder = chosen.get(Role.pd_decode, chosen[Role.pd])",
         "        decoder = chosen[Role.pd]",
     ),
     "auto-chips-not-the-fewest": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/pools.py",
         "    return tuple(range(least, cap + 1, least))",
         "    return tuple(range(least + 1, cap + 2, least))",
     ),
@@ -374,7 +374,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if False:",
     ),
     "compare-keeps-old-cost": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/pools.py",
         "cost = chip_cost(hardware, CostSpec() if moved else spec.cost, spec.site)",
         "cost = chip_cost(hardware, spec.cost, spec.site)",
     ),
@@ -530,12 +530,12 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "if False:",
     ),
     "decode-rate-chips-not-passed": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/workload.py",
         "        pd.gpus_per_instance,\n        dec.tokens_per_s_gpus,\n",
         "        pd.gpus_per_instance,\n        None,\n",
     ),
     "compare-swap-by-raw-name": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/single_site.py",
         "if same_hardware(ref, pool.written, base):",
         "if ref == pool.written:",
     ),
@@ -616,9 +616,13 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        if total > 0 and abs(total - 1.0) > 1e-9:",
         "        if False:",
     ),
-    "dropped-cost-note-claims-a-rental": ("prfaas_plan/study/resolve.py", "        if price is None\n", "        if False\n"),
+    "dropped-cost-note-claims-a-rental": (
+        "prfaas_plan/study/resolve/pools.py",
+        "        if price is None\n",
+        "        if False\n",
+    ),
     "written-chips-not-described": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/single_site.py",
         "            role: p.spec.gpus_per_instance if isinstance(p.spec.gpus_per_instance, int) else None",
         "            role: None",
     ),
@@ -690,7 +694,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "*(_distribution(d) for d in (workload.input_dist, workload.full_input_dist, workload.output_dist)),",
         "round(workload.full_input_dist.mean_tokens(), 6), round(inputs.output_mean_tokens, 6),",
     ),
-    "sites-pair-notes-dropped": ('prfaas_plan/study/resolve.py', 'notes=tuple(dict.fromkeys(notes)),', 'notes=(),'),
+    "sites-pair-notes-dropped": ('prfaas_plan/study/resolve/sites.py', 'notes=tuple(dict.fromkeys(notes)),', 'notes=(),'),
     "baseline-utilisation-null": (
         "prfaas_plan/views/plan.py",
         '"link_utilisation_at_capacity": _opt(b.link_utilisation, 6),',
@@ -1050,7 +1054,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '0, k, w.hours, {"pd": windows[0].rate_rps}, {("pd", "prfaas"): windows[0].table}',
     ),
     'robust-sites-case-rate-ignored': (
-        'prfaas_plan/study/resolve.py',
+        'prfaas_plan/study/resolve/sites.py',
         'demand = case.rates.get(site.name, site.demand_rps)',
         'demand = site.demand_rps',
     ),
@@ -1276,7 +1280,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        return CacheGeometry(block_tokens, kv.growing_bytes_per_token, kv.fixed_bytes, kv.windows)",
     ),
     "trace-caches-output-ignores-the-trace": (
-        "prfaas_plan/study/resolve.py",
+        "prfaas_plan/study/resolve/workload.py",
         '    given = "output" in spec.model_fields_set\n    output = build_distribution',
         '    given = True\n    output = build_distribution',
     ),

@@ -1,0 +1,259 @@
+"""A pool's parts, resolved: its hardware (a name, or a path relative to the scenario file), the chips per
+instance it offers, the model with a pool's precision applied, and a pool fitted to its hardware and model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ...accounting.params import declared_params_mismatch
+from ...choices import Basis, Dtype, Role
+from ...errors import PlanInputError, shorten, warn
+from ...profiles.cost_spec import CostSpec
+from ...profiles.hardware import HardwareProfile
+from ...profiles.model import ModelProfile
+from ...profiles.registry import looks_like_path, resolve_hardware, resolve_model
+from ...profiles.scenario import ClusterSpec, DecodeSpec, measured_instance_defaults
+from ...profiles.serving import PrecisionSpec
+from ...timing.calibrate import CalibrationPoint
+from ...timing.cost import Engine
+from ...timing.instance import Instance
+from ...timing.layout import Layout, check_layout
+from ...timing.memory import chips_needed, require_fit
+from ...timing.prefill import prefill_curve
+from ...yamlio import is_regular_file
+from ..basis import calibrated, calibration_points, prefill_settings
+from ..model import Pool, gpu_budgets
+from ..prices import chip_cost
+
+
+def _ref(ref: str, base: Path | None, source: str | None, field: str) -> str:
+    """A profile reference: a shipped name, or a path relative to the scenario file's folder."""
+    if base is None or not looks_like_path(ref) or Path(ref).is_absolute():
+        return ref
+    candidate = base / ref
+    if not is_regular_file(candidate):
+        raise PlanInputError(
+            f"file not found: {shorten(ref, 60)} (relative paths are taken from the scenario's folder)",
+            source=source,
+            field=field,
+        )
+    return str(candidate)
+
+
+def _hardware(role: str, ref: str, base: Path | None, source: str | None) -> HardwareProfile:
+    """A pool's hardware profile (``ref``: a name or a path); errors name ``role`` (a ``Role``, or a site's field path)."""
+    try:
+        return resolve_hardware(_ref(ref, base, source, f"{role}.hardware"))
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or f"{role}.hardware") from None
+
+
+def chip_options(
+    role: str, spec: ClusterSpec, model: ModelProfile, hardware: HardwareProfile, need_tokens: int, source: str | None
+) -> tuple[int, ...]:
+    """The chips per instance a pool may have: the given count, the given list, or for ``auto`` the
+    fewest chips whose memory holds the model and one request of ``need_tokens`` in some layout
+    (``timing.memory.chips_needed``: SRAM for an LPU, HBM for a GPU) and its multiples up to
+    ``max_gpus_per_instance`` (default: twice that count). Errors name ``role`` (a ``Role``, or a
+    site's field path)."""
+    given = spec.gpus_per_instance
+    if isinstance(given, int):
+        return (given,)
+    if isinstance(given, list):
+        return tuple(sorted(set(given)))
+    least, _ = chips_needed(model, Instance(hardware, 1), need_tokens)
+    if not least:
+        raise PlanInputError(
+            f"no layout of {hardware.name} chips holds {model.name} and a {need_tokens:,}-token request",
+            source=source,
+            field=f"{role}.gpus_per_instance",
+        )
+    cap = spec.max_gpus_per_instance or 2 * least
+    if cap < least:
+        raise PlanInputError(
+            f"max_gpus_per_instance {cap} is below the {least} chips {model.name} needs on {hardware.name}",
+            source=source,
+            field=f"{role}.max_gpus_per_instance",
+        )
+    return tuple(range(least, cap + 1, least))
+
+
+def _pool(
+    role: Role,
+    spec: ClusterSpec,
+    model: ModelProfile,
+    hardware: HardwareProfile,
+    gpus: int,
+    options: tuple[int, ...],
+    source: str | None,
+    prefills: bool = True,
+    basis: Basis = Basis.as_given,
+    base: Path | None = None,
+    where: str | None = None,
+    written: str | None = None,
+    moved: bool = False,
+    measured: bool = True,
+) -> Pool:
+    """One pool on ``basis`` (``study.basis``: which measured points calibrate it, which curve
+    and capacity size it); ``base``: the scenario's folder (relative profile paths); ``where``:
+    the pool's field path in the file (default: its role). What-ifs (``WrittenPool``): ``written``, the
+    reference to ``hardware`` (default: the spec's); ``moved``, the pool is on other hardware than
+    the spec's, whose layout and cost do not apply (the new hardware at its profile's example
+    rental); ``measured`` False, the spec's calibration points are of another model (not used)."""
+    where = where or str(role)
+    # a LayoutSpec, checked by the schema, as parse_layout reads one
+    layout = None if spec.parallel is None or moved else Layout(**spec.parallel.model_dump())
+    engine = Engine.of(spec.engine)
+    if layout is not None:
+        try:
+            check_layout(model, layout, gpus, field="parallel")
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, source=source, field=f"{where}.parallel") from None
+    cost = chip_cost(hardware, CostSpec() if moved else spec.cost, spec.site)
+    calibration = None
+    given = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points] if measured else []
+    points, fit, notes = calibration_points(
+        role,
+        written or spec.hardware,
+        given,
+        spec.calibration_fit if measured else None,
+        spec.calibration_hardware,
+        spec.source,
+        model,
+        hardware,
+        gpus,
+        basis,
+        prefills,
+        spec.calibration_gpus,
+        base,
+    )
+    if points:
+        try:
+            calibration = calibrated(model, hardware, gpus, points, fit, layout, engine)
+        except PlanInputError as exc:
+            field = "calibration_fit" if exc.field == "fit" else "calibration_points"
+            raise PlanInputError(exc.reason, source=source, field=f"{where}.{field}") from None
+        hardware = calibration.hardware
+    instance = Instance(hardware, gpus, layout, engine)
+    options = options if len(options) > 1 else ()
+    if not prefills:
+        return Pool(role, instance, None, calibration, cost, options, tuple(notes))
+    curve_source, capacity = prefill_settings(spec.source, spec.prefill_capacity, calibration is not None, basis)
+    try:
+        curve = prefill_curve(model, instance, curve_source, capacity)
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=source, field=f"{where}.{exc.field or 'gpus_per_instance'}") from None
+    return Pool(role, instance, curve, calibration, cost, options, tuple(notes))
+
+
+def _precision_applied(
+    precision: PrecisionSpec | None, pools: Sequence[tuple[str, ClusterSpec]], model: ModelProfile, source: str | None
+) -> ModelProfile:
+    """The model at the file's ``precision``; with no KV dtype given, an FP8 checkpoint's KV in
+    the dtype its pools' engines pick for it (``profiles.engine``: ``kv_dtype_fp8_checkpoint``; one
+    KV cache moves from PrfaaS to PD, so engines that pick different ones need ``precision.kv``).
+    ``pools``: (field path, spec) of every pool."""
+    from ...timing.engines import engine_profile
+
+    picks = {role: engine_profile(spec.engine.name).defaults.kv_dtype_fp8_checkpoint for role, spec in pools}
+    chosen = {kv for kv in picks.values() if kv is not None}
+    precision = precision or PrecisionSpec()
+    if len(chosen) > 1 and precision.kv is None and (precision.weights or model.dtypes.weights) == Dtype.fp8:
+        said = ", ".join(f"{role} {kv or 'the model profile'}" for role, kv in picks.items())
+        raise PlanInputError(
+            f"the pools' engines keep an FP8 checkpoint's KV in different dtypes ({said}); give precision.kv",
+            source=source,
+            field="precision.kv",
+        )
+    return precision.applied(model, next(iter(chosen), None))
+
+
+def moved_note(where: str, spec: ClusterSpec, ref: str, hardware: HardwareProfile) -> str | None:
+    """The note of a pool (``spec``, at ``where``) moved onto ``hardware`` (``ref``): its layout and
+    cost, which belonged to the old hardware, dropped, and what the new hardware is priced at (its
+    profile's example rental, or that it has none); None when it had neither."""
+    dropped = [what for what, present in (("layout", spec.parallel is not None), ("cost", spec.cost != CostSpec())) if present]
+    if not dropped:
+        return None
+    price = hardware.price_usd_per_gpu_hour
+    priced = (
+        ""
+        if "cost" not in dropped
+        else f", and {ref} has no price (no price_usd_per_gpu_hour in its profile)"
+        if price is None
+        else f" (priced at its profile's example rental, ${price:,.2f} per GPU-hour)"
+    )
+    return f"{where} on {ref}: the {', '.join(dropped)} of {spec.hardware} dropped{priced}"
+
+
+def _base(source: str | None) -> Path | None:
+    """The folder relative profile paths are taken from: the scenario file's."""
+    return Path(source).resolve().parent if source else None
+
+
+def _model(
+    ref: str, precision: PrecisionSpec | None, pools: Sequence[tuple[str, ClusterSpec]], base: Path | None, source: str | None
+) -> tuple[ModelProfile, list[str]]:
+    """The model at the file's precision, and the note of a declared parameter count that the
+    profile's layers do not add up to (warned too)."""
+    try:
+        model = resolve_model(_ref(ref, base, source, "model"))
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=exc.source or source, field=exc.field or "model") from None
+    model = _precision_applied(precision, pools, model, source)
+    mismatch = declared_params_mismatch(model)
+    if mismatch:
+        warn(mismatch)
+    return model, [mismatch] if mismatch else []
+
+
+def _budgets(gpus: dict[str, int], names: set[str], source: str | None) -> dict[str, int]:
+    """The GPU budgets by resolved hardware name (``study.model.gpu_budgets``)."""
+    try:
+        return gpu_budgets(gpus, names)
+    except PlanInputError as exc:
+        raise exc.with_source(source) from None
+
+
+def _fits(model: ModelProfile, pool: Pool, need_tokens: int, source: str | None, field: str) -> None:
+    """``pool``'s instance holds the model and one request of ``need_tokens`` (else an error naming ``field``)."""
+    try:
+        require_fit(model, pool.instance, need_tokens)
+    except PlanInputError as exc:
+        raise PlanInputError(f"{pool.hardware_name}: {exc.reason}", source=source, field=field) from None
+
+
+def _measured_on(decode: DecodeSpec, hardware: str, gpus_per_instance) -> DecodeSpec:
+    """A measured decode rate belongs, unless the file says otherwise, to the site's instance
+    (``gpus_per_instance`` x ``hardware``, as written)."""
+    if decode.tokens_per_s_per_instance is None:
+        return decode
+    written = {"hardware": hardware, "gpus_per_instance": gpus_per_instance}
+    return decode.model_copy(
+        update=measured_instance_defaults(decode.model_dump(), written, "tokens_per_s_hardware", "tokens_per_s_gpus")
+    )
+
+
+def _fitted(
+    role: Role,
+    spec: ClusterSpec,
+    model: ModelProfile,
+    on: tuple[str, HardwareProfile, bool],
+    need_tokens: int,
+    source: str | None,
+    base: Path | None,
+    where: str,
+) -> Pool:
+    """A pool of one chip count that holds the model and a ``need_tokens`` request, ``on`` (the
+    hardware's reference and profile, and whether a what-if moved it there: ``_pool``)."""
+    written, hardware, moved = on
+    gpus = chip_options(where, spec, model, hardware, need_tokens, source)[0]
+    pool = _pool(role, spec, model, hardware, gpus, (gpus,), source, base=base, where=where, written=written, moved=moved)
+    if spec.count_range[1] > 0:
+        try:
+            require_fit(model, pool.instance, need_tokens)
+        except PlanInputError as exc:
+            raise PlanInputError(exc.reason, source=source, field=f"{where}.gpus_per_instance") from None
+    return pool

@@ -1,0 +1,179 @@
+"""A workload, resolved: its length distributions (a prefix cache, a trace's joint lengths, a cluster
+cache from a trace) and the decode context and rate of one decoding instance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...accounting.kv import KvModel
+from ...choices import Basis, CacheRegime, DecodeSource, TraceFormat
+from ...errors import PlanInputError, shorten
+from ...profiles.model import ModelProfile
+from ...profiles.scenario import ClusterCachesSpec, DecodeSpec, WorkloadSpec
+from ...profiles.workload_spec import TraceSpec, mixture_weight_notes
+from ...timing.decode import decode_capacity
+from ...workload.cluster_cache import ClusterCaches, HitDistribution
+from ...workload.distributions import build_distribution, with_prefix_cache
+from ..basis import decode_source, measured_decode_rate
+from ..model import Decode, Pool, Workload
+
+
+def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tuple[Workload, list[str]]:
+    """The length distributions (and caches) of a workload spec, within the model's context, and
+    the notes of mixture weights read as relative."""
+    given = [name for name in ("input", "output") if getattr(spec, name) is not None]
+    notes = [n for name in given for n in mixture_weight_notes(getattr(spec, name), f"workload.{name}")]
+    workload = _distributions(spec, source, model)
+    longest = int(workload.full_input_dist.lengths_tokens[-1])
+    if longest > model.max_context_tokens:
+        raise PlanInputError(
+            f"inputs reach {longest:,} tokens, beyond {model.name}'s context of {model.max_context_tokens:,}",
+            source=source,
+            field="workload.input",
+        )
+    return workload, notes
+
+
+def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile) -> Workload:
+    cc = spec.cluster_caches
+    if cc is not None and cc.from_trace is not None:
+        return _trace_caches(spec, cc, source, model)
+    assert spec.input is not None  # the schema requires it without from_trace
+    joint = _trace_joint(spec, source)
+    if joint is not None:
+        return joint
+    full_input = build_distribution(spec.input, source, "workload.input")
+    uncached = full_input
+    if spec.prefix_cache is not None:
+        try:
+            uncached = with_prefix_cache(full_input, spec.prefix_cache.hit_fractions, spec.prefix_cache.probs)
+        except PlanInputError as exc:
+            raise exc.with_field("workload.prefix_cache").with_source(source) from None
+    output = build_distribution(_output_spec(spec), source, "workload.output", role="output")
+    if spec.cluster_caches is None:
+        return Workload(uncached, full_input, output)
+    cc = spec.cluster_caches
+    pd_hits, prfaas_hits = (
+        HitDistribution.none() if c is None else HitDistribution.of(c.hit_fractions, c.probs) for c in (cc.pd, cc.prfaas)
+    )
+    caches = ClusterCaches(full_input, pd_hits, prfaas_hits, cc.regime)
+    try:
+        workload = Workload(uncached, full_input, output, caches)
+        return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
+    except PlanInputError as exc:
+        raise exc.with_field(exc.field or "workload.cluster_caches").with_source(source) from None
+
+
+def _output_spec(spec: WorkloadSpec):
+    """``workload.output``; where it is not given and the input is a request trace, that trace's outputs."""
+    given = "output" in spec.model_fields_set
+    if given or not isinstance(spec.input, TraceSpec) or spec.input.format is None:
+        return spec.output
+    return spec.input
+
+
+def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
+    """The workload of a request trace used jointly (``workload.joint``): the input is a trace with
+    a format, the output that same trace (or not given), and no prefix-cache distribution is given
+    (a trace's own cached prefix, where it has one, sets the routing length). None otherwise."""
+    inp = spec.input
+    if not isinstance(inp, TraceSpec) or inp.format is None or spec.prefix_cache is not None or spec.cluster_caches is not None:
+        return None
+    if _output_spec(spec) is not inp and (
+        spec.output.type,
+        getattr(spec.output, "path", None),
+        getattr(spec.output, "format", None),
+    ) != (
+        inp.type,
+        inp.path,
+        inp.format,
+    ):
+        return None
+    from ...workload.joint import joint_lengths
+    from ...workload.trace_cache import spec_trace, trace_path
+
+    path = trace_path(inp.path, source)
+    if not path.is_file():  # named from the scenario, as every other missing file is
+        raise PlanInputError(f"no trace file {shorten(str(path), 80)}", source=source, field="workload.input.path")
+    trace = spec_trace(path, inp.format)  # its errors name the trace file and line
+    j = joint_lengths(trace)
+    return Workload(
+        j.input_dist,
+        j.full_input_dist,
+        j.output_dist,
+        output_by_input=j.output_by_input,
+        decode_context_tokens=j.decode_context_tokens,
+        trace=trace,
+    )
+
+
+def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None, model: ModelProfile) -> Workload:
+    """The workload of ``cluster_caches.from_trace``: the trace's input lengths, each request's
+    cached prefix in each cluster (``workload.trace_caches``); without ``workload.output``, the
+    trace's own outputs and the decode context of its requests (``workload.joint``)."""
+    from ...workload.joint import joint_lengths
+    from ...workload.trace_cache import spec_trace, trace_path
+    from ...workload.trace_caches import caches_from_trace
+
+    given = "output" in spec.model_fields_set
+    output = build_distribution(spec.output, source, "workload.output") if given else None
+    try:
+        assert cc.from_trace is not None  # the caller's condition
+        trace = spec_trace(trace_path(cc.from_trace.path, source), TraceFormat.mooncake)
+        caches = caches_from_trace(cc.from_trace, trace, KvModel.of(model), cc.regime)
+        joint = None if given else joint_lengths(trace)  # the output jointly: its decode context
+        output = output if joint is None else joint.output_dist
+        assert output is not None
+        context = None if joint is None else joint.decode_context_tokens
+        workload = Workload(caches.full_input, caches.full_input, output, caches, decode_context_tokens=context, trace=trace)
+        return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
+    except PlanInputError as exc:  # a trace's error names its line; the model's, the cache spec
+        raise (exc if exc.field else exc.with_field("workload.cluster_caches.from_trace")).with_source(source) from None
+
+
+def _decode_context(dec: DecodeSpec, model: ModelProfile, workload: Workload, source: str | None) -> int:
+    """Context per decoding request: given, or the mean full input + half the mean output
+    (decode holds the whole context, cached prefix included), within the model's context."""
+    given = dec.context_tokens
+    if given is not None and given > model.max_context_tokens:
+        raise PlanInputError(
+            f"{given} tokens exceeds {model.name}'s context of {model.max_context_tokens}",
+            source=source,
+            field="decode.context_tokens",
+        )
+    joint = workload.decode_context_tokens  # a trace's output-weighted context (workload.joint)
+    default = int(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2 if joint is None else joint))
+    return given or min(default, model.max_context_tokens)
+
+
+def _decode(
+    dec: DecodeSpec,
+    model: ModelProfile,
+    pd: Pool,
+    written: str,
+    context: int,
+    source: str | None,
+    basis: Basis = Basis.as_given,
+    base: Path | None = None,
+    measured: bool = True,
+) -> tuple[Decode, list[str]]:
+    """What one instance of the decoding pool (``pd``: the PD pool, or the decode-only pool, whose
+    hardware the scenario names ``written``) sustains, on ``basis`` (``study.basis``); notes.
+    ``measured`` False: the scenario's tokens/s are of another model (a what-if's) and not used."""
+    rate, notes = measured_decode_rate(
+        dec.tokens_per_s_per_instance if measured else None,
+        dec.tokens_per_s_hardware,
+        written,
+        pd.gpus_per_instance,
+        dec.tokens_per_s_gpus,
+        base,
+    )
+    if rate is not None and basis == Basis.as_given:
+        return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
+    try:
+        capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=source, field=f"decode.{exc.field}" if exc.field else "decode") from None
+    used = decode_source(rate is not None, capacity.source, basis)
+    return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s if rate is None else rate, used, capacity), notes
