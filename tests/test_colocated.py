@@ -140,3 +140,18 @@ def test_left_out_beside_a_decode_only_pool():
     result = plan(load_inputs("phase-split"), with_marginals=False, with_other_mode=False)
     assert result.colocated is None
     assert any("co-located baseline is left out" in n for n in result.notes)
+
+
+def test_two_tokens_a_step_halve_tpot_and_double_the_chunks(fixed_plan):
+    """With m = 2 tokens a step (multi-token prediction: the decode rate doubled over the same step
+    times), by hand: each step carries b m w_p / O of prefill, tau = s(B) + 2 B w_p / O,
+    TPOT = tau / 2 and Lambda = N B 2 / (O tau)."""
+    inputs = fixed_plan.inputs
+    doubled = replace(inputs, decode=replace(inputs.decode, tokens_per_s_per_instance=2 * TOKENS_PER_S))
+    local_table, _ = _parts(inputs)
+    c = colocated(doubled, local_table, decode_model(inputs), 12)
+    tau = STEP + BATCH * 2 * T_PD / OUT
+    assert c.tokens_per_step == pytest.approx(2.0)
+    assert c.step_s == pytest.approx(tau, rel=1e-4)
+    assert c.tpot_ms == pytest.approx(1e3 * tau / 2, rel=1e-4)
+    assert c.lambda_max_rps == pytest.approx(12 * BATCH * 2 / (OUT * tau), rel=1e-4)

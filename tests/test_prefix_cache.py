@@ -144,3 +144,15 @@ def test_geometry_from_the_models_kv():
     dense = CacheGeometry.of(KvModel.of(resolve_model("llama-3.1-8b")), 16)
     # 32 layers x 8 KV heads x (128 + 128) x 2 bytes per token, 16 tokens a block
     assert dense.block_bytes == 32 * 8 * 256 * 2 * 16 and not dense.hybrid and dense.snapshot_bytes(100) == 0
+
+
+def test_a_cache_given_in_gib_holds_that_many_binary_gigabytes():
+    """``CacheConfig.of_gib`` is GiB = 2^30 bytes: four blocks of a quarter GiB fill 1 GiB
+    exactly, so a repeat of a 4-block request finds all four (cached L - 1 = 15 tokens); at
+    10^9 bytes only three would fit (12 tokens)."""
+    quarter = CacheGeometry(B, 2**30 / 4, 0.0)
+    assert CacheConfig.of_gib(1, 2).hbm_bytes == 2**30 and CacheConfig.of_gib(1, 2).dram_bytes == 2**31
+    rep = replay(BlockRequests.of([[1, 2, 3, 4], [1, 2, 3, 4]], [16, 16]), quarter, CacheConfig.of_gib(1))
+    assert rep.cached_tokens.tolist() == [0, 15]
+    short = replay(BlockRequests.of([[1, 2, 3, 4], [1, 2, 3, 4]], [16, 16]), quarter, CacheConfig(1e9))
+    assert short.cached_tokens.tolist() == [0, 12]

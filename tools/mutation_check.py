@@ -1334,6 +1334,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        to_s,\n        rows,\n",
         "        to_s,\n        None,\n",
     ),
+    "colocated-tpot-ignores-mtp": (
+        "prfaas_plan/planner/colocated.py",
+        "        return self.step_s / self.tokens_per_step * 1e3",
+        "        return self.step_s * 1e3",
+    ),
+    "prefix-cache-gib-as-1e9": (
+        "prfaas_plan/workload/prefix_cache.py",
+        "return CacheConfig(hbm_gib * BYTES_PER_GIB, dram_gib * BYTES_PER_GIB, **kw)",
+        "return CacheConfig(hbm_gib * 1e9, dram_gib * 1e9, **kw)",
+    ),
 }
 
 
