@@ -41,9 +41,9 @@ def _wall_cpu_s(tree: Path, requests: int, out: Path) -> tuple[float, float]:
 def _in_process_s(requests: int) -> float:
     """CPU seconds of ``simulate()`` alone (no start-up, no plan) on the case study's plan at 0.8 x Λ_max."""
     from prfaas_plan import api
-    from prfaas_plan.planner.decode_model import decode_model
     from prfaas_plan.planner.deployment import Deployment
     from prfaas_plan.simulate import SimConfig, simulate
+    from prfaas_plan.study.model import decode_model
 
     inputs = api.inputs("paper-case-study")
     plan = Deployment("prfaas_pd", 19349.0, 4, 3, 5)

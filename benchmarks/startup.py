@@ -110,7 +110,7 @@ BREAKDOWN_TARGETS = (
     "pydantic._internal._model_construction:complete_model_class",
     "prfaas_plan.study.basis:calibrated",
     "prfaas_plan.timing.prefill:RooflinePrefill._search_layout",
-    "prfaas_plan.planner.decode_model:decode_model",
+    "prfaas_plan.study.model:decode_model",
     "prfaas_plan.planner.throughput:threshold_table",
     "prfaas_plan.planner.optimizer:optimise",
     "prfaas_plan.planner.paper:is_case_study",

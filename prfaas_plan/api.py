@@ -480,9 +480,9 @@ def compare(
     from .planner.compare import compare as run
     from .planner.executor import executor_for
     from .profiles.registry import resolve_scenario_file
-    from .profiles.scenario_set import CompareOption, scenario_set
     from .ranges import JOBS
     from .study.resolve import check_references
+    from .study.resolve.options import CompareOption, scenario_set
 
     JOBS.check(jobs, "jobs")
     executor = executor or executor_for(jobs, ray_address)  # before reading the scenario: a missing Ray fails first
@@ -597,11 +597,11 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
     threshold, and with the best static plan's; each from empty queues (``planner.schedule``). Returns
     (day plan, [(window, schedule's SimResult, static's SimResult)])."""
     from .choices import DeploymentName
-    from .planner.decode_model import decode_model
     from .planner.deployment import Deployment
     from .profiles.registry import resolve_scenario_file
     from .simulate import SimConfig
     from .simulate import simulate as run_sim
+    from .study.model import decode_model
 
     REQUESTS.check(requests, "requests")
     with scenario_errors(scenario):
@@ -798,11 +798,11 @@ def simulate(
     arrivals in [``from_s``, ``to_s``) of trace time, ``speedup`` times as fast, and each request's own
     lengths (with the caches, its own cached prefixes: ``simulate.replay``); the rate and the request
     count are then the trace's."""
-    from .planner.decode_model import decode_model
     from .planner.deployment import deployments_of
     from .planner.latency import LatencyModel
     from .simulate import SimConfig
     from .simulate import simulate as run_sim
+    from .study.model import decode_model
 
     if requests is not None:  # before planning
         check_simulated_requests(requests, 1, "requests")

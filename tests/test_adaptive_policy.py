@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment, deployments_of
 from prfaas_plan.planner.plan import plan
 from prfaas_plan.simulate import SimConfig, simulate
 from prfaas_plan.simulate.engine import _draw, _Loop, one_site_topology
 from prfaas_plan.simulate.policies import AdaptivePolicy
 from prfaas_plan.simulate.roles import busy_share, busy_share_without_one
+from prfaas_plan.study.model import decode_model
 
 PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)
 DROP = dict(rate_rps=2.0, requests=8000, drop_at_s=1000.0, drop_for_s=600.0)  # docs/simulation.md's example

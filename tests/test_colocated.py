@@ -23,10 +23,9 @@ from conftest import REPO
 
 from prfaas_plan.planner.chips import load_inputs
 from prfaas_plan.planner.colocated import colocated
-from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.plan import local_only, plan
 from prfaas_plan.planner.throughput import threshold_table
-from prfaas_plan.study.model import Slo
+from prfaas_plan.study.model import Slo, decode_model
 
 PROMPT, T_PD, OUT, TOKENS_PER_S, BATCH, STEP = 10224, 1.83, 1024, 800.0, 64, 0.08
 HAND_RPS = 12 / (T_PD + OUT / TOKENS_PER_S)

@@ -84,8 +84,8 @@ def test_no_option_uses_a_curve_measured_on_other_hardware(pd):
     """The pools of each option, resolved as compare resolves them: a calibration was fitted on
     the points of the pool's own hardware, and the H20 decode rate only decodes on H20."""
     from prfaas_plan.planner.chips import choose_among
-    from prfaas_plan.profiles.scenario_set import CompareOption
     from prfaas_plan.study.resolve import one_site
+    from prfaas_plan.study.resolve.options import CompareOption
     from prfaas_plan.timing.prefill import MeasuredPrefill
 
     scenario, path = resolve_scenario_file("paper-case-study")

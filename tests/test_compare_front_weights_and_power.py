@@ -24,7 +24,7 @@ from conftest import CASE_STUDY
 
 from prfaas_plan.choices import ObjectiveKind
 from prfaas_plan.planner.compare import OptionResult, pareto_front
-from prfaas_plan.profiles.scenario_set import CompareOption
+from prfaas_plan.study.resolve.options import CompareOption
 
 
 def dominated_by_hand(points: list[tuple | None], i: int) -> bool:

@@ -6,12 +6,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prfaas_plan.planner.chips import load_inputs
-from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment
 from prfaas_plan.planner.latency import LatencyModel, _queue, erlang_c
 from prfaas_plan.planner.slo import goodput, slo_optimise
 from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.profiles.scenario import SloSpec
+from prfaas_plan.study.model import decode_model
 
 FIXTURE = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -22,8 +22,8 @@ from conftest import case_study_doc
 from prfaas_plan import api
 from prfaas_plan.profiles.registry import hardware_identity, resolve_scenario_file, same_hardware
 from prfaas_plan.profiles.scenario import load_scenario
-from prfaas_plan.profiles.scenario_set import CompareOption
 from prfaas_plan.study.resolve import build_variants, one_site
+from prfaas_plan.study.resolve.options import CompareOption
 
 REPO = Path(__file__).resolve().parents[1]
 CASE_STUDY_LAMBDA_RPS = 3.237  # tests/test_planner.py: t = 19,349, 4/3/5 (exact mode)

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment
 from prfaas_plan.simulate import SimConfig, simulate
 from prfaas_plan.simulate.engine import one_site_topology, run
 from prfaas_plan.simulate.topology import PrfaasSite, Topology
+from prfaas_plan.study.model import decode_model
 
 PACKAGE = Path(__file__).resolve().parent.parent / "prfaas_plan"
 PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)
@@ -195,7 +195,7 @@ def test_simulated_tpot_follows_the_decode_batch():
     case study the simulated TPOT mean is the closed form's within 2% (about 59 ms), far above the
     step time of a batch of one (30 ms)."""
     from prfaas_plan import api
-    from prfaas_plan.planner.decode_model import decode_model
+    from prfaas_plan.study.model import decode_model
 
     run = api.simulate("paper-case-study", load=0.8, requests=4000, seed=1)
     simulated_ms = run.result.tpot["overall"]["mean_ms"]

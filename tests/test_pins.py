@@ -23,7 +23,6 @@ import pytest
 import yaml
 
 from prfaas_plan import api
-from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment
 from prfaas_plan.planner.latency import LatencyModel
 from prfaas_plan.planner.optimizer import optimise
@@ -32,6 +31,7 @@ from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.profiles.model import expand_layers
 from prfaas_plan.profiles.scenario import load_scenario
 from prfaas_plan.simulate import SimConfig, simulate
+from prfaas_plan.study.model import decode_model
 from prfaas_plan.study.resolve import build_inputs
 from prfaas_plan.timing.calibrate import CalibrationPoint, calibrate
 from prfaas_plan.timing.instance import Instance

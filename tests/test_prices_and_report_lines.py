@@ -82,9 +82,9 @@ def test_slo_optimiser_checks_prices_itself(tmp_path):
     """The cause, in the library: ``slo_optimise`` under min_cost raises before any search."""
     from prfaas_plan.errors import PlanInputError
     from prfaas_plan.planner.chips import load_inputs
-    from prfaas_plan.planner.decode_model import decode_model
     from prfaas_plan.planner.slo import slo_optimise
     from prfaas_plan.planner.throughput import threshold_table
+    from prfaas_plan.study.model import decode_model
 
     inputs = load_inputs(scenario(tmp_path, unpriced_h200(tmp_path), objective=MIN_COST, slo=SLO))
     with pytest.raises(PlanInputError) as err:

@@ -532,7 +532,7 @@ def test_plan_csv_rows_carry_identity(run_cli):
 
 def test_compare_says_why_options_fail():
     from prfaas_plan.planner.compare import plan_option
-    from prfaas_plan.profiles.scenario_set import CompareOption, scenario_set
+    from prfaas_plan.study.resolve.options import CompareOption, scenario_set
 
     def outcome(doc, option=CompareOption()):
         scenarios = scenario_set(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH, basis="as-given")
@@ -553,7 +553,7 @@ def test_compare_says_why_options_fail():
 
 def test_pareto_front_by_brute_force():
     from prfaas_plan.planner.compare import OptionResult, pareto_front
-    from prfaas_plan.profiles.scenario_set import CompareOption
+    from prfaas_plan.study.resolve.options import CompareOption
 
     rng = np.random.default_rng(7)
     pts = rng.integers(1, 6, size=(40, 3)).astype(float)
@@ -646,7 +646,7 @@ def test_compare_prices_swapped_hardware_at_its_own_price():
     """A pool's purchase cost belongs to its hardware: an option that swaps the hardware is priced
     at the new profile's rental (B200: $6.3 per chip-hour), and the report says so."""
     from prfaas_plan.planner.compare import plan_option
-    from prfaas_plan.profiles.scenario_set import CompareOption, scenario_set
+    from prfaas_plan.study.resolve.options import CompareOption, scenario_set
 
     doc = scenario_doc(prfaas__cost={"purchase_usd_per_gpu": 25000})
     scenarios = scenario_set(load_scenario(yaml.safe_load(yaml.safe_dump(doc))), SCENARIO_PATH)

@@ -245,10 +245,10 @@ def test_slo_goodput_of_every_deployment(slo_plan):
     """Each deployment's goodput is the largest rate whose closed-form P90 TTFT meets the target
     (checked here on the latency itself: met just below, missed just above unless it is Λ_max),
     and 'vs homog' is goodput over the homogeneous baseline's goodput, not Λ_max."""
-    from prfaas_plan.planner.decode_model import decode_model
     from prfaas_plan.planner.deployment import deployments_of
     from prfaas_plan.planner.latency import LatencyModel
     from prfaas_plan.planner.plan import local_inputs_of
+    from prfaas_plan.study.model import decode_model
 
     result = slo_plan
     deps = deployments_of(result)

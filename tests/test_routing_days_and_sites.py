@@ -657,10 +657,10 @@ def test_latency_model_and_simulator_carry_the_cached_kv():
     """With caches in both clusters (plentiful regime) the closed-form link load at a rate is the
     throughput model's link work per request x the rate (offloaded KV plus cached KV moved to PD), and
     the simulator measures that egress within 10%."""
-    from prfaas_plan.planner.decode_model import decode_model
     from prfaas_plan.planner.deployment import Deployment
     from prfaas_plan.planner.latency import LatencyModel
     from prfaas_plan.simulate import SimConfig, simulate
+    from prfaas_plan.study.model import decode_model
 
     inputs = inputs_of(yaml.safe_load((REPO / "tests" / "data" / "cluster_caches.yaml").read_text()))
     assert inputs.workload.routed.regime == "plentiful"

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from prfaas_plan.errors import PlanInputError
-from prfaas_plan.planner.decode_model import decode_model
 from prfaas_plan.planner.deployment import Deployment
 from prfaas_plan.planner.throughput import bounds, threshold_table
 from prfaas_plan.simulate import SimConfig, read_bandwidth_trace, simulate
@@ -24,6 +23,7 @@ from prfaas_plan.simulate.bandwidth import CapacitySchedule
 from prfaas_plan.simulate.link import KvLink
 from prfaas_plan.simulate.policies import threshold_ladder
 from prfaas_plan.simulate.timeseries import COLUMNS
+from prfaas_plan.study.model import decode_model
 
 DATA = Path(__file__).parent / "data" / "simulate"
 PLAN = Deployment("prfaas_pd", 19349.0, 4, 3, 5)  # the deployment simulated (the case study's plan)

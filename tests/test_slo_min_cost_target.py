@@ -36,10 +36,9 @@ def test_slo_plan_without_target_is_refused_like_plain_plan(tmp_path, run_cli):
 
 def test_slo_optimise_min_cost_without_target_names_the_field():
     from prfaas_plan.api import inputs as load_inputs
-    from prfaas_plan.planner.decode_model import decode_model
     from prfaas_plan.planner.slo import slo_optimise
     from prfaas_plan.planner.throughput import threshold_table
-    from prfaas_plan.study.model import Slo
+    from prfaas_plan.study.model import Slo, decode_model
 
     inputs = load_inputs(str(DAY))
     with pytest.raises(PlanInputError) as err:

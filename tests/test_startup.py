@@ -124,9 +124,9 @@ def test_shipped_layouts_are_read_and_other_instances_searched(monkeypatch):
     """The case study's prefill and decode layout searches are read, not searched; the same model
     on a changed chip (a user's profile) is searched, prefill and decode."""
     from prfaas_plan.planner.chips import load_inputs
-    from prfaas_plan.planner.decode_model import decode_model
     from prfaas_plan.planner.throughput import threshold_table
     from prfaas_plan.study import basis
+    from prfaas_plan.study.model import decode_model
     from prfaas_plan.timing import decode, prefill
 
     searched = []

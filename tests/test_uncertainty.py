@@ -16,7 +16,7 @@ import pytest
 
 from prfaas_plan.planner.compare import OptionResult
 from prfaas_plan.planner.uncertainty import versus_best
-from prfaas_plan.profiles.scenario_set import CompareOption
+from prfaas_plan.study.resolve.options import CompareOption
 from prfaas_plan.timing import uncertainty as u
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from ..study.resolve import build_variants
 
 def _score(inputs: PlanInputs) -> tuple:
     """A sort key of one combination, lower is better."""
-    from .decode_model import decode_model
+    from ..study.model import decode_model
     from .slo import best_plan
     from .throughput import threshold_table
 

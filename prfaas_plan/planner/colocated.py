@@ -46,9 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..study.model import PlanInputs
+from ..study.model import DecodeModel, PlanInputs
 from .cost import usd_per_hour
-from .decode_model import DecodeModel
 from .throughput import ThresholdTable
 
 COLOCATED = "colocated"  # the row's name in the plan's reports, beside the DeploymentName baselines

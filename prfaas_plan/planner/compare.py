@@ -1,5 +1,5 @@
 """A procurement question in one run: plan every option of a scenario set
-(``profiles.scenario_set``: variants of one scenario by hardware, model and link), each the
+(``study.resolve.options``: variants of one scenario by hardware, model and link), each the
 scenario resolved once with the option's typed what-ifs (``study.resolve.OneSite.with_option``,
 ``sites_option``).
 
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 
 from ..choices import Basis, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
-from ..profiles.scenario_set import CompareOption, ScenarioSet
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Study
 from ..study.resolve import OneSite, resolved_base
+from ..study.resolve.options import CompareOption, ScenarioSet
 from .cost import Tco
 from .uncertainty import Verdict, error_key, versus_best
 

@@ -33,8 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..profiles.model import expand_layers
-from ..study.model import PlanInputs
-from .decode_model import DecodeModel
+from ..study.model import DecodeModel, PlanInputs
 from .deployment import Deployment
 from .throughput import per_token_count
 

@@ -32,11 +32,10 @@ import numpy as np
 from ..choices import Bound, DeploymentName, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
-from ..study.model import Limits, PlanInputs
+from ..study.model import Limits, PlanInputs, decode_model
 from ..units import bytes_per_s_to_gbps
 from .colocated import Colocated, colocated_baseline
 from .cost import Tco, chips_of, tco_at, unpriced_pools, usd_per_hour
-from .decode_model import decode_model
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise

@@ -18,8 +18,7 @@ import numpy as np
 
 from ..choices import DeploymentName, ObjectiveKind
 from ..errors import PlanInputError
-from ..study.model import Limits, PlanInputs, Slo
-from .decode_model import DecodeModel
+from ..study.model import DecodeModel, Limits, PlanInputs, Slo
 from .deployment import Deployment
 from .latency import LatencyModel, SupportArrays
 from .optimizer import Solution, check_limits, coarse_indices, combination_count, count_combinations, min_cost_target, optimise

@@ -155,7 +155,7 @@ def sweep_instances(
 def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dict]:
     """TTFT (mean, P90, P99) and TPOT against the arrival rate for every deployment of a plan,
     on a common grid from 2% to 100% of the largest Lambda_max; an overloaded point is blank."""
-    from .decode_model import decode_model
+    from ..study.model import decode_model
     from .deployment import deployments_of
     from .latency import LatencyModel, SupportArrays
 

@@ -51,9 +51,8 @@ import numpy as np
 
 from ..choices import RoutingPolicy
 from ..errors import PlanInputError
-from ..planner.decode_model import DecodeModel
 from ..planner.deployment import Deployment
-from ..study.model import PlanInputs
+from ..study.model import DecodeModel, PlanInputs
 from ..units import bytes_per_s_to_gbps
 from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule

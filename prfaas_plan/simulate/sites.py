@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..planner.decode_model import decode_model
+from ..study.model import decode_model
 from .bandwidth import CapacitySchedule
 from .config import SimConfig
 from .engine import run

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..planner.decode_model import DecodeModel
-    from ..study.model import Workload
+    from ..study.model import DecodeModel, Workload
     from ..timing.prefill import PrefillCurve
     from ..workload.distributions import LengthDistribution
     from .bandwidth import CapacitySchedule

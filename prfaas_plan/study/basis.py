@@ -16,7 +16,7 @@ count), measured decode rates as given. Basis ``model`` (``compare``'s default):
 on the instance model, the roofline, calibrated on the measured points its own hardware has
 (the scenario's, else the model profile's for that hardware and chip count), its capacity
 batched (saturated) unless the pool sets ``prefill_capacity``; a measured decode rate calibrates
-the roofline's step times (one factor, ``planner.decode_model``).
+the roofline's step times (one factor, ``study.model.decode_model``).
 """
 
 from __future__ import annotations

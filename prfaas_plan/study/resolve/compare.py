@@ -13,7 +13,7 @@ from .single_site import OneSite, one_site
 from .sites import resolve_sites
 
 if TYPE_CHECKING:  # compare's options: imported where used (start-up)
-    from ...profiles.scenario_set import CompareOption, ScenarioSet
+    from .options import CompareOption, ScenarioSet
 
 
 def resolved_base(scenarios: ScenarioSet) -> OneSite | Study | None:

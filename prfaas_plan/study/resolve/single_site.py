@@ -25,8 +25,8 @@ from .pools import _base, _budgets, _fits, _hardware, _model, _pool, _ref, chip_
 from .workload import _decode, _decode_context, _workload
 
 if TYPE_CHECKING:  # compare's options and multi-site schemas: imported where used (start-up)
-    from ...profiles.scenario_set import CompareOption
     from ...profiles.sites import SitesScenario
+    from .options import CompareOption
 
 
 def build_inputs(scenario: Scenario, source: str | None = None, basis: Basis = Basis.as_given) -> PlanInputs:
@@ -151,10 +151,10 @@ class OneSite:
         return self._said(f"GPU budgets of hardware this option does not use ignored: {dropped}", gpu_budget=kept)
 
     def with_option(self, option: CompareOption) -> OneSite:
-        """The what-ifs of a ``compare`` option (``profiles.scenario_set``): the PrfaaS pool's
+        """The what-ifs of a ``compare`` option (``study.resolve.options``): the PrfaaS pool's
         hardware, the PD pool's, the decode-only pool (``NO_DECODE_POOL``: none), the model, the
         link; then the GPU budgets of hardware no pool uses left out."""
-        from ...profiles.scenario_set import NO_DECODE_POOL
+        from .options import NO_DECODE_POOL
 
         study = self
         for role, ref in ((Role.prfaas, option.prfaas), (Role.pd, option.pd)):
@@ -312,7 +312,7 @@ def one_site(scenario: Scenario, source: str | None = None, basis: Basis = Basis
 
 def _written(base: OneSite, option: CompareOption) -> dict:
     """The identity fields that ``option`` replaces on ``base``, as it writes them."""
-    from ...profiles.scenario_set import NO_DECODE_POOL
+    from .options import NO_DECODE_POOL
 
     out: dict = {} if option.model is None else {"model": option.model}
     if option.link_gbps is not None:
@@ -395,7 +395,7 @@ def validate_scenario(data: object, source: str) -> Scenario:
 def check_references(scenario: Scenario | SitesScenario, source: str | None, options=()) -> None:
     """Every hardware and model that the ``compare:`` section or ``options`` name resolves
     (a path relative to the scenario's folder), each once; an error names the first that does not."""
-    from ...profiles.scenario_set import NO_DECODE_POOL
+    from .options import NO_DECODE_POOL
 
     base, spec = _base(source), scenario.compare
     for name, resolver in (

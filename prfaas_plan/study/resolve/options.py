@@ -21,12 +21,12 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..choices import Basis, ObjectiveKind
-from ..errors import PlanInputError
-from ..ranges import COMPARE_OPTIONS
-from .registry import looks_like_path
-from .scenario import Scenario
-from .sites import SitesScenario
+from ...choices import Basis, ObjectiveKind
+from ...errors import PlanInputError
+from ...profiles.registry import looks_like_path
+from ...profiles.scenario import Scenario
+from ...profiles.sites import SitesScenario
+from ...ranges import COMPARE_OPTIONS
 
 NO_DECODE_POOL = "none"
 
