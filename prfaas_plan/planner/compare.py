@@ -168,7 +168,6 @@ def plan_option(
         return _failed(
             option, exc, identity, sources(inputs, scenarios.basis) if inputs else {"basis": str(scenarios.basis)}, said
         )
-    notes = list(variant.said)
     pt, lat, u = result.point, result.operating_latency, result.uncertainty
     assert lat is not None and u is not None  # plan() sets both (_add_latency, plan_range)
     finite = lambda x: None if x is None or not math.isfinite(x) else float(x)  # noqa: E731
@@ -195,7 +194,7 @@ def plan_option(
         tco=result.tco,
         ratio_vs_homogeneous=result.ratio("prfaas_pd"),
         colocated_lambda_rps=None if result.colocated is None else result.colocated.lambda_max_rps,
-        notes=tuple(notes + list(result.notes)),
+        notes=(*variant.said, *result.notes),
         sources=sources(result.inputs, scenarios.basis),
         lambda_low_rps=u.low.lambda_max_rps,
         lambda_high_rps=u.high.lambda_max_rps,
@@ -233,7 +232,6 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption, base: Stud
     ]
     if study.cases:
         said.append("the file's robust: cases are not compared: each option is planned as sites plans the file")
-    first_pd, first_prfaas = study.pd_sites[0].name, study.prfaas_sites[0].name
     return OptionResult(
         option,
         identity=study.identity(),
@@ -242,9 +240,8 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption, base: Stud
         gpus=gpus,
         usd_per_hour=result.usd_per_hour,
         notes=(*notes, *said, *study.notes),
-        sources=sources(
-            study.pair(first_pd, first_prfaas), Basis.as_given
-        ),  # the first sites' pools (each option moves every site)
+        # the first sites' pools (each option moves every site)
+        sources=sources(study.pair(study.pd_sites[0].name, study.prfaas_sites[0].name), Basis.as_given),
     )
 
 
@@ -291,14 +288,11 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
         return math.inf if value is None else -CRITERIA_SENSE[name] * value
 
     points = {i: tuple(loss(r, name) for name in criteria) for i, r in enumerate(results) if r.feasible}
-    front = set()
-    for i, a in points.items():
-        dominated = any(
-            all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a)) for j, b in points.items() if j != i
-        )
-        if not dominated:
-            front.add(i)
-    return front
+    return {
+        i
+        for i, a in points.items()
+        if not any(all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a)) for b in points.values())
+    }
 
 
 def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None, executor=None) -> Comparison:
@@ -310,8 +304,8 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
     executor = executor or executor_for(jobs)
     base = resolved_base(scenarios)  # once; each option is its what-ifs (the same object in every task)
     results = executor.map(plan_option, [(scenarios, option, mode, base) for option in scenarios.options], progress)
-    results.sort(key=rank_key(scenarios.objective))
     objective = scenarios.objective
+    results.sort(key=rank_key(objective))
     return Comparison(
         scenarios.name,
         objective,

@@ -32,8 +32,8 @@ Progress = Callable[[int, int], None]
 RAY_EXTRA = "pip install 'prfaas-plan[ray]'"  # the optional dependency that brings Ray
 
 
-def _silent(done: int, total: int) -> None:
-    pass
+def no_progress(done: int, total: int) -> None:
+    """A ``Progress`` that reports nothing."""
 
 
 class Executor:
@@ -52,7 +52,7 @@ class InProcess(Executor):
     """One task after another in this process."""
 
     def map(self, fn, tasks, progress=None):
-        progress = progress or _silent
+        progress = progress or no_progress
         out = []
         for k, task in enumerate(tasks):
             out.append(fn(*task))
@@ -79,7 +79,7 @@ class LocalProcesses(Executor):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        progress = progress or _silent
+        progress = progress or no_progress
         context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
         out: list = [None] * len(tasks)
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=context) as pool:
@@ -141,29 +141,23 @@ class RayExecutor(Executor):
         return ray, True
 
     def map(self, fn, tasks, progress=None):
-        progress = progress or _silent
+        progress = progress or no_progress
         if not tasks:
             return []
         ray, connected = self._connect()
         try:
             remote = ray.remote(fn)
-            shared: dict[int, Any] = {}  # id -> object ref of an argument every task passes
-            first = tasks[0]
-            for position, value in enumerate(first):
-                if all(task[position] is value for task in tasks) and len(tasks) > 1:
-                    shared[position] = ray.put(value)
+            # position -> object ref of an argument every task passes
+            shared = {p: ray.put(v) for p, v in enumerate(tasks[0]) if len(tasks) > 1 and all(t[p] is v for t in tasks)}
             refs = [remote.remote(*(shared.get(p, v) for p, v in enumerate(task))) for task in tasks]
-            index = {ref: k for k, ref in enumerate(refs)}
-            out: list = [None] * len(tasks)
-            pending, done = list(refs), 0
+            values: dict = {}  # ref -> its task's result
+            pending = list(refs)
             while pending:  # whatever finished within a fifth of a second, then the rest
                 ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)
-                for ref, value in zip(ready, ray.get(ready)):
-                    out[index[ref]] = value
-                done += len(ready)
+                values.update(zip(ready, ray.get(ready)))
                 if ready:
-                    progress(done, len(tasks))
-            return out
+                    progress(len(values), len(tasks))
+            return [values[ref] for ref in refs]
         finally:
             if connected:
                 ray.shutdown()

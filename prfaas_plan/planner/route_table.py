@@ -57,19 +57,16 @@ def route_table(inputs: PlanInputs, table: ThresholdTable, sol: Solution, usable
     grid = np.unique(np.asarray(usable_gbps, dtype=float))
     if grid.size == 0 or np.any(~np.isfinite(grid)) or np.any(grid < 0):
         raise PlanInputError("bandwidths must be finite and >= 0", field="usable_gbps")
-    caches = inputs.workload.caches
+    caches, routed = inputs.workload.caches, inputs.workload.routed
     if caches is None or caches.regime != CacheRegime.auto:
-        regime = None if inputs.workload.routed is None else str(inputs.workload.routed.regime)
-        return _rows(inputs, table, sol, grid, regime)
-    routed = inputs.workload.routed
+        return _rows(inputs, table, sol, grid, None if routed is None else str(routed.regime))
     assert routed is not None  # a workload with caches is routed when resolved (study.resolve, Workload.with_cache_regime)
     own = routed.regime
-    variants = [(own, inputs, table)]
+    per_regime = [_rows(inputs, table, sol, grid, str(own))]
     for regime in (CacheRegime.scarce, CacheRegime.plentiful):
         if regime != own:
             other = inputs.with_cache_regime(regime)
-            variants.append((regime, other, threshold_table(other, table.mode)))
-    per_regime = [_rows(ins, tab, sol, grid, str(regime)) for regime, ins, tab in variants]
+            per_regime.append(_rows(other, threshold_table(other, table.mode), sol, grid, str(regime)))
     return [
         max(options, key=lambda r: r.lambda_max_rps * (1 + TIE_REL * (r.cache_regime == own))) for options in zip(*per_regime)
     ]
@@ -79,20 +76,17 @@ def _rows(inputs: PlanInputs, table: ThresholdTable, sol: Solution, grid: np.nda
     link = np.array([gbps_to_bytes_per_s(float(g)) for g in grid])
     pick, lam = best_thresholds(table, inputs, sol.n_prfaas, sol.n_p, sol.n_d, link)
     planned = inputs.link.usable_gbps
-    rows = []
-    for g, k, value, bps in zip(grid, pick, lam, link):
-        b = bounds(table, int(k), sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=float(bps))
-        rows.append(
-            RouteRow(
-                float(g),
-                float(table.thresholds_tokens[k]),
-                float(table.p[k]),
-                float(value),
-                bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
-                b.binding(),
-                bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
-                regime,
-                bool(g > planned * (1 + 1e-12)),
-            )
+    return [
+        RouteRow(
+            float(g),
+            float(table.thresholds_tokens[k]),
+            float(table.p[k]),
+            float(value),
+            bytes_per_s_to_gbps(float(value) * float(table.link_work_bytes[k])),
+            bounds(table, int(k), sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=float(bps)).binding(),
+            bool(np.isclose(g, planned, rtol=1e-12, atol=0)),
+            regime,
+            bool(g > planned * (1 + 1e-12)),
         )
-    return rows
+        for g, k, value, bps in zip(grid, pick, lam, link)
+    ]

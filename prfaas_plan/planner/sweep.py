@@ -13,23 +13,17 @@ as chunks finish, for long sweeps.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from ..errors import PlanInputError
 from ..ranges import INSTANCES
 from ..study.model import PlanInputs
 from ..units import bytes_per_s_to_gbps, gbps_to_bytes_per_s
+from .executor import Progress, no_progress
 from .optimizer import Solution
 from .throughput import ThresholdTable, bounds
 
-Progress = Callable[[int, int], None]
 _CHUNK = 256
-
-
-def _none(_done: int, _total: int) -> None:
-    return None
 
 
 def _round(x: float | np.ndarray, digits: int = 6) -> float | None:
@@ -42,15 +36,13 @@ def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, po
     if points is not None:
         idx = np.unique(np.linspace(0, len(table) - 1, points).round().astype(int))
     b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
-    p = table.p[idx]
-    prfaas = b.prfaas
     return [
         {
             "threshold_tokens": float(table.thresholds_tokens[i]),
-            "p": _round(p[k]),
+            "p": _round(table.p[i]),
             "l_long_tokens": _round(table.l_long_tokens[i], 1),
             "l_short_tokens": _round(table.l_short_tokens[i], 1),
-            "prfaas_bound_rps": _round(prfaas[k]),
+            "prfaas_bound_rps": _round(b.prfaas[k]),
             "link_bound_rps": _round(b.link[k]),
             "pd_prefill_bound_rps": _round(b.pd_prefill[k]),
             "pd_decode_bound_rps": _round(b.pd_decode),
@@ -84,7 +76,7 @@ def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[d
 
 
 def sweep_bandwidth(
-    inputs: PlanInputs, table: ThresholdTable, sol: Solution, gbps: np.ndarray, progress: Progress = _none
+    inputs: PlanInputs, table: ThresholdTable, sol: Solution, gbps: np.ndarray, progress: Progress = no_progress
 ) -> list[dict]:
     """Per usable bandwidth (decimal Gbps): the best threshold, its p and Lambda_max for the
     plan's deployment, the threshold table a bandwidth-aware router needs. The bounds of every
@@ -96,33 +88,26 @@ def sweep_bandwidth(
     rows: list[dict] = []
     for start in range(0, len(gbps), _CHUNK):
         chunk = gbps[start : start + _CHUNK]
-        b = bounds(
-            table,
-            idx,
-            sol.n_prfaas,
-            sol.n_p,
-            sol.n_d,
-            inputs,
-            link_bytes_per_s=np.array([gbps_to_bytes_per_s(float(g)) for g in chunk])[:, None],
-        )
+        link = np.array([gbps_to_bytes_per_s(float(g)) for g in chunk])[:, None]
+        b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs, link_bytes_per_s=link)
         lam = np.broadcast_to(b.lambda_max, (len(chunk), len(idx)))
         best = np.argmax(lam, axis=1)
-        for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best]):
-            rows.append(
-                {
-                    "usable_gbps": float(g),
-                    "threshold_tokens": float(table.thresholds_tokens[k]),
-                    "p": _round(table.p[k]),
-                    "lambda_max_rps": _round(value),
-                    "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4),
-                }
-            )
+        rows += [
+            {
+                "usable_gbps": float(g),
+                "threshold_tokens": float(table.thresholds_tokens[k]),
+                "p": _round(table.p[k]),
+                "lambda_max_rps": _round(value),
+                "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4),
+            }
+            for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best])
+        ]
         progress(min(start + _CHUNK, len(gbps)), len(gbps))
     return rows
 
 
 def sweep_instances(
-    inputs: PlanInputs, table: ThresholdTable, upto: int, points: int | None = None, progress: Progress = _none
+    inputs: PlanInputs, table: ThresholdTable, upto: int, points: int | None = None, progress: Progress = no_progress
 ) -> list[dict]:
     """Lambda_max against N_prfaas from 0 to ``upto`` (every count, or ``points`` of them), with t and
     the PD split re-optimised each time within the scenario's PD range and budgets, by the
@@ -152,7 +137,7 @@ def sweep_instances(
     return rows
 
 
-def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dict]:
+def sweep_rate(result, points: int = 40, progress: Progress = no_progress) -> list[dict]:
     """TTFT (mean, P90, P99) and TPOT against the arrival rate for every deployment of a plan,
     on a common grid from 2% to 100% of the largest Lambda_max; an overloaded point is blank."""
     from ..study.model import decode_model
@@ -172,8 +157,7 @@ def sweep_rate(result, points: int = 40, progress: Progress = _none) -> list[dic
         model = LatencyModel(inputs, dep, decode, support)
         for rate in rates:
             lat = model.at(float(rate), scv) if rate < lams[name] else None
-            if lat is not None and not lat.stable:
-                lat = None  # an overloaded point is blank
+            lat = lat if lat is not None and lat.stable else None  # an overloaded point is blank
             rows.append(
                 {
                     "deployment": name,

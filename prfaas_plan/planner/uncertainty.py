@@ -44,8 +44,6 @@ from .cost import tco_at
 from .optimizer import optimise
 from .throughput import ThresholdTable, bounds
 
-ENDS = ("low", "high")
-
 
 def engine_of(pool) -> str:
     """The engine name of a pool's instance (``choices.EngineName``)."""
@@ -117,13 +115,12 @@ def end_of(result, table: ThresholdTable, idx: int, factors: tuple[float, float,
     inputs, pt = result.inputs, result.point
     counts, central_lambda, rate_rps = (pt.n_prfaas, pt.n_p, pt.n_d), pt.lambda_max, result.operating_rate_rps
     fixed_rate = inputs.objective.kind == ObjectiveKind.min_cost and inputs.objective.target_rate_rps is not None
-    target = fixed_rate and low
     s_inputs, s_table = scaled(inputs, table, factors)
     lam = float(bounds(s_table, idx, *counts, s_inputs).lambda_max)
     rate = rate_rps if fixed_rate else (rate_rps * lam / central_lambda if central_lambda > 0 else 0.0)
     tco = tco_at(s_inputs, s_table, idx, *counts, min(rate, lam))
     need, need_usd, note = None, None, ""
-    if target:
+    if fixed_rate and low:
         try:
             sol = optimise(s_inputs, s_table, limits=inputs.limits)
             need = (sol.n_prfaas, sol.n_p, sol.n_d)
@@ -138,8 +135,7 @@ def end_of(result, table: ThresholdTable, idx: int, factors: tuple[float, float,
 def plan_range(result, table: ThresholdTable, idx: int) -> PlanRange:
     """The plan's range (module doc) from a ``plan.PlanResult``, its threshold table and threshold index."""
     bands = plan_bands(result.inputs)
-    ends = {end: end_of(result, table, idx, bands.factors(end), end == "low") for end in ENDS}
-    return PlanRange(bands, ends["low"], ends["high"])
+    return PlanRange(bands, *(end_of(result, table, idx, bands.factors(end), end == "low") for end in ("low", "high")))
 
 
 def error_key(inputs: PlanInputs, bands: PlanBands) -> tuple:
@@ -204,24 +200,20 @@ def versus_best(results: list, objective: str) -> list[Verdict | None]:
             return central, None if None in (central, low, high) else (low, high)
         return r.capacity_rps, r.capacity_range_rps
 
-    best = results[0] if results and results[0].feasible else None
-    out: list[Verdict | None] = []
-    for k, r in enumerate(results):
-        if not r.feasible or best is None:
-            out.append(None)
-            continue
-        if k == 0:
-            out.append(Verdict(None, True, "best"))
-            continue
+    def against_best(r, best) -> Verdict:
         (value, span), (best_value, best_span) = figure(r), figure(best)
         shared = bool(r.error_key) and r.error_key == best.error_key
         if shared and value is not None and best_value is not None:
             apart = abs(value - best_value) > 1e-9 * max(abs(value), abs(best_value))
-            out.append(Verdict(apart, True, "shared error: " + ("apart as modelled" if apart else "the same")))
-        elif span is None or best_span is None or span[0] == span[1] or best_span[0] == best_span[1]:
+            return Verdict(apart, True, "shared error: " + ("apart as modelled" if apart else "the same"))
+        if span is None or best_span is None or span[0] == span[1] or best_span[0] == best_span[1]:
             # a rate measured or calibrated on measured points has no band here: no ground to tell
-            out.append(Verdict(None, False, "no range"))
-        else:
-            apart = not overlap(span, best_span)
-            out.append(Verdict(apart, False, "distinguishable" if apart else "not distinguishable"))
-    return out
+            return Verdict(None, False, "no range")
+        apart = not overlap(span, best_span)
+        return Verdict(apart, False, "distinguishable" if apart else "not distinguishable")
+
+    best = results[0] if results and results[0].feasible else None
+    return [
+        None if best is None or not r.feasible else Verdict(None, True, "best") if k == 0 else against_best(r, best)
+        for k, r in enumerate(results)
+    ]
