@@ -918,8 +918,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "compare-overlap-one-sided": (
         "prfaas_plan/planner/uncertainty.py",
-        "return a[0] <= b[1] and b[0] <= a[1]",
-        "return a[0] <= b[1]",
+        "apart = not (span[0] <= best_span[1] and best_span[0] <= span[1])",
+        "apart = not (span[0] <= best_span[1])",
     ),
     # issue 18: compare's executor keeps the option order whatever order the workers finish in
     "executor-completion-order": (

@@ -212,17 +212,15 @@ def _plan_sites_option(scenarios: ScenarioSet, option: CompareOption, base: Stud
     from ..study.resolve import sites_as_written, sites_option
     from .sites import plan_sites
 
-    basis = {"basis": str(Basis.as_given)}
     try:
         study, notes = sites_option(scenarios, option, base)
         result = plan_sites(study)
     except PlanInputError as exc:
-        return _failed(option, exc, sites_as_written(scenarios, option), basis)
+        return _failed(option, exc, sites_as_written(scenarios, option), {"basis": str(Basis.as_given)})
+    prfaas_pools = [(study.prfaas_site(f).pool, n) for f, n in result.n_prfaas.items()]
     gpus: dict = {}
-    for site, n in [(study.prfaas_site(f).pool, n) for f, n in result.n_prfaas.items()] + [
-        (study.site(name).pool, n) for name, n in result.n_pd.items()
-    ]:
-        gpus[site.hardware_name] = gpus.get(site.hardware_name, 0) + n * site.gpus_per_instance
+    for pool, n in prfaas_pools + [(study.site(name).pool, n) for name, n in result.n_pd.items()]:
+        gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + n * pool.gpus_per_instance
     busiest = max(result.windows, key=lambda w: sum(site.demand_rps for site in w.pd))
     demand = sum(site.demand_rps for site in busiest.pd)
     counts = ", ".join(f"{k} {v}" for k, v in {**result.n_prfaas, **result.n_pd}.items())

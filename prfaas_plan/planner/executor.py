@@ -42,10 +42,6 @@ class Executor:
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], progress: Progress | None = None) -> list:
         raise NotImplementedError
 
-    def describe(self) -> str:
-        """Where the tasks run, in words (for reports and errors)."""
-        raise NotImplementedError
-
 
 @dataclass(frozen=True)
 class InProcess(Executor):
@@ -58,9 +54,6 @@ class InProcess(Executor):
             out.append(fn(*task))
             progress(k + 1, len(tasks))
         return out
-
-    def describe(self) -> str:
-        return "1 process"
 
 
 @dataclass(frozen=True)
@@ -88,9 +81,6 @@ class LocalProcesses(Executor):
                 out[futures[future]] = future.result()
                 progress(done, len(tasks))
         return out
-
-    def describe(self) -> str:
-        return f"{self.jobs} processes"
 
 
 def ray_available() -> bool:
@@ -161,9 +151,6 @@ class RayExecutor(Executor):
         finally:
             if connected:
                 ray.shutdown()
-
-    def describe(self) -> str:
-        return f"Ray at {self.address}"
 
 
 def executor_for(jobs: int = 1, ray_address: str | None = None) -> Executor:

@@ -32,9 +32,7 @@ def _round(x: float | np.ndarray, digits: int = 6) -> float | None:
 
 def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, points: int | None = None) -> list[dict]:
     """Bounds against t at the plan's counts; every distinct threshold, or ``points`` of them."""
-    idx = np.arange(len(table))
-    if points is not None:
-        idx = np.unique(np.linspace(0, len(table) - 1, points).round().astype(int))
+    idx = np.arange(len(table)) if points is None else np.unique(np.linspace(0, len(table) - 1, points).round().astype(int))
     b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
     return [
         {

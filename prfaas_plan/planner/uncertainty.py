@@ -168,11 +168,6 @@ def _workload_digest(workload) -> str:
     return h.hexdigest()
 
 
-def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """Whether two (low, high) ranges of one figure overlap."""
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
 @dataclass(frozen=True)
 class Verdict:
     """An option against the best: ``distinguishable`` (None: no range to tell), and whether the
@@ -209,7 +204,7 @@ def versus_best(results: list, objective: str) -> list[Verdict | None]:
         if span is None or best_span is None or span[0] == span[1] or best_span[0] == best_span[1]:
             # a rate measured or calibrated on measured points has no band here: no ground to tell
             return Verdict(None, False, "no range")
-        apart = not overlap(span, best_span)
+        apart = not (span[0] <= best_span[1] and best_span[0] <= span[1])  # the (low, high) ranges do not overlap
         return Verdict(apart, False, "distinguishable" if apart else "not distinguishable")
 
     best = results[0] if results and results[0].feasible else None
