@@ -58,9 +58,15 @@ class Solution:
 def at_best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: int, n_d: int, cost: float | None) -> Solution:
     """The counts (N_prfaas, N_p, N_d) at the first threshold where they serve the most; ``cost``
     their provisioned $/hour."""
-    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
+    lam, k = best_threshold(table, inputs, n_f, n_p, n_d)
+    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, lam, cost)
+
+
+def best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: int, n_d: int) -> tuple[float, int]:
+    """(Lambda_max, threshold index) of the counts at the first threshold where they serve the most."""
+    lam = np.broadcast_to(bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max, (len(table),))
     k = int(np.argmax(lam))
-    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
+    return float(lam[k]), k
 
 
 def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None) -> None:

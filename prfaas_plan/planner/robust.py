@@ -30,7 +30,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
-from .optimizer import TIE_REL, combination_count, feasible_cost, optimise
+from .optimizer import TIE_REL, best_threshold, combination_count, feasible_cost, optimise
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_SHARED_COMBINATIONS = 20_000
@@ -93,17 +93,14 @@ def case_best(
 ) -> tuple[float, int, int, int]:
     """(Lambda_max, threshold index, N_p, N_d) of one case with counts (N_p + N_d split freely when
     ``shared``), over every threshold and split."""
-    idx = np.arange(len(table))
-    if shared:
-        total = n_p + n_d
-        splits = np.arange(total + 1)
-        lam = bounds(table, idx[None, :], n_f, splits[:, None], (total - splits)[:, None], inputs).lambda_max
-        lam = np.broadcast_to(lam, (len(splits), len(idx)))
-        i, j = np.unravel_index(int(np.argmax(lam)), lam.shape)
-        return float(lam[i, j]), int(j), int(splits[i]), int(total - splits[i])
-    lam = np.broadcast_to(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max, idx.shape)
-    k = int(np.argmax(lam))
-    return float(lam[k]), k, n_p, n_d
+    if not shared:
+        return (*best_threshold(table, inputs, n_f, n_p, n_d), n_p, n_d)
+    total = n_p + n_d
+    splits = np.arange(total + 1)
+    lam = bounds(table, np.arange(len(table))[None, :], n_f, splits[:, None], (total - splits)[:, None], inputs).lambda_max
+    lam = np.broadcast_to(lam, (len(splits), len(table)))
+    i, j = np.unravel_index(int(np.argmax(lam)), lam.shape)
+    return float(lam[i, j]), int(j), int(splits[i]), int(total - splits[i])
 
 
 MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: about 30 s on one core

@@ -36,8 +36,8 @@ from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import PlanInputs
-from .optimizer import TIE_REL, feasible_cost
-from .robust import case_best, shared_count, shared_counts
+from .optimizer import TIE_REL, best_threshold, feasible_cost
+from .robust import shared_count, shared_counts
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_DAY_COMBINATIONS = 5_000
@@ -255,8 +255,8 @@ def _pick(best, cand, min_cost: bool):
 
 def _window_scales(windows: list[Window], n_f: int, n_p: int, n_d: int) -> tuple[float, list[tuple]]:
     """min over windows of max_t Lambda(t) / rate, and each window's (Lambda_max, threshold index)
-    at its best threshold (``robust.case_best``: the counts fixed, no split)."""
-    best = [case_best(w.inputs, w.table, n_f, n_p, n_d, False)[:2] for w in windows]
+    at its best threshold (``optimizer.best_threshold``: the counts fixed, no split)."""
+    best = [best_threshold(w.table, w.inputs, n_f, n_p, n_d) for w in windows]
     return min(lam / w.rate_rps for (lam, _), w in zip(best, windows)), best
 
 
