@@ -249,14 +249,26 @@ def _optimise(
 
 def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
     if objective == ObjectiveKind.max_throughput:
-        if a.lambda_max > b.lambda_max * (1 + TIE_REL):
-            return True
-        tie = a.lambda_max >= b.lambda_max * (1 - TIE_REL)
-        return tie and a.n_prfaas + a.n_p + a.n_d < b.n_prfaas + b.n_p + b.n_d
+        return beats((a.lambda_max, a.n_prfaas + a.n_p + a.n_d), (b.lambda_max, b.n_prfaas + b.n_p + b.n_d), "+-")
     if a.lambda_max < min_cost_target(target_rps) * (1 - 1e-12):
         return False
-    ca, cb = a.usd_per_hour or 0.0, b.usd_per_hour or 0.0
-    return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + TIE_REL))
+    return beats((a.usd_per_hour or 0.0, a.lambda_max), (b.usd_per_hour or 0.0, b.lambda_max), "$+")
+
+
+def beats(a: tuple, b: tuple, order: str) -> bool:
+    """Whether ``a`` beats ``b``, compared key by key until one decides: ``order`` gives each key's
+    rule, "+" larger is better (within a relative TIE_REL a tie), "$" smaller is better (a $/hour:
+    within 1e-9 a tie), "-" smaller is better (exactly)."""
+    for x, y, rule in zip(a, b, order):
+        if rule == "+":
+            ahead, tie = x > y * (1 + TIE_REL), x >= y * (1 - TIE_REL)
+        elif rule == "$":
+            ahead, tie = x < y - 1e-9, abs(x - y) <= 1e-9
+        else:
+            ahead, tie = x < y, x == y
+        if ahead or not tie:
+            return ahead
+    return False
 
 
 def _decode_range(limits: Limits) -> tuple[int, int]:

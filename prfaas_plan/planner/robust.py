@@ -30,7 +30,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
-from .optimizer import TIE_REL, best_threshold, combination_count, feasible_cost, optimise
+from .optimizer import beats, best_threshold, combination_count, feasible_cost, optimise
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_SHARED_COMBINATIONS = 20_000
@@ -136,22 +136,6 @@ def shared_counts(inputs: PlanInputs, limits: Limits):
                     yield n_f, n_p, n_d, cost
 
 
-def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
-    """Whether score ``a`` beats ``b``: (value, weighted value, instances) for the throughput
-    objectives, (cost, worst case, instances) for min_cost; values within a relative TIE_REL tie."""
-    if objective == RobustObjective.min_cost:
-        if a[0] < b[0] - 1e-9:
-            return True
-        return abs(a[0] - b[0]) <= 1e-9 and (a[1] > b[1] * (1 + TIE_REL) or (a[1] >= b[1] * (1 - TIE_REL) and a[2] < b[2]))
-    if a[0] > b[0] * (1 + TIE_REL):
-        return True
-    if a[0] < b[0] * (1 - TIE_REL):
-        return False
-    if a[1] > b[1] * (1 + TIE_REL):  # ties on the objective: the better weighted result, then fewer instances
-        return True
-    return a[1] >= b[1] * (1 - TIE_REL) and a[2] < b[2]
-
-
 def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective, list[RobustCase]]:
     """The resolved inputs of each case of a scenario's ``robust:`` section (``study.resolve.
     one_site_cases``): what-ifs of the scenario's own resolved inputs, with the chips per instance
@@ -188,6 +172,9 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
         raise PlanInputError(
             f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
         )
+    # a score beats another (``optimizer.beats``) by (cost, worst case, instances) for min_cost, else by
+    # (value, weighted value, instances)
+    order = "$+-" if objective == RobustObjective.min_cost else "++-"
     best, best_score = None, None
     for n_f, n_p, n_d, cost in shared_counts(base, limits):
         per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
@@ -201,7 +188,7 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
         else:
             value = min(scaled) if objective == RobustObjective.worst_case else weighted
             score = (value, weighted, n_f + n_p + n_d)
-        if best_score is None or _better(score, best_score, objective):
+        if best_score is None or beats(score, best_score, order):
             best, best_score = (n_f, n_p, n_d, cost, per_case), score
     if best is None:
         what = "reaches every case's target rate" if objective == RobustObjective.min_cost else "fits"

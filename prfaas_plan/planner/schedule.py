@@ -36,7 +36,7 @@ from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import PlanInputs
-from .optimizer import TIE_REL, best_threshold, feasible_cost
+from .optimizer import TIE_REL, beats, best_threshold, feasible_cost
 from .robust import shared_count, shared_counts
 from .throughput import ThresholdTable, bounds, threshold_table
 
@@ -243,14 +243,8 @@ def _pick(best, cand, min_cost: bool):
     if min_cost:
         if value < 1.0:
             return best
-        if b_value < 1.0 or cost < b_cost - 1e-9 or (abs(cost - b_cost) <= 1e-9 and value > b_value * (1 + TIE_REL)):
-            return cand
-        return best
-    if value > b_value * (1 + TIE_REL):
-        return cand
-    if value >= b_value * (1 - TIE_REL) and (cost, size) < (b_cost, b_size):
-        return cand
-    return best
+        return cand if b_value < 1.0 or beats((cost, value), (b_cost, b_value), "$+") else best
+    return cand if beats((value, cost, size), (b_value, b_cost, b_size), "+--") else best
 
 
 def _window_scales(windows: list[Window], n_f: int, n_p: int, n_d: int) -> tuple[float, list[tuple]]:
