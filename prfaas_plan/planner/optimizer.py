@@ -247,12 +247,13 @@ def _optimise(
     return _balance(table, sol, inputs)
 
 
-def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
+def _improves(a: Solution, b: Solution | None, objective: ObjectiveKind, target_rps: float | None) -> bool:
+    """Whether plan ``a`` is better than ``b`` (None: no plan yet); for min_cost only one reaching the target."""
     if objective == ObjectiveKind.max_throughput:
-        return beats((a.lambda_max, a.n_prfaas + a.n_p + a.n_d), (b.lambda_max, b.n_prfaas + b.n_p + b.n_d), "+-")
+        return b is None or beats((a.lambda_max, a.n_prfaas + a.n_p + a.n_d), (b.lambda_max, b.n_prfaas + b.n_p + b.n_d), "+-")
     if a.lambda_max < min_cost_target(target_rps) * (1 - 1e-12):
         return False
-    return beats((a.usd_per_hour or 0.0, a.lambda_max), (b.usd_per_hour or 0.0, b.lambda_max), "$+")
+    return b is None or beats((a.usd_per_hour or 0.0, a.lambda_max), (b.usd_per_hour or 0.0, b.lambda_max), "$+")
 
 
 def beats(a: tuple, b: tuple, order: str) -> bool:
@@ -381,10 +382,7 @@ def enumerate_best(
     best: Solution | None = None
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
         cand = at_best_threshold(table, inputs, n_f, n_p, n_d, cost)
-        if best is None:
-            if objective == ObjectiveKind.max_throughput or cand.lambda_max >= min_cost_target(target_rps) * (1 - 1e-12):
-                best = cand
-        elif _improves(cand, best, objective, target_rps):
+        if _improves(cand, best, objective, target_rps):
             best = cand
     if best is None:
         raise infeasible(inputs, table, limits, objective, target_rps)

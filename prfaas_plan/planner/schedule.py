@@ -258,8 +258,6 @@ def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: Optimise
     """A day beside a decode-only pool (see the module docstring)."""
     limits = inputs.limits
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
-    # a decode-only pool (limits.separate_decode, day_plan) has its range set with it (study.resolve._limits)
-    assert limits.decode_min is not None and limits.decode_max is not None
     if method == OptimiserMethod.enumerate or (method != OptimiserMethod.milp and shared_count(limits) <= MAX_DAY_COMBINATIONS):
         best = None
         for n_f, n_p, n_d, cost in shared_counts(inputs, limits):

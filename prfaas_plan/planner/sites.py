@@ -204,12 +204,11 @@ def _windows(study: Study, tables: dict, cells, scale: float) -> tuple[WindowSit
             k = cell.k[name]
             table: ThresholdTable = tables[name, first]
             p = float(table.p[k])
-            offload, egress, util = {}, {}, {}
-            for f, rate in cell.offload_rps[name].items():
-                per_request = float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0
-                offload[f] = rate
-                egress[f] = bytes_per_s_to_gbps(rate * per_request)
-                util[f] = study.links[f, name].utilisation(rate * per_request)
+            offload = dict(cell.offload_rps[name])
+            # KV bytes/s on each link: the offloaded rate x the bytes per offloaded request
+            carried = {f: rate * (float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0) for f, rate in offload.items()}
+            egress = {f: bytes_per_s_to_gbps(b) for f, b in carried.items()}
+            util = {f: study.links[f, name].utilisation(b) for f, b in carried.items()}
             demand = window.rates_rps[name]
             sites.append(
                 PdSitePlan(
