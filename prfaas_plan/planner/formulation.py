@@ -152,16 +152,13 @@ class _Programme:
         offload per PrfaaS site and link; then each PrfaaS site's compute."""
         f_work: dict[str, list] = {f.name: [] for f in self.study.prfaas_sites}
         self.streams: dict[str, list] = {f.name: [] for f in self.study.prfaas_sites}
-        per_site = {}
-        for s in self.study.pd_sites:
-            per_site[s.name] = self._site(q, cell, s, candidates[cell.case, cell.window, s.name], f_work)
+        self.per_cell.append({s.name: self._site(q, cell, s, candidates, f_work) for s in self.study.pd_sites})
         for f in self.study.prfaas_sites:
             self.prob += sum_of(f_work[f.name]) <= self.n_f[f.name]
             if self.streams[f.name]:  # each instance streams one transfer at a time (``timing.transport``)
                 self.prob += sum_of(self.streams[f.name]) <= self.n_f[f.name]
-        self.per_cell.append(per_site)
 
-    def _site(self, q: int, cell: Cell, s, candidates: list[int], f_work: dict) -> tuple:
+    def _site(self, q: int, cell: Cell, s, candidates: dict, f_work: dict) -> tuple:
         prob, var, study, name = self.prob, self.var, self.study, s.name
         if s.decode_pool is None:
             n_p = var(f"np_{q}_{name}", 0, s.instances[1], cat="Integer")
@@ -172,7 +169,7 @@ class _Programme:
         r_d = cell.decode_rps[name]
         upper = r_d * (s.decode_instances[1] if s.decode_pool is not None else s.instances[1])
         table = cell.tables[name, study.prfaas_sites[0].name]
-        ks = [int(k) for k in candidates]
+        ks = [int(k) for k in candidates[cell.case, cell.window, name]]
         z = [var(f"z_{q}_{name}_{k}", 0, 1, cat="Binary") for k in ks]
         lam = [var(f"lam_{q}_{name}_{k}", 0, upper) for k in ks]
         prob += sum_of(z) == 1

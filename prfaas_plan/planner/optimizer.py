@@ -58,9 +58,15 @@ class Solution:
 def at_best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: int, n_d: int, cost: float | None) -> Solution:
     """The counts (N_prfaas, N_p, N_d) at the first threshold where they serve the most; ``cost``
     their provisioned $/hour."""
-    lam = bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max
+    lam, k = best_threshold(table, inputs, n_f, n_p, n_d)
+    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, lam, cost)
+
+
+def best_threshold(table: ThresholdTable, inputs: PlanInputs, n_f: int, n_p: int, n_d: int) -> tuple[float, int]:
+    """(Lambda_max, threshold index) of the counts at the first threshold where they serve the most."""
+    lam = np.broadcast_to(bounds(table, np.arange(len(table)), n_f, n_p, n_d, inputs).lambda_max, (len(table),))
     k = int(np.argmax(lam))
-    return Solution(k, float(table.thresholds_tokens[k]), n_f, n_p, n_d, float(lam[k]), cost)
+    return float(lam[k]), k
 
 
 def check_limits(inputs: PlanInputs, limits: Limits, objective: ObjectiveKind, target_rps: float | None) -> None:
@@ -241,16 +247,29 @@ def _optimise(
     return _balance(table, sol, inputs)
 
 
-def _improves(a: Solution, b: Solution, objective: ObjectiveKind, target_rps: float | None) -> bool:
+def _improves(a: Solution, b: Solution | None, objective: ObjectiveKind, target_rps: float | None) -> bool:
+    """Whether plan ``a`` is better than ``b`` (None: no plan yet); for min_cost only one reaching the target."""
     if objective == ObjectiveKind.max_throughput:
-        if a.lambda_max > b.lambda_max * (1 + TIE_REL):
-            return True
-        tie = a.lambda_max >= b.lambda_max * (1 - TIE_REL)
-        return tie and a.n_prfaas + a.n_p + a.n_d < b.n_prfaas + b.n_p + b.n_d
+        return b is None or beats((a.lambda_max, a.n_prfaas + a.n_p + a.n_d), (b.lambda_max, b.n_prfaas + b.n_p + b.n_d), "+-")
     if a.lambda_max < min_cost_target(target_rps) * (1 - 1e-12):
         return False
-    ca, cb = a.usd_per_hour or 0.0, b.usd_per_hour or 0.0
-    return ca < cb - 1e-9 or (abs(ca - cb) <= 1e-9 and a.lambda_max > b.lambda_max * (1 + TIE_REL))
+    return b is None or beats((a.usd_per_hour or 0.0, a.lambda_max), (b.usd_per_hour or 0.0, b.lambda_max), "$+")
+
+
+def beats(a: tuple, b: tuple, order: str) -> bool:
+    """Whether ``a`` beats ``b``, compared key by key until one decides: ``order`` gives each key's
+    rule, "+" larger is better (within a relative TIE_REL a tie), "$" smaller is better (a $/hour:
+    within 1e-9 a tie), "-" smaller is better (exactly)."""
+    for x, y, rule in zip(a, b, order):
+        if rule == "+":
+            ahead, tie = x > y * (1 + TIE_REL), x >= y * (1 - TIE_REL)
+        elif rule == "$":
+            ahead, tie = x < y - 1e-9, abs(x - y) <= 1e-9
+        else:
+            ahead, tie = x < y, x == y
+        if ahead or not tie:
+            return ahead
+    return False
 
 
 def _decode_range(limits: Limits) -> tuple[int, int]:
@@ -363,10 +382,7 @@ def enumerate_best(
     best: Solution | None = None
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
         cand = at_best_threshold(table, inputs, n_f, n_p, n_d, cost)
-        if best is None:
-            if objective == ObjectiveKind.max_throughput or cand.lambda_max >= min_cost_target(target_rps) * (1 - 1e-12):
-                best = cand
-        elif _improves(cand, best, objective, target_rps):
+        if _improves(cand, best, objective, target_rps):
             best = cand
     if best is None:
         raise infeasible(inputs, table, limits, objective, target_rps)

@@ -30,7 +30,7 @@ from ..choices import ObjectiveKind, RobustObjective
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs
-from .optimizer import TIE_REL, combination_count, feasible_cost, optimise
+from .optimizer import beats, best_threshold, combination_count, feasible_cost, optimise
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_SHARED_COMBINATIONS = 20_000
@@ -93,17 +93,14 @@ def case_best(
 ) -> tuple[float, int, int, int]:
     """(Lambda_max, threshold index, N_p, N_d) of one case with counts (N_p + N_d split freely when
     ``shared``), over every threshold and split."""
-    idx = np.arange(len(table))
-    if shared:
-        total = n_p + n_d
-        splits = np.arange(total + 1)
-        lam = bounds(table, idx[None, :], n_f, splits[:, None], (total - splits)[:, None], inputs).lambda_max
-        lam = np.broadcast_to(lam, (len(splits), len(idx)))
-        i, j = np.unravel_index(int(np.argmax(lam)), lam.shape)
-        return float(lam[i, j]), int(j), int(splits[i]), int(total - splits[i])
-    lam = np.broadcast_to(bounds(table, idx, n_f, n_p, n_d, inputs).lambda_max, idx.shape)
-    k = int(np.argmax(lam))
-    return float(lam[k]), k, n_p, n_d
+    if not shared:
+        return (*best_threshold(table, inputs, n_f, n_p, n_d), n_p, n_d)
+    total = n_p + n_d
+    splits = np.arange(total + 1)
+    lam = bounds(table, np.arange(len(table))[None, :], n_f, splits[:, None], (total - splits)[:, None], inputs).lambda_max
+    lam = np.broadcast_to(lam, (len(splits), len(table)))
+    i, j = np.unravel_index(int(np.argmax(lam)), lam.shape)
+    return float(lam[i, j]), int(j), int(splits[i]), int(total - splits[i])
 
 
 MAX_WORK = 1.5e9  # (split, threshold) evaluations over every count and case: about 30 s on one core
@@ -137,22 +134,6 @@ def shared_counts(inputs: PlanInputs, limits: Limits):
                 cost = feasible_cost(inputs, limits, n_f, n_p, n_d)
                 if cost is not False:
                     yield n_f, n_p, n_d, cost
-
-
-def _better(a: tuple, b: tuple, objective: RobustObjective) -> bool:
-    """Whether score ``a`` beats ``b``: (value, weighted value, instances) for the throughput
-    objectives, (cost, worst case, instances) for min_cost; values within a relative TIE_REL tie."""
-    if objective == RobustObjective.min_cost:
-        if a[0] < b[0] - 1e-9:
-            return True
-        return abs(a[0] - b[0]) <= 1e-9 and (a[1] > b[1] * (1 + TIE_REL) or (a[1] >= b[1] * (1 - TIE_REL) and a[2] < b[2]))
-    if a[0] > b[0] * (1 + TIE_REL):
-        return True
-    if a[0] < b[0] * (1 - TIE_REL):
-        return False
-    if a[1] > b[1] * (1 + TIE_REL):  # ties on the objective: the better weighted result, then fewer instances
-        return True
-    return a[1] >= b[1] * (1 - TIE_REL) and a[2] < b[2]
 
 
 def robust_inputs(scenario, source: str | None = None) -> tuple[RobustObjective, list[RobustCase]]:
@@ -191,6 +172,9 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
         raise PlanInputError(
             f"{count} shared count combinations (at most {MAX_SHARED_COMBINATIONS}); narrow the instance ranges", field="robust"
         )
+    # a score beats another (``optimizer.beats``) by (cost, worst case, instances) for min_cost, else by
+    # (value, weighted value, instances)
+    order = "$+-" if objective == RobustObjective.min_cost else "++-"
     best, best_score = None, None
     for n_f, n_p, n_d, cost in shared_counts(base, limits):
         per_case = [case_best(c.inputs, t, n_f, n_p, n_d, shared) for c, t in zip(cases, tables)]
@@ -204,7 +188,7 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
         else:
             value = min(scaled) if objective == RobustObjective.worst_case else weighted
             score = (value, weighted, n_f + n_p + n_d)
-        if best_score is None or _better(score, best_score, objective):
+        if best_score is None or beats(score, best_score, order):
             best, best_score = (n_f, n_p, n_d, cost, per_case), score
     if best is None:
         what = "reaches every case's target rate" if objective == RobustObjective.min_cost else "fits"

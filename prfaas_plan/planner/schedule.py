@@ -36,8 +36,8 @@ from ..choices import ObjectiveKind, OptimiserMethod
 from ..errors import PlanInputError
 from ..ranges import MIN_CAPACITY_RPS
 from ..study.model import PlanInputs
-from .optimizer import TIE_REL, feasible_cost
-from .robust import case_best, shared_count, shared_counts
+from .optimizer import TIE_REL, beats, best_threshold, feasible_cost
+from .robust import shared_count, shared_counts
 from .throughput import ThresholdTable, bounds, threshold_table
 
 MAX_DAY_COMBINATIONS = 5_000
@@ -243,20 +243,14 @@ def _pick(best, cand, min_cost: bool):
     if min_cost:
         if value < 1.0:
             return best
-        if b_value < 1.0 or cost < b_cost - 1e-9 or (abs(cost - b_cost) <= 1e-9 and value > b_value * (1 + TIE_REL)):
-            return cand
-        return best
-    if value > b_value * (1 + TIE_REL):
-        return cand
-    if value >= b_value * (1 - TIE_REL) and (cost, size) < (b_cost, b_size):
-        return cand
-    return best
+        return cand if b_value < 1.0 or beats((cost, value), (b_cost, b_value), "$+") else best
+    return cand if beats((value, cost, size), (b_value, b_cost, b_size), "+--") else best
 
 
 def _window_scales(windows: list[Window], n_f: int, n_p: int, n_d: int) -> tuple[float, list[tuple]]:
     """min over windows of max_t Lambda(t) / rate, and each window's (Lambda_max, threshold index)
-    at its best threshold (``robust.case_best``: the counts fixed, no split)."""
-    best = [case_best(w.inputs, w.table, n_f, n_p, n_d, False)[:2] for w in windows]
+    at its best threshold (``optimizer.best_threshold``: the counts fixed, no split)."""
+    best = [best_threshold(w.table, w.inputs, n_f, n_p, n_d) for w in windows]
     return min(lam / w.rate_rps for (lam, _), w in zip(best, windows)), best
 
 
@@ -264,8 +258,6 @@ def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: Optimise
     """A day beside a decode-only pool (see the module docstring)."""
     limits = inputs.limits
     min_cost = inputs.objective.kind == ObjectiveKind.min_cost
-    # a decode-only pool (limits.separate_decode, day_plan) has its range set with it (study.resolve._limits)
-    assert limits.decode_min is not None and limits.decode_max is not None
     if method == OptimiserMethod.enumerate or (method != OptimiserMethod.milp and shared_count(limits) <= MAX_DAY_COMBINATIONS):
         best = None
         for n_f, n_p, n_d, cost in shared_counts(inputs, limits):

@@ -78,10 +78,18 @@ def pair_tables(study: Study) -> dict[tuple[str, str], ThresholdTable]:
     return {(s.name, f.name): threshold_table(study.pair(s.name, f.name)) for s in study.pd_sites for f in study.prfaas_sites}
 
 
-def window_cells(study: Study, tables: dict) -> list[Cell]:
-    """One cell per window of the study (one case)."""
+def window_cells(study: Study, tables: dict, case: int = 0) -> list[Cell]:
+    """One cell per window of the study, as case ``case``."""
     decode = {s.name: s.decode_rps_per_instance for s in study.pd_sites}
-    return [Cell(0, w, window.hours, window.rates_rps, tables, study.links, decode) for w, window in enumerate(study.windows)]
+    return [Cell(case, w, window.hours, window.rates_rps, tables, study.links, decode) for w, window in enumerate(study.windows)]
+
+
+def coarse_candidates(study: Study, tables: dict, per_site: int, case: int = 0) -> dict:
+    """Each PD site's ``per_site`` coarse threshold candidates (``optimizer.coarse_indices``), the same
+    in every window of case ``case``."""
+    first = study.prfaas_sites[0].name
+    coarse = {s.name: [int(k) for k in coarse_indices(tables[s.name, first], per_site)] for s in study.pd_sites}
+    return {(case, w, name): c for name, c in coarse.items() for w in range(len(study.windows))}
 
 
 def plan_sites(study: Study) -> SitesPlan:
@@ -93,12 +101,11 @@ def plan_sites(study: Study) -> SitesPlan:
     n_windows = len(study.windows)
     where = "day.windows" if n_windows > 1 else "pd_sites"
     per_site = _per_site(study, n_windows, "windows, PD sites or PrfaaS sites", where)
-    cells = window_cells(study, tables)
-    goal = Goal(study.objective)
-    first = study.prfaas_sites[0].name
-    coarse = {s.name: [int(k) for k in coarse_indices(tables[s.name, first], per_site)] for s in study.pd_sites}
-    cands = {(0, w, name): c for name, c in coarse.items() for w in range(n_windows)}
-    return _result(study, tables, _coarse_to_fine(study, cells, cands, goal, per_site, _infeasible(study)))
+    cands = coarse_candidates(study, tables, per_site)
+    what = "serves every site's rate_rps" if study.objective == ObjectiveKind.min_cost else "fits"
+    error = PlanInputError(f"no multi-site plan within the ranges and budgets {what}", field="pd_sites")
+    sol = _coarse_to_fine(study, window_cells(study, tables), cands, Goal(study.objective), per_site, error)
+    return _result(study, tables, sol)
 
 
 def _coarse_to_fine(study: Study, cells: list[Cell], cands: dict, goal: Goal, per_site: int, error: PlanInputError) -> Solved:
@@ -151,14 +158,8 @@ def _better(a: Solved, b: Solved, goal: Goal) -> bool:
     return score(a.scales, goal) > score(b.scales, goal) * (1 + 1e-7)
 
 
-def _infeasible(study: Study) -> PlanInputError:
-    what = "serves every site's rate_rps" if study.objective == ObjectiveKind.min_cost else "fits"
-    return PlanInputError(f"no multi-site plan within the ranges and budgets {what}", field="pd_sites")
-
-
 def _result(study: Study, tables: dict, sol: Solved) -> SitesPlan:
-    demands = [window.rates_rps for window in study.windows]
-    windows = _windows(study, tables, sol.cells, demands, sol.scales[0])
+    windows = _windows(study, tables, sol.cells, sol.scales[0])
     cost = sol.usd_per_hour if not unpriced(study, sol) else None
     return SitesPlan(study.name, sol.scales[0], sol.n_prfaas, sol.n_pd, windows, cost, False, sol.proven, sol.n_decode)
 
@@ -193,24 +194,22 @@ def check_prices(study: Study, needed: bool) -> None:
     require_prices(ranges, "site's")
 
 
-def _windows(study: Study, tables: dict, cells, demands: list[dict], scale: float) -> tuple[WindowSites, ...]:
-    """Each window's PD-site plans from the programme's cells (``demands``: each window's rates)."""
+def _windows(study: Study, tables: dict, cells, scale: float) -> tuple[WindowSites, ...]:
+    """Each window's PD-site plans from the programme's cells."""
     windows = []
     first = study.prfaas_sites[0].name
-    for window, cell, demand_of in zip(study.windows, cells, demands):
+    for window, cell in zip(study.windows, cells):
         sites = []
-        for s in study.pd_sites:
-            name = s.name
+        for name in (s.name for s in study.pd_sites):
             k = cell.k[name]
             table: ThresholdTable = tables[name, first]
             p = float(table.p[k])
-            offload, egress, util = {}, {}, {}
-            for f, rate in cell.offload_rps[name].items():
-                per_request = float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0
-                offload[f] = rate
-                egress[f] = bytes_per_s_to_gbps(rate * per_request)
-                util[f] = study.links[f, name].utilisation(rate * per_request)
-            demand = demand_of[name]
+            offload = dict(cell.offload_rps[name])
+            # KV bytes/s on each link: the offloaded rate x the bytes per offloaded request
+            carried = {f: rate * (float(tables[name, f].link_work_bytes[k]) / p if p > 0 else 0.0) for f, rate in offload.items()}
+            egress = {f: bytes_per_s_to_gbps(b) for f, b in carried.items()}
+            util = {f: study.links[f, name].utilisation(b) for f, b in carried.items()}
+            demand = window.rates_rps[name]
             sites.append(
                 PdSitePlan(
                     name,
@@ -270,19 +269,13 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
     assert robust is not None  # set with the cases (study.resolve.resolve_sites; api.robust_sites refuses a file without)
     check_prices(study, robust == RobustObjective.min_cost or study.usd_per_hour is not None)
     per_site = _per_site(study, len(study.windows) * len(study.cases), "cases, windows or sites", "robust.cases")
-    first = study.prfaas_sites[0].name
-    cells, cands, tables, demands = [], {}, [], []
-    for c, case in enumerate(study.cases):
-        under = study.under(case)
-        table = pair_tables(under)
-        decode = {s.name: s.decode_rps_per_instance for s in case.pd_sites}
-        demand = [w.rates_rps for w in under.windows]
-        for w, window in enumerate(study.windows):
-            cells.append(Cell(c, w, window.hours, demand[w], table, under.links, decode))
-            for s in study.pd_sites:
-                cands[c, w, s.name] = [int(k) for k in coarse_indices(table[s.name, first], per_site)]
-        tables.append(table)
-        demands.append(demand)
+    unders = [study.under(case) for case in study.cases]
+    tables = [pair_tables(under) for under in unders]
+    cells: list[Cell] = []
+    cands: dict = {}
+    for c, (under, table) in enumerate(zip(unders, tables)):
+        cells += window_cells(under, table, c)
+        cands |= coarse_candidates(under, table, per_site, c)
     objective = ObjectiveKind.min_cost if study.robust == RobustObjective.min_cost else ObjectiveKind.max_throughput
     goal = Goal(objective, study.robust, tuple(case.weight for case in study.cases))
     what = "serves every case's rates" if not goal.maximise else "fits"
@@ -295,7 +288,7 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
             cases.append(CaseSites(case.name, case.weight, alone.scale, alone.windows))
         else:  # not reached: the programme's own plan of the case is a plan of it alone
             own = [plan for plan in sol.cells if plan.case == c]
-            windows = _windows(study.under(case), tables[c], own, demands[c], sol.scales[c])
+            windows = _windows(unders[c], tables[c], own, sol.scales[c])
             cases.append(CaseSites(case.name, case.weight, sol.scales[c], windows))
     cost = sol.usd_per_hour if not unpriced(study, sol) else None
     return RobustSitesPlan(study.name, robust, sol.n_prfaas, sol.n_pd, tuple(cases), cost, sol.proven)
