@@ -237,38 +237,31 @@ class Layer:
 
 def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:
     """'0-2,5' or [0, 1, 2, 5] -> [0, 1, 2, 5]; negative ints count from the end."""
-    out: list[int] = []
-    if isinstance(spec, str):
-        for part in spec.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "-" in part[1:]:
-                lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
-                try:
-                    first, last = int(lo), int(hi)
-                except ValueError:
-                    raise ValueError(f"'{part}' is not a layer index or range") from None
-                if first > last:
-                    raise ValueError(f"range '{part}' runs backwards")
-                for end in (first, last):  # before expanding: a range is at most the stack
-                    if not -count <= end < count:
-                        raise ValueError(f"layer index {end} is outside 0..{count - 1}")
-                out.extend(range(first, last + 1))
-            else:
-                try:
-                    out.append(int(part))
-                except ValueError:
-                    raise ValueError(f"'{part}' is not a layer index") from None
-    else:
-        out = list(spec)
-    resolved = []
-    for idx in out:
-        real = idx + count if idx < 0 else idx
-        if not 0 <= real < count:
+
+    def resolved(idx: int) -> int:
+        if not -count <= idx < count:
             raise ValueError(f"layer index {idx} is outside 0..{count - 1}")
-        resolved.append(real)
-    return resolved
+        return idx % count
+
+    if not isinstance(spec, str):
+        return [resolved(idx) for idx in spec]
+    out: list[int] = []
+    for part in filter(None, map(str.strip, spec.split(","))):
+        if "-" in part[1:]:
+            lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
+            try:
+                first, last = int(lo), int(hi)
+            except ValueError:
+                raise ValueError(f"'{part}' is not a layer index or range") from None
+            if first > last:
+                raise ValueError(f"range '{part}' runs backwards")
+            out.extend(range(resolved(first), resolved(last) + 1))  # ends checked before expanding
+        else:
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise ValueError(f"'{part}' is not a layer index") from None
+    return [resolved(idx) for idx in out]
 
 
 def expand_layers(model: ModelProfile) -> list[Layer]:
