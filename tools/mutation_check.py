@@ -603,7 +603,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "robust-weights-checked-for-weighted-only": (
         "prfaas_plan/profiles/scenario.py",
-        "if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:",
+        "if self.weighted and abs(total - 1.0) > 1e-6:",
         "if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:",
     ),
     "robust-weighted-figure-without-weights": (

@@ -17,6 +17,7 @@ from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
+from ..choices import WorkloadType
 from ..errors import PlanInputError, show
 from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
 from ..units import parse_tokens
@@ -144,6 +145,7 @@ def _most_relevant(errors: list[ErrorDetails]) -> ErrorDetails:
 
 
 _TAGGED = {"mixers", "ffns"}  # dict fields whose values are discriminated unions
+_TAG_VALUES = {str(t) for t in WorkloadType}  # the length specs' discriminator values, which pydantic puts into locations
 
 
 def _clean_loc(loc: tuple) -> tuple:
@@ -158,14 +160,6 @@ def _clean_loc(loc: tuple) -> tuple:
         if not (wrapper or tag):
             out.append(part)
     return tuple(out)
-
-
-_TAG_VALUES: set[str] = set()  # discriminator values that pydantic puts into locations
-
-
-def register_tags(*values: str) -> None:
-    """Discriminator values whose position in an error location should be dropped."""
-    _TAG_VALUES.update(str(v) for v in values)
 
 
 _PHRASES = (

@@ -331,20 +331,17 @@ def _deepseek(r: _Reader, *, sparse: bool = False) -> _Model:
     mla |= {key: r.integer(key) for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
     if r.has("q_lora_rank"):
         mla["q_lora_rank"] = r.integer("q_lora_rank")
-    m = _Model()
+    notes = []
     if sparse:
         mla["type"] = "sparse"
         mla["index_num_heads"] = r.integer("index_n_heads")
         mla["index_head_dim"] = r.integer("index_head_dim")
         mla["index_topk_tokens"] = r.integer("index_topk")
-        m.assumptions.append("indexer keys cached in the KV dtype (bf16); engines may store them in fp8")
-    m.mixers[mla["type"]] = mla
+        notes.append("indexer keys cached in the KV dtype (bf16); engines may store them in fp8")
     n, freq = r.integer("num_hidden_layers"), r.integer("moe_layer_freq", 1)
     first_moe = r.integer("first_k_dense_replace", 0, minimum=0)
     ffns = ["moe" if i >= first_moe and i % freq == 0 else "dense" for i in range(n)]
-    m.ffns = _ffns(r, ffns, **_ROUTED_KEYS)
-    m.layers = [(mla["type"], f) for f in ffns]
-    return m
+    return _Model({mla["type"]: mla}, _ffns(r, ffns, **_ROUTED_KEYS), [(mla["type"], f) for f in ffns], notes)
 
 
 def _nemotron_h(r: _Reader) -> _Model:

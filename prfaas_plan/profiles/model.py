@@ -280,10 +280,8 @@ def _expand(model: ModelProfile) -> list[Layer]:
             raise ValueError(f"layers (layer {layer}): unknown {kind} '{name}' (defined: {', '.join(blocks) or 'none'})")
         return blocks[name]
 
-    names: list[list[str]] = []
-    for i in range(stack.count):
-        mixer, _, ffn = stack.pattern[i % len(stack.pattern)].partition(":")
-        names.append([mixer.strip(), ffn.strip() or stack.ffn])
+    items = [(mixer.strip(), ffn.strip() or stack.ffn) for mixer, _, ffn in (item.partition(":") for item in stack.pattern)]
+    names = [list(items[i % len(items)]) for i in range(stack.count)]
     for k, override in enumerate(stack.overrides):
         try:
             indices = parse_layer_indices(override.layers, stack.count)
