@@ -90,9 +90,9 @@ class _Reader:
             raise self.error(key, f"expected true or false, got {show(value)}")
         return value
 
-    def per_layer(self, key: str, length: int, allowed: tuple) -> list:
-        """A list (or string, one item per character) of ``length`` items from ``allowed``."""
-        value = self.raw(key)
+    def per_layer(self, key: str, length: int, names: dict) -> list:
+        """A list (or string, one item per character) of ``length`` keys of ``names``, as the names it gives them."""
+        value, allowed = self.raw(key), tuple(names)  # compared by ==: an entry may be a list
         if not isinstance(value, (list, str)):
             raise self.error(key, f"expected a list with one entry per layer, got {show(value)}")
         if len(value) != length:
@@ -101,7 +101,7 @@ class _Reader:
             if item not in allowed:
                 known = ", ".join(repr(a) for a in allowed)
                 raise self.error(key, f"entry {i} is {show(item)}, which is not understood (known: {known})")
-        return list(value)
+        return [names[item] for item in value]
 
     def dtype(self, key: str) -> str:
         name = self.raw(key)
@@ -219,8 +219,7 @@ def _attention_layers(r: _Reader) -> list[str]:
     use_sliding_window / max_window_layers rule (sliding from layer max_window_layers on)."""
     n = r.integer("num_hidden_layers")
     if r.has("layer_types"):
-        types = r.per_layer("layer_types", n, ("full_attention", "sliding_attention"))
-        return ["full" if t == "full_attention" else "swa" for t in types]
+        return r.per_layer("layer_types", n, {"full_attention": "full", "sliding_attention": "swa"})
     if r.flag("use_sliding_window", False) and r.has("sliding_window"):
         first = r.integer("max_window_layers", minimum=0)
         return ["swa" if i >= first else "full" for i in range(n)]
@@ -259,7 +258,7 @@ def _qwen_moe_ffns(r: _Reader, **moe: Any) -> tuple[dict[str, dict], list[str]]:
 
 
 def _gdn(r: _Reader) -> dict:
-    """Gated DeltaNet: its convolution over q, k and v."""
+    """Gated DeltaNet (its convolution runs over q, k and v)."""
     heads, key_heads = r.integer("linear_num_value_heads"), r.integer("linear_num_key_heads")
     key_dim, value_dim = r.integer("linear_key_head_dim"), r.integer("linear_value_head_dim")
     return _linear("gdn", heads, key_heads, key_dim, value_dim, r.integer("linear_conv_kernel_dim"))
@@ -267,11 +266,9 @@ def _gdn(r: _Reader) -> dict:
 
 def _qwen3_5_moe(r: _Reader) -> _Model:
     """Qwen3.5 MoE: layer_types of Gated DeltaNet (linear) and gated full attention."""
-    n = r.integer("num_hidden_layers")
-    types = r.per_layer("layer_types", n, ("linear_attention", "full_attention"))
+    names = r.per_layer("layer_types", r.integer("num_hidden_layers"), {"linear_attention": "gdn", "full_attention": "full"})
     gate = r.flag("attn_output_gate", True)
     notes = [] if r.has("attn_output_gate") else ["full-attention output gate assumed (attn_output_gate not given)"]
-    names = ["full" if t == "full_attention" else "gdn" for t in types]
     mixers = _blocks(names, {"full": lambda: _gqa(r, head_dim=r.integer("head_dim"), output_gate=gate), "gdn": lambda: _gdn(r)})
     ffns, ffn_names = _qwen_moe_ffns(r, shared_size="shared_expert_intermediate_size")
     return _Model(mixers, ffns, list(zip(names, ffn_names)), notes)
@@ -294,12 +291,12 @@ def _minimax_m2(r: _Reader) -> _Model:
 def _mimo_v2_flash(r: _Reader) -> _Model:
     """MiMo-V2-Flash: hybrid_layer_pattern (0 full, 1 SWA) and moe_layer_freq (0 dense, 1 MoE)."""
     n = r.integer("num_hidden_layers")
-    kinds = r.per_layer("hybrid_layer_pattern", n, (0, 1))
-    ffns = ["moe" if f else "dense" for f in r.per_layer("moe_layer_freq", n, (0, 1))]
+    names = r.per_layer("hybrid_layer_pattern", n, {0: "full", 1: "swa"})
+    ffns = r.per_layer("moe_layer_freq", n, {0: "dense", 1: "moe"})
     m = _Model()
-    if 0 in kinds:
+    if "full" in names:
         m.mixers["full"] = _gqa(r, head_dim=r.integer("head_dim"), v_head_dim=r.integer("v_head_dim"))
-    if 1 in kinds:
+    if "swa" in names:
         swa_heads = "swa_num_attention_heads" if r.has("swa_num_attention_heads") else "num_attention_heads"
         m.mixers["swa"] = _gqa(
             r,
@@ -311,7 +308,7 @@ def _mimo_v2_flash(r: _Reader) -> _Model:
         )
         m.assumptions.append("the SWA layers' attention-sink bias is ignored (no KV, negligible FLOPs)")
     m.ffns = _ffns(r, ffns, **_ROUTED_KEYS)
-    m.layers = [("swa" if k else "full", f) for k, f in zip(kinds, ffns)]
+    m.layers = list(zip(names, ffns))
     return m
 
 
@@ -347,18 +344,17 @@ def _deepseek(r: _Reader, *, sparse: bool = False) -> _Model:
 def _nemotron_h(r: _Reader) -> _Model:
     """Nemotron-H: hybrid_override_pattern, one character per layer: 'M' Mamba2 (no FFN),
     '*' GQA attention (no FFN), '-' no mixer + dense relu^2 FFN (2 matrices)."""
-    chars = r.per_layer("hybrid_override_pattern", r.integer("num_hidden_layers"), ("M", "*", "-"))
     by_char = {"M": ("mamba2", NONE_BLOCK), "*": ("full", NONE_BLOCK), "-": (NONE_BLOCK, "dense")}
-    m = _Model(layers=[by_char[c] for c in chars])
-    if "M" in chars:  # Mamba2: key heads = groups, key dim = state size, value dim = head dim
+    m = _Model(layers=r.per_layer("hybrid_override_pattern", r.integer("num_hidden_layers"), by_char))
+    if by_char["M"] in m.layers:  # Mamba2: key heads = groups, key dim = state size, value dim = head dim
         heads, head_dim = r.integer("mamba_num_heads"), r.integer("mamba_head_dim")
         groups, state = r.integer("n_groups"), r.integer("ssm_state_size")
         m.mixers["mamba2"] = _linear("mamba2", heads, groups, state, head_dim, r.integer("conv_kernel"))
-    if "*" in chars:
+    if by_char["*"] in m.layers:
         head_dim, note = _head_dim(r, "attention_head_dim" if r.has("attention_head_dim") else "head_dim")
         m.mixers["full"] = _gqa(r, head_dim=head_dim)
         m.assumptions += [note] if note else []
-    if "-" in chars:
+    if by_char["-"] in m.layers:
         m.ffns["dense"] = _dense(r, gated=False)
     return m
 
