@@ -191,8 +191,7 @@ class MeasuredProfile(StrictModel):
         pts = sorted(self.prefill, key=lambda p: p.length_tokens)
         if any(b.prefill_s < a.prefill_s for a, b in zip(pts, pts[1:])):
             raise ValueError("prefill_s must not fall as length grows")
-        kvs = [p.kv for p in pts]
-        if any(k is not None for k in kvs) and any(k is None for k in kvs):
+        if len({p.kv is None for p in pts}) > 1:
             raise ValueError("give kv_bytes (or kv_mib) for every prefill point or for none")
         return self
 
