@@ -163,8 +163,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "attention-kind-factor-in-decode": (
         "prfaas_plan/profiles/hardware.py",
-        "        if prefill:\n            for kind, rate in self.attention_kind.items():",
-        "        if True:\n            for kind, rate in self.attention_kind.items():",
+        "return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0",
+        "return self.attention_kind.get(mixer_type, 1.0) if True else 1.0",
     ),
     "calibration-kind-never-held": (
         "prfaas_plan/timing/calibrate.py",
@@ -556,8 +556,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "union-list-read-as-integer": (
         "prfaas_plan/profiles/_base.py",
-        "(scalar_branch and (given_mapping or given_list))",
-        "(scalar_branch and given_mapping)",
+        "(kind in _SCALAR_MISMATCH and (given_mapping or given_list))",
+        "(kind in _SCALAR_MISMATCH and given_mapping)",
     ),
     "robust-error-without-file": (
         "prfaas_plan/api.py",
@@ -603,7 +603,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "robust-weights-checked-for-weighted-only": (
         "prfaas_plan/profiles/scenario.py",
-        "if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:",
+        "if self.weighted and abs(total - 1.0) > 1e-6:",
         "if self.objective == RobustObjective.weighted and abs(total - 1.0) > 1e-6:",
     ),
     "robust-weighted-figure-without-weights": (

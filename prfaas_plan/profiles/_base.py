@@ -7,6 +7,7 @@ which may be written ``32K``), and a float is not an integer; every number has t
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
+from ..choices import WorkloadType
 from ..errors import PlanInputError, show
 from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
 from ..units import parse_tokens
@@ -114,18 +116,13 @@ Text = Annotated[str, Field(max_length=4096)]
 
 def format_loc(loc: tuple[Any, ...]) -> str:
     """('layers', 'overrides', 0, 'ffn') -> 'layers.overrides[0].ffn'."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += ("." if text else "") + str(part)
-    return text
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).removeprefix(".")
 
 
 # Union members pydantic names in error locations (``instances: int | CountRange``).
 _UNION_TAGS = {"int", "float", "str", "bool", "constrained-int", "constrained-float", "constrained-str", "CountRange"}
-_TYPE_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "string_type", "model_type", "dict_type"}
+_SCALAR_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "string_type"}
+_MAPPING_MISMATCH = {"model_type", "dict_type"}
 
 
 def _most_relevant(errors: list[ErrorDetails]) -> ErrorDetails:
@@ -134,26 +131,21 @@ def _most_relevant(errors: list[ErrorDetails]) -> ErrorDetails:
     the list branch and a literal's when a scalar or a list was: ``gpus_per_instance: [8, 0]``
     is a list whose item [1] is wrong, not a bad integer)."""
     for err in errors:
-        loc = err.get("loc", ())
-        in_union = any(part in _UNION_TAGS or (isinstance(part, str) and "[" in part) for part in loc)
-        given = err.get("input")
+        in_union = any(part in _UNION_TAGS or (isinstance(part, str) and "[" in part) for part in err.get("loc", ()))
+        kind, given = err.get("type"), err.get("input")
         given_mapping, given_list = isinstance(given, dict), isinstance(given, list)
-        scalar_branch = err.get("type") in _TYPE_MISMATCH - {"model_type", "dict_type"}
-        mapping_branch = err.get("type") in ("model_type", "dict_type")
-        list_branch = err.get("type") == "list_type"
-        literal_of_list = err.get("type") == "literal_error" and given_list
-        if in_union and (
-            (scalar_branch and (given_mapping or given_list))
-            or (mapping_branch and not given_mapping)
-            or (list_branch and not given_list)
-            or literal_of_list
+        if not in_union or not (
+            (kind in _SCALAR_MISMATCH and (given_mapping or given_list))
+            or (kind in _MAPPING_MISMATCH and not given_mapping)
+            or (kind == "list_type" and not given_list)
+            or (kind == "literal_error" and given_list)
         ):
-            continue
-        return err
+            return err
     return errors[0]
 
 
 _TAGGED = {"mixers", "ffns"}  # dict fields whose values are discriminated unions
+_TAG_VALUES = {str(t) for t in WorkloadType}  # the length specs' discriminator values, which pydantic puts into locations
 
 
 def _clean_loc(loc: tuple) -> tuple:
@@ -168,14 +160,6 @@ def _clean_loc(loc: tuple) -> tuple:
         if not (wrapper or tag):
             out.append(part)
     return tuple(out)
-
-
-_TAG_VALUES: set[str] = set()  # discriminator values that pydantic puts into locations
-
-
-def register_tags(*values: str) -> None:
-    """Discriminator values whose position in an error location should be dropped."""
-    _TAG_VALUES.update(str(v) for v in values)
 
 
 _PHRASES = (
@@ -201,8 +185,6 @@ _PHRASES = (
 
 def _plain(msg: str) -> str:
     """pydantic's message in the project's words ('Input should be greater than 0' -> 'must be > 0')."""
-    import re
-
     for pattern, replacement in _PHRASES:
         new, n = re.subn(pattern, replacement, msg)
         if n:

@@ -94,14 +94,11 @@ class EngineProfile(StrictModel):
 
 def flat_values(profile: EngineProfile) -> dict[str, object]:
     """Every value of ``defaults`` and ``kernels`` by dotted path (``kernels.attention.mla.decode``)."""
-    out: dict[str, object] = {}
 
-    def walk(prefix: str, data) -> None:
+    def flat(data: dict, prefix: str = "") -> dict[str, object]:
+        out: dict[str, object] = {}
         for key, value in data.items():
-            if isinstance(value, dict):
-                walk(f"{prefix}{key}.", value)
-            else:
-                out[f"{prefix}{key}"] = value
+            out |= flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value}
+        return out
 
-    walk("", profile.model_dump(mode="json", include={"defaults", "kernels"}))
-    return out
+    return flat(profile.model_dump(mode="json", include={"defaults", "kernels"}))

@@ -78,11 +78,7 @@ class Efficiency(StrictModel):
 
     def attention_kind_rate(self, mixer_type: str, prefill: bool) -> float:
         """The multiplier ``attention_kind`` gives the attention core of ``mixer_type`` (1 in decode or unlisted)."""
-        if prefill:
-            for kind, rate in self.attention_kind.items():
-                if kind == mixer_type:  # a MixerType equals its value
-                    return rate
-        return 1.0
+        return self.attention_kind.get(mixer_type, 1.0) if prefill else 1.0  # type: ignore[call-overload]  # a MixerType is its value
 
     def matmul_fraction(self, dtype: str) -> float:
         """Fraction of ``dtype``'s peak large GEMMs reach: ``matmul`` (bf16), ``matmul_fp8`` (fp8),

@@ -90,9 +90,9 @@ class _Reader:
             raise self.error(key, f"expected true or false, got {show(value)}")
         return value
 
-    def per_layer(self, key: str, length: int, allowed: tuple) -> list:
-        """A list (or string, one item per character) of ``length`` items from ``allowed``."""
-        value = self.raw(key)
+    def per_layer(self, key: str, length: int, names: dict) -> list:
+        """A list (or string, one item per character) of ``length`` keys of ``names``, as the names it gives them."""
+        value, allowed = self.raw(key), tuple(names)  # compared by ==: an entry may be a list
         if not isinstance(value, (list, str)):
             raise self.error(key, f"expected a list with one entry per layer, got {show(value)}")
         if len(value) != length:
@@ -101,7 +101,7 @@ class _Reader:
             if item not in allowed:
                 known = ", ".join(repr(a) for a in allowed)
                 raise self.error(key, f"entry {i} is {show(item)}, which is not understood (known: {known})")
-        return list(value)
+        return [names[item] for item in value]
 
     def dtype(self, key: str) -> str:
         name = self.raw(key)
@@ -145,18 +145,32 @@ def _gqa(
     output_gate: bool = False,
 ) -> dict:
     """GQA block (SWA when ``window`` is given); dims in elements, window in tokens."""
-    block: dict[str, Any] = {"type": "swa" if window else "gqa"}
-    block["num_query_heads"] = r.integer(heads)
-    block["num_kv_heads"] = r.integer(kv_heads)
-    if block["num_query_heads"] % block["num_kv_heads"]:
-        raise r.error(kv_heads, f"{block['num_kv_heads']} does not divide {heads} {block['num_query_heads']}")
-    block["qk_head_dim"] = head_dim
-    block["v_head_dim"] = v_head_dim or head_dim
+    query, kv = r.integer(heads), r.integer(kv_heads)
+    if query % kv:
+        raise r.error(kv_heads, f"{kv} does not divide {heads} {query}")
+    block: dict[str, Any] = {"type": "swa" if window else "gqa", "num_query_heads": query, "num_kv_heads": kv}
+    block |= {"qk_head_dim": head_dim, "v_head_dim": v_head_dim or head_dim}
     if output_gate:
         block["output_gate"] = True
     if window:
         block["window_tokens"] = window
     return block
+
+
+def _linear(kind: str, heads: int, key_heads: int, key_dim: int, value_dim: int, conv_kernel: int) -> dict:
+    """Gated linear-attention block (dims in elements); its short convolution runs over the keys
+    and queries (Mamba2: B and C) and the values (Mamba2: x): 2 key_heads key_dim + heads value_dim."""
+    return {
+        "type": "linear",
+        "kind": kind,
+        "num_heads": heads,
+        "num_key_heads": key_heads,
+        "key_head_dim": key_dim,
+        "value_head_dim": value_dim,
+        "conv_channels": 2 * key_heads * key_dim + heads * value_dim,
+        "conv_kernel": conv_kernel,
+        "output_gate": True,
+    }
 
 
 def _dense(r: _Reader, key: str = "intermediate_size", *, gated: bool = True) -> dict:
@@ -190,13 +204,22 @@ def _moe(
     return block
 
 
+def _blocks(names: list, builders: dict[str, Callable[[], dict]]) -> dict[str, dict]:
+    """The blocks, in ``builders``' order, that the per-layer ``names`` use (each built, and its keys read, only then)."""
+    return {name: build() for name, build in builders.items() if name in names}
+
+
+def _ffns(r: _Reader, names: list[str], **moe: Any) -> dict[str, dict]:
+    """The MoE (``_moe`` with the keys ``moe``) and dense FFN blocks that the per-layer ``names`` use."""
+    return _blocks(names, {"moe": lambda: _moe(r, **moe), "dense": lambda: _dense(r)})
+
+
 def _attention_layers(r: _Reader) -> list[str]:
     """Per-layer attention block names from ``layer_types``, or Qwen's
     use_sliding_window / max_window_layers rule (sliding from layer max_window_layers on)."""
     n = r.integer("num_hidden_layers")
     if r.has("layer_types"):
-        types = r.per_layer("layer_types", n, ("full_attention", "sliding_attention"))
-        return ["full" if t == "full_attention" else "swa" for t in types]
+        return r.per_layer("layer_types", n, {"full_attention": "full", "sliding_attention": "swa"})
     if r.flag("use_sliding_window", False) and r.has("sliding_window"):
         first = r.integer("max_window_layers", minimum=0)
         return ["swa" if i >= first else "full" for i in range(n)]
@@ -205,12 +228,7 @@ def _attention_layers(r: _Reader) -> list[str]:
 
 def _attention_mixers(r: _Reader, names: list[str], **gqa: Any) -> dict[str, dict]:
     """The full (and, if used, sliding-window) GQA blocks for ``names`` from _attention_layers."""
-    mixers = {}
-    if "full" in names:
-        mixers["full"] = _gqa(r, **gqa)
-    if "swa" in names:
-        mixers["swa"] = _gqa(r, window=r.integer("sliding_window"), **gqa)
-    return mixers
+    return _blocks(names, {"full": lambda: _gqa(r, **gqa), "swa": lambda: _gqa(r, window=r.integer("sliding_window"), **gqa)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,58 +240,38 @@ def _gqa_stack(r: _Reader, *, moe: bool = False) -> _Model:
     Qwen3-MoE: a MoE FFN except on mlp_only_layers / sparse-step layers (``_qwen_moe_ffns``)."""
     head_dim, note = _head_dim(r)
     names = _attention_layers(r)
-    m = _Model(_attention_mixers(r, names, head_dim=head_dim), assumptions=[note] if note else [])
-    if moe:
-        ffns = _qwen_moe_ffns(r, m)
-    else:
-        m.ffns["dense"], ffns = _dense(r), ["dense"] * len(names)
-    m.layers = list(zip(names, ffns))
-    return m
+    mixers = _attention_mixers(r, names, head_dim=head_dim)
+    ffns, ffn_names = _qwen_moe_ffns(r) if moe else ({"dense": _dense(r)}, ["dense"] * len(names))
+    return _Model(mixers, ffns, list(zip(names, ffn_names)), [note] if note else [])
 
 
-def _qwen_moe_ffns(r: _Reader, m: _Model, **moe: Any) -> list[str]:
+def _qwen_moe_ffns(r: _Reader, **moe: Any) -> tuple[dict[str, dict], list[str]]:
     """Qwen MoE rule: a layer is dense (intermediate_size) if listed in mlp_only_layers or
-    (index+1) is not a multiple of decoder_sparse_step; otherwise MoE."""
+    (index+1) is not a multiple of decoder_sparse_step; otherwise MoE. -> (blocks, per-layer names)"""
     n = r.integer("num_hidden_layers")
     dense_only = r.raw("mlp_only_layers", [])
     if not isinstance(dense_only, list) or not all(type(i) is int for i in dense_only):
         raise r.error("mlp_only_layers", f"expected a list of layer indices, got {show(dense_only)}")
     step = r.integer("decoder_sparse_step", 1)
     names = ["dense" if i in dense_only or (i + 1) % step else "moe" for i in range(n)]
-    if "moe" in names:
-        m.ffns["moe"] = _moe(r, experts="num_experts", top_k="num_experts_per_tok", size="moe_intermediate_size", **moe)
-    if "dense" in names:
-        m.ffns["dense"] = _dense(r)
-    return names
+    return _ffns(r, names, experts="num_experts", top_k="num_experts_per_tok", size="moe_intermediate_size", **moe), names
+
+
+def _gdn(r: _Reader) -> dict:
+    """Gated DeltaNet (its convolution runs over q, k and v)."""
+    heads, key_heads = r.integer("linear_num_value_heads"), r.integer("linear_num_key_heads")
+    key_dim, value_dim = r.integer("linear_key_head_dim"), r.integer("linear_value_head_dim")
+    return _linear("gdn", heads, key_heads, key_dim, value_dim, r.integer("linear_conv_kernel_dim"))
 
 
 def _qwen3_5_moe(r: _Reader) -> _Model:
     """Qwen3.5 MoE: layer_types of Gated DeltaNet (linear) and gated full attention."""
-    n = r.integer("num_hidden_layers")
-    types = r.per_layer("layer_types", n, ("linear_attention", "full_attention"))
+    names = r.per_layer("layer_types", r.integer("num_hidden_layers"), {"linear_attention": "gdn", "full_attention": "full"})
     gate = r.flag("attn_output_gate", True)
-    m = _Model()
-    if not r.has("attn_output_gate"):
-        m.assumptions.append("full-attention output gate assumed (attn_output_gate not given)")
-    if "full_attention" in types:
-        m.mixers["full"] = _gqa(r, head_dim=r.integer("head_dim"), output_gate=gate)
-    if "linear_attention" in types:
-        heads, key_heads = r.integer("linear_num_value_heads"), r.integer("linear_num_key_heads")
-        key_dim, value_dim = r.integer("linear_key_head_dim"), r.integer("linear_value_head_dim")
-        m.mixers["gdn"] = {
-            "type": "linear",
-            "kind": "gdn",
-            "num_heads": heads,
-            "num_key_heads": key_heads,
-            "key_head_dim": key_dim,
-            "value_head_dim": value_dim,
-            "conv_channels": 2 * key_heads * key_dim + heads * value_dim,  # q, k and v
-            "conv_kernel": r.integer("linear_conv_kernel_dim"),
-            "output_gate": True,
-        }
-    ffns = _qwen_moe_ffns(r, m, shared_size="shared_expert_intermediate_size")
-    m.layers = [("full" if t == "full_attention" else "gdn", f) for t, f in zip(types, ffns)]
-    return m
+    notes = [] if r.has("attn_output_gate") else ["full-attention output gate assumed (attn_output_gate not given)"]
+    mixers = _blocks(names, {"full": lambda: _gqa(r, head_dim=r.integer("head_dim"), output_gate=gate), "gdn": lambda: _gdn(r)})
+    ffns, ffn_names = _qwen_moe_ffns(r, shared_size="shared_expert_intermediate_size")
+    return _Model(mixers, ffns, list(zip(names, ffn_names)), notes)
 
 
 def _minimax_m2(r: _Reader) -> _Model:
@@ -293,12 +291,12 @@ def _minimax_m2(r: _Reader) -> _Model:
 def _mimo_v2_flash(r: _Reader) -> _Model:
     """MiMo-V2-Flash: hybrid_layer_pattern (0 full, 1 SWA) and moe_layer_freq (0 dense, 1 MoE)."""
     n = r.integer("num_hidden_layers")
-    kinds = r.per_layer("hybrid_layer_pattern", n, (0, 1))
-    moe_flags = r.per_layer("moe_layer_freq", n, (0, 1))
+    names = r.per_layer("hybrid_layer_pattern", n, {0: "full", 1: "swa"})
+    ffns = r.per_layer("moe_layer_freq", n, {0: "dense", 1: "moe"})
     m = _Model()
-    if 0 in kinds:
+    if "full" in names:
         m.mixers["full"] = _gqa(r, head_dim=r.integer("head_dim"), v_head_dim=r.integer("v_head_dim"))
-    if 1 in kinds:
+    if "swa" in names:
         swa_heads = "swa_num_attention_heads" if r.has("swa_num_attention_heads") else "num_attention_heads"
         m.mixers["swa"] = _gqa(
             r,
@@ -309,11 +307,8 @@ def _mimo_v2_flash(r: _Reader) -> _Model:
             window=r.integer("sliding_window"),
         )
         m.assumptions.append("the SWA layers' attention-sink bias is ignored (no KV, negligible FLOPs)")
-    if 1 in moe_flags:
-        m.ffns["moe"] = _moe(r, **_ROUTED_KEYS)
-    if 0 in moe_flags:
-        m.ffns["dense"] = _dense(r)
-    m.layers = [("swa" if k else "full", "moe" if f else "dense") for k, f in zip(kinds, moe_flags)]
+    m.ffns = _ffns(r, ffns, **_ROUTED_KEYS)
+    m.layers = list(zip(names, ffns))
     return m
 
 
@@ -333,52 +328,34 @@ def _deepseek(r: _Reader, *, sparse: bool = False) -> _Model:
     mla |= {key: r.integer(key) for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
     if r.has("q_lora_rank"):
         mla["q_lora_rank"] = r.integer("q_lora_rank")
-    m = _Model()
+    notes = []
     if sparse:
         mla["type"] = "sparse"
         mla["index_num_heads"] = r.integer("index_n_heads")
         mla["index_head_dim"] = r.integer("index_head_dim")
         mla["index_topk_tokens"] = r.integer("index_topk")
-        m.assumptions.append("indexer keys cached in the KV dtype (bf16); engines may store them in fp8")
-    m.mixers[mla["type"]] = mla
+        notes.append("indexer keys cached in the KV dtype (bf16); engines may store them in fp8")
     n, freq = r.integer("num_hidden_layers"), r.integer("moe_layer_freq", 1)
     first_moe = r.integer("first_k_dense_replace", 0, minimum=0)
     ffns = ["moe" if i >= first_moe and i % freq == 0 else "dense" for i in range(n)]
-    if "moe" in ffns:
-        m.ffns["moe"] = _moe(r, **_ROUTED_KEYS)
-    if "dense" in ffns:
-        m.ffns["dense"] = _dense(r)
-    m.layers = [(mla["type"], f) for f in ffns]
-    return m
+    return _Model({mla["type"]: mla}, _ffns(r, ffns, **_ROUTED_KEYS), [(mla["type"], f) for f in ffns], notes)
 
 
 def _nemotron_h(r: _Reader) -> _Model:
     """Nemotron-H: hybrid_override_pattern, one character per layer: 'M' Mamba2 (no FFN),
     '*' GQA attention (no FFN), '-' no mixer + dense relu^2 FFN (2 matrices)."""
-    chars = r.per_layer("hybrid_override_pattern", r.integer("num_hidden_layers"), ("M", "*", "-"))
-    m = _Model()
-    if "M" in chars:
+    by_char = {"M": ("mamba2", NONE_BLOCK), "*": ("full", NONE_BLOCK), "-": (NONE_BLOCK, "dense")}
+    m = _Model(layers=r.per_layer("hybrid_override_pattern", r.integer("num_hidden_layers"), by_char))
+    if by_char["M"] in m.layers:  # Mamba2: key heads = groups, key dim = state size, value dim = head dim
         heads, head_dim = r.integer("mamba_num_heads"), r.integer("mamba_head_dim")
         groups, state = r.integer("n_groups"), r.integer("ssm_state_size")
-        m.mixers["mamba2"] = {
-            "type": "linear",
-            "kind": "mamba2",
-            "num_heads": heads,
-            "num_key_heads": groups,
-            "key_head_dim": state,
-            "value_head_dim": head_dim,
-            "conv_channels": heads * head_dim + 2 * groups * state,  # x, B and C
-            "conv_kernel": r.integer("conv_kernel"),
-            "output_gate": True,
-        }
-    if "*" in chars:
+        m.mixers["mamba2"] = _linear("mamba2", heads, groups, state, head_dim, r.integer("conv_kernel"))
+    if by_char["*"] in m.layers:
         head_dim, note = _head_dim(r, "attention_head_dim" if r.has("attention_head_dim") else "head_dim")
         m.mixers["full"] = _gqa(r, head_dim=head_dim)
         m.assumptions += [note] if note else []
-    if "-" in chars:
+    if by_char["-"] in m.layers:
         m.ffns["dense"] = _dense(r, gated=False)
-    by_char = {"M": ("mamba2", NONE_BLOCK), "*": ("full", NONE_BLOCK), "-": (NONE_BLOCK, "dense")}
-    m.layers = [by_char[c] for c in chars]
     return m
 
 
@@ -462,7 +439,7 @@ def _stack(layers: list[tuple[str, str]]) -> dict:
     the shorter pattern); each residue class takes its most common (mixer, ffn)."""
     n = len(layers)
     default_ffn = Counter(f for _, f in layers).most_common(1)[0][0]
-    best: tuple[int, list, list] | None = None
+    best: tuple[int, list, dict] | None = None
     for period in range(1, n + 1):
         pattern = [Counter(layers[j::period]).most_common(1)[0][0] for j in range(period)]
         changes: dict[tuple[str | None, str | None], list[int]] = {}
@@ -471,25 +448,23 @@ def _stack(layers: list[tuple[str, str]]) -> dict:
             if (mixer, ffn) != (p_mixer, p_ffn):
                 key = (mixer if mixer != p_mixer else None, ffn if ffn != p_ffn else None)
                 changes.setdefault(key, []).append(i)
-        overrides = []
-        cost = period
-        for (new_mixer, new_ffn), indices in changes.items():
-            spec, runs = _ranges(indices)
-            cost += runs
-            overrides.append({"layers": spec} | {k: v for k, v in (("mixer", new_mixer), ("ffn", new_ffn)) if v is not None})
+        runs = {key: _ranges(indices) for key, indices in changes.items()}
+        cost = period + sum(count for _, count in runs.values())
         if best is None or cost < best[0]:
-            best = (cost, pattern, overrides)
+            best = (cost, pattern, runs)
         if best[0] <= period + 1:  # a longer pattern costs at least period + 1
             break
     assert best is not None  # period 1 always sets it (n >= 1: default_ffn above needs a layer)
-    _, pattern, overrides = best
+    _, pattern, runs = best
     stack: dict[str, Any] = {
         "count": n,
         "pattern": [mixer if ffn == default_ffn else f"{mixer}:{ffn}" for mixer, ffn in pattern],
         "ffn": default_ffn,
     }
-    if overrides:
-        stack["overrides"] = overrides
+    if runs:
+        stack["overrides"] = [
+            {"layers": spec} | {k: v for k, v in zip(("mixer", "ffn"), key) if v is not None} for key, (spec, _) in runs.items()
+        ]
     return stack
 
 

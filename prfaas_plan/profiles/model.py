@@ -191,8 +191,7 @@ class MeasuredProfile(StrictModel):
         pts = sorted(self.prefill, key=lambda p: p.length_tokens)
         if any(b.prefill_s < a.prefill_s for a, b in zip(pts, pts[1:])):
             raise ValueError("prefill_s must not fall as length grows")
-        kvs = [p.kv for p in pts]
-        if any(k is not None for k in kvs) and any(k is None for k in kvs):
+        if len({p.kv is None for p in pts}) > 1:
             raise ValueError("give kv_bytes (or kv_mib) for every prefill point or for none")
         return self
 
@@ -237,38 +236,31 @@ class Layer:
 
 def parse_layer_indices(spec: list[int] | str, count: int) -> list[int]:
     """'0-2,5' or [0, 1, 2, 5] -> [0, 1, 2, 5]; negative ints count from the end."""
-    out: list[int] = []
-    if isinstance(spec, str):
-        for part in spec.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "-" in part[1:]:
-                lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
-                try:
-                    first, last = int(lo), int(hi)
-                except ValueError:
-                    raise ValueError(f"'{part}' is not a layer index or range") from None
-                if first > last:
-                    raise ValueError(f"range '{part}' runs backwards")
-                for end in (first, last):  # before expanding: a range is at most the stack
-                    if not -count <= end < count:
-                        raise ValueError(f"layer index {end} is outside 0..{count - 1}")
-                out.extend(range(first, last + 1))
-            else:
-                try:
-                    out.append(int(part))
-                except ValueError:
-                    raise ValueError(f"'{part}' is not a layer index") from None
-    else:
-        out = list(spec)
-    resolved = []
-    for idx in out:
-        real = idx + count if idx < 0 else idx
-        if not 0 <= real < count:
+
+    def resolved(idx: int) -> int:
+        if not -count <= idx < count:
             raise ValueError(f"layer index {idx} is outside 0..{count - 1}")
-        resolved.append(real)
-    return resolved
+        return idx % count
+
+    if not isinstance(spec, str):
+        return [resolved(idx) for idx in spec]
+    out: list[int] = []
+    for part in filter(None, map(str.strip, spec.split(","))):
+        if "-" in part[1:]:
+            lo, hi = part.split("-", 1) if not part.startswith("-") else (part, part)
+            try:
+                first, last = int(lo), int(hi)
+            except ValueError:
+                raise ValueError(f"'{part}' is not a layer index or range") from None
+            if first > last:
+                raise ValueError(f"range '{part}' runs backwards")
+            out.extend(range(resolved(first), resolved(last) + 1))  # ends checked before expanding
+        else:
+            try:
+                out.append(int(part))
+            except ValueError:
+                raise ValueError(f"'{part}' is not a layer index") from None
+    return [resolved(idx) for idx in out]
 
 
 def expand_layers(model: ModelProfile) -> list[Layer]:
@@ -287,10 +279,8 @@ def _expand(model: ModelProfile) -> list[Layer]:
             raise ValueError(f"layers (layer {layer}): unknown {kind} '{name}' (defined: {', '.join(blocks) or 'none'})")
         return blocks[name]
 
-    names: list[list[str]] = []
-    for i in range(stack.count):
-        mixer, _, ffn = stack.pattern[i % len(stack.pattern)].partition(":")
-        names.append([mixer.strip(), ffn.strip() or stack.ffn])
+    items = [(mixer.strip(), ffn.strip() or stack.ffn) for mixer, _, ffn in (item.partition(":") for item in stack.pattern)]
+    names = [list(items[i % len(items)]) for i in range(stack.count)]
     for k, override in enumerate(stack.overrides):
         try:
             indices = parse_layer_indices(override.layers, stack.count)

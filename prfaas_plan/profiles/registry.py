@@ -103,11 +103,7 @@ def _shipped_path(ref: str, kind: str, label: str) -> Path:
     return path
 
 
-def _resolve(ref: str, kind: str, label: str, loader: Callable[[object, str], T]) -> T:
-    return _load_cached(str(_shipped_path(ref, kind, label)), loader)
-
-
-def _load_cached(path: str, loader):
+def _load_cached(path: str, loader: Callable[[object, str], T]) -> T:
     """Load and validate once per file version (keyed on path, size and mtime); a cached file
     is still recorded as an input of the running command (``yamlio.note_input``)."""
     st = file_status(path)
@@ -133,17 +129,17 @@ def is_shipped_profile(profile: HardwareProfile | ModelProfile) -> bool:
 
 def resolve_model(ref: str) -> ModelProfile:
     """A shipped model name (``minimax-m2.5``) or a path to a model profile YAML."""
-    return _resolve(ref, "model_profiles", "model", load_model_profile)
+    return _load_cached(str(_shipped_path(ref, "model_profiles", "model")), load_model_profile)
 
 
 def resolve_hardware(ref: str) -> HardwareProfile:
     """A shipped hardware name (``h200``) or a path to a hardware profile YAML."""
-    return _resolve(ref, "hardware_profiles", "hardware", load_hardware_profile)
+    return _load_cached(str(_shipped_path(ref, "hardware_profiles", "hardware")), load_hardware_profile)
 
 
 def resolve_scenario_file(ref: str) -> tuple[Scenario, str]:
     """A shipped scenario name (``paper-case-study``) or a scenario YAML path -> (scenario, path)."""
-    path = str(_shipped_path(ref, "scenarios", "scenario"))
+    path = scenario_path(ref)
     return _load_cached(path, _one_site_scenario), path
 
 

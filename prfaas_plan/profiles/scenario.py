@@ -393,7 +393,7 @@ class RobustSpec(StrictModel):
         # the weights: needed by ``weighted``; under the other objectives optional, and when given they
         # make the report's weighted figure and break ties, so they sum to 1 under every objective
         total = sum(c.weight for c in self.cases)
-        if (self.objective == RobustObjective.weighted or self.weighted) and abs(total - 1.0) > 1e-6:
+        if self.weighted and abs(total - 1.0) > 1e-6:
             missing = [c.name for c in self.cases if "weight" not in c.model_fields_set]
             without = f" ({', '.join(missing)} give{'s' if len(missing) == 1 else ''} none)" if missing else ""
             raise ValueError(f"the cases' weights sum to {total:g}, not 1{without}")

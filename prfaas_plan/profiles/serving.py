@@ -93,12 +93,7 @@ class PrecisionSpec(StrictModel):
             update["kv"] = kv_fp8_checkpoint
         if not update:
             return model
-        if (
-            "weights" in update
-            and "experts" not in update
-            and model.dtypes.experts is not None
-            and model.dtypes.experts == model.dtypes.weights
-        ):
+        if "weights" in update and "experts" not in update and model.dtypes.experts == model.dtypes.weights:
             update["experts"] = update["weights"]
         dtypes = model.dtypes.model_copy(update=update)
         if dtypes == model.dtypes:

@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_valid
 from ..choices import TraceFormat, WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
-from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, refuse, register_tags
+from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, refuse
 
 _WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a mixture weight or histogram count"))]
 TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
@@ -128,7 +128,6 @@ class MixtureSpec(_Spec):
 
 
 LengthSpec = Annotated[LognormalSpec | TraceSpec | HistogramSpec | CdfSpec | FixedSpec | MixtureSpec, Field(discriminator="type")]
-register_tags(*WorkloadType)
 
 
 def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[str]:
