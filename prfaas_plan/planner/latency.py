@@ -37,8 +37,6 @@ from ..study.model import DecodeModel, PlanInputs
 from .deployment import Deployment
 from .throughput import per_token_count
 
-QUANTILES = (0.9, 0.99)
-
 
 def erlang_c(servers: int, offered: float) -> float:
     """Probability that an arrival waits in M/M/c with c servers and offered load a (Erlangs),
@@ -90,13 +88,11 @@ class _Mixture:
         self.wait_probability = wait_probability
         self.theta_s = theta_s
         self._cum_w = np.concatenate(([0.0], np.cumsum(self.weights)))
-        self._cum_log: np.ndarray | None
+        self._cum_log: np.ndarray | None = None
         if theta_s > 0 and math.isfinite(theta_s) and self.weights.size and np.all(np.isfinite(self.service_s)):
             with np.errstate(divide="ignore"):
                 terms = np.log(self.weights) + self.service_s / theta_s
             self._cum_log = np.concatenate(([-np.inf], np.logaddexp.accumulate(terms)))
-        else:
-            self._cum_log = None
 
     def cdf(self, x: float) -> float:
         if not self.weights.size:
@@ -275,9 +271,8 @@ class LatencyModel:
         """TTFT mean, P90 and P99 per path and overall, and TPOT, at ``rate_rps``."""
         paths, link_util = self._mixtures(rate_rps, arrival_scv)
         done = {}
-        for name, (_, mix, path) in paths.items():
-            q90, q99 = (_quantile([(1.0, mix)], q) for q in QUANTILES) if mix.weights.size else (float("nan"),) * 2
-            done[name] = replace(path, p90_s=q90, p99_s=q99)
+        for name, (_, mix, path) in paths.items():  # a path without requests: NaN quantiles (_quantile)
+            done[name] = replace(path, p90_s=_quantile([(1.0, mix)], 0.9), p99_s=_quantile([(1.0, mix)], 0.99))
         parts = [(share, mix) for share, mix, _ in paths.values()]
         overall_mean = sum(share * done[n].mean_s for n, (share, _, _) in paths.items() if share > 0)
         batch, tpot = self._tpot(rate_rps)

@@ -35,7 +35,7 @@ from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs, decode_model
 from ..units import bytes_per_s_to_gbps
 from .colocated import Colocated, colocated_baseline
-from .cost import Tco, chips_of, tco_at, unpriced_pools, usd_per_hour
+from .cost import Tco, chips_of, gpus_by_hardware, tco_at, unpriced_pools, usd_per_hour
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise
@@ -195,15 +195,6 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     )
 
 
-def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> dict[str, int]:
-    """Chips of each hardware the counts use."""
-    gpus: dict[str, int] = {}
-    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
-        if count:
-            gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + count * pool.gpus_per_instance
-    return gpus
-
-
 def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName) -> Baseline | None:
     """The best local-only deployment within ``limits`` (max throughput, nothing offloaded: the
     table's last threshold); None when no count within the limits fits the budgets."""
@@ -306,8 +297,7 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
                     f"the plan's ${cost:,.0f}/hour buys {capped} PD instances{beside}, which serve no "
                     "request: the equal-cost homogeneous baseline is left out"
                 )
-    n_pd = sol.n_p + sol.n_d
-    naive_d = sol.n_d if limits.separate_decode else n_pd
+    naive_d = sol.n_d if limits.separate_decode else sol.n_p + sol.n_d
     naive_limits = replace(limits, prfaas_min=0, pd_min=0, pd_max=int(INSTANCES.hi))
     if limits.separate_decode:
         naive_limits = replace(naive_limits, decode_min=0, decode_max=int(INSTANCES.hi))
@@ -485,8 +475,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         _local_serves_more(result)
     if inputs.workload.routed is not None:
         result.cache = cache_effect(inputs, table, sol)
-    rate = result.operating_rate_rps
-    result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
+    result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, result.operating_rate_rps)
     result.uncertainty = plan_range(result, table, sol.threshold_index)
     unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if unpriced:
