@@ -64,8 +64,8 @@ class PathLatency:
     mean_wait_s: float
     mean_service_s: float  # prefill (+ transfer extra) without queueing
     mean_s: float
-    p90_s: float
-    p99_s: float
+    p90_s: float = math.nan  # the quantiles: NaN until computed (LatencyModel.at)
+    p99_s: float = math.nan
 
     @property
     def stable(self) -> bool:
@@ -254,11 +254,7 @@ class LatencyModel:
                 wait, c, theta = math.inf, 1.0, math.inf
             mean_service = float(np.sum(w * total)) if service.size else float("nan")
             mix = _Mixture(w, total, c, theta)
-            out[name] = (
-                share,
-                mix,
-                PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service, float("nan"), float("nan")),
-            )
+            out[name] = (share, mix, PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service))
         return out, link_util
 
     def _tpot(self, rate_rps: float) -> tuple[float | None, float]:
