@@ -633,8 +633,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "relaxed-plan-priced-as-the-plan": (
         "prfaas_plan/planner/plan.py",
-        "return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)",
-        "return more.lambda_max - base, counts, usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d)",
+        "relaxed = (more.lambda_max - base, counts, usd_per_hour(inputs, *counts))",
+        "relaxed = (more.lambda_max - base, counts, usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d))",
     ),
     "unused-budget-is-the-whole-budget": (
         "prfaas_plan/planner/plan.py",
@@ -1190,8 +1190,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "transport-latency-uncapped": (
         "prfaas_plan/planner/latency.py",
-        "b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)\n                    extra",
-        "b_eff = bandwidth * (1 - link_util)\n                    extra",
+        "b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s) if",
+        "b_eff = bandwidth * (1 - link_util) if",
     ),
     "colocated-no-chunks-in-step": (
         "prfaas_plan/planner/colocated.py",

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..study.model import DecodeModel, PlanInputs
-from .cost import usd_per_hour
+from .cost import gpus_by_hardware, usd_per_hour
 from .throughput import ThresholdTable
 
 COLOCATED = "colocated"  # the row's name in the plan's reports, beside the DeploymentName baselines
@@ -103,7 +103,6 @@ def colocated(inputs: PlanInputs, local_table: ThresholdTable, decode: DecodeMod
     rate = instances * batch * m / (out * float(tau[k])) if batch else 0.0
     routed = inputs.workload.routed
     mean_prompt = float(np.sum(routed.probs * routed.pd_tokens)) if routed is not None else inputs.input_dist.mean_tokens()
-    gpus = {inputs.pd.hardware_name: instances * inputs.pd.gpus_per_instance} if instances else {}
     return Colocated(
         instances=instances,
         batch=batch,
@@ -120,7 +119,7 @@ def colocated(inputs: PlanInputs, local_table: ThresholdTable, decode: DecodeMod
         decode_only_rps=instances * inputs.decode_rps_per_instance,
         limited_by="tpot_limit" if batch < full else "decode_batch",
         usd_per_hour=usd_per_hour(inputs, 0, instances, 0),
-        gpus=gpus,
+        gpus=gpus_by_hardware(inputs, 0, instances, 0),
     )
 
 

@@ -167,10 +167,9 @@ def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n
 
     parts = (
         pool_tco(inputs.prfaas, n_prfaas, busy(float(table.prfaas_work_s[idx]), n_prfaas)),
-        pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)),
-        pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)),
+        replace(pool_tco(inputs.pd, n_p, busy(float(table.pd_work_s[idx]), n_p)), role="pd_prefill"),
+        replace(pool_tco(inputs.decode_pool, n_d, busy(1.0 / inputs.decode_rps_per_instance, n_d)), role="pd_decode"),
     )
-    parts = (parts[0], replace(parts[1], role="pd_prefill"), replace(parts[2], role="pd_decode"))
     egress = rate_rps * float(table.link_work_bytes[idx])
     return Tco(
         rate_rps,
@@ -185,12 +184,17 @@ def tco_at(inputs: PlanInputs, table: ThresholdTable, idx: int, n_prfaas: int, n
 # What counts of instances (N_prfaas, N_p, N_d) provision: what budgets and ``min_cost`` count.
 
 
+def _by_pool(inputs: PlanInputs, n_f, n_p, n_d) -> tuple:
+    """(pool, count) of the PrfaaS, PD and decoding pools (the last is the PD pool without a decode-only one)."""
+    return ((inputs.prfaas, n_f), (inputs.pd, n_p), (inputs.decode_pool, n_d))
+
+
 def provisioned_usd_per_hour(inputs: PlanInputs, n_f, n_p, n_d):
     """Provisioned $/hour of counts (ints or arrays): each pool's instances at their price
     (capital + full-load power; an unpriced pool counts 0, refused where a price is needed), plus
     the committed link, paid when PrfaaS instances use it."""
-    prices = [pool.usd_per_hour_per_instance or 0.0 for pool in (inputs.prfaas, inputs.pd, inputs.decode_pool)]
-    return prices[0] * n_f + prices[1] * n_p + prices[2] * n_d + inputs.link.fixed_usd_per_hour * (n_f > 0)
+    instances = sum((pool.usd_per_hour_per_instance or 0.0) * n for pool, n in _by_pool(inputs, n_f, n_p, n_d))
+    return instances + inputs.link.fixed_usd_per_hour * (n_f > 0)
 
 
 def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float | None:
@@ -202,18 +206,19 @@ def usd_per_hour(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> float
 
 def chips_of(inputs: PlanInputs, hardware: str, n_f, n_p, n_d):
     """Chips of ``hardware`` that the counts (ints or arrays) use."""
-    pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
-    return sum(pool.gpus_per_instance * n for pool, n in zip(pools, (n_f, n_p, n_d)) if pool.hardware_name == hardware)
+    return sum(pool.gpus_per_instance * n for pool, n in _by_pool(inputs, n_f, n_p, n_d) if pool.hardware_name == hardware)
+
+
+def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> dict[str, int]:
+    """Chips of each hardware the counts use."""
+    counts = _by_pool(inputs, n_prfaas, n_p, n_d)
+    return {pool.hardware_name: chips_of(inputs, pool.hardware_name, n_prfaas, n_p, n_d) for pool, n in counts if n}
 
 
 def _used_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int, missing) -> list[str]:
     """'hardware (role)' of each pool the counts use for which ``missing(pool)`` holds, each once."""
-    out = []
-    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
-        name = f"{pool.hardware_name} ({pool.role})"
-        if count and missing(pool) and name not in out:
-            out.append(name)
-    return out
+    used = _by_pool(inputs, n_prfaas, n_p, n_d)
+    return list(dict.fromkeys(f"{pool.hardware_name} ({pool.role})" for pool, count in used if count and missing(pool)))
 
 
 def unpriced_pools(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> list[str]:
@@ -234,14 +239,11 @@ def require_prices(pools, owner: str) -> None:
     "site's")."""
     for where, pool, most in pools:
         if most > 0 and pool.usd_per_hour_per_instance is None:
-            raise PlanInputError(
-                f"hardware '{pool.hardware_name}' has no price (price_usd_per_gpu_hour in its profile, or the {owner} "
-                "cost), needed for a cost objective or budget",
-                field=f"{where}.hardware",
-            )
-        if most > 0 and pool.cost.power_unpriced:
-            raise PlanInputError(
-                f"hardware '{pool.hardware_name}' has no tdp_w, so its billed power (${pool.cost.usd_per_kwh:g}/kWh) has no "
-                "price, needed for a cost objective or budget",
-                field=f"{where}.hardware",
-            )
+            missing = f"no price (price_usd_per_gpu_hour in its profile, or the {owner} cost)"
+        elif most > 0 and pool.cost.power_unpriced:
+            missing = f"no tdp_w, so its billed power (${pool.cost.usd_per_kwh:g}/kWh) has no price"
+        else:
+            continue
+        raise PlanInputError(
+            f"hardware '{pool.hardware_name}' has {missing}, needed for a cost objective or budget", field=f"{where}.hardware"
+        )

@@ -37,8 +37,6 @@ from ..study.model import DecodeModel, PlanInputs
 from .deployment import Deployment
 from .throughput import per_token_count
 
-QUANTILES = (0.9, 0.99)
-
 
 def erlang_c(servers: int, offered: float) -> float:
     """Probability that an arrival waits in M/M/c with c servers and offered load a (Erlangs),
@@ -66,8 +64,8 @@ class PathLatency:
     mean_wait_s: float
     mean_service_s: float  # prefill (+ transfer extra) without queueing
     mean_s: float
-    p90_s: float
-    p99_s: float
+    p90_s: float = math.nan  # the quantiles: NaN until computed (LatencyModel.at)
+    p99_s: float = math.nan
 
     @property
     def stable(self) -> bool:
@@ -90,13 +88,11 @@ class _Mixture:
         self.wait_probability = wait_probability
         self.theta_s = theta_s
         self._cum_w = np.concatenate(([0.0], np.cumsum(self.weights)))
-        self._cum_log: np.ndarray | None
+        self._cum_log: np.ndarray | None = None
         if theta_s > 0 and math.isfinite(theta_s) and self.weights.size and np.all(np.isfinite(self.service_s)):
             with np.errstate(divide="ignore"):
                 terms = np.log(self.weights) + self.service_s / theta_s
             self._cum_log = np.concatenate(([-np.inf], np.logaddexp.accumulate(terms)))
-        else:
-            self._cum_log = None
 
     def cdf(self, x: float) -> float:
         if not self.weights.size:
@@ -185,34 +181,28 @@ class SupportArrays:
         f, pd = inputs.prfaas.curve, inputs.pd.curve
         assert f is not None and pd is not None  # the PrfaaS and PD pools prefill: only a decode-only pool has no curve
         layers = len(expand_layers(inputs.model))
-        if routed is None:
+        local_kv: np.ndarray | None = None
+        if routed is None:  # strictly ascending lengths: per_token_count is the curve at each length
             x = inputs.input_dist.lengths_tokens
-            prfaas_s, pd_s = f.prefill_s(x), pd.prefill_s(x)
-            return cls(
-                x,
-                inputs.input_dist.probs,
-                prfaas_s,
-                pd_s,
-                f.kv_bytes(x),
-                layers,
-                np.minimum(f.capacity_s(x), prfaas_s),
-                np.minimum(pd.capacity_s(x), pd_s),
-            )
-        prfaas_s = per_token_count(f.prefill_s, routed.prfaas_tokens)
-        pd_s = per_token_count(pd.prefill_s, routed.pd_tokens)
-        local_kv = np.zeros_like(routed.probs)
-        moved = routed.local_kv_tokens > 0
-        if moved.any():
-            local_kv[moved] = per_token_count(f.kv_bytes, routed.local_kv_tokens[moved])
+            weights, route, prfaas_tokens, pd_tokens, offload_kv = inputs.input_dist.probs, x, x, x, x
+        else:
+            weights, route, offload_kv = routed.probs, routed.route_tokens, routed.offload_kv_tokens
+            prfaas_tokens, pd_tokens = routed.prfaas_tokens, routed.pd_tokens
+            local_kv = np.zeros_like(routed.probs)
+            moved = routed.local_kv_tokens > 0
+            if moved.any():
+                local_kv[moved] = per_token_count(f.kv_bytes, routed.local_kv_tokens[moved])
+        prfaas_s = per_token_count(f.prefill_s, prfaas_tokens)
+        pd_s = per_token_count(pd.prefill_s, pd_tokens)
         return cls(
-            routed.route_tokens,
-            routed.probs,
+            route,
+            weights,
             prfaas_s,
             pd_s,
-            per_token_count(f.kv_bytes, routed.offload_kv_tokens),
+            per_token_count(f.kv_bytes, offload_kv),
             layers,
-            np.minimum(per_token_count(f.capacity_s, routed.prfaas_tokens), prfaas_s),
-            np.minimum(per_token_count(pd.capacity_s, routed.pd_tokens), pd_s),
+            np.minimum(per_token_count(f.capacity_s, prfaas_tokens), prfaas_s),
+            np.minimum(per_token_count(pd.capacity_s, pd_tokens), pd_s),
             local_kv,
         )
 
@@ -225,18 +215,14 @@ class LatencyModel:
         sup = support or SupportArrays.of(inputs)
         remote = sup.lengths_tokens > deployment.threshold_tokens
         self.p = float(sup.weights[remote].sum())
+        local_kv = sup.local_kv_bytes if sup.local_kv_bytes is not None else np.zeros_like(sup.kv_bytes)
         self._paths = {}
-        for name, mask, service, hold, servers in (
-            ("local", ~remote, sup.pd_s, sup.pd_hold_s, deployment.n_p),
-            ("remote", remote, sup.prfaas_s, sup.prfaas_hold_s, deployment.n_prfaas),
+        for name, mask, service, kv, hold, servers in (
+            ("local", ~remote, sup.pd_s, local_kv, sup.pd_hold_s, deployment.n_p),
+            ("remote", remote, sup.prfaas_s, sup.kv_bytes, sup.prfaas_hold_s, deployment.n_prfaas),
         ):
             share = float(sup.weights[mask].sum())
             w = sup.weights[mask] / share if share > 0 else sup.weights[mask]
-            kv = (
-                sup.kv_bytes
-                if name == "remote"
-                else (sup.local_kv_bytes if sup.local_kv_bytes is not None else np.zeros_like(sup.kv_bytes))
-            )
             self._paths[name] = (share, w, service[mask], kv[mask], servers, hold[mask])
         self._layers = sup.layers
         self._mean_kv = {name: float(np.sum(path[1] * path[3])) if path[1].size else 0.0 for name, path in self._paths.items()}
@@ -246,20 +232,20 @@ class LatencyModel:
         link = self.inputs.link
         bandwidth = link.usable_bytes_per_s
         link_util = link.utilisation(sum(rate_rps * self._paths[name][0] * self._mean_kv[name] for name in self._paths))
+        # the bandwidth a transfer sees on the shared link; None: the link carries nothing more
+        b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s) if bandwidth > 0 and link_util < 1 else None
         out = {}
         for name, (share, w, service, kv, servers, hold) in self._paths.items():
             lam = rate_rps * share
             total = service
             if name == "remote" and service.size:
-                if bandwidth > 0 and link_util < 1:
-                    b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)
+                if b_eff is not None:
                     extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)
                     total = service + extra + link.rtt_s
                 else:
                     total = np.full_like(service, math.inf)
             elif name == "local" and service.size and np.any(kv > 0):  # cached KV received during the prefill
-                if bandwidth > 0 and link_util < 1:
-                    b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s)
+                if b_eff is not None:
                     total = np.maximum(service, kv / b_eff + link.rtt_s * (kv > 0))
                 else:
                     total = np.where(kv > 0, math.inf, service)
@@ -268,11 +254,7 @@ class LatencyModel:
                 wait, c, theta = math.inf, 1.0, math.inf
             mean_service = float(np.sum(w * total)) if service.size else float("nan")
             mix = _Mixture(w, total, c, theta)
-            out[name] = (
-                share,
-                mix,
-                PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service, float("nan"), float("nan")),
-            )
+            out[name] = (share, mix, PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service))
         return out, link_util
 
     def _tpot(self, rate_rps: float) -> tuple[float | None, float]:
@@ -285,9 +267,8 @@ class LatencyModel:
         """TTFT mean, P90 and P99 per path and overall, and TPOT, at ``rate_rps``."""
         paths, link_util = self._mixtures(rate_rps, arrival_scv)
         done = {}
-        for name, (_, mix, path) in paths.items():
-            q90, q99 = (_quantile([(1.0, mix)], q) for q in QUANTILES) if mix.weights.size else (float("nan"),) * 2
-            done[name] = replace(path, p90_s=q90, p99_s=q99)
+        for name, (_, mix, path) in paths.items():  # a path without requests: NaN quantiles (_quantile)
+            done[name] = replace(path, p90_s=_quantile([(1.0, mix)], 0.9), p99_s=_quantile([(1.0, mix)], 0.99))
         parts = [(share, mix) for share, mix, _ in paths.values()]
         overall_mean = sum(share * done[n].mean_s for n, (share, _, _) in paths.items() if share > 0)
         batch, tpot = self._tpot(rate_rps)
@@ -311,12 +292,9 @@ class LatencyModel:
         paths, _ = self._mixtures(rate_rps, arrival_scv)
         parts = [(share, mix) for share, mix, _ in paths.values() if share > 0]
         for limit, q in ((slo.ttft_p90_s, 0.9), (slo.ttft_p99_s, 0.99)):
-            if limit is not None:
-                if any(not math.isfinite(m.theta_s) for _, m in parts):
-                    return False
-                if sum(share * m.cdf(limit) for share, m in parts) < q:
-                    return False
+            if limit is not None and (
+                any(not math.isfinite(m.theta_s) for _, m in parts) or sum(share * m.cdf(limit) for share, m in parts) < q
+            ):
+                return False
         batch, tpot = self._tpot(rate_rps)
-        if batch is None:
-            return False
-        return slo.tpot_ms is None or tpot <= slo.tpot_ms
+        return batch is not None and (slo.tpot_ms is None or tpot <= slo.tpot_ms)

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..choices import Bound, DeploymentName, ObjectiveKind, PlanMode
+from ..choices import Bound, CacheRegime, DeploymentName, ObjectiveKind, PlanMode
 from ..errors import PlanInputError
 from ..ranges import INSTANCES, MIN_CAPACITY_RPS
 from ..study.model import Limits, PlanInputs, decode_model
 from ..units import bytes_per_s_to_gbps
 from .colocated import Colocated, colocated_baseline
-from .cost import Tco, chips_of, tco_at, unpriced_pools, usd_per_hour
+from .cost import Tco, chips_of, gpus_by_hardware, tco_at, unpriced_pools, usd_per_hour
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise
@@ -174,16 +174,10 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
     lam = stages.lambda_max
     tight: list[str] = [name for name in BOUNDS if float(getattr(b, name)) <= lam * 1.01]
-    if sol.n_prfaas == limits.prfaas_max and limits.prfaas_max > limits.prfaas_min:
-        tight.append("prfaas_instances_max")
-    if limits.separate_decode:
-        assert limits.decode_min is not None and limits.decode_max is not None  # set with a decode-only pool (study.resolve)
-        if sol.n_p == limits.pd_max and limits.pd_max > limits.pd_min:
-            tight.append("pd_instances_max")
-        if sol.n_d == limits.decode_max and limits.decode_max > limits.decode_min:
-            tight.append("pd_decode_instances_max")
-    elif sol.n_p + sol.n_d == limits.pd_max and limits.pd_max > limits.pd_min:
-        tight.append("pd_instances_max")
+    for which in _pools(limits):  # the instance ranges the plan saturates
+        lo, hi, name = _COUNT[which]
+        if _count(limits, sol, which) == getattr(limits, hi) and getattr(limits, hi) > getattr(limits, lo):
+            tight.append(name)
     egress_bytes_per_s = lam * float(table.link_work_bytes[idx])
     return OperatingPoint(
         threshold_tokens=sol.threshold_tokens,
@@ -199,15 +193,6 @@ def operating_point(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
         usd_per_hour=usd_per_hour(inputs, sol.n_prfaas, sol.n_p, sol.n_d),
         tight=tight,
     )
-
-
-def gpus_by_hardware(inputs: PlanInputs, n_prfaas: int, n_p: int, n_d: int) -> dict[str, int]:
-    """Chips of each hardware the counts use."""
-    gpus: dict[str, int] = {}
-    for pool, count in ((inputs.prfaas, n_prfaas), (inputs.pd, n_p), (inputs.decode_pool, n_d)):
-        if count:
-            gpus[pool.hardware_name] = gpus.get(pool.hardware_name, 0) + count * pool.gpus_per_instance
-    return gpus
 
 
 def _baseline(inputs: PlanInputs, table: ThresholdTable, limits: Limits, name: DeploymentName) -> Baseline | None:
@@ -254,8 +239,6 @@ def _most(upto: int, fits) -> int:
 def local_inputs_of(inputs: PlanInputs) -> PlanInputs:
     """The inputs a deployment without PrfaaS sees: with cluster caches in the plentiful regime, the
     PD cache alone (the scarce rule: no PrfaaS cache to draw on, no cached KV on a link)."""
-    from ..choices import CacheRegime
-
     routed = inputs.workload.routed
     if routed is None or routed.regime != CacheRegime.plentiful:
         return inputs
@@ -314,8 +297,7 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
                     f"the plan's ${cost:,.0f}/hour buys {capped} PD instances{beside}, which serve no "
                     "request: the equal-cost homogeneous baseline is left out"
                 )
-    n_pd = sol.n_p + sol.n_d
-    naive_d = sol.n_d if limits.separate_decode else n_pd
+    naive_d = sol.n_d if limits.separate_decode else sol.n_p + sol.n_d
     naive_limits = replace(limits, prfaas_min=0, pd_min=0, pd_max=int(INSTANCES.hi))
     if limits.separate_decode:
         naive_limits = replace(naive_limits, decode_min=0, decode_max=int(INSTANCES.hi))
@@ -332,22 +314,32 @@ def baselines(inputs: PlanInputs, table: ThresholdTable, sol: Solution, notes: l
     return out
 
 
-_POOLS = ("prfaas", "pd", "decode")  # the decode-only pool's last
-_COUNT = {"prfaas": ("prfaas_min", "prfaas_max"), "pd": ("pd_min", "pd_max"), "decode": ("decode_min", "decode_max")}
+# per pool: the fields of its instance range in Limits, and its name in OperatingPoint.tight when saturated
+_COUNT = {
+    "prfaas": ("prfaas_min", "prfaas_max", "prfaas_instances_max"),
+    "pd": ("pd_min", "pd_max", "pd_instances_max"),
+    "decode": ("decode_min", "decode_max", "pd_decode_instances_max"),
+}
+
+
+def _pools(limits: Limits) -> tuple[str, ...]:
+    """The pools of ``_COUNT`` that the limits range (a decode-only pool's where there is one)."""
+    return tuple(_COUNT)[: 3 if limits.separate_decode else 2]
+
+
+def _count(limits: Limits, sol: Solution, which: str) -> int:
+    """``sol``'s count in a pool's range (the PD pool's: N_p + N_d when shared, N_p beside a decode-only pool)."""
+    shared_d = 0 if limits.separate_decode else sol.n_d
+    return {"prfaas": sol.n_prfaas, "pd": sol.n_p + shared_d, "decode": sol.n_d}[which]
 
 
 def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[bool, Limits, tuple[int, int, int]]:
-    """Whether the range of a pool (``which``: one of ``_POOLS``) has room for one more instance
+    """Whether the range of a pool (``which``: one of ``_pools``) has room for one more instance
     than ``sol`` has, limits that require it (the other counts free within their ranges), and
     ``sol``'s counts with that instance added."""
-    lo, hi = _COUNT[which]
-    if which == "prfaas":
-        now, grown = sol.n_prfaas, (sol.n_prfaas + 1, sol.n_p, sol.n_d)
-    elif which == "decode":
-        now, grown = sol.n_d, (sol.n_prfaas, sol.n_p, sol.n_d + 1)
-    else:  # the PD pool: N_p + N_d when shared, N_p beside a decode-only pool
-        now = sol.n_p if limits.separate_decode else sol.n_p + sol.n_d
-        grown = (sol.n_prfaas, sol.n_p + 1, sol.n_d)
+    lo, hi, _ = _COUNT[which]
+    now = _count(limits, sol, which)
+    grown = (sol.n_prfaas + (which == "prfaas"), sol.n_p + (which == "pd"), sol.n_d + (which == "decode"))
     return now < getattr(limits, hi), replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
 
 
@@ -380,49 +372,27 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
     per_rps = plan_cost / base if plan_cost is not None and base > 0 else None
     budgeted = bool(limits.gpu_budget) or limits.usd_per_hour is not None
     unused = None if limits.usd_per_hour is None or plan_cost is None else limits.usd_per_hour - plan_cost
+    out: dict[str, Marginal] = {}
 
-    def relaxed(
-        hardware: str | None, chips: int, price: float | None
-    ) -> tuple[float | None, tuple[int, int, int] | None, float | None]:
-        """What the budgets raised by one unit's chips and price buy: the Lambda gain, the counts
-        and their provisioned $/hour (None without budgets)."""
-        if not budgeted:
-            return None, None, None
-        try:
-            more = optimise(inputs, table, limits=_raised(limits, hardware, chips, price), objective=what_if)
-        except PlanInputError:
-            return None, None, None
-        counts = (more.n_prfaas, more.n_p, more.n_d)
-        return more.lambda_max - base, counts, usd_per_hour(inputs, *counts)
-
-    link = inputs.link
-    more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
-    link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
-    blocked = _blocking(more_link, limits, sol.n_prfaas, sol.n_p, sol.n_d) if sol.n_prfaas else ()
-    # per unit: the inputs and table with it, the limits that require it, the budgets the plan plus
-    # the unit breaks, its price, and the hardware and chips it adds
-    units: list[tuple[str, PlanInputs, ThresholdTable, Limits, tuple[str, ...], float | None, str | None, int]] = [
-        ("per_gbps", more_link, threshold_table(more_link, table.mode), limits, blocked, link_price, None, 0)
-    ]
-    pools = [("per_prfaas_instance", "prfaas", inputs.prfaas), ("per_pd_instance", "pd", inputs.pd)]
-    if limits.separate_decode:
-        pools.append(("per_decode_instance", "decode", inputs.decode_pool))
-    for what, which, pool in pools:
-        _, forced, grown = _one_more(limits, sol, which)
-        price = pool.usd_per_hour_per_instance
-        if price is not None and which == "prfaas" and sol.n_prfaas == 0:
-            price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
-        blocked = _blocking(inputs, limits, *grown)
-        units.append((what, inputs, table, forced, blocked, price, pool.hardware_name, pool.gpus_per_instance))
-    out = {}
-    for what, unit_inputs, unit_table, required, blocked, price, hardware, chips in units:
+    def add(what, unit_inputs, unit_table, required, blocked, price, hardware: str | None = None, chips: int = 0) -> None:
+        """The unit ``what``: its inputs and table, the limits that require it, the budgets the plan
+        plus the unit breaks, its price, and the hardware and chips it adds."""
         try:
             own = optimise(unit_inputs, unit_table, limits=required, objective=what_if).lambda_max - base
         except PlanInputError:  # no plan with the unit within the budgets held (none without budgets)
             if not budgeted:
-                continue
+                return
             own = None
         gain = 0.0 if own is None else own
+        relaxed: tuple[float | None, tuple[int, int, int] | None, float | None] = (None, None, None)
+        if budgeted:  # what the budgets raised by the unit's chips and price buy
+            try:
+                more = optimise(inputs, table, limits=_raised(limits, hardware, chips, price), objective=what_if)
+            except PlanInputError:
+                pass
+            else:
+                counts = (more.n_prfaas, more.n_p, more.n_d)
+                relaxed = (more.lambda_max - base, counts, usd_per_hour(inputs, *counts))
         out[what] = Marginal(
             what,
             gain,
@@ -430,10 +400,24 @@ def marginal_values(inputs: PlanInputs, table: ThresholdTable, sol: Solution, li
             None if per_rps is None else gain * per_rps,
             blocked,
             own is not None,
-            *relaxed(hardware, chips, price),
+            *relaxed,
             plan_usd_per_hour=plan_cost,
             unused_budget_usd_per_hour=unused,
         )
+
+    link = inputs.link
+    more_link = inputs.with_usable_link_gbps(link.usable_gbps + 1.0)
+    blocked = _blocking(more_link, limits, sol.n_prfaas, sol.n_p, sol.n_d) if sol.n_prfaas else ()
+    link_price = more_link.link.fixed_usd_per_hour - link.fixed_usd_per_hour
+    add("per_gbps", more_link, threshold_table(more_link, table.mode), limits, blocked, link_price)
+    for which in _pools(limits):
+        pool = {"prfaas": inputs.prfaas, "pd": inputs.pd, "decode": inputs.decode_pool}[which]
+        _, forced, grown = _one_more(limits, sol, which)
+        price = pool.usd_per_hour_per_instance
+        if price is not None and which == "prfaas" and sol.n_prfaas == 0:
+            price += link.fixed_usd_per_hour  # the first PrfaaS instance brings the committed link
+        blocked = _blocking(inputs, limits, *grown)
+        add(f"per_{which}_instance", inputs, table, forced, blocked, price, pool.hardware_name, pool.gpus_per_instance)
     return out
 
 
@@ -491,8 +475,7 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         _local_serves_more(result)
     if inputs.workload.routed is not None:
         result.cache = cache_effect(inputs, table, sol)
-    rate = result.operating_rate_rps
-    result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, rate)
+    result.tco = tco_at(inputs, table, sol.threshold_index, sol.n_prfaas, sol.n_p, sol.n_d, result.operating_rate_rps)
     result.uncertainty = plan_range(result, table, sol.threshold_index)
     unpriced = unpriced_pools(inputs, sol.n_prfaas, sol.n_p, sol.n_d)
     if unpriced:
@@ -536,7 +519,7 @@ def _local_serves_more(result: PlanResult) -> None:
 def _exhausted(inputs: PlanInputs, sol: Solution, limits: Limits) -> list[str]:
     """Budgets that leave no room for one more instance of a pool that may still grow."""
     out: list[str] = []
-    for which in _POOLS[: 3 if limits.separate_decode else 2]:
+    for which in _pools(limits):
         room, _, grown = _one_more(limits, sol, which)
         if room:
             out += [x for x in _blocking(inputs, limits, *grown) if x not in out]

@@ -13,6 +13,7 @@ neighbours of the best one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -78,30 +79,23 @@ def slo_optimise(
             f"(at most {MAX_COMBINATIONS}); narrow the instance ranges",
             field="slo",
         )
-    combos = list(count_combinations(inputs, limits))
     scv = inputs.latency.arrival_scv
     support = SupportArrays.of(inputs)
     coarse = coarse_indices(table, inputs.optimiser.coarse_thresholds)
     all_idx = np.arange(len(table))
     candidates = []
-    for n_f, n_p, n_d, cost in combos:
+    for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
         lam = bounds(table, all_idx, n_f, n_p, n_d, inputs).lambda_max
         candidates.append((float(lam.max()), n_f, n_p, n_d, cost, lam))
-    if min_cost:
-        candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]))
-    else:
-        candidates.sort(key=lambda c: -c[0])
+    candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]) if min_cost else (-c[0],))
     best: SloPlan | None = None
 
-    idle: dict[int, bool] = {}
-
+    @cache
     def idle_ok(k: int) -> bool:
         """Whether threshold k meets the SLO on an idle deployment (no queueing: prefill, transfer
         and the smallest decode batch only), which no instance count changes."""
-        if k not in idle:
-            dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), 1, 1, 1)
-            idle[k] = LatencyModel(inputs, dep, decode, support).meets(IDLE_RATE_RPS, slo, scv)
-        return idle[k]
+        dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), 1, 1, 1)
+        return LatencyModel(inputs, dep, decode, support).meets(IDLE_RATE_RPS, slo, scv)
 
     if not any(idle_ok(int(k)) for k in coarse):
         raise PlanInputError(
@@ -111,9 +105,7 @@ def slo_optimise(
 
     def evaluate(k: int, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost) -> SloPlan:
         dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
-        if not idle_ok(k):
-            return SloPlan(dep, k, 0.0, float(lam[k]), cost)
-        good = goodput(LatencyModel(inputs, dep, decode, support), slo, float(lam[k]), scv)
+        good = goodput(LatencyModel(inputs, dep, decode, support), slo, float(lam[k]), scv) if idle_ok(k) else 0.0
         return SloPlan(dep, k, good, float(lam[k]), cost)
 
     for top, n_f, n_p, n_d, cost, lam in candidates:

@@ -52,18 +52,14 @@ class ThresholdTable:
         return len(self.thresholds_tokens)
 
 
-def candidate_thresholds(inputs: PlanInputs) -> np.ndarray:
-    """Every distinct threshold: 0 (all offloaded) and each support point (L <= t stays local)."""
-    return np.concatenate(([0.0], inputs.input_dist.lengths_tokens))
-
-
 def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_tokens=None) -> ThresholdTable:
-    """Split statistics and per-request stage work at each threshold (vectorised)."""
+    """Split statistics and per-request stage work at each threshold (vectorised); by default every
+    distinct threshold: 0 (all offloaded) and each support point (L <= t stays local)."""
     mode = PlanMode(mode)
     if inputs.workload.routed is not None:
         return routed_table(inputs, mode, thresholds_tokens)
-    t = candidate_thresholds(inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
     dist = inputs.input_dist
+    t = np.concatenate(([0.0], dist.lengths_tokens)) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
     stats = class_stats_table(dist)
     p, l_long, l_short = stats.split(t)
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
@@ -122,13 +118,13 @@ def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> 
     if moved.any():
         s_loc[moved] = w[moved] * per_token_count(prfaas.kv_bytes, pts.local_kv_tokens[moved])
 
+    k = np.searchsorted(pts.route_tokens, t, side="right")  # the classes with r <= t: [0, k)
+
     def head(x):  # sum over classes with r <= t
-        c = np.concatenate(([0.0], np.cumsum(x)))
-        return c[np.searchsorted(pts.route_tokens, t, side="right")]
+        return np.concatenate(([0.0], np.cumsum(x)))[k]
 
     def tail(x):  # sum over classes with r > t (a reverse cumulative sum: exactly 0 past the last)
-        c = np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))
-        return c[np.searchsorted(pts.route_tokens, t, side="right")]
+        return np.concatenate((np.cumsum(x[::-1])[::-1], [0.0]))[k]
 
     p = tail(w)
     q = 1.0 - p
@@ -167,7 +163,7 @@ class Bounds:
 
     @property
     def lambda_max(self) -> np.ndarray:
-        return np.minimum(np.minimum(self.prfaas_compute, self.link), np.minimum(self.pd_prefill, self.pd_decode))
+        return np.minimum(self.prfaas, np.minimum(self.pd_prefill, self.pd_decode))
 
     @property
     def prfaas(self) -> np.ndarray:
@@ -227,16 +223,11 @@ def best_thresholds(
     shape = (len(link_bytes_per_s), len(idx))
     lam = np.broadcast_to(b.lambda_max, shape)
     best = lam.max(axis=1, keepdims=True)
-    prefill = np.broadcast_to(np.minimum(np.minimum(b.prfaas_compute, b.link), b.pd_prefill), shape)
+    prefill = np.broadcast_to(np.minimum(b.prfaas, b.pd_prefill), shape)
     pick = np.argmax(np.where(lam >= best * (1 - TIE_REL), prefill, -np.inf), axis=1)
     # where nothing can be offloaded (no link, no PrfaaS instance) or nothing is served at all, every
     # threshold ties at 0 and the tie rule would pick t = 0 (offload everything onto a dead link):
     # keep everything local instead (the table's last threshold, p = 0)
     stuck = (np.asarray(link_bytes_per_s) <= 0) | (n_prfaas == 0) | (best[:, 0] <= 0)
-    pick = np.where(stuck, keep_local_index(table), pick)
+    pick = np.where(stuck, int(np.argmin(table.p)), pick)
     return pick, lam[np.arange(len(pick)), pick]
-
-
-def keep_local_index(table: ThresholdTable) -> int:
-    """The threshold that offloads least (p = 0 at the table's largest threshold)."""
-    return int(np.argmin(table.p))
