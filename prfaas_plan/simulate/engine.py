@@ -337,13 +337,10 @@ class _Loop:
     def finished(self) -> bool:
         return len(self.completion) >= self.total
 
-    def _link_totals(self, k: int, now_s: float) -> tuple[float, float, float]:
+    def _link_totals(self, k: int, now_s: float) -> tuple[float, ...]:
         """Bytes sent, produced and in backlog over site k's links."""
-        sent = produced = backlog = 0.0
-        for l in self.site_links[k]:
-            s, p, b = self.links[l].totals(now_s)
-            sent, produced, backlog = sent + s, produced + p, backlog + b
-        return sent, produced, backlog
+        totals = [self.links[l].totals(now_s) for l in self.site_links[k]] or [(0.0, 0.0, 0.0)]
+        return tuple(map(sum, zip(*totals)))
 
     def _sample(self, now_s: float) -> None:
         """A reading per PD site at ``now_s``: the queues and threshold now and the link totals (the
@@ -582,6 +579,13 @@ class _Loop:
                 link_at[l] = link.next_s
                 push(heap, (link.next_s, tick(), LINK, l))
 
+        def start_remote(i: int, now: float) -> None:
+            """Remote request ``i`` takes a PrfaaS instance now: its prefill and its KV transfer start."""
+            hold, prefill = remote_hold_s[i], remote_prefill_s[i]
+            push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+            prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+            send(link_of[i], now, kv_bytes[i], prefill, i)
+
         while True:
             head_s = heap[0][0] if heap else inf
             if next_arrival_s < head_s and next_arrival_s < next_end_s:
@@ -610,11 +614,7 @@ class _Loop:
                     j = link_pool[l]
                     if pf_free[j] > 0:
                         pf_free[j] -= 1
-                        hold = remote_hold_s[i]
-                        prefill = remote_prefill_s[i]
-                        push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-                        prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                        send(l, now, kv_bytes[i], prefill, i)
+                        start_remote(i, now)
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
@@ -671,11 +671,7 @@ class _Loop:
                     i = queue.popleft()
                     pf_wait_s[j] = max(pf_wait_s[j] - remote_hold_s[i], 0.0)
                     waiting_remote[site_of[i]] -= 1
-                    hold = remote_hold_s[i]
-                    prefill = remote_prefill_s[i]
-                    push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-                    prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                    send(link_of[i], now, kv_bytes[i], prefill, i)
+                    start_remote(i, now)
                 else:
                     pf_free[j] += 1
             elif kind == HOLD_END_LOCAL:
