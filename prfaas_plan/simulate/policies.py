@@ -108,7 +108,9 @@ class AdaptivePolicy:
                 now.pdp_wait_s,
             )
             if step:
-                self._move(now_s, step)
+                self._rung += step
+                self.threshold_tokens = self.ladder_tokens[self._rung]
+                self.changes.append((now_s, self.threshold_tokens))
             before, before_s = now, now_s
 
     def decide(self, utilisation: float, backlog_s: float, prfaas_wait_s: float, pdp_wait_s: float) -> int:
@@ -133,11 +135,6 @@ class AdaptivePolicy:
         ):
             return -1
         return 0
-
-    def _move(self, now_s: float, step: int) -> None:
-        self._rung += step
-        self.threshold_tokens = self.ladder_tokens[self._rung]
-        self.changes.append((now_s, self.threshold_tokens))
 
 
 def _ratio(amount: float, per: float) -> float:
