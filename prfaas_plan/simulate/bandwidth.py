@@ -98,18 +98,13 @@ class CapacitySchedule:
         trace_starts = [time_s for time_s, _ in steps]
         drop_end_s = math.inf if drop_at_s is None else drop_at_s + drop_for_s  # inf: read only with a drop
         breaks = sorted({0.0, *trace_starts, *(() if drop_at_s is None else (drop_at_s, drop_end_s))})
-
-        def rate_at(time_s: float) -> float:
+        self.starts_s: list[float] = []
+        self.rates_bytes_per_s: list[float] = []
+        for time_s in breaks:  # the rate from each break on; a step only where it changes
             k = bisect.bisect_right(trace_starts, time_s)
             rate = steps[k - 1][1] if k else base_bytes_per_s
             if drop_at_s is not None and drop_at_s <= time_s < drop_end_s:
                 rate *= drop_to_fraction
-            return rate
-
-        self.starts_s: list[float] = []
-        self.rates_bytes_per_s: list[float] = []
-        for time_s in breaks:
-            rate = rate_at(time_s)
             if not self.rates_bytes_per_s or rate != self.rates_bytes_per_s[-1]:
                 self.starts_s.append(time_s)
                 self.rates_bytes_per_s.append(rate)

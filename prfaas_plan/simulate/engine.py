@@ -58,7 +58,7 @@ from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
 from .config import SAMPLES_PER_RUN, SimConfig
 from .link import KvLink
-from .policies import AdaptivePolicy, Observation, StaticPolicy
+from .policies import AdaptivePolicy, Observation, StaticPolicy, ratio
 from .results import EventLog, SimResult, summarise
 from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, rebalance
 from .timeseries import MAX_ROWS_PER_INTERVAL
@@ -402,8 +402,8 @@ class _Loop:
             sent,
             backlog,
             sum(self.links[l].schedule.at(now_s) for l in self.site_links[k]),
-            _per_instance(sum(self.pf_wait_s[j] for j in pools), sum(self.instances[j] for j in pools)),
-            _per_instance(self.pdp_wait_s[k], self.states[k].pdp_active),
+            ratio(sum(self.pf_wait_s[j] for j in pools), sum(self.instances[j] for j in pools)),
+            ratio(self.pdp_wait_s[k], self.states[k].pdp_active),
         )
 
     # --- controllers ---------------------------------------------------------------------------
@@ -770,11 +770,6 @@ def _least_loaded(running: list[int], decoding: list[bool], batch: int) -> int:
     """The decoding instance with the fewest running requests among those with a free slot (any
     decoding one if none has), the first of equals."""
     return min((k for k, on in enumerate(decoding) if on), key=lambda k: (running[k] >= batch, running[k]))
-
-
-def _per_instance(work_s: float, instances: int) -> float:
-    """Queued work spread over the instances (s): the wait a request joining the queue can expect."""
-    return work_s / instances if instances > 0 else (0.0 if work_s <= 0 else float("inf"))
 
 
 __all__ = ["EventLog", "one_site_topology", "run", "simulate"]

@@ -102,8 +102,8 @@ class AdaptivePolicy:
             capacity_bytes = capacity_bytes_between(before_s, now_s)
             offered_bytes = now.sent_bytes - before.sent_bytes + now.backlog_bytes - before.backlog_bytes
             step = self.decide(
-                _ratio(offered_bytes, capacity_bytes),
-                _ratio(now.backlog_bytes, now.capacity_bytes_per_s),
+                ratio(offered_bytes, capacity_bytes),
+                ratio(now.backlog_bytes, now.capacity_bytes_per_s),
                 now.prfaas_wait_s,
                 now.pdp_wait_s,
             )
@@ -137,7 +137,7 @@ class AdaptivePolicy:
         return 0
 
 
-def _ratio(amount: float, per: float) -> float:
+def ratio(amount: float, per: float) -> float:
     """amount / per, with x / 0 = inf for x > 0 and 0 / 0 = 0."""
     if per > 0:
         return amount / per
