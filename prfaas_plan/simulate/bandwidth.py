@@ -34,24 +34,23 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
         text = line.strip()
         if not text or text.startswith("#"):
             continue
+        at = f"line {number}"
         cells = [cell.strip() for cell in text.split(",")]
         if not header_seen:
             if tuple(c.lower() for c in cells) != TRACE_HEADER:
-                raise PlanInputError(
-                    f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=f"line {number}"
-                )
+                raise PlanInputError(f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=at)
             header_seen = True
             continue
         if len(cells) != 2:
-            raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path, field=f"line {number}")
+            raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path, field=at)
         try:
             row = (float(cells[0]), float(cells[1]))
         except ValueError:
-            raise PlanInputError(f"not a number in {shorten(text, 40)!r}", source=path, field=f"line {number}") from None
-        _check_step(row, steps[-1][0] if steps else None, source=path, field=f"line {number}")
+            raise PlanInputError(f"not a number in {shorten(text, 40)!r}", source=path, field=at) from None
+        _check_step(row, steps[-1][0] if steps else None, source=path, field=at)
         steps.append(row)
         if len(steps) > BANDWIDTH_STEPS.hi:
-            raise PlanInputError(f"more than {int(BANDWIDTH_STEPS.hi):,} steps", source=path, field=f"line {number}")
+            raise PlanInputError(f"more than {int(BANDWIDTH_STEPS.hi):,} steps", source=path, field=at)
     if not steps:
         raise PlanInputError("no rows (expected the header 'time_s,gbps' and one row per step)", source=path)
     return tuple(steps)

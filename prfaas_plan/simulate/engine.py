@@ -579,13 +579,6 @@ class _Loop:
                 link_at[l] = link.next_s
                 push(heap, (link.next_s, tick(), LINK, l))
 
-        def start_remote(i: int, now: float) -> None:
-            """Remote request ``i`` takes a PrfaaS instance now: its prefill and its KV transfer start."""
-            hold, prefill = remote_hold_s[i], remote_prefill_s[i]
-            push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-            prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-            send(link_of[i], now, kv_bytes[i], prefill, i)
-
         while True:
             head_s = heap[0][0] if heap else inf
             if next_arrival_s < head_s and next_arrival_s < next_end_s:
@@ -614,7 +607,11 @@ class _Loop:
                     j = link_pool[l]
                     if pf_free[j] > 0:
                         pf_free[j] -= 1
-                        start_remote(i, now)
+                        hold = remote_hold_s[i]
+                        prefill = remote_prefill_s[i]
+                        push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+                        prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+                        send(l, now, kv_bytes[i], prefill, i)
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
@@ -671,7 +668,11 @@ class _Loop:
                     i = queue.popleft()
                     pf_wait_s[j] = max(pf_wait_s[j] - remote_hold_s[i], 0.0)
                     waiting_remote[site_of[i]] -= 1
-                    start_remote(i, now)
+                    hold = remote_hold_s[i]
+                    prefill = remote_prefill_s[i]
+                    push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+                    prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+                    send(link_of[i], now, kv_bytes[i], prefill, i)
                 else:
                     pf_free[j] += 1
             elif kind == HOLD_END_LOCAL:
