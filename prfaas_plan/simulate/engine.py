@@ -234,8 +234,7 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
     for j, curve in enumerate(curves):
         mine = chosen == j
         kv_bytes[mine] = curve.kv_bytes(kv_tokens)[at][mine]
-        prefill_s = curve.prefill_s(remote_tokens)[at][mine]
-        remote_prefill_s[mine] = prefill_s
+        remote_prefill_s[mine] = prefill_s = curve.prefill_s(remote_tokens)[at][mine]
         # An instance is held for a request's share of a pass (its capacity seconds, at most the
         # latency); the prompt's first token comes at its full prefill latency.
         remote_hold_s[mine] = np.minimum(curve.capacity_s(remote_tokens)[at][mine], prefill_s)
