@@ -73,10 +73,9 @@ def check_trace(steps, field: str) -> tuple[tuple[float, float], ...]:
 
 def _check_step(row: tuple[float, float], previous_time_s: float | None, *, source: str | None, field: str) -> None:
     for name, bound, value in (("time_s", SIM_SECONDS, row[0]), ("gbps", LINK_GBPS, row[1])):
-        try:
-            bound.check(value, name)
-        except PlanInputError as exc:
-            raise PlanInputError(f"{name} {exc.reason}", source=source, field=field) from None
+        reason = bound.problem(value)
+        if reason is not None:
+            raise PlanInputError(f"{name} {reason}", source=source, field=field)
     time_s = row[0]
     if previous_time_s is not None and time_s <= previous_time_s:
         raise PlanInputError(f"time_s must increase, got {time_s:g} after {previous_time_s:g}", source=source, field=field)
