@@ -13,6 +13,7 @@ package does not load numpy; ``simulate`` and ``SimResult`` load it on first use
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from .bandwidth import read_bandwidth_trace
@@ -25,14 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["SimConfig", "SimResult", "read_bandwidth_trace", "simulate"]
 
 
+_LAZY = {"simulate": ".engine", "SimResult": ".results"}  # name -> the module (with numpy) it comes from
+
+
 def __getattr__(name: str) -> Any:
     """``simulate`` (``engine.simulate``) and ``SimResult``, imported (with numpy) on first use."""
-    if name == "simulate":
-        from .engine import simulate
-
-        return simulate
-    if name == "SimResult":
-        from .results import SimResult
-
-        return SimResult
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

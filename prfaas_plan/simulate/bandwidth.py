@@ -34,24 +34,23 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
         text = line.strip()
         if not text or text.startswith("#"):
             continue
+        at = f"line {number}"
         cells = [cell.strip() for cell in text.split(",")]
         if not header_seen:
             if tuple(c.lower() for c in cells) != TRACE_HEADER:
-                raise PlanInputError(
-                    f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=f"line {number}"
-                )
+                raise PlanInputError(f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=at)
             header_seen = True
             continue
         if len(cells) != 2:
-            raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path, field=f"line {number}")
+            raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path, field=at)
         try:
             row = (float(cells[0]), float(cells[1]))
         except ValueError:
-            raise PlanInputError(f"not a number in {shorten(text, 40)!r}", source=path, field=f"line {number}") from None
-        _check_step(row, steps[-1][0] if steps else None, source=path, field=f"line {number}")
+            raise PlanInputError(f"not a number in {shorten(text, 40)!r}", source=path, field=at) from None
+        _check_step(row, steps[-1][0] if steps else None, source=path, field=at)
         steps.append(row)
         if len(steps) > BANDWIDTH_STEPS.hi:
-            raise PlanInputError(f"more than {int(BANDWIDTH_STEPS.hi):,} steps", source=path, field=f"line {number}")
+            raise PlanInputError(f"more than {int(BANDWIDTH_STEPS.hi):,} steps", source=path, field=at)
     if not steps:
         raise PlanInputError("no rows (expected the header 'time_s,gbps' and one row per step)", source=path)
     return tuple(steps)
@@ -74,10 +73,9 @@ def check_trace(steps, field: str) -> tuple[tuple[float, float], ...]:
 
 def _check_step(row: tuple[float, float], previous_time_s: float | None, *, source: str | None, field: str) -> None:
     for name, bound, value in (("time_s", SIM_SECONDS, row[0]), ("gbps", LINK_GBPS, row[1])):
-        try:
-            bound.check(value, name)
-        except PlanInputError as exc:
-            raise PlanInputError(f"{name} {exc.reason}", source=source, field=field) from None
+        reason = bound.problem(value)
+        if reason is not None:
+            raise PlanInputError(f"{name} {reason}", source=source, field=field)
     time_s = row[0]
     if previous_time_s is not None and time_s <= previous_time_s:
         raise PlanInputError(f"time_s must increase, got {time_s:g} after {previous_time_s:g}", source=source, field=field)
@@ -98,18 +96,13 @@ class CapacitySchedule:
         trace_starts = [time_s for time_s, _ in steps]
         drop_end_s = math.inf if drop_at_s is None else drop_at_s + drop_for_s  # inf: read only with a drop
         breaks = sorted({0.0, *trace_starts, *(() if drop_at_s is None else (drop_at_s, drop_end_s))})
-
-        def rate_at(time_s: float) -> float:
+        self.starts_s: list[float] = []
+        self.rates_bytes_per_s: list[float] = []
+        for time_s in breaks:  # the rate from each break on; a step only where it changes
             k = bisect.bisect_right(trace_starts, time_s)
             rate = steps[k - 1][1] if k else base_bytes_per_s
             if drop_at_s is not None and drop_at_s <= time_s < drop_end_s:
                 rate *= drop_to_fraction
-            return rate
-
-        self.starts_s: list[float] = []
-        self.rates_bytes_per_s: list[float] = []
-        for time_s in breaks:
-            rate = rate_at(time_s)
             if not self.rates_bytes_per_s or rate != self.rates_bytes_per_s[-1]:
                 self.starts_s.append(time_s)
                 self.rates_bytes_per_s.append(rate)

@@ -78,9 +78,9 @@ class SimConfig:
         SEED.check(self.seed, "seed")
         object.__setattr__(self, "arrivals", choice_of(ArrivalProcess, self.arrivals, "arrivals"))
         ARRIVAL_CV.check(self.cv, "cv")
-        _positive(self.on_s, "on_s")
-        _positive(self.off_s, "off_s")
-        _positive(self.burst_factor, "burst_factor")
+        _finite(self.on_s, "on_s", positive=True)
+        _finite(self.off_s, "off_s", positive=True)
+        _finite(self.burst_factor, "burst_factor", positive=True)
         if self.arrivals == ArrivalProcess.onoff:
             most = (self.on_s + self.off_s) / self.on_s  # the off rate would be negative above this
             if not 1.0 <= self.burst_factor <= most:
@@ -95,47 +95,35 @@ class SimConfig:
         if self.drop_at_s is not None:
             SIM_SECONDS.check(self.drop_at_s, "drop_at_s")
         SIM_SECONDS.check(self.drop_for_s, "drop_for_s")
-        _non_negative(self.drop_to_fraction, "drop_to_fraction")
-        if self.drop_to_fraction > 1:
-            raise PlanInputError(f"must be in [0, 1], got {self.drop_to_fraction:g}", field="drop_to_fraction")
-        _positive(self.sample_interval_s, "sample_interval_s")
-        _non_negative(self.warmup_fraction, "warmup_fraction")
-        if self.warmup_fraction >= 1:
-            raise PlanInputError(f"must be in [0, 1), got {self.warmup_fraction:g}", field="warmup_fraction")
-        _positive(self.adaptive_util_low, "adaptive_util_low")
-        _positive(self.adaptive_util_high, "adaptive_util_high")
+        _finite(self.drop_to_fraction, "drop_to_fraction", high=1)
+        _finite(self.sample_interval_s, "sample_interval_s", positive=True)
+        _finite(self.warmup_fraction, "warmup_fraction", high=1, closed=False)
+        _finite(self.adaptive_util_low, "adaptive_util_low", positive=True)
+        _finite(self.adaptive_util_high, "adaptive_util_high", positive=True)
         _below(self.adaptive_util_low, "adaptive_util_low", self.adaptive_util_high, "adaptive_util_high")
-        _non_negative(self.adaptive_wait_low_s, "adaptive_wait_low_s")
-        _positive(self.adaptive_wait_high_s, "adaptive_wait_high_s")
+        _finite(self.adaptive_wait_low_s, "adaptive_wait_low_s")
+        _finite(self.adaptive_wait_high_s, "adaptive_wait_high_s", positive=True)
         _below(self.adaptive_wait_low_s, "adaptive_wait_low_s", self.adaptive_wait_high_s, "adaptive_wait_high_s")
-        _positive(self.adaptive_interval_s, "adaptive_interval_s")
-        _positive(self.adaptive_step_share, "adaptive_step_share")
-        _non_negative(self.conversion_s, "conversion_s")
-        _positive(self.rebalance_interval_s, "rebalance_interval_s")
+        _finite(self.adaptive_interval_s, "adaptive_interval_s", positive=True)
+        _finite(self.adaptive_step_share, "adaptive_step_share", positive=True, high=1)
+        _finite(self.conversion_s, "conversion_s")
+        _finite(self.rebalance_interval_s, "rebalance_interval_s", positive=True)
         _integer(self.rebalance_queue_high, "rebalance_queue_high", minimum=0)
-        if self.adaptive_step_share > 1:
-            raise PlanInputError(f"must be in (0, 1], got {self.adaptive_step_share:g}", field="adaptive_step_share")
 
 
 SAMPLES_PER_RUN = 20_000  # periodic samples and controller ticks a run aims at, at most
 
 
-def _number(value: object, field: str) -> float:
+def _finite(value: object, field: str, *, positive: bool = False, high: float = math.inf, closed: bool = True) -> None:
+    """A finite number >= 0 (> 0 if ``positive``), at most ``high`` (below it unless ``closed``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
         raise PlanInputError(f"must be a number, got {show(value)}", field=field)
-    return float(value)
-
-
-def _positive(value: object, field: str) -> None:
-    number = _number(value, field)
-    if not (math.isfinite(number) and number > 0):
-        raise PlanInputError(f"must be a finite number > 0, got {number:g}", field=field)
-
-
-def _non_negative(value: object, field: str) -> None:
-    number = _number(value, field)
-    if not (math.isfinite(number) and number >= 0):
-        raise PlanInputError(f"must be a finite number >= 0, got {number:g}", field=field)
+    number = float(value)
+    if not (math.isfinite(number) and (number > 0 if positive else number >= 0)):
+        raise PlanInputError(f"must be a finite number {'>' if positive else '>='} 0, got {number:g}", field=field)
+    if number > high or (number == high and not closed):
+        interval = f"{'(' if positive else '['}0, {high:g}{']' if closed else ')'}"
+        raise PlanInputError(f"must be in {interval}, got {number:g}", field=field)
 
 
 def _below(low: float, low_field: str, high: float, high_field: str) -> None:

@@ -58,7 +58,7 @@ from .arrivals import arrival_times_s
 from .bandwidth import CapacitySchedule
 from .config import SAMPLES_PER_RUN, SimConfig
 from .link import KvLink
-from .policies import AdaptivePolicy, Observation, StaticPolicy
+from .policies import AdaptivePolicy, Observation, StaticPolicy, ratio
 from .results import EventLog, SimResult, summarise
 from .roles import GROW_DECODE, GROW_PDP, SHRINK_DECODE, SHRINK_PDP, rebalance
 from .timeseries import MAX_ROWS_PER_INTERVAL
@@ -234,8 +234,7 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
     for j, curve in enumerate(curves):
         mine = chosen == j
         kv_bytes[mine] = curve.kv_bytes(kv_tokens)[at][mine]
-        prefill_s = curve.prefill_s(remote_tokens)[at][mine]
-        remote_prefill_s[mine] = prefill_s
+        remote_prefill_s[mine] = prefill_s = curve.prefill_s(remote_tokens)[at][mine]
         # An instance is held for a request's share of a pass (its capacity seconds, at most the
         # latency); the prompt's first token comes at its full prefill latency.
         remote_hold_s[mine] = np.minimum(curve.capacity_s(remote_tokens)[at][mine], prefill_s)
@@ -337,13 +336,10 @@ class _Loop:
     def finished(self) -> bool:
         return len(self.completion) >= self.total
 
-    def _link_totals(self, k: int, now_s: float) -> tuple[float, float, float]:
+    def _link_totals(self, k: int, now_s: float) -> tuple[float, ...]:
         """Bytes sent, produced and in backlog over site k's links."""
-        sent = produced = backlog = 0.0
-        for l in self.site_links[k]:
-            s, p, b = self.links[l].totals(now_s)
-            sent, produced, backlog = sent + s, produced + p, backlog + b
-        return sent, produced, backlog
+        totals = [self.links[l].totals(now_s) for l in self.site_links[k]] or [(0.0, 0.0, 0.0)]
+        return tuple(map(sum, zip(*totals)))
 
     def _sample(self, now_s: float) -> None:
         """A reading per PD site at ``now_s``: the queues and threshold now and the link totals (the
@@ -405,8 +401,8 @@ class _Loop:
             sent,
             backlog,
             sum(self.links[l].schedule.at(now_s) for l in self.site_links[k]),
-            _per_instance(sum(self.pf_wait_s[j] for j in pools), sum(self.instances[j] for j in pools)),
-            _per_instance(self.pdp_wait_s[k], self.states[k].pdp_active),
+            ratio(sum(self.pf_wait_s[j] for j in pools), sum(self.instances[j] for j in pools)),
+            ratio(self.pdp_wait_s[k], self.states[k].pdp_active),
         )
 
     # --- controllers ---------------------------------------------------------------------------
@@ -774,11 +770,6 @@ def _least_loaded(running: list[int], decoding: list[bool], batch: int) -> int:
     """The decoding instance with the fewest running requests among those with a free slot (any
     decoding one if none has), the first of equals."""
     return min((k for k, on in enumerate(decoding) if on), key=lambda k: (running[k] >= batch, running[k]))
-
-
-def _per_instance(work_s: float, instances: int) -> float:
-    """Queued work spread over the instances (s): the wait a request joining the queue can expect."""
-    return work_s / instances if instances > 0 else (0.0 if work_s <= 0 else float("inf"))
 
 
 __all__ = ["EventLog", "one_site_topology", "run", "simulate"]

@@ -102,13 +102,15 @@ class AdaptivePolicy:
             capacity_bytes = capacity_bytes_between(before_s, now_s)
             offered_bytes = now.sent_bytes - before.sent_bytes + now.backlog_bytes - before.backlog_bytes
             step = self.decide(
-                _ratio(offered_bytes, capacity_bytes),
-                _ratio(now.backlog_bytes, now.capacity_bytes_per_s),
+                ratio(offered_bytes, capacity_bytes),
+                ratio(now.backlog_bytes, now.capacity_bytes_per_s),
                 now.prfaas_wait_s,
                 now.pdp_wait_s,
             )
             if step:
-                self._move(now_s, step)
+                self._rung += step
+                self.threshold_tokens = self.ladder_tokens[self._rung]
+                self.changes.append((now_s, self.threshold_tokens))
             before, before_s = now, now_s
 
     def decide(self, utilisation: float, backlog_s: float, prfaas_wait_s: float, pdp_wait_s: float) -> int:
@@ -134,13 +136,8 @@ class AdaptivePolicy:
             return -1
         return 0
 
-    def _move(self, now_s: float, step: int) -> None:
-        self._rung += step
-        self.threshold_tokens = self.ladder_tokens[self._rung]
-        self.changes.append((now_s, self.threshold_tokens))
 
-
-def _ratio(amount: float, per: float) -> float:
+def ratio(amount: float, per: float) -> float:
     """amount / per, with x / 0 = inf for x > 0 and 0 / 0 = 0."""
     if per > 0:
         return amount / per

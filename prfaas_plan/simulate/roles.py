@@ -98,14 +98,11 @@ def rebalance(
             k = yield SHRINK_DECODE
             while site.running[k] > 0:
                 yield DRAIN_POLL_S
-            if not (yield from _wait(conversion_s, interval_s, finished, clock)):
-                return
-            yield GROW_PDP
         else:
             yield SHRINK_PDP
-            if not (yield from _wait(conversion_s, interval_s, finished, clock)):
-                return
-            yield GROW_DECODE
+        if not (yield from _wait(conversion_s, interval_s, finished, clock)):
+            return
+        yield GROW_PDP if want == "to_prefill" else GROW_DECODE
         changes.append((clock(), site.pdp_active, decode_active(site)))
         yield from _wait(COOLDOWN_INTERVALS * interval_s, interval_s, finished, clock)
 

@@ -80,8 +80,7 @@ def sites_topology(si, plan, window: int = 0, load: float = 0.8, requests: int =
 def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int = 4000, seed: int = 0) -> list[SiteSim]:
     """Simulate ``requests`` requests per PD site of one window of ``plan`` (see the module docstring)."""
     topology = sites_topology(si, plan, window, load, requests)
-    first = topology.pd[0]
-    config = SimConfig(rate_rps=first.rate_rps, requests=requests, seed=seed)  # sampled every second
+    config = SimConfig(rate_rps=topology.pd[0].rate_rps, requests=requests, seed=seed)  # sampled every second
     log = run(topology, config)
     out = []
     for k, site in enumerate(topology.pd):
