@@ -101,6 +101,33 @@ def test_egress_matches_the_planned_offload(case, below):
     assert below.egress["max_link_backlog_bytes"] < 1.0  # a 100 Gbps link never falls behind
 
 
+def test_egress_mean_is_time_weighted_over_the_measurement_window():
+    """Row i holds over (time_s[i-1], time_s[i]] (the first from 0); the window [1.5, 6] s overlaps
+    the rows by 0, 0.5, 2 and 2 s: (20 x 0.5 + 30 x 2 + 40 x 2) / 4.5 Gbps by hand."""
+    from prfaas_plan.simulate.results import _window_mean
+
+    series = {"time_s": np.array([1.0, 2.0, 4.0, 8.0]), "egress_gbps": np.array([10.0, 20.0, 30.0, 40.0])}
+    assert _window_mean(series, "egress_gbps", 1.5, 6.0) == pytest.approx(150.0 / 4.5, rel=1e-12)
+    assert _window_mean(series, "egress_gbps", 0.0, 8.0) == pytest.approx((10 + 20 + 60 + 160) / 8.0, rel=1e-12)
+    assert _window_mean({"time_s": np.array([]), "egress_gbps": np.array([])}, "egress_gbps", 0.0, 1.0) is None
+
+
+def test_a_saturated_links_mean_egress_is_its_usable_rate(case, lam):
+    """A 5 Gbps link under a plan that needs ~9.7 Gbps: from the end of the warm-up to the last
+    arrival the backlog never empties, so the link sends at its usable rate all through the
+    window the rates are measured in; the drain after the last arrival (the backlog sent, then
+    the last decodes with the link idle) is not in the mean."""
+    inputs, dec = case
+    thin = inputs.with_link_gbps(5)
+    result = simulate(thin, PLAN, dec, SimConfig(rate_rps=0.8 * lam, requests=2000, seed=2))
+    series = result.timeseries
+    start_s, end_s = result.window_s
+    inside = (series["time_s"] > start_s) & (series["time_s"] <= end_s)
+    assert series["link_backlog_bytes"][inside].min() > 0  # saturated all through the window
+    assert result.egress["mean_gbps"] == pytest.approx(thin.link.usable_gbps, rel=0.005)
+    assert result.egress["mean_gbps"] <= thin.link.usable_gbps * (1 + 1e-9)
+
+
 # --- reproducibility --------------------------------------------------------------------------
 
 

@@ -34,6 +34,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name: (file, text to find (exactly once), replacement)
 MUTANTS: dict[str, tuple[str, str, str]] = {
+    "sim-egress-mean-from-zero": (
+        "prfaas_plan/simulate/results.py",
+        "overlap_s = np.clip(np.minimum(end, end_s) - np.maximum(start, start_s), 0.0, None)",
+        "overlap_s = np.clip(np.minimum(end, end_s) - start, 0.0, None)",
+    ),
     "serving-little-law": (
         "prfaas_plan/timing/serving.py",
         'd_next = min(c * w / (w + n), cap, full)',

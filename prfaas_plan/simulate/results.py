@@ -77,7 +77,7 @@ class SimResult:
     window_s: tuple[float, float]  # the measurement window (start, end)
     ttft: dict[str, dict[str, float | int | None]]  # path -> {count, mean_s, p50_s, p90_s, p99_s}
     tpot: dict[str, dict[str, float | int | None]]  # path -> {count, mean_ms, p90_ms, p99_ms}
-    egress: dict[str, float | None]  # mean/max (offered) egress Gbps, max backlog bytes, bytes sent
+    egress: dict[str, float | None]  # (offered) egress Gbps: mean over window_s, max over the run; max backlog bytes, bytes sent
     queue_growth: dict[str, Any]  # first/last mean and max total queue, slope, stable
     threshold_changes: tuple[tuple[float, float], ...]  # (time_s, threshold_tokens) at each change
     timeseries: dict[str, np.ndarray] = field(repr=False)  # COLUMNS -> one value per sample
@@ -144,9 +144,9 @@ def summarise(config: SimConfig, deployment: Deployment, log: EventLog) -> SimRe
     series = {name: np.asarray(log.series[0][name], dtype=float) for name in COLUMNS}
     remote_kv = per_request["kv_bytes"][remote]
     egress = {
-        "mean_gbps": _mean(series["egress_gbps"]),
+        "mean_gbps": _window_mean(series, "egress_gbps", start_s, last_arrival_s),
         "max_gbps": _max(series["egress_gbps"]),
-        "mean_offered_gbps": _mean(series["offered_egress_gbps"]),
+        "mean_offered_gbps": _window_mean(series, "offered_egress_gbps", start_s, last_arrival_s),
         "max_offered_gbps": _max(series["offered_egress_gbps"]),
         "max_link_backlog_bytes": _max(series["link_backlog_bytes"]),
         "sent_bytes": log.link_sent_bytes[0],
@@ -207,8 +207,18 @@ def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_
     }
 
 
-def _mean(values: np.ndarray) -> float | None:
-    return float(values.mean()) if values.size else None
+def _window_mean(series: dict[str, np.ndarray], column: str, start_s: float, end_s: float) -> float | None:
+    """Time-weighted mean of a per-interval column over [start_s, end_s], the window the rates are
+    measured in (not the drain after the last arrival). Row i holds over (time_s[i-1], time_s[i]]
+    (the first reading is at 0), and the intervals grow in long runs (``timeseries``), so each row
+    weighs its overlap with the window: for egress, the bytes sent in the window over its span."""
+    end = series["time_s"]
+    if end.size == 0:
+        return None
+    start = np.concatenate(([0.0], end[:-1]))
+    overlap_s = np.clip(np.minimum(end, end_s) - np.maximum(start, start_s), 0.0, None)
+    total_s = float(overlap_s.sum())
+    return float(series[column] @ overlap_s / total_s) if total_s > 0 else None
 
 
 def _max(values: np.ndarray) -> float | None:
