@@ -227,3 +227,12 @@ def test_every_kind_has_a_schema_and_a_physics_class():
         assert schema_tags == set(enum)
         assert set(registry) == set(enum)
         assert all(registry[tag].tag == tag for tag in enum)
+
+
+def test_the_decode_models_old_import_path_still_resolves():
+    """docs/simulation.md once imported the decode model from ``planner.decode_model``: notebooks
+    written so keep running (the names are the Study's own)."""
+    from prfaas_plan.planner import decode_model as moved
+    from prfaas_plan.study import model
+
+    assert moved.decode_model is model.decode_model and moved.DecodeModel is model.DecodeModel

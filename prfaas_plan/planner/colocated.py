@@ -11,7 +11,7 @@ share the chips. With a decode-only pool it is left out (that pool cannot prefil
 Per instance, with w_p = E[T_pd(L)] the prefill instance-seconds of a request (the PD curve's
 ``capacity_s``, chunked by the engine's token budget as the curve is, in the plan's mode and
 cache regime: the homogeneous baseline's PD work), O the mean output tokens, s(b) the decode
-step at batch b (``decode_model.DecodeModel``) and m = R_B s(B) / B the tokens a step gives a
+step at batch b (``study.model.DecodeModel``) and m = R_B s(B) / B the tokens a step gives a
 request (R_B: the instance's decode tokens/s at its full batch B, as the PD-D bound counts it):
 
     per step, b m tokens come out, so b m / O requests end and as many prompts start;

@@ -339,7 +339,8 @@ def _one_more(limits: Limits, sol: Solution, which: str) -> tuple[bool, Limits, 
     ``sol``'s counts with that instance added."""
     lo, hi, _ = _COUNT[which]
     now = _count(limits, sol, which)
-    grown = (sol.n_prfaas + (which == "prfaas"), sol.n_p + (which == "pd"), sol.n_d + (which == "decode"))
+    step = dict.fromkeys(_COUNT, 0) | {which: 1}
+    grown = (sol.n_prfaas + step["prfaas"], sol.n_p + step["pd"], sol.n_d + step["decode"])
     return now < getattr(limits, hi), replace(limits, **{lo: now + 1, hi: max(getattr(limits, hi), now + 1)}), grown
 
 

@@ -87,7 +87,10 @@ def slo_optimise(
     for n_f, n_p, n_d, cost in count_combinations(inputs, limits):
         lam = bounds(table, all_idx, n_f, n_p, n_d, inputs).lambda_max
         candidates.append((float(lam.max()), n_f, n_p, n_d, cost, lam))
-    candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]) if min_cost else (-c[0],))
+    if min_cost:  # the cheapest first (unpriced last), then the most throughput
+        candidates.sort(key=lambda c: (c[4] if c[4] is not None else np.inf, -c[0]))
+    else:
+        candidates.sort(key=lambda c: -c[0])
     best: SloPlan | None = None
 
     @cache

@@ -34,17 +34,18 @@ def sweep_threshold(inputs: PlanInputs, table: ThresholdTable, sol: Solution, po
     """Bounds against t at the plan's counts; every distinct threshold, or ``points`` of them."""
     idx = np.arange(len(table)) if points is None else np.unique(np.linspace(0, len(table) - 1, points).round().astype(int))
     b = bounds(table, idx, sol.n_prfaas, sol.n_p, sol.n_d, inputs)
+    prfaas, lam = b.prfaas, b.lambda_max  # each a whole array: once, not per row
     return [
         {
             "threshold_tokens": float(table.thresholds_tokens[i]),
             "p": _round(table.p[i]),
             "l_long_tokens": _round(table.l_long_tokens[i], 1),
             "l_short_tokens": _round(table.l_short_tokens[i], 1),
-            "prfaas_bound_rps": _round(b.prfaas[k]),
+            "prfaas_bound_rps": _round(prfaas[k]),
             "link_bound_rps": _round(b.link[k]),
             "pd_prefill_bound_rps": _round(b.pd_prefill[k]),
             "pd_decode_bound_rps": _round(b.pd_decode),
-            "lambda_max_rps": _round(b.lambda_max[k]),
+            "lambda_max_rps": _round(lam[k]),
         }
         for k, i in enumerate(idx)
     ]
@@ -60,14 +61,14 @@ def sweep_np(inputs: PlanInputs, table: ThresholdTable, sol: Solution) -> list[d
         n_p = np.arange(0, sol.n_p + sol.n_d + 1)
         n_d = sol.n_p + sol.n_d - n_p
     b = bounds(table, sol.threshold_index, sol.n_prfaas, n_p, n_d, inputs)
-    prefill = np.minimum(b.prfaas, b.pd_prefill)
+    prefill, lam = np.minimum(b.prfaas, b.pd_prefill), b.lambda_max  # whole arrays: once, not per row
     return [
         {
             "n_p": int(n),
             "n_d": int(n_d[k]),
             "prefill_bound_rps": _round(prefill[k]),
             "decode_bound_rps": _round(b.pd_decode[k]),
-            "lambda_max_rps": _round(b.lambda_max[k]),
+            "lambda_max_rps": _round(lam[k]),
         }
         for k, n in enumerate(n_p)
     ]

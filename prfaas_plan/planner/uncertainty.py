@@ -208,7 +208,10 @@ def versus_best(results: list, objective: str) -> list[Verdict | None]:
         return Verdict(apart, False, "distinguishable" if apart else "not distinguishable")
 
     best = results[0] if results and results[0].feasible else None
-    return [
-        None if best is None or not r.feasible else Verdict(None, True, "best") if k == 0 else against_best(r, best)
-        for k, r in enumerate(results)
-    ]
+
+    def verdict(k: int, r) -> Verdict | None:
+        if best is None or not r.feasible:
+            return None
+        return Verdict(None, True, "best") if k == 0 else against_best(r, best)
+
+    return [verdict(k, r) for k, r in enumerate(results)]

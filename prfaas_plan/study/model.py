@@ -5,7 +5,8 @@ the latency model, the simulator and the reports read it.
 ``PlanInputs`` is one PD site served by one PrfaaS site over one link in one window: the view
 the throughput model, the one-site optimiser and the reports take. ``Study`` holds the sites,
 pools, links and windows of a deployment (``Study.pair`` gives each PD x PrfaaS pair's
-``PlanInputs``; a one-site scenario is the 1x1 study).
+``PlanInputs``; a one-site scenario is the 1x1 study). ``DecodeModel`` (``decode_model``) is
+the decode side of a ``PlanInputs``: the batch and the step time T_step(b) of one PD-D instance.
 
 Every what-if replaces a whole part (``with_link_gbps``, ``with_limits``, ``with_decode``),
 so a derived figure can never be left behind by a changed input. What-ifs that need the pools
@@ -633,6 +634,8 @@ class DecodeModel:
 
 
 def decode_model(inputs: PlanInputs) -> DecodeModel:
+    """The decode side of ``inputs``: its batch (``decode.capacity``, else the roofline's) and
+    T_step(b) for b = 1..batch, rescaled to a measured tokens/s where one is given."""
     dec = inputs.decode
     context = dec.context_tokens
     cap = dec.capacity or decode_capacity(

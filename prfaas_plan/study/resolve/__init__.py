@@ -19,8 +19,9 @@ copied. ``compare`` plans its options so (``resolved_base``, ``OneSite.with_opti
 Its modules: ``pools`` (a pool's hardware, chips per instance, model and precision, fit),
 ``links`` (a link in SI units and its transport), ``workload`` (length distributions, traces,
 the decode context and rate), ``single_site`` (``OneSite``, ``PlanInputs``, robust cases, day
-windows, reference checks), ``sites`` (a multi-site file) and ``compare`` (a scenario set); the
-last two are imported when first used (``__getattr__``: a one-site ``plan`` loads neither).
+windows, reference checks), ``sites`` (a multi-site file), ``compare`` (a scenario set) and
+``options`` (compare's options: what each replaces, read from the file's ``compare`` section);
+the last three are imported when first used (a one-site ``plan`` loads none of them).
 """
 
 from __future__ import annotations
