@@ -251,6 +251,22 @@ def test_a_budgeted_robust_plan_over_two_sites_trades_the_counts_as_brute_force_
     assert score(case_scales(study, n_f, n_pd)) < figure * (1 - 1e-3)  # do worse on both cases: the budget binds
 
 
+def test_every_case_of_a_budgeted_robust_plan_is_planned_on_the_counts_bought(tmp_path):
+    """Each case is reported as ``sites`` plans the file with the bought counts fixed: its PD-P and
+    PD-D instances are the site's bought N_pd (not the site's range of 1..4 planned afresh), and its
+    scale is the brute-force best for those counts (each case's thresholds and splits free). Under
+    $150/hour with a mild west case, east's peak binds and the plan buys 1 west instance; planned
+    afresh, the west case would use 2 (a scale of 1.5625 where the purchase gives 0.78125)."""
+    doc = robust_sites_doc("worst_case", budget=150.0)
+    doc["robust"]["cases"][1]["rates"] = {"east": 0.5, "west": 1.0}  # west's case does not bind
+    result, study = _robust_sites(tmp_path, doc)
+    n_f, n_pd = result.n_prfaas["factory"], result.n_pd
+    assert min(n_pd.values()) < 4  # the budget buys less than a range allows: the case where it matters
+    for case in result.cases:
+        assert {s.name: s.n_p + s.n_d for s in case.windows[0].pd} == n_pd
+    assert [case.scale for case in result.cases] == pytest.approx(case_scales(study, n_f, n_pd), rel=1e-6)
+
+
 def test_a_min_cost_robust_plan_over_two_sites_serves_every_case(tmp_path):
     """min_cost at 60% of the worst-case rates (which 4 PrfaaS instances serve 84% of): the fewest
     PrfaaS instances with which every case's rates are served (brute force)."""

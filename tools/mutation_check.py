@@ -34,6 +34,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name: (file, text to find (exactly once), replacement)
 MUTANTS: dict[str, tuple[str, str, str]] = {
+    "robust-case-replans-the-counts": (
+        "prfaas_plan/study/model.py",
+        "replace(c, instances=s.instances, decode_instances=s.decode_instances) for s, c in zip(self.pd_sites, case.pd_sites)",
+        "replace(c, instances=c.instances, decode_instances=c.decode_instances) for s, c in zip(self.pd_sites, case.pd_sites)",
+    ),
     "sim-egress-mean-from-zero": (
         "prfaas_plan/simulate/results.py",
         "overlap_s = np.clip(np.minimum(end, end_s) - np.maximum(start, start_s), 0.0, None)",

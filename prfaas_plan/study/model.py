@@ -442,12 +442,17 @@ class Study:
     # What-ifs: each replaces a whole part of the resolved study, so nothing derived is left behind.
 
     def under(self, case: Case) -> Study:
-        """The study as ``case`` has it: its sites and links, and each window's demand of a site x the
-        case's rate / the site's own (a case scales a site's demand; a day shapes it); no cases."""
+        """The study as ``case`` has it: its sites (their demand, workload and decode rate) on the
+        study's instance ranges (so a purchase fixed by ``with_counts`` holds in every case), its
+        links, and each window's demand of a site x the case's rate / the site's own (a case scales
+        a site's demand; a day shapes it); no cases."""
         ratio = {s.name: c.demand_rps / s.demand_rps for s, c in zip(self.pd_sites, case.pd_sites)}
         windows = tuple(replace(w, rates_rps={k: v * ratio[k] for k, v in w.rates_rps.items()}) for w in self.windows)
         links = {k: v.with_bandwidth_gbps(case.link_gbps[k]) if k in case.link_gbps else v for k, v in self.links.items()}
-        return replace(self, pd_sites=case.pd_sites, links=links, windows=windows, cases=(), robust=None)
+        sites = tuple(
+            replace(c, instances=s.instances, decode_instances=s.decode_instances) for s, c in zip(self.pd_sites, case.pd_sites)
+        )
+        return replace(self, pd_sites=sites, links=links, windows=windows, cases=(), robust=None)
 
     def case(self, name: str) -> Study:
         """The study under its robust case ``name``."""
