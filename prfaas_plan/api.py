@@ -13,8 +13,10 @@ naming the file and the field. Nothing here writes files or prints.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from .choices import (
@@ -379,11 +381,15 @@ def estimate(
 
 
 @contextmanager
-def scenario_errors(scenario: str):
-    """Attach the scenario's file to planning errors that name no file."""
+def scenario_errors(scenario: str, parameters: Collection[str] = ()):
+    """Attach the scenario's file to planning errors that name no file, except those about one of
+    ``parameters`` (the calling function's own: a value the caller gave, not a field of the file,
+    which the caller names in its own words: the CLI by its option)."""
     try:
         yield
     except PlanInputError as exc:
+        if exc.field is not None and exc.source is None and re.split(r"[./\[]", exc.field)[0] in parameters:
+            raise
         raise exc.with_source(scenario) if looks_like_path(scenario) else exc from None
 
 
@@ -426,7 +432,7 @@ def sweep(
         POINTS.check(points, "points")
     progress = progress or (lambda done, total: None)
     resolved = inputs(scenario)
-    with scenario_errors(scenario):
+    with scenario_errors(scenario, ("start", "stop", "points")):
         if over == SweepOver.rate:
             if points is not None:
                 RATE_POINTS.check(points, "points")
@@ -708,7 +714,7 @@ def route_table(
         POINTS.check(points, "points")
     result = plan(scenario, mode, with_marginals=False)
     resolved = result.inputs
-    with scenario_errors(scenario):
+    with scenario_errors(scenario, ("start", "stop", "points")):
         usable = resolved.link.usable_gbps
         if start is None and stop is None:
             grid = rt.default_grid(resolved, points or 33)
@@ -807,7 +813,18 @@ def simulate(
     if requests is not None:  # before planning
         check_simulated_requests(requests, 1, "requests")
     result = planned or plan(scenario, mode, with_marginals=False)
-    with scenario_errors(scenario):
+    own = (
+        "rate_rps",
+        "load",
+        "requests",
+        "deployment",
+        "replay",
+        "speedup",
+        "from_s",
+        "to_s",
+        *(f.name for f in fields(SimConfig)),
+    )
+    with scenario_errors(scenario, own):
         deps = deployments_of(result)
         name = choice_of(DeploymentName, deployment, "deployment")
         if name not in deps:

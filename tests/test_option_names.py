@@ -144,6 +144,33 @@ def test_a_reason_names_other_parameters_in_backticks_and_the_cli_names_their_op
     assert res.code == 2 and res.err.strip() == "prfaas-plan: error: --rate: give --rate or --load, not both"
 
 
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (("sweep", "{s}", "--over", "bandwidth", "--from", "-5"), "--from: must be in [0, 1,000,000] Gbps, got -5"),
+        (
+            ("sweep", "{s}", "--over", "bandwidth", "--from", "50", "--to", "10"),
+            "--from/--to: need --from <= --to, got 50 and 10",
+        ),
+        (("sweep", "{s}", "--over", "instances", "--to", "-3"), "--to: must be in [0, 10,000] instances, got -3"),
+        (("route-table", "{s}", "--from", "-5"), "--from: must be in [0, 1,000,000] Gbps, got -5"),
+        (("simulate", "{s}", "--rate", "1", "--load", "0.5"), "--rate: give --rate or --load, not both"),
+        (("simulate", "{s}", "--rate", "1", "--drop-at", "-5"), "--drop-at: must be in [0, 10,000,000] s, got -5"),
+    ],
+)
+def test_an_options_error_names_the_option_when_the_scenario_is_a_file(tmp_path, run_cli, args, expected):
+    """A value given on the command line is the option's, not a field of the scenario file: the
+    error names the option and not the file, whether the scenario is a shipped name or a path."""
+    path = tmp_path / "mine.yaml"
+    path.write_text((PACKAGE / "scenarios" / "paper-case-study.yaml").read_text())
+    res = run_cli(*(a.format(s=path) for a in args))
+    assert res.code == 2 and res.err.strip() == f"prfaas-plan: error: {expected}", res.err
+    # a field of the file still names the file
+    path.write_text(path.read_text().replace("bandwidth_gbps: 100", "bandwidth_gbps: -100"))
+    res = run_cli(*(a.format(s=path) for a in args))
+    assert res.code == 2 and f"{path}: link.bandwidth_gbps:" in res.err, res.err
+
+
 def test_simulation_settings_name_their_sim_config_fields(run_cli):
     from prfaas_plan.simulate import SimConfig
 

@@ -34,6 +34,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name: (file, text to find (exactly once), replacement)
 MUTANTS: dict[str, tuple[str, str, str]] = {
+    "option-errors-name-the-scenario-file": (
+        "prfaas_plan/api.py",
+        'if exc.field is not None and exc.source is None and re.split(r"[./\\[]", exc.field)[0] in parameters:',
+        'if exc.field is not None and exc.source is None and re.split(r"[./\\[]", exc.field)[0] in ():',
+    ),
     "robust-case-replans-the-counts": (
         "prfaas_plan/study/model.py",
         "replace(c, instances=s.instances, decode_instances=s.decode_instances) for s, c in zip(self.pd_sites, case.pd_sites)",
