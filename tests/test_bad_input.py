@@ -23,8 +23,28 @@ def edited(base: dict, path: str, value=None, delete: bool = False) -> dict:
     return doc
 
 
+def misspelt(base: dict, path: str, typo: str) -> dict:
+    """``base`` with the field at ``path`` written as ``typo`` (same value)."""
+    doc = edited(base, path, delete=True)
+    *parents, last = path.split(".")
+    node, value = doc, base
+    for key in parents:
+        node, value = node[key], value[key]
+    node[typo] = value[last]
+    return doc
+
+
 MODEL_CASES = {
     "missing-field": (edited(MINIMAX, "hidden_size", delete=True), ["hidden_size", "required"]),
+    # a required field with a typo: the typo is named, with the field it stands for
+    "misspelt-required-field": (
+        misspelt(MINIMAX, "hidden_size", "hiden_size"),
+        ["hiden_size: unknown field (did you mean hidden_size?)"],
+    ),
+    "misspelt-nested-field": (
+        misspelt(MINIMAX, "mixers.full.num_kv_heads", "num_kv_head"),
+        ["mixers.full.num_kv_head: unknown field (did you mean num_kv_heads?)"],
+    ),
     "mistyped-field": (edited(MINIMAX, "mixers.full.num_kv_head", 8), ["num_kv_head", "unknown field"]),
     "zero-size": (edited(MINIMAX, "mixers.full.num_kv_heads", 0), ["num_kv_heads", "must be in [1, 65,536] heads, got 0"]),
     "negative-size": (edited(MINIMAX, "hidden_size", -3072), ["hidden_size", "must be in [1, 1,048,576], got -3072"]),

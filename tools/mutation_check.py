@@ -34,6 +34,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 # name: (file, text to find (exactly once), replacement)
 MUTANTS: dict[str, tuple[str, str, str]] = {
+    "misspelt-required-field-reported-missing": (
+        "prfaas_plan/profiles/_base.py",
+        'misspelt = _misspelt(loc, errors) if kind == "missing" else None',
+        "misspelt = None",
+    ),
     "option-errors-name-the-scenario-file": (
         "prfaas_plan/api.py",
         'if exc.field is not None and exc.source is None and re.split(r"[./\\[]", exc.field)[0] in parameters:',

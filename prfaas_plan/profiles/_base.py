@@ -7,6 +7,7 @@ which may be written ``32K``), and a float is not an integer; every number has t
 
 from __future__ import annotations
 
+import difflib
 import re
 import weakref
 from collections.abc import Callable, Iterator
@@ -199,7 +200,11 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
     loc = _clean_loc(tuple(err.get("loc", ())))
     kind = err.get("type")
     reason = _plain(err.get("msg", "invalid value").removeprefix("Value error, "))
-    if kind == "missing":
+    misspelt = _misspelt(loc, errors) if kind == "missing" else None
+    if misspelt is not None:  # a required field written with a typo: the typo is the error
+        errors = [e for e in errors if _clean_loc(tuple(e.get("loc", ()))) != loc]
+        loc, kind, reason = misspelt, "extra_forbidden", f"unknown field (did you mean {loc[-1]}?)"
+    elif kind == "missing":
         reason = "required field is missing"
     elif kind == "extra_forbidden":
         reason = "unknown field (check the spelling)"
@@ -221,6 +226,18 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
     path = format_loc(loc + (("type",) if kind in ("union_tag_invalid", "union_tag_not_found") else ()))
     field = ".".join(p for p in (prefix, path) if p) or None
     return PlanInputError(reason, source=source, field=field)
+
+
+def _misspelt(missing: tuple, errors: list[ErrorDetails]) -> tuple | None:
+    """The unknown field beside the required field ``missing`` (a location) that is its closest
+    spelling (``bandwith_gbps`` for ``bandwidth_gbps``), if any."""
+    unknown = {}
+    for e in errors:
+        where = _clean_loc(tuple(e.get("loc", ())))
+        if e.get("type") == "extra_forbidden" and where[:-1] == missing[:-1]:
+            unknown[str(where[-1])] = where
+    close = difflib.get_close_matches(str(missing[-1]), list(unknown), n=1, cutoff=0.75)
+    return unknown[close[0]] if close else None
 
 
 def validate_or_raise(schema: type[BaseModel], data: Any, source: str | None) -> Any:
