@@ -81,7 +81,14 @@ def model_of(ref: str | ModelProfile) -> ModelProfile:
 
 
 def hardware_of(ref: str | HardwareProfile) -> HardwareProfile:
-    return ref if isinstance(ref, HardwareProfile) else resolve_hardware(ref)
+    """A hardware profile from a shipped name, a YAML path or a profile; an unknown name is an
+    error about the ``hardware`` parameter (a file's error names the file)."""
+    if isinstance(ref, HardwareProfile):
+        return ref
+    try:
+        return resolve_hardware(ref)
+    except PlanInputError as exc:
+        raise (exc if exc.source or exc.field else PlanInputError(exc.reason, field="hardware")) from None
 
 
 def models() -> list[ModelProfile]:

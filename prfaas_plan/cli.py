@@ -82,6 +82,7 @@ def _root(
 # reason names (``give `rate_rps` or `load`, not both``), by the running command's table.
 
 _SERVING_OPTIONS = {  # api.instance_of, precision_of, engine_spec_of (profiles.serving)
+    "hardware": "--hardware",
     "gpus": "--gpus",
     "parallel": "--parallel",
     "engine": "--engine",
@@ -121,7 +122,9 @@ _RANGE_OPTIONS = {"start": "--from", "stop": "--to", "start/stop": "--from/--to"
 OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option}
     "kv": {
         **_pick(
-            _SERVING_OPTIONS, "gpus", "parallel", "engine", "prefill_tokens_per_pass", "kv", "weights", "experts", "attention"
+            _SERVING_OPTIONS,
+            *("hardware", "gpus", "parallel", "engine", "prefill_tokens_per_pass"),
+            *("kv", "weights", "experts", "attention"),
         ),
         "lengths_tokens": "--lengths",
         "source": "--source",
@@ -129,7 +132,7 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
     "decode": {
         **_pick(
             _SERVING_OPTIONS,
-            *("gpus", "parallel", "engine", "overlap", "expert_imbalance", "mtp_tokens_per_step"),
+            *("hardware", "gpus", "parallel", "engine", "overlap", "expert_imbalance", "mtp_tokens_per_step"),
             *("kv", "weights", "experts", "attention"),
         ),
         "context_tokens": "--context",

@@ -238,3 +238,13 @@ def test_a_scenario_pools_calibration_fit_error_names_that_field(tmp_path, run_c
     assert (info.value.source, info.value.field) == (str(path), "pd.calibration_fit")
     res = run_cli("plan", path)
     assert res.code == 2 and f"{path}: pd.calibration_fit: compute scales matmul and attention" in res.err, res.err
+
+
+@pytest.mark.parametrize("command", ["kv", "decode", "estimate"])
+def test_an_unknown_hardware_name_is_the_hardware_options_error(run_cli, command):
+    """A name that is no shipped profile (and no file) is a bad value of --hardware; a missing file
+    named as the hardware is that file's error."""
+    res = run_cli(command, "deepseek-v3", "-H", "nope")
+    assert res.code == 2 and res.err.startswith("prfaas-plan: error: --hardware: unknown hardware 'nope'"), res.err
+    res = run_cli(command, "deepseek-v3", "-H", "missing/h.yaml")
+    assert res.code == 2 and res.err.startswith("prfaas-plan: error: missing/h.yaml: file not found"), res.err
