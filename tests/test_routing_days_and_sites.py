@@ -799,3 +799,18 @@ def test_searches_that_would_run_for_minutes_are_refused(run_cli, tmp_path):
         path.write_text(yaml.safe_dump(doc))
         res = run_cli(command, path)
         assert res.code == 2 and field in res.err and "at most" in res.err, (command, res.err)
+
+
+def test_a_day_no_plan_can_serve_names_the_windows_rates(tmp_path, run_cli):
+    """min_cost over a day whose window asks more than the ranges can serve: the error is about the
+    windows' rates (day.windows), not the sites' own rate_rps."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    doc["objective"] = {"type": "min_cost"}
+    doc["day"]["windows"][0]["rates"]["us-east"] = 300.0
+    path = tmp_path / "day.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("sites", str(path))
+    assert res.code == 2 and res.err.strip().splitlines()[-1] == (  # (pytest shows pulp's deprecation warnings above)
+        f"prfaas-plan: error: {path}: day.windows: no multi-site plan within the ranges and budgets serves "
+        "every site's rate in every window (day.windows[].rates)"
+    ), res.err
