@@ -738,6 +738,21 @@ def test_power_of_a_profile_without_tdp_is_flagged(tmp_path):
     assert any("no tdp_w" in n and "rubin-cpx" in n for n in result.notes)
 
 
+def test_a_plan_without_prfaas_that_co_location_beats_blames_the_split():
+    """No PrfaaS instance may be bought (0..0): the 8 local instances split 6 / 2 serve 1.342 req/s
+    where co-locating prefill and decode on all 8 serves 1.391 at the same $128/hour; the note
+    says the split does not pay (there is no PrfaaS cluster to blame)."""
+    from prfaas_plan.planner.plan import plan
+
+    doc = case_study_doc()
+    doc["prfaas"]["instances"] = {"min": 0, "max": 0}
+    result = plan(inputs_of(doc), with_marginals=False)
+    assert result.point.n_prfaas == 0
+    said = [note for note in result.notes if "does not pay" in note]
+    assert len(said) == 1 and said[0].startswith("co-located (local PD only, $128.00/hour")
+    assert said[0].endswith("splitting the PD instances into prefill and decode does not pay") and "PrfaaS" not in said[0]
+
+
 def test_a_plan_that_local_only_beats_at_its_price_says_so():
     """At 2 Gbps the case study's 4 PrfaaS instances serve 1.600 req/s, while the equal-cost
     homogeneous baseline (16 local instances for the same $256/hour) serves 2.684 and the

@@ -509,11 +509,16 @@ def _local_serves_more(result: PlanResult) -> None:
     rivals = [] if equal is None else [("homog. equal-$", equal.lambda_max, equal.usd_per_hour)]
     if result.colocated is not None:
         rivals.append(("co-located", result.colocated.lambda_max_rps, result.colocated.usd_per_hour))
+    why = (  # a plan without PrfaaS instances loses to co-location by its PD-P / PD-D split
+        "the PrfaaS cluster does not pay for itself"
+        if result.point.n_prfaas
+        else "splitting the PD instances into prefill and decode does not pay"
+    )
     for name, rival, cost in rivals:
         if usd is not None and cost is not None and cost <= usd * (1 + 1e-9) and rival > lam * (1 + 1e-6):
             result.notes.append(
                 f"{name} (local PD only, ${cost:,.2f}/hour against the plan's ${usd:,.2f}) serves {rival:.3f} req/s, "
-                f"more than this plan's {lam:.3f}: at these prices and counts the PrfaaS cluster does not pay for itself"
+                f"more than this plan's {lam:.3f}: at these prices and counts {why}"
             )
 
 
