@@ -456,7 +456,7 @@ def sweep(
             return sw.sweep_np(resolved, table, sol)
         last = stop if stop is not None else resolved.link.usable_gbps
         LINK_GBPS.check(last, "stop")
-        start = min(1.0, last) if start is None else LINK_GBPS.check(start, "start")
+        start = (1.0 if last >= 1.0 else last / 100) if start is None else LINK_GBPS.check(start, "start")
         if last < start:
             raise PlanInputError(f"need `start` <= `stop`, got {start:g} and {last:g}", field="start/stop")
         return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)

@@ -763,7 +763,9 @@ def sweep(
     scenario: str = SCENARIO_ARG,
     over: SweepOver = typer.Option(..., "--over", help="What to vary (see docs/planning.md)."),
     mode: PlanMode = MODE_OPT,
-    start: float | None = typer.Option(None, "--from", help="bandwidth: first usable Gbps (default 1, or the link's if less)."),
+    start: float | None = typer.Option(
+        None, "--from", help="bandwidth: first usable Gbps (default 1, or a hundredth of the last where that is below 1)."
+    ),
     stop: float | None = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
     points: int | None = typer.Option(
         None,

@@ -32,6 +32,14 @@ def test_sweep_bandwidth_is_a_router_table(run_cli):
     assert t[-1] == pytest.approx(19_349, rel=0.05)  # past ~13 Gbps the compute-balanced t
 
 
+def test_a_bandwidth_sweep_below_1_gbps_starts_below_its_end(run_cli):
+    """--to below the default first bandwidth (1 Gbps): the sweep starts at a hundredth of --to,
+    so its points differ (it once started at --to itself and printed one bandwidth three times)."""
+    res = run_cli("sweep", "--over", "bandwidth", "--to", "0.5", "--points", "3")
+    assert res.code == 0, res.err
+    assert [float(r["usable_gbps"]) for r in rows(res.out)] == pytest.approx([0.005, 0.2525, 0.5])
+
+
 def test_sweep_threshold_and_np(run_cli, case_plan):
     thr = rows(run_cli("sweep", "--over", "threshold").out)
     best = max(float(r["lambda_max_rps"]) for r in thr)
