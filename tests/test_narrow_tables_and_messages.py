@@ -307,3 +307,13 @@ def test_chips_per_instance_errors_name_the_item_at_fault(run_cli, tmp_path, chi
     res = run_cli("plan", str(path))
     assert res.code == 2
     assert res.err.strip() == f"prfaas-plan: error: {path}: {field}: {reason}"
+
+
+def test_money_and_shares_print_their_sign_once():
+    """A negative amount is '-$70.71', not '$-70.71'; a reduction that rounds to nothing is '+0%',
+    never '-0%'."""
+    from prfaas_plan.views.plan import _reduction_pct, _usd
+
+    assert (_usd(-70.7143), _usd(1234.5), _usd(-0.001), _usd(None)) == ("-$70.71", "$1,234.50", "$0.00", "-")
+    shares = [_reduction_pct(r) for r in (0.5, 0.0, 0.001, -0.2, None, float("nan"))]
+    assert shares == ["-50%", "+0%", "+0%", "+20%", "n/a", "n/a"]

@@ -552,7 +552,11 @@ _MARGINAL_LABELS = {
 
 
 def _usd(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"${value:,.{digits}f}"
+    """'$1,234.50', '-$70.71' for a negative amount, '-' for none."""
+    if value is None:
+        return "-"
+    text = f"${abs(value):,.{digits}f}"
+    return f"-{text}" if value < 0 and text.strip("$0.,") else text
 
 
 def _usd_low(value: float | None, lower_bound: bool, digits: int = 2) -> str:
@@ -798,22 +802,30 @@ def latency_json(result) -> dict:
     }
 
 
+def _reduction_pct(reduction: float | None) -> str:
+    """A reduction (0.5: halved) as the change it is, '-50%'; one that rounds to nothing '+0%'
+    (never '-0%'); 'n/a' when unknown."""
+    if reduction is None or not math.isfinite(reduction):
+        return "n/a"
+    return f"{round(-100 * reduction):+d}%"
+
+
 def latency_view(result, doc: dict | None = None) -> Report:
     """TTFT and TPOT of every deployment at one common rate, and of the plan at its operating rate."""
     doc = doc or latency_json(result)
     rows = [{**doc["operating"], "deployment": "prfaas_pd @ operating"}, *doc["at_common_rate"].values()]
     red, paper = doc["ttft_reduction_vs_homogeneous"], doc["paper_ttft_reduction_vs_homogeneous"]
     sec = _num(2)
-    pct = lambda v: "n/a" if v is None else f"{-100 * v:+.0f}%"  # noqa: E731
     notes = [
         f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
         f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
         f"({result.operating_basis})",
-        f"PrfaaS-PD vs homogeneous TTFT: mean {pct(red['mean'])}, P90 {pct(red['p90'])}"
+        f"PrfaaS-PD vs homogeneous TTFT: mean {_reduction_pct(red['mean'])}, P90 {_reduction_pct(red['p90'])}"
         + (
             ""
             if paper is None
-            else f" (paper's case study: mean {pct(paper['mean'])}, P90 {pct(paper['p90'])}, at an unstated load)"
+            else f" (paper's case study: mean {_reduction_pct(paper['mean'])}, P90 {_reduction_pct(paper['p90'])}, "
+            "at an unstated load)"
         ),
         "closed form: Erlang C with the Allen-Cunneen correction per prefill path, pipelined KV transfer on a "
         "processor-sharing link; TPOT from the decode batch at that rate",
@@ -1037,7 +1049,9 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         versus = f"({100 * gain:+.1f}%)"
         if inputs.objective.kind == ObjectiveKind.min_cost and day.usd_per_hour is not None and s_cost:
             # min_cost: both serve every window; what counts is what each costs
-            versus = f"(both serve every window; the schedule costs {100 * (day.usd_per_hour / s_cost - 1):+.1f}% $/hour)"
+            change = 100 * (day.usd_per_hour / s_cost - 1)
+            than = "as much $/hour" if round(change, 1) == 0 else f"{abs(change):.1f}% {'more' if change > 0 else 'less'} $/hour"
+            versus = f"(both serve every window; the schedule costs {than})"
         notes = [
             f"{scale_note}: schedule {day.scale:.3f}, best static plan {day.static_scale:.3f} {versus}",
             f"best static plan: N_prfaas {s_f}, N_pd {s_pd}"
