@@ -79,6 +79,25 @@ def test_every_compare_row_names_its_basis_and_each_pools_source(comparisons, ba
     assert doc["basis"] == basis and all(o["basis"] == basis for o in doc["options"])
 
 
+@pytest.mark.slow
+def test_options_whose_pools_stand_on_different_sources_are_flagged(comparisons):
+    """On the model basis the H200 pools are calibrated on measurements (Table 5's points, the
+    scenario's H20 decode rate on H20) and the B200 and Rubin CPX PrfaaS pools, and the H200 decode,
+    are the roofline alone: one note per role whose options differ so, naming each side's options
+    (ranks); PD prefill is calibrated in every option (H20 and H200 both have points): no note."""
+    report = compare_view(comparisons["model"])
+    rows = report.json_doc["options"]
+
+    def ranks(key: str, source: str) -> str:
+        found = [str(r["rank"]) for r in rows if r[key] == source]
+        return f"option{'s' if len(found) > 1 else ''} {', '.join(found)}"
+
+    said = [n for n in report.notes if "not on one basis" in n]
+    assert [n.split(" is not")[0] for n in said] == ["PrfaaS prefill", "decode"]
+    for note, key in zip(said, ("prfaas_prefill_source", "decode_source")):
+        assert ranks(key, "roofline") + " on the roofline alone, " + ranks(key, "calibrated") + " calibrated" in note
+
+
 @pytest.mark.parametrize("pd", PD)
 def test_no_option_uses_a_curve_measured_on_other_hardware(pd):
     """The pools of each option, resolved as compare resolves them: a calibration was fitted on

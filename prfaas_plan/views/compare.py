@@ -181,6 +181,34 @@ def _kw(row: dict) -> str:
     return "-" if row["counted_power_kw"] is None else f"≥ {row['counted_power_kw']:,.1f}"
 
 
+_ROLES = {"prfaas_prefill_source": "PrfaaS prefill", "pd_prefill_source": "PD prefill", "decode_source": "decode"}
+
+
+def _mixed_sources(rows: list[dict]) -> list[str]:
+    """A note per role whose feasible options stand on different sources: some on the roofline
+    alone, others corrected by measurements (calibrated, measured or the scenario's rate), so a
+    gap between them may be the correction's, not the hardware's."""
+    out = []
+    for key, role in _ROLES.items():
+        by_source: dict[str, list[str]] = {}
+        for row in rows:
+            if row["status"] == "ok" and row.get(key) is not None:
+                by_source.setdefault(str(row[key]), []).append(str(row["rank"]))
+        roofline = by_source.pop("roofline", [])
+        if roofline and by_source:
+            measured = ", ".join(f"{_options(ranks)} {source}" for source, ranks in by_source.items())
+            out.append(
+                f"{role} is not on one basis: {_options(roofline)} on the roofline alone, {measured} on measured points; "
+                "the roofline is optimistic where nothing measured corrects it, so part of a gap between them may be "
+                "the measurements', not the hardware's"
+            )
+    return out
+
+
+def _options(ranks: list[str]) -> str:
+    return f"option{'s' if len(ranks) > 1 else ''} {', '.join(ranks)}"
+
+
 def _usd_cell(row: dict, key: str, digits: int) -> str:
     """A $ cell, '≥ x' when a pool's billed power has no tdp_w (``usd_per_hour_is_lower_bound``)."""
     value = row[key]
@@ -279,6 +307,7 @@ def compare_view(comparison) -> Report:
             "$ '≥ x': a pool's power is billed but its hardware has no tdp_w, so that power is counted as "
             f"$0 and x is a lower bound ({', '.join(low)})"
         )
+    notes += _mixed_sources(rows)
     shared: dict[str, list[str]] = {}
     for row in rows:
         if row["status"] != "ok":
