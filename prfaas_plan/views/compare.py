@@ -182,6 +182,11 @@ def _kw(row: dict) -> str:
 
 
 _ROLES = {"prfaas_prefill_source": "PrfaaS prefill", "pd_prefill_source": "PD prefill", "decode_source": "decode"}
+_ON = {
+    "calibrated": "calibrated on measured points",
+    "measured": "on a measured curve",
+    "scenario": "at the scenario's measured rate",
+}
 
 
 def _mixed_sources(rows: list[dict]) -> list[str]:
@@ -196,9 +201,9 @@ def _mixed_sources(rows: list[dict]) -> list[str]:
                 by_source.setdefault(str(row[key]), []).append(str(row["rank"]))
         roofline = by_source.pop("roofline", [])
         if roofline and by_source:
-            measured = ", ".join(f"{_options(ranks)} {source}" for source, ranks in by_source.items())
+            measured = ", ".join(f"{_options(ranks)} {_ON.get(source, source)}" for source, ranks in by_source.items())
             out.append(
-                f"{role} is not on one basis: {_options(roofline)} on the roofline alone, {measured} on measured points; "
+                f"{role} is not on one basis: {_options(roofline)} on the roofline alone, {measured}; "
                 "the roofline is optimistic where nothing measured corrects it, so part of a gap between them may be "
                 "the measurements', not the hardware's"
             )
