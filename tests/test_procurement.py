@@ -251,6 +251,17 @@ def test_a_budget_that_stops_a_gain_is_binding_and_marginals_are_priced(run_cli,
     assert "the budgets raised by its price allow another plan" in table
 
 
+def test_a_unit_that_fits_only_if_others_give_way_says_so(run_cli, tmp_path):
+    """$200/hour with 2..8 PD instances buys 4 H200 and 4 H20 instances ($192/hour): a fifth PrfaaS
+    instance (+$32) still fits if a PD instance goes, so its own gain with the budget held is a
+    loss (the report says the others give way), where the budget raised by its price gains."""
+    doc = scenario_doc(prfaas__instances={"min": 0, "max": 8}, pd__instances={"min": 2, "max": 8}, budgets={"usd_per_hour": 200})
+    m = plan(inputs_of(doc)).marginals["per_prfaas_instance"]
+    assert m.fits and m.blocked_by == ("usd_per_hour_budget",) and m.lambda_rps < 0
+    table = run_cli("plan", write(tmp_path, doc)).out
+    assert "(the plan plus it breaks usd_per_hour_budget; with it other instances give way)" in table
+
+
 # --------------------------------------------------------------------------------------------
 # Power, energy per token and link cost, by hand on one case
 

@@ -689,7 +689,8 @@ def _marginal_details(result) -> list[tuple[str, str]]:
                 else "own gain with the budgets held: none, they do not allow it"
             )
             if m.blocked_by:
-                text += f" (the plan plus it breaks {', '.join(m.blocked_by)})"
+                gives_way = "; with it other instances give way" if m.fits else ""
+                text += f" (the plan plus it breaks {', '.join(m.blocked_by)}{gives_way})"
             if m.budget_lambda_rps is not None:
                 text += "; " + _relaxed_text(m, anchor, "this plan" if shown else "the max-throughput plan")
         rows.append((f"marginal {_MARGINAL_LABELS.get(what, what)}", text))
