@@ -248,3 +248,13 @@ def test_an_unknown_hardware_name_is_the_hardware_options_error(run_cli, command
     assert res.code == 2 and res.err.startswith("prfaas-plan: error: --hardware: unknown hardware 'nope'"), res.err
     res = run_cli(command, "deepseek-v3", "-H", "missing/h.yaml")
     assert res.code == 2 and res.err.startswith("prfaas-plan: error: missing/h.yaml: file not found"), res.err
+
+
+def test_a_concurrency_that_does_not_fit_points_at_more_chips(run_cli):
+    """The fewest chips that hold the model hold 11 requests at 33K tokens: 32 do not fit, and the
+    error says what would (--gpus)."""
+    res = run_cli("estimate", "qwen3-235b", "-H", "mi300x", "-C", "32", "-i", "32K")
+    assert res.code == 2 and res.err.strip() == (
+        "prfaas-plan: error: --concurrency: 32 running requests at 33,792 tokens do not fit 3xmi300x as pp3 "
+        "(at most 11; more chips per instance hold more: --gpus)"
+    ), res.err

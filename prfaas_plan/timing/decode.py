@@ -265,7 +265,7 @@ def decode_capacity(
             raise PlanInputError(
                 f"{batch:,} running requests at {reserve_tokens or context_tokens:,} tokens do not fit "
                 f"{instance.label} "
-                f"as {layout.label} (at most {bs_mem:,})",
+                f"as {layout.label} (at most {bs_mem:,}; more chips per instance hold more: `gpus`)",
                 field="concurrency",
             )
         best, limited_by = batch, DecodeLimit.max_batch
