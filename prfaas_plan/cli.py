@@ -198,7 +198,10 @@ def _cli_error(exc: PlanInputError) -> PlanInputError:
     """``exc`` in the running command's words (``OPTION_NAMES``; a file of the other form names the
     command that plans it)."""
     if exc.form in FORM_COMMANDS:
-        hint = f"{exc.reason}: plan it with {FORM_COMMANDS[exc.form]}"
+        simulated = exc.form == "sites" and _command == "simulate"
+        hint = f"{exc.reason}: " + (
+            "simulate it with `prfaas-plan sites FILE --simulate N`" if simulated else f"plan it with {FORM_COMMANDS[exc.form]}"
+        )
         exc = PlanInputError(hint, source=exc.source, field=exc.field, argument=exc.argument)
     return exc.renamed(OPTION_NAMES.get(_command or "", {}))
 

@@ -258,3 +258,13 @@ def test_a_concurrency_that_does_not_fit_points_at_more_chips(run_cli):
         "prfaas-plan: error: --concurrency: 32 running requests at 33,792 tokens do not fit 3xmi300x as pp3 "
         "(at most 11; more chips per instance hold more: --gpus)"
     ), res.err
+
+
+def test_a_multi_site_file_given_to_a_one_site_command_names_the_command_for_it(run_cli):
+    """plan points at sites (or robust, compare); simulate at sites --simulate, which simulates
+    every site of every window."""
+    path = str(PACKAGE / "scenarios" / "two-edges-day.yaml")
+    plan_err = run_cli("plan", path).err.strip().splitlines()[-1]
+    sim_err = run_cli("simulate", path, "-n", "100").err.strip().splitlines()[-1]
+    assert plan_err.endswith("not a one-site one: plan it with `prfaas-plan sites FILE` (or robust, compare)"), plan_err
+    assert sim_err.endswith("not a one-site one: simulate it with `prfaas-plan sites FILE --simulate N`"), sim_err
