@@ -212,7 +212,7 @@ def calibrate(model, hardware, gpus: int | None, points, name: str | None = None
         sets = [CalibrationSet(profile, size, members) for (_, size), (profile, members) in groups.items()]
         return calibrate_sets(sets, hardware_of(hardware), name=name, fit=fit)
     except PlanInputError as exc:  # the points' file, unless the error is about a parameter
-        parameter = exc.source is None and exc.field in ("fit", "points", "model", "gpus")
+        parameter = exc.source is None and exc.field in ("fit", "points", "model", "gpus", "hardware")
         raise (exc.with_source(points) if isinstance(points, str) and not parameter else exc) from None
 
 
@@ -519,7 +519,7 @@ def compare(
                 resolve(ref)
             except PlanInputError as exc:  # the profile's file (if any), named as the parameter
                 raise PlanInputError(exc.reason, source=exc.source, field=field, argument=True) from None
-    with scenario_errors(scenario):
+    with scenario_errors(scenario, ("basis", "mode")):
         if is_sites_file(scenario):
             path, spec = _sites_spec(scenario)
             if basis not in (None, Basis.as_given):

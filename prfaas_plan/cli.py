@@ -152,7 +152,7 @@ OPTION_NAMES: dict[str, dict[str, str]] = {  # command -> {library field: option
         "max_batch": "--max-batch",
         "requests": "--requests",
     },
-    "calibrate": {"model": "--model", "gpus": "--gpus", "points": "--points", "fit": "--fit"},
+    "calibrate": {"model": "--model", "hardware": "--hardware", "gpus": "--gpus", "points": "--points", "fit": "--fit"},
     "plan": {"mode": "--mode"},
     "plot": {"mode": "--mode"},
     "sweep": {**_RANGE_OPTIONS, "over": "--over", "upto": "--to", "gbps": "--from/--to"},

@@ -7,6 +7,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 MINIMAX = yaml.safe_load((REPO / "model_profiles" / "minimax-m2.5.yaml").read_text())
+DEEPSEEK = yaml.safe_load((REPO / "model_profiles" / "deepseek-v3.yaml").read_text())
 H200 = yaml.safe_load((REPO / "hardware_profiles" / "h200.yaml").read_text())
 
 
@@ -44,6 +45,12 @@ MODEL_CASES = {
     "misspelt-nested-field": (
         misspelt(MINIMAX, "mixers.full.num_kv_heads", "num_kv_head"),
         ["mixers.full.num_kv_head: unknown field (did you mean num_kv_heads?)"],
+    ),
+    # "did you mean" only for a mutual best match: qk_nop_head_dim stands for qk_nope_head_dim, not
+    # for the missing qk_rope_head_dim it is also close to
+    "misspelt-beside-a-missing-field": (
+        edited(misspelt(DEEPSEEK, "mixers.mla.qk_nope_head_dim", "qk_nop_head_dim"), "mixers.mla.qk_rope_head_dim", delete=True),
+        ["qk_rope_head_dim: required field is missing"],
     ),
     "mistyped-field": (edited(MINIMAX, "mixers.full.num_kv_head", 8), ["num_kv_head", "unknown field"]),
     "zero-size": (edited(MINIMAX, "mixers.full.num_kv_heads", 0), ["num_kv_heads", "must be in [1, 65,536] heads, got 0"]),

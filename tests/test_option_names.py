@@ -240,13 +240,16 @@ def test_a_scenario_pools_calibration_fit_error_names_that_field(tmp_path, run_c
     assert res.code == 2 and f"{path}: pd.calibration_fit: compute scales matmul and attention" in res.err, res.err
 
 
-@pytest.mark.parametrize("command", ["kv", "decode", "estimate"])
-def test_an_unknown_hardware_name_is_the_hardware_options_error(run_cli, command):
+@pytest.mark.parametrize("command", ["kv", "decode", "estimate", "calibrate"])
+def test_an_unknown_hardware_name_is_the_hardware_options_error(run_cli, command, tmp_path):
     """A name that is no shipped profile (and no file) is a bad value of --hardware; a missing file
     named as the hardware is that file's error."""
-    res = run_cli(command, "deepseek-v3", "-H", "nope")
+    points = tmp_path / "points.csv"
+    points.write_text("length,prefill_s\n8192,0.5\n16384,1.1\n32768,2.4\n")
+    model = ("-m", "deepseek-v3", "--points", str(points)) if command == "calibrate" else ("deepseek-v3",)
+    res = run_cli(command, *model, "-H", "nope")
     assert res.code == 2 and res.err.startswith("prfaas-plan: error: --hardware: unknown hardware 'nope'"), res.err
-    res = run_cli(command, "deepseek-v3", "-H", "missing/h.yaml")
+    res = run_cli(command, *model, "-H", "missing/h.yaml")
     assert res.code == 2 and res.err.startswith("prfaas-plan: error: missing/h.yaml: file not found"), res.err
 
 
@@ -268,3 +271,11 @@ def test_a_multi_site_file_given_to_a_one_site_command_names_the_command_for_it(
     sim_err = run_cli("simulate", path, "-n", "100").err.strip().splitlines()[-1]
     assert plan_err.endswith("not a one-site one: plan it with `prfaas-plan sites FILE` (or robust, compare)"), plan_err
     assert sim_err.endswith("not a one-site one: simulate it with `prfaas-plan sites FILE --simulate N`"), sim_err
+
+
+def test_a_bad_basis_for_a_sites_file_names_the_basis_option(run_cli):
+    """compare on a multi-site file plans it as given: another --basis is the option's error, not
+    the file's."""
+    path = str(PACKAGE / "scenarios" / "two-edges-day.yaml")
+    res = run_cli("compare", path, "--basis", "model")
+    assert res.code == 2 and res.err.startswith("prfaas-plan: error: --basis: a multi-site file is planned as given"), res.err

@@ -237,7 +237,15 @@ def _misspelt(missing: tuple, errors: list[ErrorDetails]) -> tuple | None:
         if e.get("type") == "extra_forbidden" and where[:-1] == missing[:-1]:
             unknown[str(where[-1])] = where
     close = difflib.get_close_matches(str(missing[-1]), list(unknown), n=1, cutoff=0.75)
-    return unknown[close[0]] if close else None
+    if not close:
+        return None
+    required = set()
+    for e in errors:
+        where = _clean_loc(tuple(e.get("loc", ())))
+        if e.get("type") == "missing" and where[:-1] == missing[:-1]:
+            required.add(str(where[-1]))
+    back = difflib.get_close_matches(close[0], sorted(required), n=1, cutoff=0.75)
+    return unknown[close[0]] if back == [str(missing[-1])] else None  # a mutual best match only
 
 
 def validate_or_raise(schema: type[BaseModel], data: Any, source: str | None) -> Any:
