@@ -769,8 +769,8 @@ def test_solution_check_refuses_a_solution_that_breaks_a_constraint():
     from prfaas_plan.planner.formulation import solution_valid
 
     prob = pulp.LpProblem("check", pulp.LpMinimize)
-    x = pulp.LpVariable("x", 0, 10, cat="Integer")
-    y = pulp.LpVariable("y", 0, 10)
+    x = prob.add_variable("x", 0, 10, cat="Integer")
+    y = prob.add_variable("y", 0, 10)
     prob += x + y
     prob += x + y >= 3
     prob += x - y == 1
@@ -811,6 +811,23 @@ def test_a_day_no_plan_can_serve_names_the_windows_rates(tmp_path, run_cli):
     path.write_text(yaml.safe_dump(doc))
     res = run_cli("sites", str(path))
     assert res.code == 2 and res.err.strip().splitlines()[-1] == (  # (pytest shows pulp's deprecation warnings above)
+        f"prfaas-plan: error: {path}: day.windows: no multi-site plan within the ranges and budgets serves "
+        "every site's rate in every window (day.windows[].rates)"
+    ), res.err
+
+
+@pytest.mark.parametrize("windows", [1, 3])
+def test_a_day_no_plan_serves_names_its_windows_whatever_their_number(run_cli, tmp_path, windows):
+    """min_cost over a day that no plan within the ranges serves: the day's windows are at fault,
+    whether the day has one window or three (a one-window day is still a day section, not the
+    sites' rate_rps)."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    doc["day"]["windows"] = doc["day"]["windows"][:windows]
+    doc["day"]["windows"][0]["rates"] = {"us-east": 500.0, "europe": 500.0}
+    path = tmp_path / "busy-day.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("sites", str(path))
+    assert res.code == 2 and res.err.strip() == (
         f"prfaas-plan: error: {path}: day.windows: no multi-site plan within the ranges and budgets serves "
         "every site's rate in every window (day.windows[].rates)"
     ), res.err

@@ -104,12 +104,12 @@ def test_egress_matches_the_planned_offload(case, below):
 def test_egress_mean_is_time_weighted_over_the_measurement_window():
     """Row i holds over (time_s[i-1], time_s[i]] (the first from 0); the window [1.5, 6] s overlaps
     the rows by 0, 0.5, 2 and 2 s: (20 x 0.5 + 30 x 2 + 40 x 2) / 4.5 Gbps by hand."""
-    from prfaas_plan.simulate.results import _window_mean
+    from prfaas_plan.simulate.results import window_mean
 
     series = {"time_s": np.array([1.0, 2.0, 4.0, 8.0]), "egress_gbps": np.array([10.0, 20.0, 30.0, 40.0])}
-    assert _window_mean(series, "egress_gbps", 1.5, 6.0) == pytest.approx(150.0 / 4.5, rel=1e-12)
-    assert _window_mean(series, "egress_gbps", 0.0, 8.0) == pytest.approx((10 + 20 + 60 + 160) / 8.0, rel=1e-12)
-    assert _window_mean({"time_s": np.array([]), "egress_gbps": np.array([])}, "egress_gbps", 0.0, 1.0) is None
+    assert window_mean(series, "egress_gbps", 1.5, 6.0) == pytest.approx(150.0 / 4.5, rel=1e-12)
+    assert window_mean(series, "egress_gbps", 0.0, 8.0) == pytest.approx((10 + 20 + 60 + 160) / 8.0, rel=1e-12)
+    assert window_mean({"time_s": np.array([]), "egress_gbps": np.array([])}, "egress_gbps", 0.0, 1.0) is None
 
 
 def test_a_saturated_links_mean_egress_is_its_usable_rate(case, lam):

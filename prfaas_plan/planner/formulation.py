@@ -252,11 +252,10 @@ class _Programme:
             prob += _objective(prob, self.goal, self.scale, self.cases) - TIE_WEIGHT * total
         else:
             prob += self.cost
-        solvers = list(_solvers(gap_abs=0.5 if self.hold is not None else None))  # settle: an integer objective
+        solvers = _solvers(gap_abs=0.5 if self.hold is not None else None)  # settle: an integer objective
         for solver in solvers[1:] if tight else solvers:
             with warnings.catch_warnings():
-                # pulp 3.3 warns that 4.0 drops the bundled CBC; pyproject pins pulp < 4 to keep it
-                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.simplefilter("ignore", DeprecationWarning)  # as in _solvers
                 status = prob.solve(solver)
             scales = tuple(_value(self.scale[c]) for c in self.cases)
             if pulp.LpStatus[status] in ("Optimal", "Not Solved") and solution_valid(prob) and None not in scales:
@@ -298,21 +297,19 @@ def score(scales: tuple[float, ...], goal: Goal) -> float:
     return min(scales)
 
 
-def _solvers(gap_abs: float | None = None):
+def _solvers(gap_abs: float | None = None) -> list:
     """CBC as configured by default, then without presolve and with tight tolerances: the retry
     for a programme whose first answer breaks a constraint or is reported infeasible. ``gap_abs``:
     stop only within that much of the optimum (0.5 for an integer objective: at it)."""
     import pulp
 
     gap = {} if gap_abs is None else {"gapAbs": gap_abs}
-    yield pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S, **gap)
-    yield pulp.PULP_CBC_CMD(
-        msg=False,
-        timeLimit=SOLVER_TIME_LIMIT_S,
-        presolve=False,
-        options=["primalTolerance 1e-10", "integerTolerance 1e-9"],
-        **gap,
-    )
+    tight = {"presolve": False, "options": ["primalTolerance 1e-10", "integerTolerance 1e-9"]}
+    with warnings.catch_warnings():
+        # pulp >= 3.3.2 warns, when a PULP_CBC_CMD is made (and 3.3 when it solves), that 4.0 drops the
+        # bundled CBC; pyproject pins pulp < 4 to keep it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [pulp.PULP_CBC_CMD(msg=False, timeLimit=SOLVER_TIME_LIMIT_S, **gap, **more) for more in ({}, tight)]
 
 
 def _objective(prob, goal: Goal, scale: dict, cases: list[int]):

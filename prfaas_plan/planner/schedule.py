@@ -301,7 +301,7 @@ def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool)
         (0, k, "pd"): [int(i) for i in coarse_indices(w.table, inputs.optimiser.coarse_thresholds)] for k, w in enumerate(windows)
     }
     day = tuple(StudyWindow(w.name, w.hours, {"pd": w.rate_rps}) for w in windows)
-    sol = solve(replace(study, windows=day), cells, cands, Goal(objective))
+    sol = solve(replace(study, windows=day, day=True), cells, cands, Goal(objective))
     if sol is None:
         return None
     return sol.n_prfaas["prfaas"], sol.n_pd["pd"], sol.n_decode["pd"]

@@ -99,10 +99,10 @@ def plan_sites(study: Study) -> SitesPlan:
         return _one_site(study)
     tables = pair_tables(study)
     n_windows = len(study.windows)
-    where = "day.windows" if n_windows > 1 else "pd_sites"
+    where = "day.windows" if study.day else "pd_sites"
     per_site = _per_site(study, n_windows, "windows, PD sites or PrfaaS sites", where)
     cands = coarse_candidates(study, tables, per_site)
-    rates = "every site's rate in every window (day.windows[].rates)" if n_windows > 1 else "every site's rate_rps"
+    rates = "every site's rate in every window (day.windows[].rates)" if study.day else "every site's rate_rps"
     what = f"serves {rates}" if study.objective == ObjectiveKind.min_cost else "fits"
     error = PlanInputError(f"no multi-site plan within the ranges and budgets {what}", field=where)
     sol = _coarse_to_fine(study, window_cells(study, tables), cands, Goal(study.objective), per_site, error)

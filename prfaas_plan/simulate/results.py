@@ -144,9 +144,9 @@ def summarise(config: SimConfig, deployment: Deployment, log: EventLog) -> SimRe
     series = {name: np.asarray(log.series[0][name], dtype=float) for name in COLUMNS}
     remote_kv = per_request["kv_bytes"][remote]
     egress = {
-        "mean_gbps": _window_mean(series, "egress_gbps", start_s, last_arrival_s),
+        "mean_gbps": window_mean(series, "egress_gbps", start_s, last_arrival_s),
         "max_gbps": _max(series["egress_gbps"]),
-        "mean_offered_gbps": _window_mean(series, "offered_egress_gbps", start_s, last_arrival_s),
+        "mean_offered_gbps": window_mean(series, "offered_egress_gbps", start_s, last_arrival_s),
         "max_offered_gbps": _max(series["offered_egress_gbps"]),
         "max_link_backlog_bytes": _max(series["link_backlog_bytes"]),
         "sent_bytes": log.link_sent_bytes[0],
@@ -207,7 +207,7 @@ def _queue_growth(series: dict[str, np.ndarray], last_arrival_s: float, mean_kv_
     }
 
 
-def _window_mean(series: dict[str, np.ndarray], column: str, start_s: float, end_s: float) -> float | None:
+def window_mean(series: dict[str, np.ndarray], column: str, start_s: float, end_s: float) -> float | None:
     """Time-weighted mean of a per-interval column over [start_s, end_s], the window the rates are
     measured in (not the drain after the last arrival). Row i holds over (time_s[i-1], time_s[i]]
     (the first reading is at 0), and the intervals grow in long runs (``timeseries``), so each row

@@ -10,8 +10,9 @@ Measured per site: TTFT (mean, P90) after a warm-up tenth of its requests (in ar
 the mean egress on each of its links, and whether its queues stay bounded: the site's total
 queue (PD-P, decode, and its requests waiting at PrfaaS sites) sampled every second while its
 requests arrive, its mean over the last 20% of that time at most twice that over the first 20%
-plus the site's instance count. Egress is the bytes a link sent until the site's last
-completion, over that time.
+plus the site's instance count. Egress is the site's time-weighted mean over the window its
+measured requests arrive in (from its first request after the warm-up to its last arrival; not
+the drain after it, ``results.window_mean``), split over its links by the bytes each sent.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..study.model import decode_model
 from .bandwidth import CapacitySchedule
 from .config import SimConfig
 from .engine import run
+from .results import window_mean
 from .topology import Link, PdSite, PrfaasSite, Topology
 
 WARMUP_SHARE = 0.1  # of a site's requests (in arrival order) left out of its TTFT statistics
@@ -91,8 +93,12 @@ def simulate_sites(si, plan, window: int = 0, load: float = 0.8, requests: int =
         queue = (series["pdp_queue_requests"] + series["decode_queue_requests"] + series["remote_waiting_requests"])[arrivals]
         fifth = max(len(queue) // 5, 1)  # the first and last 20% of the samples
         first_queue, last_queue = float(queue[:fifth].mean()), float(queue[-fifth:].mean())
-        duration_s = max(float(per_request["done_s"].max()), 1e-9)
-        egress = {topology.links[l].prfaas: log.link_sent_bytes[l] * 8 / 1e9 / duration_s for l in topology.links_of(site.name)}
+        arrival_s = per_request["arrival_s"]
+        start_s = float(arrival_s[int(len(arrival_s) * WARMUP_SHARE)]) if len(arrival_s) > 1 else 0.0
+        total_gbps = window_mean(series, "egress_gbps", start_s, float(arrival_s[-1])) or 0.0
+        links = topology.links_of(site.name)
+        sent = sum(log.link_sent_bytes[l] for l in links)
+        egress = {topology.links[l].prfaas: total_gbps * log.link_sent_bytes[l] / sent if sent else 0.0 for l in links}
         out.append(
             SiteSim(
                 site.name,

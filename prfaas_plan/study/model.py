@@ -438,6 +438,7 @@ class Study:
     notes: tuple[str, ...] = ()
     cases: tuple[Case, ...] = ()  # of a robust plan (none: the study as given)
     robust: RobustObjective | None = None  # what a robust plan optimises over the cases
+    day: bool = False  # the windows are a day section's (else the one steady window)
 
     # What-ifs: each replaces a whole part of the resolved study, so nothing derived is left behind.
 

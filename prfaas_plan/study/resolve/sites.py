@@ -112,6 +112,7 @@ def resolve_sites(
         notes=tuple(dict.fromkeys(notes)),
         cases=cases,
         robust=spec.robust.objective if spec.robust else None,
+        day=day is not None,
     )
 
 
