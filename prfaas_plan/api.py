@@ -446,8 +446,9 @@ def sweep(
             return sw.sweep_rate(plan(resolved, mode, with_marginals=False), points or 40, progress)
         table = threshold_table(resolved, mode)
         if over == SweepOver.instances:
-            upto = stop if stop is not None else max(resolved.limits.prfaas_max, 1) * 2
-            INSTANCES.check(upto, "stop")
+            # default: twice the PrfaaS range's top, within the instances a pool may have
+            default = min(max(resolved.limits.prfaas_max, 1) * 2, INSTANCES.hi)
+            upto = INSTANCES.check(stop, "stop") if stop is not None else default
             return sw.sweep_instances(resolved, table, int(upto), points, progress)
         sol = optimise(resolved, table, objective=ObjectiveKind.max_throughput)
         if over == SweepOver.threshold:
@@ -459,7 +460,8 @@ def sweep(
         start = (1.0 if last >= 1.0 else last / 100) if start is None else LINK_GBPS.check(start, "start")
         if last < start:
             raise PlanInputError(f"need `start` <= `stop`, got {start:g} and {last:g}", field="start/stop")
-        return sw.sweep_bandwidth(resolved, table, sol, np.linspace(start, last, points or 200), progress)
+        # one row a bandwidth: --from = --to (or --to 0) is a single point, not 200 copies of it
+        return sw.sweep_bandwidth(resolved, table, sol, np.unique(np.linspace(start, last, points or 200)), progress)
 
 
 def compare(

@@ -64,6 +64,13 @@ def fmt_opt(digits: int) -> Callable[[Any], str]:
     return lambda v: "-" if v is None else f"{v:,.{digits}f}"
 
 
+def signed(value: float, digits: int) -> str:
+    """``value`` with its sign and ``digits`` decimals: '+1.2', '-0.5'; one that rounds to zero is
+    '+0.0', never '-0.0'."""
+    text = f"{value:+.{digits}f}"
+    return "+" + text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
 def fmt_int(v: Any) -> str:
     return f"{round(v):,}"
 

@@ -317,3 +317,31 @@ def test_money_and_shares_print_their_sign_once():
     assert (_usd(-70.7143), _usd(1234.5), _usd(-0.001), _usd(None)) == ("-$70.71", "$1,234.50", "$0.00", "-")
     shares = [_reduction_pct(r) for r in (0.5, 0.0, 0.001, -0.2, None, float("nan"))]
     assert shares == ["-50%", "+0%", "+0%", "+20%", "n/a", "n/a"]
+
+
+def test_a_signed_figure_that_rounds_to_zero_is_plus_zero():
+    """A change of -0.004% is printed '+0.0%', never '-0.0%'; a dollar difference of -$0.001 is
+    '$0.00' without a minus; real signs stay."""
+    from prfaas_plan.report import signed
+    from prfaas_plan.views.plan import _usd
+
+    assert [signed(v, 1) for v in (-0.0001, -0.04, 0.0, -0.0, 0.04)] == ["+0.0"] * 5
+    assert [signed(v, 1) for v in (-0.06, 0.06, -12.34, 3.0)] == ["-0.1", "+0.1", "-12.3", "+3.0"]
+    assert signed(-0.00004, 4) == "+0.0000" and signed(-0.00006, 4) == "-0.0001"
+    assert _usd(-0.001) == "$0.00" and _usd(-0.006) == "-$0.01"
+
+
+def test_no_view_formats_a_signed_figure_itself():
+    """Every signed figure in a report goes through ``report.signed``, so no '-0.0' can come back
+    through an f-string's '+' format."""
+    import ast
+
+    views = sorted((REPO / "prfaas_plan" / "views").glob("*.py"))
+    found = []
+    for path in views:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+                spec = "".join(v.value for v in node.format_spec.values if isinstance(v, ast.Constant))
+                if spec.startswith("+"):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert views and not found, found

@@ -40,6 +40,15 @@ def test_a_bandwidth_sweep_below_1_gbps_starts_below_its_end(run_cli):
     assert [float(r["usable_gbps"]) for r in rows(res.out)] == pytest.approx([0.005, 0.2525, 0.5])
 
 
+@pytest.mark.parametrize("args", [("--to", "0"), ("--from", "5", "--to", "5")])
+def test_a_bandwidth_sweep_of_one_bandwidth_is_one_row(run_cli, args):
+    """--to 0 (the default start, a hundredth of it, is 0 too) or --from = --to: one bandwidth,
+    one row, not 200 copies of it."""
+    res = run_cli("sweep", "--over", "bandwidth", *args)
+    assert res.code == 0, res.err
+    assert [float(r["usable_gbps"]) for r in rows(res.out)] == [float(args[-1])]
+
+
 def test_sweep_threshold_and_np(run_cli, case_plan):
     thr = rows(run_cli("sweep", "--over", "threshold").out)
     best = max(float(r["lambda_max_rps"]) for r in thr)
@@ -55,6 +64,21 @@ def test_sweep_instances(run_cli):
     table = rows(run_cli("sweep", "--over", "instances", "--to", "6").out)
     lam = [float(r["lambda_max_rps"]) for r in table]
     assert lam == sorted(lam) and int(table[0]["n_prfaas"]) == 0 and float(table[0]["p"]) == 0
+
+
+def test_an_instances_sweep_without_to_stays_within_the_pool_range(run_cli, tmp_path):
+    """Without --to the sweep goes to twice the PrfaaS range's top, at most the 10,000 instances a
+    pool may have: a range up to 6,000 sweeps to 10,000 (it once refused its own default as
+    `--to: must be in [0, 10,000]`, an option the user never gave)."""
+    import yaml
+
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml").read_text())
+    doc["prfaas"]["instances"] = {"min": 0, "max": 6000}
+    path = tmp_path / "big-factory.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("sweep", str(path), "--over", "instances", "--points", "3")
+    assert res.code == 0, res.err
+    assert [int(r["n_prfaas"]) for r in rows(res.out)] == [0, 5000, 10000]
 
 
 def test_bad_sweep_arguments(run_cli):

@@ -15,7 +15,7 @@ import numpy as np
 from ..choices import Basis, Bound, DeploymentName, ObjectiveKind, PlanMode, SweepOver
 from ..planner.cost import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
-from ..report import Column, Report
+from ..report import Column, Report, signed
 from ..study.basis import SOURCE_KEYS, prefill_source, sources
 from ..units import bytes_per_s_to_gbps, format_tokens
 from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
@@ -659,7 +659,7 @@ def _cache_details(result) -> list[tuple[str, str]]:
         (
             "what the caches save",
             f"Λ_max {lam:.3f} req/s against {c['lambda_without_caches_rps']:.3f} without "
-            f"caches, same counts ({100 * gain:+.1f}%); cached KV moved to PD "
+            f"caches, same counts ({signed(100 * gain, 1)}%); cached KV moved to PD "
             f"{c['cache_egress_gbps']:.2f} Gbps at Λ_max",
         ),
         *trace_cache_rows(c, result.point.threshold_tokens, result.point.stages.egress_gbps),
@@ -678,13 +678,13 @@ def _marginal_details(result) -> list[tuple[str, str]]:
     for what, m in result.marginals.items():
         worth = "" if m.value_usd_per_hour is None else f", worth {_usd(m.value_usd_per_hour)}/hour"
         if m.budget_lambda_rps is None and m.fits:  # no budgets: the unit's gain is all there is
-            text = f"{m.lambda_rps:+.4f} req/s{worth}"
+            text = f"{signed(m.lambda_rps, 4)} req/s{worth}"
             if m.price_usd_per_hour is not None:
                 text += f" against a price of {_usd(m.price_usd_per_hour)}/hour"
         else:
             text = "" if m.price_usd_per_hour is None else f"price {_usd(m.price_usd_per_hour)}/hour; "
             text += (
-                f"own gain with the budgets held {m.lambda_rps:+.4f} req/s{worth}"
+                f"own gain with the budgets held {signed(m.lambda_rps, 4)} req/s{worth}"
                 if m.fits
                 else "own gain with the budgets held: none, they do not allow it"
             )
@@ -727,14 +727,15 @@ def _relaxed_text(m, anchor, plan: str) -> str:
     $/hour and its change against ``plan``), saying when it also spends budget the plan left
     unused (its cost rises by more than the unit's price), then the Lambda gain."""
     counts = "/".join(map(str, m.budget_counts))
-    gain = f"{m.budget_lambda_rps:+.4f} req/s"
+    gain = f"{signed(m.budget_lambda_rps, 4)} req/s"
     if m.budget_counts == anchor:
         return f"the budgets raised by its price allow no other plan (N_f/N_p/N_d {counts} again): {gain}"
     text = f"the budgets raised by its price allow another plan, N_f/N_p/N_d {counts}"
     if m.budget_usd_per_hour is None or m.plan_usd_per_hour is None:
         return f"{text}: {gain}"
     extra = m.budget_usd_per_hour - m.plan_usd_per_hour
-    text += f" at {_usd(m.budget_usd_per_hour)}/hour ({'+' if extra >= 0 else '-'}{_usd(abs(extra))}/hour over {plan}"
+    sign = "-" if _usd(extra).startswith("-") else "+"  # an extra that rounds to $0.00 is +$0.00
+    text += f" at {_usd(m.budget_usd_per_hour)}/hour ({sign}{_usd(abs(extra))}/hour over {plan}"
     price = m.price_usd_per_hour or 0.0
     if m.unused_budget_usd_per_hour is not None and extra > price + 0.005:
         text += (
@@ -808,7 +809,7 @@ def _reduction_pct(reduction: float | None) -> str:
     (never '-0%'); 'n/a' when unknown."""
     if reduction is None or not math.isfinite(reduction):
         return "n/a"
-    return f"{round(-100 * reduction):+d}%"
+    return f"{signed(-100 * reduction, 0)}%"
 
 
 def latency_view(result, doc: dict | None = None) -> Report:
@@ -1047,7 +1048,7 @@ def schedule_view(day, inputs, simulated=None) -> Report:
     else:
         gain = day.scale / day.static_scale - 1 if day.static_scale > 0 else float("inf")
         s_f, s_pd, s_cost = day.static_counts
-        versus = f"({100 * gain:+.1f}%)"
+        versus = f"({signed(100 * gain, 1)}%)"
         if inputs.objective.kind == ObjectiveKind.min_cost and day.usd_per_hour is not None and s_cost:
             # min_cost: both serve every window; what counts is what each costs
             change = 100 * (day.usd_per_hour / s_cost - 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..report import Column, Report, fmt_float, fmt_int
+from ..report import Column, Report, fmt_float, fmt_int, signed
 from .identity import csv_columns, identified
 
 
@@ -157,7 +157,7 @@ def validation_view(runs) -> Report:
             }
         )
     sec = lambda v: "overload" if v is None else f"{v:,.2f}"
-    pct = lambda v: "-" if v is None else f"{100 * v:+.1f}%"
+    pct = lambda v: "-" if v is None else f"{signed(100 * v, 1)}%"
     cfg = runs[0].result.config
     return Report(
         title="Closed form vs simulation",
