@@ -413,9 +413,10 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
     scenario file. Returns a :class:`prfaas_plan.planner.plan.PlanResult`."""
     from .planner.plan import plan as run_plan
 
+    mode = choice_of(PlanMode, mode, "mode")
     resolved = scenario if not isinstance(scenario, str) else inputs(scenario)
     with scenario_errors(scenario if isinstance(scenario, str) else resolved.source or ""):
-        return run_plan(resolved, choice_of(PlanMode, mode, "mode"), with_marginals=with_marginals)
+        return run_plan(resolved, mode, with_marginals=with_marginals)
 
 
 def sweep(
@@ -626,7 +627,7 @@ def simulate_day(scenario: str, requests: int = 4000, seed: int = 0):
         check_simulated_requests(requests, 2 * n, "requests", f"{n} windows x 2 plans")
     day, windows = schedule(scenario)
     runs = []
-    with scenario_errors(scenario):
+    with scenario_errors(scenario, ("seed", "requests")):
         s_f, s_pd, _ = day.static_counts
         for window, plan_w, static_w in zip(windows, day.windows, day.static_windows):
             decode = decode_model(window.inputs)
@@ -756,9 +757,10 @@ def figure5_data(scenario: str, mode: str = PlanMode.exact) -> Figure5Data:
     from .planner.optimizer import optimise
     from .planner.throughput import threshold_table
 
+    mode = choice_of(PlanMode, mode, "mode")
     resolved = inputs(scenario)
     with scenario_errors(scenario):
-        table = threshold_table(resolved, choice_of(PlanMode, mode, "mode"))
+        table = threshold_table(resolved, mode)
         return Figure5Data(resolved, table, optimise(resolved, table, objective=ObjectiveKind.max_throughput))
 
 

@@ -279,3 +279,20 @@ def test_a_bad_basis_for_a_sites_file_names_the_basis_option(run_cli):
     path = str(PACKAGE / "scenarios" / "two-edges-day.yaml")
     res = run_cli("compare", path, "--basis", "model")
     assert res.code == 2 and res.err.startswith("prfaas-plan: error: --basis: a multi-site file is planned as given"), res.err
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda path: api.plan(path, mode="nope"), "mode"),
+        (lambda path: api.figure5_data(path, mode="nope"), "mode"),
+        (lambda path: api.simulate_day(path, requests=100, seed=-1), "seed"),
+    ],
+)
+def test_a_library_parameters_error_does_not_name_the_scenario_file(call, field):
+    """A notebook's bad argument to plan, figure5_data or simulate_day is that argument's error,
+    not a field of the scenario file it planned."""
+    path = str(PACKAGE / "scenarios" / "day-rebalance.yaml")
+    with pytest.raises(PlanInputError) as err:
+        call(path)
+    assert err.value.field == field and err.value.source is None, err.value.one_line()

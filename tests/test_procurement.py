@@ -773,11 +773,14 @@ def test_a_plan_that_local_only_beats_at_its_price_says_so():
     from prfaas_plan.planner.plan import plan
 
     thin = plan(load_inputs("paper-case-study").with_link_gbps(2), with_marginals=False)
-    said = [note for note in thin.notes if "does not pay for itself" in note]
+    said = [note for note in thin.notes if "does not pay" in note or "pays" in note]
     assert thin.point.lambda_max == pytest.approx(1.600, abs=1e-3)
-    assert (
-        len(said) == 2 and "$256.00/hour against the plan's $256.00) serves 2.684 req/s, more than this plan's 1.600" in said[0]
+    assert len(said) == 2 and said[0].startswith("homog. equal-$ (local PD only, $256.00/hour against the plan's $256.00)")
+    assert said[0].endswith(
+        "serves 2.684 req/s, more than this plan's 1.600: at these prices and counts the PrfaaS cluster does not pay for itself"
     )
+    # the co-located rival runs the homogeneous instances unsplit: its lead says more than the PrfaaS cluster
     assert said[1].startswith("co-located (local PD only, $192.00/hour") and "2.087 req/s" in said[1]
+    assert said[1].endswith("neither the PrfaaS cluster nor the PD-P / PD-D split pays")
     wide = plan(load_inputs("paper-case-study"), with_marginals=False)
     assert not [note for note in wide.notes if "does not pay" in note]

@@ -506,15 +506,26 @@ def _local_serves_more(result: PlanResult) -> None:
     only where its $/hour and the plan's are known. There PrfaaS does not pay at these prices."""
     lam, usd = result.point.lambda_max, result.point.usd_per_hour
     equal = result.baselines.get(DeploymentName.homogeneous_equal_cost)
-    rivals = [] if equal is None else [("homog. equal-$", equal.lambda_max, equal.usd_per_hour)]
-    if result.colocated is not None:
-        rivals.append(("co-located", result.colocated.lambda_max_rps, result.colocated.usd_per_hour))
-    why = (  # a plan without PrfaaS instances loses to co-location by its PD-P / PD-D split
-        "the PrfaaS cluster does not pay for itself"
-        if result.point.n_prfaas
-        else "splitting the PD instances into prefill and decode does not pay"
+    split = "splitting the PD instances into prefill and decode does not pay"
+    # what a rival's lead says: the equal-$ one spends the PrfaaS cluster's price on local PD
+    # instances; the co-located one runs the homogeneous instances unsplit
+    prfaas = bool(result.point.n_prfaas)
+    rivals = (
+        []
+        if equal is None
+        else [
+            (
+                "homog. equal-$",
+                equal.lambda_max,
+                equal.usd_per_hour,
+                "the PrfaaS cluster does not pay for itself" if prfaas else split,
+            )
+        ]
     )
-    for name, rival, cost in rivals:
+    if result.colocated is not None:
+        why = "neither the PrfaaS cluster nor the PD-P / PD-D split pays" if prfaas else split
+        rivals.append(("co-located", result.colocated.lambda_max_rps, result.colocated.usd_per_hour, why))
+    for name, rival, cost, why in rivals:
         if usd is not None and cost is not None and cost <= usd * (1 + 1e-9) and rival > lam * (1 + 1e-6):
             result.notes.append(
                 f"{name} (local PD only, ${cost:,.2f}/hour against the plan's ${usd:,.2f}) serves {rival:.3f} req/s, "
