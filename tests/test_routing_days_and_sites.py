@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -831,3 +832,42 @@ def test_a_day_no_plan_serves_names_its_windows_whatever_their_number(run_cli, t
         f"prfaas-plan: error: {path}: day.windows: no multi-site plan within the ranges and budgets serves "
         "every site's rate in every window (day.windows[].rates)"
     ), res.err
+
+
+def _same_input_cases(doc: dict) -> dict:
+    """``doc`` with a 512-token output and two cases: the file as given, and one whose workload
+    repeats the file's input (and says nothing of the output)."""
+    doc["workload"]["output"] = {"type": "fixed", "tokens": 512}
+    doc["robust"] = {
+        "objective": "worst_case",
+        "cases": [{"name": "given"}, {"name": "same", "workload": {"input": dict(doc["workload"]["input"])}}],
+    }
+    return doc
+
+
+def test_a_case_that_gives_only_an_input_keeps_the_scenarios_output(tmp_path):
+    """A case's workload gives what it changes: one that repeats the file's input is the file's
+    case, output (512 tokens, not the schema's default 1,024) and all, on one site and on several."""
+    one = api.robust(_write(tmp_path, _same_input_cases(_robust_doc())))
+    given, same = one.cases
+    assert same.lambda_max_rps == given.lambda_max_rps and same.own_lambda_rps == given.own_lambda_rps
+    doc = _same_input_cases(yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-robust.yaml").read_text()))
+    path = tmp_path / "sites-robust.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    study = api.study(str(path))
+    assert [c.pd_sites[0].workload.output_mean_tokens for c in study.cases] == [512.0, 512.0]
+    given, same = api.robust_sites(str(path))[0].cases
+    assert same.scale == pytest.approx(given.scale, rel=1e-9)
+
+
+def test_robust_rows_give_each_cases_link_and_no_weight_when_none_is_given(run_cli, tmp_path):
+    """A case with its own link_gbps is planned on it, and its CSV and JSON rows say so; cases
+    without weights show none (not 0)."""
+    doc = _robust_doc(cases=[{"name": "as-given"}, {"name": "wide", "link_gbps": 200}])
+    path = _write(tmp_path, doc)
+    rows = list(csv.DictReader(io.StringIO(run_cli("robust", path, "-f", "csv").out)))
+    assert [(r["case"], float(r["link_gbps"]), r["weight"]) for r in rows] == [("as-given", 100.0, ""), ("wide", 200.0, "")]
+    doc_json = json.loads(run_cli("robust", path, "-f", "json").out)
+    assert [(r["link_gbps"], r["weight"]) for r in doc_json["rows"]] == [(100.0, None), (200.0, None)]
+    table = run_cli("robust", path).out
+    assert re.search(r"^\s+wide\s+-\s", table, re.M), table

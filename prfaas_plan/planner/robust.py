@@ -60,6 +60,7 @@ class CaseResult:
     own_counts: tuple[int, int, int]  # its N_prfaas, N_p, N_d
     own_usd_per_hour: float | None = None  # min_cost: the case's own cheapest plan meeting its target
     shared_usd_per_hour: float | None = None  # of the shared counts
+    link_gbps: float | None = None  # the case's link, raw decimal Gbps (its own link_gbps, else the scenario's)
 
     @property
     def loss(self) -> float:
@@ -215,6 +216,7 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
                 (own.n_prfaas, own.n_p, own.n_d),
                 own_usd,
                 cost,
+                case.inputs.link.bandwidth_gbps,
             )
         )
     return RobustPlan(objective, n_f, n_p + (n_d if shared else 0), None if shared else n_d, cost, tuple(results))

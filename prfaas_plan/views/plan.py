@@ -938,11 +938,13 @@ def robust_view(result, inputs) -> Report:
     """A robust plan: the shared counts and, per case, its threshold, split, Lambda_max and the loss
     against the case planned alone."""
     ident = inputs.identity()
+    weighted = any(c.weight for c in result.cases)  # given, the weights sum to 1; none given: no weights
     rows = [
         {
             **ident,
+            **({} if c.link_gbps is None else {"link_gbps": round(c.link_gbps, 6)}),  # a case may have its own link
             "case": c.name,
-            "weight": c.weight,
+            "weight": c.weight if weighted else None,
             "target_rate_rps": c.target_rate_rps,
             "n_prfaas": result.n_prfaas,
             "threshold_tokens": c.threshold_tokens,

@@ -22,7 +22,7 @@ from ..cache_memory import cache_memory_notes
 from ..model import Decode, LatencySettings, Limits, Objective, OptimiserSettings, PlanInputs, Pool, Slo, Workload
 from .links import link_of
 from .pools import _base, _budgets, _fits, _hardware, _model, _pool, _ref, chip_options, moved_note
-from .workload import _decode, _decode_context, _workload
+from .workload import _decode, _decode_context, _workload, case_workload
 
 if TYPE_CHECKING:  # compare's options and multi-site schemas: imported where used (start-up)
     from ...profiles.sites import SitesScenario
@@ -352,7 +352,7 @@ def one_site_cases(scenario: Scenario, inputs: PlanInputs, source: str | None = 
 def _case_workload(scenario: Scenario, inputs: PlanInputs, spec: WorkloadSpec, source: str | None, where: str) -> PlanInputs:
     """``inputs`` under another workload: its distributions, the decode context and rate of the
     decoding pool, and a check that every pool holds its longest request."""
-    workload, _ = _workload(spec, inputs.model, source)
+    workload, _ = _workload(case_workload(scenario.workload, spec), inputs.model, source)
     context = _decode_context(scenario.decode, inputs.model, workload, source)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     needs: list[tuple[Pool, int, int | None]] = [(inputs.prfaas, longest, inputs.limits.prfaas_max)]

@@ -12,7 +12,7 @@ from ...profiles.registry import same_hardware
 from ..model import Case, OptimiserSettings, PdSite, PrfaasSite, Study, Window
 from .links import link_of
 from .pools import _base, _budgets, _fits, _fitted, _hardware, _measured_on, _model, moved_note
-from .workload import _decode, _decode_context, _workload
+from .workload import _decode, _decode_context, _workload, case_workload
 
 if TYPE_CHECKING:  # the multi-site schema: imported where used (start-up)
     from ...profiles.sites import SitesScenario
@@ -134,7 +134,7 @@ def _case(
     assert spec.robust is not None  # resolve_sites makes cases only of a file with a robust: section
     case, where = spec.robust.cases[k], f"robust.cases[{k}].workload"
     out = []
-    workload = None if case.workload is None else _workload(case.workload, model, source)[0]
+    workload = None if case.workload is None else _workload(case_workload(spec.workload, case.workload), model, source)[0]
     for site in sites:
         demand = case.rates.get(site.name, site.demand_rps)
         if workload is None:

@@ -35,6 +35,21 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tu
     return workload, notes
 
 
+def case_workload(base: WorkloadSpec, case: WorkloadSpec) -> WorkloadSpec:
+    """A robust case's workload: the parts the case gives, and the scenario's (``base``) for those
+    it leaves out: its output distribution, and its caches (``prefix_cache`` / ``cluster_caches``,
+    taken together: a case that gives one gives the caches). Caches built from a trace come with
+    the trace's input lengths, so a case that gives its own input does not take them."""
+    given = case.model_fields_set
+    keep: dict = {}
+    if "output" not in given:
+        keep["output"] = base.output
+    from_trace = base.cluster_caches is not None and base.cluster_caches.from_trace is not None
+    if not given & {"prefix_cache", "cluster_caches"} and not (from_trace and "input" in given):
+        keep.update(prefix_cache=base.prefix_cache, cluster_caches=base.cluster_caches)
+    return case.model_copy(update=keep)
+
+
 def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile) -> Workload:
     cc = spec.cluster_caches
     if cc is not None and cc.from_trace is not None:
