@@ -81,6 +81,20 @@ def test_front_is_the_non_dominated_set_over_the_known_criteria(objective, seed)
     assert expected  # never empty while an option is feasible
 
 
+def test_an_option_equal_but_for_float_noise_and_dearer_is_off_the_front():
+    """Two options that serve the same req/s at the same TTFT P90 but for 5e-14 s of float noise
+    (two routes to one number) and differ in $/hour: the dearer one is dominated, so not starred;
+    a real difference (1e-6 s) still counts."""
+
+    def option(k, usd, ttft):
+        return OptionResult(CompareOption(link_gbps=float(k)), usd_per_hour=usd, lambda_max_rps=8.167, ttft_p90_s=ttft)
+
+    noise = [option(0, 24.0, 1.2907805287953904), option(1, 30.6, 1.2907805287953398)]
+    assert pareto_front(noise) == {0}
+    real = [option(0, 24.0, 1.2907815), option(1, 30.6, 1.2907805)]
+    assert pareto_front(real) == {0, 1}
+
+
 def test_unpriced_options_enter_the_front_and_beat_the_worse_priced_one(run_cli):
     """The trial's cases: rubin (no price) beats mi355x (no price) at equal req/s on TTFT, and
     beats h200 (priced) on req/s and TTFT; the table's note says $/hour is out of the front and why."""

@@ -276,6 +276,9 @@ def front_criteria(results: list[OptionResult], objective: ObjectiveKind = Objec
     )
 
 
+FRONT_REL_TOL = 1e-9  # criteria this close count as equal on the front
+
+
 def pareto_front(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput) -> set[int]:
     """Indices of the feasible results that no other feasible result dominates on
     ``front_criteria`` (at least as good on each, better on one)."""
@@ -286,11 +289,14 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
         return math.inf if value is None else -CRITERIA_SENSE[name] * value
 
     points = {i: tuple(loss(r, name) for name in criteria) for i, r in enumerate(results) if r.feasible}
-    return {
-        i
-        for i, a in points.items()
-        if not any(all(x <= y for x, y in zip(b, a)) and any(x < y for x, y in zip(b, a)) for b in points.values())
-    }
+
+    def same(x: float, y: float) -> bool:  # equal but for float noise (two routes to one TTFT differ by 5e-14 s)
+        return math.isclose(x, y, rel_tol=FRONT_REL_TOL, abs_tol=1e-12)
+
+    def dominates(b: tuple, a: tuple) -> bool:
+        return all(x <= y or same(x, y) for x, y in zip(b, a)) and any(x < y and not same(x, y) for x, y in zip(b, a))
+
+    return {i for i, a in points.items() if not any(dominates(b, a) for b in points.values())}
 
 
 def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None, executor=None) -> Comparison:
