@@ -40,6 +40,7 @@ from .ranges import (
     INSTANCES,
     LINK_GBPS,
     LOAD,
+    MIN_CAPACITY_RPS,
     POINTS,
     RATE_POINTS,
     RATE_RPS,
@@ -850,7 +851,7 @@ def simulate(
             _no_drawn_arrivals(config)
             config["replay"] = _replay(result.inputs, rate_rps, load, requests, speedup, from_s, to_s)
             rate_rps, load, requests = config["replay"].rate_rps, None, len(config["replay"])
-        rate = _sim_rate(rate_rps, load, lam)
+        rate = _sim_rate(rate_rps, load, lam, name)
         if requests is None:
             if rate >= lam:
                 raise PlanInputError(
@@ -904,13 +905,21 @@ def _replay(inputs, rate_rps, load, requests, speedup, from_s, to_s):
         raise PlanInputError(exc.reason, field=exc.field, argument=True) from None
 
 
-def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float) -> float:
+def _sim_rate(rate_rps: float | None, load: float | None, lambda_max: float, deployment: str) -> float:
+    """The arrival rate: ``rate_rps``, else ``load`` (default 0.8) x the deployment's Lambda_max,
+    which must be a capacity (a share of none is no rate)."""
     if rate_rps is not None and load is not None:
         raise PlanInputError("give `rate_rps` or `load`, not both", field="rate_rps")
     if rate_rps is not None:
         return RATE_RPS.check(rate_rps, "rate_rps")
-    load = 0.8 if load is None else load
-    return LOAD.check(load, "load") * lambda_max
+    load = 0.8 if load is None else LOAD.check(load, "load")
+    if lambda_max < MIN_CAPACITY_RPS:
+        raise PlanInputError(
+            f"{deployment} serves {lambda_max:.3g} req/s on this scenario (`plan` says why): no share of that "
+            "capacity is a rate to simulate",
+            field="deployment",
+        )
+    return load * lambda_max
 
 
 def validate_model(

@@ -5,6 +5,7 @@ import io
 import json
 
 import pytest
+import yaml
 
 from prfaas_plan import api
 
@@ -131,3 +132,19 @@ def test_simulate_progress_says_what_it_does(run_cli, monkeypatch):
     monkeypatch.setattr(cli, "_progress", Recorder)
     assert run_cli("simulate", "-n", "50", "--load", "0.5", "-f", "json").code == 0
     assert labels == ["simulating requests"]
+
+
+def test_a_deployment_without_capacity_is_not_blamed_on_a_rate_never_given(run_cli, tmp_path):
+    """A 0 Gbps link: the naive deployment (every long prompt remote) serves nothing, so the default
+    load (0.8 of its Lambda_max) is no rate; the error names the deployment, not --rate."""
+    from conftest import case_study_doc
+
+    doc = case_study_doc()
+    doc["link"]["bandwidth_gbps"] = 0
+    path = tmp_path / "no-link.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("simulate", str(path), "-n", "500", "--deployment", "naive_heterogeneous")
+    assert res.code == 2 and res.err.strip() == (
+        "prfaas-plan: error: --deployment: naive_heterogeneous serves 0 req/s on this scenario "
+        "(`plan` says why): no share of that capacity is a rate to simulate"
+    ), res.err
