@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 import yaml
@@ -148,3 +149,22 @@ def test_a_deployment_without_capacity_is_not_blamed_on_a_rate_never_given(run_c
         "prfaas-plan: error: --deployment: naive_heterogeneous serves 0 req/s on this scenario "
         "(`plan` says why): no share of that capacity is a rate to simulate"
     ), res.err
+
+
+def test_an_overloaded_links_closed_form_egress_is_the_link(run_cli, tmp_path):
+    """At 1.5 x a 5 Gbps plan's capacity the KV offered is more than the link: the closed form's
+    egress is the usable link (what it can carry, as the simulator measures), with the offered load
+    beside it; below capacity it is the offered load alone."""
+    from conftest import case_study_doc
+
+    doc = case_study_doc()
+    doc["link"]["bandwidth_gbps"] = 5
+    path = tmp_path / "thin.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    over = run_cli("simulate", str(path), "-n", "2000", "--load", "1.5").out
+    found = re.search(r"egress mean ([\d.]+) Gbps \(closed form ([\d.]+), the usable link: ([\d.]+) offered\)", over)
+    assert found, over
+    sim, closed, offered = map(float, found.groups())
+    assert closed == 5.0 and offered > closed and sim == pytest.approx(closed, rel=0.02)
+    under = run_cli("simulate", str(path), "-n", "2000", "--load", "0.5").out
+    assert re.search(r"egress mean [\d.]+ Gbps \(closed form [\d.]+\), max", under), under
