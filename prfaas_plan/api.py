@@ -420,6 +420,16 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
         return run_plan(resolved, mode, with_marginals=with_marginals)
 
 
+# what each sweep takes of its range parameters (the others are refused, not ignored)
+SWEEP_PARAMETERS: dict[SweepOver, set[str]] = {
+    SweepOver.bandwidth: {"start", "stop", "points"},
+    SweepOver.instances: {"start", "stop", "points"},
+    SweepOver.threshold: {"points"},
+    SweepOver.np: set(),
+    SweepOver.rate: {"points"},
+}
+
+
 def sweep(
     scenario: str,
     over: str,
@@ -437,6 +447,11 @@ def sweep(
     from .planner.throughput import threshold_table
 
     over, mode = choice_of(SweepOver, over, "over"), choice_of(PlanMode, mode, "mode")
+    given = {"start": start, "stop": stop, "points": points}
+    for name in given.keys() - SWEEP_PARAMETERS[over]:
+        if given[name] is not None:
+            takes = ", ".join(f"`{p}`" for p in sorted(SWEEP_PARAMETERS[over])) or "none of `start`, `stop`, `points`"
+            raise PlanInputError(f"a sweep over {over} takes {takes}", field=name)
     if points is not None:
         POINTS.check(points, "points")
     progress = progress or (lambda done, total: None)
@@ -451,7 +466,10 @@ def sweep(
             # default: twice the PrfaaS range's top, within the instances a pool may have
             default = min(max(resolved.limits.prfaas_max, 1) * 2, INSTANCES.hi)
             upto = INSTANCES.check(stop, "stop") if stop is not None else default
-            return sw.sweep_instances(resolved, table, int(upto), points, progress)
+            first = 0 if start is None else INSTANCES.check(start, "start")
+            if first > upto:
+                raise PlanInputError(f"need `start` <= `stop`, got {first:g} and {upto:g}", field="start/stop")
+            return sw.sweep_instances(resolved, table, int(upto), points, progress, first=int(first))
         sol = optimise(resolved, table, objective=ObjectiveKind.max_throughput)
         if over == SweepOver.threshold:
             return sw.sweep_threshold(resolved, table, sol, points)

@@ -767,14 +767,22 @@ def sweep(
     over: SweepOver = typer.Option(..., "--over", help="What to vary (see docs/planning.md)."),
     mode: PlanMode = MODE_OPT,
     start: float | None = typer.Option(
-        None, "--from", help="bandwidth: first usable Gbps (default 1, or a hundredth of the last where that is below 1)."
+        None,
+        "--from",
+        help="bandwidth: first usable Gbps (default 1, or a hundredth of the last where that is below 1); "
+        "instances: first N_prfaas (default 0). Refused by the other sweeps.",
     ),
-    stop: float | None = typer.Option(None, "--to", help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas."),
+    stop: float | None = typer.Option(
+        None,
+        "--to",
+        help="bandwidth: last Gbps (default: the link's); instances: last N_prfaas (default twice the PrfaaS "
+        "range's top). Refused by the other sweeps.",
+    ),
     points: int | None = typer.Option(
         None,
         "--points",
         help="Number of points, 2 to 10,000 (bandwidth: default "
-        "200; threshold and instances: every one; rate: 40, at most 1,000).",
+        "200; threshold and instances: every one; rate: 40, at most 1,000). Refused by np.",
     ),
     fmt: OutputFormat = typer.Option(OutputFormat.csv, "--format", "-f", help="Output format."),
     output: str | None = OUTPUT_OPT,

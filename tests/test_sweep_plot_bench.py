@@ -81,6 +81,29 @@ def test_an_instances_sweep_without_to_stays_within_the_pool_range(run_cli, tmp_
     assert [int(r["n_prfaas"]) for r in rows(res.out)] == [0, 5000, 10000]
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("threshold", "--from", "100"), "--from: a sweep over threshold takes --points"),
+        (("threshold", "--to", "200"), "--to: a sweep over threshold takes --points"),
+        (("rate", "--from", "1"), "--from: a sweep over rate takes --points"),
+        (("np", "--points", "3"), "--points: a sweep over np takes none of --from, --to, --points"),
+        (("instances", "--from", "5", "--to", "4"), "--from/--to: need --from <= --to, got 5 and 4"),
+    ],
+)
+def test_a_range_option_a_sweep_does_not_use_is_refused(run_cli, args, expected):
+    """An option the sweep would ignore is an error naming it (it once gave the unchanged curve)."""
+    res = run_cli("sweep", "--over", *args)
+    assert res.code == 2 and res.err.strip() == f"prfaas-plan: error: {expected}", res.err
+
+
+def test_an_instances_sweep_starts_at_from(run_cli):
+    """--from 2 --to 4: the counts 2, 3 and 4, each at its optimum (the case study's 4: 3.237 req/s)."""
+    table = rows(run_cli("sweep", "--over", "instances", "--from", "2", "--to", "4").out)
+    assert [int(r["n_prfaas"]) for r in table] == [2, 3, 4]
+    assert float(table[-1]["lambda_max_rps"]) == pytest.approx(3.237, abs=5e-4)
+
+
 def test_bad_sweep_arguments(run_cli):
     res = run_cli("sweep", "--over", "bandwidth", "--from", "10", "--to", "1")
     assert res.code == 2 and "--from" in res.err

@@ -106,15 +106,20 @@ def sweep_bandwidth(
 
 
 def sweep_instances(
-    inputs: PlanInputs, table: ThresholdTable, upto: int, points: int | None = None, progress: Progress = no_progress
+    inputs: PlanInputs,
+    table: ThresholdTable,
+    upto: int,
+    points: int | None = None,
+    progress: Progress = no_progress,
+    first: int = 0,
 ) -> list[dict]:
-    """Lambda_max against N_prfaas from 0 to ``upto`` (every count, or ``points`` of them), with t and
+    """Lambda_max against N_prfaas from ``first`` to ``upto`` (every count, or ``points`` of them), with t and
     the PD split re-optimised each time within the scenario's PD range and budgets, by the
     scenario's optimiser method. A count the budgets exclude gives a row without a plan."""
     from .optimizer import optimise
 
     INSTANCES.check(upto, "upto")
-    counts = np.arange(upto + 1) if points is None else np.unique(np.linspace(0, upto, points).round().astype(int))
+    counts = np.arange(first, upto + 1) if points is None else np.unique(np.linspace(first, upto, points).round().astype(int))
     rows = []
     for k, n in enumerate(counts.tolist()):
         row = {"n_prfaas": n, **dict.fromkeys(("threshold_tokens", "p", "n_p", "n_d", "lambda_max_rps", "usd_per_hour"))}
