@@ -152,3 +152,30 @@ def test_sweep_rate(run_cli):
     pd_rows = [r for r in rows if r["deployment"] == "prfaas_pd" and r["ttft_mean_s"]]
     means = [float(r["ttft_mean_s"]) for r in pd_rows]
     assert len(pd_rows) >= 8 and means == sorted(means)
+
+
+@FIXTURE
+@given(
+    st.lists(st.tuples(st.floats(0.01, 1.0), st.floats(0.0, 50.0)), min_size=1, max_size=40),
+    st.floats(0.0, 1.0),
+    st.sampled_from([0.0, 0.05, 1.0, 30.0, float("inf")]),
+    st.floats(0.0, 120.0),
+)
+def test_the_one_pass_cdf_an_slo_check_reads_is_the_mixtures(parts, wait_probability, theta_s, x):
+    """``cdf_at`` (what ``LatencyModel.meets`` reads at an SLO's limit, one vectorised pass) is the
+    sorted, log-space ``_Mixture.cdf`` (what the quantiles bisect on) at every point."""
+    from prfaas_plan.planner.latency import _Mixture, cdf_at
+
+    weights = np.array([w for w, _ in parts])
+    weights /= weights.sum()
+    service_s = np.array([s for _, s in parts])
+    expected = _Mixture(weights, service_s, wait_probability, theta_s).cdf(x)
+    assert cdf_at(weights, service_s, wait_probability, theta_s, x) == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_the_queue_from_moments_is_the_queue_from_the_distribution():
+    """The moments a LatencyModel keeps per path give the same queue as the service distribution."""
+    from prfaas_plan.planner.latency import _moments, _queue_of
+
+    service, weights = np.array([0.5, 1.0, 4.0]), np.array([0.2, 0.5, 0.3])
+    assert _queue_of(1.1, 3, *_moments(service, weights), 1.4) == pytest.approx(_queue(1.1, 3, service, weights, 1.4))

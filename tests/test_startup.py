@@ -184,3 +184,17 @@ def test_startup_benchmark_runs(tmp_path):
     assert "## plan's start-up against its import floor" in text
     assert re.search(r"^\| plan \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", text, re.M)
     assert "numpy" in text and "pydantic" in text
+
+
+def test_a_shipped_key_does_not_change_with_the_day_of_a_fit():
+    """The case study's calibrated PD hardware records the date of its fit; the key a shipped result
+    is kept under leaves it out (a key made one day once missed the next, and the shipped file
+    failed its check), and reads floats at 12 significant digits (a fit's last bits vary by build)."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.timing import shipped
+
+    hardware = load_inputs("paper-case-study").pd.instance.hardware
+    assert hardware.calibration is not None and hardware.calibration.date
+    other_day = hardware.model_copy(update={"calibration": hardware.calibration.model_copy(update={"date": "2031-06-30"})})
+    assert shipped.key_of([shipped.profile_key(other_day)]) == shipped.key_of([shipped.profile_key(hardware)])
+    assert shipped.key_of([0.1 + 0.2]) == shipped.key_of([0.3]) and shipped.key_of([0.3]) != shipped.key_of([0.3001])

@@ -95,6 +95,7 @@ class _Mixture:
             self._cum_log = np.concatenate(([-np.inf], np.logaddexp.accumulate(terms)))
 
     def cdf(self, x: float) -> float:
+        """F(x); ``cdf_at`` gives the same value in one pass without the sorted prefix sums."""
         if not self.weights.size:
             return 1.0
         k = int(np.searchsorted(self.service_s, x, side="right"))
@@ -104,6 +105,21 @@ class _Mixture:
         if k == 0 or self._cum_log is None:  # theta = 0: nobody waits
             return below
         return below - self.wait_probability * math.exp(float(self._cum_log[k]) - x / self.theta_s)
+
+
+def cdf_at(weights: np.ndarray, service_s: np.ndarray, wait_probability: float, theta_s: float, x: float) -> float:
+    """``_Mixture(weights, service_s, wait_probability, theta_s).cdf(x)`` in one vectorised pass,
+    sum over s_i <= x of w_i [1 - C exp((s_i - x) / theta)] (exponents <= 0: no overflow): what
+    an SLO check needs, F at its limit, without sorting the support or its log-space prefix sums."""
+    if not weights.size:
+        return 1.0
+    done = service_s <= x
+    below = float(weights[done].sum())
+    if math.isinf(theta_s):
+        return below * (1 - wait_probability)
+    if not (theta_s > 0 and math.isfinite(theta_s)) or not np.all(np.isfinite(service_s)) or not done.any():
+        return below
+    return below - wait_probability * float(weights[done] @ np.exp((service_s[done] - x) / theta_s))
 
 
 def _quantile(parts: list[tuple[float, _Mixture]], q: float) -> float:
@@ -128,8 +144,21 @@ def _queue(lam: float, servers: int, service: np.ndarray, weights: np.ndarray, a
     """(utilisation, P(wait), mean wait, theta) of a G/G/c queue by Erlang C + Allen-Cunneen."""
     if lam <= 0 or not weights.size:
         return 0.0, 0.0, 0.0, 0.0
+    return _queue_of(lam, servers, *_moments(service, weights), arrival_scv)
+
+
+def _moments(service: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """(mean, squared coefficient of variation) of the service time (s) under ``weights``."""
+    if not weights.size:
+        return 0.0, 0.0
     mean = float(np.sum(weights * service))
-    scv = float(np.sum(weights * (service - mean) ** 2)) / mean**2 if mean > 0 else 0.0
+    return mean, (float(np.sum(weights * (service - mean) ** 2)) / mean**2 if mean > 0 else 0.0)
+
+
+def _queue_of(lam: float, servers: int, mean: float, scv: float, arrival_scv: float):
+    """``_queue`` from the service time's mean (s) and squared coefficient of variation."""
+    if lam <= 0:
+        return 0.0, 0.0, 0.0, 0.0
     offered = lam * mean
     if servers <= 0 or offered >= servers:
         return (math.inf if servers <= 0 else offered / servers), 1.0, math.inf, math.inf
@@ -225,17 +254,28 @@ class LatencyModel:
             w = sup.weights[mask] / share if share > 0 else sup.weights[mask]
             self._paths[name] = (share, w, service[mask], kv[mask], servers, hold[mask])
         self._layers = sup.layers
+        # the queue sees the hold time, whose moments no rate changes
+        self._moments = {name: _moments(path[5], path[1]) for name, path in self._paths.items()}
         self._mean_kv = {name: float(np.sum(path[1] * path[3])) if path[1].size else 0.0 for name, path in self._paths.items()}
 
     def _mixtures(self, rate_rps: float, arrival_scv: float):
         """Per path: (share, mixture, PathLatency without quantiles); and the link utilisation."""
+        paths, link_util = self._paths_at(rate_rps, arrival_scv)
+        mixtures = {
+            name: (share, _Mixture(w, total, c, theta), path) for name, (share, w, total, c, theta, path) in paths.items()
+        }
+        return mixtures, link_util
+
+    def _paths_at(self, rate_rps: float, arrival_scv: float):
+        """Per path: (share, weights, TTFT service times s_i, P(wait), theta, PathLatency without
+        quantiles), the parts of its TTFT mixture; and the link utilisation."""
         link = self.inputs.link
         bandwidth = link.usable_bytes_per_s
         link_util = link.utilisation(sum(rate_rps * self._paths[name][0] * self._mean_kv[name] for name in self._paths))
         # the bandwidth a transfer sees on the shared link; None: the link carries nothing more
         b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s) if bandwidth > 0 and link_util < 1 else None
         out = {}
-        for name, (share, w, service, kv, servers, hold) in self._paths.items():
+        for name, (share, w, service, kv, servers, _hold) in self._paths.items():
             lam = rate_rps * share
             total = service
             if name == "remote" and service.size:
@@ -249,12 +289,18 @@ class LatencyModel:
                     total = np.maximum(service, kv / b_eff + link.rtt_s * (kv > 0))
                 else:
                     total = np.where(kv > 0, math.inf, service)
-            util, c, wait, theta = _queue(lam, servers, hold, w, arrival_scv)  # the queue sees the hold time
+            util, c, wait, theta = _queue_of(lam, servers, *self._moments[name], arrival_scv) if w.size else (0.0, 0.0, 0.0, 0.0)
             if service.size and not np.all(np.isfinite(total)):
                 wait, c, theta = math.inf, 1.0, math.inf
             mean_service = float(np.sum(w * total)) if service.size else float("nan")
-            mix = _Mixture(w, total, c, theta)
-            out[name] = (share, mix, PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service))
+            out[name] = (
+                share,
+                w,
+                total,
+                c,
+                theta,
+                PathLatency(name, lam, servers, util, c, wait, mean_service, wait + mean_service),
+            )
         return out, link_util
 
     def _tpot(self, rate_rps: float) -> tuple[float | None, float]:
@@ -289,11 +335,12 @@ class LatencyModel:
     def meets(self, rate_rps: float, slo, arrival_scv: float = 1.0) -> bool:
         """Whether the SLO (ttft_p90_s, ttft_p99_s, tpot_ms; None = no limit) holds at the rate:
         checked on the CDF at each limit, F(limit) >= quantile, without inverting it."""
-        paths, _ = self._mixtures(rate_rps, arrival_scv)
-        parts = [(share, mix) for share, mix, _ in paths.values() if share > 0]
+        paths, _ = self._paths_at(rate_rps, arrival_scv)
+        parts = [part[:5] for part in paths.values() if part[0] > 0]
         for limit, q in ((slo.ttft_p90_s, 0.9), (slo.ttft_p99_s, 0.99)):
             if limit is not None and (
-                any(not math.isfinite(m.theta_s) for _, m in parts) or sum(share * m.cdf(limit) for share, m in parts) < q
+                any(not math.isfinite(theta) for *_, theta in parts)
+                or sum(share * cdf_at(w, total, c, theta, limit) for share, w, total, c, theta in parts) < q
             ):
                 return False
         batch, tpot = self._tpot(rate_rps)

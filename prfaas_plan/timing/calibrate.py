@@ -47,7 +47,6 @@ import numpy as np
 
 from ..choices import FitParam, MixerType, PrefillCapacity
 from ..errors import PlanInputError, shorten
-from ..profiles._base import profile_json
 from ..profiles.hardware import CalibrationRecord, HardwareProfile
 from ..profiles.model import ModelProfile, expand_layers
 from ..ranges import CALIBRATION_POINTS, CHIPS_PER_INSTANCE, KERNEL_MULTIPLIER, MAX_CSV_BYTES, PREFILL_SECONDS
@@ -405,11 +404,11 @@ def fit_key(sets: list[CalibrationSet], hardware: HardwareProfile, params: tuple
     profiles' JSON), chips, points (tokens, seconds), layout and engine, and the parameters fitted."""
     return shipped.key_of(
         [
-            profile_json(hardware),
+            shipped.profile_key(hardware),
             [str(p) for p in params],
             [
                 [
-                    profile_json(s.model),
+                    shipped.profile_key(s.model),
                     s.gpus,
                     [[p.length_tokens, p.prefill_s] for p in s.points],
                     repr(s.layout),

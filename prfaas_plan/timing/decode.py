@@ -33,7 +33,6 @@ import numpy as np
 from ..accounting.work import decode_work, prefill_work
 from ..choices import CurveSource, DecodeLimit
 from ..errors import PlanInputError
-from ..profiles._base import profile_json
 from ..profiles.model import ModelProfile
 from ..ranges import DECODE_BATCH, TPOT_MS
 from . import shipped
@@ -183,8 +182,8 @@ def decode_layout(
         return fitting_layouts(model, instance, reserve_tokens or context_tokens)[0]
     key = shipped.key_of(
         [
-            profile_json(model),
-            profile_json(instance.hardware),
+            shipped.profile_key(model),
+            shipped.profile_key(instance.hardware),
             instance.gpus,
             repr(instance.engine),
             context_tokens,

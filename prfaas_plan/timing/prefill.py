@@ -82,7 +82,7 @@ class RooflinePrefill:
         if found is None:
             if len(_LAYOUTS) >= LAYOUTS_KEPT:
                 _LAYOUTS.pop(next(iter(_LAYOUTS)))
-            content = shipped.key_of(list(key)) if self.instance.layout is None else None  # a search among layouts
+            content = shipped.key_of(_content_key(self)) if self.instance.layout is None else None  # a search among layouts
             known = None if content is None else shipped.lookup("prefill_layouts", content)
             found = _LAYOUTS[key] = Layout(**known) if known is not None else self._search_layout()
             if content is not None:
@@ -323,6 +323,11 @@ def _layout_key(curve: RooflinePrefill) -> tuple:
         str(curve.capacity),
         curve.fit_tokens,
     )
+
+
+def _content_key(curve: RooflinePrefill) -> list:
+    """``_layout_key`` as ``shipped.key_of`` reads it (the profiles parsed, their floats rounded)."""
+    return [shipped.profile_key(curve.model), shipped.profile_key(curve.instance.hardware), *_layout_key(curve)[2:]]
 
 
 MEMO_ENTRIES = 3  # per curve and quantity: the length arrays a plan asks about again and again

@@ -21,14 +21,42 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ..profiles._base import profile_json
+
 FILE = "shipped.json"
 VERSION = 1
 _RECORDED: dict[str, dict[str, Any]] | None = None  # while ``recording``: section -> key -> value
 
 
+KEY_DIGITS = 12  # significant digits of a float in a key
+
+
 def key_of(inputs: Any) -> str:
-    """SHA-256 of the JSON of ``inputs`` (lists, strings and numbers: profiles as their JSON)."""
-    return hashlib.sha256(json.dumps(inputs, default=repr).encode()).hexdigest()
+    """SHA-256 of the JSON of ``inputs`` (lists, mappings, strings and numbers: profiles as
+    ``profile_key``), each float at ``KEY_DIGITS`` significant digits: a fitted profile's last
+    bits differ between builds of numpy and scipy, and the results kept here (layouts, fits to
+    points) do not turn on them."""
+    return hashlib.sha256(json.dumps(_canonical(inputs), sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def profile_key(profile: Any) -> Any:
+    """A profile as ``key_of`` reads it: its JSON, parsed (so that its floats are rounded too),
+    without the date of a calibrated profile's fit (``calibration.date``), which changes no result:
+    with it, a key made one day missed the next."""
+    data = json.loads(profile_json(profile))
+    if isinstance(data.get("calibration"), dict):
+        data["calibration"] = {k: v for k, v in data["calibration"].items() if k != "date"}
+    return data
+
+
+def _canonical(x: Any) -> Any:
+    if isinstance(x, float):
+        return float(f"{x:.{KEY_DIGITS}g}")
+    if isinstance(x, dict):
+        return {str(k): _canonical(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_canonical(v) for v in x]
+    return x
 
 
 @lru_cache(maxsize=1)
