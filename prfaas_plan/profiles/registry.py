@@ -17,6 +17,7 @@ from typing import TypeVar
 from ..choices import ProfileKind
 from ..errors import PlanInputError, show
 from ..yamlio import file_status, is_regular_file, load_yaml_file, note_input
+from ._base import require_mapping
 from .hardware import HardwareProfile, load_hardware_profile
 from .model import ModelProfile, load_model_profile
 from .scenario import Scenario, load_scenario
@@ -158,9 +159,7 @@ def _one_site_scenario(data: object, source: str) -> Scenario:
 
 def detect_profile_kind(data: object) -> ProfileKind:
     """Model, hardware or scenario, from the keys of a parsed profile mapping."""
-    if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
-        raise PlanInputError(f"expected a mapping of fields at the top level, got {kind}")
+    data = require_mapping(data)
     if "pd_sites" in data or "prfaas_sites" in data:
         return ProfileKind.sites
     if "prfaas" in data or "workload" in data:

@@ -33,19 +33,17 @@ from pydantic import model_validator
 
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import warn
-from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
-from ._base import StrictModel, Within, refuse
+from ..ranges import EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
+from ._base import Chips, StrictModel, Within, refuse
 from .model import ModelProfile
-
-_CHIPS = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 
 
 class LayoutSpec(StrictModel):
-    tp: _CHIPS = 1
-    dp_attention: _CHIPS = 1
-    ep: _CHIPS = 1
-    pp: _CHIPS = 1
-    replicas: _CHIPS = 1
+    tp: Chips = 1
+    dp_attention: Chips = 1
+    ep: Chips = 1
+    pp: Chips = 1
+    replicas: Chips = 1
 
     _ep_divides = refuse(
         lambda s: (s.tp * s.dp_attention) % s.ep, lambda s: f"ep ({s.ep}) must divide tp x dp_attention ({s.tp * s.dp_attention})"

@@ -16,7 +16,7 @@ from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_valid
 from ..choices import TraceFormat, WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
-from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, refuse
+from ._base import Items, Name, PathText, StrictModel, Tokens, Within, _token_count, refuse
 
 _WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a mixture weight or histogram count"))]
 TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
@@ -51,7 +51,7 @@ class TraceSpec(_Spec):
     takes its input lengths, ``workload.output`` its output lengths."""
 
     type: Literal[WorkloadType.trace]
-    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    path: PathText
     column: Name | None = None
     format: TraceFormat | None = None
 
@@ -93,7 +93,7 @@ class CdfSpec(_Spec):
 
     type: Literal[WorkloadType.cdf]
     points: CdfPoints | None = None
-    path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    path: PathText | None = None
     points_per_bin: Annotated[int, Within(BINS)] = 16
 
     _one_source = refuse(
