@@ -9,6 +9,7 @@ works from any working directory after ``pip install``. Anything that looks like
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -84,8 +85,6 @@ def same_hardware(a: str, b: str, base: Path | None = None) -> bool:
 def unknown_name_reason(ref: str, label: str, names: tuple[str, ...], hint: str) -> str:
     """'unknown hardware 'rubin-cxp'; did you mean 'rubin-cpx'? (shipped: ...; HINT)': up to
     three close names (difflib, on the compared form of ``_key``), then every name."""
-    import difflib
-
     keys = {_key(name): name for name in names}
     close = [keys[k] for k in difflib.get_close_matches(_key(ref), list(keys), n=3, cutoff=0.6)]
     guess = f"; did you mean {' or '.join(show(name) for name in close)}?" if close else ""

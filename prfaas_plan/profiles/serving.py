@@ -85,7 +85,7 @@ class PrecisionSpec(StrictModel):
         ``hf_quant_config.json``: the engine's choice for it, ``profiles.engine``; None: the
         model's own). A natively FP8 release (the profile's own fp8 weights, e.g. DeepSeek-V3)
         declares no KV quantisation and keeps its KV dtype."""
-        update = {k: v for k, v in self.model_dump().items() if v is not None}
+        update = self.model_dump(exclude_none=True)
         quantised = any(update.get(part) in QUANTISED for part in ("weights", "experts"))
         if kv_fp8_checkpoint is not None and "kv" not in update and quantised:
             update["kv"] = kv_fp8_checkpoint
