@@ -6,8 +6,6 @@ field names: TFLOPS = 1e12 FLOP/s, GB = 1e9 B, TB/s = 1e12 B/s, GB/s = 1e9 B/s,
 Gbps = 1e9 bit/s.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -143,7 +141,7 @@ class HardwareProfile(StrictModel):
     # where each efficiency figure comes from: field -> "repo@commit path (table): figure / peak = fraction",
     # "assumption: ..." or "fallback: <field> (no source for this chip)"; see ``efficiency_source``
     efficiency_sources: dict[_KEY, _SOURCE] = Field(default_factory=dict, max_length=32)
-    calibration: CalibrationRecord | None = None  # written by `prfaas-plan calibrate`
+    calibration: "CalibrationRecord | None" = None  # written by `prfaas-plan calibrate`
 
     @model_validator(mode="before")
     @classmethod

@@ -7,8 +7,6 @@ Pattern items are ``MIXER`` or ``MIXER:FFN``; ``none`` means the layer has no mi
 (an MLP-only layer) or no FFN (a mixer-only layer, as in Nemotron-H).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated, Literal
 

@@ -7,8 +7,6 @@ hardware's efficiency factors on the scenario's model before planning (see
 ``prfaas_plan.calibrate``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator

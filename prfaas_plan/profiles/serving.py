@@ -25,8 +25,6 @@ serving engine's settings and precision overrides of the model. Shared by the sc
   ``kv_dtype_fp8_checkpoint``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import model_validator

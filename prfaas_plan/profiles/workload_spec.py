@@ -7,8 +7,6 @@ weights are relative (like a histogram's counts: ``workload.distributions.mixtur
 by their sum); ``mixture_weight_notes`` says so where they do not sum to 1.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
@@ -116,7 +114,7 @@ class MixtureSpec(_Spec):
     """A weighted mixture; each component is a distribution with a ``weight``."""
 
     type: Literal[WorkloadType.mixture]
-    components: Annotated[list[LengthSpec], Field(min_length=1, max_length=int(MIXTURE_COMPONENTS.hi))]
+    components: Annotated[list["LengthSpec"], Field(min_length=1, max_length=int(MIXTURE_COMPONENTS.hi))]
 
     @field_validator("components")
     @classmethod
