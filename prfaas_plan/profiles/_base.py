@@ -120,6 +120,9 @@ Text = Annotated[str, Field(max_length=4096)]
 PathText = Annotated[str, Field(min_length=1, max_length=4096)]
 """A file path (relative ones: to the scenario file) or, where a profile is meant, a shipped name."""
 Fraction = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
+Weight = Annotated[float, Within(Range(0, 1e15, "", "a relative weight or count"))]
+"""A mixture component's weight, a histogram bin's count, a prefix-cache hit fraction's probability:
+relative, each divided by their sum."""
 Chips = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 
 

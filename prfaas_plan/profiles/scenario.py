@@ -54,9 +54,8 @@ from ..ranges import (
     USD_PER_HOUR_BUDGET,
     WINDOW_BYTES,
     WINDOW_HOURS,
-    Range,
 )
-from ._base import Chips, Fraction, Items, Name, PathText, StrictModel, Text, Tokens, Within, refuse, validate_or_raise
+from ._base import Chips, Fraction, Items, Name, PathText, StrictModel, Text, Tokens, Weight, Within, refuse, validate_or_raise
 from .cost_spec import CostSpec, SiteSpec
 from .model import PrefillPoint
 from .serving import EngineSpec, LayoutSpec, PrecisionSpec
@@ -64,7 +63,6 @@ from .workload_spec import FixedSpec, LengthSpec
 
 _INSTANCES = Annotated[int, Within(INSTANCES)]
 _HIT_FRACTION = Annotated[float, Strict(), Field(ge=0, lt=1)]
-_WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a weight"))]
 
 
 class CountRange(StrictModel):
@@ -189,7 +187,7 @@ class LinkSpec(StrictModel):
 
 class PrefixCacheSpec(StrictModel):
     hit_fractions: Annotated[list[_HIT_FRACTION], Items(min_length=1)]  # cached share of the input
-    probs: Annotated[list[_WEIGHT], Items(min_length=1)]
+    probs: Annotated[list[Weight], Items(min_length=1)]
 
     _paired = refuse(
         lambda s: len(s.hit_fractions) != len(s.probs),

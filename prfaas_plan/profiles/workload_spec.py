@@ -14,14 +14,13 @@ from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_valid
 from ..choices import TraceFormat, WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
-from ._base import Items, Name, PathText, StrictModel, Tokens, Within, _token_count, refuse
+from ._base import Items, Name, PathText, StrictModel, Tokens, Weight, Within, _token_count, refuse
 
-_WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a mixture weight or histogram count"))]
 TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
 
 
 class _Spec(StrictModel):
-    weight: _WEIGHT | None = None  # only inside a mixture's components
+    weight: Weight | None = None  # only inside a mixture's components
 
 
 class LognormalSpec(_Spec):
@@ -64,7 +63,7 @@ class HistogramSpec(_Spec):
 
     type: Literal[WorkloadType.histogram]
     edges_tokens: Annotated[list[TokenEdge], Items(min_length=2)]
-    counts: Annotated[list[_WEIGHT], Items(min_length=1)]
+    counts: Annotated[list[Weight], Items(min_length=1)]
     points_per_bin: Annotated[int, Within(BINS)] = 16
 
 
