@@ -3,6 +3,10 @@
 Numbers are strict: a bool is not a number, a string is not a number (except a token count,
 which may be written ``32K``), and a float is not an integer; every number has the range of
 ``prfaas_plan.ranges`` for what it means. Errors name the field path the user wrote.
+
+The schema modules do without ``from __future__ import annotations``: pydantic would compile
+each string annotation as the class is created (importing the schemas took 100 ms of CPU with it,
+84 without); a forward reference is quoted (``list["LengthSpec"]``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pydantic_core import ErrorDetails
 
 from ..choices import WorkloadType
 from ..errors import PlanInputError, show
-from ..ranges import LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
+from ..ranges import CHIPS_PER_INSTANCE, LIST_ITEMS, MAX_NAME_CHARS, TOKENS, Range
 from ..units import parse_tokens
 
 
@@ -113,6 +117,13 @@ Tokens = Annotated[int, BeforeValidator(_token_count), Within(TOKENS)]
 
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 Text = Annotated[str, Field(max_length=4096)]
+PathText = Annotated[str, Field(min_length=1, max_length=4096)]
+"""A file path (relative ones: to the scenario file) or, where a profile is meant, a shipped name."""
+Fraction = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
+Weight = Annotated[float, Within(Range(0, 1e15, "", "a relative weight or count"))]
+"""A mixture component's weight, a histogram bin's count, a prefix-cache hit fraction's probability:
+relative, each divided by their sum."""
+Chips = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -126,13 +137,18 @@ _SCALAR_MISMATCH = {"int_type", "int_parsing", "float_type", "float_parsing", "s
 _MAPPING_MISMATCH = {"model_type", "dict_type"}
 
 
+def _is_wrapper(part: Any) -> bool:
+    """A location part pydantic adds: a union member's name or a validator wrapper ('function-after[...]')."""
+    return part in _UNION_TAGS or (isinstance(part, str) and "[" in part)
+
+
 def _most_relevant(errors: list[ErrorDetails]) -> ErrorDetails:
     """The first error, skipping a union branch whose kind does not match the input (the
     integer branch when a mapping or a list was given, the mapping branch when a scalar was,
     the list branch and a literal's when a scalar or a list was: ``gpus_per_instance: [8, 0]``
     is a list whose item [1] is wrong, not a bad integer)."""
     for err in errors:
-        in_union = any(part in _UNION_TAGS or (isinstance(part, str) and "[" in part) for part in err.get("loc", ()))
+        in_union = any(map(_is_wrapper, err.get("loc", ())))
         kind, given = err.get("type"), err.get("input")
         given_mapping, given_list = isinstance(given, dict), isinstance(given, list)
         if not in_union or not (
@@ -155,12 +171,16 @@ def _clean_loc(loc: tuple) -> tuple:
     one the user wrote."""
     out = []
     for i, part in enumerate(loc):
-        wrapper = part in _UNION_TAGS or (isinstance(part, str) and "[" in part)
         tag = i >= 2 and loc[i - 2] in _TAGGED  # mixers.<name>.<tag>.field
         tag = tag or (isinstance(part, str) and part in _TAG_VALUES and (i == 0 or loc[i - 1] not in _TAGGED))
-        if not (wrapper or tag):
+        if not (_is_wrapper(part) or tag):
             out.append(part)
     return tuple(out)
+
+
+def _where(err: ErrorDetails) -> tuple:
+    """The location of ``err`` as the user wrote it (``_clean_loc``)."""
+    return _clean_loc(tuple(err.get("loc", ())))
 
 
 _PHRASES = (
@@ -197,12 +217,12 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
     """Turn the most relevant pydantic error into a one-line PlanInputError naming field and reason."""
     errors = exc.errors(include_url=False)
     err = _most_relevant(errors)
-    loc = _clean_loc(tuple(err.get("loc", ())))
+    loc = _where(err)
     kind = err.get("type")
     reason = _plain(err.get("msg", "invalid value").removeprefix("Value error, "))
     misspelt = _misspelt(loc, errors) if kind == "missing" else None
     if misspelt is not None:  # a required field written with a typo: the typo is the error
-        errors = [e for e in errors if _clean_loc(tuple(e.get("loc", ()))) != loc]
+        errors = [e for e in errors if _where(e) != loc]
         loc, kind, reason = misspelt, "extra_forbidden", f"unknown field (did you mean {loc[-1]}?)"
     elif kind == "missing":
         reason = "required field is missing"
@@ -219,7 +239,7 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
         reason = f"must be a number, not {str(err['input']).lower()}"
     elif "input" in err and kind not in ("model_type", "dict_type", "value_error") and not isinstance(err["input"], (dict, list)):
         reason = f"{reason} (got {show(err['input'])})"
-    others = {_clean_loc(tuple(e.get("loc", ()))) for e in errors}
+    others = {_where(e) for e in errors}
     more = sum(1 for other in others if other[: len(loc)] != loc and loc[: len(other)] != other)
     if more > 0:
         reason += f" (and {more} more error{'s' if more > 1 else ''})"
@@ -231,28 +251,26 @@ def first_error(exc: ValidationError, source: str | None, prefix: str = "") -> P
 def _misspelt(missing: tuple, errors: list[ErrorDetails]) -> tuple | None:
     """The unknown field beside the required field ``missing`` (a location) that is its closest
     spelling (``bandwith_gbps`` for ``bandwidth_gbps``), if any."""
-    unknown = {}
-    for e in errors:
-        where = _clean_loc(tuple(e.get("loc", ())))
-        if e.get("type") == "extra_forbidden" and where[:-1] == missing[:-1]:
-            unknown[str(where[-1])] = where
+    beside = [(e.get("type"), where) for e in errors if (where := _where(e))[:-1] == missing[:-1]]
+    unknown = {str(where[-1]): where for kind, where in beside if kind == "extra_forbidden"}
     close = difflib.get_close_matches(str(missing[-1]), list(unknown), n=1, cutoff=0.75)
     if not close:
         return None
-    required = set()
-    for e in errors:
-        where = _clean_loc(tuple(e.get("loc", ())))
-        if e.get("type") == "missing" and where[:-1] == missing[:-1]:
-            required.add(str(where[-1]))
+    required = {str(where[-1]) for kind, where in beside if kind == "missing"}
     back = difflib.get_close_matches(close[0], sorted(required), n=1, cutoff=0.75)
     return unknown[close[0]] if back == [str(missing[-1])] else None  # a mutual best match only
 
 
-def validate_or_raise(schema: type[BaseModel], data: Any, source: str | None) -> Any:
+def require_mapping(data: object, source: str | None = None) -> dict:
+    """``data``, a file's top level, if it is a mapping of fields (else a PlanInputError saying what it is)."""
     if not isinstance(data, dict):
         kind = "empty" if data is None else type(data).__name__
         raise PlanInputError(f"expected a mapping of fields at the top level, got {kind}", source=source)
+    return data
+
+
+def validate_or_raise(schema: type[BaseModel], data: Any, source: str | None) -> Any:
     try:
-        return schema.model_validate(data)
+        return schema.model_validate(require_mapping(data, source))
     except ValidationError as exc:
         raise first_error(exc, source) from None

@@ -9,8 +9,6 @@
   ``idle_power_fraction`` (an idle chip's draw as a share of TDP).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from ..ranges import (

@@ -22,8 +22,6 @@ model: today's serving defaults and every multiplier 1.
   ``defaults.chunked_prefill``, ``kernels.attention.mla.decode``), or ``assumption: ...``.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field

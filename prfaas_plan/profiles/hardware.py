@@ -6,8 +6,6 @@ field names: TFLOPS = 1e12 FLOP/s, GB = 1e9 B, TB/s = 1e12 B/s, GB/s = 1e9 B/s,
 Gbps = 1e9 bit/s.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -28,13 +26,11 @@ from ..ranges import (
     SCALE_UP_GB_PER_S,
     TDP_W,
     TFLOPS,
-    Range,
 )
-from ._base import Items, Name, StrictModel, Text, Within, validate_or_raise
+from ._base import Fraction, Items, Name, StrictModel, Text, Within, validate_or_raise
 
 COMPUTE_DTYPES: tuple[ComputeDtype, ...] = (ComputeDtype.fp4, ComputeDtype.fp8, ComputeDtype.bf16)  # fastest first
 _COMPUTE_INDEX: dict[str, int] = {c: i for i, c in enumerate(COMPUTE_DTYPES)}
-_FRACTION = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
 _TFLOPS = Annotated[float, Within(TFLOPS)]
 
 
@@ -49,27 +45,27 @@ class PeakTflops(StrictModel):
 class Efficiency(StrictModel):
     """Achievable fractions of peak, and fixed costs, of a serving stack on this chip."""
 
-    matmul: _FRACTION  # fraction of the bf16 matmul peak large GEMMs reach
-    matmul_fp8: _FRACTION | None = None  # fraction of the fp8 peak; default: matmul
-    matmul_fp4: _FRACTION | None = None  # fraction of the fp4 peak; default: matmul_fp8, else matmul
+    matmul: Fraction  # fraction of the bf16 matmul peak large GEMMs reach
+    matmul_fp8: Fraction | None = None  # fraction of the fp8 peak; default: matmul
+    matmul_fp4: Fraction | None = None  # fraction of the fp4 peak; default: matmul_fp8, else matmul
     # fraction of the fp4 peak grouped (MoE expert) FP4 GEMMs reach, their whole fused MoE kernel (routing,
     # activation quantisation, both GEMMs, finalize) over the experts' GEMM FLOPs, after the shape term
     # (``timing.cost._shape``); default: matmul_fp4
-    grouped_matmul_fp4: _FRACTION | None = None
+    grouped_matmul_fp4: Fraction | None = None
     matmul_k0: Annotated[float, Within(GEMM_SHAPE)] = 717.0  # reduction depth (elements) a GEMM's per-tile fixed cost equals
     matmul_m0: Annotated[float, Within(GEMM_SHAPE)] = 100.0  # rows a GEMM's fixed cost equals (few tokens per matrix)
-    attention: _FRACTION  # fraction of the bf16 peak bf16 attention kernels reach
-    attention_fp8: _FRACTION | None = None  # fraction of the fp8 peak fp8 attention kernels reach; default: attention
-    memory: _FRACTION  # fraction of HBM/SRAM bandwidth memory-bound kernels reach
-    network: _FRACTION = 0.8  # fraction of scale-up bandwidth a collective reaches
-    nic: _FRACTION = 0.9  # fraction of the scale-out NIC bandwidth a collective reaches
+    attention: Fraction  # fraction of the bf16 peak bf16 attention kernels reach
+    attention_fp8: Fraction | None = None  # fraction of the fp8 peak fp8 attention kernels reach; default: attention
+    memory: Fraction  # fraction of HBM/SRAM bandwidth memory-bound kernels reach
+    network: Fraction = 0.8  # fraction of scale-up bandwidth a collective reaches
+    nic: Fraction = 0.9  # fraction of the scale-out NIC bandwidth a collective reaches
     # per GPU kernel of a pass: launch gap and minimum duration
     kernel_overhead_us: Annotated[float, Within(KERNEL_OVERHEAD_US)] = 0.0
     prefill_pass_overhead_s: Annotated[float, Within(PREFILL_OVERHEAD_S)] = 0.0  # per prefill pass (scheduling, sampling)
     prefill_overhead_s: Annotated[float, Within(PREFILL_OVERHEAD_S)] = 0.0  # per request, latency only (queueing in the engine,
     #   tokenisation, the first token's return): added to TTFT, not to a saturated pool's throughput
     decode_step_overhead_s: Annotated[float, Within(DECODE_STEP_OVERHEAD_S)] = 0.0  # fixed per decode step (scheduling, sampling)
-    memory_usable_fraction: _FRACTION = 0.9  # of capacity for weights + KV
+    memory_usable_fraction: Fraction = 0.9  # of capacity for weights + KV
     # per attention kind (choices.MixerType): a multiplier on the attention core's rates (FLOPs and KV bytes) of
     # that kind's layers in a prefill pass, beside the engine's; written by a per-kind calibration
     # (``timing.calibrate``, fitted on prefill latencies, so decode steps keep the chip's rate); a kind not
@@ -122,6 +118,7 @@ FIELD_DTYPE: dict[str, ComputeDtype] = {field: ComputeDtype(field.rsplit("_", 1)
 """The dtype of each per-dtype fraction (its name's suffix): it matters only on a chip with a peak for that dtype."""
 
 _SOURCE = Annotated[str, Field(min_length=1, max_length=2000)]
+_KEY = Annotated[str, Field(max_length=64)]
 
 
 class HardwareProfile(StrictModel):
@@ -143,8 +140,8 @@ class HardwareProfile(StrictModel):
     efficiency: Efficiency
     # where each efficiency figure comes from: field -> "repo@commit path (table): figure / peak = fraction",
     # "assumption: ..." or "fallback: <field> (no source for this chip)"; see ``efficiency_source``
-    efficiency_sources: dict[Annotated[str, Field(max_length=64)], _SOURCE] = Field(default_factory=dict, max_length=32)
-    calibration: CalibrationRecord | None = None  # written by `prfaas-plan calibrate`
+    efficiency_sources: dict[_KEY, _SOURCE] = Field(default_factory=dict, max_length=32)
+    calibration: "CalibrationRecord | None" = None  # written by `prfaas-plan calibrate`
 
     @model_validator(mode="before")
     @classmethod
@@ -224,9 +221,9 @@ class CalibrationRecord(StrictModel):
     fitted_on_model: Name
     gpus: int
     base_profile: Name
-    date: Annotated[str, Field(max_length=64)]
-    fitted: dict[Annotated[str, Field(max_length=64)], float] = Field(max_length=16)
-    uncertainty: dict[Annotated[str, Field(max_length=64)], float] = Field(default_factory=dict, max_length=16)
+    date: _KEY
+    fitted: dict[_KEY, float] = Field(max_length=16)
+    uncertainty: dict[_KEY, float] = Field(default_factory=dict, max_length=16)
     points: Annotated[list[CalibrationPointRecord], Items()] = Field(default_factory=list)
     max_abs_error: float
     models: Annotated[list[Name], Items()] = Field(default_factory=list)  # of a joint fit

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -173,11 +174,8 @@ def _linear(kind: str, heads: int, key_heads: int, key_dim: int, value_dim: int,
     }
 
 
-def _dense(r: _Reader, key: str = "intermediate_size", *, gated: bool = True) -> dict:
-    block: dict[str, Any] = {"type": "dense", "intermediate_size": r.integer(key)}
-    if not gated:
-        block["gated"] = False
-    return block
+def _dense(r: _Reader, *, gated: bool = True) -> dict:
+    return {"type": "dense", "intermediate_size": r.integer("intermediate_size")} | ({} if gated else {"gated": False})
 
 
 def _moe(
@@ -423,14 +421,9 @@ def _model_type(config: dict, source: str | None) -> str:
 
 
 def _ranges(indices: list[int]) -> tuple[str, int]:
-    """[0, 1, 2, 5] -> ('0-2,5', 2 runs)."""
-    runs: list[list[int]] = []
-    for i in indices:
-        if runs and i == runs[-1][1] + 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs), len(runs)
+    """[0, 1, 2, 5] -> ('0-2,5', 2 runs); ``indices`` ascending (a run keeps index - position)."""
+    runs = [[i for _, i in run] for _, run in groupby(enumerate(indices), lambda pos_i: pos_i[1] - pos_i[0])]
+    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}" for run in runs), len(runs)
 
 
 def _stack(layers: list[tuple[str, str]]) -> dict:

@@ -7,8 +7,6 @@ Pattern items are ``MIXER`` or ``MIXER:FFN``; ``none`` means the layer has no mi
 (an MLP-only layer) or no FFN (a mixer-only layer, as in Nemotron-H).
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -146,7 +144,7 @@ _LayerIndex = Annotated[int, Strict(), Field(ge=-int(LAYERS.hi), le=int(LAYERS.h
 
 
 class LayerOverride(StrictModel):
-    layers: Annotated[list[_LayerIndex], Items()] | Annotated[str, Field(max_length=4096)]  # 0-indexed list, or ranges "0-2,5"
+    layers: Annotated[list[_LayerIndex], Items()] | Text  # 0-indexed list, or ranges "0-2,5"
     mixer: Name | None = None
     ffn: Name | None = None
 
@@ -158,9 +156,17 @@ class LayerStack(StrictModel):
     overrides: Annotated[list[LayerOverride], Items()] = Field(default_factory=list)
 
 
-class MeasuredPrefillPoint(StrictModel):
+class PrefillPoint(StrictModel):
+    """A prefill's latency, seconds, at one request length: measured, or implied by a measurement
+    (a scenario's ``calibration_points``)."""
+
     length_tokens: Tokens
     prefill_s: Annotated[float, Within(PREFILL_SECONDS)]
+
+
+class MeasuredPrefillPoint(PrefillPoint):
+    """A measured prefill point, with the KV bytes of its request if measured."""
+
     kv_bytes: Annotated[int, Within(_KV_BYTES)] | None = None
     kv_mib: Annotated[float, Within(Range(0, 1e7, "MiB", "", lo_open=True))] | None = None
 

@@ -9,6 +9,7 @@ works from any working directory after ``pip install``. Anything that looks like
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TypeVar
 from ..choices import ProfileKind
 from ..errors import PlanInputError, show
 from ..yamlio import file_status, is_regular_file, load_yaml_file, note_input
+from ._base import require_mapping
 from .hardware import HardwareProfile, load_hardware_profile
 from .model import ModelProfile, load_model_profile
 from .scenario import Scenario, load_scenario
@@ -83,8 +85,6 @@ def same_hardware(a: str, b: str, base: Path | None = None) -> bool:
 def unknown_name_reason(ref: str, label: str, names: tuple[str, ...], hint: str) -> str:
     """'unknown hardware 'rubin-cxp'; did you mean 'rubin-cpx'? (shipped: ...; HINT)': up to
     three close names (difflib, on the compared form of ``_key``), then every name."""
-    import difflib
-
     keys = {_key(name): name for name in names}
     close = [keys[k] for k in difflib.get_close_matches(_key(ref), list(keys), n=3, cutoff=0.6)]
     guess = f"; did you mean {' or '.join(show(name) for name in close)}?" if close else ""
@@ -158,9 +158,7 @@ def _one_site_scenario(data: object, source: str) -> Scenario:
 
 def detect_profile_kind(data: object) -> ProfileKind:
     """Model, hardware or scenario, from the keys of a parsed profile mapping."""
-    if not isinstance(data, dict):
-        kind = "empty" if data is None else type(data).__name__
-        raise PlanInputError(f"expected a mapping of fields at the top level, got {kind}")
+    data = require_mapping(data)
     if "pd_sites" in data or "prfaas_sites" in data:
         return ProfileKind.sites
     if "prfaas" in data or "workload" in data:

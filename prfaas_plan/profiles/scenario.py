@@ -7,8 +7,6 @@ hardware's efficiency factors on the scenario's model before planning (see
 ``prfaas_plan.calibrate``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, Strict, model_validator
@@ -32,7 +30,6 @@ from ..ranges import (
     BLOCK_TOKENS,
     CACHE_GIB,
     CALIBRATION_POINTS,
-    CHIPS_PER_INSTANCE,
     COARSE_THRESHOLDS,
     CONNECTIONS,
     CONVERSION_S,
@@ -47,7 +44,6 @@ from ..ranges import (
     LOSS_RATE,
     MSS_BYTES,
     OPERATING_LOAD,
-    PREFILL_SECONDS,
     RATE_RPS,
     RTT_MS,
     SLO_SECONDS,
@@ -58,18 +54,15 @@ from ..ranges import (
     USD_PER_HOUR_BUDGET,
     WINDOW_BYTES,
     WINDOW_HOURS,
-    Range,
 )
-from ._base import Items, Name, StrictModel, Text, Tokens, Within, refuse, validate_or_raise
+from ._base import Chips, Fraction, Items, Name, PathText, StrictModel, Text, Tokens, Weight, Within, refuse, validate_or_raise
 from .cost_spec import CostSpec, SiteSpec
+from .model import PrefillPoint
 from .serving import EngineSpec, LayoutSpec, PrecisionSpec
 from .workload_spec import FixedSpec, LengthSpec
 
 _INSTANCES = Annotated[int, Within(INSTANCES)]
-_FRACTION = Annotated[float, Within(Range(0, 1, "", "a fraction", lo_open=True))]
 _HIT_FRACTION = Annotated[float, Strict(), Field(ge=0, lt=1)]
-_WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a weight"))]
-Path = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
 class CountRange(StrictModel):
@@ -97,12 +90,6 @@ def measured_instance_defaults(measured: dict, pool: object, hardware_key: str, 
     return out
 
 
-class CalibrationPointSpec(StrictModel):
-    length_tokens: Tokens
-    prefill_s: Annotated[float, Within(PREFILL_SECONDS)]
-
-
-_CHIPS = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 AUTO = "auto"
 
 
@@ -112,11 +99,11 @@ class ClusterSpec(StrictModel):
     its multiples up to ``max_gpus_per_instance``, default twice that count); the planner
     chooses among several."""
 
-    hardware: Path  # shipped name or YAML path (relative to the scenario file)
-    gpus_per_instance: _CHIPS | Annotated[list[_CHIPS], Field(min_length=1, max_length=16)] | Literal["auto"] = Field(
+    hardware: PathText  # shipped name or YAML path (relative to the scenario file)
+    gpus_per_instance: Chips | Annotated[list[Chips], Field(min_length=1, max_length=16)] | Literal["auto"] = Field(
         DEFAULT_GPUS_PER_INSTANCE, union_mode="left_to_right"
     )
-    max_gpus_per_instance: _CHIPS | None = None  # the cap of `auto`
+    max_gpus_per_instance: Chips | None = None  # the cap of `auto`
     instances: _INSTANCES | CountRange = Field(union_mode="left_to_right")
     cost: CostSpec = Field(default_factory=CostSpec)  # rental (default: the profile's example price) or purchase
     site: SiteSpec = Field(default_factory=SiteSpec)  # electricity price, PUE, idle draw
@@ -124,16 +111,14 @@ class ClusterSpec(StrictModel):
     parallel: LayoutSpec | None = None  # the instance's layout (default: the best that fits, per job)
     engine: EngineSpec = Field(default_factory=EngineSpec)
     prefill_capacity: PrefillCapacity | None = None  # default: saturated for the roofline, else per request
-    calibration_points: Annotated[list[CalibrationPointSpec], Field(max_length=int(CALIBRATION_POINTS.hi))] = Field(
-        default_factory=list
-    )
+    calibration_points: Annotated[list[PrefillPoint], Field(max_length=int(CALIBRATION_POINTS.hi))] = Field(default_factory=list)
     calibration_fit: Annotated[list[FitParam], Items()] | None = None  # default: matmul, attention, prefill_overhead_s
     calibration_note: Text = ""
     # the hardware and the chips per instance the calibration points were measured on (default:
     # this pool's, as written; the chips when it gives one count); a pool on other hardware or
     # another chip count does not use them (``study.basis``)
-    calibration_hardware: Path | None = None
-    calibration_gpus: _CHIPS | None = None
+    calibration_hardware: PathText | None = None
+    calibration_gpus: Chips | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -171,7 +156,7 @@ class LinkSpec(StrictModel):
     connections per transfer (defaults: 1,460-byte MSS, 4 MiB window, one connection)."""
 
     bandwidth_gbps: Annotated[float, Within(LINK_GBPS)]  # decimal Gbps, PrfaaS egress to the PD cluster (0: no link)
-    usable_fraction: _FRACTION = 1.0  # share of the link KV transfers may use
+    usable_fraction: Fraction = 1.0  # share of the link KV transfers may use
     rtt_ms: Annotated[float, Within(RTT_MS)] = 0.0
     usd_per_gbps_month: Annotated[float, Within(USD_PER_GBPS_MONTH)] = 0.0  # committed price on the raw bandwidth
     usd_per_gb_egress: Annotated[float, Within(USD_PER_GB)] = 0.0  # metered price per decimal GB of KV shipped
@@ -202,7 +187,7 @@ class LinkSpec(StrictModel):
 
 class PrefixCacheSpec(StrictModel):
     hit_fractions: Annotated[list[_HIT_FRACTION], Items(min_length=1)]  # cached share of the input
-    probs: Annotated[list[_WEIGHT], Items(min_length=1)]
+    probs: Annotated[list[Weight], Items(min_length=1)]
 
     _paired = refuse(
         lambda s: len(s.hit_fractions) != len(s.probs),
@@ -229,7 +214,7 @@ class TraceCacheSpec(StrictModel):
     """Prefix caches replayed over a Mooncake-style JSONL trace (``workload.trace_caches``); its
     input lengths are the workload's input. A cluster left out has no cache."""
 
-    path: Annotated[str, Field(min_length=1, max_length=4096)]  # relative to the scenario file
+    path: PathText  # relative to the scenario file
     block_tokens: Annotated[int, Within(BLOCK_TOKENS)] = 512  # Mooncake's hash_ids: 512-token blocks
     eviction: Eviction = Eviction.lru
     snapshots: SnapshotSpec = Field(default_factory=SnapshotSpec)
@@ -296,8 +281,8 @@ class DecodeSpec(StrictModel):
     # the hardware and the chips per instance the rate was measured on (default: the decoding
     # pool's, as written: pd_decode's, else pd's; the chips when it gives one count); a decoding
     # pool on other hardware or another chip count does not use it (``study.basis``)
-    tokens_per_s_hardware: Path | None = None
-    tokens_per_s_gpus: _CHIPS | None = None
+    tokens_per_s_hardware: PathText | None = None
+    tokens_per_s_gpus: Chips | None = None
 
 
 _GPU_BUDGETS = Annotated[dict[Name, Annotated[int, Within(GPU_BUDGET)]], Field(max_length=int(GPU_BUDGET_ENTRIES.hi))]
@@ -344,10 +329,10 @@ class CompareSpec(StrictModel):
     part of the scenario; an empty list keeps the scenario's own). ``pd_decode: [none]`` plans
     without a separate decode pool."""
 
-    prfaas: Annotated[list[Path], Items()] = Field(default_factory=list)  # hardware of the PrfaaS pool
-    pd: Annotated[list[Path], Items()] = Field(default_factory=list)  # hardware of the PD (or PD-P) pool
-    pd_decode: Annotated[list[Path], Items()] = Field(default_factory=list)  # hardware of a decode-only pool, or "none"
-    model: Annotated[list[Path], Items()] = Field(default_factory=list)
+    prfaas: Annotated[list[PathText], Items()] = Field(default_factory=list)  # hardware of the PrfaaS pool
+    pd: Annotated[list[PathText], Items()] = Field(default_factory=list)  # hardware of the PD (or PD-P) pool
+    pd_decode: Annotated[list[PathText], Items()] = Field(default_factory=list)  # hardware of a decode-only pool, or "none"
+    model: Annotated[list[PathText], Items()] = Field(default_factory=list)
     link_gbps: Annotated[list[Annotated[float, Within(LINK_GBPS)]], Items()] = Field(default_factory=list)
     basis: Basis = Basis.model  # what every option is sized on (``choices.Basis``)
 
@@ -434,7 +419,7 @@ class DeploymentSpec(StrictModel):
     name: Name
     description: Text = ""
     notes: Annotated[list[Text], Items()] = Field(default_factory=list)
-    model: Path  # shipped name or YAML path
+    model: PathText  # shipped name or YAML path
     precision: PrecisionSpec | None = None  # dtype overrides of the model (weights, experts, kv, attention)
     workload: WorkloadSpec
     decode: DecodeSpec = Field(default_factory=DecodeSpec)

@@ -25,27 +25,23 @@ serving engine's settings and precision overrides of the model. Shared by the sc
   ``kv_dtype_fp8_checkpoint``).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import model_validator
 
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import warn
-from ..ranges import CHIPS_PER_INSTANCE, EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
-from ._base import StrictModel, Within, refuse
+from ..ranges import EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
+from ._base import Chips, StrictModel, Within, refuse
 from .model import ModelProfile
-
-_CHIPS = Annotated[int, Within(CHIPS_PER_INSTANCE)]
 
 
 class LayoutSpec(StrictModel):
-    tp: _CHIPS = 1
-    dp_attention: _CHIPS = 1
-    ep: _CHIPS = 1
-    pp: _CHIPS = 1
-    replicas: _CHIPS = 1
+    tp: Chips = 1
+    dp_attention: Chips = 1
+    ep: Chips = 1
+    pp: Chips = 1
+    replicas: Chips = 1
 
     _ep_divides = refuse(
         lambda s: (s.tp * s.dp_attention) % s.ep, lambda s: f"ep ({s.ep}) must divide tp x dp_attention ({s.tp * s.dp_attention})"
@@ -87,7 +83,7 @@ class PrecisionSpec(StrictModel):
         ``hf_quant_config.json``: the engine's choice for it, ``profiles.engine``; None: the
         model's own). A natively FP8 release (the profile's own fp8 weights, e.g. DeepSeek-V3)
         declares no KV quantisation and keeps its KV dtype."""
-        update = {k: v for k, v in self.model_dump().items() if v is not None}
+        update = self.model_dump(exclude_none=True)
         quantised = any(update.get(part) in QUANTISED for part in ("weights", "experts"))
         if kv_fp8_checkpoint is not None and "kv" not in update and quantised:
             update["kv"] = kv_fp8_checkpoint

@@ -25,8 +25,6 @@ are between a PrfaaS site and a PD site (a missing pair has
 no link); each has its bandwidth, usable fraction, RTT and price.
 """
 
-from __future__ import annotations
-
 import difflib
 from typing import Annotated
 

@@ -7,8 +7,6 @@ weights are relative (like a histogram's counts: ``workload.distributions.mixtur
 by their sum); ``mixture_weight_notes`` says so where they do not sum to 1.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator
@@ -16,14 +14,13 @@ from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_valid
 from ..choices import TraceFormat, WorkloadType
 from ..errors import show
 from ..ranges import BINS, LOGNORMAL_MU, LOGNORMAL_SIGMA, MIXTURE_COMPONENTS, TOKENS, Range
-from ._base import Items, Name, StrictModel, Tokens, Within, _token_count, refuse
+from ._base import Items, Name, PathText, StrictModel, Tokens, Weight, Within, _token_count, refuse
 
-_WEIGHT = Annotated[float, Within(Range(0, 1e15, "", "a mixture weight or histogram count"))]
 TokenEdge = Annotated[float, BeforeValidator(_token_count), Strict(), Field(ge=0, le=TOKENS.hi)]
 
 
 class _Spec(StrictModel):
-    weight: _WEIGHT | None = None  # only inside a mixture's components
+    weight: Weight | None = None  # only inside a mixture's components
 
 
 class LognormalSpec(_Spec):
@@ -51,7 +48,7 @@ class TraceSpec(_Spec):
     takes its input lengths, ``workload.output`` its output lengths."""
 
     type: Literal[WorkloadType.trace]
-    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    path: PathText
     column: Name | None = None
     format: TraceFormat | None = None
 
@@ -66,7 +63,7 @@ class HistogramSpec(_Spec):
 
     type: Literal[WorkloadType.histogram]
     edges_tokens: Annotated[list[TokenEdge], Items(min_length=2)]
-    counts: Annotated[list[_WEIGHT], Items(min_length=1)]
+    counts: Annotated[list[Weight], Items(min_length=1)]
     points_per_bin: Annotated[int, Within(BINS)] = 16
 
 
@@ -93,7 +90,7 @@ class CdfSpec(_Spec):
 
     type: Literal[WorkloadType.cdf]
     points: CdfPoints | None = None
-    path: Annotated[str, Field(min_length=1, max_length=4096)] | None = None
+    path: PathText | None = None
     points_per_bin: Annotated[int, Within(BINS)] = 16
 
     _one_source = refuse(
@@ -116,7 +113,7 @@ class MixtureSpec(_Spec):
     """A weighted mixture; each component is a distribution with a ``weight``."""
 
     type: Literal[WorkloadType.mixture]
-    components: Annotated[list[LengthSpec], Field(min_length=1, max_length=int(MIXTURE_COMPONENTS.hi))]
+    components: Annotated[list["LengthSpec"], Field(min_length=1, max_length=int(MIXTURE_COMPONENTS.hi))]
 
     @field_validator("components")
     @classmethod
