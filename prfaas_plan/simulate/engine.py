@@ -256,10 +256,10 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
 
 # event kinds (in the heap)
 _EVENT_KINDS = _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL = range(8)
-# what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
-# request i starts (its slot taken), the next queued local request of site k starts, request i's
-# KV has been sent, request i joins decode, the next queued decode request of site k starts
-_FOLLOW_UP_KINDS = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
+# what an event sets going at its instant (the loop's list of follow-ups): the next queued local
+# request of site k starts, request i's KV has been sent, request i joins decode, the next queued
+# decode request of site k starts
+_FOLLOW_UP_KINDS = _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(4)
 
 
 class _SiteState:
@@ -480,7 +480,7 @@ class _Loop:
         tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
         # the kinds as locals (the loop reads them at every event)
         ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE, _ = _EVENT_KINDS
-        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
+        NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
         arrival_list = drawn["arrival_s"].tolist()
@@ -568,15 +568,36 @@ class _Loop:
             if end_s < next_end_s:
                 next_end_s = end_s
 
+        def start_remote(i: int, now: float) -> None:
+            """Request ``i``'s PrfaaS prefill starts now (an instance held for its hold seconds), and
+            its KV transfer with it."""
+            hold, prefill = remote_hold_s[i], remote_prefill_s[i]
+            push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+            prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+            send(link_of[i], now, kv_bytes[i], prefill, i)
+
+        def start_local(i: int, now: float) -> None:
+            """Request ``i``'s PD-P prefill starts now (its slot taken), and with a cached prefix that
+            prefix's KV over the link, both awaited before its first token."""
+            push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
+            waits_for[i] = 1
+            if cached_kv[i] > 0:
+                waits_for[i] = 2
+                l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
+                send(l, now, cached_kv[i], local_prefill_s[i], i)
+
         def send(l: int, now: float, size_bytes: float, prefill_s: float, i: int) -> None:
-            """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l``
-            now; the link's next event is scheduled if it has a new time."""
-            link = links[l]
-            for f in link.start(now, size_bytes, prefill_s, i):
+            """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l`` now."""
+            for f in links[l].start(now, size_bytes, prefill_s, i):
                 follow_ups.append((SENT, f))
-            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                link_at[l] = link.next_s
-                push(heap, (link.next_s, tick(), LINK, l))
+            schedule_link(l)
+
+        def schedule_link(l: int) -> None:
+            """Link ``l``'s next event, pushed if the link has a new time."""
+            next_s = links[l].next_s
+            if next_s != link_at[l] and next_s < inf:
+                link_at[l] = next_s
+                push(heap, (next_s, tick(), LINK, l))
 
         while True:
             head_s = heap[0][0] if heap else inf
@@ -606,22 +627,14 @@ class _Loop:
                     j = link_pool[l]
                     if pf_free[j] > 0:
                         pf_free[j] -= 1
-                        hold = remote_hold_s[i]
-                        prefill = remote_prefill_s[i]
-                        push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-                        prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                        send(l, now, kv_bytes[i], prefill, i)
+                        start_remote(i, now)
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
                         waiting_remote[k] += 1
-                elif pdp_free[k] > 0:  # a local prefill starts
+                elif pdp_free[k] > 0:
                     pdp_free[k] -= 1
-                    if cached_kv[i] > 0:
-                        follow_ups.append((START_LOCAL, i))
-                    else:
-                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
-                        waits_for[i] = 1
+                    start_local(i, now)
                 else:
                     pdp_queue[k].append(i)
                     pdp_wait_s[k] += local_hold_s[i]
@@ -657,9 +670,7 @@ class _Loop:
                         push(heap, ((now if now > pe else pe) + rtt_s[x], tick(), READY, i))
                     else:
                         follow_ups.append((SENT, i))
-                if link.next_s != link_at[x] and link.next_s < inf:  # a new time: schedule it
-                    link_at[x] = link.next_s
-                    push(heap, (link.next_s, tick(), LINK, x))
+                schedule_link(x)
             elif kind == HOLD_END_REMOTE:
                 j = link_pool[link_of[x]]
                 queue = pf_queue[j]
@@ -667,11 +678,7 @@ class _Loop:
                     i = queue.popleft()
                     pf_wait_s[j] = max(pf_wait_s[j] - remote_hold_s[i], 0.0)
                     waiting_remote[site_of[i]] -= 1
-                    hold = remote_hold_s[i]
-                    prefill = remote_prefill_s[i]
-                    push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-                    prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                    send(link_of[i], now, kv_bytes[i], prefill, i)
+                    start_remote(i, now)
                 else:
                     pf_free[j] += 1
             elif kind == HOLD_END_LOCAL:
@@ -709,17 +716,11 @@ class _Loop:
                 while p < len(follow_ups):
                     what, i = follow_ups[p]
                     p += 1
-                    if what == NEXT_LOCAL or what == START_LOCAL:
-                        if what == NEXT_LOCAL:
-                            k = i
-                            i = pdp_queue[k].popleft()
-                            pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
-                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
-                        waits_for[i] = 1
-                        if cached_kv[i] > 0:  # the cached prefix's KV, sent during the prefill
-                            waits_for[i] = 2
-                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
-                            send(l, now, cached_kv[i], local_prefill_s[i], i)
+                    if what == NEXT_LOCAL:  # site i's next queued local request starts
+                        k = i
+                        i = pdp_queue[k].popleft()
+                        pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
+                        start_local(i, now)
                     elif what == SENT:  # the last KV byte of request i has been sent
                         if remote[i]:
                             ready = now if now > prefill_end_s[i] else prefill_end_s[i]
