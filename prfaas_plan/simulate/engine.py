@@ -306,7 +306,6 @@ class _Loop:
         self.blocked = [list(range(site.n_d, n)) for site, n in zip(sites, total_pd)]  # in the order they grow back
         self.dec_free = [site.n_d * b for site, b in zip(sites, self.batch)]
         self.dec_queue: list[deque[int]] = [deque() for _ in sites]
-        self.dec_pending = [0] * len(sites)  # decode blockers waiting for a slot
         self.step_s = [[float(s) for s in site.decode.step_s_by_batch] for site in sites]
         self.states = [
             _SiteState(self.pdp_queue[k], self.dec_queue[k], site.n_p, self.running[k], self.decoding[k], self.batch[k])
@@ -325,8 +324,7 @@ class _Loop:
         self.sample_every_s = max(config.sample_interval_s, least_s)
         self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
         self.controllers: list[tuple[Generator, int]] = []  # (generator, its site), resumed by _CONTROL events
-        self.parked: dict[int, int] = {}  # controller -> site, waiting for a blocker's slot
-        self.shrinking: dict[int, int] = {}  # site -> the decode instance it is stopping
+        self.parked: dict[int, int] = {}  # site -> its role-switch controller, waiting for a PD-P slot
 
     # --- reads for the controllers and the sampler (rare: every interval) ---------------------
 
@@ -425,7 +423,7 @@ class _Loop:
                 return
             value = self._command(k, command)
             if value is None:
-                self.parked[c] = k
+                self.parked[k] = c
                 return
 
     def _command(self, k: int, command: str):
@@ -450,11 +448,11 @@ class _Loop:
             i = min((i for i, d in enumerate(decoding) if d), key=running.__getitem__)
             decoding[i] = False
             self.blocked[k].append(i)
-            taken = min(self.dec_free[k], self.batch[k])  # its slots: the free ones now, the rest as they free
-            self.dec_free[k] -= taken
-            self.dec_pending[k] += self.batch[k] - taken
-            self.shrinking[k] = i
-            return i if self.dec_pending[k] == 0 else None
+            # Its slots, free now: the controller stops one only while the rest stay under
+            # roles.DECODE_BUSY_SHARE of theirs, so more than one instance's slots are free.
+            assert self.dec_free[k] >= self.batch[k]
+            self.dec_free[k] -= self.batch[k]
+            return i
         if command == GROW_DECODE:
             decoding[self.blocked[k].pop(0)] = True
             queued = min(len(self.dec_queue[k]), self.batch[k])  # its slots: the queue's next requests, the rest free
@@ -462,12 +460,6 @@ class _Loop:
             self.dec_free[k] += self.batch[k] - queued
             return True
         raise ValueError(f"unknown controller command {command!r}")
-
-    def _unpark(self, k: int, value) -> None:
-        for c, site in list(self.parked.items()):
-            if site == k:
-                del self.parked[c]
-                self._drive(c, value)
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -507,14 +499,13 @@ class _Loop:
         waits_for = [0] * n  # a local request's conditions still open (prefill end, cached KV received)
         completion = self.completion
         inf = math.inf
-        # state
         links = self.links
         link_at = [math.inf] * len(links)  # the time of each link's latest scheduled event
         link_pool = self.link_pool
         rtt_s = [link.rtt_s for link in topology.links]
         pf_free, pf_queue, pf_wait_s = self.pf_free, self.pf_queue, self.pf_wait_s
         pdp_free, pdp_queue, pdp_wait_s, pdp_pending = self.pdp_free, self.pdp_queue, self.pdp_wait_s, self.pdp_pending
-        dec_free, dec_queue, dec_pending = self.dec_free, self.dec_queue, self.dec_pending
+        dec_free, dec_queue = self.dec_free, self.dec_queue
         running, decoding, batch, step_s = self.running, self.decoding, self.batch, self.step_s
         waiting_remote = self.waiting_remote
         policies = self.policies
@@ -542,7 +533,7 @@ class _Loop:
         # drawn ahead, so they need no heap), decode ends (far ahead: a heap of their own, so that
         # the main heap of near events stays shallow), and the main heap; on a tie the heaps go
         # first, and between them the sequence.
-        next_arrival_s = 0.0 + (arrival_list[order[0]] - 0.0) if n else inf
+        next_arrival_s = arrival_list[order[0]] if n else inf
         arrivals = 0  # arrivals so far
         ends: list[tuple] = []
         next_end_s = inf  # the time at the head of ends
@@ -640,19 +631,12 @@ class _Loop:
                     pdp_wait_s[k] += local_hold_s[i]
             elif kind == DECODE_END:
                 k = site_of[x]
-                run_k = running[k]
-                run_k[instance_of[x]] -= 1
+                running[k][instance_of[x]] -= 1
                 done_s[x] = now
                 completion.append(x)
-                if dec_pending[k]:  # an instance switching to PD-P takes the slot
-                    dec_pending[k] -= 1
-                    if dec_pending[k] == 0:
-                        self.now_s = now
-                        self._unpark(k, self.shrinking[k])
-                else:
-                    dec_free[k] += 1
-                    if dec_queue[k]:  # the next queued request decodes
-                        decode(dec_queue[k].popleft(), k, now)
+                dec_free[k] += 1
+                if dec_queue[k]:  # the next queued request decodes
+                    decode(dec_queue[k].popleft(), k, now)
             elif kind == READY:  # first token (if the local request's cached KV is in): join decode
                 if not remote[x]:
                     waits_for[x] -= 1
@@ -697,7 +681,7 @@ class _Loop:
                     pdp_pending[k] = 0
                     self.states[k].pdp_active -= 1
                     self.now_s = now
-                    self._unpark(k, True)
+                    self._drive(self.parked.pop(k), True)  # the controller that waited for it
                 elif pdp_queue[k]:
                     follow_ups.append((NEXT_LOCAL, k))
                 else:
@@ -712,10 +696,7 @@ class _Loop:
 
             # What the event set going at this instant, in order (the less common paths).
             if follow_ups:
-                p = 0
-                while p < len(follow_ups):
-                    what, i = follow_ups[p]
-                    p += 1
+                for what, i in follow_ups:  # (a list's iterator also yields what the loop appends)
                     if what == NEXT_LOCAL:  # site i's next queued local request starts
                         k = i
                         i = pdp_queue[k].popleft()
