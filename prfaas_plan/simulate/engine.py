@@ -344,11 +344,10 @@ class _Loop:
         rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
         site's readings are one flat list, 9 values a reading."""
         for k, raw in enumerate(self.raw):
-            links, queues = self.site_links[k], self.site_pf_queues[k]  # one of each: read directly (the common case)
-            sent, produced, backlog = self.links[links[0]].totals(now_s) if len(links) == 1 else self._link_totals(k, now_s)
+            sent, produced, backlog = self._link_totals(k, now_s)
             raw += (
                 now_s,
-                len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
+                sum(map(len, self.site_pf_queues[k])),
                 len(self.pdp_queue[k]),
                 len(self.dec_queue[k]),
                 backlog,
@@ -368,11 +367,7 @@ class _Loop:
         time_s = raw[:, 0]
         start_s, end_s = time_s[:-1], time_s[1:]
         span_s = end_s - start_s
-        schedules = [self.links[l].schedule for l in self.site_links[k]]
-        if len(schedules) == 1 and len(schedules[0].starts_s) == 1:
-            capacity_bytes = schedules[0].rates_bytes_per_s[0] * span_s
-        else:
-            capacity_bytes = np.array([self._capacity_between(k, a, b) for a, b in zip(start_s.tolist(), end_s.tolist())])
+        capacity_bytes = np.array([self._capacity_between(k, a, b) for a, b in zip(start_s.tolist(), end_s.tolist())])
         values = raw[1:]
         return {
             "time_s": end_s,
