@@ -504,7 +504,6 @@ class _Loop:
         running, decoding, batch, step_s = self.running, self.decoding, self.batch, self.step_s
         waiting_remote = self.waiting_remote
         policies = self.policies
-        cached_link = [ls[0] if ls else -1 for ls in self.site_links]
         plain_decode = not config.rebalance
         self._follow_ups: list[tuple[int, int]] = []
         follow_ups = self._follow_ups
@@ -564,13 +563,12 @@ class _Loop:
 
         def start_local(i: int, now: float) -> None:
             """Request ``i``'s PD-P prefill starts now (its slot taken), and with a cached prefix that
-            prefix's KV over the link, both awaited before its first token."""
+            prefix's KV over its link (``link_of``), both awaited before its first token."""
             push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
             waits_for[i] = 1
             if cached_kv[i] > 0:
                 waits_for[i] = 2
-                l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
-                send(l, now, cached_kv[i], local_prefill_s[i], i)
+                send(link_of[i], now, cached_kv[i], local_prefill_s[i], i)
 
         def send(l: int, now: float, size_bytes: float, prefill_s: float, i: int) -> None:
             """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l`` now."""
