@@ -27,20 +27,15 @@ def read_bandwidth_trace(path: str) -> tuple[tuple[float, float], ...]:
     a non-numeric, non-finite or negative value, a time that does not increase, or no rows
     raise ``PlanInputError`` naming the file and the line.
     """
-    lines = read_input_text(path, MAX_CSV_BYTES).splitlines()
+    lines = enumerate(read_input_text(path, MAX_CSV_BYTES).splitlines(), start=1)
+    texts = [(number, text) for number, line in lines if (text := line.strip()) and not text.startswith("#")]
+    if texts and tuple(cell.strip().lower() for cell in texts[0][1].split(",")) != TRACE_HEADER:
+        number, text = texts[0]
+        raise PlanInputError(f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=f"line {number}")
     steps: list[tuple[float, float]] = []
-    header_seen = False
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
+    for number, text in texts[1:]:
         at = f"line {number}"
         cells = [cell.strip() for cell in text.split(",")]
-        if not header_seen:
-            if tuple(c.lower() for c in cells) != TRACE_HEADER:
-                raise PlanInputError(f"expected the header 'time_s,gbps', got {shorten(text, 40)!r}", source=path, field=at)
-            header_seen = True
-            continue
         if len(cells) != 2:
             raise PlanInputError(f"expected 2 values (time_s,gbps), got {len(cells)}", source=path, field=at)
         try:

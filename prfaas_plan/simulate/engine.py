@@ -256,10 +256,10 @@ def _draw_site(topology: Topology, site: PdSite, config: SimConfig, seeds: list)
 
 # event kinds (in the heap)
 _EVENT_KINDS = _ARRIVE, _HOLD_END_REMOTE, _HOLD_END_LOCAL, _LINK, _READY, _DECODE_END, _SAMPLE, _CONTROL = range(8)
-# what an event sets going at its instant (the loop's list of follow-ups): a local prefill of
-# request i starts (its slot taken), the next queued local request of site k starts, request i's
-# KV has been sent, request i joins decode, the next queued decode request of site k starts
-_FOLLOW_UP_KINDS = _START_LOCAL, _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(5)
+# what an event sets going at its instant (the loop's list of follow-ups): the next queued local
+# request of site k starts, request i's KV has been sent, request i joins decode, the next queued
+# decode request of site k starts
+_FOLLOW_UP_KINDS = _NEXT_LOCAL, _SENT, _JOIN_DECODE, _NEXT_DECODE = range(4)
 
 
 class _SiteState:
@@ -306,7 +306,6 @@ class _Loop:
         self.blocked = [list(range(site.n_d, n)) for site, n in zip(sites, total_pd)]  # in the order they grow back
         self.dec_free = [site.n_d * b for site, b in zip(sites, self.batch)]
         self.dec_queue: list[deque[int]] = [deque() for _ in sites]
-        self.dec_pending = [0] * len(sites)  # decode blockers waiting for a slot
         self.step_s = [[float(s) for s in site.decode.step_s_by_batch] for site in sites]
         self.states = [
             _SiteState(self.pdp_queue[k], self.dec_queue[k], site.n_p, self.running[k], self.decoding[k], self.batch[k])
@@ -325,8 +324,7 @@ class _Loop:
         self.sample_every_s = max(config.sample_interval_s, least_s)
         self.raw: list[list[float]] = [[] for _ in sites]  # per site, the sampler's readings (flat)
         self.controllers: list[tuple[Generator, int]] = []  # (generator, its site), resumed by _CONTROL events
-        self.parked: dict[int, int] = {}  # controller -> site, waiting for a blocker's slot
-        self.shrinking: dict[int, int] = {}  # site -> the decode instance it is stopping
+        self.parked: dict[int, int] = {}  # site -> its role-switch controller, waiting for a PD-P slot
 
     # --- reads for the controllers and the sampler (rare: every interval) ---------------------
 
@@ -346,11 +344,10 @@ class _Loop:
         rows of ``timeseries.SITE_COLUMNS`` are made from consecutive readings at the end). Each
         site's readings are one flat list, 9 values a reading."""
         for k, raw in enumerate(self.raw):
-            links, queues = self.site_links[k], self.site_pf_queues[k]  # one of each: read directly (the common case)
-            sent, produced, backlog = self.links[links[0]].totals(now_s) if len(links) == 1 else self._link_totals(k, now_s)
+            sent, produced, backlog = self._link_totals(k, now_s)
             raw += (
                 now_s,
-                len(queues[0]) if len(queues) == 1 else sum(map(len, queues)),
+                sum(map(len, self.site_pf_queues[k])),
                 len(self.pdp_queue[k]),
                 len(self.dec_queue[k]),
                 backlog,
@@ -370,11 +367,7 @@ class _Loop:
         time_s = raw[:, 0]
         start_s, end_s = time_s[:-1], time_s[1:]
         span_s = end_s - start_s
-        schedules = [self.links[l].schedule for l in self.site_links[k]]
-        if len(schedules) == 1 and len(schedules[0].starts_s) == 1:
-            capacity_bytes = schedules[0].rates_bytes_per_s[0] * span_s
-        else:
-            capacity_bytes = np.array([self._capacity_between(k, a, b) for a, b in zip(start_s.tolist(), end_s.tolist())])
+        capacity_bytes = np.array([self._capacity_between(k, a, b) for a, b in zip(start_s.tolist(), end_s.tolist())])
         values = raw[1:]
         return {
             "time_s": end_s,
@@ -425,7 +418,7 @@ class _Loop:
                 return
             value = self._command(k, command)
             if value is None:
-                self.parked[c] = k
+                self.parked[k] = c
                 return
 
     def _command(self, k: int, command: str):
@@ -450,11 +443,11 @@ class _Loop:
             i = min((i for i, d in enumerate(decoding) if d), key=running.__getitem__)
             decoding[i] = False
             self.blocked[k].append(i)
-            taken = min(self.dec_free[k], self.batch[k])  # its slots: the free ones now, the rest as they free
-            self.dec_free[k] -= taken
-            self.dec_pending[k] += self.batch[k] - taken
-            self.shrinking[k] = i
-            return i if self.dec_pending[k] == 0 else None
+            # Its slots, free now: the controller stops one only while the rest stay under
+            # roles.DECODE_BUSY_SHARE of theirs, so more than one instance's slots are free.
+            assert self.dec_free[k] >= self.batch[k]
+            self.dec_free[k] -= self.batch[k]
+            return i
         if command == GROW_DECODE:
             decoding[self.blocked[k].pop(0)] = True
             queued = min(len(self.dec_queue[k]), self.batch[k])  # its slots: the queue's next requests, the rest free
@@ -462,12 +455,6 @@ class _Loop:
             self.dec_free[k] += self.batch[k] - queued
             return True
         raise ValueError(f"unknown controller command {command!r}")
-
-    def _unpark(self, k: int, value) -> None:
-        for c, site in list(self.parked.items()):
-            if site == k:
-                del self.parked[c]
-                self._drive(c, value)
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -480,7 +467,7 @@ class _Loop:
         tick = self.seq.__next__  # the next sequence number (ties: first in, first out)
         # the kinds as locals (the loop reads them at every event)
         ARRIVE, HOLD_END_REMOTE, HOLD_END_LOCAL, LINK, READY, DECODE_END, SAMPLE, _ = _EVENT_KINDS
-        START_LOCAL, NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
+        NEXT_LOCAL, SENT, JOIN_DECODE, _ = _FOLLOW_UP_KINDS
         push, pop = heapq.heappush, heapq.heappop
         # per request (plain lists: numpy scalars are slow in scalar arithmetic)
         arrival_list = drawn["arrival_s"].tolist()
@@ -507,18 +494,16 @@ class _Loop:
         waits_for = [0] * n  # a local request's conditions still open (prefill end, cached KV received)
         completion = self.completion
         inf = math.inf
-        # state
         links = self.links
         link_at = [math.inf] * len(links)  # the time of each link's latest scheduled event
         link_pool = self.link_pool
         rtt_s = [link.rtt_s for link in topology.links]
         pf_free, pf_queue, pf_wait_s = self.pf_free, self.pf_queue, self.pf_wait_s
         pdp_free, pdp_queue, pdp_wait_s, pdp_pending = self.pdp_free, self.pdp_queue, self.pdp_wait_s, self.pdp_pending
-        dec_free, dec_queue, dec_pending = self.dec_free, self.dec_queue, self.dec_pending
+        dec_free, dec_queue = self.dec_free, self.dec_queue
         running, decoding, batch, step_s = self.running, self.decoding, self.batch, self.step_s
         waiting_remote = self.waiting_remote
         policies = self.policies
-        cached_link = [ls[0] if ls else -1 for ls in self.site_links]
         plain_decode = not config.rebalance
         self._follow_ups: list[tuple[int, int]] = []
         follow_ups = self._follow_ups
@@ -542,7 +527,7 @@ class _Loop:
         # drawn ahead, so they need no heap), decode ends (far ahead: a heap of their own, so that
         # the main heap of near events stays shallow), and the main heap; on a tie the heaps go
         # first, and between them the sequence.
-        next_arrival_s = 0.0 + (arrival_list[order[0]] - 0.0) if n else inf
+        next_arrival_s = arrival_list[order[0]] if n else inf
         arrivals = 0  # arrivals so far
         ends: list[tuple] = []
         next_end_s = inf  # the time at the head of ends
@@ -568,15 +553,35 @@ class _Loop:
             if end_s < next_end_s:
                 next_end_s = end_s
 
+        def start_remote(i: int, now: float) -> None:
+            """Request ``i``'s PrfaaS prefill starts now (an instance held for its hold seconds), and
+            its KV transfer with it."""
+            hold, prefill = remote_hold_s[i], remote_prefill_s[i]
+            push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
+            prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
+            send(link_of[i], now, kv_bytes[i], prefill, i)
+
+        def start_local(i: int, now: float) -> None:
+            """Request ``i``'s PD-P prefill starts now (its slot taken), and with a cached prefix that
+            prefix's KV over its link (``link_of``), both awaited before its first token."""
+            push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
+            waits_for[i] = 1
+            if cached_kv[i] > 0:
+                waits_for[i] = 2
+                send(link_of[i], now, cached_kv[i], local_prefill_s[i], i)
+
         def send(l: int, now: float, size_bytes: float, prefill_s: float, i: int) -> None:
-            """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l``
-            now; the link's next event is scheduled if it has a new time."""
-            link = links[l]
-            for f in link.start(now, size_bytes, prefill_s, i):
+            """Request ``i``'s KV (``size_bytes``, produced over ``prefill_s``) starts over link ``l`` now."""
+            for f in links[l].start(now, size_bytes, prefill_s, i):
                 follow_ups.append((SENT, f))
-            if link.next_s != link_at[l] and link.next_s < inf:  # a new time: schedule it
-                link_at[l] = link.next_s
-                push(heap, (link.next_s, tick(), LINK, l))
+            schedule_link(l)
+
+        def schedule_link(l: int) -> None:
+            """Link ``l``'s next event, pushed if the link has a new time."""
+            next_s = links[l].next_s
+            if next_s != link_at[l] and next_s < inf:
+                link_at[l] = next_s
+                push(heap, (next_s, tick(), LINK, l))
 
         while True:
             head_s = heap[0][0] if heap else inf
@@ -606,40 +611,25 @@ class _Loop:
                     j = link_pool[l]
                     if pf_free[j] > 0:
                         pf_free[j] -= 1
-                        hold = remote_hold_s[i]
-                        prefill = remote_prefill_s[i]
-                        push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-                        prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                        send(l, now, kv_bytes[i], prefill, i)
+                        start_remote(i, now)
                     else:
                         pf_queue[j].append(i)
                         pf_wait_s[j] += remote_hold_s[i]
                         waiting_remote[k] += 1
-                elif pdp_free[k] > 0:  # a local prefill starts
+                elif pdp_free[k] > 0:
                     pdp_free[k] -= 1
-                    if cached_kv[i] > 0:
-                        follow_ups.append((START_LOCAL, i))
-                    else:
-                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
-                        waits_for[i] = 1
+                    start_local(i, now)
                 else:
                     pdp_queue[k].append(i)
                     pdp_wait_s[k] += local_hold_s[i]
             elif kind == DECODE_END:
                 k = site_of[x]
-                run_k = running[k]
-                run_k[instance_of[x]] -= 1
+                running[k][instance_of[x]] -= 1
                 done_s[x] = now
                 completion.append(x)
-                if dec_pending[k]:  # an instance switching to PD-P takes the slot
-                    dec_pending[k] -= 1
-                    if dec_pending[k] == 0:
-                        self.now_s = now
-                        self._unpark(k, self.shrinking[k])
-                else:
-                    dec_free[k] += 1
-                    if dec_queue[k]:  # the next queued request decodes
-                        decode(dec_queue[k].popleft(), k, now)
+                dec_free[k] += 1
+                if dec_queue[k]:  # the next queued request decodes
+                    decode(dec_queue[k].popleft(), k, now)
             elif kind == READY:  # first token (if the local request's cached KV is in): join decode
                 if not remote[x]:
                     waits_for[x] -= 1
@@ -657,9 +647,7 @@ class _Loop:
                         push(heap, ((now if now > pe else pe) + rtt_s[x], tick(), READY, i))
                     else:
                         follow_ups.append((SENT, i))
-                if link.next_s != link_at[x] and link.next_s < inf:  # a new time: schedule it
-                    link_at[x] = link.next_s
-                    push(heap, (link.next_s, tick(), LINK, x))
+                schedule_link(x)
             elif kind == HOLD_END_REMOTE:
                 j = link_pool[link_of[x]]
                 queue = pf_queue[j]
@@ -667,11 +655,7 @@ class _Loop:
                     i = queue.popleft()
                     pf_wait_s[j] = max(pf_wait_s[j] - remote_hold_s[i], 0.0)
                     waiting_remote[site_of[i]] -= 1
-                    hold = remote_hold_s[i]
-                    prefill = remote_prefill_s[i]
-                    push(heap, (now + hold, tick(), HOLD_END_REMOTE, i))
-                    prefill_end_s[i] = (now + hold) + (prefill - hold) if prefill > hold else now + hold
-                    send(link_of[i], now, kv_bytes[i], prefill, i)
+                    start_remote(i, now)
                 else:
                     pf_free[j] += 1
             elif kind == HOLD_END_LOCAL:
@@ -690,7 +674,7 @@ class _Loop:
                     pdp_pending[k] = 0
                     self.states[k].pdp_active -= 1
                     self.now_s = now
-                    self._unpark(k, True)
+                    self._drive(self.parked.pop(k), True)  # the controller that waited for it
                 elif pdp_queue[k]:
                     follow_ups.append((NEXT_LOCAL, k))
                 else:
@@ -705,21 +689,12 @@ class _Loop:
 
             # What the event set going at this instant, in order (the less common paths).
             if follow_ups:
-                p = 0
-                while p < len(follow_ups):
-                    what, i = follow_ups[p]
-                    p += 1
-                    if what == NEXT_LOCAL or what == START_LOCAL:
-                        if what == NEXT_LOCAL:
-                            k = i
-                            i = pdp_queue[k].popleft()
-                            pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
-                        push(heap, (now + local_hold_s[i], tick(), HOLD_END_LOCAL, i))
-                        waits_for[i] = 1
-                        if cached_kv[i] > 0:  # the cached prefix's KV, sent during the prefill
-                            waits_for[i] = 2
-                            l = link_of[i] if link_of[i] >= 0 else cached_link[site_of[i]]
-                            send(l, now, cached_kv[i], local_prefill_s[i], i)
+                for what, i in follow_ups:  # (a list's iterator also yields what the loop appends)
+                    if what == NEXT_LOCAL:  # site i's next queued local request starts
+                        k = i
+                        i = pdp_queue[k].popleft()
+                        pdp_wait_s[k] = max(pdp_wait_s[k] - local_hold_s[i], 0.0)
+                        start_local(i, now)
                     elif what == SENT:  # the last KV byte of request i has been sent
                         if remote[i]:
                             ready = now if now > prefill_end_s[i] else prefill_end_s[i]
