@@ -44,3 +44,24 @@ def test_slo_optimise_min_cost_without_target_names_the_field():
     with pytest.raises(PlanInputError) as err:
         slo_optimise(inputs, threshold_table(inputs), decode_model(inputs), Slo(ttft_p90_s=5.0), objective="min_cost")
     assert err.value.field == "objective.target_rate_rps" and NEEDS_TARGET in str(err.value)
+
+
+def test_an_slo_target_no_plan_reaches_is_refused_with_the_most_any_serves():
+    """min_cost at 30 req/s under a TTFT P90 of 4 s on the case study's ranges: no plan reaches it,
+    and the error says what the ranges can do under the SLO, the max-goodput plan's figure and counts."""
+    from prfaas_plan.planner.chips import load_inputs
+    from prfaas_plan.planner.slo import slo_optimise
+    from prfaas_plan.planner.throughput import threshold_table
+    from prfaas_plan.study.model import Slo, decode_model
+
+    inputs = load_inputs("paper-case-study").with_limits(prfaas_min=2, prfaas_max=4)
+    table, decode, slo = threshold_table(inputs), decode_model(inputs), Slo(ttft_p90_s=4.0)
+    most = slo_optimise(inputs, table, decode, slo)
+    with pytest.raises(PlanInputError) as err:
+        slo_optimise(inputs, table, decode, slo, objective="min_cost", target_rps=30.0)
+    dep = most.deployment
+    assert err.value.field == "slo" and str(err.value).endswith(
+        f"reaches 30 req/s under it: the most any serves is {most.goodput_rps:.3g} req/s "
+        f"(N_prfaas {dep.n_prfaas}, N_p {dep.n_p}, N_d {dep.n_d})"
+    ), str(err.value)
+    assert 0 < most.goodput_rps < 30

@@ -7,7 +7,11 @@ found by bisection. A threshold that misses the SLO on an idle deployment (its p
 transfer alone are too slow) is skipped for every count. The search enumerates instance-count combinations (largest
 throughput bound first, pruning any whose Lambda_max cannot beat the best goodput found)
 and, for each, candidate thresholds at quantiles of L, then refines t between the
-neighbours of the best one.
+neighbours of the best one. Within a candidate the thresholds are taken in falling order of
+Lambda_max, and only one that could beat the best so far is bisected (its goodput is at most
+its Lambda_max, and below any rate at which it misses the SLO: one check at the best so far),
+which finds the same best threshold as bisecting every one. A min_cost target that no plan
+reaches is refused with the most goodput any plan within the ranges serves under the SLO.
 """
 
 from __future__ import annotations
@@ -106,10 +110,26 @@ def slo_optimise(
             field="slo",
         )
 
-    def evaluate(k: int, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost) -> SloPlan:
-        dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
-        good = goodput(LatencyModel(inputs, dep, decode, support), slo, float(lam[k]), scv) if idle_ok(k) else 0.0
-        return SloPlan(dep, k, good, float(lam[k]), cost)
+    def best_of(ks, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost, floor: float = 0.0) -> SloPlan | None:
+        """The threshold of ``ks`` with the most goodput above ``floor`` (None: none is above it). Only
+        a threshold that could beat the best so far is bisected: its goodput is at most its
+        Lambda_max, and below any rate at which it misses the SLO (latency grows with the rate), so
+        in falling order of Lambda_max one check at the best so far rules most out."""
+        found = None
+        for k in sorted((int(k) for k in ks if lam[int(k)] > 0), key=lambda k: -lam[k]):
+            m = found.goodput_rps if found is not None else floor
+            if lam[k] <= m and (found is not None or m > 0):
+                break  # falling Lambda_max: none left can beat m
+            dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
+            model = LatencyModel(inputs, dep, decode, support) if idle_ok(k) else None
+            if model is None or (m > 0 and not model.meets(m, slo, scv)):
+                if found is None and floor <= 0:
+                    found = SloPlan(dep, k, 0.0, float(lam[k]), cost)
+                continue
+            good = goodput(model, slo, float(lam[k]), scv)
+            if found is None or good > found.goodput_rps:
+                found = SloPlan(dep, k, good, float(lam[k]), cost)
+        return found
 
     for top, n_f, n_p, n_d, cost, lam in candidates:
         if min_cost:
@@ -117,21 +137,31 @@ def slo_optimise(
                 continue
         elif best is not None and top <= best.goodput_rps:
             break  # sorted by Lambda_max: nobody left can beat the best goodput
-        scored = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in coarse if lam[k] > 0]
-        if not scored:
+        pick = best_of(coarse, n_f, n_p, n_d, lam, cost)
+        if pick is None:
             continue
-        pick = max(scored, key=lambda s: s.goodput_rps)
         pos = int(np.searchsorted(coarse, pick.threshold_index))
         lo, hi = coarse[max(pos - 1, 0)], coarse[min(pos + 1, len(coarse) - 1)]
-        fine = [evaluate(int(k), n_f, n_p, n_d, lam, cost) for k in np.unique(np.linspace(lo, hi, 24).round()) if lam[int(k)] > 0]
-        pick = max([pick, *fine], key=lambda s: s.goodput_rps)
+        fine = best_of(np.unique(np.linspace(lo, hi, 24).round()), n_f, n_p, n_d, lam, cost, floor=pick.goodput_rps)
+        pick = fine if fine is not None and fine.goodput_rps > pick.goodput_rps else pick
         if min_cost:
             if pick.goodput_rps >= min_cost_target(target_rps) and (best is None or (cost or 0.0) < (best.usd_per_hour or 0.0)):
                 best = pick
         elif best is None or pick.goodput_rps > best.goodput_rps:
             best = pick
     if best is None or best.goodput_rps <= 0:
-        what = f"reaches {target_rps:g} req/s" if min_cost else "meets it at any rate"
+        what = f"reaches {target_rps:g} req/s under it" if min_cost else "meets it at any rate"
+        if min_cost:  # what the ranges and budgets can do under the SLO: the most goodput
+            try:
+                most = slo_optimise(inputs, table, decode, slo, limits=limits)
+            except PlanInputError:
+                most = None
+            if most is not None:
+                dep = most.deployment
+                what += (
+                    f": the most any serves is {most.goodput_rps:.3g} req/s "
+                    f"(N_prfaas {dep.n_prfaas}, N_p {dep.n_p}, N_d {dep.n_d})"
+                )
         raise PlanInputError(f"no deployment within the ranges and budgets {what}", field="slo")
     return best
 
