@@ -55,20 +55,32 @@ class Report:
     csv_columns: list[Column] | None = None  # CSV columns when they differ from the table's
 
 
+def fixed(value: float, digits: int) -> str:
+    """``value`` to ``digits`` decimals with thousands separators; one that rounds to zero is
+    '0.00', never '-0.00'."""
+    text = f"{value:,.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
+
+
 def fmt_float(digits: int) -> Callable[[Any], str]:
-    return lambda v: f"{v:,.{digits}f}"
+    return lambda v: fixed(v, digits)
 
 
 def fmt_opt(digits: int) -> Callable[[Any], str]:
     """A number to ``digits`` decimals, or '-' for None (not available)."""
-    return lambda v: "-" if v is None else f"{v:,.{digits}f}"
+    return lambda v: "-" if v is None else fixed(v, digits)
 
 
 def signed(value: float, digits: int) -> str:
-    """``value`` with its sign and ``digits`` decimals: '+1.2', '-0.5'; one that rounds to zero is
-    '+0.0', never '-0.0'."""
+    """``value`` with its sign and ``digits`` decimals: '+1.2', '-0.5'; one that rounds to zero has
+    none, '0.0' (never '-0.0' or '+0.0': a change too small to show is no change either way)."""
     text = f"{value:+.{digits}f}"
-    return "+" + text[1:] if text.startswith("-") and not text.strip("-0.") else text
+    return text[1:] if not text.strip("+-0.") else text
+
+
+def unsigned_zero(value: float) -> float:
+    """``value``, with -0.0 as 0.0 (a rounded figure a CSV or JSON would otherwise print as -0.0)."""
+    return value + 0.0
 
 
 def fmt_int(v: Any) -> str:

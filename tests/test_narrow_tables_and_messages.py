@@ -310,25 +310,29 @@ def test_chips_per_instance_errors_name_the_item_at_fault(run_cli, tmp_path, chi
 
 
 def test_money_and_shares_print_their_sign_once():
-    """A negative amount is '-$70.71', not '$-70.71'; a reduction that rounds to nothing is '+0%',
-    never '-0%'."""
+    """A negative amount is '-$70.71', not '$-70.71'; a reduction that rounds to nothing is '0%',
+    never '-0%' (or '+0%')."""
     from prfaas_plan.views.plan import _reduction_pct, _usd
 
     assert (_usd(-70.7143), _usd(1234.5), _usd(-0.001), _usd(None)) == ("-$70.71", "$1,234.50", "$0.00", "-")
     shares = [_reduction_pct(r) for r in (0.5, 0.0, 0.001, -0.2, None, float("nan"))]
-    assert shares == ["-50%", "+0%", "+0%", "+20%", "n/a", "n/a"]
+    assert shares == ["-50%", "0%", "0%", "+20%", "n/a", "n/a"]
 
 
-def test_a_signed_figure_that_rounds_to_zero_is_plus_zero():
-    """A change of -0.004% is printed '+0.0%', never '-0.0%'; a dollar difference of -$0.001 is
-    '$0.00' without a minus; real signs stay."""
-    from prfaas_plan.report import signed
-    from prfaas_plan.views.plan import _usd
+def test_a_signed_figure_that_rounds_to_zero_has_no_sign():
+    """A change of -0.004% is printed '0.0%', never '-0.0%' or '+0.0%'; a dollar difference of
+    -$0.001 is '$0.00' without a minus; a calibration error of -0.004% is '0.00' in its table and
+    0.0 (not -0.0) where its JSON rounds it away; real signs stay."""
+    from prfaas_plan.report import fixed, signed, unsigned_zero
+    from prfaas_plan.views.plan import _reduction_pct, _usd
 
-    assert [signed(v, 1) for v in (-0.0001, -0.04, 0.0, -0.0, 0.04)] == ["+0.0"] * 5
+    assert [signed(v, 1) for v in (-0.0001, -0.04, 0.0, -0.0, 0.04)] == ["0.0"] * 5
     assert [signed(v, 1) for v in (-0.06, 0.06, -12.34, 3.0)] == ["-0.1", "+0.1", "-12.3", "+3.0"]
-    assert signed(-0.00004, 4) == "+0.0000" and signed(-0.00006, 4) == "-0.0001"
+    assert signed(-0.00004, 4) == "0.0000" and signed(-0.00006, 4) == "-0.0001"
+    assert _reduction_pct(0.0043) == "0%" and _reduction_pct(0.1) == "-10%" and _reduction_pct(-0.2) == "+20%"
     assert _usd(-0.001) == "$0.00" and _usd(-0.006) == "-$0.01"
+    assert [fixed(v, 2) for v in (-0.004, -0.0, 0.004, -0.006, -1234.5)] == ["0.00", "0.00", "0.00", "-0.01", "-1,234.50"]
+    assert str(unsigned_zero(round(-0.0004, 3))) == "0.0" and unsigned_zero(-2.5) == -2.5
 
 
 def test_no_view_formats_a_signed_figure_itself():

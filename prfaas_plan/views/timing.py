@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..report import Column, Report, fmt_float, fmt_int
+from ..report import Column, Report, fmt_float, fmt_int, unsigned_zero
 from ..timing.calibrate import CalibrationResult
 from ..timing.decode import DecodeCapacity
 from ..timing.prefill import KvReport
@@ -170,7 +170,7 @@ def calibration_view(result: CalibrationResult) -> Report:
             "length_tokens": p.length_tokens,
             "measured_s": p.measured_s,
             "predicted_s": round(p.predicted_s, 6),
-            "error_pct": round(100 * p.error, 3),
+            "error_pct": unsigned_zero(round(100 * p.error, 3)),
             "measured_kv_bytes": p.measured_kv_bytes if p.measured_kv_bytes is not None else "",
             "model_kv_bytes": int(round(p.model_kv_bytes)),
         }
