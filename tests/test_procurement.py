@@ -784,3 +784,25 @@ def test_a_plan_that_local_only_beats_at_its_price_says_so():
     assert said[1].endswith("neither the PrfaaS cluster nor the PD-P / PD-D split pays")
     wide = plan(load_inputs("paper-case-study"), with_marginals=False)
     assert not [note for note in wide.notes if "does not pay" in note]
+
+
+def test_a_plan_that_may_buy_no_prfaas_instance_says_so_and_shows_no_prfaas_bound(run_cli, tmp_path):
+    """PrfaaS range 0..0: nothing is offloaded because nothing may be bought (not because the link
+    or the cluster would not pay), and the table has no Θ_prfaas (a pool of none has no bound;
+    JSON null), where a PrfaaS pool that may grow but is not bought keeps its reason."""
+    doc = case_study_doc()
+    doc["prfaas"]["instances"] = {"min": 0, "max": 0}
+    path = tmp_path / "no-factory.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = json.loads(run_cli("plan", str(path), "-f", "json").out)
+    assert out["prfaas_pd"]["n_prfaas"] == 0 and out["prfaas_pd"]["theta_prfaas_rps"] is None
+    assert (
+        "no request is offloaded: no PrfaaS instance may be bought (the PrfaaS range is 0), so this is a local-only plan"
+        in out["notes"]
+    )
+    doc["prfaas"]["instances"] = {"min": 0, "max": 4}
+    doc["link"]["bandwidth_gbps"] = 0.001
+    path.write_text(yaml.safe_dump(doc))
+    out = json.loads(run_cli("plan", str(path), "-f", "json").out)
+    assert out["prfaas_pd"]["p"] == 0 and out["prfaas_pd"]["n_prfaas"] == 0  # a 1 Mbps link carries no KV in time
+    assert any("the link or the PrfaaS cluster cannot carry any offload profitably" in n for n in out["notes"])

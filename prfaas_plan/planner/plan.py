@@ -449,10 +449,12 @@ def plan(inputs: PlanInputs, mode: str = PlanMode.exact, with_marginals: bool = 
         )
     notes = list(inputs.notes)
     if point.p == 0.0:
-        notes.append(
-            "no request is offloaded: the link or the PrfaaS cluster cannot carry any offload "
-            "profitably, so this is a local-only plan"
+        why = (
+            "no PrfaaS instance may be bought (the PrfaaS range is 0)"
+            if limits.prfaas_max == 0
+            else "the link or the PrfaaS cluster cannot carry any offload profitably"
         )
+        notes.append(f"no request is offloaded: {why}, so this is a local-only plan")
     marginals = marginal_values(inputs, table, throughput_sol, limits) if with_marginals else {}
     point.tight.extend(_exhausted(inputs, sol, limits))
     result = PlanResult(

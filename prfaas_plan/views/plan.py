@@ -230,7 +230,7 @@ def plan_json(result) -> dict:
             "n_p": pt.n_p,
             "n_d": pt.n_d,
             "gpus": pt.gpus,
-            "theta_prfaas_rps": round(st.theta_prfaas, 6),
+            "theta_prfaas_rps": round(st.theta_prfaas, 6) if pt.n_prfaas else None,  # no PrfaaS pool: no bound
             "theta_pdp_rps": round(st.theta_pdp, 6),
             "theta_pdd_rps": round(st.theta_pdd, 6),
             "lambda_max_rps": round(st.lambda_max, 6),
