@@ -871,3 +871,15 @@ def test_robust_rows_give_each_cases_link_and_no_weight_when_none_is_given(run_c
     assert [(r["link_gbps"], r["weight"]) for r in doc_json["rows"]] == [(100.0, None), (200.0, None)]
     table = run_cli("robust", path).out
     assert re.search(r"^\s+wide\s+-\s", table, re.M), table
+
+
+def test_a_one_window_day_says_there_is_nothing_to_switch_between(run_cli, tmp_path):
+    """A day of one 24-hour window has no switch to weigh: the schedule is the static plan, and the
+    note says why (not that switches do not pay for their conversion time)."""
+    doc = case_study_doc()
+    doc["day"] = {"conversion_s": 300, "windows": [{"name": "all", "hours": 24, "rate_rps": 2.0}]}
+    path = tmp_path / "one-window.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    notes = json.loads(run_cli("schedule", str(path), "-f", "json").out)["notes"]
+    assert "one window: nothing to switch between, so the schedule is the static plan" in notes
+    assert not any("do not pay here" in n for n in notes)

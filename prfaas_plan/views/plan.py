@@ -1064,7 +1064,11 @@ def schedule_view(day, inputs, simulated=None) -> Report:
         ]
         bought = f"N_prfaas {day.n_prfaas}, N_pd {day.n_pd}"
     if day.fell_back:
-        notes.append("role switches do not pay here (conversion time, switch limit): the schedule keeps one split")
+        notes.append(
+            "one window: nothing to switch between, so the schedule is the static plan"
+            if len(day.windows) == 1
+            else "role switches do not pay here (conversion time, switch limit): the schedule keeps one split"
+        )
     notes += list(day.notes)
     columns = [
         Column("window", "window", justify="left", keep=True),
