@@ -273,6 +273,21 @@ def test_mixture_weights_not_summing_to_one_are_normalised_with_a_note(tmp_path,
     assert not [n for n in inputs(5 / 7, 2 / 7).notes if "mixture" in n]
 
 
+def test_prefix_cache_probs_not_summing_to_one_are_normalised_with_a_note(tmp_path, case_study_file):
+    """Hit probabilities 0.6 + 0.5 are read as the shares 6/11 and 5/11, and the plan says so, as
+    for a mixture's weights; probabilities that sum to 1 get no note."""
+    from prfaas_plan.planner.chips import load_inputs
+
+    def notes(probs):
+        cache = {"hit_fractions": [0.0, 0.5], "probs": probs}
+        return [n for n in load_inputs(str(case_study_file(tmp_path, workload__prefix_cache=cache))).notes if "probs" in n]
+
+    assert notes([0.6, 0.5]) == [
+        f"workload.prefix_cache: the probs sum to 1.1, not 1: each is divided by the sum (shares {6 / 11:.3g}, {5 / 11:.3g})"
+    ]
+    assert notes([0.5, 0.5]) == []
+
+
 def test_nested_mixture_notes_name_their_field():
     from prfaas_plan.profiles.workload_spec import MixtureSpec, mixture_weight_notes
 

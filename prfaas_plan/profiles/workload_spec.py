@@ -127,6 +127,16 @@ class MixtureSpec(_Spec):
 LengthSpec = Annotated[LognormalSpec | TraceSpec | HistogramSpec | CdfSpec | FixedSpec | MixtureSpec, Field(discriminator="type")]
 
 
+def relative_shares_note(path: str, what: str, weights: list[float]) -> str | None:
+    """The note for ``weights`` read as relative shares when they do not sum to 1 (within 1e-9):
+    each is divided by their sum, and the note gives the shares used; None when they sum to 1."""
+    total = sum(weights)
+    if total <= 0 or abs(total - 1.0) <= 1e-9:
+        return None
+    shares = ", ".join(f"{w / total:.3g}" for w in weights[:6]) + (", ..." if len(weights) > 6 else "")
+    return f"{path}: {what} sum to {total:g}, not 1: each is divided by the sum (shares {shares})"
+
+
 def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[str]:
     """A note per mixture (``field`` and below) whose component weights do not sum to 1 (within
     1e-9): each weight is divided by their sum, and the note gives the shares used. Walks at most
@@ -139,9 +149,8 @@ def mixture_weight_notes(spec, field: str, limit_nodes: int = 10_000) -> list[st
         if not isinstance(node, MixtureSpec):
             continue
         weights = [c.weight for c in node.components if c.weight is not None]  # each has one (MixtureSpec._weights)
-        total = sum(weights)
-        if total > 0 and abs(total - 1.0) > 1e-9:
-            shares = ", ".join(f"{w / total:.3g}" for w in weights[:6]) + (", ..." if len(weights) > 6 else "")
-            notes.append(f"{path}: the mixture's weights sum to {total:g}, not 1: each is divided by the sum (shares {shares})")
+        note = relative_shares_note(path, "the mixture's weights", weights)
+        if note is not None:
+            notes.append(note)
         stack.extend((c, f"{path}.components[{i}]") for i, c in reversed(list(enumerate(node.components))))
     return notes

@@ -11,7 +11,7 @@ from ...choices import Basis, CacheRegime, DecodeSource, TraceFormat
 from ...errors import PlanInputError, shorten
 from ...profiles.model import ModelProfile
 from ...profiles.scenario import ClusterCachesSpec, DecodeSpec, WorkloadSpec
-from ...profiles.workload_spec import TraceSpec, mixture_weight_notes
+from ...profiles.workload_spec import TraceSpec, mixture_weight_notes, relative_shares_note
 from ...timing.decode import decode_capacity
 from ...workload.cluster_cache import ClusterCaches, HitDistribution
 from ...workload.distributions import build_distribution, with_prefix_cache
@@ -24,6 +24,9 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tu
     the notes of mixture weights read as relative."""
     given = [name for name in ("input", "output") if getattr(spec, name) is not None]
     notes = [n for name in given for n in mixture_weight_notes(getattr(spec, name), f"workload.{name}")]
+    if spec.prefix_cache is not None:  # its probs are normalised too (``with_prefix_cache``)
+        note = relative_shares_note("workload.prefix_cache", "the probs", list(spec.prefix_cache.probs))
+        notes += [note] if note is not None else []
     workload = _distributions(spec, source, model)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
