@@ -633,8 +633,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "mixture-weights-normalised-silently": (
         "prfaas_plan/profiles/workload_spec.py",
-        "        if total > 0 and abs(total - 1.0) > 1e-9:",
-        "        if False:",
+        "    if total <= 0 or abs(total - 1.0) <= 1e-9:",
+        "    if True:",
     ),
     "dropped-cost-note-claims-a-rental": (
         "prfaas_plan/study/resolve/pools.py",
@@ -1363,6 +1363,47 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/workload/prefix_cache.py",
         "return CacheConfig(hbm_gib * BYTES_PER_GIB, dram_gib * BYTES_PER_GIB, **kw)",
         "return CacheConfig(hbm_gib * 1e9, dram_gib * 1e9, **kw)",
+    ),
+    # session of 2026-12-03: the new-user trial's fixes
+    "slo-cdf-exponent-sign": (
+        "prfaas_plan/planner/latency.py",
+        "np.exp((service_s[done] - x) / theta_s)",
+        "np.exp((x - service_s[done]) / theta_s)",
+    ),
+    "slo-bisects-too-few-thresholds": (
+        "prfaas_plan/planner/slo.py",
+        "            if model is None or (m > 0 and not model.meets(m, slo, scv)):",
+        "            if model is None or (m > 0 and not model.meets(1.3 * m, slo, scv)):",
+    ),
+    "robust-case-output-reset-to-default": (
+        "prfaas_plan/study/resolve/workload.py",
+        '    if "output" not in given:',
+        "    if False:",
+    ),
+    "shipped-key-keeps-the-fit-date": (
+        "prfaas_plan/timing/shipped.py",
+        '{k: v for k, v in data["calibration"].items() if k != "date"}',
+        'data["calibration"]',
+    ),
+    "sites-sim-egress-counts-the-drain": (
+        "prfaas_plan/simulate/sites.py",
+        'total_gbps = window_mean(series, "egress_gbps", start_s, float(arrival_s[-1])) or 0.0',
+        'total_gbps = window_mean(series, "egress_gbps", 0.0, float(series["time_s"][-1])) or 0.0',
+    ),
+    "front-without-float-tolerance": (
+        "prfaas_plan/planner/compare.py",
+        "        return math.isclose(x, y, rel_tol=FRONT_REL_TOL, abs_tol=1e-12)",
+        "        return x == y",
+    ),
+    "sweep-ignores-unused-range-options": (
+        "prfaas_plan/api.py",
+        "        if given[name] is not None:\n            takes",
+        "        if False:\n            takes",
+    ),
+    "signed-zero-keeps-its-sign": (
+        "prfaas_plan/report.py",
+        '    return text[1:] if not text.strip("+-0.") else text',
+        "    return text",
     ),
 }
 
