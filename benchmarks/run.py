@@ -11,7 +11,8 @@ system time of the process and of the processes it waits for (the CBC solver, wh
 MILP runs), read from ``resource.getrusage(RUSAGE_CHILDREN)``; its peak memory is the
 largest resident set of those processes. Measured: `prfaas-plan plan` on the built-in case
 study, a plan whose workload is a trace of 1,000,000 distinct lengths, a 10,000-point
-bandwidth sweep, `prfaas-plan --help`, simulating 100,000 requests, validating a
+bandwidth sweep, `prfaas-plan --help`, a plan under an SLO (max goodput over 5 x 78 instance
+counts), simulating 100,000 requests, validating a
 scenario whose workload is a 10,000,000-row trace, and `compare` over 12 options (3 PrfaaS
 hardware x 2 PD hardware x 2 models on the case study) in two processes and in one, whose
 target is 1.5 x the case-study plan's wall time per option; the multi-site day
@@ -108,6 +109,29 @@ def trace_scenario(folder: Path, trace: Path) -> Path:
     return out
 
 
+def slo_scenario(folder: Path, objective: dict) -> Path:
+    """A plan under an SLO over 5 x 78 instance counts (the new-user trial's: Llama-3.1-8B, PrfaaS 0-4
+    x 1 H100, PD 1-12 x 1 H20, a 10 Gbps link, TTFT P90 5 s)."""
+    import yaml
+
+    doc = {
+        "name": "slo-8b",
+        "model": "llama-3.1-8b",
+        "prfaas": {"hardware": "h100", "gpus_per_instance": 1, "instances": {"min": 0, "max": 4}},
+        "pd": {"hardware": "h20", "gpus_per_instance": 1, "instances": {"min": 1, "max": 12}},
+        "link": {"bandwidth_gbps": 10, "usable_fraction": 0.8, "rtt_ms": 5},
+        "workload": {
+            "input": {"type": "lognormal", "mu": 9.0, "sigma": 1.0, "min_tokens": 128, "max_tokens": 65536},
+            "output": {"type": "fixed", "tokens": 512},
+        },
+        "slo": {"ttft_p90_s": 5.0},
+        "objective": objective,
+    }
+    out = folder / f"slo-{objective['type']}.yaml"
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="prfaas-bench-"))
     # Peak memory is per process tree, so each measured command gets its own interpreter
@@ -154,6 +178,14 @@ def main() -> int:
                 REPEATS,
             ),
             ("--help", "prfaas-plan --help", 0.3, None, base + ["--help"], REPEATS),
+            (
+                "plan under an SLO, max goodput over 5 x 78 counts",
+                "prfaas-plan plan SCENARIO -o FILE",
+                15.0,
+                None,
+                base + ["plan", str(slo_scenario(work, {"type": "max_throughput"})), "-o", str(work / "slo.txt")],
+                min(REPEATS, 3),
+            ),
             (
                 "sites, two edges over a day (3 windows, min cost)",
                 "prfaas-plan sites two-edges-day -o FILE",

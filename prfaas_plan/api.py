@@ -420,6 +420,14 @@ def plan(scenario, mode: str = PlanMode.exact, with_marginals: bool = True):
         return run_plan(resolved, mode, with_marginals=with_marginals)
 
 
+def _count(value: float, field: str) -> int:
+    """An instance count given as a number: whole, within ``INSTANCES``."""
+    INSTANCES.check(value, field)
+    if value != int(value):
+        raise PlanInputError(f"an instance count is a whole number, got {value:g}", field=field)
+    return int(value)
+
+
 # what each sweep takes of its range parameters (the others are refused, not ignored)
 SWEEP_PARAMETERS: dict[SweepOver, set[str]] = {
     SweepOver.bandwidth: {"start", "stop", "points"},
@@ -448,8 +456,8 @@ def sweep(
 
     over, mode = choice_of(SweepOver, over, "over"), choice_of(PlanMode, mode, "mode")
     given = {"start": start, "stop": stop, "points": points}
-    for name in given.keys() - SWEEP_PARAMETERS[over]:
-        if given[name] is not None:
+    for name, value in given.items():  # in this order: the first refused one is named
+        if name not in SWEEP_PARAMETERS[over] and value is not None:
             takes = ", ".join(f"`{p}`" for p in sorted(SWEEP_PARAMETERS[over])) or "none of `start`, `stop`, `points`"
             raise PlanInputError(f"a sweep over {over} takes {takes}", field=name)
     if points is not None:
@@ -465,8 +473,8 @@ def sweep(
         if over == SweepOver.instances:
             # default: twice the PrfaaS range's top, within the instances a pool may have
             default = min(max(resolved.limits.prfaas_max, 1) * 2, INSTANCES.hi)
-            upto = INSTANCES.check(stop, "stop") if stop is not None else default
-            first = 0 if start is None else INSTANCES.check(start, "start")
+            upto = _count(stop, "stop") if stop is not None else default
+            first = 0 if start is None else _count(start, "start")
             if first > upto:
                 raise PlanInputError(f"need `start` <= `stop`, got {first:g} and {upto:g}", field="start/stop")
             return sw.sweep_instances(resolved, table, int(upto), points, progress, first=int(first))

@@ -286,6 +286,14 @@ def test_prefix_cache_probs_not_summing_to_one_are_normalised_with_a_note(tmp_pa
         f"workload.prefix_cache: the probs sum to 1.1, not 1: each is divided by the sum (shares {6 / 11:.3g}, {5 / 11:.3g})"
     ]
     assert notes([0.5, 0.5]) == []
+    # a cache per cluster: the same note, each under its own field
+    cluster = {"pd": {"hit_fractions": [0.0, 0.5], "probs": [0.6, 0.5]}, "prfaas": {"hit_fractions": [0.0], "probs": [2.0]}}
+    got = [n for n in load_inputs(str(case_study_file(tmp_path, workload__cluster_caches=cluster))).notes if "probs" in n]
+    assert got == [
+        "workload.cluster_caches.pd: the probs sum to 1.1, not 1: each is divided by the sum "
+        f"(shares {6 / 11:.3g}, {5 / 11:.3g})",
+        "workload.cluster_caches.prfaas: the probs sum to 2, not 1: each is divided by the sum (shares 1)",
+    ]
 
 
 def test_nested_mixture_notes_name_their_field():

@@ -181,6 +181,7 @@ def test_the_queue_from_moments_is_the_queue_from_the_distribution():
     assert _queue_of(1.1, 3, *_moments(service, weights), 1.4) == pytest.approx(_queue(1.1, 3, service, weights, 1.4))
 
 
+@pytest.mark.slow
 def test_the_slo_plan_is_within_1pct_of_every_count_and_threshold_by_brute_force(case):
     """The case study with 3 or 4 PrfaaS instances and a TTFT P90 of 4 s: the SLO optimiser (coarse
     thresholds, refined around the best, counts pruned by what they could reach) is within 1% of the
@@ -201,3 +202,30 @@ def test_the_slo_plan_is_within_1pct_of_every_count_and_threshold_by_brute_force
             oracle = max(oracle, goodput(LatencyModel(inputs, dep, dec), slo, float(lam[k])))
     assert oracle > 0 and best.goodput_rps >= 0.99 * oracle, (best.goodput_rps, oracle)
     assert LatencyModel(inputs, best.deployment, dec).meets(best.goodput_rps, slo)
+
+
+@pytest.mark.parametrize(
+    ("slo", "objective", "target"),
+    [
+        (SloSpec(ttft_p90_s=4.0), "max_throughput", None),
+        (SloSpec(ttft_p90_s=4.0, tpot_ms=60), "min_cost", 1.5),
+        (SloSpec(ttft_p90_s=4.0), "min_cost", 2.0),  # the 3-instance counts fall short: a 4-instance plan
+    ],
+)
+def test_the_pruned_slo_search_finds_what_bisecting_every_threshold_finds(case, slo, objective, target):
+    """Bisecting only the thresholds that could beat the best so far gives the plan bisecting every
+    one gives (tests/oracles/slo.py): the same counts, threshold and goodput, exactly."""
+    from oracles.slo import unpruned_slo_optimise
+
+    inputs, dec, _ = case
+    inputs = inputs.with_limits(prfaas_min=3, prfaas_max=4)
+    table = threshold_table(inputs)
+    expected = unpruned_slo_optimise(inputs, table, dec, slo, objective == "min_cost", target)
+    assert expected is not None
+    got = slo_optimise(inputs, table, dec, slo, objective=objective, target_rps=target)
+    assert (got.deployment, got.threshold_index, got.goodput_rps, got.usd_per_hour) == (
+        expected.deployment,
+        expected.threshold_index,
+        expected.goodput_rps,
+        expected.usd_per_hour,
+    )

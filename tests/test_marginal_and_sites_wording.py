@@ -115,7 +115,7 @@ def test_a_relaxation_within_the_unit_price_and_one_that_buys_nothing(phase_spli
     pt = result.point
     anchor = f"{pt.n_prfaas}/{pt.n_p}/{pt.n_d}"
     assert result.marginals["per_prfaas_instance"].budget_counts == (pt.n_prfaas, pt.n_p, pt.n_d)
-    assert f"allow no other plan (N_f/N_p/N_d {anchor} again): +0.0000 req/s" in details["marginal +1 PrfaaS instance"]
+    assert f"allow no other plan (N_f/N_p/N_d {anchor} again): 0.0000 req/s" in details["marginal +1 PrfaaS instance"]
 
 
 SITES = {

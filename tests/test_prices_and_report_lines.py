@@ -273,7 +273,7 @@ def test_marginal_separates_own_gain_from_the_budget_relaxation():
     details, out = _details(result)
     line = details["marginal +1 PD instance"]
     assert line.startswith(
-        "price $32.00/hour; own gain with the budgets held +0.0000 req/s, worth $0.00/hour; the "
+        "price $32.00/hour; own gain with the budgets held 0.0000 req/s, worth $0.00/hour; the "
         "budgets raised by its price allow another plan, N_f/N_p/N_d 1/0/2 at "
     )
     assert line.endswith(f"): {r_d:+.4f} req/s")

@@ -852,10 +852,13 @@ def test_a_case_that_gives_only_an_input_keeps_the_scenarios_output(tmp_path):
     given, same = one.cases
     assert same.lambda_max_rps == given.lambda_max_rps and same.own_lambda_rps == given.own_lambda_rps
     doc = _same_input_cases(yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-robust.yaml").read_text()))
+    # a site with a workload of its own keeps its own output under the case
+    doc["pd_sites"][1]["workload"] = {"input": dict(doc["workload"]["input"]), "output": {"type": "fixed", "tokens": 256}}
     path = tmp_path / "sites-robust.yaml"
     path.write_text(yaml.safe_dump(doc))
     study = api.study(str(path))
-    assert [c.pd_sites[0].workload.output_mean_tokens for c in study.cases] == [512.0, 512.0]
+    outputs = [[s.workload.output_mean_tokens for s in c.pd_sites] for c in study.cases]
+    assert outputs == [[512.0, 256.0], [512.0, 256.0]]
     given, same = api.robust_sites(str(path))[0].cases
     assert same.scale == pytest.approx(given.scale, rel=1e-9)
 

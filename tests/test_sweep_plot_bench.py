@@ -150,13 +150,13 @@ def test_docs_link_the_benchmark_results():
 
 @pytest.mark.slow
 def test_benchmark_script_runs(tmp_path):
-    """The script runs end to end (small traces, one repeat) and writes a row per benchmark (10)."""
+    """The script runs end to end (small traces, one repeat) and writes a row per benchmark (11)."""
     env = dict(os.environ, BENCH_REPEATS="1", BENCH_SCALE="100", BENCH_RESULTS=str(tmp_path / "r.md"), PYTHONPATH=str(REPO))
     subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "run.py")], env=env, cwd=REPO, check=False, capture_output=True, timeout=300
     )
     text = (tmp_path / "r.md").read_text()
-    assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 10
+    assert len(re.findall(r"^\| .* \| (yes|NO) \|$", text, re.M)) == 11
 
 
 def test_instances_sweep_keeps_the_budgets(run_cli, tmp_path, case_study_file):

@@ -1372,8 +1372,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "slo-bisects-too-few-thresholds": (
         "prfaas_plan/planner/slo.py",
-        "            if model is None or (m > 0 and not model.meets(m, slo, scv)):",
-        "            if model is None or (m > 0 and not model.meets(1.3 * m, slo, scv)):",
+        "            if model is not None and m > 0 and not model.meets(m, slo, scv):",
+        "            if model is not None and m > 0 and not model.meets(1.3 * m, slo, scv):",
     ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
@@ -1397,8 +1397,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "sweep-ignores-unused-range-options": (
         "prfaas_plan/api.py",
-        "        if given[name] is not None:\n            takes",
-        "        if False:\n            takes",
+        "        if name not in SWEEP_PARAMETERS[over] and value is not None:",
+        "        if False:",
     ),
     "signed-zero-keeps-its-sign": (
         "prfaas_plan/report.py",

@@ -111,23 +111,24 @@ def slo_optimise(
         )
 
     def best_of(ks, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost, floor: float = 0.0) -> SloPlan | None:
-        """The threshold of ``ks`` with the most goodput above ``floor`` (None: none is above it). Only
-        a threshold that could beat the best so far is bisected: its goodput is at most its
-        Lambda_max, and below any rate at which it misses the SLO (latency grows with the rate), so
-        in falling order of Lambda_max one check at the best so far rules most out."""
+        """The threshold of ``ks`` with the most goodput, the lowest one among equals (a max over
+        them in rising order); with ``floor`` > 0 only one above it (None: none is). Only a threshold
+        that could beat the best so far is bisected: its goodput is below its Lambda_max, and below
+        any rate at which it misses the SLO (latency grows with the rate), so in falling order of
+        Lambda_max one check at the best so far rules most out."""
         found = None
-        for k in sorted((int(k) for k in ks if lam[int(k)] > 0), key=lambda k: -lam[k]):
-            m = found.goodput_rps if found is not None else floor
-            if lam[k] <= m and (found is not None or m > 0):
-                break  # falling Lambda_max: none left can beat m
+        for k in sorted((int(k) for k in ks if lam[int(k)] > 0), key=lambda k: (-lam[k], k)):
+            m = max(floor, found.goodput_rps if found is not None else 0.0)
+            if m > 0 and lam[k] <= m:
+                break  # falling Lambda_max: none left can reach m
             dep = Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), n_f, n_p, n_d)
             model = LatencyModel(inputs, dep, decode, support) if idle_ok(k) else None
-            if model is None or (m > 0 and not model.meets(m, slo, scv)):
-                if found is None and floor <= 0:
-                    found = SloPlan(dep, k, 0.0, float(lam[k]), cost)
+            if model is not None and m > 0 and not model.meets(m, slo, scv):
+                continue  # its goodput is below m
+            good = 0.0 if model is None else goodput(model, slo, float(lam[k]), scv)
+            if good <= floor and floor > 0:
                 continue
-            good = goodput(model, slo, float(lam[k]), scv)
-            if found is None or good > found.goodput_rps:
+            if found is None or good > found.goodput_rps or (good == found.goodput_rps and k < found.threshold_index):
                 found = SloPlan(dep, k, good, float(lam[k]), cost)
         return found
 

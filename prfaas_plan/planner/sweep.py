@@ -119,6 +119,8 @@ def sweep_instances(
     from .optimizer import optimise
 
     INSTANCES.check(upto, "upto")
+    if first > upto:
+        raise PlanInputError(f"need `first` <= `upto`, got {first} and {upto}", field="first")
     counts = np.arange(first, upto + 1) if points is None else np.unique(np.linspace(first, upto, points).round().astype(int))
     rows = []
     for k, n in enumerate(counts.tolist()):

@@ -356,7 +356,7 @@ class RobustCaseSpec(StrictModel):
 
     name: Name
     weight: Annotated[float, Strict(), Field(ge=0, le=1)] = 0.0  # of ``weighted``; the weights sum to 1
-    workload: WorkloadSpec | None = None  # replaces the scenario's workload
+    workload: WorkloadSpec | None = None  # what it changes of the scenario's workload (the rest is the file's)
     link_gbps: Annotated[float, Within(LINK_GBPS)] | None = None  # replaces the link's bandwidth (one site)
     target_rate_rps: Annotated[float, Within(RATE_RPS)] | None = None  # of ``min_cost`` (default: the objective's; one site)
     rates: _RATES = Field(default_factory=dict)

@@ -8,7 +8,7 @@ column its unit.
 
 from __future__ import annotations
 
-from ..report import Column, Report
+from ..report import Column, Report, fmt_opt
 from ..study.basis import SOURCE_KEYS
 from .plan import IDENTITY_CSV, SOURCES_NOTE, sources_view, tco_json, under_slo_ratio
 from .uncertainty import WHAT
@@ -135,10 +135,6 @@ def compare_rows(comparison) -> list[dict]:
         verdict = comparison.versus_best[i] if comparison.versus_best else None
         rows.append(option_row(rank if r.feasible else None, r, i in comparison.pareto, comparison.objective, verdict))
     return rows
-
-
-def _num(digits: int):
-    return lambda v: "-" if v is None else f"{v:,.{digits}f}"
 
 
 def _chips(row: dict) -> str:
@@ -274,15 +270,15 @@ def compare_view(comparison) -> Report:
         Column("front", "front", justify="left"),
         Column("pools", "PrfaaS / PD / decode", justify="left", min_width=16, keep=True),
         Column("model", "model", lambda v: "-" if v is None else str(v), justify="left"),
-        Column("link_gbps", "Gbps", lambda v: v if isinstance(v, str) else _num(0)(v)),  # a sites file: per link
+        Column("link_gbps", "Gbps", lambda v: v if isinstance(v, str) else fmt_opt(0)(v)),  # a sites file: per link
         Column("chips", "chips", justify="right"),
         Column("counts", "N_f/N_p/N_d", justify="right"),
-        Column("capacity_rps", f"{served} req/s", _num(3)),
+        Column("capacity_rps", f"{served} req/s", fmt_opt(3)),
         Column("capacity_range", "req/s range", justify="right"),
         *priced_columns,
         Column("versus_best", "vs best", lambda v: "-" if v is None else str(v), justify="left"),
-        Column("ratio_vs_colocated", "colo", _num(2)),  # x the co-located baseline (COLOCATED_NOTE)
-        Column("ttft_p90_s", "TTFT P90 s", _num(2)),
+        Column("ratio_vs_colocated", "colo", fmt_opt(2)),  # x the co-located baseline (COLOCATED_NOTE)
+        Column("ttft_p90_s", "TTFT P90 s", fmt_opt(2)),
         Column("kw", "kW", justify="right"),
         Column("status", "status", justify="left"),
     ]

@@ -15,7 +15,7 @@ import numpy as np
 from ..choices import Basis, Bound, DeploymentName, ObjectiveKind, PlanMode, SweepOver
 from ..planner.cost import power_unpriced_pools, unpriced_pools
 from ..planner.paper import PAPER_TTFT_REDUCTION, is_case_study
-from ..report import Column, Report, signed
+from ..report import Column, Report, fmt_opt, signed
 from ..study.basis import SOURCE_KEYS, prefill_source, sources
 from ..units import bytes_per_s_to_gbps, format_tokens
 from .colocated import colocated_details, colocated_json, colocated_notes, colocated_ratio, colocated_rows
@@ -63,10 +63,6 @@ def _tokens(value: float | None) -> str:
 
 def _opt(value: float | None, digits: int) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), digits)
-
-
-def _num(digits: int):
-    return lambda v: "-" if v is None else f"{v:,.{digits}f}"
 
 
 _CAPACITY_TEXT = {
@@ -399,7 +395,7 @@ def plan_view(result) -> Report:
     doc = plan_json(result)
     pt, st = result.point, result.point.stages
     inputs = result.inputs
-    num = _num
+    num = fmt_opt
     rows = _rows(doc)  # no $/h column when no deployment has a price
     columns = [
         Column("deployment", "deployment", _label, justify="left", min_width=14, keep=True),
@@ -805,8 +801,8 @@ def latency_json(result) -> dict:
 
 
 def _reduction_pct(reduction: float | None) -> str:
-    """A reduction (0.5: halved) as the change it is, '-50%'; one that rounds to nothing '+0%'
-    (never '-0%'); 'n/a' when unknown."""
+    """A reduction (0.5: halved) as the change it is, '-50%'; one that rounds to nothing '0%'
+    (no sign); 'n/a' when unknown."""
     if reduction is None or not math.isfinite(reduction):
         return "n/a"
     return f"{signed(-100 * reduction, 0)}%"
@@ -817,7 +813,7 @@ def latency_view(result, doc: dict | None = None) -> Report:
     doc = doc or latency_json(result)
     rows = [{**doc["operating"], "deployment": "prfaas_pd @ operating"}, *doc["at_common_rate"].values()]
     red, paper = doc["ttft_reduction_vs_homogeneous"], doc["paper_ttft_reduction_vs_homogeneous"]
-    sec = _num(2)
+    sec = fmt_opt(2)
     notes = [
         f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
         f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "

@@ -58,6 +58,8 @@ def _closed_egress(closed, run) -> str:
     """The closed form's egress at the simulated rate (decimal Gbps): the KV offered, at most the
     link's usable bandwidth (an overloaded link carries that and queues the rest)."""
     usable_gbps = run.plan.inputs.link.usable_gbps
+    if usable_gbps <= 0:  # a link of nothing carries nothing (its utilisation is inf or 0)
+        return "0.00, the usable link"
     offered_gbps = closed.link_utilisation * usable_gbps
     if offered_gbps <= usable_gbps * (1 + 1e-9):
         return f"{offered_gbps:.2f}"

@@ -3,9 +3,9 @@ PrfaaS site and a total, each with its provisioned $/hour (``planner.sites.cost_
 
 from __future__ import annotations
 
-from ..report import Column, Report
+from ..report import Column, Report, fmt_opt
 from .identity import csv_columns
-from .plan import _auto, _num, _opt
+from .plan import _auto, _opt
 
 
 def _site_rows(result, si, parts: dict, window, sims: dict) -> list[dict]:
@@ -146,7 +146,7 @@ def site_columns() -> list[Column]:
         Column("n_d", "N_d", _auto),
         Column("egress_gbps", "egress Gbps", _auto),
         Column("link_utilisation_at_planned_rate", "link util", _auto),
-        Column("usd_per_hour", "$/h", _num(2)),
+        Column("usd_per_hour", "$/h", fmt_opt(2)),
     ]
 
 

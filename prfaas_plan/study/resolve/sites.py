@@ -133,23 +133,26 @@ def _case(
     ``resolve_sites``."""
     assert spec.robust is not None  # resolve_sites makes cases only of a file with a robust: section
     case, where = spec.robust.cases[k], f"robust.cases[{k}].workload"
-    out = []
-    workload = None if case.workload is None else _workload(case_workload(spec.workload, case.workload), model, source)[0]
+    out, longest = [], 0
     for site in sites:
         demand = case.rates.get(site.name, site.demand_rps)
-        if workload is None:
+        if case.workload is None:
             out.append(replace(site, demand_rps=demand))
             continue
+        site_spec = next(s for s in spec.pd_sites if s.name == site.name)
+        # what the case leaves out is the site's own workload's (else the file's)
+        workload = _workload(case_workload(site_spec.workload or spec.workload, case.workload), model, source)[0]
+        longest = max(longest, int(workload.full_input_dist.lengths_tokens[-1]))
         context = _decode_context(spec.decode, model, workload, source)
         _fits(model, site.pool, max(context, int(workload.full_input_dist.lengths_tokens[-1])), source, where)
-        chips = next(s for s in spec.pd_sites if s.name == site.name).gpus_per_instance
+        chips = site_spec.gpus_per_instance
         written = refs[f"pd_sites.{site.name}"][0]
         decode, _ = _decode(
             _measured_on(spec.decode, written, chips), model, site.pool, written, context, source, base=base, measured=measured
         )
         out.append(replace(site, workload=workload, decode=decode, demand_rps=demand))
-    if workload is not None:
+    if case.workload is not None:
         for factory in factories:
             if factory.instances[1] > 0:
-                _fits(model, factory.pool, int(workload.full_input_dist.lengths_tokens[-1]), source, where)
+                _fits(model, factory.pool, longest, source, where)
     return Case(case.name, case.weight, tuple(out), {(lk.prfaas, lk.pd): lk.bandwidth_gbps for lk in case.links})

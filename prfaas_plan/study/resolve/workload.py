@@ -24,8 +24,12 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tu
     the notes of mixture weights read as relative."""
     given = [name for name in ("input", "output") if getattr(spec, name) is not None]
     notes = [n for name in given for n in mixture_weight_notes(getattr(spec, name), f"workload.{name}")]
-    if spec.prefix_cache is not None:  # its probs are normalised too (``with_prefix_cache``)
-        note = relative_shares_note("workload.prefix_cache", "the probs", list(spec.prefix_cache.probs))
+    cc = spec.cluster_caches
+    caches = {"workload.prefix_cache": spec.prefix_cache}
+    if cc is not None:
+        caches.update({"workload.cluster_caches.pd": cc.pd, "workload.cluster_caches.prfaas": cc.prfaas})
+    for path, cache in caches.items():  # hit probabilities are normalised too (``with_prefix_cache``, ``HitDistribution``)
+        note = None if cache is None else relative_shares_note(path, "the probs", list(cache.probs))
         notes += [note] if note is not None else []
     workload = _distributions(spec, source, model)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
