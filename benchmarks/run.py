@@ -118,7 +118,8 @@ def slo_scenario(folder: Path, objective: dict) -> Path:
         "name": "slo-8b",
         "model": "llama-3.1-8b",
         "prfaas": {"hardware": "h100", "gpus_per_instance": 1, "instances": {"min": 0, "max": 4}},
-        "pd": {"hardware": "h20", "gpus_per_instance": 1, "instances": {"min": 1, "max": 12}},
+        # BENCH_SCALE > 1 (the tests' small run): 5 x 6 counts
+        "pd": {"hardware": "h20", "gpus_per_instance": 1, "instances": {"min": 1, "max": 12 if SCALE == 1 else 3}},
         "link": {"bandwidth_gbps": 10, "usable_fraction": 0.8, "rtt_ms": 5},
         "workload": {
             "input": {"type": "lognormal", "mu": 9.0, "sigma": 1.0, "min_tokens": 128, "max_tokens": 65536},
