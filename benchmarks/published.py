@@ -35,6 +35,9 @@ def _worst(rows: list[published.Prediction]) -> published.Prediction:
 
 
 def main(argv: list[str]) -> int:
+    if any(a in ("-h", "--help") for a in argv[1:]):
+        print(__doc__.strip())
+        return 0
     paths = [Path(a) for a in argv[1:]] or list(DEFAULT_CSVS)
     try:
         sets = [

@@ -378,11 +378,14 @@ def read_fields(row: dict[str, str]) -> RowFields:
         concurrency = batch * gpus if per_gpu else batch
     if concurrency is None and kind in ("ttft", "tpot", "user_tps"):
         concurrency = LATENCY_DEFAULT_CONCURRENCY
+    unit_gpus = _number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus)
+    if unit_gpus > gpus:
+        raise PlanInputError(f"the figure is per at most the row's {gpus} GPUs, got {unit_gpus}", field="unit_gpus")
     return RowFields(
         kind=kind,
         gpus=gpus,
         load=load_of(row, kind),
-        unit_gpus=_number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus),
+        unit_gpus=unit_gpus,
         input_tokens=_number(row, "input_len", TOKENS, default=DEFAULT_INPUT),
         output_tokens=round(output),
         batch=batch,
@@ -477,7 +480,10 @@ def model_of_row(row: dict[str, str], folder: Path) -> tuple[ModelProfile, dict[
     precision overrides (applied by ``api.estimate`` with the engine, whose KV default for an FP8
     checkpoint must see what the row gives)."""
     ref = row["model_ref"]
-    checkpoint = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
+    try:
+        checkpoint = api.import_model(str(folder / ref))[1] if ref.endswith(".json") else api.model_of(ref)
+    except PlanInputError as exc:  # the cell's error (a file's own keeps its file and field)
+        raise (exc if exc.source is not None else PlanInputError(exc.reason, field="model_ref")) from None
     return checkpoint, precision_of(row["dtype_override"])
 
 
@@ -581,6 +587,10 @@ def predict_row(row: dict[str, str], folder: Path, engine_name: EngineName | Non
     that engine's profile in place of the one its ``engine`` cell names."""
     f = read_fields(row)
     checkpoint, precision = model_of_row(row, folder)
+    try:
+        api.hardware_of(row["tool_hw"])
+    except PlanInputError as exc:  # the cell's error, under its column (``hardware`` is the free-text one)
+        raise (exc if exc.source is not None else PlanInputError(exc.reason, field="tool_hw")) from None
     args = _estimate_args(row, f, checkpoint, precision, engine_name or engine_name_of(row["engine"]))
     unit_gpus, note = f.unit_gpus, ""
     while True:  # the published chips, or (weights offloaded to host memory) the fewest that hold it
@@ -634,8 +644,15 @@ def predict_all(path: str, engine: EngineName | None = None) -> list[Prediction]
     rows = read_rows(path)
     if not rows:
         raise PlanInputError("no rows to predict", source=path)
-    for check in (read_fields, lambda row: predict_row(row, folder, engine)):
-        out = [_on_line(check, row, n, path) for n, row in enumerate(rows, start=2)]
+    for n, row in enumerate(rows, start=2):  # every field of every row first
+        _on_line(read_fields, row, n, path)
+    first_line: dict[str, int] = {}
+    for n, row in enumerate(rows, start=2):  # an id names one row (the summary's worst row is by id)
+        if row.get("id", "") in first_line:
+            taken = f"id {show(row['id'])} is line {first_line[row['id']]}'s too"
+            raise PlanInputError(taken, source=path, field=f"line {n}: id")
+        first_line[row.get("id", "")] = n
+    out = [_on_line(lambda row: predict_row(row, folder, engine), row, n, path) for n, row in enumerate(rows, start=2)]
     return out
 
 

@@ -110,3 +110,19 @@ def test_bad_points_csv(tmp_path, text, reason):
     with pytest.raises(PlanInputError, match=reason) as err:
         read_points_csv(str(path))
     assert str(path) in str(err.value)
+
+
+def test_a_point_without_a_kv_measurement_is_null_in_json_and_empty_in_csv(run_cli, tmp_path):
+    """The project's rule for a figure not available: null in JSON (not an empty string a typed
+    reader takes for text), an empty CSV cell, '-' in the table."""
+    import csv
+    import io
+    import json
+
+    points = tmp_path / "points.csv"
+    points.write_text("length,prefill_s\n8192,0.5\n16384,1.1\n32768,2.4\n")
+    args = ("calibrate", "-m", "llama-3.3-70b", "-H", "h200", "-g", "4", "-p", str(points))
+    rows = json.loads(run_cli(*args, "-f", "json").out)["rows"]
+    assert rows and all(r["measured_kv_bytes"] is None and r["model_kv_bytes"] > 0 for r in rows)
+    cells = list(csv.DictReader(io.StringIO(run_cli(*args, "-f", "csv").out)))
+    assert cells and all(c["measured_kv_bytes"] == "" for c in cells)

@@ -279,6 +279,12 @@ BAD_PUBLISHED = [
     ("B03", "context", "0", "context: must be in [1, 16,777,216]"),
     ("B06", "kind", "e2e_tpx", "unknown kind"),
     ("B06", "dtype_override", "fp8", "dtype_override: expected part=dtype"),
+    # a figure per more chips than the instance has; the profile cells under their own columns
+    # (``hardware`` is free text); an id a row above has
+    ("B01", "unit_gpus", "64", "unit_gpus: the figure is per at most the row's 32 GPUs, got 64"),
+    ("B06", "tool_hw", "h201", "tool_hw: unknown hardware 'h201'"),
+    ("B06", "model_ref", "llama-3.3-7b", "model_ref: unknown model 'llama-3.3-7b'"),
+    ("B06", "id", "B01", "id: id 'B01' is line 2's too"),
 ]
 
 
@@ -387,3 +393,14 @@ def test_the_help_gives_the_limit(run_cli):
 
     for args in (["simulate", "--help"], ["validate-model", "--help"], ["schedule", "--help"], ["sites", "--help"]):
         assert f"{int(REQUESTS.hi):,}" in " ".join(run_cli(*args).out.split())
+
+
+def test_the_published_script_says_how_to_call_it(capsys):
+    """--help prints the script's usage (it was read as a file name, 'file not found', exit 2)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("published_bench", REPO / "benchmarks" / "published.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["published.py", "--help"]) == 0
+    assert "python benchmarks/published.py my_measurements.csv" in capsys.readouterr().out

@@ -886,3 +886,17 @@ def test_a_one_window_day_says_there_is_nothing_to_switch_between(run_cli, tmp_p
     notes = json.loads(run_cli("schedule", str(path), "-f", "json").out)["notes"]
     assert "one window: nothing to switch between, so the schedule is the static plan" in notes
     assert not any("do not pay here" in n for n in notes)
+
+
+def test_a_decode_only_pool_in_a_pd_site_says_it_is_a_one_site_field(run_cli, tmp_path):
+    """pd_decode under a PD site of a multi-site file is a one-site scenario's field, said so (it
+    read 'unknown field (check the spelling)', spelt right)."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    doc["pd_sites"][0]["pd_decode"] = {"hardware": "h200", "gpus_per_instance": 8, "instances": 2}
+    path = tmp_path / "sites-decode.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("validate", str(path))
+    assert res.code == 2 and res.err.strip() == (
+        f"prfaas-plan: error: {path}: pd_sites[0]: pd_decode: a one-site field; a PD site of a multi-site file "
+        "has no decode-only pool"
+    ), res.err

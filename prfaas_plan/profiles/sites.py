@@ -45,6 +45,15 @@ class PdSiteSpec(ClusterSpec):
     rate_rps: Annotated[float, Within(RATE_RPS)]  # the site's users' demand
     workload: WorkloadSpec | None = None  # default: the scenario's
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_decode_pool(cls, data):
+        """A decode-only pool is a one-site scenario's (``pd_decode``): say so, rather than that the
+        field is unknown."""
+        if isinstance(data, dict) and "pd_decode" in data:
+            raise ValueError("pd_decode: a one-site field; a PD site of a multi-site file has no decode-only pool")
+        return data
+
 
 class SiteLinkSpec(LinkSpec):
     prfaas: Name  # a PrfaaS site's name

@@ -171,7 +171,7 @@ def calibration_view(result: CalibrationResult) -> Report:
             "measured_s": p.measured_s,
             "predicted_s": round(p.predicted_s, 6),
             "error_pct": unsigned_zero(round(100 * p.error, 3)),
-            "measured_kv_bytes": p.measured_kv_bytes if p.measured_kv_bytes is not None else "",
+            "measured_kv_bytes": p.measured_kv_bytes,  # None: not measured (null in JSON, empty in CSV)
             "model_kv_bytes": int(round(p.model_kv_bytes)),
         }
         for p in result.points
@@ -208,7 +208,7 @@ def calibration_view(result: CalibrationResult) -> Report:
             Column("measured_s", "measured (s)", fmt_float(3)),
             Column("predicted_s", "fitted (s)", fmt_float(3)),
             Column("error_pct", "error %", fmt_float(2)),
-            Column("measured_kv_bytes", "measured KV (B)", lambda v: f"{v:,.0f}" if v != "" else "-"),
+            Column("measured_kv_bytes", "measured KV (B)", lambda v: f"{v:,.0f}" if v is not None else "-"),
             Column("model_kv_bytes", "model KV (B)", fmt_int),
         ],
         rows=rows,
