@@ -1405,6 +1405,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '    return text[1:] if not text.strip("+-0.") else text',
         "    return text",
     ),
+    "published-unit-gpus-above-the-instance": (
+        "prfaas_plan/published.py",
+        "    if unit_gpus > gpus:",
+        "    if False:",
+    ),
+    "published-repeated-id-accepted": (
+        "prfaas_plan/published.py",
+        '        if row.get("id", "") in first_line:',
+        "        if False:",
+    ),
 }
 
 
