@@ -11,6 +11,7 @@ import pytest
 
 from prfaas_plan import api
 from prfaas_plan.accounting.work import Work, prefill_work
+from prfaas_plan.choices import MixerType
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.profiles.hardware import load_hardware_profile
 from prfaas_plan.profiles.model import load_model_profile
@@ -184,6 +185,8 @@ def h200_plain():
 def synthetic_sets(truth: dict, models, lengths=(8192, 32768, 131072)):
     """Prefill latencies the roofline gives with the ``truth`` efficiencies, on the layout the base profile picks."""
     hw = h200_plain()
+    kinds = {MixerType(k): v for k, v in truth.get("attention_kind", {}).items()}  # the field's keys are enums
+    truth = {**truth, "attention_kind": kinds} if kinds else truth
     true_hw = hw.model_copy(update={"efficiency": hw.efficiency.model_copy(update=truth)})
     sets = []
     for name, gpus in models:

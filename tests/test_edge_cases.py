@@ -13,6 +13,7 @@ from oracles.one_site import brute_force
 
 from prfaas_plan import api
 from prfaas_plan.accounting.params import count_params, weight_bytes
+from prfaas_plan.choices import Dtype
 from prfaas_plan.planner.optimizer import optimise
 from prfaas_plan.planner.throughput import bounds, threshold_table
 
@@ -169,10 +170,10 @@ def test_fp4_experts_run_at_the_fp4_peak():
     from prfaas_plan.timing.prefill import RooflinePrefill
 
     m = api.model_of("qwen3-235b")
-    fp4 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": "fp4"})})
+    fp4 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": Dtype.fp4})})
     b200 = Instance(api.hardware_of("b200"), 8)
     h200 = Instance(api.hardware_of("h200"), 8)
     t = lambda model, inst: RooflinePrefill(model, inst, capacity="per_request").prefill_s([32768])[0]
     assert t(fp4, b200) < t(m, b200)
-    fp8 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": "fp8"})})
+    fp8 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": Dtype.fp8})})
     assert t(fp4, h200) == pytest.approx(t(fp8, h200), rel=1e-3)

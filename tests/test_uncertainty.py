@@ -199,7 +199,9 @@ def _check_plan_range(doc: dict, inputs) -> None:
     link = inputs.link.usable_bytes_per_s / t.link_work_bytes[idx]
     for end in ("low", "high"):
         f_f, f_p, f_d = (bands[k][f"{end}_factor"] for k in ("prfaas_prefill", "pd_prefill", "decode"))
-        lam = min(f_f * pt["n_prfaas"] / t.prfaas_work_s[idx], link, f_p * pt["n_p"] / t.pd_work_s[idx], f_d * pt["n_d"] * r_d)
+        pools = [(f_f * pt["n_prfaas"], t.prfaas_work_s[idx]), (f_p * pt["n_p"], t.pd_work_s[idx])]
+        prefill = [rate / work if work > 0 else math.inf for rate, work in pools]  # a pool with no work binds nothing
+        lam = min(*prefill, link, f_d * pt["n_d"] * r_d)
         assert pt[f"lambda_max_{end}_rps"] == pytest.approx(lam, rel=1e-5)
         assert unc[end]["lambda_max_rps"] == pytest.approx(lam, rel=1e-5)
         rate = doc["operating"]["rate_rps"] * lam / pt["lambda_max_rps"]  # operating_load x Lambda_max
