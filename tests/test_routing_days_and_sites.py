@@ -855,6 +855,29 @@ def test_a_case_that_gives_only_an_input_keeps_the_scenarios_output(tmp_path):
     assert [s.decode for s in same.pd_sites] == [s.decode for s in given.pd_sites]
 
 
+def test_a_sites_own_workload_is_named_under_its_site_and_the_shared_ones_notes_come_once(run_cli, tmp_path):
+    """A PD site's own workload: its notes and errors name ``pd_sites.<site>.workload``; the scenario's
+    workload, shared by the other sites, gives its notes once (not once a site)."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    doc["workload"]["prefix_cache"] = {"hit_fractions": [0.0, 0.5], "probs": [0.6, 0.5]}
+    doc["pd_sites"].append(dict(doc["pd_sites"][1], name="asia"))
+    for window in doc["day"]["windows"]:
+        window["rates"]["asia"] = 1.0
+    own = {"input": dict(doc["workload"]["input"]), "prefix_cache": {"hit_fractions": [0.0, 0.25], "probs": [1.0, 1.0]}}
+    doc["pd_sites"][1]["workload"] = own
+    path = tmp_path / "own-workload.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    notes = [n for n in api.study(str(path)).notes if "probs" in n]
+    assert notes == [
+        f"workload.prefix_cache: the probs sum to 1.1, not 1: each is divided by the sum (shares {6 / 11:.3g}, {5 / 11:.3g})",
+        "pd_sites.europe.workload.prefix_cache: the probs sum to 2, not 1: each is divided by the sum (shares 0.5, 0.5)",
+    ]
+    own["input"]["max_tokens"] = 4 * 1024 * 1024  # beyond the model's context
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("sites", str(path))
+    assert res.code == 2 and "pd_sites.europe.workload.input" in res.err, res.err
+
+
 def test_robust_rows_give_each_cases_link_and_no_weight_when_none_is_given(run_cli, tmp_path):
     """A case with its own link_gbps is planned on it, and its CSV and JSON rows say so; cases
     without weights show none (not 0)."""

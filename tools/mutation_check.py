@@ -1375,6 +1375,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            if model is not None and m > 0 and not model.meets(m, slo, scv):",
         "            if model is not None and m > 0 and not model.meets(1.3 * m, slo, scv):",
     ),
+    "site-workload-named-as-the-scenarios": (
+        "prfaas_plan/study/resolve/sites.py",
+        'where = "workload" if site.workload is None else f"pd_sites.{site.name}.workload"',
+        'where = "workload"',
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -52,7 +52,8 @@ def resolve_sites(
     model, notes = _model(model_ref or spec.model, spec.precision, pool_specs, base, source)
     workloads = {}
     for site in spec.pd_sites:
-        workloads[site.name], workload_notes = _workload(site.workload or spec.workload, model, source)
+        where = "workload" if site.workload is None else f"pd_sites.{site.name}.workload"
+        workloads[site.name], workload_notes = _workload(site.workload or spec.workload, model, source, where)
         notes += workload_notes
     longest = max(int(w.full_input_dist.lengths_tokens[-1]) for w in workloads.values())
     prfaas_sites = []

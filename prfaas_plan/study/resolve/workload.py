@@ -19,25 +19,26 @@ from ..basis import decode_source, measured_decode_rate
 from ..model import Decode, Pool, Workload
 
 
-def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None) -> tuple[Workload, list[str]]:
+def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None, where: str = "workload") -> tuple[Workload, list[str]]:
     """The length distributions (and caches) of a workload spec, within the model's context, and
-    the notes of mixture weights read as relative."""
+    the notes of mixture weights read as relative; errors and notes name its fields under ``where``
+    (``pd_sites.<site>.workload`` for a site's own)."""
     given = [name for name in ("input", "output") if getattr(spec, name) is not None]
-    notes = [n for name in given for n in mixture_weight_notes(getattr(spec, name), f"workload.{name}")]
+    notes = [n for name in given for n in mixture_weight_notes(getattr(spec, name), f"{where}.{name}")]
     cc = spec.cluster_caches
-    caches = {"workload.prefix_cache": spec.prefix_cache}
+    caches = {f"{where}.prefix_cache": spec.prefix_cache}
     if cc is not None:
-        caches.update({"workload.cluster_caches.pd": cc.pd, "workload.cluster_caches.prfaas": cc.prfaas})
+        caches.update({f"{where}.cluster_caches.pd": cc.pd, f"{where}.cluster_caches.prfaas": cc.prfaas})
     for path, cache in caches.items():  # hit probabilities are normalised too (``with_prefix_cache``, ``HitDistribution``)
         note = None if cache is None else relative_shares_note(path, "the probs", list(cache.probs))
         notes += [note] if note is not None else []
-    workload = _distributions(spec, source, model)
+    workload = _distributions(spec, source, model, where)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
     if longest > model.max_context_tokens:
         raise PlanInputError(
             f"inputs reach {longest:,} tokens, beyond {model.name}'s context of {model.max_context_tokens:,}",
             source=source,
-            field="workload.input",
+            field=f"{where}.input",
         )
     return workload, notes
 
@@ -57,22 +58,22 @@ def case_workload(base: WorkloadSpec, case: WorkloadSpec) -> WorkloadSpec:
     return case.model_copy(update=keep)
 
 
-def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile) -> Workload:
+def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile, where: str) -> Workload:
     cc = spec.cluster_caches
     if cc is not None and cc.from_trace is not None:
-        return _trace_caches(spec, cc, source, model)
+        return _trace_caches(spec, cc, source, model, where)
     assert spec.input is not None  # the schema requires it without from_trace
-    joint = _trace_joint(spec, source)
+    joint = _trace_joint(spec, source, where)
     if joint is not None:
         return joint
-    full_input = build_distribution(spec.input, source, "workload.input")
+    full_input = build_distribution(spec.input, source, f"{where}.input")
     uncached = full_input
     if spec.prefix_cache is not None:
         try:
             uncached = with_prefix_cache(full_input, spec.prefix_cache.hit_fractions, spec.prefix_cache.probs)
         except PlanInputError as exc:
-            raise exc.with_field("workload.prefix_cache").with_source(source) from None
-    output = build_distribution(_output_spec(spec), source, "workload.output", role="output")
+            raise exc.with_field(f"{where}.prefix_cache").with_source(source) from None
+    output = build_distribution(_output_spec(spec), source, f"{where}.output", role="output")
     if spec.cluster_caches is None:
         return Workload(uncached, full_input, output)
     cc = spec.cluster_caches
@@ -84,7 +85,7 @@ def _distributions(spec: WorkloadSpec, source: str | None, model: ModelProfile) 
         workload = Workload(uncached, full_input, output, caches)
         return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
     except PlanInputError as exc:
-        raise exc.with_field(exc.field or "workload.cluster_caches").with_source(source) from None
+        raise exc.with_field(exc.field or f"{where}.cluster_caches").with_source(source) from None
 
 
 def _output_spec(spec: WorkloadSpec):
@@ -95,7 +96,7 @@ def _output_spec(spec: WorkloadSpec):
     return spec.input
 
 
-def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
+def _trace_joint(spec: WorkloadSpec, source: str | None, where: str) -> Workload | None:
     """The workload of a request trace used jointly (``workload.joint``): the input is a trace with
     a format, the output that same trace (or not given), and no prefix-cache distribution is given
     (a trace's own cached prefix, where it has one, sets the routing length). None otherwise."""
@@ -117,7 +118,7 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
 
     path = trace_path(inp.path, source)
     if not path.is_file():  # named from the scenario, as every other missing file is
-        raise PlanInputError(f"no trace file {shorten(str(path), 80)}", source=source, field="workload.input.path")
+        raise PlanInputError(f"no trace file {shorten(str(path), 80)}", source=source, field=f"{where}.input.path")
     trace = spec_trace(path, inp.format)  # its errors name the trace file and line
     j = joint_lengths(trace)
     return Workload(
@@ -130,7 +131,7 @@ def _trace_joint(spec: WorkloadSpec, source: str | None) -> Workload | None:
     )
 
 
-def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None, model: ModelProfile) -> Workload:
+def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None, model: ModelProfile, where: str) -> Workload:
     """The workload of ``cluster_caches.from_trace``: the trace's input lengths, each request's
     cached prefix in each cluster (``workload.trace_caches``); without ``workload.output``, the
     trace's own outputs and the decode context of its requests (``workload.joint``)."""
@@ -139,7 +140,7 @@ def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None,
     from ...workload.trace_caches import caches_from_trace
 
     given = "output" in spec.model_fields_set
-    output = build_distribution(spec.output, source, "workload.output") if given else None
+    output = build_distribution(spec.output, source, f"{where}.output") if given else None
     try:
         assert cc.from_trace is not None  # the caller's condition
         trace = spec_trace(trace_path(cc.from_trace.path, source), TraceFormat.mooncake)
@@ -151,7 +152,7 @@ def _trace_caches(spec: WorkloadSpec, cc: ClusterCachesSpec, source: str | None,
         workload = Workload(caches.full_input, caches.full_input, output, caches, decode_context_tokens=context, trace=trace)
         return workload.with_cache_regime(CacheRegime.scarce if cc.regime == CacheRegime.auto else cc.regime)
     except PlanInputError as exc:  # a trace's error names its line; the model's, the cache spec
-        raise (exc if exc.field else exc.with_field("workload.cluster_caches.from_trace")).with_source(source) from None
+        raise (exc if exc.field else exc.with_field(f"{where}.cluster_caches.from_trace")).with_source(source) from None
 
 
 def _decode_context(dec: DecodeSpec, model: ModelProfile, workload: Workload, source: str | None) -> int:
