@@ -1,7 +1,13 @@
 """Closed-form latency (Erlang C + Allen-Cunneen, pipelined transfer), SLO planning, rate sweep."""
 
+import json
+import math
+import re
+
 import numpy as np
 import pytest
+import yaml
+from conftest import case_study_doc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +93,39 @@ def test_goodput_is_the_largest_rate_meeting_the_slo(case):
     assert model.meets(good, slo) and not model.meets(good * 1.02, slo)
     lat = model.at(good)
     assert lat.overall_p90_s <= 5.0 + 1e-6 and lat.tpot_ms <= 60
+
+
+def test_a_tpot_only_slo_caps_goodput_at_the_operating_load(case):
+    """A TPOT target alone does not bound the queues (at Λ_max they never settle): the goodput is
+    operating_load x Λ_max, where TTFT is finite, unless TPOT itself is missed below it; there the
+    bisection finds the rate at which TPOT reaches the target."""
+    inputs, dec, dep = case
+    model = LatencyModel(inputs, dep, dec)
+    load = inputs.latency.operating_load
+    loose = goodput(model, SloSpec(tpot_ms=1e4), 3.236)
+    assert loose == pytest.approx(load * 3.236, rel=1e-12)
+    assert math.isfinite(model.at(loose).overall_p90_s)
+    at_one = model.at(1.0).tpot_ms
+    assert at_one < model.at(load * 3.236).tpot_ms  # TPOT rises with the rate (a larger batch)
+    assert goodput(model, SloSpec(tpot_ms=at_one), 3.236) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_tpot_only_slo_plan_operates_below_lambda_max_and_an_unmet_one_names_tpot(tmp_path, run_cli):
+    """plan with slo: {tpot_ms} operates at operating_load x Λ_max (finite TTFT, the note says why);
+    a TPOT no idle deployment reaches is refused with the best TPOT, not blamed on prefill."""
+    doc = case_study_doc()
+    doc["slo"] = {"tpot_ms": 90}
+    path = tmp_path / "tpot.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = json.loads(run_cli("plan", path, "-f", "json").out)
+    lam, lat = out["prfaas_pd"]["lambda_max_rps"], out["latency"]
+    assert lat["goodput_rps"] == pytest.approx(0.8 * lam, rel=1e-6)  # lam as the JSON rounds it
+    assert lat["operating"]["rate_rps"] == pytest.approx(0.8 * lam, rel=1e-4) and lat["operating"]["ttft_p90_s"] < 60
+    assert any(n.startswith("slo: no TTFT target") for n in out["notes"])
+    doc["slo"] = {"tpot_ms": 25}
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("plan", path)
+    assert res.code == 2 and re.search(r"the best TPOT is [\d.]+ ms against tpot_ms 25$", res.err.strip()), res.err
 
 
 @pytest.mark.slow

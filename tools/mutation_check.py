@@ -1380,6 +1380,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         'where = "workload" if site.workload is None else f"pd_sites.{site.name}.workload"',
         'where = "workload"',
     ),
+    "tpot-only-slo-goodput-at-lambda-max": (
+        "prfaas_plan/planner/slo.py",
+        "top = upper_rps * (1 - 1e-9) if bounds_queueing(slo) else model.inputs.latency.operating_load * upper_rps",
+        "top = upper_rps * (1 - 1e-9)",
+    ),
+    "idle-slo-miss-blames-prefill": (
+        "prfaas_plan/planner/slo.py",
+        "if (limit := getattr(slo, field)) is not None and min(values) > limit",
+        "if (limit := getattr(slo, field)) is not None and min(values) > 2 * limit",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -39,7 +39,7 @@ from .cost import Tco, chips_of, gpus_by_hardware, tco_at, unpriced_pools, usd_p
 from .deployment import deployments_of
 from .latency import LatencyModel, LatencyResult, SupportArrays
 from .optimizer import Solution, at_best_threshold, count_combinations, feasible_cost, optimise
-from .slo import best_plan, goodput
+from .slo import best_plan, bounds_queueing, goodput
 from .throughput import BOUNDS, StageThroughputs, ThresholdTable, bounds, stage_throughputs, threshold_table
 from .uncertainty import PlanRange, plan_range
 
@@ -565,6 +565,11 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         result.operating_rate_rps, result.operating_basis = target, "target rate"
     elif good is not None:
         result.operating_rate_rps, result.operating_basis = good, "SLO goodput"
+        if inputs.slo is not None and not bounds_queueing(inputs.slo):
+            result.notes.append(
+                f"slo: no TTFT target, and a TPOT target does not bound the queues (at Λ_max they never settle): "
+                f"goodput is at most latency.operating_load {settings.operating_load:g} x Λ_max"
+            )
     else:
         result.operating_rate_rps = settings.operating_load * result.point.lambda_max
         result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"

@@ -16,6 +16,7 @@ reaches is refused with the most goodput any plan within the ranges serves under
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -43,15 +44,23 @@ class SloPlan:
     usd_per_hour: float | None
 
 
+def bounds_queueing(slo) -> bool:
+    """Whether the SLO limits queueing: only a TTFT target does (TPOT is set by the decode batch)."""
+    return slo.ttft_p90_s is not None or slo.ttft_p99_s is not None
+
+
 def goodput(model: LatencyModel, slo, upper_rps: float, arrival_scv: float = 1.0) -> float:
-    """Largest rate in (0, upper_rps] meeting the SLO (0 if none does), by bisection."""
+    """Largest rate in (0, upper_rps] meeting the SLO (0 if none does), by bisection. An SLO
+    without a TTFT target does not bound the queues, which never settle at Lambda_max
+    (``upper_rps``): its goodput is at most ``latency.operating_load`` x ``upper_rps``."""
     if upper_rps <= 0 or not np.isfinite(upper_rps):
         return 0.0
-    if model.meets(upper_rps * (1 - 1e-9), slo, arrival_scv):
-        return upper_rps * (1 - 1e-9)
+    top = upper_rps * (1 - 1e-9) if bounds_queueing(slo) else model.inputs.latency.operating_load * upper_rps
+    if model.meets(top, slo, arrival_scv):
+        return top
     if not model.meets(upper_rps * 2.0**-_BISECTIONS, slo, arrival_scv):
         return 0.0  # missed even on an idle deployment: no bisection can find a rate
-    lo, hi = 0.0, upper_rps
+    lo, hi = 0.0, top
     for _ in range(_BISECTIONS):
         mid = 0.5 * (lo + hi)
         if model.meets(mid, slo, arrival_scv):
@@ -105,10 +114,13 @@ def slo_optimise(
         return LatencyModel(inputs, dep, decode, support).meets(IDLE_RATE_RPS, slo, scv)
 
     if not any(idle_ok(int(k)) for k in coarse):
-        raise PlanInputError(
-            "no routing threshold meets it even on an idle deployment (prefill and KV transfer alone exceed the targets)",
-            field="slo",
-        )
+        idle = [
+            LatencyModel(
+                inputs, Deployment(DeploymentName.prfaas_pd, float(table.thresholds_tokens[k]), 1, 1, 1), decode, support
+            ).at(IDLE_RATE_RPS, scv)
+            for k in coarse
+        ]
+        raise PlanInputError(f"no routing threshold meets it even on an idle deployment: {idle_misses(idle, slo)}", field="slo")
 
     def best_of(ks, n_f: int, n_p: int, n_d: int, lam: np.ndarray, cost, floor: float = 0.0) -> SloPlan | None:
         """The threshold of ``ks`` with the most goodput, the lowest one among equals (a max over
@@ -165,6 +177,22 @@ def slo_optimise(
                 )
         raise PlanInputError(f"no deployment within the ranges and budgets {what}", field="slo")
     return best
+
+
+def idle_misses(idle: list, slo) -> str:
+    """What an idle deployment misses: for each target, the best any threshold reaches
+    (``idle``: ``LatencyResult`` at an idle rate, one per threshold), where it is above the target."""
+    figures = (
+        ("TTFT P90", "ttft_p90_s", [r.overall_p90_s for r in idle], "s"),
+        ("TTFT P99", "ttft_p99_s", [r.overall_p99_s for r in idle], "s"),
+        ("TPOT", "tpot_ms", [r.tpot_ms if r.decode_batch is not None else math.inf for r in idle], "ms"),
+    )
+    said = [
+        f"the best {what} is {min(values):.4g} {unit} against {field} {limit:g}"
+        for what, field, values, unit in figures
+        if (limit := getattr(slo, field)) is not None and min(values) > limit
+    ]
+    return "; ".join(said) or "each threshold misses one target or another (none meets them all at once)"
 
 
 def best_plan(inputs: PlanInputs, table: ThresholdTable, decode: DecodeModel) -> tuple[Solution, float | None]:
