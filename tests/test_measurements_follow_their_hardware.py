@@ -206,7 +206,7 @@ def test_user_profile_with_a_shipped_name_uses_its_own_figures(run_cli, tmp_path
     mine.write_text(yaml.safe_dump(doc))
     shipped = json.loads(run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-f", "json").out)
     res = run_cli("kv", "prfaas-1t-hybrid", "-H", mine, "-f", "json")
-    assert res.code == 0 and "warning" in res.err and "differs from the shipped profile" in res.err
+    assert res.code == 0 and "warning" in res.err and "differs in its speed figures from the shipped profile" in res.err
     own = json.loads(res.out)
     assert shipped["source"] == "measured" and own["source"] == "roofline"
     assert own["rows"][2]["prefill_s"] > 1.5 * shipped["rows"][2]["prefill_s"]  # a third of the matmul efficiency
@@ -214,3 +214,36 @@ def test_user_profile_with_a_shipped_name_uses_its_own_figures(run_cli, tmp_path
     same = tmp_path / "copy.yaml"
     shutil.copy(REPO / "hardware_profiles" / "h200.yaml", same)
     assert json.loads(run_cli("kv", "prfaas-1t-hybrid", "-H", same, "-f", "json").out)["source"] == "measured"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"price_usd_per_gpu_hour": 2.0},
+        {"name": "h200-cheap", "price_usd_per_gpu_hour": 2.0, "price_note": "our contract"},
+        {"tdp_w": 650, "description": "our H200s"},
+    ],
+    ids=["price", "renamed-and-priced", "power-and-words"],
+)
+def test_a_copy_that_changes_only_price_power_or_words_keeps_the_measured_points(run_cli, tmp_path, edit):
+    """A price, a name, a power figure or words do not change how fast a chip runs: the copy's
+    prefill times are the shipped h200's measured ones, with no warning; the plan prices it at
+    the copy's price."""
+    doc = yaml.safe_load((REPO / "hardware_profiles" / "h200.yaml").read_text())
+    doc.update(edit)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(yaml.safe_dump(doc))
+    shipped = json.loads(run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-f", "json").out)
+    res = run_cli("kv", "prfaas-1t-hybrid", "-H", mine, "-f", "json")
+    assert res.code == 0 and "warning" not in res.err, res.err
+    own = json.loads(res.out)
+    times = lambda rows: [(r["length_tokens"], r["layout"], r["kv_bytes"], r["prefill_s"]) for r in rows]  # noqa: E731
+    assert own["source"] == "measured" and times(own["rows"]) == times(shipped["rows"])
+    if "price_usd_per_gpu_hour" in edit:
+        plan_doc = case_study_doc()
+        plan_doc["prfaas"]["hardware"] = str(mine)
+        plan_doc["prfaas"]["calibration_hardware"] = str(mine)
+        out = json.loads(run_cli("plan", _write(tmp_path, plan_doc), "-f", "json").out)
+        base = json.loads(run_cli("plan", "-f", "json").out)
+        assert out["prfaas_pd"]["lambda_max_rps"] == base["prfaas_pd"]["lambda_max_rps"]
+        assert out["prfaas_pd"]["usd_per_hour"] == pytest.approx(base["prfaas_pd"]["usd_per_hour"] - 4 * 8 * 2.0)

@@ -1390,6 +1390,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "if (limit := getattr(slo, field)) is not None and min(values) > limit",
         "if (limit := getattr(slo, field)) is not None and min(values) > 2 * limit",
     ),
+    "price-counts-as-a-speed-figure": (
+        "prfaas_plan/profiles/registry.py",
+        '{"name", "description", "sources", "assumptions", "tdp_w", "price_usd_per_gpu_hour", "price_note", "efficiency_sources"}',
+        '{"name", "description", "sources", "assumptions", "tdp_w", "price_note", "efficiency_sources"}',
+    ),
+    "renamed-copy-loses-its-measured-points": (
+        "prfaas_plan/timing/prefill.py",
+        "names = [hardware.name, *(m.hardware for m in model.measured if m.gpus == gpus and m.hardware != hardware.name)]",
+        "names = [hardware.name]",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
 from ..choices import ProfileKind
 from ..errors import PlanInputError, show
 from ..yamlio import file_status, is_regular_file, load_yaml_file, note_input
-from ._base import require_mapping
+from ._base import derived, require_mapping
 from .hardware import HardwareProfile, load_hardware_profile
 from .model import ModelProfile, load_model_profile
 from .scenario import Scenario, load_scenario
@@ -117,14 +117,23 @@ def _load_version(path: str, version, loader):
     return loader(load_yaml_file(path), path)
 
 
-def is_shipped_profile(profile: HardwareProfile | ModelProfile) -> bool:
-    """Whether ``profile`` is exactly the shipped profile of its name (a user's file that
-    reuses a shipped name with other figures is not)."""
-    kind = "hardware_profiles" if isinstance(profile, HardwareProfile) else "model_profiles"
-    if profile.name not in shipped_names(kind):
-        return False
-    shipped = resolve_hardware(profile.name) if kind == "hardware_profiles" else resolve_model(profile.name)
-    return shipped == profile
+# The fields of a hardware profile that price or describe the chip without changing how fast it
+# runs: a copy that changes only these times as the profile it copies, measured points and all.
+_NOT_SPEED = frozenset(
+    {"name", "description", "sources", "assumptions", "tdp_w", "price_usd_per_gpu_hour", "price_note", "efficiency_sources"}
+)
+
+
+def _speed_figures(profile: HardwareProfile) -> str:
+    return derived(profile, "speed-figures", lambda p: p.model_dump_json(exclude=set(_NOT_SPEED)))
+
+
+def shipped_twin(profile: HardwareProfile, names: Iterable[str]) -> str | None:
+    """The first of the shipped hardware ``names`` whose speed figures (peaks, memory, links,
+    efficiencies, calibration) ``profile`` has exactly, or None: a user's copy that changes only
+    its name, price, power or words is that hardware, for its measured points."""
+    shipped = shipped_names("hardware_profiles")
+    return next((n for n in names if n in shipped and _speed_figures(resolve_hardware(n)) == _speed_figures(profile)), None)
 
 
 def resolve_model(ref: str) -> ModelProfile:

@@ -39,7 +39,7 @@ from ..errors import PlanInputError, warn
 from ..pchip import pchip
 from ..profiles._base import profile_json
 from ..profiles.model import MeasuredProfile, ModelProfile
-from ..profiles.registry import is_shipped_profile
+from ..profiles.registry import shipped_twin
 from ..ranges import TOKENS
 from ..units import bytes_per_s_to_gbps
 from . import shipped
@@ -455,20 +455,24 @@ class MeasuredPrefill:
 
 
 def measured_for(model: ModelProfile, instance: Instance) -> MeasuredProfile | None:
-    """The model's measurements on this instance: same hardware name and chip count, and the
-    hardware profile is the shipped one of that name (a user's profile that reuses a shipped
-    name with other figures gets the roofline, with a warning; a calibrated copy gets the
-    roofline of its calibration, silently: it was asked for)."""
-    measured = model.measured_for(instance.hardware.name, instance.gpus)
-    if measured is None or instance.hardware.calibration is not None:
+    """The model's measurements on this instance: the same chip count, on the shipped hardware
+    whose speed figures the instance's profile has (``shipped_twin``: its own name first; a copy
+    that changes only its name, price, power or words keeps them). A user's profile that reuses
+    a shipped name with other figures gets the roofline, with a warning; a calibrated copy the
+    roofline of its calibration, silently: it was asked for."""
+    hardware, gpus = instance.hardware, instance.gpus
+    if hardware.calibration is not None:
         return None
-    if not is_shipped_profile(instance.hardware):
+    names = [hardware.name, *(m.hardware for m in model.measured if m.gpus == gpus and m.hardware != hardware.name)]
+    twin = shipped_twin(hardware, names)
+    if twin is not None:
+        return model.measured_for(twin, gpus)
+    if model.measured_for(hardware.name, gpus) is not None:
         warn(
-            f"hardware '{instance.hardware.name}' differs from the shipped profile of that name, so "
+            f"hardware '{hardware.name}' differs in its speed figures from the shipped profile of that name, so "
             f"{model.name}'s measured points for {instance.label} are not used (roofline instead)"
         )
-        return None
-    return measured
+    return None
 
 
 def prefill_curve(
