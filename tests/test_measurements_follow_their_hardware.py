@@ -247,3 +247,57 @@ def test_a_copy_that_changes_only_price_power_or_words_keeps_the_measured_points
         base = json.loads(run_cli("plan", "-f", "json").out)
         assert out["prfaas_pd"]["lambda_max_rps"] == base["prfaas_pd"]["lambda_max_rps"]
         assert out["prfaas_pd"]["usd_per_hour"] == pytest.approx(base["prfaas_pd"]["usd_per_hour"] - 4 * 8 * 2.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Measurements belong to the model they were taken on (measurements_model)
+
+
+def test_a_scenario_edited_to_another_model_drops_the_measurements_as_compare_does(tmp_path, run_cli):
+    """The shipped case study says its points and decode rate are of prfaas-1t-hybrid: a copy
+    whose `model:` is qwen3-235b plans on the roofline, says so, and gives compare --model's answer;
+    one that keeps measurements_model and plans prfaas-1t-hybrid again (compare --model) uses them."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "paper-case-study.yaml").read_text())
+    assert doc["measurements_model"] == doc["model"] == "prfaas-1t-hybrid"
+    doc["model"] = "qwen3-235b"
+    path = _write(tmp_path, doc)
+    out = json.loads(run_cli("plan", path, "-f", "json").out)
+    assert "pd: calibration points measured on prfaas-1t-hybrid dropped (the plan is of qwen3-235b)" in out["notes"]
+    assert any(n.startswith("the scenario's decode tokens/s measured on prfaas-1t-hybrid dropped") for n in out["notes"])
+    what_if = json.loads(run_cli("compare", "--model", "qwen3-235b", "--basis", "as-given", "-f", "json").out)["options"][0]
+    assert out["prfaas_pd"]["lambda_max_rps"] == pytest.approx(what_if["lambda_max_rps"], rel=1e-6)
+    assert out["prfaas_pd"]["lambda_max_rps"] != pytest.approx(CASE_STUDY_LAMBDA_RPS, rel=1e-2)
+    back = json.loads(run_cli("compare", path, "--model", "prfaas-1t-hybrid", "--basis", "as-given", "-f", "json").out)
+    assert back["options"][0]["lambda_max_rps"] == pytest.approx(CASE_STUDY_LAMBDA_RPS, abs=5e-4)
+
+
+def test_a_sites_file_of_another_model_drops_its_sites_calibration_points(tmp_path):
+    """A multi-site file whose measurements are of another model plans every site on the roofline:
+    a site's calibration points are dropped as the decode rate is (both noted)."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    case = case_study_doc()
+    doc["pd_sites"][0].update({k: case["pd"][k] for k in MEASURED["pd"] if k in case["pd"]})
+    doc["decode"].update({k: case["decode"][k] for k in MEASURED["decode"] if k in case["decode"]})
+    mine = api.study(_write(tmp_path, doc, "sites.yaml"))
+    doc["measurements_model"] = "qwen3-235b"
+    other = api.study(_write(tmp_path, doc, "sites-other.yaml"))
+    assert mine.pd_sites[0].pool.calibration is not None and other.pd_sites[0].pool.calibration is None
+    assert "pd_sites.us-east: calibration points measured on qwen3-235b dropped (the plan is of prfaas-1t-hybrid)" in other.notes
+    assert any(n.startswith("the scenario's decode tokens/s measured on qwen3-235b dropped") for n in other.notes)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "prfaas_plan" / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_measurement_names_the_model_hardware_and_chips_it_was_taken_on(path):
+    """A user edits the shipped files: every measurement in them says what it was taken on, so that
+    an edited model or hardware drops it (with a note) instead of fitting another chip to it."""
+    doc = yaml.safe_load(path.read_text())
+    pools = [doc[k] for k in ("prfaas", "pd", "pd_decode") if isinstance(doc.get(k), dict)]
+    pools += doc.get("prfaas_sites", []) + doc.get("pd_sites", [])
+    measured = [p for p in pools if p.get("calibration_points")]
+    decode = doc.get("decode", {})
+    for pool in measured:
+        assert pool.get("calibration_hardware") and pool.get("calibration_gpus"), pool
+    if decode.get("tokens_per_s_per_instance") is not None:
+        assert decode.get("tokens_per_s_hardware") and decode.get("tokens_per_s_gpus"), decode
+    if measured or decode.get("tokens_per_s_per_instance") is not None:
+        assert doc.get("measurements_model") == doc["model"]

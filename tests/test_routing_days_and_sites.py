@@ -454,6 +454,26 @@ def test_schedule_report_and_csv(run_cli):
     assert "day scale" in run_cli("schedule", DAY).out
 
 
+@pytest.mark.parametrize("command, name", [("schedule", "day-rebalance"), ("robust", "robust-three-mixes")])
+def test_schedule_and_robust_json_carry_their_headline_figures_and_the_scenarios_notes(run_cli, tmp_path, command, name):
+    """The JSON's `plan` gives, as numbers, what the title and first note say (counts, $/hour, day
+    scale or worst case); moved onto H100, the H20 measurements are dropped and the notes say so, as
+    plan's do."""
+    doc = json.loads(run_cli(command, name, "-f", "json").out)
+    plan, text = doc["plan"], run_cli(command, name).out
+    assert f"N_prfaas {plan['n_prfaas']}, N_pd {plan['n_pd']}" in text and f"${plan['usd_per_hour']:,.2f}/hour" in text
+    if command == "schedule":
+        assert f"schedule {plan['day_scale']:.3f}, best static plan {plan['static_day_scale']:.3f}" in text
+        assert (plan["day_scale"], plan["static_day_scale"]) == (pytest.approx(1.046, abs=5e-4), pytest.approx(0.960, abs=5e-4))
+    else:
+        assert f"worst case {plan['worst_lambda_rps']:.3f} req/s, weighted {plan['weighted_lambda_rps']:.3f}" in text
+        assert plan["worst_lambda_rps"] == pytest.approx(3.006, abs=5e-4)
+    moved = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / f"{name}.yaml").read_text())
+    moved["pd"]["hardware"] = "h100"
+    notes = json.loads(run_cli(command, _write(tmp_path, moved), "-f", "json").out)["notes"]
+    assert "decode on h100: the scenario's 800 tokens/s measured on h20 is not used: its roofline is" in notes
+
+
 # --------------------------------------------------------------------------------------------
 # several sites
 

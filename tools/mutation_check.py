@@ -541,7 +541,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "hardware-file-by-path-not-name": (
         "prfaas_plan/profiles/registry.py",
-        "return resolve_hardware(str(path)).name",
+        'return (resolve_hardware if kind == "hardware_profiles" else resolve_model)(str(path)).name',
         "return str(path)",
     ),
     "measurement-chips-ignored": (
@@ -728,8 +728,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     "compare-ratio-note-missing": ("prfaas_plan/views/compare.py", 'if served == "goodput":', 'if served == "Λ_max":'),
     "robust-json-rows-carry-table-cell": (
         'prfaas_plan/views/plan.py',
-        '        json_doc={**meta, "rows": rows, "notes": notes},',
-        '        json_doc={**meta, "rows": table_rows, "notes": notes},',
+        '        json_doc={**meta, "plan": summary, "rows": rows, "notes": notes},\n    )\n\n\ndef _robust_notes',
+        '        json_doc={**meta, "plan": summary, "rows": table_rows, "notes": notes},\n    )\n\n\ndef _robust_notes',
     ),
     "compare-plot-legend-without-rule": (
         'prfaas_plan/plot.py',
@@ -1399,6 +1399,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/timing/prefill.py",
         "names = [hardware.name, *(m.hardware for m in model.measured if m.gpus == gpus and m.hardware != hardware.name)]",
         "names = [hardware.name]",
+    ),
+    "measurements-kept-for-another-model": (
+        "prfaas_plan/study/resolve/single_site.py",
+        "    measured = same_model(measured_on, scenario.model, base)",
+        "    measured = True",
+    ),
+    "what-if-of-the-measured-model-drops-them": (
+        "prfaas_plan/study/resolve/single_site.py",
+        "        measured = same_model(self.measured_on, ref, base)",
+        "        measured = False",
+    ),
+    "sites-calibration-kept-for-another-model": (
+        "prfaas_plan/study/resolve/sites.py",
+        "pool = _fitted(Role.pd, site, model, refs[where], need, source, base, where, measured)",
+        "pool = _fitted(Role.pd, site, model, refs[where], need, source, base, where)",
+    ),
+    "schedule-drops-the-scenarios-notes": (
+        "prfaas_plan/planner/schedule.py",
+        "    day = replace(day, notes=inputs.notes + day.notes)",
+        "    day = replace(day, notes=day.notes)",
+    ),
+    "robust-drops-the-scenarios-notes": (
+        "prfaas_plan/planner/robust.py",
+        "    notes = tuple(dict.fromkeys(n for case in cases for n in case.inputs.notes))",
+        "    notes = ()",
     ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",

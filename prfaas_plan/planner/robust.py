@@ -79,6 +79,7 @@ class RobustPlan:
     n_decode: int | None  # N_d of a decode-only pool
     usd_per_hour: float | None  # provisioned
     cases: tuple[CaseResult, ...]
+    notes: tuple[str, ...] = ()  # what resolving the scenario and its cases said (measurements dropped, ...)
 
     @property
     def worst_lambda_rps(self) -> float:
@@ -219,4 +220,5 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
                 case.inputs.link.bandwidth_gbps,
             )
         )
-    return RobustPlan(objective, n_f, n_p + (n_d if shared else 0), None if shared else n_d, cost, tuple(results))
+    notes = tuple(dict.fromkeys(n for case in cases for n in case.inputs.notes))
+    return RobustPlan(objective, n_f, n_p + (n_d if shared else 0), None if shared else n_d, cost, tuple(results), notes)

@@ -331,6 +331,7 @@ def choose_day(
         assert first_error is not None  # variants is never empty (study.resolve.build_variants raises instead)
         raise first_error
     _, day, windows, inputs = best
+    day = replace(day, notes=inputs.notes + day.notes)  # what resolving the scenario said (measurements dropped, ...)
     if len(variants) > 1:
         chosen = "; ".join(f"{p.role} {p.gpus_per_instance} of {list(p.chip_options)}" for p in inputs.pools if p.chip_options)
         day = replace(

@@ -62,24 +62,34 @@ def canonical_name(ref: str, kind: str) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+def _identity(ref: str, kind: str, base: Path | None) -> str:
+    if not looks_like_path(ref):
+        return canonical_name(ref, kind) or ref
+    path = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
+    try:
+        return (resolve_hardware if kind == "hardware_profiles" else resolve_model)(str(path)).name
+    except PlanInputError:
+        return ref
+
+
 def hardware_identity(ref: str, base: Path | None = None) -> str:
     """The hardware a reference means, to tell whether two references name the same chip: a
     shipped name as ``canonical_name`` gives it ('H20' is h20), a profile file (a relative path
     taken from ``base``, the scenario's folder) by the name inside it; a reference that resolves
     to nothing is itself (the error is reported where the profile is loaded)."""
-    if not looks_like_path(ref):
-        return canonical_name(ref, "hardware_profiles") or ref
-    path = Path(ref) if base is None or Path(ref).is_absolute() else base / ref
-    try:
-        return resolve_hardware(str(path)).name
-    except PlanInputError:
-        return ref
+    return _identity(ref, "hardware_profiles", base)
 
 
 def same_hardware(a: str, b: str, base: Path | None = None) -> bool:
     """Whether two hardware references name the same hardware (``hardware_identity``): the
     test of whether a measurement taken on ``a`` belongs to a pool on ``b``."""
     return a == b or hardware_identity(a, base) == hardware_identity(b, base)
+
+
+def same_model(a: str, b: str, base: Path | None = None) -> bool:
+    """Whether two model references name the same model (as ``hardware_identity`` does for chips):
+    the test of whether a scenario's measurements, taken on ``a``, belong to a plan of ``b``."""
+    return a == b or _identity(a, "model_profiles", base) == _identity(b, "model_profiles", base)
 
 
 def unknown_name_reason(ref: str, label: str, names: tuple[str, ...], hint: str) -> str:

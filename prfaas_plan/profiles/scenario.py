@@ -420,6 +420,10 @@ class DeploymentSpec(StrictModel):
     description: Text = ""
     notes: Annotated[list[Text], Items()] = Field(default_factory=list)
     model: PathText  # shipped name or YAML path
+    # the model the file's measurements (every pool's calibration_points, decode's
+    # tokens_per_s_per_instance) were taken on (default: ``model``); a plan of another model does
+    # not use them (``study.resolve``)
+    measurements_model: PathText | None = None
     precision: PrecisionSpec | None = None  # dtype overrides of the model (weights, experts, kv, attention)
     workload: WorkloadSpec
     decode: DecodeSpec = Field(default_factory=DecodeSpec)

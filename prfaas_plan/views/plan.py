@@ -962,7 +962,15 @@ def robust_view(result, inputs) -> Report:
         f"N_p {result.n_pd}, N_d {result.n_decode}" if result.n_decode is not None else f"N_pd {result.n_pd} (split per case)"
     )
     cost = "-" if result.usd_per_hour is None else f"${result.usd_per_hour:,.2f}/hour provisioned"
-    meta, notes = {"scenario": inputs.name, "objective": str(result.objective)}, _robust_notes(result)
+    meta, notes = {"scenario": inputs.name, "objective": str(result.objective)}, _robust_notes(result) + list(result.notes)
+    summary = {  # the title's and the first note's figures, as numbers
+        "n_prfaas": result.n_prfaas,
+        "n_pd": result.n_pd,
+        "n_decode": result.n_decode,
+        "usd_per_hour": None if result.usd_per_hour is None else round(result.usd_per_hour, 6),
+        "worst_lambda_rps": round(result.worst_lambda_rps, 6),
+        "weighted_lambda_rps": round(result.weighted_lambda_rps, 6) if weighted else None,
+    }
     return Report(
         title=f"Robust plan: {inputs.name} ({result.objective}; shared {shared}; {cost})",
         columns=[
@@ -982,7 +990,7 @@ def robust_view(result, inputs) -> Report:
         meta=meta,
         csv_columns=csv,
         notes=notes,
-        json_doc={**meta, "rows": rows, "notes": notes},
+        json_doc={**meta, "plan": summary, "rows": rows, "notes": notes},
     )
 
 
@@ -1085,13 +1093,32 @@ def schedule_view(day, inputs, simulated=None) -> Report:
             else []
         ),
     ]
+    summary = {  # the title's and the first notes' figures, as numbers
+        "n_prfaas": day.n_prfaas,
+        "n_pd": day.n_pd,
+        "n_decode": day.n_decode,
+        "usd_per_hour": None if day.usd_per_hour is None else round(day.usd_per_hour, 6),
+        "day_scale": round(day.scale, 6),
+        **(
+            {}
+            if day.n_decode is not None
+            else {
+                "static_day_scale": round(day.static_scale, 6),
+                "static_n_prfaas": day.static_counts[0],
+                "static_n_pd": day.static_counts[1],
+                "static_usd_per_hour": None if day.static_counts[2] is None else round(day.static_counts[2], 6),
+            }
+        ),
+    }
+    meta = {"scenario": inputs.name}
     return Report(
         title=f"Day schedule: {inputs.name} (buy {bought}; {cost} provisioned)",
         columns=[c for c in columns if any(c.key in row for row in rows)],
         rows=rows,
         csv_columns=csv_columns(rows),
-        meta={"scenario": inputs.name},
+        meta=meta,
         notes=notes,
+        json_doc={**meta, "plan": summary, "rows": rows, "notes": notes},
     )
 
 

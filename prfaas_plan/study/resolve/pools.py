@@ -236,6 +236,18 @@ def _measured_on(decode: DecodeSpec, hardware: str, gpus_per_instance) -> Decode
     )
 
 
+def dropped_measurements(measured_on: str, plan_model: str | None, specs, decode: DecodeSpec, rooflines: str) -> list[str]:
+    """What a plan of another model leaves out of a file whose measurements were taken on
+    ``measured_on`` (``measurements_model``): each pool's calibration points (``specs``: (field
+    path, ClusterSpec)) and the decode tokens/s, whose place ``rooflines`` roofline takes. The
+    notes name ``plan_model`` unless None (a what-if's, which names it where it reports them)."""
+    why = f"measured on {measured_on} dropped" + ("" if plan_model is None else f" (the plan is of {plan_model})")
+    said = [f"{where}: calibration points {why}" for where, spec in specs if spec.calibration_points]
+    if decode.tokens_per_s_per_instance is not None:
+        said.append(f"the scenario's decode tokens/s {why}: {rooflines} roofline is used")
+    return said
+
+
 def _fitted(
     role: Role,
     spec: ClusterSpec,
@@ -245,12 +257,27 @@ def _fitted(
     source: str | None,
     base: Path | None,
     where: str,
+    measured: bool = True,
 ) -> Pool:
     """A pool of one chip count that holds the model and a ``need_tokens`` request, ``on`` (the
-    hardware's reference and profile, and whether a what-if moved it there: ``_pool``)."""
+    hardware's reference and profile, and whether a what-if moved it there: ``_pool``);
+    ``measured`` False, its calibration points are of another model (not used)."""
     written, hardware, moved = on
     gpus = chip_options(where, spec, model, hardware, need_tokens, source)[0]
-    pool = _pool(role, spec, model, hardware, gpus, (gpus,), source, base=base, where=where, written=written, moved=moved)
+    pool = _pool(
+        role,
+        spec,
+        model,
+        hardware,
+        gpus,
+        (gpus,),
+        source,
+        base=base,
+        where=where,
+        written=written,
+        moved=moved,
+        measured=measured,
+    )
     if spec.count_range[1] > 0:
         try:
             require_fit(model, pool.instance, need_tokens)

@@ -14,14 +14,14 @@ from ...choices import Basis, Role
 from ...errors import PlanInputError
 from ...profiles.hardware import HardwareProfile
 from ...profiles.model import ModelProfile
-from ...profiles.registry import hardware_identity, resolve_hardware, resolve_model, same_hardware
+from ...profiles.registry import hardware_identity, resolve_hardware, resolve_model, same_hardware, same_model
 from ...profiles.scenario import AUTO, ClusterSpec, CountRange, Scenario, WorkloadSpec, load_scenario
 from ...ranges import MAX_CHIP_COMBINATIONS
 from ...timing.memory import require_fit
 from ..cache_memory import cache_memory_notes
 from ..model import Decode, LatencySettings, Limits, Objective, OptimiserSettings, PlanInputs, Pool, Slo, Workload
 from .links import link_of
-from .pools import _base, _budgets, _fits, _hardware, _model, _pool, _ref, chip_options, moved_note
+from .pools import _base, _budgets, _fits, _hardware, _model, _pool, _ref, chip_options, dropped_measurements, moved_note
 from .workload import _decode, _decode_context, _workload, case_workload
 
 if TYPE_CHECKING:  # compare's options and multi-site schemas: imported where used (start-up)
@@ -113,19 +113,23 @@ class OneSite:
             pools={**self.pools, Role.pd: replace(pd, instances=(0, pd.instances[1])), Role.pd_decode: decode},
         )
 
+    @property
+    def measured_on(self) -> str:
+        """The model the scenario's measurements were taken on (``measurements_model``)."""
+        return self.scenario.measurements_model or self.scenario.model
+
     def with_model(self, ref: str) -> OneSite:
         """The scenario with the model ``ref`` (unchanged when it is the scenario's reference): the
         model, workload and decode context resolved on it; the scenario's calibration points and
-        decode tokens/s, measured on its own model, dropped (noted)."""
-        if ref == self.scenario.model:
+        decode tokens/s, unless measured on ``ref``, dropped (noted)."""
+        if ref == self.model_ref:
             return self
-        base, written = _base(self.source), self.scenario.model
+        base = _base(self.source)
         specs = [(str(role), pool.spec) for role, pool in self.pools.items()]
         model, notes = _model(ref, self.scenario.precision, specs, base, self.source)
         workload, workload_notes = _workload(self.scenario.workload, model, self.source)
-        said = [f"{role}: calibration points measured on {written} dropped" for role, spec in specs if spec.calibration_points]
-        if self.scenario.decode.tokens_per_s_per_instance is not None:
-            said.append(f"the scenario's decode tokens/s measured on {written} dropped: the decode pool's roofline is used")
+        measured = same_model(self.measured_on, ref, base)
+        said = [] if measured else dropped_measurements(self.measured_on, None, specs, self.scenario.decode, "the decode pool's")
         return self._said(
             *said,
             model_ref=ref,
@@ -133,7 +137,7 @@ class OneSite:
             workload=workload,
             context=_decode_context(self.scenario.decode, model, workload, self.source),
             notes=tuple(notes + workload_notes),
-            measured=False,
+            measured=measured,
         )
 
     def with_link_gbps(self, gbps: float) -> OneSite:
@@ -307,7 +311,12 @@ def one_site(scenario: Scenario, source: str | None = None, basis: Basis = Basis
         role: WrittenPool(spec, _hardware(role, spec.hardware, base, source), spec.hardware, spec.count_range)
         for role, spec in specs.items()
     }
-    return OneSite(scenario, source, basis, scenario.model, model, workload, context, pools, tuple(notes + workload_notes))
+    measured_on = scenario.measurements_model or scenario.model
+    measured = same_model(measured_on, scenario.model, base)
+    named = [(str(role), spec) for role, spec in specs.items()]
+    drop = [] if measured else dropped_measurements(measured_on, scenario.model, named, scenario.decode, "the decode pool's")
+    notes = notes + workload_notes + drop
+    return OneSite(scenario, source, basis, scenario.model, model, workload, context, pools, tuple(notes), measured=measured)
 
 
 def _written(base: OneSite, option: CompareOption) -> dict:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from ...choices import Role
 from ...profiles.hardware import HardwareProfile
 from ...profiles.model import ModelProfile
-from ...profiles.registry import same_hardware
+from ...profiles.registry import same_hardware, same_model
 from ..model import Case, OptimiserSettings, PdSite, PrfaasSite, Study, Window
 from .links import link_of
-from .pools import _base, _budgets, _fits, _fitted, _hardware, _measured_on, _model, moved_note
+from .pools import _base, _budgets, _fits, _fitted, _hardware, _measured_on, _model, dropped_measurements, moved_note
 from .workload import _decode, _decode_context, _workload, case_workload
 
 if TYPE_CHECKING:  # the multi-site schema: imported where used (start-up)
@@ -45,11 +45,14 @@ def resolve_sites(
             refs[where] = (ref, _hardware(where, ref, base, source), True)
             note = moved_note(where, site, ref, refs[where][1])
             said.extend([note] if note else [])
-    measured = model_ref is None or model_ref == spec.model
-    if not measured and spec.decode.tokens_per_s_per_instance is not None:
-        said.append(f"the decode tokens/s measured on {spec.model} dropped: each site's roofline is used")
     pool_specs = [(f"prfaas_sites.{s.name}", s) for s in spec.prfaas_sites] + [(f"pd_sites.{s.name}", s) for s in spec.pd_sites]
     model, notes = _model(model_ref or spec.model, spec.precision, pool_specs, base, source)
+    measured_on, planned = spec.measurements_model or spec.model, model_ref or spec.model
+    measured = same_model(measured_on, planned, base)
+    if not measured and model_ref is None:  # the file's own mismatch
+        notes += dropped_measurements(measured_on, planned, pool_specs, spec.decode, "each site's")
+    elif not measured:  # a what-if's, which names its model where it reports them
+        said += dropped_measurements(measured_on, None, pool_specs, spec.decode, "each site's")
     workloads = {}
     for site in spec.pd_sites:
         where = "workload" if site.workload is None else f"pd_sites.{site.name}.workload"
@@ -59,7 +62,7 @@ def resolve_sites(
     prfaas_sites = []
     for factory in spec.prfaas_sites:
         where = f"prfaas_sites.{factory.name}"
-        pool = _fitted(Role.prfaas, factory, model, refs[where], longest, source, base, where)
+        pool = _fitted(Role.prfaas, factory, model, refs[where], longest, source, base, where, measured)
         notes += pool.notes
         prfaas_sites.append(PrfaasSite(factory.name, pool, factory.count_range))
     pd_sites = []
@@ -67,7 +70,7 @@ def resolve_sites(
         where, workload = f"pd_sites.{site.name}", workloads[site.name]
         context = _decode_context(spec.decode, model, workload, source)
         need = max(context, int(workload.full_input_dist.lengths_tokens[-1]))
-        pool = _fitted(Role.pd, site, model, refs[where], need, source, base, where)
+        pool = _fitted(Role.pd, site, model, refs[where], need, source, base, where, measured)
         written = refs[where][0]
         decode, decode_notes = _decode(
             _measured_on(spec.decode, written, site.gpus_per_instance),
