@@ -301,3 +301,23 @@ def test_every_shipped_measurement_names_the_model_hardware_and_chips_it_was_tak
         assert decode.get("tokens_per_s_hardware") and decode.get("tokens_per_s_gpus"), decode
     if measured or decode.get("tokens_per_s_per_instance") is not None:
         assert doc.get("measurements_model") == doc["model"]
+
+
+def test_a_calibration_far_from_the_profile_says_the_points_may_be_of_another_chip(tmp_path, run_cli):
+    """H20 points fitted onto an H100 pool (a copy whose measurements name no hardware) put its
+    compute at 0.16x the profile's: the plan says the points may be another chip's; the case
+    study's own fit (1.08x) says nothing; a time in seconds is never such a factor."""
+    from prfaas_plan.study.resolve.pools import FAR_FIT_FACTOR, far_fit_notes
+
+    doc = case_study_doc()
+    for key in ("calibration_hardware", "calibration_gpus"):
+        doc["pd"].pop(key)
+    doc["pd"]["hardware"] = "h100"
+    notes = json.loads(run_cli("plan", _write(tmp_path, doc), "-f", "json").out)["notes"]
+    (note,) = [n for n in notes if "the calibration points put its" in n]
+    assert note.startswith("pd on h100: the calibration points put its compute at 0.16") and "calibration_hardware" in note
+    assert not [n for n in json.loads(run_cli("plan", "-f", "json").out)["notes"] if "the calibration points put" in n]
+    at_edge = {"compute": FAR_FIT_FACTOR, "matmul": 0.8 / FAR_FIT_FACTOR}
+    assert far_fit_notes("pd", "h20", at_edge, {"compute": 1, "matmul": 0.8}) == []
+    assert len(far_fit_notes("pd", "h20", {"compute": 2.01, "matmul": 0.39}, {"compute": 1, "matmul": 0.8})) == 2
+    assert far_fit_notes("pd", "h20", {"prefill_overhead_s": 0.9}, {"prefill_overhead_s": 0.02}) == []

@@ -1425,6 +1425,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    notes = tuple(dict.fromkeys(n for case in cases for n in case.inputs.notes))",
         "    notes = ()",
     ),
+    "far-calibration-never-noted": (
+        "prfaas_plan/study/resolve/pools.py",
+        "        notes = [*notes, *far_fit_notes(where, written or spec.hardware, calibration.fitted, calibration.before)]\n",
+        "",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -136,6 +136,7 @@ def _pool(
             field = "calibration_fit" if exc.field == "fit" else "calibration_points"
             raise PlanInputError(exc.reason, source=source, field=f"{where}.{field}") from None
         hardware = calibration.hardware
+        notes = [*notes, *far_fit_notes(where, written or spec.hardware, calibration.fitted, calibration.before)]
     instance = Instance(hardware, gpus, layout, engine)
     options = options if len(options) > 1 else ()
     if not prefills:
@@ -234,6 +235,28 @@ def _measured_on(decode: DecodeSpec, hardware: str, gpus_per_instance) -> Decode
     return decode.model_copy(
         update=measured_instance_defaults(decode.model_dump(), written, "tokens_per_s_hardware", "tokens_per_s_gpus")
     )
+
+
+# A calibration that moves an efficiency factor more than this far either way from the profile's
+# is more likely fitted to points of another chip, chip count or layout than to this one's own
+# kernels: the published measurements put the uncalibrated instance model within about 2x
+# (docs/validation.md).
+FAR_FIT_FACTOR = 2.0
+
+
+def far_fit_notes(where: str, hardware: str, fitted: dict[str, float], before: dict[str, float]) -> list[str]:
+    """A note for each fitted efficiency (not a time in seconds) that the calibration moved beyond
+    ``FAR_FIT_FACTOR`` either way from the profile's value."""
+    out = []
+    for name, value in fitted.items():
+        was = before.get(name)
+        if name.endswith("_s") or not was or was <= 0 or 1 / FAR_FIT_FACTOR <= value / was <= FAR_FIT_FACTOR:
+            continue
+        out.append(
+            f"{where} on {hardware}: the calibration points put its {name} at {value / was:.3g}x the profile's: "
+            "are they of this hardware, chip count and layout? (calibration_hardware, calibration_gpus)"
+        )
+    return out
 
 
 def dropped_measurements(measured_on: str, plan_model: str | None, specs, decode: DecodeSpec, rooflines: str) -> list[str]:
