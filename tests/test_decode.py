@@ -125,3 +125,58 @@ def test_bigger_batch_more_throughput_until_memory():
     sizes = np.array([1, 8, 32, 64])
     t = decode_step_s(m, inst, sizes, 8192)
     assert np.all(np.diff(sizes / t) > 0)
+
+
+# --------------------------------------------------------------------------------------------
+# A scenario's measured decode rate under its TPOT limit and its batch
+
+
+def _case_study_with(tmp_path, **decode):
+    import yaml
+    from conftest import case_study_doc
+
+    from prfaas_plan.planner.chips import load_inputs
+
+    doc = case_study_doc()
+    doc["decode"].update(decode)
+    path = tmp_path / "decode.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return load_inputs(str(path))
+
+
+def test_a_measured_rate_is_held_to_the_tpot_limit_on_the_roofline_curve_through_it(tmp_path):
+    """800 tokens/s at 64 running requests (an 80 ms step) under tpot_ms 60: the roofline's step
+    curve scaled through the measured point, k T_roof(b), meets 60 ms up to the batch a brute-force
+    scan finds; the plan's decode rate is that batch over its step, and its steps meet the limit."""
+    from prfaas_plan.study.model import decode_model
+    from prfaas_plan.timing.decode import decode_capacity
+
+    inputs = _case_study_with(tmp_path, tpot_ms=60)
+    pool = inputs.decode_pool.instance
+    context = inputs.decode.context_tokens
+    full = decode_capacity(inputs.model, pool, context, max_batch=64, source="roofline")
+    roof = decode_step_s(inputs.model, pool, np.arange(1, 65, dtype=float), context, full.layout)
+    k = (64 / 800) / roof[-1]
+    batch = max(b for b in range(1, 65) if k * roof[b - 1] <= 0.060)
+    assert inputs.decode.batch == batch < 64
+    assert inputs.decode.tokens_per_s_per_instance == pytest.approx(batch / (k * roof[batch - 1]), rel=1e-12)
+    model = decode_model(inputs)
+    assert model.batch_size == batch and model.tokens_per_s == pytest.approx(inputs.decode.tokens_per_s_per_instance)
+    assert float(model.step_s(batch)) * 1e3 <= 60 + 1e-9
+    assert any("held to tpot_ms 60" in n for n in inputs.notes)
+    loose = _case_study_with(tmp_path, tpot_ms=100)  # 80 ms already meets it: the measured point as given
+    assert loose.decode.batch is None and loose.decode.tokens_per_s_per_instance == 800
+
+
+def test_a_tpot_limit_the_measured_curve_misses_at_one_request_is_refused(tmp_path):
+    with pytest.raises(PlanInputError) as err:
+        _case_study_with(tmp_path, tpot_ms=20)
+    assert err.value.field == "decode.tpot_ms" and "with one running request, above the limit of 20 ms" in err.value.reason
+
+
+def test_a_measured_rate_far_faster_than_the_roofline_at_its_batch_is_noted(tmp_path):
+    """800 tokens/s at max_batch 1 is a 1.25 ms step on 8 x H20, where reading the weights alone
+    takes longer: the plan says the rate is probably of another batch; at 64 (80 ms) it says nothing."""
+    (note,) = [n for n in _case_study_with(tmp_path, max_batch=1).notes if "faster than the roofline" in n]
+    assert note.startswith("decode on 8 x h20: the scenario's 800 tokens/s at 1 running request is a 1.25 ms step")
+    assert not [n for n in _case_study_with(tmp_path).notes if "faster than the roofline" in n]

@@ -1430,6 +1430,26 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        notes = [*notes, *far_fit_notes(where, written or spec.hardware, calibration.fitted, calibration.before)]\n",
         "",
     ),
+    "measured-rate-not-held-to-tpot": (
+        "prfaas_plan/study/model.py",
+        "    if tpot_ms is None or k * float(steps[-1]) * 1e3 <= tpot_ms * (1 + 1e-9):",
+        "    if True:",
+    ),
+    "held-rate-at-the-wrong-batch": (
+        "prfaas_plan/study/model.py",
+        "    batch = int(within[-1]) + 1\n",
+        "    batch = int(within[-1])\n",
+    ),
+    "decode-model-ignores-the-held-batch": (
+        "prfaas_plan/study/model.py",
+        "        max_batch=dec.max_batch if dec.batch is None else dec.batch,",
+        "        max_batch=dec.max_batch,",
+    ),
+    "fast-measured-rate-never-noted": (
+        "prfaas_plan/study/resolve/workload.py",
+        "    if k < 1 / FAR_FIT_FACTOR:",
+        "    if k < 0.01 / FAR_FIT_FACTOR:",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

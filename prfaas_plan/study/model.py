@@ -191,6 +191,7 @@ class Decode:
     tokens_per_s_per_instance: float
     source: DecodeSource  # the scenario's figure, the roofline, or the model profile's measurement
     capacity: DecodeCapacity | None  # the roofline's batch (None when the scenario gives tokens/s)
+    batch: int | None = None  # the scenario's rate held to its TPOT limit: the batch it holds at (``held_to_tpot``)
 
 
 @dataclass(frozen=True)
@@ -639,17 +640,45 @@ class DecodeModel:
         return float(b[k - 1] + (-lo) / (hi - lo))
 
 
+def measured_rate_scale(model: ModelProfile, instance, context_tokens: int, tokens_per_s: float, max_batch: int | None):
+    """A measured decode rate (output tokens/s of one instance) on the roofline's step curve: it
+    belongs to the batch the limits other than TPOT give (``max_batch``, memory: B_m), and the
+    roofline's steps rescaled through it, T(b) = k T_roof(b) with k = (B_m / rate) / T_roof(B_m),
+    give the step at other batches. Returns (k, T_roof(b) for b = 1..B_m in seconds)."""
+    cap = decode_capacity(model, instance, context_tokens, max_batch=max_batch, source=CurveSource.roofline)
+    steps = decode_step_s(model, instance, np.arange(1, cap.batch_size + 1, dtype=float), context_tokens, cap.layout)
+    return (cap.batch_size / tokens_per_s) / float(steps[-1]), steps
+
+
+def held_to_tpot(k: float, steps: np.ndarray, tokens_per_s: float, tpot_ms: float | None) -> tuple[int, float]:
+    """(batch, tokens/s) of a measured rate held to a TPOT limit (``measured_rate_scale``'s k and
+    T_roof): the largest batch whose step k T_roof(b) meets the limit, and the rate there,
+    b / (k T_roof(b)); the measured point itself when it meets the limit or there is none."""
+    if tpot_ms is None or k * float(steps[-1]) * 1e3 <= tpot_ms * (1 + 1e-9):
+        return len(steps), tokens_per_s
+    within = np.flatnonzero(k * steps * 1e3 <= tpot_ms * (1 + 1e-9))  # steps rise with the batch: a prefix
+    if within.size == 0:
+        raise PlanInputError(
+            f"the scenario's {tokens_per_s:,.0f} tokens/s per instance, on the roofline's step curve through it, "
+            f"take {k * float(steps[0]) * 1e3:.2f} ms a step with one running request, above the limit of {tpot_ms:g} ms",
+            field="decode.tpot_ms",
+        )
+    batch = int(within[-1]) + 1
+    return batch, batch / (k * float(steps[batch - 1]))
+
+
 def decode_model(inputs: PlanInputs) -> DecodeModel:
-    """The decode side of ``inputs``: its batch (``decode.capacity``, else the roofline's) and
-    T_step(b) for b = 1..batch, rescaled to a measured tokens/s where one is given."""
+    """The decode side of ``inputs``: its batch (``decode.capacity``; a scenario's rate held to a
+    TPOT limit, ``decode.batch``; else the roofline's) and T_step(b) for b = 1..batch, rescaled to
+    a measured tokens/s where one is given."""
     dec = inputs.decode
     context = dec.context_tokens
     cap = dec.capacity or decode_capacity(
         inputs.model,
         inputs.decode_pool.instance,
         context,
-        tpot_ms=dec.tpot_ms,
-        max_batch=dec.max_batch,
+        tpot_ms=dec.tpot_ms if dec.batch is None else None,
+        max_batch=dec.max_batch if dec.batch is None else dec.batch,
         source=CurveSource.roofline,
     )
     sizes = np.arange(1, cap.batch_size + 1, dtype=float)

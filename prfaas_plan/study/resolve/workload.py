@@ -16,7 +16,8 @@ from ...timing.decode import decode_capacity
 from ...workload.cluster_cache import ClusterCaches, HitDistribution
 from ...workload.distributions import build_distribution, with_prefix_cache
 from ..basis import decode_source, measured_decode_rate
-from ..model import Decode, Pool, Workload
+from ..model import Decode, Pool, Workload, held_to_tpot, measured_rate_scale
+from .pools import FAR_FIT_FACTOR
 
 
 def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None, where: str = "workload") -> tuple[Workload, list[str]]:
@@ -193,10 +194,41 @@ def _decode(
         base,
     )
     if rate is not None and basis == Basis.as_given:
-        return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
+        return _given_rate(dec, model, pd, written, context, rate, notes)
     try:
         capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
     except PlanInputError as exc:
         raise PlanInputError(exc.reason, source=source, field=f"decode.{exc.field}" if exc.field else "decode") from None
     used = decode_source(rate is not None, capacity.source, basis)
     return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s if rate is None else rate, used, capacity), notes
+
+
+def _given_rate(dec: DecodeSpec, model: ModelProfile, pd: Pool, written: str, context: int, rate: float, notes: list[str]):
+    """The scenario's measured decode rate as the plan uses it: held to ``decode.tpot_ms`` on the
+    roofline's step curve through it (``study.model.held_to_tpot``, noted), and noted when it is more
+    than ``FAR_FIT_FACTOR`` times faster than that curve (a rate of another batch, hardware or chip
+    count: 800 tokens/s at one running request on 8 x H20 is a 1.25 ms step, against 8.86 ms)."""
+    try:
+        k, steps = measured_rate_scale(model, pd.instance, context, rate, dec.max_batch)
+        batch, held = held_to_tpot(k, steps, rate, dec.tpot_ms)
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, field=exc.field if exc.field == "decode.tpot_ms" else "decode") from None
+    notes = list(notes)
+    where, at = (
+        f"decode on {pd.gpus_per_instance} x {written}",
+        f"{rate:,.0f} tokens/s at {len(steps):,} running request{'s' * (len(steps) != 1)}",
+    )
+    step_ms = len(steps) / rate * 1e3
+    if k < 1 / FAR_FIT_FACTOR:  # slower is common (what the roofline leaves out); this much faster is not
+        notes.append(
+            f"{where}: the scenario's {at} is a {step_ms:.3g} ms step, {1 / k:.3g}x faster than the "
+            f"roofline's {float(steps[-1]) * 1e3:.3g} ms: "
+            "is it of this batch (max_batch), hardware and chips? (tokens_per_s_hardware, tokens_per_s_gpus)"
+        )
+    if batch < len(steps):
+        notes.append(
+            f"{where}: the scenario's {at} ({step_ms:.3g} ms a step) held to tpot_ms {dec.tpot_ms:g}: "
+            f"{batch:,} running requests, {held:,.0f} tokens/s (the roofline's step curve through the measured point)"
+        )
+        return Decode(context, dec.tpot_ms, dec.max_batch, held, DecodeSource.scenario, None, batch), notes
+    return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
