@@ -153,6 +153,8 @@ def test_auto_chips_pick_the_smallest_fitting_count_for_kimi_k2_on_h20():
 
     smallest = next(n for n in range(1, 64) if fits(n))
     assert smallest >= 12  # 1.04 TB of fp8 weights over 92.8 GB usable per H20: more than 11 chips
+    docs = " ".join((REPO / "docs" / "procurement.md").read_text().split())
+    assert f"`auto` gives {smallest} chips and their multiple {2 * smallest}" in docs and f"{smallest - 1} do not hold" in docs
     assert inputs.pd.chip_options[0] == smallest and inputs.pd.chip_options == (smallest, 2 * smallest)
     assert inputs.pd.gpus_per_instance in inputs.pd.chip_options
     # capped at the smallest: that count is used
