@@ -91,8 +91,25 @@ def test_an_option_equal_but_for_float_noise_and_dearer_is_off_the_front():
 
     noise = [option(0, 24.0, 1.2907805287953904), option(1, 30.6, 1.2907805287953398)]
     assert pareto_front(noise) == {0}
-    real = [option(0, 24.0, 1.2907815), option(1, 30.6, 1.2907805)]
+    real = [option(0, 24.0, 1.32), option(1, 30.6, 1.2907805)]  # 2.3% shorter: a gain worth its price
     assert pareto_front(real) == {0, 1}
+
+
+def test_a_gain_under_one_percent_does_not_put_a_dearer_option_on_the_front():
+    """phase-split's case: an option 10.8x dearer with fewer req/s is not starred for a TTFT P90
+    1 ms (0.6%) shorter; two options within 1% on every criterion tie; a 1.1% gain is a gain, and
+    a 1% saving is not. An option within 1% on every criterion but $/hour, 1.5% dearer, is off."""
+
+    def option(k, usd, rate, ttft):
+        return OptionResult(CompareOption(link_gbps=float(k)), usd_per_hour=usd, lambda_max_rps=rate, ttft_p90_s=ttft)
+
+    assert pareto_front([option(0, 121.0, 43.4, 0.158), option(1, 1305.0, 36.9, 0.157)]) == {0}
+    # within 1% on every criterion: a tie, neither beats the other, both starred
+    assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 101.0, 10.09, 1.0)]) == {0, 1}
+    # 1.1% more req/s is a gain; 1% less $/hour is not: the other way round
+    assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 101.0, 10.11, 1.0)]) == {1}
+    assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 102.0, 10.11, 1.0)]) == {0, 1}
+    assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 101.5, 10.05, 0.995)]) == {0}
 
 
 def test_unpriced_options_enter_the_front_and_beat_the_worse_priced_one(run_cli):

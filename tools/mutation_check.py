@@ -1450,6 +1450,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if k < 1 / FAR_FIT_FACTOR:",
         "    if k < 0.01 / FAR_FIT_FACTOR:",
     ),
+    "front-counts-a-one-ms-ttft-gain": (
+        "prfaas_plan/planner/compare.py",
+        "FRONT_REL_TOL = 0.01\n",
+        "FRONT_REL_TOL = 1e-9\n",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -276,12 +276,18 @@ def front_criteria(results: list[OptionResult], objective: ObjectiveKind = Objec
     )
 
 
-FRONT_REL_TOL = 1e-9  # criteria this close count as equal on the front
+FLOAT_REL_TOL = 1e-9  # criteria this close are equal but for float noise (two routes to one TTFT differ by 5e-14 s)
+# A gain smaller than this in one criterion does not put an option on the front: the figures are
+# printed to three digits and come from a model good to tens of percent (docs/validation.md), so a
+# TTFT 1 ms shorter does not make an option 10x dearer a choice (epsilon-dominance).
+FRONT_REL_TOL = 0.01
 
 
 def pareto_front(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput) -> set[int]:
-    """Indices of the feasible results that no other feasible result dominates on
-    ``front_criteria`` (at least as good on each, better on one)."""
+    """Indices of the feasible results on the front over ``front_criteria``: those no other feasible
+    result dominates (at least as good on each, better on one: criteria within ``FLOAT_REL_TOL``
+    equal), less those another member dominates with every criterion within ``FRONT_REL_TOL``
+    counted as equal (a gain under 1% does not count); if that left none, the first front."""
     criteria = front_criteria(results, objective)
 
     def loss(r: OptionResult, name: str) -> float:  # less is better
@@ -290,13 +296,13 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
 
     points = {i: tuple(loss(r, name) for name in criteria) for i, r in enumerate(results) if r.feasible}
 
-    def same(x: float, y: float) -> bool:  # equal but for float noise (two routes to one TTFT differ by 5e-14 s)
-        return math.isclose(x, y, rel_tol=FRONT_REL_TOL, abs_tol=1e-12)
+    def dominates(b: tuple, a: tuple, tol: float) -> bool:
+        same = [math.isclose(x, y, rel_tol=tol, abs_tol=1e-12) for x, y in zip(b, a)]
+        return all(x <= y or s for x, y, s in zip(b, a, same)) and any(x < y and not s for x, y, s in zip(b, a, same))
 
-    def dominates(b: tuple, a: tuple) -> bool:
-        return all(x <= y or same(x, y) for x, y in zip(b, a)) and any(x < y and not same(x, y) for x, y in zip(b, a))
-
-    return {i for i, a in points.items() if not any(dominates(b, a) for b in points.values())}
+    exact = {i for i, a in points.items() if not any(dominates(b, a, FLOAT_REL_TOL) for b in points.values())}
+    loose = {i for i in exact if not any(dominates(points[j], points[i], FRONT_REL_TOL) for j in exact if j != i)}
+    return loose or exact
 
 
 def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None, executor=None) -> Comparison:
