@@ -1472,8 +1472,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "front-without-float-tolerance": (
         "prfaas_plan/planner/compare.py",
-        "        return math.isclose(x, y, rel_tol=FRONT_REL_TOL, abs_tol=1e-12)",
-        "        return x == y",
+        "        same = [math.isclose(x, y, rel_tol=tol, abs_tol=1e-12) for x, y in zip(b, a)]",
+        "        same = [x == y for x, y in zip(b, a)]",
     ),
     "sweep-ignores-unused-range-options": (
         "prfaas_plan/api.py",
