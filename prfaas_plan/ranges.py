@@ -65,6 +65,14 @@ PARAMS_B = Range(0, 100_000, "billion parameters", "a declared parameter count",
 TFLOPS = Range(0.001, 1e6, "TFLOPS", "a dense peak per chip")
 MEMORY_GIB = Range(0.001, 1e6, "GiB", "memory per chip")
 MEMORY_TB_PER_S = Range(0.001, 1e4, "TB/s", "memory bandwidth per chip")
+# Cross-field checks of a hardware profile, against figures typed in the wrong unit (PFLOPS as
+# TFLOPS, GB/s as TB/s): each narrower dtype's peak at most this many times the next wider one's
+# (shipped: at most 4.4x, Rubin's FP8 over BF16) ...
+PEAK_STEP_MAX = 8.0
+# ... and the BF16 peak over the memory bandwidth, FLOP per byte (shipped: 2.4 for the Groq LPU's
+# SRAM to 2,500 for Rubin CPX's GDDR7; below 1, a bandwidth in GB/s typed as TB/s; the top leaves
+# room for deliberately memory-bound test chips)
+MACHINE_BALANCE = Range(1, 1e6, "bf16 FLOP per byte", "peak_tflops.bf16 over memory_bandwidth_tb_per_s")
 SCALE_UP_GB_PER_S = Range(0.001, 1e6, "GB/s", "scale-up bandwidth per chip, one direction")
 NIC_GBPS = Range(0.001, 1e6, "Gbps", "scale-out NIC bandwidth per chip")
 TDP_W = Range(1, 1e5, "W", "power per chip")
@@ -170,6 +178,7 @@ NUMERIC = (
     TFLOPS,
     MEMORY_GIB,
     MEMORY_TB_PER_S,
+    MACHINE_BALANCE,
     SCALE_UP_GB_PER_S,
     NIC_GBPS,
     TDP_W,

@@ -163,6 +163,31 @@ def test_fp4_peak_below_fp8_rejected(tmp_path, run_cli):
     assert res.code == 2 and "fp4" in res.err
 
 
+@pytest.mark.parametrize(
+    "profile, edit, needle",
+    [
+        ("h100", {"peak_tflops": {"bf16": 0.989, "fp8": 1979}}, "peak_tflops.fp8 is 2,001x peak_tflops.bf16, more than 8x"),
+        ("b200", {"peak_tflops": {"bf16": 2250, "fp8": 4.5, "fp4": 9000}}, "peak_tflops.fp8 is below peak_tflops.bf16"),
+        ("b200", {"peak_tflops": {"bf16": 2250, "fp8": 4500, "fp4": 9e5}}, "peak_tflops.fp4 is 200x peak_tflops.fp8"),
+        ("h100", {"memory_bandwidth_tb_per_s": 3350}, "is 0.2952 FLOP per byte, outside 1 to 1e+06"),
+        ("groq-lpu", {"peak_tflops": {"bf16": 50, "fp8": 200}}, "is 0.625 FLOP per byte"),
+    ],
+    ids=["bf16-in-pflops", "fp8-in-pflops", "fp4-in-gflops", "bandwidth-in-gb-per-s", "sram-faster-than-compute"],
+)
+def test_hardware_figures_in_the_wrong_unit_are_refused(tmp_path, run_cli, profile, edit, needle):
+    """A peak more than 8x the next wider dtype's, or a BF16 peak below 1 FLOP per byte of memory
+    bandwidth (the shipped chips span 2.4 to 2,500, ranges.MACHINE_BALANCE), is a figure in another
+    unit: refused in one line, exit 2; every shipped profile passes."""
+    doc = yaml.safe_load((REPO / f"hardware_profiles/{profile}.yaml").read_text())
+    doc.update(edit)
+    path = tmp_path / "hw.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = run_cli("validate", path)
+    assert res.code == 2 and needle in res.err and len(res.err.strip().splitlines()) == 1, res.err
+    for shipped in (REPO / "hardware_profiles").glob("*.yaml"):
+        assert run_cli("validate", shipped).code == 0, shipped
+
+
 def test_fp4_experts_run_at_the_fp4_peak():
     """gpt-oss-style MXFP4 experts prefill faster on a chip with fp4 tensor cores than the same
     model with bf16 experts; on a chip without fp4 they fall back to fp8."""

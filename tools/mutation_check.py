@@ -1455,6 +1455,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "FRONT_REL_TOL = 0.01\n",
         "FRONT_REL_TOL = 1e-9\n",
     ),
+    "peak-in-another-unit-accepted": (
+        "prfaas_plan/profiles/hardware.py",
+        "            if ratio > PEAK_STEP_MAX:",
+        "            if ratio > 1e9 * PEAK_STEP_MAX:",
+    ),
+    "bandwidth-in-another-unit-accepted": (
+        "prfaas_plan/profiles/hardware.py",
+        "        if MACHINE_BALANCE.problem(balance) is not None:",
+        "        if False:",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

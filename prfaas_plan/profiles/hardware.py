@@ -18,9 +18,11 @@ from ..ranges import (
     GEMM_SHAPE,
     KERNEL_MULTIPLIER,
     KERNEL_OVERHEAD_US,
+    MACHINE_BALANCE,
     MEMORY_GIB,
     MEMORY_TB_PER_S,
     NIC_GBPS,
+    PEAK_STEP_MAX,
     PREFILL_OVERHEAD_S,
     PRICE_USD_PER_GPU_HOUR,
     SCALE_UP_GB_PER_S,
@@ -166,6 +168,20 @@ class HardwareProfile(StrictModel):
             raise ValueError("peak_tflops.fp8 is below peak_tflops.bf16")
         if p.fp4 is not None and p.fp4 < (p.fp8 or p.bf16):
             raise ValueError("peak_tflops.fp4 is below the fp8 (or bf16) peak")
+        for narrow, wide in (("fp8", "bf16"), ("fp4", "fp8" if p.fp8 is not None else "bf16")):
+            ratio = (getattr(p, narrow) or 0.0) / getattr(p, wide)
+            if ratio > PEAK_STEP_MAX:
+                raise ValueError(
+                    f"peak_tflops.{narrow} is {ratio:,.4g}x peak_tflops.{wide}, more than {PEAK_STEP_MAX:g}x: "
+                    "is one of them in PFLOPS or GFLOPS? (both are dense TFLOPS)"
+                )
+        balance = p.bf16 / self.memory_bandwidth_tb_per_s  # TFLOPS over TB/s: FLOP per byte
+        if MACHINE_BALANCE.problem(balance) is not None:
+            raise ValueError(
+                f"peak_tflops.bf16 {p.bf16:g} TFLOPS over memory_bandwidth_tb_per_s {self.memory_bandwidth_tb_per_s:g} "
+                f"is {balance:,.4g} FLOP per byte, outside {MACHINE_BALANCE.lo:g} to {MACHINE_BALANCE.hi:g} "
+                "(real chips: 2.4 to 2,500): is one of them in another unit (GB/s, PFLOPS)?"
+            )
         return self
 
     def running_dtype(self, dtype: str) -> ComputeDtype:
