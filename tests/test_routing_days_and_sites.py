@@ -454,6 +454,24 @@ def test_schedule_report_and_csv(run_cli):
     assert "day scale" in run_cli("schedule", DAY).out
 
 
+def test_a_window_beyond_the_counts_bought_is_said_not_served(run_cli, tmp_path):
+    """A window at 10x the day's rate: the notes say which windows the counts do not serve, by how
+    much (their load column), and the day scale; windows that do not span 24 hours are noted; the
+    shipped day says neither."""
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "day-rebalance.yaml").read_text())
+    doc["day"]["windows"][0]["rate_rps"] = 33.6
+    doc["day"]["windows"][1]["hours"] = 30
+    out = json.loads(run_cli("schedule", _write(tmp_path, doc), "-f", "json").out)
+    loads = {r["window"]: r["utilisation_fraction"] for r in out["rows"]}
+    over = [w for w, load in loads.items() if load > 1]
+    (note,) = [n for n in out["notes"] if n.startswith("not served: ")]
+    assert note.startswith(f"not served: {', '.join(over)} ") and f"{max(loads.values()):.3g}x the capacity" in note
+    assert f"fall to {out['plan']['day_scale']:.3g}x for all to be served" in note
+    assert "the windows span 42 hours, not 24: each window counts for its hours, as given" in out["notes"]
+    shipped = json.loads(run_cli("schedule", "day-rebalance", "-f", "json").out)["notes"]
+    assert not [n for n in shipped if n.startswith("not served") or "not 24" in n]
+
+
 @pytest.mark.parametrize("command, name", [("schedule", "day-rebalance"), ("robust", "robust-three-mixes")])
 def test_schedule_and_robust_json_carry_their_headline_figures_and_the_scenarios_notes(run_cli, tmp_path, command, name):
     """The JSON's `plan` gives, as numbers, what the title and first note say (counts, $/hour, day

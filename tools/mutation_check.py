@@ -1465,6 +1465,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        if MACHINE_BALANCE.problem(balance) is not None:",
         "        if False:",
     ),
+    "unserved-window-not-said": (
+        "prfaas_plan/views/plan.py",
+        "    over = [w for w in day.windows if w.utilisation > 1]",
+        "    over = [w for w in day.windows if w.utilisation > 100]",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -1073,6 +1073,18 @@ def schedule_view(day, inputs, simulated=None) -> Report:
             if len(day.windows) == 1
             else "role switches do not pay here (conversion time, switch limit): the schedule keeps one split"
         )
+    over = [w for w in day.windows if w.utilisation > 1]
+    if over:  # the counts bought do not serve these windows: say so, not only through the load column
+        worst = max(over, key=lambda w: w.utilisation)
+        notes.append(
+            f"not served: {', '.join(w.name for w in over)} "
+            f"({'its rate is' if len(over) == 1 else 'the worst, ' + worst.name + ', has a rate'} "
+            f"{worst.utilisation:.3g}x the capacity of the counts bought); every window's rate would have to "
+            f"fall to {day.scale:.3g}x for all to be served"
+        )
+    hours = sum(w.hours for w in day.windows)
+    if not math.isclose(hours, 24.0, rel_tol=1e-9):
+        notes.append(f"the windows span {hours:g} hours, not 24: each window counts for its hours, as given")
     notes += list(day.notes)
     columns = [
         Column("window", "window", justify="left", keep=True),
