@@ -43,8 +43,9 @@ _LENGTH_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 def parse_tokens(text: str | int, *, field: str = "length") -> int:
     """Parse a token count such as ``32K``, ``32k``, ``19.4K``, ``1M`` or ``32768``.
 
-    K = 1024 tokens, M = 1024**2 tokens; fractional values are rounded to the nearest token.
-    The result is in [1, 16M] tokens (``ranges.TOKENS``).
+    K = 1024 tokens, M = 1024**2 tokens; a fraction of K or M is rounded to the nearest token,
+    a plain count must be whole (``1.5`` is refused). The result is in [1, 16M] tokens
+    (``ranges.TOKENS``).
     """
     if isinstance(text, bool):
         raise PlanInputError(f"{show(text)} is not a token count", field=field)
@@ -57,6 +58,8 @@ def parse_tokens(text: str | int, *, field: str = "length") -> int:
         if not match:
             raise PlanInputError(f"{show(text)} is not a token count (use e.g. 32K, 32k or 32768)", field=field)
         number, suffix = float(match.group(1)), match.group(2).upper()
+        if not suffix and math.isfinite(number) and number != math.floor(number):
+            raise PlanInputError(f"{show(text)} is not a whole number of tokens", field=field)
         scale = {"": 1, "K": TOKENS_PER_K, "M": TOKENS_PER_M}[suffix]
         scaled = number * scale
         value = int(round(scaled)) if math.isfinite(scaled) and scaled <= 2 * MAX_TOKENS else MAX_TOKENS + 1

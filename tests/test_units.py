@@ -32,16 +32,25 @@ from prfaas_plan.units import (
         ("1M", 1048576),
         (" 8K ", 8192),
         ("1", 1),
+        ("2.0", 2),  # a whole count written with a point
+        ("1.5K", 1536),
     ],
 )
 def test_parse_tokens(text, tokens):
     assert parse_tokens(text) == tokens
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "abc", "1G", "", "1.2.3K", "nan"])
+@pytest.mark.parametrize("text", ["0", "-1", "abc", "1G", "", "1.2.3K", "nan", "1.5", "1024.25"])
 def test_parse_tokens_rejects(text):
     with pytest.raises(PlanInputError):
         parse_tokens(text)
+
+
+def test_a_fractional_plain_token_count_is_refused_not_rounded():
+    """`kv -l 1.5` once ran at 2 tokens: a plain count must be whole (a fraction of K is rounded)."""
+    with pytest.raises(PlanInputError) as err:
+        parse_tokens("1.5")
+    assert err.value.reason == "'1.5' is not a whole number of tokens"
 
 
 def test_parse_token_list():

@@ -57,6 +57,7 @@ DEPLOYMENT_LABELS = {
 BOUND_LABELS = {"prfaas_compute": "PrfaaS", "link": "link", "pd_prefill": "PD-P", "pd_decode": "PD-D"}
 BOUND_LABELS |= {"decode_batch": "batch", "tpot_limit": "TPOT"}
 STABILITY_LABELS = {True: "stable", False: "growing", None: "unknown (too few samples)"}
+WHAT_IF_LABELS = {True: "what-if", False: "-"}
 
 PLAN_TABLE = {
     "deployment": Col("deployment", labels=DEPLOYMENT_LABELS),
@@ -234,7 +235,7 @@ SWEEP_KEYS = {
         "lambda_max_rps",
     ],
     "np": ["n_p", "n_d", "prefill_bound_rps", "decode_bound_rps", "lambda_max_rps"],
-    "bandwidth": ["usable_gbps", "threshold_tokens", "p", "lambda_max_rps", "egress_gbps"],
+    "bandwidth": ["usable_gbps", "threshold_tokens", "p", "lambda_max_rps", "egress_gbps", "beyond_link"],
     "rate": ["deployment", "rate_rps", "load", "ttft_mean_s", "ttft_p90_s", "ttft_p99_s", "tpot_ms"],
     "instances": ["n_prfaas", "threshold_tokens", "p", "n_p", "n_d", "lambda_max_rps", "usd_per_hour"],
 }
@@ -703,7 +704,7 @@ def test_sweep_columns_show_their_json_fields(run_cli, over, extra):
     """sweep: the table rounds, CSV and JSON keep the values; each column is labelled with its
     key; the default format is CSV."""
     args = ("sweep", "--over", over, *extra)
-    mapping = {key: key for key in SWEEP_KEYS[over]}
+    mapping = {key: Col(key, labels=WHAT_IF_LABELS) if key == "beyond_link" else key for key in SWEEP_KEYS[over]}
     _, table, _ = check_rows_report(run_cli, args, mapping)
     assert table.title == "Sweep over " + over + ": paper-case-study"
     default = run_cli(*args)
@@ -837,4 +838,15 @@ def test_sweep_table_rounds_its_numbers(run_cli):
     assert not re.search(r"\.\d{6,}", table), table  # at most 4 significant digits
     assert re.search(r"19,\d{3}", table)  # thresholds as token counts with separators
     csv_out = run_cli("sweep", "--over", "bandwidth", "--points", "3", "-f", "csv").out
-    assert csv_out.splitlines()[0].endswith(",link_gbps,usable_gbps,threshold_tokens,p,lambda_max_rps,egress_gbps")
+    assert csv_out.splitlines()[0].endswith(",link_gbps,usable_gbps,threshold_tokens,p,lambda_max_rps,egress_gbps,beyond_link")
+
+
+def test_a_bandwidth_sweep_beyond_the_link_marks_its_rows_what_if(run_cli):
+    """sweep --over bandwidth past the case study's usable 100 Gbps: those rows are beyond_link (the
+    table says what-if, with route-table's note), the rest are not."""
+    args = ("sweep", "--over", "bandwidth", "--from", "50", "--to", "200", "--points", "4")
+    rows = json.loads(run_cli(*args, "-f", "json").out)["rows"]
+    assert [(r["usable_gbps"], r["beyond_link"]) for r in rows] == [(50.0, False), (100.0, False), (150.0, True), (200.0, True)]
+    table = run_cli(*args, "-f", "table").out
+    assert table.count("what-if") == 3 and "above the link's usable 100 Gbps" in table  # two rows and the note
+    assert "what-if" not in run_cli("sweep", "--over", "bandwidth", "--to", "100", "--points", "3", "-f", "table").out

@@ -1470,6 +1470,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    over = [w for w in day.windows if w.utilisation > 1]",
         "    over = [w for w in day.windows if w.utilisation > 100]",
     ),
+    "sweep-beyond-the-link-unmarked": (
+        "prfaas_plan/planner/sweep.py",
+        '"beyond_link": bool(float(g) > inputs.link.usable_gbps * (1 + 1e-12)),',
+        '"beyond_link": bool(float(g) > 2 * inputs.link.usable_gbps),',
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -98,6 +98,8 @@ def sweep_bandwidth(
                 "p": _round(table.p[k]),
                 "lambda_max_rps": _round(value),
                 "egress_gbps": _round(bytes_per_s_to_gbps(value * table.link_work_bytes[k]), 4),
+                # above the scenario's usable bandwidth: what the counts would do on a wider link (a what-if)
+                "beyond_link": bool(float(g) > inputs.link.usable_gbps * (1 + 1e-12)),
             }
             for g, k, value in zip(chunk, best, lam[np.arange(len(chunk)), best])
         ]

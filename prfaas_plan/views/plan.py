@@ -872,9 +872,28 @@ def sweep_view(rows: list[dict], over: str, inputs) -> Report:
     """Rows of a sweep (keys carry units); the table rounds, CSV and JSON keep the values and
     start with the scenario's identity (``views.identity``)."""
     named = _SWEPT.get(str(over), ())
-    columns = [Column(key, key, _auto, justify="right", keep=key in named) for key in (rows[0] if rows else {})]
+    columns = [
+        Column(key, key, _what_if, justify="left")
+        if key == "beyond_link"
+        else Column(key, key, _auto, justify="right", keep=key in named)
+        for key in (rows[0] if rows else {})
+    ]
+    notes = [_what_if_note(inputs)] if any(r.get("beyond_link") for r in rows) else []
     rows = identified(inputs.identity(), rows)
-    return Report(title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows, csv_columns=csv_columns(rows))
+    return Report(
+        title=f"Sweep over {over}: {inputs.name}", columns=columns, rows=rows, csv_columns=csv_columns(rows), notes=notes
+    )
+
+
+def _what_if(value) -> str:
+    return "what-if" if value else "-"
+
+
+def _what_if_note(inputs) -> str:
+    return (
+        f"rows marked what-if are above the link's usable {inputs.link.usable_gbps:g} Gbps: what these counts "
+        "would do on a wider link, not bandwidth the provisioned link gives"
+    )
 
 
 def route_table_view(table) -> Report:
@@ -909,7 +928,7 @@ def route_table_view(table) -> Report:
             Column("egress_gbps", "egress Gbps", _auto),
             Column("binding", "bound by", bound_label, justify="left"),
             Column("planned", "planned", justify="left"),
-            Column("beyond_link", "beyond link", lambda v: "what-if" if v else "-", justify="left"),
+            Column("beyond_link", "beyond link", _what_if, justify="left"),
             Column("cache_regime", "cache regime", lambda v: "-" if v is None else str(v), justify="left"),
         ],
         rows=rows,
@@ -918,14 +937,7 @@ def route_table_view(table) -> Report:
         notes=[
             f"for N_prfaas {pt.n_prfaas}, N_p {pt.n_p}, N_d {pt.n_d}; a router uses the row of the largest "
             "bandwidth at or below the one it measures; 'planned' marks the scenario's usable bandwidth",
-            *(
-                [
-                    f"rows marked what-if are above the link's usable {inputs.link.usable_gbps:g} Gbps: what these counts "
-                    "would do on a wider link, not bandwidth the provisioned link gives"
-                ]
-                if any(r.beyond_link for r in table.rows)
-                else []
-            ),
+            *([_what_if_note(inputs)] if any(r.beyond_link for r in table.rows) else []),
         ],
     )
 
