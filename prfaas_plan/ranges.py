@@ -62,7 +62,7 @@ WIDTH = Range(1, 1_048_576, "", "a hidden, intermediate, vocabulary, rank or hea
 HEADS = Range(1, 65_536, "heads", "attention or state heads")
 EXPERTS = Range(1, 65_536, "experts", "experts of an MoE layer, top-k, shared experts")
 PARAMS_B = Range(0, 100_000, "billion parameters", "a declared parameter count", lo_open=True)
-TFLOPS = Range(0.001, 1e6, "TFLOPS", "a dense peak per chip")
+TFLOPS = Range(0.001, 500_000, "TFLOPS", "a dense peak per chip (500 PFLOPS: 14x Rubin's FP4; above, GFLOPS typed as TFLOPS)")
 MEMORY_GIB = Range(0.001, 1e6, "GiB", "memory per chip")
 MEMORY_TB_PER_S = Range(0.001, 1e4, "TB/s", "memory bandwidth per chip")
 # Cross-field checks of a hardware profile, against figures typed in the wrong unit (PFLOPS as

@@ -110,6 +110,9 @@ def test_a_gain_under_one_percent_does_not_put_a_dearer_option_on_the_front():
     assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 101.0, 10.11, 1.0)]) == {1}
     assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 102.0, 10.11, 1.0)]) == {0, 1}
     assert pareto_front([option(0, 100.0, 10.0, 1.0), option(1, 101.5, 10.05, 0.995)]) == {0}
+    # an option is dropped only for one that stays: B drops A, C drops B, so A (1.8% faster than C) stays
+    chain = [option(0, 100.0, 10.0, 1.000), option(1, 50.0, 10.0, 1.009), option(2, 25.0, 10.0, 1.018)]
+    assert pareto_front(chain) == {0, 2} and pareto_front([chain[0], chain[2]]) == {0, 1}
 
 
 def test_unpriced_options_enter_the_front_and_beat_the_worse_priced_one(run_cli):

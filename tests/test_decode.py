@@ -165,7 +165,7 @@ def test_a_measured_rate_is_held_to_the_tpot_limit_on_the_roofline_curve_through
     assert float(model.step_s(batch)) * 1e3 <= 60 + 1e-9
     assert any("held to tpot_ms 60" in n for n in inputs.notes)
     loose = _case_study_with(tmp_path, tpot_ms=100)  # 80 ms already meets it: the measured point as given
-    assert loose.decode.batch is None and loose.decode.tokens_per_s_per_instance == 800
+    assert loose.decode.batch == 64 and loose.decode.tokens_per_s_per_instance == 800
 
 
 def test_a_tpot_limit_the_measured_curve_misses_at_one_request_is_refused(tmp_path):
@@ -178,5 +178,59 @@ def test_a_measured_rate_far_faster_than_the_roofline_at_its_batch_is_noted(tmp_
     """800 tokens/s at max_batch 1 is a 1.25 ms step on 8 x H20, where reading the weights alone
     takes longer: the plan says the rate is probably of another batch; at 64 (80 ms) it says nothing."""
     (note,) = [n for n in _case_study_with(tmp_path, max_batch=1).notes if "faster than the roofline" in n]
-    assert note.startswith("decode on 8 x h20: the scenario's 800 tokens/s at 1 running request is a 1.25 ms step")
+    assert note.startswith("decode on 8 x h20: the scenario's 800 tokens/s at 1 running request is 1.25 ms per output token")
     assert not [n for n in _case_study_with(tmp_path).notes if "faster than the roofline" in n]
+
+
+@pytest.mark.parametrize("mtp", [1.0, 3.0])
+def test_a_measured_rate_equal_to_the_roofline_scales_it_by_one_with_or_without_mtp(mtp):
+    """With multi-token prediction a step yields mtp tokens a request: the roofline's own rate at
+    its batch, given as the measured one, is the curve itself (k = 1), so nothing is noted as too
+    fast; held to a TPOT between the times of two batches, the batch is the last that meets it."""
+    from prfaas_plan.study.model import held_to_tpot, measured_rate_scale
+    from prfaas_plan.timing.cost import Engine
+    from prfaas_plan.timing.decode import decode_capacity
+
+    model, pool = api.model_of("prfaas-1t-hybrid"), Instance(api.hardware_of("h20"), 8, engine=Engine(mtp_tokens_per_step=mtp))
+    roof = decode_capacity(model, pool, 28000, max_batch=64, source="roofline")
+    k, per_token, cap = measured_rate_scale(model, pool, 28000, roof.tokens_per_s, 64)
+    assert k == pytest.approx(1.0, rel=1e-9) and cap.batch_size == 64
+    assert per_token[-1] == pytest.approx(roof.tpot_ms / 1e3, rel=1e-9)  # time per output token, not per step
+    limit_ms = 1e3 * float(per_token[40] + per_token[41]) / 2  # between batches 41 and 42
+    assert held_to_tpot(k, per_token, roof.tokens_per_s, limit_ms)[0] == 41
+
+
+def test_a_measured_point_within_the_limit_is_kept_whatever_the_roofline_says(tmp_path):
+    """800 tokens/s at max_batch 1 is 1.25 ms a token, within tpot_ms 5 though the roofline's own
+    step is 12 ms: the plan decodes at that batch and rate (the roofline's TPOT check is not
+    applied again); 6,400 tokens/s at 64 (10 ms) under tpot_ms 30 stays at 64."""
+    from prfaas_plan.study.model import decode_model
+
+    one = _case_study_with(tmp_path, max_batch=1, tpot_ms=5)
+    assert (one.decode.batch, one.decode.tokens_per_s_per_instance) == (1, 800)
+    model = decode_model(one)
+    assert model.batch_size == 1 and float(model.step_s(1)) == pytest.approx(1 / 800, rel=1e-12)
+    fast = _case_study_with(tmp_path, tokens_per_s_per_instance=6400, tpot_ms=30)
+    assert decode_model(fast).batch_size == 64 and decode_model(fast).tokens_per_s == pytest.approx(6400)
+
+
+def test_the_model_basis_holds_a_measured_rate_to_the_tpot_limit_as_plan_does(tmp_path):
+    """compare's default basis calibrates the roofline on the measured rate: held to tpot_ms 60 as
+    plan's is (32 running requests), its steps within the limit."""
+    import yaml
+    from conftest import case_study_doc
+
+    from prfaas_plan.choices import Basis, DecodeSource
+    from prfaas_plan.profiles.scenario import load_scenario
+    from prfaas_plan.study.model import decode_model
+    from prfaas_plan.study.resolve import build_inputs
+
+    doc = case_study_doc()
+    doc["decode"]["tpot_ms"] = 60
+    path = tmp_path / "d.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    as_given = build_inputs(load_scenario(doc, str(path)), str(path))
+    modelled = build_inputs(load_scenario(doc, str(path)), str(path), basis=Basis.model)
+    assert modelled.decode.source == DecodeSource.calibrated and modelled.decode.batch == as_given.decode.batch == 32
+    model = decode_model(modelled)
+    assert float(model.step_s(model.batch_size)) * 1e3 <= 60 + 1e-9

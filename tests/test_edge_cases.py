@@ -168,11 +168,12 @@ def test_fp4_peak_below_fp8_rejected(tmp_path, run_cli):
     [
         ("h100", {"peak_tflops": {"bf16": 0.989, "fp8": 1979}}, "peak_tflops.fp8 is 2,001x peak_tflops.bf16, more than 8x"),
         ("b200", {"peak_tflops": {"bf16": 2250, "fp8": 4.5, "fp4": 9000}}, "peak_tflops.fp8 is below peak_tflops.bf16"),
-        ("b200", {"peak_tflops": {"bf16": 2250, "fp8": 4500, "fp4": 9e5}}, "peak_tflops.fp4 is 200x peak_tflops.fp8"),
+        ("b200", {"peak_tflops": {"bf16": 2250, "fp8": 4500, "fp4": 4.5e5}}, "peak_tflops.fp4 is 100x peak_tflops.fp8"),
         ("h100", {"memory_bandwidth_tb_per_s": 3350}, "is 0.2952 FLOP per byte, outside 1 to 1e+06"),
         ("groq-lpu", {"peak_tflops": {"bf16": 50, "fp8": 200}}, "is 0.625 FLOP per byte"),
+        ("h100", {"peak_tflops": {"bf16": 989000}}, "peak_tflops.bf16: must be in [0.001, 500,000] TFLOPS"),
     ],
-    ids=["bf16-in-pflops", "fp8-in-pflops", "fp4-in-gflops", "bandwidth-in-gb-per-s", "sram-faster-than-compute"],
+    ids=["bf16-in-pflops", "fp8-in-pflops", "fp4-in-gflops", "bandwidth-in-gb-per-s", "sram-faster-than-compute", "in-gflops"],
 )
 def test_hardware_figures_in_the_wrong_unit_are_refused(tmp_path, run_cli, profile, edit, needle):
     """A peak more than 8x the next wider dtype's, or a BF16 peak below 1 FLOP per byte of memory

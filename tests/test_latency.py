@@ -122,6 +122,16 @@ def test_a_tpot_only_slo_plan_operates_below_lambda_max_and_an_unmet_one_names_t
     assert lat["goodput_rps"] == pytest.approx(0.8 * lam, rel=1e-6)  # lam as the JSON rounds it
     assert lat["operating"]["rate_rps"] == pytest.approx(0.8 * lam, rel=1e-4) and lat["operating"]["ttft_p90_s"] < 60
     assert any(n.startswith("slo: no TTFT target") for n in out["notes"])
+    # min_cost: the cheapest plan whose capped goodput (0.8 x its Λ_max) reaches the target, and the note
+    doc["objective"] = {"type": "min_cost", "target_rate_rps": 2.5}
+    path.write_text(yaml.safe_dump(doc))
+    cheap = json.loads(run_cli("plan", path, "-f", "json").out)
+    assert 2.5 <= cheap["latency"]["goodput_rps"] <= 0.8 * cheap["prfaas_pd"]["lambda_max_rps"] * (1 + 1e-6)
+    assert any(n.startswith("slo: no TTFT target") for n in cheap["notes"])
+    doc["objective"]["target_rate_rps"] = 2.8  # above 0.8 x the most these fixed counts give (3.237)
+    path.write_text(yaml.safe_dump(doc))
+    assert "the most any serves is 2.59 req/s" in run_cli("plan", path).err
+    doc["objective"] = {"type": "max_throughput"}
     doc["slo"] = {"tpot_ms": 25}
     path.write_text(yaml.safe_dump(doc))
     res = run_cli("plan", path)

@@ -239,14 +239,31 @@ def test_a_copy_that_changes_only_price_power_or_words_keeps_the_measured_points
     own = json.loads(res.out)
     times = lambda rows: [(r["length_tokens"], r["layout"], r["kv_bytes"], r["prefill_s"]) for r in rows]  # noqa: E731
     assert own["source"] == "measured" and times(own["rows"]) == times(shipped["rows"])
-    if "price_usd_per_gpu_hour" in edit:
+    if "price_usd_per_gpu_hour" in edit:  # the PrfaaS pool on the copy: the model profile's points, its price
         plan_doc = case_study_doc()
         plan_doc["prfaas"]["hardware"] = str(mine)
-        plan_doc["prfaas"]["calibration_hardware"] = str(mine)
         out = json.loads(run_cli("plan", _write(tmp_path, plan_doc), "-f", "json").out)
         base = json.loads(run_cli("plan", "-f", "json").out)
         assert out["prfaas_pd"]["lambda_max_rps"] == base["prfaas_pd"]["lambda_max_rps"]
         assert out["prfaas_pd"]["usd_per_hour"] == pytest.approx(base["prfaas_pd"]["usd_per_hour"] - 4 * 8 * 2.0)
+
+
+@pytest.mark.parametrize("name", ["h20", "my-h20"])
+def test_a_pd_pool_on_a_priced_copy_keeps_the_scenarios_own_measurements(run_cli, tmp_path, name):
+    """The case study's PD pool on an h20 copy at $1.50 (renamed or not): the scenario's calibration
+    points and decode rate, measured on h20, still apply (same_hardware takes the copy for the chip
+    it copies), so Λ_max is the case study's and only the PD pool's price moves."""
+    doc = yaml.safe_load((REPO / "hardware_profiles" / "h20.yaml").read_text())
+    was = doc["price_usd_per_gpu_hour"]
+    doc.update(name=name, price_usd_per_gpu_hour=1.5)
+    (tmp_path / "my-h20.yaml").write_text(yaml.safe_dump(doc))
+    plan_doc = case_study_doc()
+    plan_doc["pd"]["hardware"] = "my-h20.yaml"
+    out = json.loads(run_cli("plan", _write(tmp_path, plan_doc), "-f", "json").out)
+    base = json.loads(run_cli("plan", "-f", "json").out)
+    assert not [n for n in out["notes"] if "not used" in n], out["notes"]
+    assert out["prfaas_pd"]["lambda_max_rps"] == base["prfaas_pd"]["lambda_max_rps"]
+    assert out["prfaas_pd"]["usd_per_hour"] == pytest.approx(base["prfaas_pd"]["usd_per_hour"] - 8 * 8 * (was - 1.5))
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,3 +338,32 @@ def test_a_calibration_far_from_the_profile_says_the_points_may_be_of_another_ch
     assert far_fit_notes("pd", "h20", at_edge, {"compute": 1, "matmul": 0.8}) == []
     assert len(far_fit_notes("pd", "h20", {"compute": 2.01, "matmul": 0.39}, {"compute": 1, "matmul": 0.8})) == 2
     assert far_fit_notes("pd", "h20", {"prefill_overhead_s": 0.9}, {"prefill_overhead_s": 0.02}) == []
+
+
+def test_a_measurements_model_that_names_no_model_is_refused(run_cli, tmp_path):
+    """A typo in measurements_model would drop every measurement: validate and plan refuse it in
+    one line naming the field, on one site and on several."""
+    doc = case_study_doc()
+    doc["measurements_model"] = "prfaas-1t-hybird"
+    for command in ("validate", "plan"):
+        res = run_cli(command, _write(tmp_path, doc))
+        assert res.code == 2 and "measurements_model: unknown model 'prfaas-1t-hybird'" in res.err, res.err
+    sites = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml").read_text())
+    sites["measurements_model"] = "prfaas-1t-hybird"
+    res = run_cli("sites", _write(tmp_path, sites, "sites.yaml"))
+    assert res.code == 2 and "measurements_model: unknown model" in res.err, res.err
+
+
+def test_robust_cases_of_another_model_keep_the_measured_rate_dropped(tmp_path):
+    """robust-three-mixes edited to deepseek-v3: the decode rate measured on prfaas-1t-hybrid is
+    dropped for the file's mix and for each case with its own workload alike (the roofline's)."""
+    from prfaas_plan.choices import DecodeSource
+    from prfaas_plan.planner.robust import robust_inputs
+    from prfaas_plan.profiles.registry import resolve_scenario_file
+
+    doc = yaml.safe_load((REPO / "prfaas_plan" / "scenarios" / "robust-three-mixes.yaml").read_text())
+    doc["model"] = "deepseek-v3"
+    spec, path = resolve_scenario_file(_write(tmp_path, doc))
+    _, cases = robust_inputs(spec, path)
+    assert [c.inputs.decode.source for c in cases] == [DecodeSource.roofline] * 3
+    assert all(c.inputs.decode.tokens_per_s_per_instance != 800 for c in cases)

@@ -1402,7 +1402,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "measurements-kept-for-another-model": (
         "prfaas_plan/study/resolve/single_site.py",
-        "    measured = same_model(measured_on, scenario.model, base)",
+        "    measured = same_model(taken_on, scenario.model, base)",
         "    measured = True",
     ),
     "what-if-of-the-measured-model-drops-them": (
@@ -1442,8 +1442,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "decode-model-ignores-the-held-batch": (
         "prfaas_plan/study/model.py",
-        "        max_batch=dec.max_batch if dec.batch is None else dec.batch,",
-        "        max_batch=dec.max_batch,",
+        "        cap = decode_capacity(inputs.model, pool, context, max_batch=dec.batch, source=CurveSource.roofline)",
+        "        cap = decode_capacity(inputs.model, pool, context, max_batch=dec.max_batch, source=CurveSource.roofline)",
     ),
     "fast-measured-rate-never-noted": (
         "prfaas_plan/study/resolve/workload.py",
@@ -1474,6 +1474,36 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/sweep.py",
         '"beyond_link": bool(float(g) > inputs.link.usable_gbps * (1 + 1e-12)),',
         '"beyond_link": bool(float(g) > 2 * inputs.link.usable_gbps),',
+    ),
+    "model-basis-rate-not-held": (
+        "prfaas_plan/study/resolve/workload.py",
+        "    if rate is not None:  # as given, or calibrating the roofline (basis model): held to the TPOT limit alike",
+        "    if rate is not None and basis == Basis.as_given:",
+    ),
+    "measured-rate-ignores-mtp": (
+        "prfaas_plan/study/model.py",
+        "context_tokens, cap.layout) / instance.engine.mtp_tokens_per_step",
+        "context_tokens, cap.layout)",
+    ),
+    "robust-case-keeps-a-dropped-rate": (
+        "prfaas_plan/study/resolve/single_site.py",
+        "    measured = same_model(scenario.measurements_model or scenario.model, inputs.model.name, base)",
+        "    measured = True",
+    ),
+    "copy-of-a-chip-is-another-chip-for-its-measurements": (
+        "prfaas_plan/profiles/registry.py",
+        '    return shipped_twin(hardware, (hardware.name, *shipped_names("hardware_profiles"))) or name',
+        "    return name",
+    ),
+    "front-drops-for-a-dropped-option": (
+        "prfaas_plan/planner/compare.py",
+        "        dropped = {i for i in front if beaten[i] & unbeaten}",
+        "        dropped = {i for i in front if beaten[i]}",
+    ),
+    "measurements-model-unchecked": (
+        "prfaas_plan/study/resolve/pools.py",
+        '        resolve_model(_ref(ref, base, source, "measurements_model"))\n',
+        "        pass\n",
     ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",

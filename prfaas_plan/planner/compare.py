@@ -286,8 +286,9 @@ FRONT_REL_TOL = 0.01
 def pareto_front(results: list[OptionResult], objective: ObjectiveKind = ObjectiveKind.max_throughput) -> set[int]:
     """Indices of the feasible results on the front over ``front_criteria``: those no other feasible
     result dominates (at least as good on each, better on one: criteria within ``FLOAT_REL_TOL``
-    equal), less those another member dominates with every criterion within ``FRONT_REL_TOL``
-    counted as equal (a gain under 1% does not count); if that left none, the first front."""
+    equal), less those that a member no other member epsilon-dominates does epsilon-dominate
+    (every criterion within ``FRONT_REL_TOL`` counted as equal: a gain of 1% or less does not
+    count), repeated until none is dropped; an option is dropped only for one that stays."""
     criteria = front_criteria(results, objective)
 
     def loss(r: OptionResult, name: str) -> float:  # less is better
@@ -300,9 +301,14 @@ def pareto_front(results: list[OptionResult], objective: ObjectiveKind = Objecti
         same = [math.isclose(x, y, rel_tol=tol, abs_tol=1e-12) for x, y in zip(b, a)]
         return all(x <= y or s for x, y, s in zip(b, a, same)) and any(x < y and not s for x, y, s in zip(b, a, same))
 
-    exact = {i for i, a in points.items() if not any(dominates(b, a, FLOAT_REL_TOL) for b in points.values())}
-    loose = {i for i in exact if not any(dominates(points[j], points[i], FRONT_REL_TOL) for j in exact if j != i)}
-    return loose or exact
+    front = {i for i, a in points.items() if not any(dominates(b, a, FLOAT_REL_TOL) for b in points.values())}
+    while True:
+        beaten = {i: {j for j in front if j != i and dominates(points[j], points[i], FRONT_REL_TOL)} for i in front}
+        unbeaten = {i for i in front if not beaten[i]}
+        dropped = {i for i in front if beaten[i] & unbeaten}
+        if not dropped:
+            return front  # never empty: an epsilon cycle has no unbeaten member, so drops nothing
+        front -= dropped
 
 
 def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, progress=None, executor=None) -> Comparison:

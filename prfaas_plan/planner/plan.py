@@ -560,16 +560,16 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         for name, dep in deps.items()
     }
     result.goodput_rps = good
+    if inputs.slo is not None and not bounds_queueing(inputs.slo):  # what sizes the plan, target rate or not
+        result.notes.append(
+            f"slo: no TTFT target, and a TPOT target does not bound the queues (at Λ_max they never settle): "
+            f"goodput is at most latency.operating_load {settings.operating_load:g} x Λ_max"
+        )
     target = inputs.objective.target_rate_rps if inputs.objective.kind == ObjectiveKind.min_cost else None
     if target is not None:
         result.operating_rate_rps, result.operating_basis = target, "target rate"
     elif good is not None:
         result.operating_rate_rps, result.operating_basis = good, "SLO goodput"
-        if inputs.slo is not None and not bounds_queueing(inputs.slo):
-            result.notes.append(
-                f"slo: no TTFT target, and a TPOT target does not bound the queues (at Λ_max they never settle): "
-                f"goodput is at most latency.operating_load {settings.operating_load:g} x Λ_max"
-            )
     else:
         result.operating_rate_rps = settings.operating_load * result.point.lambda_max
         result.operating_basis = f"operating_load {settings.operating_load:g} x Λ_max"

@@ -81,9 +81,29 @@ def hardware_identity(ref: str, base: Path | None = None) -> str:
 
 
 def same_hardware(a: str, b: str, base: Path | None = None) -> bool:
-    """Whether two hardware references name the same hardware (``hardware_identity``): the
-    test of whether a measurement taken on ``a`` belongs to a pool on ``b``."""
+    """Whether two hardware references name the same hardware (``hardware_identity``): whether
+    a what-if onto ``a`` leaves a pool on ``b`` as it is (its price and layout too)."""
     return a == b or hardware_identity(a, base) == hardware_identity(b, base)
+
+
+def _speed_identity(ref: str, base: Path | None) -> str:
+    """``hardware_identity``, but a profile file with a shipped chip's speed figures (a copy at
+    another price or under another name, ``shipped_twin``) is that chip."""
+    name = hardware_identity(ref, base)
+    if not looks_like_path(ref):
+        return name
+    try:
+        hardware = resolve_hardware(str(Path(ref) if base is None or Path(ref).is_absolute() else base / ref))
+    except PlanInputError:
+        return name
+    return shipped_twin(hardware, (hardware.name, *shipped_names("hardware_profiles"))) or name
+
+
+def measured_on_same_chip(measured_on: str, written: str, base: Path | None = None) -> bool:
+    """Whether a measurement taken on ``measured_on`` belongs to a pool on ``written``: the same
+    hardware (``same_hardware``), or profiles with the same speed figures (a copy that changes
+    only its name, price, power or words is the chip it copies)."""
+    return same_hardware(measured_on, written, base) or _speed_identity(measured_on, base) == _speed_identity(written, base)
 
 
 def same_model(a: str, b: str, base: Path | None = None) -> bool:

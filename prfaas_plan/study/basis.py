@@ -7,7 +7,8 @@ A measurement belongs to the instance it was measured on, hardware and chips: a 
 ``decode.tokens_per_s_per_instance`` to ``decode.tokens_per_s_hardware`` and
 ``decode.tokens_per_s_gpus`` (default: the decoding pool's); a model profile's measured points
 to their hardware and chip count (``timing.prefill.measured_for``). Hardware references are
-compared as the profiles they resolve to (``profiles.registry.same_hardware``: 'H20' is h20).
+compared as the profiles they resolve to (``profiles.registry.measured_on_same_chip``: 'H20' is h20,
+and so is a copy of its profile at another price).
 A pool on other hardware or another chip count does not use them, and its notes say why.
 
 Basis ``as-given`` (what ``plan`` does): measured prefill points as a curve (PCHIP), a pool's
@@ -26,7 +27,7 @@ from pathlib import Path
 from ..choices import Basis, CurveSource, DecodeSource, FitParam, PrefillCapacity, PrefillSource
 from ..profiles._base import profile_json
 from ..profiles.model import ModelProfile
-from ..profiles.registry import same_hardware
+from ..profiles.registry import measured_on_same_chip
 from ..timing.calibrate import CalibrationPoint, CalibrationResult, calibrate
 from ..timing.instance import Instance
 from ..timing.prefill import measured_for
@@ -40,8 +41,8 @@ def measured_here(
 ) -> str | None:
     """None when a measurement (``what``) taken on ``measured_gpus`` x ``measured_on`` (None:
     the pool's own) belongs to ``pool`` on ``gpus`` x ``written`` (the same hardware,
-    ``same_hardware``, and chip count); else the note that says why it is not used."""
-    if measured_on is not None and not same_hardware(measured_on, written, base):
+    ``measured_on_same_chip``, and chip count); else the note that says why it is not used."""
+    if measured_on is not None and not measured_on_same_chip(measured_on, written, base):
         return f"{pool} on {written}: {what} measured on {measured_on}"
     if measured_gpus is not None and measured_gpus != gpus:
         return f"{pool} on {gpus} x {written}: {what} measured per {measured_gpus}-chip instance"

@@ -191,7 +191,7 @@ class Decode:
     tokens_per_s_per_instance: float
     source: DecodeSource  # the scenario's figure, the roofline, or the model profile's measurement
     capacity: DecodeCapacity | None  # the roofline's batch (None when the scenario gives tokens/s)
-    batch: int | None = None  # the scenario's rate held to its TPOT limit: the batch it holds at (``held_to_tpot``)
+    batch: int | None = None  # a scenario's rate: the batch it holds at, within the TPOT limit (``held_to_tpot``)
 
 
 @dataclass(frozen=True)
@@ -342,7 +342,7 @@ class PlanInputs:
         w = self.workload
         workload = Workload(scaled(w.input_dist, scale, cap), scaled(w.full_input_dist, scale, cap), w.output_dist)
         decode = self.decode
-        if decode.capacity is not None:  # not a rate the scenario gives
+        if decode.batch is None and decode.capacity is not None:  # not a rate the scenario gives
             context = int(min(round(workload.full_input_dist.mean_tokens() + workload.output_mean_tokens / 2), cap))
             capacity = decode_capacity(
                 self.model, self.decode_pool.instance, context, tpot_ms=decode.tpot_ms, max_batch=decode.max_batch
@@ -353,9 +353,16 @@ class PlanInputs:
         return replace(self, workload=workload, decode=decode)
 
     def with_decode_tokens_per_s(self, tokens_per_s: float) -> PlanInputs:
-        """The same scenario with a given decode throughput per PD-D instance."""
+        """The same scenario with a given decode throughput per PD-D instance, held to the TPOT
+        limit as a file's would be (``held_to_tpot``)."""
         DECODE_TOKENS_PER_S.check(tokens_per_s, "decode.tokens_per_s_per_instance")
-        return replace(self, decode=replace(self.decode, tokens_per_s_per_instance=tokens_per_s, source=DecodeSource.scenario))
+        dec = self.decode
+        k, per_token, _ = measured_rate_scale(
+            self.model, self.decode_pool.instance, dec.context_tokens, tokens_per_s, dec.max_batch
+        )
+        batch, held = held_to_tpot(k, per_token, tokens_per_s, dec.tpot_ms)
+        given = replace(dec, tokens_per_s_per_instance=held, source=DecodeSource.scenario, capacity=None, batch=batch)
+        return replace(self, decode=given)
 
 
 # ---------------------------------------------------------------------------------------
@@ -604,10 +611,11 @@ class DecodeModel:
     """The decode side of a plan: batch size, step time T_step(b) and throughput of one PD-D instance.
 
     The batch is the roofline's (``timing.decode.decode_capacity``: memory, the scenario's
-    TPOT limit, its ``max_batch``). Without a measured throughput, T_step(b) is the roofline
-    step time. With one (``decode.tokens_per_s_per_instance``), the roofline's step times
-    are rescaled by one factor so that the instance delivers exactly the measured tokens/s
-    at that batch: T_step(b) = k * T_roof(b), k = (BS / measured) / T_roof(BS).
+    TPOT limit, its ``max_batch``), or for a rate the scenario gives the batch it holds at
+    within the TPOT limit (``held_to_tpot``). Without a measured throughput, T_step(b) is the
+    roofline step time. With one (``decode.tokens_per_s_per_instance``), the roofline's step
+    times are rescaled by one factor so that the instance delivers exactly the measured
+    tokens/s at that batch: T_step(b) = k * T_roof(b), k = (BS / measured) / T_roof(BS).
     """
 
     batch_size: int  # running requests per PD-D instance at full load
@@ -641,26 +649,30 @@ class DecodeModel:
 
 
 def measured_rate_scale(model: ModelProfile, instance, context_tokens: int, tokens_per_s: float, max_batch: int | None):
-    """A measured decode rate (output tokens/s of one instance) on the roofline's step curve: it
-    belongs to the batch the limits other than TPOT give (``max_batch``, memory: B_m), and the
-    roofline's steps rescaled through it, T(b) = k T_roof(b) with k = (B_m / rate) / T_roof(B_m),
-    give the step at other batches. Returns (k, T_roof(b) for b = 1..B_m in seconds)."""
+    """A measured decode rate (output tokens/s of one instance) on the roofline's curve of time
+    per output token (a step over the tokens it accepts, ``mtp_tokens_per_step``): it belongs to
+    the batch the limits other than TPOT give (``max_batch``, memory: B_m), and the roofline's
+    times rescaled through it, T(b) = k T_roof(b) with k = (B_m / rate) / T_roof(B_m), give the
+    time at other batches. Returns (k, T_roof(b) for b = 1..B_m in seconds per output token,
+    the roofline's capacity at B_m)."""
     cap = decode_capacity(model, instance, context_tokens, max_batch=max_batch, source=CurveSource.roofline)
-    steps = decode_step_s(model, instance, np.arange(1, cap.batch_size + 1, dtype=float), context_tokens, cap.layout)
-    return (cap.batch_size / tokens_per_s) / float(steps[-1]), steps
+    sizes = np.arange(1, cap.batch_size + 1, dtype=float)
+    per_token = decode_step_s(model, instance, sizes, context_tokens, cap.layout) / instance.engine.mtp_tokens_per_step
+    return (cap.batch_size / tokens_per_s) / float(per_token[-1]), per_token, cap
 
 
 def held_to_tpot(k: float, steps: np.ndarray, tokens_per_s: float, tpot_ms: float | None) -> tuple[int, float]:
     """(batch, tokens/s) of a measured rate held to a TPOT limit (``measured_rate_scale``'s k and
-    T_roof): the largest batch whose step k T_roof(b) meets the limit, and the rate there,
-    b / (k T_roof(b)); the measured point itself when it meets the limit or there is none."""
+    T_roof): the largest batch whose time per output token k T_roof(b) meets the limit, and the
+    rate there, b / (k T_roof(b)); the measured point itself when it meets the limit or there is none."""
     if tpot_ms is None or k * float(steps[-1]) * 1e3 <= tpot_ms * (1 + 1e-9):
         return len(steps), tokens_per_s
     within = np.flatnonzero(k * steps * 1e3 <= tpot_ms * (1 + 1e-9))  # steps rise with the batch: a prefix
     if within.size == 0:
         raise PlanInputError(
-            f"the scenario's {tokens_per_s:,.0f} tokens/s per instance, on the roofline's step curve through it, "
-            f"take {k * float(steps[0]) * 1e3:.2f} ms a step with one running request, above the limit of {tpot_ms:g} ms",
+            f"the scenario's {tokens_per_s:,.0f} tokens/s per instance, on the roofline's curve through it, "
+            f"take {k * float(steps[0]) * 1e3:.2f} ms per output token with one running request, "
+            f"above the limit of {tpot_ms:g} ms",
             field="decode.tpot_ms",
         )
     batch = int(within[-1]) + 1
@@ -668,19 +680,18 @@ def held_to_tpot(k: float, steps: np.ndarray, tokens_per_s: float, tpot_ms: floa
 
 
 def decode_model(inputs: PlanInputs) -> DecodeModel:
-    """The decode side of ``inputs``: its batch (``decode.capacity``; a scenario's rate held to a
-    TPOT limit, ``decode.batch``; else the roofline's) and T_step(b) for b = 1..batch, rescaled to
-    a measured tokens/s where one is given."""
+    """The decode side of ``inputs``: its batch (a scenario's rate: the batch it holds at,
+    ``decode.batch``; else ``decode.capacity``, else the roofline's) and T_step(b) for b =
+    1..batch, rescaled to a measured tokens/s where one is given."""
     dec = inputs.decode
     context = dec.context_tokens
-    cap = dec.capacity or decode_capacity(
-        inputs.model,
-        inputs.decode_pool.instance,
-        context,
-        tpot_ms=dec.tpot_ms if dec.batch is None else None,
-        max_batch=dec.max_batch if dec.batch is None else dec.batch,
-        source=CurveSource.roofline,
-    )
+    pool = inputs.decode_pool.instance
+    if dec.batch is not None:  # held to the TPOT limit already (``held_to_tpot``)
+        cap = decode_capacity(inputs.model, pool, context, max_batch=dec.batch, source=CurveSource.roofline)
+    else:
+        cap = dec.capacity or decode_capacity(
+            inputs.model, pool, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch, source=CurveSource.roofline
+        )
     sizes = np.arange(1, cap.batch_size + 1, dtype=float)
     steps = decode_step_s(inputs.model, inputs.decode_pool.instance, sizes, context, cap.layout)
     if dec.source != DecodeSource.roofline:

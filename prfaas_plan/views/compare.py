@@ -156,7 +156,7 @@ def front_note(comparison) -> str:
         if len(names) > 1
         else f"* marks the Pareto front over {names[0]}"
     )
-    text += f" {where} (no other feasible option is as good on each and better by more than 1% on one)"
+    text += f" {where} (no other feasible option is within 1% on each and better by more than 1% on one)"
     if comparison.objective == "min_cost":
         text += "; every option serves the target, so Λ_max above it is not counted"
     unpriced = comparison.unpriced

@@ -304,6 +304,7 @@ def plan_json(result) -> dict:
         "decode": {
             "tokens_per_s_per_instance": round(inputs.decode.tokens_per_s_per_instance, 3),
             "source": inputs.decode.source,
+            "batch": inputs.decode.batch,  # a rate the scenario gives: the running requests it holds at (TPOT limit)
             "context_tokens": inputs.decode.context_tokens,
             "output_mean_tokens": inputs.output_mean_tokens,
         },

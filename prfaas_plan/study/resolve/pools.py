@@ -259,6 +259,20 @@ def far_fit_notes(where: str, hardware: str, fitted: dict[str, float], before: d
     return out
 
 
+def measured_on(spec, base: Path | None, source: str | None) -> str:
+    """The model a scenario file's measurements were taken on: its ``measurements_model``, which
+    must name a model (an error naming the field, not every measurement dropped for a typo), else
+    its ``model``."""
+    ref = spec.measurements_model
+    if ref is None:
+        return spec.model
+    try:
+        resolve_model(_ref(ref, base, source, "measurements_model"))
+    except PlanInputError as exc:
+        raise PlanInputError(exc.reason, source=source, field="measurements_model") from None
+    return ref
+
+
 def dropped_measurements(measured_on: str, plan_model: str | None, specs, decode: DecodeSpec, rooflines: str) -> list[str]:
     """What a plan of another model leaves out of a file whose measurements were taken on
     ``measured_on`` (``measurements_model``): each pool's calibration points (``specs``: (field

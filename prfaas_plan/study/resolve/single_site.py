@@ -21,7 +21,19 @@ from ...timing.memory import require_fit
 from ..cache_memory import cache_memory_notes
 from ..model import Decode, LatencySettings, Limits, Objective, OptimiserSettings, PlanInputs, Pool, Slo, Workload
 from .links import link_of
-from .pools import _base, _budgets, _fits, _hardware, _model, _pool, _ref, chip_options, dropped_measurements, moved_note
+from .pools import (
+    _base,
+    _budgets,
+    _fits,
+    _hardware,
+    _model,
+    _pool,
+    _ref,
+    chip_options,
+    dropped_measurements,
+    measured_on,
+    moved_note,
+)
 from .workload import _decode, _decode_context, _workload, case_workload
 
 if TYPE_CHECKING:  # compare's options and multi-site schemas: imported where used (start-up)
@@ -311,10 +323,10 @@ def one_site(scenario: Scenario, source: str | None = None, basis: Basis = Basis
         role: WrittenPool(spec, _hardware(role, spec.hardware, base, source), spec.hardware, spec.count_range)
         for role, spec in specs.items()
     }
-    measured_on = scenario.measurements_model or scenario.model
-    measured = same_model(measured_on, scenario.model, base)
+    taken_on = measured_on(scenario, base, source)
+    measured = same_model(taken_on, scenario.model, base)
     named = [(str(role), spec) for role, spec in specs.items()]
-    drop = [] if measured else dropped_measurements(measured_on, scenario.model, named, scenario.decode, "the decode pool's")
+    drop = [] if measured else dropped_measurements(taken_on, scenario.model, named, scenario.decode, "the decode pool's")
     notes = notes + workload_notes + drop
     return OneSite(scenario, source, basis, scenario.model, model, workload, context, pools, tuple(notes), measured=measured)
 
@@ -360,7 +372,8 @@ def one_site_cases(scenario: Scenario, inputs: PlanInputs, source: str | None = 
 
 def _case_workload(scenario: Scenario, inputs: PlanInputs, spec: WorkloadSpec, source: str | None, where: str) -> PlanInputs:
     """``inputs`` under another workload: its distributions, the decode context and rate of the
-    decoding pool, and a check that every pool holds its longest request."""
+    decoding pool (the scenario's measured rate only where it is of this model, as ``one_site``
+    decides; its notes named for the case), and a check that every pool holds its longest request."""
     workload, _ = _workload(case_workload(scenario.workload, spec), inputs.model, source)
     context = _decode_context(scenario.decode, inputs.model, workload, source)
     longest = int(workload.full_input_dist.lengths_tokens[-1])
@@ -371,9 +384,13 @@ def _case_workload(scenario: Scenario, inputs: PlanInputs, spec: WorkloadSpec, s
     for pool, need, most in needs:
         if most:
             _fits(inputs.model, pool, need, source, where)
-    written = (scenario.pd_decode or scenario.pd).hardware
-    decode, _ = _decode(scenario.decode, inputs.model, inputs.decode_pool, written, context, source, base=_base(source))
-    return replace(inputs, workload=workload, decode=decode)
+    written, base = (scenario.pd_decode or scenario.pd).hardware, _base(source)
+    measured = same_model(scenario.measurements_model or scenario.model, inputs.model.name, base)
+    decode, notes = _decode(
+        scenario.decode, inputs.model, inputs.decode_pool, written, context, source, base=base, measured=measured
+    )
+    said = tuple(f"{where.removesuffix('.workload')}: {n}" for n in notes if n not in inputs.notes)
+    return replace(inputs, workload=workload, decode=decode, notes=inputs.notes + said)
 
 
 def day_windows(scenario: Scenario) -> tuple[list[tuple[str, float, float, float]], float, int | None]:

@@ -11,7 +11,7 @@ from ...profiles.model import ModelProfile
 from ...profiles.registry import same_hardware, same_model
 from ..model import Case, OptimiserSettings, PdSite, PrfaasSite, Study, Window
 from .links import link_of
-from .pools import _base, _budgets, _fits, _fitted, _hardware, _measured_on, _model, dropped_measurements, moved_note
+from .pools import _base, _budgets, _fits, _fitted, _hardware, _measured_on, _model, dropped_measurements, measured_on, moved_note
 from .workload import _decode, _decode_context, _workload, case_workload
 
 if TYPE_CHECKING:  # the multi-site schema: imported where used (start-up)
@@ -47,12 +47,12 @@ def resolve_sites(
             said.extend([note] if note else [])
     pool_specs = [(f"prfaas_sites.{s.name}", s) for s in spec.prfaas_sites] + [(f"pd_sites.{s.name}", s) for s in spec.pd_sites]
     model, notes = _model(model_ref or spec.model, spec.precision, pool_specs, base, source)
-    measured_on, planned = spec.measurements_model or spec.model, model_ref or spec.model
-    measured = same_model(measured_on, planned, base)
+    taken_on, planned = measured_on(spec, base, source), model_ref or spec.model
+    measured = same_model(taken_on, planned, base)
     if not measured and model_ref is None:  # the file's own mismatch
-        notes += dropped_measurements(measured_on, planned, pool_specs, spec.decode, "each site's")
+        notes += dropped_measurements(taken_on, planned, pool_specs, spec.decode, "each site's")
     elif not measured:  # a what-if's, which names its model where it reports them
-        said += dropped_measurements(measured_on, None, pool_specs, spec.decode, "each site's")
+        said += dropped_measurements(taken_on, None, pool_specs, spec.decode, "each site's")
     workloads = {}
     for site in spec.pd_sites:
         where = "workload" if site.workload is None else f"pd_sites.{site.name}.workload"

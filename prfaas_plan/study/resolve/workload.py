@@ -193,8 +193,9 @@ def _decode(
         dec.tokens_per_s_gpus,
         base,
     )
-    if rate is not None and basis == Basis.as_given:
-        return _given_rate(dec, model, pd, written, context, rate, notes)
+    if rate is not None:  # as given, or calibrating the roofline (basis model): held to the TPOT limit alike
+        used = DecodeSource.scenario if basis == Basis.as_given else DecodeSource.calibrated
+        return _given_rate(dec, model, pd, written, context, rate, notes, used, source)
     try:
         capacity = decode_capacity(model, pd.instance, context, tpot_ms=dec.tpot_ms, max_batch=dec.max_batch)
     except PlanInputError as exc:
@@ -203,32 +204,42 @@ def _decode(
     return Decode(context, dec.tpot_ms, dec.max_batch, capacity.tokens_per_s if rate is None else rate, used, capacity), notes
 
 
-def _given_rate(dec: DecodeSpec, model: ModelProfile, pd: Pool, written: str, context: int, rate: float, notes: list[str]):
-    """The scenario's measured decode rate as the plan uses it: held to ``decode.tpot_ms`` on the
-    roofline's step curve through it (``study.model.held_to_tpot``, noted), and noted when it is more
-    than ``FAR_FIT_FACTOR`` times faster than that curve (a rate of another batch, hardware or chip
-    count: 800 tokens/s at one running request on 8 x H20 is a 1.25 ms step, against 8.86 ms)."""
+def _given_rate(
+    dec: DecodeSpec,
+    model: ModelProfile,
+    pd: Pool,
+    written: str,
+    context: int,
+    rate: float,
+    notes: list[str],
+    used: DecodeSource,
+    source: str | None,
+) -> tuple[Decode, list[str]]:
+    """The scenario's measured decode rate as the plan uses it (``used``: as given, or calibrating
+    the roofline): held to ``decode.tpot_ms`` on the roofline's curve of time per output token
+    through it (``study.model.held_to_tpot``, noted), and noted when it is more than
+    ``FAR_FIT_FACTOR`` times faster than that curve (a rate of another batch, hardware or chip
+    count: 800 tokens/s at one running request on 8 x H20 is 1.25 ms a token, against 8.86 ms)."""
     try:
-        k, steps = measured_rate_scale(model, pd.instance, context, rate, dec.max_batch)
-        batch, held = held_to_tpot(k, steps, rate, dec.tpot_ms)
+        k, per_token, cap = measured_rate_scale(model, pd.instance, context, rate, dec.max_batch)
+        batch, held = held_to_tpot(k, per_token, rate, dec.tpot_ms)
     except PlanInputError as exc:
-        raise PlanInputError(exc.reason, field=exc.field if exc.field == "decode.tpot_ms" else "decode") from None
+        field = exc.field if (exc.field or "").startswith("decode") else f"decode.{exc.field}" if exc.field else "decode"
+        raise PlanInputError(exc.reason, source=source, field=field) from None
     notes = list(notes)
-    where, at = (
-        f"decode on {pd.gpus_per_instance} x {written}",
-        f"{rate:,.0f} tokens/s at {len(steps):,} running request{'s' * (len(steps) != 1)}",
-    )
-    step_ms = len(steps) / rate * 1e3
+    requests = f"{len(per_token):,} running request{'s' * (len(per_token) != 1)}"
+    where, at = f"decode on {pd.gpus_per_instance} x {written}", f"{rate:,.0f} tokens/s at {requests}"
+    token_ms = len(per_token) / rate * 1e3
     if k < 1 / FAR_FIT_FACTOR:  # slower is common (what the roofline leaves out); this much faster is not
         notes.append(
-            f"{where}: the scenario's {at} is a {step_ms:.3g} ms step, {1 / k:.3g}x faster than the "
-            f"roofline's {float(steps[-1]) * 1e3:.3g} ms: "
+            f"{where}: the scenario's {at} is {token_ms:.3g} ms per output token, {1 / k:.3g}x faster than the "
+            f"roofline's {float(per_token[-1]) * 1e3:.3g} ms: "
             "is it of this batch (max_batch), hardware and chips? (tokens_per_s_hardware, tokens_per_s_gpus)"
         )
-    if batch < len(steps):
+    if batch < len(per_token):
         notes.append(
-            f"{where}: the scenario's {at} ({step_ms:.3g} ms a step) held to tpot_ms {dec.tpot_ms:g}: "
-            f"{batch:,} running requests, {held:,.0f} tokens/s (the roofline's step curve through the measured point)"
+            f"{where}: the scenario's {at} ({token_ms:.3g} ms per output token) held to tpot_ms {dec.tpot_ms:g}: "
+            f"{batch:,} running requests, {held:,.0f} tokens/s (the roofline's curve through the measured point)"
         )
-        return Decode(context, dec.tpot_ms, dec.max_batch, held, DecodeSource.scenario, None, batch), notes
-    return Decode(context, dec.tpot_ms, dec.max_batch, rate, DecodeSource.scenario, None), notes
+    capacity = cap if used == DecodeSource.calibrated else None  # a calibrated pool shows its roofline layout
+    return Decode(context, dec.tpot_ms, dec.max_batch, held, used, capacity, batch), notes
