@@ -22,6 +22,7 @@ from conftest import REPO
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from prfaas_plan import api
 from prfaas_plan.choices import ObjectiveKind
 from prfaas_plan.errors import PlanInputError
 from prfaas_plan.planner import formulation, optimizer
@@ -336,3 +337,37 @@ def test_the_programme_prints_no_solver_deprecation(run_cli):
         formulation._solvers()  # made under the project's filter: no warning escapes it
     res = run_cli("sites", str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
     assert res.code == 0 and res.err == "", res.err
+
+
+class _StoppedWithoutAPlan:
+    """CBC at its time limit with no whole-number plan: status Not Solved, no integer solution, and
+    the continuous relaxation's values (here: every variable at a half)."""
+
+    def actualSolve(self, lp, **kwargs):  # noqa: N802 - pulp's solver interface
+        for v in lp.variables():
+            v.varValue = 0.5
+        lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+        return pulp.LpStatusNotSolved
+
+
+def test_a_relaxation_handed_back_at_the_time_limit_is_never_planned(bases, monkeypatch, run_cli):
+    """CBC stopped at its limit hands back fractional counts and routes: the multi-site planner
+    refuses them in one line (it used to round them into a plan whose parts did not add up and whose
+    requests went unserved); the one-site planner falls back to its exact search."""
+    assert not formulation.integral(_fractional_problem()) and formulation.integral(_fractional_problem(1.0))
+    monkeypatch.setattr(formulation, "_solvers", lambda gap_abs=None: [_StoppedWithoutAPlan(), _StoppedWithoutAPlan()])
+    with pytest.raises(PlanInputError) as err:
+        api.sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-day.yaml"))
+    assert err.value.field == "optimiser" and "no whole-number plan within its 60 s time limit" in err.value.reason
+    inputs, table = bases["no_decode"]
+    exact = optimise(inputs, table, method="enumerate")
+    assert optimise(inputs, table, method="milp").lambda_max == pytest.approx(exact.lambda_max, rel=1e-12)
+
+
+def _fractional_problem(value: float = 0.5):
+    prob = pulp.LpProblem("whole", pulp.LpMaximize)
+    n = prob.add_variable("n", 0, 10, cat="Integer")
+    x = prob.add_variable("x", 0, 10)
+    prob += n + x
+    n.varValue, x.varValue = value, 0.25
+    return prob

@@ -1505,6 +1505,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '        resolve_model(_ref(ref, base, source, "measurements_model"))\n',
         "        pass\n",
     ),
+    "relaxation-at-the-time-limit-planned": (
+        "prfaas_plan/planner/formulation.py",
+        "            whole = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and integral(prob)",
+        "            whole = True",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

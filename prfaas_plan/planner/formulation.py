@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from ..choices import ObjectiveKind, RobustObjective
+from ..errors import PlanInputError
 from ..study.model import Link, PdSite, Study
 from .throughput import ThresholdTable
 
@@ -258,8 +259,11 @@ class _Programme:
                 warnings.simplefilter("ignore", DeprecationWarning)  # as in _solvers
                 status = prob.solve(solver)
             scales = tuple(_value(self.scale[c]) for c in self.cases)
-            if pulp.LpStatus[status] in ("Optimal", "Not Solved") and solution_valid(prob) and None not in scales:
+            whole = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and integral(prob)
+            if pulp.LpStatus[status] in ("Optimal", "Not Solved") and whole and solution_valid(prob) and None not in scales:
                 break
+            if pulp.LpStatus[status] == "Not Solved" and not whole:  # stopped with no whole-number plan: a retry would too
+                raise NoPlanInTime()
         else:
             return None
         return Solved(
@@ -286,7 +290,10 @@ def settle(study: Study, cells: list[Cell], candidates: dict, goal: Goal, sol: S
     lexicographic programme (a weight on the instance count inside the first would sit below CBC's
     tolerances and decide nothing). ``sol`` itself when the second finds nothing."""
     value = score(sol.scales, goal) * (1 - 1e-9) if goal.maximise else sol.usd_per_hour * (1 + 1e-9) + 1e-9
-    settled = solve(study, cells, candidates, goal, hold=value)
+    try:
+        settled = solve(study, cells, candidates, goal, hold=value)
+    except NoPlanInTime:
+        return replace(sol, proven=False)  # not settled in time: the plan found, fewest instances not proven
     return sol if settled is None else replace(settled, proven=sol.proven and settled.proven)
 
 
@@ -350,6 +357,27 @@ def _value(s) -> float | None:
 
 
 SOLUTION_REL_TOLERANCE = 1e-6  # of a constraint's own scale (its largest term or its constant)
+
+
+class NoPlanInTime(PlanInputError):
+    """CBC stopped at its time limit without a whole-number plan (what it hands back then is the
+    continuous relaxation, whose counts and routes are not a plan): callers with an exact search
+    to fall back on use it; the multi-site planner reports this."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the solver found no whole-number plan within its {SOLVER_TIME_LIMIT_S} s time limit: narrow the "
+            "instance ranges, or plan fewer windows, cases or sites",
+            field="optimiser",
+        )
+
+
+def integral(prob, tolerance: float = 1e-6) -> bool:
+    """Whether every integer variable of CBC's solution is a whole number: at its time limit CBC
+    may hand back the continuous relaxation, whose counts and routes do not make a plan."""
+    return all(
+        v.varValue is None or abs(v.varValue - round(v.varValue)) <= tolerance for v in prob.variables() if v.cat == "Integer"
+    )
 
 
 def solution_valid(prob, rel_tolerance: float = SOLUTION_REL_TOLERANCE) -> bool:

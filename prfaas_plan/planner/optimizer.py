@@ -103,7 +103,7 @@ def _solve_milp(
     over the candidate thresholds ``cand``: its counts at their best threshold, checked exactly
     against the ranges and budgets (and, min_cost, the target rate); None when CBC gives no such
     answer, once without presolve and tightly either."""
-    from .formulation import Cell, Goal, solve
+    from .formulation import Cell, Goal, NoPlanInTime, solve
 
     study = one_site_study(inputs, limits, objective, target_rps)
     if study is None:
@@ -111,7 +111,10 @@ def _solve_milp(
     hours, rates = study.windows[0].hours, study.windows[0].rates_rps
     cells = [Cell(0, 0, hours, rates, {("pd", "prfaas"): table}, study.links, {"pd": inputs.decode_rps_per_instance})]
     for tight in (False, True):  # an answer the exact check refuses: once more without presolve, tightly
-        sol = solve(study, cells, {(0, 0, "pd"): [int(k) for k in cand]}, Goal(objective), tight=tight)
+        try:
+            sol = solve(study, cells, {(0, 0, "pd"): [int(k) for k in cand]}, Goal(objective), tight=tight)
+        except NoPlanInTime:  # the exact search the caller falls back on decides
+            return None
         if sol is None:
             continue
         counts = (sol.n_prfaas["prfaas"], sol.cells[0].n_p["pd"], sol.cells[0].n_d["pd"])

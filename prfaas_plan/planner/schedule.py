@@ -284,7 +284,7 @@ def _fixed_roles_day(inputs: PlanInputs, windows: list[Window], method: Optimise
 def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool) -> tuple[int, int, int] | None:
     """The counts of the one programme with a cell per window (coarse thresholds per window)."""
     from ..study.model import Window as StudyWindow
-    from .formulation import Cell, Goal, solve
+    from .formulation import Cell, Goal, NoPlanInTime, solve
     from .optimizer import coarse_indices, one_site_study
 
     objective = ObjectiveKind.min_cost if min_cost else ObjectiveKind.max_throughput
@@ -301,7 +301,10 @@ def _programme_counts(inputs: PlanInputs, windows: list[Window], min_cost: bool)
         (0, k, "pd"): [int(i) for i in coarse_indices(w.table, inputs.optimiser.coarse_thresholds)] for k, w in enumerate(windows)
     }
     day = tuple(StudyWindow(w.name, w.hours, {"pd": w.rate_rps}) for w in windows)
-    sol = solve(replace(study, windows=day, day=True), cells, cands, Goal(objective))
+    try:
+        sol = solve(replace(study, windows=day, day=True), cells, cands, Goal(objective))
+    except NoPlanInTime:  # as for no answer: the caller's enumeration decides
+        return None
     if sol is None:
         return None
     return sol.n_prfaas["prfaas"], sol.n_pd["pd"], sol.n_decode["pd"]

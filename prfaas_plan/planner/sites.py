@@ -5,7 +5,9 @@ by the one programme (``planner.formulation``) over the sites x links x windows 
 Thresholds come from ``coarse_thresholds`` quantiles per site, then a second programme over the
 candidates between each site's neighbours; with many windows fewer candidates per site
 (``CANDIDATE_BUDGET`` over all windows, at least ``MIN_CANDIDATES``), and CBC stops after
-``formulation.SOLVER_TIME_LIMIT_S`` with its best plan, reported as not proven optimal. A study
+``formulation.SOLVER_TIME_LIMIT_S`` with its best whole-number plan, reported as not proven
+optimal (none by then: ``formulation.NoPlanInTime``, a one-line error; a refining or settling
+programme that runs out of time leaves the plan before it standing, not proven). A study
 with one PD site, one PrfaaS site and one window is planned by the one-site planner
 (``planner.plan``), so it gives today's plans exactly.
 """
@@ -21,7 +23,7 @@ from ..errors import PlanInputError
 from ..study.model import Objective, Study
 from ..units import bytes_per_s_to_gbps
 from .cost import require_prices
-from .formulation import Cell, Goal, Solved, score, settle, solve
+from .formulation import Cell, Goal, NoPlanInTime, Solved, score, settle, solve
 from .optimizer import coarse_indices
 from .throughput import ThresholdTable, threshold_table
 
@@ -116,7 +118,10 @@ def _coarse_to_fine(study: Study, cells: list[Cell], cands: dict, goal: Goal, pe
     if sol is None:
         raise error
     fine = refine(cands, sol, per_site * 2)
-    refined = solve(study, cells, fine, goal)
+    try:
+        refined = solve(study, cells, fine, goal)
+    except NoPlanInTime:  # the coarse plan stands, not proven optimal
+        refined, sol = None, replace(sol, proven=False)
     if refined is not None and _better(refined, sol, goal):
         sol, cands = refined, fine
     return settle(study, cells, cands, goal, sol)
