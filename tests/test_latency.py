@@ -138,6 +138,21 @@ def test_a_tpot_only_slo_plan_operates_below_lambda_max_and_an_unmet_one_names_t
     assert res.code == 2 and re.search(r"the best TPOT is [\d.]+ ms against tpot_ms 25$", res.err.strip()), res.err
 
 
+def test_a_ttft_target_that_never_binds_says_the_goodput_is_the_capacity(tmp_path, run_cli):
+    """ttft_p90_s 10 on the case study holds up to Λ_max (decode-bound): the goodput is Λ_max and
+    the notes say that no target bounds the queue there; a target that binds (4 s) says nothing."""
+    doc = case_study_doc()
+    doc["slo"] = {"ttft_p90_s": 10}
+    path = tmp_path / "loose.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = json.loads(run_cli("plan", path, "-f", "json").out)
+    assert out["latency"]["goodput_rps"] == pytest.approx(out["prfaas_pd"]["lambda_max_rps"], rel=1e-6)
+    assert any(n.startswith("slo: the targets hold up to Λ_max") for n in out["notes"])
+    doc["slo"] = {"ttft_p90_s": 4}
+    path.write_text(yaml.safe_dump(doc))
+    assert not any("hold up to Λ_max" in n for n in json.loads(run_cli("plan", path, "-f", "json").out)["notes"])
+
+
 @pytest.mark.slow
 def test_slo_plan_beats_the_throughput_plan_under_the_slo(case):
     inputs, dec, dep = case

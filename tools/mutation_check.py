@@ -1510,6 +1510,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            whole = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and integral(prob)",
         "            whole = True",
     ),
+    "slo-that-never-binds-unsaid": (
+        "prfaas_plan/planner/plan.py",
+        "    if good is not None and bounds_queueing(inputs.slo) and good >= result.point.lambda_max * (1 - 1e-6):",
+        "    if False:",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -560,6 +560,12 @@ def _add_latency(result: PlanResult, decode, good: float | None) -> None:
         for name, dep in deps.items()
     }
     result.goodput_rps = good
+    if good is not None and bounds_queueing(inputs.slo) and good >= result.point.lambda_max * (1 - 1e-6):
+        result.notes.append(  # the targets never bind: the goodput is the capacity, at which some stage never settles
+            f"slo: the targets hold up to Λ_max ({result.point.lambda_max:.3f} req/s), so the goodput is the plan's "
+            "capacity, where the binding stage's queue never settles (its 'bound by'; no target bounds the decode "
+            "queue): run below it, as latency.operating_load does"
+        )
     if inputs.slo is not None and not bounds_queueing(inputs.slo):  # what sizes the plan, target rate or not
         result.notes.append(
             f"slo: no TTFT target, and a TPOT target does not bound the queues (at Λ_max they never settle): "
