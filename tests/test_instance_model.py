@@ -560,3 +560,17 @@ def test_a_static_batch_prefills_on_the_chips_that_decode_it():
     burst = RooflinePrefill(m, inst, capacity=PrefillCapacity.saturated, fit_tokens=4096).batch(4096, 64)
     assert est.batch_prefill_s == pytest.approx(burst.seconds, rel=1e-12)
     assert est.e2e_latency_s == pytest.approx(burst.seconds + 1023 * est.tpot_s, rel=1e-12)
+
+
+def test_estimate_says_what_the_measured_points_give_where_the_model_has_them(run_cli):
+    """estimate times the roofline; where the model profile has measured prefill points for the
+    instance (prfaas-1t-hybrid on 8 x H200, the paper's Table 5), it gives the measured prefill of
+    one prompt beside it, as kv and plan use it, and says so; elsewhere nothing."""
+    args = ("estimate", "prfaas-1t-hybrid", "-H", "h200", "-g", "8", "-i", "32K", "-O", "1K")
+    (row,) = json.loads(run_cli(*args, "-f", "json").out)["rows"]
+    kv = json.loads(run_cli("kv", "prfaas-1t-hybrid", "-H", "h200", "-g", "8", "-l", "32K", "-f", "json").out)
+    assert kv["source"] == "measured" and row["measured_prefill_s"] == pytest.approx(kv["rows"][0]["prefill_s"], abs=5e-4)
+    assert row["measured_prefill_s"] != pytest.approx(row["ttft_s"], rel=0.05)  # the roofline's TTFT is another figure
+    assert "measured: prfaas-1t-hybrid has measured prefill points on 8xh200" in run_cli(*args).out
+    (other,) = json.loads(run_cli("estimate", "qwen3-8b", "-H", "h200", "-g", "1", "-f", "json").out)["rows"]
+    assert other["measured_prefill_s"] is None

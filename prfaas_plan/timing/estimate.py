@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..choices import EngineName, PrefillCapacity
+from ..choices import CurveSource, EngineName, PrefillCapacity
 from ..errors import PlanInputError
 from ..profiles.model import ModelProfile
 from ..ranges import DECODE_BATCH, OFFLINE_REQUESTS, TOKENS
@@ -69,7 +69,7 @@ from .decode import DecodeCapacity, decode_capacity, step_cost
 from .instance import Instance
 from .layout import Layout
 from .offline import OfflineRun, offline_run
-from .prefill import RooflinePrefill, check_lengths
+from .prefill import RooflinePrefill, check_lengths, measured_for, prefill_curve
 from .serving import LoadFigures, load_figures
 from .uncertainty import GROUPS, Band, band
 
@@ -155,6 +155,8 @@ class Estimate:
     kv_dtype: str = ""  # the KV cache dtype served (a precision override, the engine's choice, or the model's)
     bands: dict[str, Band] = field(default_factory=dict)  # figure group -> band (``timing.uncertainty``)
     load: LoadFigures = field(kw_only=True)  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
+    # the model profile's measured prefill of one prompt on this instance (the curve kv and plan use), where it has one
+    measured_prefill_s: float | None = field(default=None, kw_only=True)
 
     @property
     def ttft_at_load_s(self) -> float:
@@ -304,4 +306,15 @@ def estimate(
         kv_dtype=str(model.dtypes.kv),
         bands={group: band(group, engine) for group in GROUPS},
         load=load,
+        measured_prefill_s=_measured_prefill_s(model, instance, input_tokens),
     )
+
+
+def _measured_prefill_s(model: ModelProfile, instance: Instance, input_tokens: int) -> float | None:
+    """One prompt's prefill on the model profile's measured points for this instance (PCHIP, as
+    ``kv`` and ``plan`` time it), or None without them: estimate's own figures are the roofline's."""
+    measured = measured_for(model, instance)
+    if measured is None or not measured.prefill:
+        return None
+    curve = prefill_curve(model, instance, CurveSource.measured, PrefillCapacity.per_request)
+    return float(curve.prefill_s([float(input_tokens)])[0])

@@ -153,6 +153,7 @@ def estimate_view(e: Estimate) -> Report:
         "offline_requests": None if e.offline is None else e.offline.requests,
         "offline_run_s": None if e.offline is None else round(e.offline.seconds, 4),
         "offline_mean_batch_requests": None if e.offline is None else round(e.offline.mean_batch_requests, 2),
+        "measured_prefill_s": None if e.measured_prefill_s is None else round(e.measured_prefill_s, 6),
     }
     budgets = [budget_row(e.first_token), budget_row(e.prefill), budget_row(e.decode)]
     ranges = range_rows(e, row)
@@ -189,6 +190,12 @@ def estimate_view(e: Estimate) -> Report:
     )
     if e.engine != "generic":
         notes.append(f"engine: {e.engine} (its defaults and its sourced kernel multipliers, timing/engines/{e.engine}.yaml)")
+    if e.measured_prefill_s is not None:
+        notes.append(
+            f"measured: {e.model} has measured prefill points on {e.instance} (the model profile's, which kv and plan "
+            f"use): {e.measured_prefill_s:,.3f} s for one {e.input_tokens:,}-token prompt, against the TTFT above; "
+            "estimate's figures are the instance model's"
+        )
     budget = Report(title="Time budget of one pass", columns=BUDGET_COLUMNS, rows=budgets)
     return Report(
         title=f"Estimate: {e.model} on {e.instance}",
