@@ -26,7 +26,7 @@ DEFAULT_CSVS = (DATA / "published_benchmarks.csv", DATA / "published_benchmarks_
 def _line(s: dict[str, float], worst: published.Prediction) -> str:
     return (
         f"median |error| {100 * s['median_error']:.1f}%, worst {s['worst_factor']:.2f}x ({worst.id}), "
-        f"geometric mean ratio {s['geomean_ratio']:.2f}"
+        f"geometric mean speed ratio {s['geomean_speed_ratio']:.2f}"
     )
 
 

@@ -205,6 +205,12 @@ class Prediction:
         """|predicted / measured - 1|."""
         return abs(self.ratio - 1.0)
 
+    @property
+    def speed_ratio(self) -> float:
+        """Predicted over measured speed: the ratio of a rate, the inverse of a time's (above 1,
+        the model is too fast, whatever the kind)."""
+        return 1.0 / self.ratio if self.kind in LATENCY_KINDS else self.ratio
+
 
 KINDS = ("prefill_tps", "decode_tps", "e2e_tps", "e2e_latency", "ttft", "tpot", "user_tps")
 LATENCY_KINDS = ("ttft", "tpot", "e2e_latency")  # seconds: the unit says s or ms
@@ -352,6 +358,9 @@ def _layout_columns(row: dict[str, str], gpus: int) -> dict[str, int] | None:
     return layout
 
 
+PER_GPU_UNIT = re.compile(r"\bper (?:rank \()?GPU\b", re.IGNORECASE)  # "tokens/s per GPU", "per rank (GPU)"
+
+
 def read_fields(row: dict[str, str]) -> RowFields:
     """Check every numeric and enumerated field of a row (``ranges``; see the module doc)."""
     kind = row["kind"]
@@ -378,9 +387,16 @@ def read_fields(row: dict[str, str]) -> RowFields:
         concurrency = batch * gpus if per_gpu else batch
     if concurrency is None and kind in ("ttft", "tpot", "user_tps"):
         concurrency = LATENCY_DEFAULT_CONCURRENCY
+    if kind not in LATENCY_KINDS and row["unit"] in SECONDS_PER_UNIT:
+        raise PlanInputError(f"{_article(kind)} {kind} row is a rate, not a time: got unit {show(row['unit'])}", field="unit")
     unit_gpus = _number(row, "unit_gpus", CHIPS_PER_INSTANCE, default=gpus)
     if unit_gpus > gpus:
         raise PlanInputError(f"the figure is per at most the row's {gpus} GPUs, got {unit_gpus}", field="unit_gpus")
+    if PER_GPU_UNIT.search(row["unit"]) and unit_gpus != 1:
+        raise PlanInputError(
+            f"the unit {show(row['unit'])} is per GPU, but the figure is compared per {unit_gpus} GPUs: give unit_gpus 1",
+            field="unit_gpus",
+        )
     return RowFields(
         kind=kind,
         gpus=gpus,
@@ -672,7 +688,9 @@ def _on_line(step, row: dict[str, str], n: int, path: str):
 
 
 def summary(predictions: list[Prediction]) -> dict[str, float]:
-    """Median and worst |predicted / measured - 1|, and the worst ratio either way (x)."""
+    """Median and worst |predicted / measured - 1|, the worst ratio either way (x), and the geometric
+    mean of the speed ratios (``Prediction.speed_ratio``: times inverted, so that above 1 is too fast
+    for every kind)."""
     errors = sorted(p.error for p in predictions)
     n = len(errors)
     median = errors[n // 2] if n % 2 else (errors[n // 2 - 1] + errors[n // 2]) / 2
@@ -682,5 +700,5 @@ def summary(predictions: list[Prediction]) -> dict[str, float]:
         "worst_error": errors[-1],
         "worst_factor": worst_factor,
         "rows": float(n),
-        "geomean_ratio": math.exp(sum(math.log(p.ratio) for p in predictions) / n),
+        "geomean_speed_ratio": math.exp(sum(math.log(p.speed_ratio) for p in predictions) / n),
     }

@@ -328,10 +328,10 @@ def _published_summary(out: str) -> list[str]:
     lines = out.splitlines()
     summaries = {}
     for k, line in enumerate(lines):
-        m = re.match(r"(\S+): (\d+) rows: median \|error\| (\S+), worst (\S+) \((\w+)\), geometric mean ratio (\S+)", line)
+        m = re.match(r"(\S+): (\d+) rows: median \|error\| (\S+), worst (\S+) \((\w+)\), geometric mean speed ratio (\S+)", line)
         if m:
             g = re.search(
-                r"engine generic: median \|error\| (\S+), worst (\S+) \(\w+\), geometric mean ratio (\S+)", lines[k + 1]
+                r"engine generic: median \|error\| (\S+), worst (\S+) \(\w+\), geometric mean speed ratio (\S+)", lines[k + 1]
             )
             summaries[m[2]] = (m[3], f"{m[4]} ({m[5]})", m[6], f"{g[1]}, {g[2]}, {g[3]}")
     page = (DOCS / "validation.md").read_text()

@@ -311,9 +311,10 @@ def test_published_blanks_take_only_their_documented_defaults(tmp_path):
     header, b09 = _published_row("B09")  # Llama-3.3-70B on the 2 H200 it names (it fits: no fallback)
     _, b13 = _published_row("B13")  # MLPerf: input_len blank; its model is a config beside the CSV
     shutil.copytree(DATA / "hf-configs", tmp_path / "hf-configs")
-    blank = _write_rows(tmp_path / "blank.csv", header, {**b09, "unit_gpus": ""}, b13)
+    instance = {**b09, "unit": "output tokens/s per instance"}  # a per-GPU unit needs unit_gpus 1
+    blank = _write_rows(tmp_path / "blank.csv", header, {**instance, "unit_gpus": ""}, b13)
     given = _write_rows(
-        tmp_path / "given.csv", header, {**b09, "unit_gpus": b09["gpus"]}, {**b13, "input_len": str(published.DEFAULT_INPUT)}
+        tmp_path / "given.csv", header, {**instance, "unit_gpus": b09["gpus"]}, {**b13, "input_len": str(published.DEFAULT_INPUT)}
     )
     per_gpu = _write_rows(tmp_path / "per_gpu.csv", header, {**b09, "unit_gpus": "1"})
     predicted = [p.predicted for p in published.predict_all(str(blank))]
@@ -346,6 +347,23 @@ def test_a_misspelt_or_repeated_published_column_is_refused(tmp_path, capsys, ol
     code, out, err = _published_main(path, capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"published.py: error: {path}: header: {needle}")
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        ({"unit_gpus": ""}, "unit_gpus: the unit 'output tokens/s per GPU' is per GPU, but the figure is compared per 2 GPUs"),
+        ({"unit": "s"}, "unit: an e2e_tps row is a rate, not a time: got unit 's'"),
+    ],
+    ids=["per-gpu-unit-per-instance", "time-unit-on-a-rate"],
+)
+def test_a_published_unit_that_disagrees_with_the_row_is_refused(tmp_path, capsys, change, needle):
+    """A 'per GPU' figure compared per instance (a blank unit_gpus) was 2-8x off and printed as per
+    GPU; a rate kind in seconds was printed as such: both are refused in one line naming the column."""
+    header, b09 = _published_row("B09")
+    path = _write_rows(tmp_path / "mine.csv", header, {**b09, **change})
+    code, out, err = _published_main(path, capsys)
+    assert code == 2 and err.count("\n") == 1 and needle in err, err
 
 
 # --- simulated requests: at most REQUESTS.hi per command, over all its runs --------------------
@@ -404,3 +422,15 @@ def test_the_published_script_says_how_to_call_it(capsys):
     spec.loader.exec_module(module)
     assert module.main(["published.py", "--help"]) == 0
     assert "python benchmarks/published.py my_measurements.csv" in capsys.readouterr().out
+
+
+def test_the_mean_speed_ratio_counts_a_time_too_short_as_too_fast():
+    """A TTFT predicted at half the measured and a rate predicted at twice it both say the model
+    is 2x too fast: their geometric mean speed ratio is 2 (the plain ratios' would be 1)."""
+    from prfaas_plan.published import Prediction, summary
+
+    row = {"model": "m", "hardware": "h", "gpus": 1, "layout": "1 chip", "unit": ""}
+    fast_time = Prediction("T", "ttft", predicted=0.5, measured=1.0, **row)
+    fast_rate = Prediction("R", "e2e_tps", predicted=2.0, measured=1.0, **row)
+    assert (fast_time.speed_ratio, fast_rate.speed_ratio) == (2.0, 2.0)
+    assert summary([fast_time, fast_rate])["geomean_speed_ratio"] == pytest.approx(2.0)

@@ -1515,6 +1515,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if good is not None and bounds_queueing(inputs.slo) and good >= result.point.lambda_max * (1 - 1e-6):",
         "    if False:",
     ),
+    "published-per-gpu-unit-compared-per-instance": (
+        "prfaas_plan/published.py",
+        '    if PER_GPU_UNIT.search(row["unit"]) and unit_gpus != 1:',
+        "    if False:",
+    ),
+    "published-speed-ratio-of-a-time-uninverted": (
+        "prfaas_plan/published.py",
+        "        return 1.0 / self.ratio if self.kind in LATENCY_KINDS else self.ratio",
+        "        return self.ratio",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',
