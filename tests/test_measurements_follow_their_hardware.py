@@ -324,7 +324,8 @@ def test_a_calibration_far_from_the_profile_says_the_points_may_be_of_another_ch
     """H20 points fitted onto an H100 pool (a copy whose measurements name no hardware) put its
     compute at 0.16x the profile's: the plan says the points may be another chip's; the case
     study's own fit (1.08x) says nothing; a time in seconds is never such a factor."""
-    from prfaas_plan.study.resolve.pools import FAR_FIT_FACTOR, far_fit_notes
+    from prfaas_plan.study.resolve.pools import far_fit_notes
+    from prfaas_plan.timing.calibrate import FAR_FIT_FACTOR
 
     doc = case_study_doc()
     for key in ("calibration_hardware", "calibration_gpus"):
@@ -367,3 +368,24 @@ def test_robust_cases_of_another_model_keep_the_measured_rate_dropped(tmp_path):
     _, cases = robust_inputs(spec, path)
     assert [c.inputs.decode.source for c in cases] == [DecodeSource.roofline] * 3
     assert all(c.inputs.decode.tokens_per_s_per_instance != 800 for c in cases)
+
+
+def test_calibrate_says_when_its_fit_is_far_from_the_profile(run_cli, tmp_path):
+    """Points about 100x slower than llama-3.3-70b's roofline on 4 x H100 fit, to 1.2%, at a
+    matmul of 0.4% of the profile's: calibrate says the points may be another chip's or in another
+    unit (its scenario counterpart is far_fit_notes); the shipped case study's points say nothing."""
+    points = tmp_path / "slow.csv"
+    points.write_text("length,prefill_s\n2K,25\n4K,50\n8K,100\n16K,200\n")
+    args = ("calibrate", "--model", "llama-3.3-70b", "--hardware", "h100", "--gpus", "4", "--points", points)
+    out = run_cli(*args, "-f", "json")
+    assert out.code == 0, out.err
+    notes = json.loads(out.out)["notes"]
+    far = [n for n in notes if n.startswith("the fit puts ")]
+    assert far and far[0].startswith("the fit puts matmul at 0.00") and "beyond 2x either way" in far[0]
+    fine = tmp_path / "fine.csv"  # the roofline's own times, scaled by 1.5: within 2x
+    roof = json.loads(
+        run_cli("kv", "llama-3.3-70b", "-H", "h100", "-g", "4", "-l", "2K,8K,16K", "--source", "roofline", "-f", "json").out
+    )
+    fine.write_text("length,prefill_s\n" + "".join(f"{r['length_tokens']},{1.5 * r['prefill_s']}\n" for r in roof["rows"]))
+    notes = json.loads(run_cli(*args[:-1], fine, "-f", "json").out)["notes"]
+    assert not [n for n in notes if n.startswith("the fit puts ")], notes

@@ -1525,6 +1525,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "        return 1.0 / self.ratio if self.kind in LATENCY_KINDS else self.ratio",
         "        return self.ratio",
     ),
+    "calibrate-far-fit-unsaid": (
+        "prfaas_plan/views/timing.py",
+        "    for name, factor in far_fitted(result.fitted, result.before):",
+        "    for name, factor in far_fitted({}, result.before):",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

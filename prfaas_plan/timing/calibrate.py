@@ -162,6 +162,24 @@ class PointFit:
         return self.predicted_s / self.measured_s - 1.0
 
 
+# A calibration that moves an efficiency factor more than this far either way from the profile's
+# is more likely fitted to points of another chip, chip count or layout (or in another unit) than
+# to this one's own kernels: the published measurements put the uncalibrated instance model
+# within about 2x (docs/validation.md).
+FAR_FIT_FACTOR = 2.0
+
+
+def far_fitted(fitted: dict[str, float], before: dict[str, float]) -> list[tuple[str, float]]:
+    """(parameter, fitted / profile value) of each fitted efficiency (not a time in seconds) that
+    moved beyond ``FAR_FIT_FACTOR`` either way from the profile's value."""
+    out = []
+    for name, value in fitted.items():
+        was = before.get(name)
+        if not name.endswith("_s") and was and was > 0 and not 1 / FAR_FIT_FACTOR <= value / was <= FAR_FIT_FACTOR:
+            out.append((name, value / was))
+    return out
+
+
 @dataclass(frozen=True)
 class CalibrationResult:
     model: str  # the model, or the models joined by '+'

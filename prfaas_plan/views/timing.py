@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..report import Column, Report, fmt_float, fmt_int, unsigned_zero
-from ..timing.calibrate import CalibrationResult
+from ..timing.calibrate import FAR_FIT_FACTOR, CalibrationResult, far_fitted
 from ..timing.decode import DecodeCapacity
 from ..timing.prefill import KvReport
 from ..units import BYTES_PER_MIB, format_tokens
@@ -194,6 +194,11 @@ def calibration_view(result: CalibrationResult) -> Report:
         + (" (+/- one standard error)" if any_sd else ""),
         f"max |error| {100 * result.max_abs_error:.2f}%, rms {100 * result.rms_error:.2f}%",
     ]
+    for name, factor in far_fitted(result.fitted, result.before):
+        notes.append(
+            f"the fit puts {name} at {factor:.3g}x the profile's (beyond {FAR_FIT_FACTOR:g}x either way): are the points "
+            "of this hardware, chip count and layout, and in seconds?"
+        )
     if result.leave_one_model_out:
         loo = ", ".join(
             f"{m} {100 * e:.1f}%" if e is not None else f"{m} not determined without it"

@@ -16,7 +16,7 @@ from ...profiles.model import ModelProfile
 from ...profiles.registry import looks_like_path, resolve_hardware, resolve_model
 from ...profiles.scenario import ClusterSpec, DecodeSpec, measured_instance_defaults
 from ...profiles.serving import PrecisionSpec
-from ...timing.calibrate import CalibrationPoint
+from ...timing.calibrate import CalibrationPoint, far_fitted
 from ...timing.cost import Engine
 from ...timing.instance import Instance
 from ...timing.layout import Layout, check_layout
@@ -237,26 +237,14 @@ def _measured_on(decode: DecodeSpec, hardware: str, gpus_per_instance) -> Decode
     )
 
 
-# A calibration that moves an efficiency factor more than this far either way from the profile's
-# is more likely fitted to points of another chip, chip count or layout than to this one's own
-# kernels: the published measurements put the uncalibrated instance model within about 2x
-# (docs/validation.md).
-FAR_FIT_FACTOR = 2.0
-
-
 def far_fit_notes(where: str, hardware: str, fitted: dict[str, float], before: dict[str, float]) -> list[str]:
-    """A note for each fitted efficiency (not a time in seconds) that the calibration moved beyond
-    ``FAR_FIT_FACTOR`` either way from the profile's value."""
-    out = []
-    for name, value in fitted.items():
-        was = before.get(name)
-        if name.endswith("_s") or not was or was <= 0 or 1 / FAR_FIT_FACTOR <= value / was <= FAR_FIT_FACTOR:
-            continue
-        out.append(
-            f"{where} on {hardware}: the calibration points put its {name} at {value / was:.3g}x the profile's: "
-            "are they of this hardware, chip count and layout? (calibration_hardware, calibration_gpus)"
-        )
-    return out
+    """A note for each fitted efficiency that the calibration moved beyond ``FAR_FIT_FACTOR`` either
+    way from the profile's value (``timing.calibrate.far_fitted``)."""
+    return [
+        f"{where} on {hardware}: the calibration points put its {name} at {factor:.3g}x the profile's: "
+        "are they of this hardware, chip count and layout? (calibration_hardware, calibration_gpus)"
+        for name, factor in far_fitted(fitted, before)
+    ]
 
 
 def measured_on(spec, base: Path | None, source: str | None) -> str:

@@ -12,12 +12,12 @@ from ...errors import PlanInputError, shorten
 from ...profiles.model import ModelProfile
 from ...profiles.scenario import ClusterCachesSpec, DecodeSpec, WorkloadSpec
 from ...profiles.workload_spec import TraceSpec, mixture_weight_notes, relative_shares_note
+from ...timing.calibrate import FAR_FIT_FACTOR
 from ...timing.decode import decode_capacity
 from ...workload.cluster_cache import ClusterCaches, HitDistribution
 from ...workload.distributions import build_distribution, with_prefix_cache
 from ..basis import decode_source, measured_decode_rate
 from ..model import Decode, Pool, Workload, held_to_tpot, measured_rate_scale
-from .pools import FAR_FIT_FACTOR
 
 
 def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None, where: str = "workload") -> tuple[Workload, list[str]]:
