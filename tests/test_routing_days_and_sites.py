@@ -454,6 +454,18 @@ def test_schedule_report_and_csv(run_cli):
     assert "day scale" in run_cli("schedule", DAY).out
 
 
+def test_sites_says_each_sites_decode_rate_and_that_robust_cases_are_not_planned_here(run_cli):
+    """sites gives each PD site's decode rate per instance and where it comes from (the roofline
+    here: no measured rate in the file), and on a file with robust: cases says they are the robust
+    plan's; a file without says nothing of cases."""
+    notes = json.loads(run_cli("sites", "two-edges-robust", "-f", "json").out)["notes"]
+    study = api.study(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-robust.yaml"))
+    rates = ", ".join(f"{s.name} {s.decode.tokens_per_s_per_instance:,.0f} tokens/s (roofline)" for s in study.pd_sites)
+    assert f"decode per PD-D instance: {rates}" in notes
+    assert "the file's robust: section (4 cases) is not planned here: the robust plan serves them all" in notes
+    assert not any("robust: section" in n for n in json.loads(run_cli("sites", "two-edges-day", "-f", "json").out)["notes"])
+
+
 def test_a_window_beyond_the_counts_bought_is_said_not_served(run_cli, tmp_path):
     """A window at 10x the day's rate: the notes say which windows the counts do not serve, by how
     much (their load column), and the day scale; windows that do not span 24 hours are noted; the

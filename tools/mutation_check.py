@@ -1530,6 +1530,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    for name, factor in far_fitted(result.fitted, result.before):",
         "    for name, factor in far_fitted({}, result.before):",
     ),
+    "sites-robust-cases-unsaid": (
+        "prfaas_plan/views/sites.py",
+        "            if si.cases\n",
+        "            if False\n",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -181,8 +181,20 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
         "provisioned (instances x $/hour per instance, a link's committed price when it carries traffic), the "
         "same in every window, the parts adding up to the total",
         "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth",
-        *si.notes,
     ]
+    said = [  # of the inputs, in the JSON's notes too
+        "decode per PD-D instance: "
+        + ", ".join(
+            f"{site.name} {site.decode.tokens_per_s_per_instance:,.0f} tokens/s ({site.decode.source})" for site in si.pd_sites
+        ),
+        *si.notes,
+        *(
+            [f"the file's robust: section ({len(si.cases)} cases) is not planned here: the robust plan serves them all"]
+            if si.cases
+            else []
+        ),
+    ]
+    notes += said
     if len(result.windows) > 1:
         notes.append(
             f"each window splits each PD site's instances between PD-P and PD-D anew; an instance that "
@@ -225,7 +237,7 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
             "n_pd": result.n_pd,
             "one_site": result.one_site,
             "proven_optimal": result.proven,
-            "notes": list(si.notes),
+            "notes": said,
             "rows": rows,
         },
     )
