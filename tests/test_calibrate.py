@@ -101,7 +101,7 @@ def test_calibrated_profile_changes_other_models(tmp_path, run_cli):
         ("length,prefill_s\n1K,nan\n", "must be a number"),
         ("length,prefill_s\n0,0.4\n", "below 1"),
         ("length,prefill_s\n", "no data rows"),
-        ("length,prefill_s\n1K,0.4\n1024,0.5\n", "twice"),
+        ("length,prefill_s\n1K,0.4\n1024,0.5\n", r"line 3: length 1,024 appears twice \(first on line 2\)"),
     ],
 )
 def test_bad_points_csv(tmp_path, text, reason):

@@ -161,6 +161,8 @@ def test_sites_link_utilisation_is_named_at_the_planned_rate(run_cli, tmp_path):
     ]
     table = run_cli("sites", path).out
     assert "link util: the link's egress at the planned rate" in table
+    for row in links:  # the table shows the fraction as a percentage, as plan does
+        assert f"{100 * float(row['link_utilisation_at_planned_rate']):.1f}%" in table
 
 
 def test_kv_and_plan_name_what_their_layouts_of_one_measured_curve_are_for(run_cli, case_plan):

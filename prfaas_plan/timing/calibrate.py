@@ -122,8 +122,14 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         points.append(CalibrationPoint(length, seconds, kv, where, model, gpus))
     if not points:
         raise PlanInputError("no data rows", source=path)
-    if len({(p.model, p.gpus, p.length_tokens) for p in points}) != len(points):
-        raise PlanInputError("a length appears twice" + (" for one model" if mi is not None else ""), source=path)
+    seen: dict[tuple, str] = {}
+    for p in points:
+        first = seen.setdefault((p.model, p.gpus, p.length_tokens), p.where)
+        if first != p.where:
+            whose = " for one model" if mi is not None else ""
+            raise PlanInputError(
+                f"length {p.length_tokens:,} appears twice{whose} (first on {first})", source=path, field=p.where
+            )
     return sorted(points, key=lambda p: (p.model or "", p.gpus or 0, p.length_tokens))
 
 

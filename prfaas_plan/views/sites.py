@@ -145,7 +145,7 @@ def site_columns() -> list[Column]:
         Column("n_p", "N_p", _auto),
         Column("n_d", "N_d", _auto),
         Column("egress_gbps", "egress Gbps", _auto),
-        Column("link_utilisation_at_planned_rate", "link util", _auto),
+        Column("link_utilisation_at_planned_rate", "link util", _share),
         Column("usd_per_hour", "$/h", fmt_opt(2)),
     ]
 
@@ -153,6 +153,11 @@ def site_columns() -> list[Column]:
 def cost_text(usd_per_hour: float | None) -> str:
     """A plan's provisioned $/hour for a title; unknown when a pool it buys has no price."""
     return "$/hour unknown: a pool bought has no price" if usd_per_hour is None else f"${usd_per_hour:,.2f}/hour provisioned"
+
+
+def _share(fraction) -> str:
+    """A link's utilisation as a percentage (the CSV and JSON keep the fraction)."""
+    return "-" if fraction is None else f"{100 * fraction:.1f}%"
 
 
 def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
@@ -180,7 +185,8 @@ def sites_view(result, si, simulated=None, load: float = 0.8) -> Report:
         "rows per window: each PD site, each link (PD site <- PrfaaS site), each PrfaaS site, the total; $/h "
         "provisioned (instances x $/hour per instance, a link's committed price when it carries traffic), the "
         "same in every window, the parts adding up to the total",
-        "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth",
+        "link util: the link's egress at the planned rate (its offloaded req/s) / its usable bandwidth, in % "
+        "(CSV and JSON: a fraction, link_utilisation_at_planned_rate)",
     ]
     said = [  # of the inputs, in the JSON's notes too
         "decode per PD-D instance: "
