@@ -234,3 +234,17 @@ def test_the_model_basis_holds_a_measured_rate_to_the_tpot_limit_as_plan_does(tm
     assert modelled.decode.source == DecodeSource.calibrated and modelled.decode.batch == as_given.decode.batch == 32
     model = decode_model(modelled)
     assert float(model.step_s(model.batch_size)) * 1e3 <= 60 + 1e-9
+
+
+def test_an_unreachable_tpot_limit_quotes_the_fastest_layout_at_one_request():
+    """qwen3-32b on 2 x H100 at 2K: the error's batch-1 step is the fastest over every fitting
+    layout (it quoted a fallback layout's 16.42 ms), and a limit just above it is met."""
+    from prfaas_plan.timing.decode import decode_capacity, step_cost
+    from prfaas_plan.timing.memory import fitting_layouts
+
+    model, pool = api.model_of("qwen3-32b"), Instance(api.hardware_of("h100"), 2)
+    fastest = min(float(step_cost(model, pool, lay, [1], 2048)[0][0]) for lay in fitting_layouts(model, pool, 2048)) * 1e3
+    with pytest.raises(PlanInputError) as err:
+        decode_capacity(model, pool, 2048, tpot_ms=fastest * 0.99)
+    assert f"a batch of 1 takes {fastest:.2f} ms per step" in err.value.reason
+    assert decode_capacity(model, pool, 2048, tpot_ms=fastest * 1.01).batch_size >= 1

@@ -1535,6 +1535,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            if si.cases\n",
         "            if False\n",
     ),
+    "tpot-floor-of-a-fallback-layout": (
+        "prfaas_plan/timing/decode.py",
+        "        fits = [layout] if instance.layout is not None else fitting_layouts(model, instance, reserve_tokens or context_tokens)",
+        "        fits = [layout]",
+    ),
     "robust-case-output-reset-to-default": (
         "prfaas_plan/study/resolve/workload.py",
         '    if "output" not in given:',

@@ -253,8 +253,9 @@ def decode_capacity(
             f"request at {reserve_tokens or context_tokens:,} tokens",
             field="gpus",
         )
-    if best < 1:
-        one = float(step_cost(model, instance, layout, [1], context_tokens)[0][0]) * 1e3
+    if best < 1:  # the fastest a request can go on any layout that fits (the chosen one is a fallback here)
+        fits = [layout] if instance.layout is not None else fitting_layouts(model, instance, reserve_tokens or context_tokens)
+        one = min(float(step_cost(model, instance, each, [1], context_tokens)[0][0]) for each in fits) * 1e3
         raise PlanInputError(
             f"TPOT limit {tpot_ms:g} ms is unreachable on {instance.label}: a batch of 1 takes {one:.2f} ms per step",
             field="tpot_ms",
