@@ -122,10 +122,11 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
         points.append(CalibrationPoint(length, seconds, kv, where, model, gpus))
     if not points:
         raise PlanInputError("no data rows", source=path)
-    seen: dict[tuple, str] = {}
+    seen: dict[tuple, str | None] = {}
     for p in points:
-        first = seen.setdefault((p.model, p.gpus, p.length_tokens), p.where)
-        if first != p.where:
+        key = (p.model, p.gpus, p.length_tokens)
+        first = seen.setdefault(key, p.where)
+        if first is not p.where:
             whose = " for one model" if mi is not None else ""
             raise PlanInputError(
                 f"length {p.length_tokens:,} appears twice{whose} (first on {first})", source=path, field=p.where
