@@ -125,12 +125,12 @@ def read_points_csv(path: str) -> list[CalibrationPoint]:
     seen: dict[tuple, str | None] = {}
     for p in points:
         key = (p.model, p.gpus, p.length_tokens)
-        first = seen.setdefault(key, p.where)
-        if first is not p.where:
+        if key in seen:
             whose = " for one model" if mi is not None else ""
             raise PlanInputError(
-                f"length {p.length_tokens:,} appears twice{whose} (first on {first})", source=path, field=p.where
+                f"length {p.length_tokens:,} appears twice{whose} (first on {seen[key]})", source=path, field=p.where
             )
+        seen[key] = p.where
     return sorted(points, key=lambda p: (p.model or "", p.gpus or 0, p.length_tokens))
 
 
