@@ -11,6 +11,7 @@ import csv
 import io
 import re
 
+from pathlib import Path
 import pytest
 import yaml
 from conftest import case_study_doc, table_parts
@@ -288,3 +289,23 @@ def test_wide_terminals_keep_one_table(two_options):
             assert CONTINUED not in text
             header = next(h for h, _ in _tables(text))
             assert header == [c.header for c in report.columns]
+
+
+def test_compare_plans_a_same_named_hardware_copy_at_its_own_price(tmp_path):
+    """A copy of h200 that keeps ``name: h200`` at a contract price is its own option: compare
+    prices it at the copy's rate, not the shipped profile's (a buyer's contract price was dropped)."""
+    from prfaas_plan import api
+    from prfaas_plan.profiles.registry import same_hardware
+
+    shipped = (Path(__file__).resolve().parents[1] / "hardware_profiles" / "h200.yaml").read_text()
+    assert "price_usd_per_gpu_hour: 4.0" in shipped
+    copy = tmp_path / "my_h200_contract.yaml"
+    copy.write_text(shipped.replace("price_usd_per_gpu_hour: 4.0", "price_usd_per_gpu_hour: 2.5"))
+    assert not same_hardware(str(copy), "h200") and same_hardware("H200", "h200")
+    result = api.compare("paper-case-study", prfaas=[str(copy), "h200"], pd=["h20"], basis="as-given")
+    by_file = {r.option.prfaas: r for r in result.results}
+    mine, theirs = by_file[str(copy)], by_file["h200"]
+    n_f = mine.plan.point.n_prfaas if hasattr(mine, "plan") else None
+    assert mine.usd_per_hour < theirs.usd_per_hour
+    if n_f is not None:
+        assert theirs.usd_per_hour - mine.usd_per_hour == pytest.approx(n_f * 8 * (4.0 - 2.5))

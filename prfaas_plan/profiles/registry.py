@@ -81,9 +81,27 @@ def hardware_identity(ref: str, base: Path | None = None) -> str:
 
 
 def same_hardware(a: str, b: str, base: Path | None = None) -> bool:
-    """Whether two hardware references name the same hardware (``hardware_identity``): whether
-    a what-if onto ``a`` leaves a pool on ``b`` as it is (its price and layout too)."""
-    return a == b or hardware_identity(a, base) == hardware_identity(b, base)
+    """Whether two hardware references name the same hardware profile: whether a what-if onto
+    ``a`` leaves a pool on ``b`` as it is (its price and layout too). The same name
+    (``hardware_identity``: 'H20' is h20) is the same profile unless one is a file whose content
+    differs: a copy of h200 that keeps ``name: h200`` at a contract price is another option."""
+    if a == b:
+        return True
+    if hardware_identity(a, base) != hardware_identity(b, base):
+        return False
+    if not (looks_like_path(a) or looks_like_path(b)):
+        return True
+    try:
+        return _hardware_at(a, base) == _hardware_at(b, base)
+    except PlanInputError:
+        return True  # the error is reported where the profile is loaded
+
+
+def _hardware_at(ref: str, base: Path | None) -> HardwareProfile:
+    """The hardware profile of ``ref``, a relative file taken from ``base``."""
+    if looks_like_path(ref) and base is not None and not Path(ref).is_absolute():
+        ref = str(base / ref)
+    return resolve_hardware(ref)
 
 
 def _speed_identity(ref: str, base: Path | None) -> str:
