@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import re
-
 from pathlib import Path
+
 import pytest
 import yaml
 from conftest import case_study_doc, table_parts
