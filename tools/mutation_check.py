@@ -536,8 +536,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     # measurements follow their instance (tests/test_measurements_follow_their_hardware.py)
     "hardware-compared-as-written": (
         "prfaas_plan/profiles/registry.py",
-        "return a == b or hardware_identity(a, base) == hardware_identity(b, base)",
-        "return a == b",
+        "    if not (looks_like_path(a) or looks_like_path(b)):\n        return True",
+        "    if not (looks_like_path(a) or looks_like_path(b)):\n        return False",
     ),
     "hardware-file-by-path-not-name": (
         "prfaas_plan/profiles/registry.py",
