@@ -111,7 +111,7 @@ def _speed_identity(ref: str, base: Path | None) -> str:
     if not looks_like_path(ref):
         return name
     try:
-        hardware = resolve_hardware(str(Path(ref) if base is None or Path(ref).is_absolute() else base / ref))
+        hardware = _hardware_at(ref, base)
     except PlanInputError:
         return name
     return shipped_twin(hardware, (hardware.name, *shipped_names("hardware_profiles"))) or name
