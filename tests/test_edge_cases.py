@@ -203,3 +203,32 @@ def test_fp4_experts_run_at_the_fp4_peak():
     assert t(fp4, b200) < t(m, b200)
     fp8 = m.model_copy(update={"dtypes": m.dtypes.model_copy(update={"experts": Dtype.fp8})})
     assert t(fp4, h200) == pytest.approx(t(fp8, h200), rel=1e-3)
+
+
+def test_a_declared_input_bound_past_the_context_is_refused_though_its_top_bin_fits(tmp_path, run_cli, case_study_file):
+    """The case study's model holds 131,072 tokens. A lognormal to 131,100 has its top support point
+    (the last bin's conditional mean, about 131,010) inside the context; the declared bound is not,
+    and the error quotes it."""
+    path = case_study_file(
+        tmp_path, workload__input={"type": "lognormal", "mu": 9.9, "sigma": 1.0, "min_tokens": 128, "max_tokens": 131100}
+    )
+    res = run_cli("plan", path)
+    assert res.code == 2 and "workload.input" in res.err and "131,100 tokens" in res.err and "context of 131,072" in res.err
+
+
+def test_inputs_that_leave_no_room_for_the_output_are_planned_with_a_note_of_their_share(tmp_path, case_study_file):
+    """A quarter of the requests have 131,000 input tokens and 1,024 outputs: 132,023 tokens of KV
+    beyond the 131,072 context. An engine that enforces the context refuses inputs above
+    131,072 - 1,024 + 1 = 130,049 tokens; the note gives that bound and the 25% share; the
+    other three quarters (1,000 tokens) fit."""
+    mix = {
+        "type": "mixture",
+        "components": [{"type": "fixed", "tokens": 131000, "weight": 0.25}, {"type": "fixed", "tokens": 1000, "weight": 0.75}],
+    }
+    path = case_study_file(tmp_path, workload__input=mix)
+    notes = [n for n in api.plan(str(path), with_marginals=False).inputs.notes if "context" in n]
+    assert len(notes) == 1
+    assert "131,000 tokens with outputs up to 1,024" in notes[0] and "132,023 tokens of KV" in notes[0]
+    assert "more than 130,049 input tokens (25.00% of them)" in notes[0]
+    fits = case_study_file(tmp_path, workload__input={"type": "fixed", "tokens": 130049})  # exactly the room: no note
+    assert not [n for n in api.plan(str(fits), with_marginals=False).inputs.notes if "context" in n]

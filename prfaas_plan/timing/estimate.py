@@ -69,7 +69,7 @@ from .decode import DecodeCapacity, decode_capacity, step_cost
 from .instance import Instance
 from .layout import Layout
 from .offline import OfflineRun, offline_run
-from .prefill import RooflinePrefill, check_lengths, measured_for, prefill_curve
+from .prefill import RooflinePrefill, measured_for, prefill_curve
 from .serving import LoadFigures, load_figures
 from .uncertainty import GROUPS, Band, band
 
@@ -219,7 +219,13 @@ def estimate(
     if requests is not None:
         OFFLINE_REQUESTS.check(requests, "requests")
     context = input_tokens + output_tokens // 2
-    check_lengths(model, [input_tokens + output_tokens - 1], field="input + output")  # the last token is never held
+    held = input_tokens + output_tokens - 1  # the last token is never held
+    if held > model.max_context_tokens:
+        raise PlanInputError(
+            f"{input_tokens:,} + {output_tokens:,} tokens hold {held:,} tokens of KV (the last output token is never "
+            f"attended to), which exceeds {model.name}'s context of {model.max_context_tokens:,} tokens",
+            field="input + output",
+        )
     dec = decode_capacity(
         model,
         instance,

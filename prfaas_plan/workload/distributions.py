@@ -334,6 +334,26 @@ def build_distribution(
     return build(mixture, components=weighted)
 
 
+def declared_max_tokens(spec) -> float | None:
+    """The longest length a spec declares (tokens): a lognormal's ``max_tokens``, a histogram's
+    last edge, a fixed length, an inline CDF's last point, the largest of a mixture's; None where
+    only the built support says (a trace, a CDF file). A binned support's top point is a bin's
+    conditional mean, below the declared bound: a context check needs the bound."""
+    kind = spec.type
+    if kind == WorkloadType.lognormal:
+        return float(spec.max_tokens)
+    if kind == WorkloadType.histogram:
+        return float(spec.edges_tokens[-1])
+    if kind == WorkloadType.fixed:
+        return float(spec.tokens)
+    if kind == WorkloadType.cdf:
+        return None if spec.points is None else float(max(point[0] for point in spec.points))
+    if kind == WorkloadType.trace:
+        return None
+    tops = [declared_max_tokens(c) for c in spec.components]
+    return None if any(top is None for top in tops) else max(t for t in tops if t is not None)
+
+
 def _build_cdf(spec, source: str | None, field_prefix: str) -> LengthDistribution:
     """A ``cdf`` spec: its inline points, or those of its JSON file (relative to ``source``'s
     folder; errors in the file name the file and the point)."""

@@ -4,6 +4,7 @@ cache from a trace) and the decode context and rate of one decoding instance.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ...accounting.kv import KvModel
@@ -15,7 +16,7 @@ from ...profiles.workload_spec import TraceSpec, mixture_weight_notes, relative_
 from ...timing.calibrate import FAR_FIT_FACTOR
 from ...timing.decode import decode_capacity
 from ...workload.cluster_cache import ClusterCaches, HitDistribution
-from ...workload.distributions import build_distribution, with_prefix_cache
+from ...workload.distributions import build_distribution, declared_max_tokens, with_prefix_cache
 from ..basis import decode_source, measured_decode_rate
 from ..model import Decode, Pool, Workload, held_to_tpot, measured_rate_scale
 
@@ -34,14 +35,42 @@ def _workload(spec: WorkloadSpec, model: ModelProfile, source: str | None, where
         note = None if cache is None else relative_shares_note(path, "the probs", list(cache.probs))
         notes += [note] if note is not None else []
     workload = _distributions(spec, source, model, where)
-    longest = int(workload.full_input_dist.lengths_tokens[-1])
-    if longest > model.max_context_tokens:
+    longest = _longest_tokens(workload.full_input_dist.lengths_tokens, spec.input)
+    context = model.max_context_tokens
+    if longest > context:
         raise PlanInputError(
-            f"inputs reach {longest:,} tokens, beyond {model.name}'s context of {model.max_context_tokens:,}",
+            f"inputs reach {longest:,} tokens, beyond {model.name}'s context of {context:,}",
             source=source,
             field=f"{where}.input",
         )
+    notes += _context_note(workload, spec, model, longest, where)
     return workload, notes
+
+
+def _longest_tokens(support_tokens, spec) -> int:
+    """The longest length of a distribution (tokens): its declared bound where the spec has one
+    (``declared_max_tokens``), never below its support's top point."""
+    declared = None if spec is None else declared_max_tokens(spec)
+    top = float(support_tokens[-1])
+    return int(math.ceil(max(top, declared) if declared is not None else top))
+
+
+def _context_note(workload: Workload, spec: WorkloadSpec, model: ModelProfile, longest_in: int, where: str) -> list[str]:
+    """A note when the longest input with the longest output holds more KV than the model's context
+    (I + O - 1 tokens: the last token is never attended to): an engine that enforces its context
+    (vLLM's max_model_len) refuses those requests; the plan serves them as the workload gives them."""
+    context = model.max_context_tokens
+    longest_out = _longest_tokens(workload.output_dist.lengths_tokens, spec.output)
+    if longest_in + longest_out - 1 <= context:
+        return []
+    room = context - longest_out + 1  # the longest input that fits beside the longest output
+    dist = workload.full_input_dist
+    share = float(dist.probs[dist.lengths_tokens > room].sum())
+    return [
+        f"{where}: inputs up to {longest_in:,} tokens with outputs up to {longest_out:,} exceed {model.name}'s context "
+        f"of {context:,} tokens ({longest_in + longest_out - 1:,} tokens of KV); requests with more than {room:,} input "
+        f"tokens ({share:.2%} of them) would be refused by an engine that enforces the context, and are planned as given"
+    ]
 
 
 def case_workload(base: WorkloadSpec, case: WorkloadSpec) -> WorkloadSpec:
