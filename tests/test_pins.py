@@ -130,25 +130,49 @@ def test_closed_form_remote_ttft_shifts_by_the_rtt(case_inputs):
 # 3. Layer-wise pipelining in the closed form
 
 
-@pytest.mark.parametrize("gbps", [10.0, 1.0])  # S/B = 1.03 s < T = 3.49 s (hidden); S/B = 10.3 s > T
-def test_closed_form_pipelined_transfer(fixed_inputs, gbps):
-    """Remote TTFT = T(L) + max(0, S/B_eff - T(L)) + S/(layers B_eff) + RTT, B_eff = B (1 - lambda S / B)."""
+def _frozen_share_ttft_s(t_prefill: float, s_kv: float, usable: float, rho: float, layers: int, rtt: float) -> float:
+    """Remote TTFT without queueing by brute force over N, the transfers an arrival finds on a
+    processor-sharing link (P(N = n) = (1 - rho) rho^n), each keeping the share B / (N + 1):
+    E[T + max(0, S (N + 1) / B - T) + S (N + 1) / (layers B)] + RTT, summed to a negligible tail."""
+    n = np.arange(20000)
+    prob = (1 - rho) * rho**n if rho > 0 else (n == 0).astype(float)
+    sent = s_kv * (n + 1) / usable
+    return float(np.sum(prob * (t_prefill + np.maximum(0.0, sent - t_prefill) + sent / layers))) + rtt
+
+
+# S/B = 1.03 s < T = 3.49 s (hidden on an idle link); S/B = 10.3 s > T. Link utilisation 0 (a lone
+# request), 0.5 and 0.8 (a busy link, where an even B (1 - rho) would hide the transfer's spread).
+@pytest.mark.parametrize("gbps", [10.0, 1.0])
+@pytest.mark.parametrize("rho", [1e-7, 0.5, 0.8])
+def test_closed_form_pipelined_transfer(fixed_inputs, gbps, rho):
+    """Remote TTFT = T(L) + max(0, S/B_n - T(L)) + S/(layers B_n) + RTT with B_n = B / (N + 1), N the
+    transfers in flight (geometric at link utilisation rho), against a brute-force sum over N; when
+    the transfer outlasts the prefill at every N its mean is the exact processor-sharing sojourn,
+    S / (B (1 - rho)) (1 + 1 / layers) + RTT."""
     inputs = fixed_inputs.with_link_gbps(gbps)
     dep = Deployment("prfaas_pd", 1000.0, 4, 3, 5)  # every request (L = 65,536) goes remote
-    rate = 1e-6
     t_prefill = float(inputs.prfaas.curve.prefill_s(np.array([FIXED_L]))[0])
     s_kv = float(inputs.prfaas.curve.kv_bytes(np.array([FIXED_L]))[0])
     layers = len(expand_layers(inputs.model))
     usable = gbps * BYTES_PER_GBPS * inputs.link.usable_fraction
-    b_eff = usable * (1 - rate * s_kv / usable)
+    rate = rho * usable / s_kv
     rtt = inputs.link.rtt_s
     hidden = s_kv / usable < t_prefill
     assert hidden == (gbps == 10.0)  # one case of each kind, as constructed
-    expected = t_prefill + max(0.0, s_kv / b_eff - t_prefill) + s_kv / (layers * b_eff) + rtt
     lat = LatencyModel(inputs, dep, decode_model(inputs)).at(rate)
-    assert lat.p == 1.0
-    assert lat.remote.mean_s == pytest.approx(expected, rel=1e-9)
-    assert lat.remote.p90_s == pytest.approx(expected, rel=1e-9)  # no queueing at this rate
+    assert lat.p == 1.0 and lat.link_utilisation == pytest.approx(rho, rel=1e-9)
+    expected = _frozen_share_ttft_s(t_prefill, s_kv, usable, rho, layers, rtt)
+    assert lat.remote.mean_service_s == pytest.approx(expected, rel=1e-9)
+    if not hidden:
+        assert lat.remote.mean_service_s == pytest.approx(s_kv / (usable * (1 - rho)) * (1 + 1 / layers) + rtt, rel=1e-9)
+    if rho < 1e-3:  # a lone request: no queueing, and the transfer has the link to itself
+        lone = t_prefill + max(0.0, s_kv / usable - t_prefill) + s_kv / (layers * usable) + rtt
+        assert lat.remote.mean_s == pytest.approx(lone, rel=1e-5)
+        assert lat.remote.p90_s == pytest.approx(lone, rel=1e-5)
+    elif hidden:  # Jensen: the spread of N makes the mean exceed the even share's
+        b_eff = usable * (1 - rho)
+        even = t_prefill + max(0.0, s_kv / b_eff - t_prefill) + s_kv / (layers * b_eff) + rtt
+        assert lat.remote.mean_service_s > even * 1.01
 
 
 # ---------------------------------------------------------------------------------------

@@ -10,14 +10,19 @@ TTFT = queue wait + prefill time (+ KV transfer on the remote path).
   wait: W_q = C / (c/m - lambda_path) * (c_a^2 + c_s^2) / 2. The wait is taken as 0 with
   probability 1 - C and exponential with mean W_q / C otherwise (exact for M/M/c).
 - The remote path adds the KV transfer. The link is shared (processor sharing): at link
-  utilisation rho_L = lambda p E[S_kv | long] / B a transfer sees B_eff = B (1 - rho_L).
-  With layer-wise pipelining only the part of S/B_eff that outlasts the prefill adds to
-  TTFT, plus the last layer's share S / (layers B_eff) and the RTT:
-  X(L) = max(0, S(L)/B_eff - T(L)) + S(L) / (layers * B_eff) + RTT. With a transport model
-  B_eff is at most one transfer's rate (connections x one TCP connection's, ``timing.transport``).
+  utilisation rho_L = lambda p E[S_kv | long] / B an arriving transfer finds N others in
+  flight, P(N = n) = (1 - rho_L) rho_L^n (M/G/1-PS, PASTA), and is taken to keep the share it
+  finds, B / (N + 1) (``link_shares``: a few bins of N, each at its conditional mean of N + 1).
+  The mean of S (N + 1) / B is S / (B (1 - rho_L)), the exact PS sojourn time; unlike one
+  deterministic B (1 - rho_L) the spread of N survives the pipelining below (Jensen: a busy
+  link delays the unlucky transfers, not each by the same amount).
+  With layer-wise pipelining only the part of S/B_n that outlasts the prefill adds to
+  TTFT, plus the last layer's share S / (layers * B_n) and the RTT:
+  X(L, n) = max(0, S(L)/B_n - T(L)) + S(L) / (layers * B_n) + RTT. With a transport model
+  B_n is at most one transfer's rate (connections x one TCP connection's, ``timing.transport``).
 - With cluster caches (``workload.cluster_cache``) the support is the regime's (L, h, g) classes: each
   path's T at the tokens that cluster computes, S at the KV it ships; a local request that
-  receives cached KV over the link takes max(T, S_cached / B_eff + RTT), and that KV counts in rho_L.
+  receives cached KV over the link takes max(T, S_cached / B_n + RTT), and that KV counts in rho_L.
 - TTFT per request = W + s(L), s = T (+ X), T the prefill latency of one prompt; its CDF is a mixture over the class's lengths,
   F(x) = sum_i w_i [(1 - C) 1{x >= s_i} + C (1 - exp(-(x - s_i) / theta)) 1{x >= s_i}],
   inverted numerically for P90 and P99. Overall TTFT mixes the two paths by 1 - p and p.
@@ -50,6 +55,32 @@ def erlang_c(servers: int, offered: float) -> float:
         b = offered * b / (k + offered * b)
     rho = offered / servers
     return b / (1 - rho * (1 - b))
+
+
+# Bin edges of N, the transfers an arrival finds on the link: n = 0..3 each on its own, then
+# where the tail P(N >= n) = rho^n falls below each of these (so the bins follow the load).
+_EXACT_SHARES = 4
+_TAIL_PROBABILITIES = (0.35, 0.25, 0.15, 0.1, 0.05, 0.025, 0.01, 0.005, 0.002, 0.0005)
+
+
+def link_shares(utilisation: float) -> tuple[np.ndarray, np.ndarray]:
+    """(probabilities, multipliers): N + 1, the transfers sharing the link with an arriving one
+    (itself included), in bins of N ~ Geometric, P(N = n) = (1 - rho) rho^n (M/G/1 processor
+    sharing). Each bin [a, b) has mass rho^a - rho^b and multiplier E[N + 1 | a <= N < b], from
+    the tail sums sum_{k >= a} (k + 1) P(N = k) = rho^a (a + 1 / (1 - rho)); so the bins' mean of
+    N + 1 is 1 / (1 - rho) exactly. ``utilisation`` in [0, 1); 0 gives ([1], [1])."""
+    rho = float(utilisation)
+    if rho <= 0:
+        return np.ones(1), np.ones(1)
+    edges = set(range(_EXACT_SHARES))
+    edges.update(max(_EXACT_SHARES, math.ceil(math.log(q) / math.log(rho))) for q in _TAIL_PROBABILITIES)
+    lows = sorted(edges)
+    tail_mass = [rho**a for a in lows] + [0.0]
+    tail_sum = [rho**a * (a + 1 / (1 - rho)) for a in lows] + [0.0]
+    mass = np.array([tail_mass[i] - tail_mass[i + 1] for i in range(len(lows))])
+    weighted = np.array([tail_sum[i] - tail_sum[i + 1] for i in range(len(lows))])
+    kept = mass > 1e-15
+    return mass[kept], weighted[kept] / mass[kept]
 
 
 @dataclass(frozen=True)
@@ -272,23 +303,29 @@ class LatencyModel:
         link = self.inputs.link
         bandwidth = link.usable_bytes_per_s
         link_util = link.utilisation(sum(rate_rps * self._paths[name][0] * self._mean_kv[name] for name in self._paths))
-        # the bandwidth a transfer sees on the shared link; None: the link carries nothing more
-        b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s) if bandwidth > 0 and link_util < 1 else None
+        # the seconds per byte a transfer sees in each bin of the link's sharing (link_shares); None:
+        # the link carries nothing more
+        sharing: tuple[np.ndarray, np.ndarray] | None = None  # (probability, seconds per byte) per bin
+        if bandwidth > 0 and link_util < 1:
+            shares, multipliers = link_shares(link_util)
+            sharing = shares, np.maximum(multipliers / bandwidth, 1 / link.transfer_bytes_per_s)
         out = {}
         for name, (share, w, service, kv, servers, _hold) in self._paths.items():
             lam = rate_rps * share
             total = service
-            if name == "remote" and service.size:
-                if b_eff is not None:
-                    extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)
-                    total = service + extra + link.rtt_s
-                else:
-                    total = np.full_like(service, math.inf)
-            elif name == "local" and service.size and np.any(kv > 0):  # cached KV received during the prefill
-                if b_eff is not None:
-                    total = np.maximum(service, kv / b_eff + link.rtt_s * (kv > 0))
-                else:
-                    total = np.where(kv > 0, math.inf, service)
+            uses_link = service.size and (name == "remote" or np.any(kv > 0))
+            if uses_link and sharing is None:
+                total = np.where((kv > 0) | (name == "remote"), math.inf, service)
+            elif uses_link and sharing is not None:
+                shares, per_byte_s = sharing
+                sent_s = kv[:, None] * per_byte_s[None, :]  # (support point, bin of the link's sharing)
+                prefill = service[:, None]
+                if name == "remote":
+                    full = prefill + np.maximum(0.0, sent_s - prefill) + sent_s / self._layers + link.rtt_s
+                else:  # cached KV received during the prefill
+                    full = np.maximum(prefill, sent_s + link.rtt_s * (kv[:, None] > 0))
+                total = full.ravel()
+                w = (w[:, None] * shares[None, :]).ravel()
             util, c, wait, theta = _queue_of(lam, servers, *self._moments[name], arrival_scv) if w.size else (0.0, 0.0, 0.0, 0.0)
             if service.size and not np.all(np.isfinite(total)):
                 wait, c, theta = math.inf, 1.0, math.inf
