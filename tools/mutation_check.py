@@ -162,8 +162,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "closed-form-no-pipelining": (
         "prfaas_plan/planner/latency.py",
-        "extra = np.maximum(0.0, kv / b_eff - service) + kv / (self._layers * b_eff)",
-        "extra = kv / b_eff",
+        "full = prefill + np.maximum(0.0, sent_s - prefill) + sent_s / self._layers + link.rtt_s",
+        "full = prefill + sent_s + link.rtt_s",
     ),
     "sim-no-rtt": ("prfaas_plan/simulate/engine.py", "rtt_s=inputs.link.rtt_s,", "rtt_s=0.0,"),
     "sim-link-caps-always-fit": (
@@ -800,8 +800,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "full-context-refused": (
         "prfaas_plan/timing/estimate.py",
-        'check_lengths(model, [input_tokens + output_tokens - 1], field="input + output")',
-        'check_lengths(model, [input_tokens + output_tokens], field="input + output")',
+        "held = input_tokens + output_tokens - 1  # the last token is never held",
+        "held = input_tokens + output_tokens  # the last token is never held",
     ),
     "published-batch-wins-over-concurrency": (
         "prfaas_plan/published.py",
@@ -1210,8 +1210,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "transport-latency-uncapped": (
         "prfaas_plan/planner/latency.py",
-        "b_eff = min(bandwidth * (1 - link_util), link.transfer_bytes_per_s) if",
-        "b_eff = bandwidth * (1 - link_util) if",
+        "sharing = shares, np.maximum(multipliers / bandwidth, 1 / link.transfer_bytes_per_s)",
+        "sharing = shares, multipliers / bandwidth",
     ),
     "colocated-no-chunks-in-step": (
         "prfaas_plan/planner/colocated.py",
@@ -1579,6 +1579,27 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/published.py",
         '        if row.get("id", "") in first_line:',
         "        if False:",
+    ),
+    # session of 2026-12-08: a busy link's spread of shares; the declared input bound
+    "link-share-even": (
+        "prfaas_plan/planner/latency.py",
+        "    return mass[kept], weighted[kept] / mass[kept]",
+        "    return np.ones(1), np.full(1, 1 / (1 - rho))",
+    ),
+    "link-share-tail-mean": (
+        "prfaas_plan/planner/latency.py",
+        "tail_sum = [rho**a * (a + 1 / (1 - rho)) for a in lows] + [0.0]",
+        "tail_sum = [rho**a * (a + 1) for a in lows] + [0.0]",
+    ),
+    "input-bound-from-the-support": (
+        "prfaas_plan/study/resolve/workload.py",
+        "    declared = None if spec is None else declared_max_tokens(spec)",
+        "    declared = None",
+    ),
+    "context-note-without-the-output": (
+        "prfaas_plan/study/resolve/workload.py",
+        "    if longest_in + longest_out - 1 <= context:",
+        "    if longest_in <= context:",
     ),
 }
 
