@@ -48,6 +48,12 @@ def test_route_table_thresholds_rise_as_bandwidth_falls(run_cli):
     assert gbps == sorted(gbps) and gbps[0] == 0.0
     assert all(a >= b for a, b in zip(thresholds, thresholds[1:]))  # ascending bandwidth, falling t
     assert float(rows[0]["p"]) == 0.0
+    # nothing offloaded: no input exceeds the threshold, not even one of the declared 131,072
+    # tokens above the binned support's top point (130,961, a bin's mean)
+    assert (
+        thresholds[0] >= 131072
+        and thresholds[0] > api.plan("paper-case-study", with_marginals=False).inputs.input_dist.lengths_tokens[-1]
+    )
     assert thresholds[0] > thresholds[-1]
     planned = [r for r in rows if r["planned"] == "True"]
     assert len(planned) == 1 and float(planned[0]["usable_gbps"]) == 100.0
@@ -965,3 +971,16 @@ def test_a_decode_only_pool_in_a_pd_site_says_it_is_a_one_site_field(run_cli, tm
         f"prfaas-plan: error: {path}: pd_sites[0]: pd_decode: a one-site field; a PD site of a multi-site file "
         "has no decode-only pool"
     ), res.err
+
+
+def test_a_plan_that_offloads_nothing_has_a_threshold_no_input_exceeds(tmp_path, run_cli, case_study_file):
+    """On a 1 Mbps link the plan keeps everything local (p = 0). Its threshold is then the model's
+    context, at or above every input (the lognormal's declared 131,072-token bound), and the report
+    says nothing is offloaded; the binned support's top point (a bin's mean) would have let a
+    router offload the longest inputs onto a link that carries nothing."""
+    path = case_study_file(tmp_path, link__bandwidth_gbps=0.001)
+    result = api.plan(str(path), with_marginals=False)
+    assert result.point.p == 0.0
+    assert result.point.threshold_tokens >= 131072 > result.inputs.input_dist.lengths_tokens[-1]
+    out = run_cli("plan", path).out
+    assert re.search(r"threshold t\s+131,072 tokens \(128K, K = 1,024\): nothing offloaded", out)

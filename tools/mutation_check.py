@@ -1601,6 +1601,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    if longest_in + longest_out - 1 <= context:",
         "    if longest_in <= context:",
     ),
+    "no-offload-threshold-at-the-top-bin": (
+        "prfaas_plan/planner/throughput.py",
+        "    top = max(float(support_tokens[-1]), float(inputs.model.max_context_tokens))",
+        "    top = float(support_tokens[-1])",
+    ),
 }
 
 

@@ -59,7 +59,7 @@ def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_t
     if inputs.workload.routed is not None:
         return routed_table(inputs, mode, thresholds_tokens)
     dist = inputs.input_dist
-    t = np.concatenate(([0.0], dist.lengths_tokens)) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
+    t = _candidates(dist.lengths_tokens, inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
     stats = class_stats_table(dist)
     p, l_long, l_short = stats.split(t)
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
@@ -87,6 +87,16 @@ def threshold_table(inputs: PlanInputs, mode: str = PlanMode.exact, thresholds_t
     )
 
 
+def _candidates(support_tokens: np.ndarray, inputs: PlanInputs) -> np.ndarray:
+    """Every distinct threshold (tokens): 0 (all offloaded), each support point but the last, and
+    in its place the model's context, the threshold that offloads nothing. A request is offloaded
+    when its (routing) length exceeds t; no input exceeds the context (``study.resolve`` refuses
+    one that does), while a binned support's top point is a bin's mean below the inputs' bound, so
+    a router given it would offload the few longest inputs even where the plan offloads none."""
+    top = max(float(support_tokens[-1]), float(inputs.model.max_context_tokens))
+    return np.concatenate(([0.0], support_tokens[:-1], [top]))
+
+
 def per_token_count(fn, tokens: np.ndarray) -> np.ndarray:
     """fn over the distinct token counts of ``tokens`` (whole tokens), spread back."""
     values, inverse = np.unique(tokens, return_inverse=True)
@@ -101,11 +111,7 @@ def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> 
     Class means in both modes (the paper's mean-length form has no meaning for mixed classes)."""
     pts = inputs.workload.routed
     assert pts is not None  # routed tables are built only for cache-aware routing (threshold_table checks)
-    t = (
-        np.concatenate(([0.0], np.unique(pts.route_tokens)))
-        if thresholds_tokens is None
-        else np.asarray(thresholds_tokens, dtype=float)
-    )
+    t = _candidates(np.unique(pts.route_tokens), inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
     # the PrfaaS and PD-P pools always prefill (study.model.Pool: only a decode-only pool has no curve)
     assert prfaas is not None and pd is not None

@@ -440,7 +440,11 @@ def plan_view(result) -> Report:
     ]
     link = inputs.link
     details = [
-        ("threshold t", f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"),
+        (
+            "threshold t",
+            f"{pt.threshold_tokens:,.0f} tokens ({format_tokens(pt.threshold_tokens)}, K = 1,024)"
+            + (": nothing offloaded (no input exceeds it)" if pt.p <= 0 else ""),
+        ),
         ("offloaded share p", f"{pt.p:.3f}"),
         ("l_long / l_short", f"{_tokens(pt.l_long_tokens)} / {_tokens(pt.l_short_tokens)} tokens"),
         *_output_by_class(inputs, pt.threshold_tokens),
