@@ -30,10 +30,10 @@ def case(case_inputs):
 def test_slo_plan_keeps_throughput_marginals_and_jensen(tmp_path, run_cli, case_study_file):
     plain = json.loads(run_cli("plan", "-f", "json").out)
     slo = json.loads(run_cli("plan", case_study_file(tmp_path, slo={"ttft_p90_s": 4.0}), "-f", "json").out)
-    assert slo["marginal_lambda"] == plain["marginal_lambda"]  # both of the max-throughput plan
+    assert slo["marginal_lambda_rps"] == plain["marginal_lambda_rps"]  # both of the max-throughput plan
     # the Jensen gap is of the plan shown (issue 16): the SLO plan's counts, not the max-throughput plan's
-    assert slo["jensen"]["lambda_exact"] < plain["jensen"]["lambda_exact"]
-    assert slo["marginal_lambda"]["per_gbps"] == pytest.approx(0.0, abs=1e-9)  # the link is 12% used
+    assert slo["jensen"]["lambda_exact_rps"] < plain["jensen"]["lambda_exact_rps"]
+    assert slo["marginal_lambda_rps"]["per_gbps"] == pytest.approx(0.0, abs=1e-9)  # the link is 12% used
     assert (slo["prfaas_pd"]["n_p"], slo["prfaas_pd"]["n_d"]) != (plain["prfaas_pd"]["n_p"], plain["prfaas_pd"]["n_d"])
 
 

@@ -202,7 +202,7 @@ def test_each_difference_of_validate_model_names_the_pair_it_compares(reports):
         what = headers[i].removeprefix("Δ ")
         assert headers[i - 2].startswith(f"closed {what} ") and headers[i - 1].startswith(f"sim {what} "), headers
     csv_header = next(csv.reader(io.StringIO(to_csv(report))))
-    assert {"throughput_diff", "ttft_mean_diff", "ttft_p90_diff", "rate_rps"} <= set(csv_header)
+    assert {"throughput_diff_fraction", "ttft_mean_diff_fraction", "ttft_p90_diff_fraction", "rate_rps"} <= set(csv_header)
 
 
 def _docs_block(page: str, after: str) -> list[str]:

@@ -245,8 +245,8 @@ def test_jensen_line_of_a_min_cost_plan_is_of_that_plan(tmp_path):
     assert (
         f"of the max-throughput plan (N_f/N_p/N_d 4/10/6, Λ_max {6 * decode_rps:.3f} req/s), not of the plan shown"
     ) in details["marginal values"]
-    assert out["jensen"]["lambda_exact"] == pytest.approx(shown, rel=1e-9) == out["prfaas_pd"]["lambda_max_rps"]
-    assert out["jensen"]["lambda_paper"] == pytest.approx(shown, rel=1e-9) and out["jensen"]["gap"] == 0
+    assert out["jensen"]["lambda_exact_rps"] == pytest.approx(shown, rel=1e-9) == out["prfaas_pd"]["lambda_max_rps"]
+    assert out["jensen"]["lambda_paper_rps"] == pytest.approx(shown, rel=1e-9) and out["jensen"]["gap_fraction"] == 0
 
 
 def test_marginal_separates_own_gain_from_the_budget_relaxation():

@@ -200,13 +200,13 @@ VALIDATION_TABLE = {
     "rate req/s": "rate_rps",
     "closed tput req/s": "closed_throughput_rps",
     "sim tput req/s": "sim_throughput_rps",
-    "Δ tput": Col("throughput_diff", scale=100),
+    "Δ tput": Col("throughput_diff_fraction", scale=100),
     "closed TTFT mean s": Col("closed_ttft_mean_s", none="overload"),
     "sim TTFT mean s": Col("sim_ttft_mean_s", none="overload"),
-    "Δ TTFT mean": Col("ttft_mean_diff", scale=100),
+    "Δ TTFT mean": Col("ttft_mean_diff_fraction", scale=100),
     "closed TTFT P90 s": Col("closed_ttft_p90_s", none="overload"),
     "sim TTFT P90 s": Col("sim_ttft_p90_s", none="overload"),
-    "Δ TTFT P90": Col("ttft_p90_diff", scale=100),
+    "Δ TTFT P90": Col("ttft_p90_diff_fraction", scale=100),
     "sim queues": Col("sim_stable", labels=STABILITY_LABELS),
 }
 # simulate: one row per path; the JSON row of a path is {path, ttft: ttft[path], tpot: tpot[path], closed_form: ...}.
@@ -744,9 +744,9 @@ def test_validate_model_columns_show_their_json_fields(run_cli):
     for r in doc["rows"]:
         assert r["closed_throughput_rps"] <= r["rate_rps"]
         pairs = [
-            ("throughput_diff", "closed_throughput_rps", "sim_throughput_rps"),
-            ("ttft_mean_diff", "closed_ttft_mean_s", "sim_ttft_mean_s"),
-            ("ttft_p90_diff", "closed_ttft_p90_s", "sim_ttft_p90_s"),
+            ("throughput_diff_fraction", "closed_throughput_rps", "sim_throughput_rps"),
+            ("ttft_mean_diff_fraction", "closed_ttft_mean_s", "sim_ttft_mean_s"),
+            ("ttft_p90_diff_fraction", "closed_ttft_p90_s", "sim_ttft_p90_s"),
         ]
         for diff, closed, sim in pairs:
             if r[diff] is not None:

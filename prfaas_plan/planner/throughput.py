@@ -111,7 +111,11 @@ def routed_table(inputs: PlanInputs, mode: PlanMode, thresholds_tokens=None) -> 
     Class means in both modes (the paper's mean-length form has no meaning for mixed classes)."""
     pts = inputs.workload.routed
     assert pts is not None  # routed tables are built only for cache-aware routing (threshold_table checks)
-    t = _candidates(np.unique(pts.route_tokens), inputs) if thresholds_tokens is None else np.asarray(thresholds_tokens, dtype=float)
+    t = (
+        _candidates(np.unique(pts.route_tokens), inputs)
+        if thresholds_tokens is None
+        else np.asarray(thresholds_tokens, dtype=float)
+    )
     prfaas, pd = inputs.prfaas.curve, inputs.pd.curve
     # the PrfaaS and PD-P pools always prefill (study.model.Pool: only a decode-only pool has no curve)
     assert prfaas is not None and pd is not None

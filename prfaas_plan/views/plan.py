@@ -278,7 +278,7 @@ def plan_json(result) -> dict:
         "cache": None
         if result.cache is None
         else {k: round(v, 6) if isinstance(v, float) else v for k, v in result.cache.items()},
-        "marginal_lambda": {k: round(v, 6) for k, v in result.marginal.items()},
+        "marginal_lambda_rps": {k: round(v, 6) for k, v in result.marginal.items()},
         "marginal": {
             k: {
                 "lambda_rps": round(m.lambda_rps, 6),
@@ -295,10 +295,10 @@ def plan_json(result) -> dict:
             for k, m in result.marginals.items()
         },
         "jensen": {
-            "lambda_exact": round(result.lambda_by_mode(PlanMode.exact), 6),
-            "lambda_paper": round(result.lambda_by_mode(PlanMode.paper), 6),
-            "gap": round(result.jensen_gap, 6),
-            "exact_lambda_at_paper_point": _opt(result.exact_lambda_at_paper_point, 6),
+            "lambda_exact_rps": round(result.lambda_by_mode(PlanMode.exact), 6),
+            "lambda_paper_rps": round(result.lambda_by_mode(PlanMode.paper), 6),
+            "gap_fraction": round(result.jensen_gap, 6),
+            "exact_lambda_at_paper_point_rps": _opt(result.exact_lambda_at_paper_point, 6),
         },
         "latency": latency_json(result),
         "decode": {
