@@ -808,3 +808,32 @@ def test_a_plan_that_may_buy_no_prfaas_instance_says_so_and_shows_no_prfaas_boun
     out = json.loads(run_cli("plan", str(path), "-f", "json").out)
     assert out["prfaas_pd"]["p"] == 0 and out["prfaas_pd"]["n_prfaas"] == 0  # a 1 Mbps link carries no KV in time
     assert any("the link or the PrfaaS cluster cannot carry any offload profitably" in n for n in out["notes"])
+
+
+def test_each_pools_price_row_names_its_basis_and_every_default(run_cli, tmp_path):
+    """A purchase of $32,000 with nothing else: 32,000 / 4 / 8,760 = $0.9132 per chip-hour, the
+    4 years and 0% marked as defaults, power at the default $0.08/kWh; the same at 8% over 4
+    years given: CRF 0.3019, 32,000 x 0.3019 / 8,760 = $1.1029, no default on either. The PD pool
+    rents at the h20 profile's example price, which the row says. The rows are the JSON's."""
+    bought = write(tmp_path, scenario_doc(prfaas__cost={"purchase_usd_per_gpu": 32000}), "bought.yaml")
+    doc = json.loads(run_cli("plan", bought, "-f", "json").out)
+    terms = doc["prices"]["prfaas"]
+    assert "$32,000 per chip over 4 years (default) at 0.0% a year (default): $0.9132 per chip-hour" in terms
+    assert "$0.08/kWh (default" in terms and "PUE 1.3 (default)" in terms
+    assert (
+        doc["prices"]["pd"].startswith("rented at $2.00 per chip-hour (h20's example price")
+        and doc["prices"]["pd_decode"] is None
+    )
+    table = run_cli("plan", bought).out
+    assert f"price PrfaaS                  h200: {terms}" in table
+    financed = scenario_doc(prfaas__cost={"purchase_usd_per_gpu": 32000, "depreciation_years": 4, "cost_of_capital": 0.08})
+    terms = json.loads(run_cli("plan", write(tmp_path, financed, "financed.yaml"), "-f", "json").out)["prices"]["prfaas"]
+    assert "over 4 years at 8.0% a year: $1.1029 per chip-hour" in terms and "years (default)" not in terms
+
+
+@pytest.mark.parametrize("cost", [{"usd_per_gpu_hour": 3.0, "depreciation_years": 3}, {"cost_of_capital": 0.08}])
+def test_depreciation_terms_beside_a_rental_are_refused(run_cli, tmp_path, cost):
+    """depreciation_years and cost_of_capital price a purchase; beside a rental (given, or the
+    profile's price) they would be silently ignored: an error naming the pool's cost."""
+    res = run_cli("plan", write(tmp_path, scenario_doc(prfaas__cost=cost)))
+    assert res.code == 2 and "prfaas.cost" in res.err and "apply only to purchase_usd_per_gpu" in res.err

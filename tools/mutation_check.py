@@ -587,8 +587,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     "text-binding-as-enum": ("prfaas_plan/views/plan.py", "return _BOUND_LABELS.get(value, str(value))", "return str(value)"),
     "validate-delta-headers-by-position": (
         "prfaas_plan/views/simulation.py",
-        'Column("ttft_mean_diff", "Δ TTFT mean", pct)',
-        'Column("ttft_mean_diff", "Δ", pct)',
+        'Column("ttft_mean_diff_fraction", "Δ TTFT mean", pct)',
+        'Column("ttft_mean_diff_fraction", "Δ", pct)',
     ),
     # issue 16: the compare front, unknown power, weights, notes and CSV a committee reads
     "front-prices-unpriced-as-worst": (
@@ -1605,6 +1605,16 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/planner/throughput.py",
         "    top = max(float(support_tokens[-1]), float(inputs.model.max_context_tokens))",
         "    top = float(support_tokens[-1])",
+    ),
+    "price-terms-hide-defaults": (
+        "prfaas_plan/study/prices.py",
+        'return text if name in given else f"{text} (default)"',
+        "return text",
+    ),
+    "rental-keeps-depreciation-terms": (
+        "prfaas_plan/profiles/cost_spec.py",
+        'lambda s: s.purchase_usd_per_gpu is None and bool(s.model_fields_set & {"depreciation_years", "cost_of_capital"}),',
+        "lambda s: False,",
     ),
 }
 

@@ -33,6 +33,13 @@ class CostSpec(StrictModel):
     _one_basis = refuse(
         lambda s: s.usd_per_gpu_hour is not None and s.purchase_usd_per_gpu is not None,
         "give usd_per_gpu_hour (rental) or purchase_usd_per_gpu, not both",
+        (
+            lambda s: s.purchase_usd_per_gpu is None and bool(s.model_fields_set & {"depreciation_years", "cost_of_capital"}),
+            lambda s: (
+                f"{' and '.join(sorted(s.model_fields_set & {'depreciation_years', 'cost_of_capital'}))} "
+                "apply only to purchase_usd_per_gpu: a rental's price per chip-hour already holds them"
+            ),
+        ),
     )
 
 

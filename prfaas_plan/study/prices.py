@@ -38,6 +38,7 @@ class ChipCost:
     pue: float
     idle_power_fraction: float
     note: str = ""
+    terms: str = ""  # how the price was reached, every default named (``chip_cost``)
 
     def facility_w(self, busy: float) -> float:
         """Facility watts of one chip busy ``busy`` of the time (0 without a TDP)."""
@@ -64,20 +65,42 @@ class ChipCost:
 
 
 def chip_cost(hardware, cost_spec, site_spec) -> ChipCost:
-    """The resolved cost of one chip of ``hardware`` (a profile) under a pool's ``cost`` and ``site``."""
+    """The resolved cost of one chip of ``hardware`` (a profile) under a pool's ``cost`` and ``site``,
+    with ``terms``: how it was reached, each value the scenario left to a default marked so."""
+    given = cost_spec.model_fields_set | {f"site.{name}" for name in site_spec.model_fields_set}
+
+    def told(name: str, text: str) -> str:
+        return text if name in given else f"{text} (default)"
+
     if cost_spec.purchase_usd_per_gpu is not None:
-        capital = (
-            cost_spec.purchase_usd_per_gpu
-            * capital_recovery_factor(cost_spec.cost_of_capital, cost_spec.depreciation_years)
-            / HOURS_PER_YEAR
-        )
+        rate, years = cost_spec.cost_of_capital, cost_spec.depreciation_years
+        capital = cost_spec.purchase_usd_per_gpu * capital_recovery_factor(rate, years) / HOURS_PER_YEAR
         kwh = DEFAULT_USD_PER_KWH if site_spec.usd_per_kwh is None else site_spec.usd_per_kwh
         basis = "purchase"
+        terms = (
+            f"bought at ${cost_spec.purchase_usd_per_gpu:,.0f} per chip over {told('depreciation_years', f'{years:g} years')} "
+            f"at {told('cost_of_capital', f'{rate:.1%} a year')}: ${capital:,.4f} per chip-hour; power billed at "
+            + (
+                f"${kwh:g}/kWh"
+                if site_spec.usd_per_kwh is not None
+                else f"${kwh:g}/kWh (default: about the 2024 US industrial average)"
+            )
+        )
     else:
         capital = cost_spec.usd_per_gpu_hour if cost_spec.usd_per_gpu_hour is not None else hardware.price_usd_per_gpu_hour
         kwh = site_spec.usd_per_kwh or 0.0
         basis = "rental"
-    return ChipCost(capital, basis, hardware.tdp_w, kwh, site_spec.pue, site_spec.idle_power_fraction, cost_spec.note)
+        price = "no price" if capital is None else f"${capital:,.2f} per chip-hour"
+        terms = f"rented at {price}" + (
+            "" if cost_spec.usd_per_gpu_hour is not None else f" ({hardware.name}'s example price: edit the pool's cost)"
+        )
+        terms += "; power billed at " + f"${kwh:g}/kWh" if kwh > 0 else "; power in the rental's price"
+    if kwh > 0:
+        terms += (
+            f", {told('site.pue', f'PUE {site_spec.pue:g}')}, "
+            f"{told('site.idle_power_fraction', f'idle draw {site_spec.idle_power_fraction:.0%} of TDP')}"
+        )
+    return ChipCost(capital, basis, hardware.tdp_w, kwh, site_spec.pue, site_spec.idle_power_fraction, cost_spec.note, terms)
 
 
 @dataclass(frozen=True)

@@ -278,6 +278,10 @@ def plan_json(result) -> dict:
         "cache": None
         if result.cache is None
         else {k: round(v, 6) if isinstance(v, float) else v for k, v in result.cache.items()},
+        "prices": {
+            role: None if pool is None else pool.cost.terms
+            for role, pool in (("prfaas", inputs.prfaas), ("pd", inputs.pd), ("pd_decode", inputs.pd_decode))
+        },
         "marginal_lambda_rps": {k: round(v, 6) for k, v in result.marginal.items()},
         "marginal": {
             k: {
@@ -478,6 +482,7 @@ def plan_view(result) -> Report:
             "power at full load + committed link: what budgets and min_cost count)"
             + _power_unpriced_text(power_unpriced_pools(inputs, pt.n_prfaas, pt.n_p, pt.n_d)),
         ),
+        *price_terms(inputs),
         *colocated_details(result),
         *plan_range_details(result),
         *_operating_details(result),
@@ -630,6 +635,14 @@ def _operating_details(result) -> list[tuple[str, str]]:
         )
         rows.append(power)
     return rows
+
+
+def price_terms(inputs) -> list[tuple[str, str]]:
+    """A row per pool: its price basis (``ChipCost.terms``), rental or purchase, each default named."""
+    pools = [("PrfaaS", inputs.prfaas), ("PD-P" if inputs.pd_decode is not None else "PD", inputs.pd)]
+    if inputs.pd_decode is not None:
+        pools.append(("PD-D", inputs.pd_decode))
+    return [(f"price {role}", f"{pool.hardware_name}: {pool.cost.terms}") for role, pool in pools]
 
 
 def _no_price(result) -> str:
