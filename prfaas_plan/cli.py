@@ -91,6 +91,7 @@ _SERVING_OPTIONS = {  # api.instance_of, precision_of, engine_spec_of (profiles.
     "mtp_tokens_per_step": "--mtp",
     "prefill_tokens_per_pass": "--pass-tokens",
     "chunked_prefill": "--chunked-prefill",
+    "dynamic_chunking": "--dynamic-chunking",
     "kv": "--kv-dtype",
     "weights": "--weights-dtype",
     "experts": "--experts-dtype",
@@ -344,6 +345,13 @@ CHUNKED_OPT = typer.Option(
     help="Split prompts to fill a pass "
     "or admit whole prompts only. Default: the engine's (trtllm: whole prompts; the others: split).",
 )
+DYNAMIC_CHUNKING_OPT = typer.Option(
+    None,
+    "--dynamic-chunking",
+    help="SGLang's dynamic chunking of a prompt (--enable-dynamic-chunking) with this smooth factor, 0 to 1 "
+    "(SGLANG_DYNAMIC_CHUNKING_SMOOTH_FACTOR; SGLang's default 0.75): later chunks shrink from --pass-tokens as "
+    "the prefix grows. Default: fixed chunks.",
+)
 
 
 def _serving(
@@ -358,6 +366,7 @@ def _serving(
     pass_tokens=None,
     chunked=None,
     engine_name=None,
+    dynamic_chunking=None,
 ) -> dict:
     """The layout, precision and engine options as ``api`` keyword arguments (None: defaults);
     the layout parsed here (``api.layout_of``), the rest as the mappings of the spec."""
@@ -377,6 +386,7 @@ def _serving(
             ("mtp_tokens_per_step", mtp),
             ("prefill_tokens_per_pass", pass_tokens),
             ("chunked_prefill", chunked),
+            ("dynamic_chunking", dynamic_chunking),
         )
         if v is not None
     }
@@ -479,6 +489,7 @@ def estimate(
     mtp: float | None = MTP_OPT,
     pass_tokens: int | None = PASS_OPT,
     chunked: bool | None = CHUNKED_OPT,
+    dynamic_chunking: float | None = DYNAMIC_CHUNKING_OPT,
     engine: EngineName | None = ENGINE_OPT,
     tpot_ms: float | None = typer.Option(None, "--tpot-ms", help="Time-per-output-token limit in ms."),
     max_batch: int | None = typer.Option(
@@ -511,7 +522,18 @@ def estimate(
         )
     _check_outputs((output, "--output"), inputs=((model, "the model"), (hardware, "the hardware")))
     serving = _serving(
-        parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, overlap, imbalance, mtp, pass_tokens, chunked, engine
+        parallel,
+        kv_dtype,
+        weights_dtype,
+        experts_dtype,
+        attention_dtype,
+        overlap,
+        imbalance,
+        mtp,
+        pass_tokens,
+        chunked,
+        engine,
+        dynamic_chunking,
     )
     result = api.estimate(
         model,

@@ -3,7 +3,7 @@
 A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``KNOWN_COLUMNS``: ``kind``,
 ``model_ref``, ``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``,
 ``parallelism``, the layout ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas``,
-``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``concurrency``, ``load``, ``max_batch``, ``input_len``,
+``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``dynamic_chunking``, ``concurrency``, ``load``, ``max_batch``, ``input_len``,
 ``output_len``, ``batch``, ``batch_scope``, ``requests``, ``context``, ``measured``, ``unit``,
 ...). Each row is predicted from the shipped profiles and defaults, with only what the source
 publishes:
@@ -25,7 +25,8 @@ publishes:
   (``trtllm_bench_limits``: its batch limit per rank and its token budget per iteration, without
   chunked prefill); then the row's own ``chunk_tokens`` (the chunked-prefill chunk, i.e. the
   token budget of a pass: the engine's ``prefill_tokens_per_pass``), ``chunked_prefill``
-  (true/false) and ``mtp_tokens`` (accepted tokens per decode step) override those, and
+  (true/false), ``mtp_tokens`` (accepted tokens per decode step) and ``dynamic_chunking`` (SGLang's
+  smooth factor of ``--enable-dynamic-chunking``, the chunk size being ``chunk_tokens``) override those, and
   ``max_batch`` (the command's running-request limit per scheduling rank: vLLM ``max_num_seqs``,
   SGLang ``max_running_requests``, TensorRT-LLM ``max_batch_size``; x dp_attention x replicas
   for the instance) the tool's or the engine's limit;
@@ -86,6 +87,7 @@ from .ranges import (
     DECODE_BATCH,
     MAX_CSV_BYTES,
     MTP_TOKENS,
+    SMOOTH_FACTOR,
     OFFLINE_REQUESTS,
     PASS_TOKENS,
     PUBLISHED_MEASUREMENT,
@@ -241,6 +243,7 @@ OPTIONAL_COLUMNS = (
     "chunk_tokens",
     "chunked_prefill",
     "mtp_tokens",
+    "dynamic_chunking",
     "concurrency",
     "load",
     "max_batch",
@@ -304,6 +307,7 @@ class RowFields:
     chunk_tokens: int | None = None  # the engine's prefill_tokens_per_pass
     chunked_prefill: bool | None = None
     mtp_tokens: float | None = None  # the engine's mtp_tokens_per_step
+    dynamic_chunking: float | None = None  # SGLang's dynamic chunking smooth factor (the engine's dynamic_chunking)
     concurrency: int | None = None  # requests in flight, the instance's: the column, else batch (x gpus per GPU)
     seconds_per_unit: float | None = None  # latency kinds: 1 (s) or 1e-3 (ms)
     load: str = "static"  # LOADS: a batch started together, or requests in flight under load
@@ -413,6 +417,7 @@ def read_fields(row: dict[str, str]) -> RowFields:
         chunk_tokens=_number(row, "chunk_tokens", PASS_TOKENS),
         chunked_prefill=_flag(row, "chunked_prefill"),
         mtp_tokens=_number(row, "mtp_tokens", MTP_TOKENS, whole=False),
+        dynamic_chunking=_number(row, "dynamic_chunking", SMOOTH_FACTOR, whole=False),
         concurrency=concurrency,
         seconds_per_unit=seconds_per_unit,
         max_batch=_number(row, "max_batch", DECODE_BATCH),
@@ -559,6 +564,7 @@ def _estimate_args(
         ("chunk_tokens", "prefill_tokens_per_pass"),
         ("chunked_prefill", "chunked_prefill"),
         ("mtp_tokens", "mtp_tokens_per_step"),
+        ("dynamic_chunking", "dynamic_chunking"),
     ):
         if getattr(f, column) is not None:
             engine[setting] = getattr(f, column)

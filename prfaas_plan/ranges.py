@@ -87,6 +87,7 @@ OVERLAP = Range(0, 1, "", "share of communication hidden behind compute (engine.
 EXPERT_IMBALANCE = Range(1, 64, "x", "tokens on the busiest expert rank over the mean (engine.expert_imbalance)")
 PASS_TOKENS = Range(1, 1_048_576, "tokens", "a chunked-prefill budget per pass and attention group")
 MTP_TOKENS = Range(1, 16, "tokens/step", "tokens accepted per decode step (multi-token prediction)")
+SMOOTH_FACTOR = Range(0, 1, "", "dynamic chunking's smooth factor (SGLANG_DYNAMIC_CHUNKING_SMOOTH_FACTOR; 0: fixed chunks)")
 KERNEL_MULTIPLIER = Range(0.05, 20, "x", "an engine kernel's rate over the chip's own fraction (engine profiles)")
 LINK_GBPS = Range(0, 1e6, "Gbps", "link bandwidth (0: no link)")
 RTT_MS = Range(0, 1e5, "ms", "link round-trip time")

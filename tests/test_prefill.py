@@ -194,3 +194,31 @@ def test_chunked_prefill_equals_chunk_by_chunk_costing():
         eff = hw.efficiency
         expected = sum(costs) + (layout.pp - 1) * max(costs) + len(costs) * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
         assert t == pytest.approx(expected, rel=1e-12)
+
+
+def test_dynamic_chunks_follow_sglangs_rule_on_an_exact_quadratic():
+    """With pass times exactly f(x) = a x^2 + b x + c the fit is exact, so each chunk after a prefix
+    L is the root of a x^2 + (2aL + b) x - f(initial) = 0, smoothed by sigma, at least initial // 4,
+    aligned down to 64 and at most the initial chunk, worked out here by hand; sigma 0 gives fixed
+    chunks; a steep quadratic drives the chunks to the floor."""
+    from prfaas_plan.timing.prefill import dynamic_chunk_starts, fixed_chunk_starts
+
+    a, b, c, initial = 2e-9, 1e-4, 5e-3, 8192
+
+    def f(x):
+        return a * np.asarray(x) ** 2 + b * np.asarray(x) + c
+
+    starts = dynamic_chunk_starts(initial, 65536.0, 0.75, f)
+    target = f(initial)
+    expected, prefix = [0.0], float(initial)
+    while prefix < 65536:
+        expected.append(prefix)
+        slope = 2 * a * prefix + b
+        x = (-slope + np.sqrt(slope**2 + 4 * a * target)) / (2 * a)
+        prefix += min(max(int(initial + 0.75 * (x - initial)), initial // 4) // 64 * 64, initial)
+    np.testing.assert_allclose(starts, expected)
+    sizes = np.diff(starts)
+    assert np.all(np.diff(sizes) <= 0) and np.all(sizes % 64 == 0) and sizes[0] == initial > sizes[-1]
+    np.testing.assert_array_equal(dynamic_chunk_starts(initial, 65536.0, 0.0, f), fixed_chunk_starts(initial, 65536.0))
+    steep = dynamic_chunk_starts(initial, 262144.0, 1.0, lambda x: 1e-6 * np.asarray(x) ** 2 + 1e-6)
+    assert np.diff(steep)[-1] == initial // 4  # the floor: a quarter of the initial chunk

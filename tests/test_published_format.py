@@ -41,54 +41,81 @@ def predict(row: dict[str, str]) -> published.Prediction:
     return published.predict_row(row, DATA)
 
 
-def chunked_ttft_by_hand(model, inst, layout: Layout, prompt: int, chunk: int) -> float:
-    """One prompt in chunks of ``chunk`` tokens, each attending to those before it, flowing
-    through pp stages: the last chunk leaves the last stage after every chunk's stage time plus
-    pp - 1 more stages of the longest (a proportionate flow shop), plus the fixed overheads."""
+def chunked_ttft_by_hand(model, inst, layout: Layout, prompt: int, chunk: int, sizes: list[int] | None = None) -> float:
+    """One prompt in chunks of ``chunk`` tokens (or of ``sizes``), each attending to those before
+    it, flowing through pp stages: the last chunk leaves the last stage after every chunk's stage
+    time plus pp - 1 more stages of the longest (a proportionate flow shop), plus the fixed overheads."""
     eff = inst.hardware.efficiency
-    n = math.ceil(prompt / chunk)
-    times = []
-    for i in range(n):
-        tokens = min(chunk, prompt - i * chunk)
-        cost = stage_cost(
-            model,
-            inst.hardware,
-            layout,
-            inst.engine,
-            prefill_work(model, np.array([float(tokens)]), float(i * chunk)),
-            busy_groups=1,
-            prefill=True,
-        )
-        times.append(float(cost.total_s[0]))
-    return sum(times) + (layout.pp - 1) * max(times) + n * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
+    if sizes is None:
+        sizes = [min(chunk, prompt - i * chunk) for i in range(math.ceil(prompt / chunk))]
+    times = [one_stage_s(model, inst, layout, tokens, sum(sizes[:i])) for i, tokens in enumerate(sizes)]
+    return sum(times) + (layout.pp - 1) * max(times) + len(sizes) * eff.prefill_pass_overhead_s + eff.prefill_overhead_s
+
+
+def one_stage_s(model, inst, layout: Layout, tokens: float, prefix: float) -> float:
+    """One pipeline stage's time of a chunk of ``tokens`` after ``prefix`` tokens, the prompt alone."""
+    work = prefill_work(model, np.array([float(tokens)]), float(prefix))
+    return float(stage_cost(model, inst.hardware, layout, inst.engine, work, busy_groups=1, prefill=True).total_s[0])
+
+
+def sglang_dynamic_chunks(model, inst, layout: Layout, prompt: int, initial: int, smooth: float) -> list[int]:
+    """The chunk sizes SGLang's dynamic chunking picks (its ChunkSizePredictor, written out again):
+    a least-squares quadratic f(L) = a L^2 + b L + c through the time of one pass of L tokens at 8
+    lengths from the initial chunk to the prompt; each next chunk x solves f(L + x) - f(L) = f(initial),
+    is smoothed to initial + smooth (x - initial), kept >= initial // 4, aligned down to 64 and at most
+    the initial chunk; the last one is what is left of the prompt."""
+    lengths = np.linspace(initial, prompt, 8)
+    times = [one_stage_s(model, inst, layout, x, 0.0) for x in lengths]
+    a, b, c = np.linalg.lstsq(np.column_stack([lengths**2, lengths, np.ones(8)]), np.array(times), rcond=None)[0]
+    a, b = max(a, 0.0), max(b, 0.0)
+    target = a * initial**2 + b * initial + c
+    sizes, done = [initial], initial
+    while done < prompt:
+        x = (-(2 * a * done + b) + math.sqrt((2 * a * done + b) ** 2 + 4 * a * target)) / (2 * a)
+        size = min(max(max(int(initial + smooth * (x - initial)), initial // 4) // 64 * 64, 64), initial)
+        sizes.append(min(size, prompt - done))
+        done += sizes[-1]
+    return sizes
 
 
 # --- the four rows, by hand ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "row_id,model_ref,precision,tp,pp,chunk",
+    "row_id,model_ref,precision,tp,pp,chunk,smooth",
     [
-        ("K01", "deepseek-v3", None, 8, 4, 12288),  # DeepSeek-V3.1, PP4 TP8 on 32 H20, 128K
-        ("K02", "qwen3-235b", {"weights": "fp8"}, 4, 8, 18432),  # Qwen3-235B-FP8, PP8 TP4, 128K = its full context
+        ("K01", "deepseek-v3", None, 8, 4, 12288, 0.65),  # DeepSeek-V3.1, PP4 TP8 on 32 H20, 128K
+        ("K02", "qwen3-235b", {"weights": "fp8"}, 4, 8, 18432, 0.8),  # Qwen3-235B-FP8, PP8 TP4, 128K = its full context
     ],
 )
 def test_a_chunked_128k_prompt_on_a_pipeline_is_predicted_as_the_source_ran_it(
-    new_rows, row_id, model_ref, precision, tp, pp, chunk
+    new_rows, row_id, model_ref, precision, tp, pp, chunk, smooth
 ):
+    """The source ran SGLang's dynamic chunking (the blog's commands: --chunked-prefill-size and
+    SGLANG_DYNAMIC_CHUNKING_SMOOTH_FACTOR): the row's TTFT is the flow shop of the chunks that
+    scheduler picks, worked out here again from its published rule, on the layout the source ran."""
     row = new_rows[row_id]
+    assert float(row["dynamic_chunking"]) == smooth and int(row["chunk_tokens"]) == chunk
     model = api.precision_of(api.model_of(model_ref), precision)
     layout = Layout(tp=tp, pp=pp)
-    inst = api.instance_of(model, "h20", tp * pp, layout.as_dict(), {"prefill_tokens_per_pass": chunk})
-    expected = chunked_ttft_by_hand(model, inst, layout, 131072, chunk)
+    inst = api.instance_of(
+        model, "h20", tp * pp, layout.as_dict(), {"prefill_tokens_per_pass": chunk, "dynamic_chunking": smooth}
+    )
+    sizes = sglang_dynamic_chunks(model, inst, layout, 131072, chunk, smooth)
+    assert sum(sizes) == 131072 and sizes[0] == chunk
+    assert all(a >= b for a, b in zip(sizes[:-2], sizes[1:-1]))  # they shrink as the prefix grows
+    assert all(s % 64 == 0 and s >= chunk // 4 for s in sizes[:-1]) and len(sizes) > math.ceil(131072 / chunk)
+    expected = chunked_ttft_by_hand(model, inst, layout, 131072, chunk, sizes)
     p = predict(row)
     assert p.layout == layout.label and p.gpus == 32
     assert p.predicted == pytest.approx(expected, rel=1e-9)
-    # equal chunks would take (chunks + pp - 1) stage times; these grow with their prefix, so the
-    # pipeline is bound by the last (longest) chunk, and the fill costs pp - 1 of it
-    n = math.ceil(131072 / chunk)
-    first = chunked_ttft_by_hand(model, inst, layout, chunk, chunk)
-    assert p.predicted > (n + pp - 1) / pp * first
+    # equal chunks grow with their prefix, so their pipeline is bound by the last (longest) chunk
+    # and its fill costs pp - 1 of it; the shrinking chunks take about the first one's time each
+    fixed = chunked_ttft_by_hand(model, inst, layout, 131072, chunk)
+    assert p.predicted < 0.85 * fixed
+    stage = [one_stage_s(model, inst, layout, x, sum(sizes[:i])) for i, x in enumerate(sizes[:-1])]
+    equal = [one_stage_s(model, inst, layout, chunk, i * chunk) for i in range(131072 // chunk)]
+    assert max(stage) / min(stage) < max(equal) / min(equal)
     # the layout the source ran, not the one the search would pick for a lone prompt
     searched = api.estimate(
         model, "h20", 32, input_tokens=131072, output_tokens=1, concurrency=1, engine={"prefill_tokens_per_pass": chunk}

@@ -27,6 +27,7 @@ LAYOUT_COLUMNS = (
     "chunk_tokens",
     "chunked_prefill",
     "mtp_tokens",
+    "dynamic_chunking",
     "concurrency",
     "load",
     "max_batch",

@@ -815,8 +815,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "published-chunk-column-ignored": (
         'prfaas_plan/published.py',
-        '    for column, setting in (\n        ("chunk_tokens", "prefill_tokens_per_pass"),\n        ("chunked_prefill", "chunked_prefill"),\n        ("mtp_tokens", "mtp_tokens_per_step"),\n    ):',
-        '    for column, setting in (("chunked_prefill", "chunked_prefill"), ("mtp_tokens", "mtp_tokens_per_step")):',
+        '        ("chunk_tokens", "prefill_tokens_per_pass"),\n        ("chunked_prefill", "chunked_prefill"),',
+        '        ("chunked_prefill", "chunked_prefill"),',
     ),
     "published-burst-ttft-is-whole-prefill": (
         "prfaas_plan/published.py",
@@ -1615,6 +1615,31 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/profiles/cost_spec.py",
         'lambda s: s.purchase_usd_per_gpu is None and bool(s.model_fields_set & {"depreciation_years", "cost_of_capital"}),',
         "lambda s: False,",
+    ),
+    "dynamic-chunks-unsmoothed": (
+        "prfaas_plan/timing/prefill.py",
+        "        size = max(int(base + smooth * (x - base)), floor)",
+        "        size = max(int(x), floor)",
+    ),
+    "dynamic-chunks-no-floor": (
+        "prfaas_plan/timing/prefill.py",
+        "    floor = max(budget // DYNAMIC_CHUNK_FLOOR, 1)",
+        "    floor = 1",
+    ),
+    "dynamic-chunks-target-without-constant": (
+        "prfaas_plan/timing/prefill.py",
+        "    target = a * base * base + b * base + c",
+        "    target = a * base * base + b * base",
+    ),
+    "last-chunk-without-its-prefix": (
+        "prfaas_plan/timing/prefill.py",
+        "    last = cost_of(l - first, first, index)",
+        "    last = cost_of(l - first, 0.0 * first, index)",
+    ),
+    "published-dynamic-chunking-column-ignored": (
+        "prfaas_plan/published.py",
+        '        ("dynamic_chunking", "dynamic_chunking"),\n    ):',
+        "    ):",
     ),
 }
 

@@ -36,6 +36,7 @@ from ..ranges import (
     MTP_TOKENS,
     OVERLAP,
     PASS_TOKENS,
+    SMOOTH_FACTOR,
 )
 from ._base import Items, StrictModel, Text, Within
 
@@ -52,6 +53,7 @@ class EngineDefaults(StrictModel):
     mtp_tokens_per_step: Annotated[float, Within(MTP_TOKENS)]
     kv_dtype_fp8_checkpoint: Dtype | None = None  # of a re-quantised (FP8/FP4) checkpoint; null: the model's own
     max_batch: Annotated[int, Within(DECODE_BATCH)] | None = None  # running requests per instance; null: memory decides
+    dynamic_chunking: Annotated[float, Within(SMOOTH_FACTOR)] | None = None  # smooth factor; null: fixed chunks
 
 
 class PhaseMultipliers(StrictModel):

@@ -31,7 +31,7 @@ from pydantic import model_validator
 
 from ..choices import ComputeDtype, Dtype, EngineName
 from ..errors import warn
-from ..ranges import EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS
+from ..ranges import EXPERT_IMBALANCE, MTP_TOKENS, OVERLAP, PASS_TOKENS, SMOOTH_FACTOR
 from ._base import Chips, StrictModel, Within, refuse
 from .model import ModelProfile
 
@@ -57,6 +57,7 @@ class EngineSpec(StrictModel):
     prefill_tokens_per_pass: Annotated[int, Within(PASS_TOKENS)] | None = None
     chunked_prefill: bool | None = None
     mtp_tokens_per_step: Annotated[float, Within(MTP_TOKENS)] | None = None
+    dynamic_chunking: Annotated[float, Within(SMOOTH_FACTOR)] | None = None  # SGLang's smooth factor (0: fixed chunks)
 
     @model_validator(mode="before")
     @classmethod

@@ -68,7 +68,14 @@ PARTS = ("compute", "memory", "communication", "overhead")
 
 
 _GENERIC = engine_profile(EngineName.generic).defaults  # the defaults of Engine() (one place: generic.yaml)
-SETTINGS = ("overlap", "expert_imbalance", "prefill_tokens_per_pass", "chunked_prefill", "mtp_tokens_per_step")
+SETTINGS = (
+    "overlap",
+    "expert_imbalance",
+    "prefill_tokens_per_pass",
+    "chunked_prefill",
+    "mtp_tokens_per_step",
+    "dynamic_chunking",
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,8 @@ class Engine:
     prefill_tokens_per_pass: int = _GENERIC.prefill_tokens_per_pass  # per attention group
     chunked_prefill: bool = _GENERIC.chunked_prefill  # False: whole prompts per pass
     mtp_tokens_per_step: float = _GENERIC.mtp_tokens_per_step  # accepted per decode step
+    # SGLang's dynamic chunking of one prompt (its smooth factor; None: fixed chunks; timing.prefill.dynamic_chunk_starts)
+    dynamic_chunking: float | None = _GENERIC.dynamic_chunking
     name: EngineName = EngineName.generic
     max_batch: int | None = _GENERIC.max_batch  # the engine's default cap on running requests per instance
     # (attention kind, prefill multiplier, decode multiplier); a kind not listed runs at the chip's fraction

@@ -157,6 +157,8 @@ class Estimate:
     load: LoadFigures = field(kw_only=True)  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
     # the model profile's measured prefill of one prompt on this instance (the curve kv and plan use), where it has one
     measured_prefill_s: float | None = field(default=None, kw_only=True)
+    # the chunks of one prompt: (initial chunk tokens, dynamic chunking's smooth factor or None: fixed)
+    chunking: tuple[int, float | None] = field(default=(0, None), kw_only=True)
 
     @property
     def ttft_at_load_s(self) -> float:
@@ -313,6 +315,10 @@ def estimate(
         bands={group: band(group, engine) for group in GROUPS},
         load=load,
         measured_prefill_s=_measured_prefill_s(model, instance, input_tokens),
+        chunking=(
+            instance.engine.prefill_tokens_per_pass,
+            instance.engine.dynamic_chunking if instance.engine.chunked_prefill else None,
+        ),
     )
 
 

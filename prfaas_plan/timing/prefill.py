@@ -127,20 +127,17 @@ class RooflinePrefill:
         eff, engine = self.instance.hardware.efficiency, self.instance.engine
         l = np.atleast_1d(np.asarray(lengths_tokens, dtype=float))
         budget = engine.chunk_tokens(l)
-        chunks = np.ceil(l / budget)
-        parts, longest = _chunked(
-            l,
-            budget,
-            lambda chunk, prefix, which: stage_cost(
-                self.model,
-                self.instance.hardware,
-                layout,
-                engine,
-                prefill_work(self.model, chunk, prefix),
-                busy_groups=1,
-                prefill=True,
-            ),
-        )
+
+        def cost_of(chunk, prefix, which=None):
+            work = prefill_work(self.model, chunk, prefix)
+            return stage_cost(self.model, self.instance.hardware, layout, engine, work, busy_groups=1, prefill=True)
+
+        if engine.dynamic_chunking is not None and engine.chunked_prefill:
+            starts = dynamic_chunk_starts(budget, float(l.max()), engine.dynamic_chunking, lambda x: cost_of(x, 0.0 * x).total_s)
+        else:
+            starts = fixed_chunk_starts(budget, float(l.max()))
+        chunks = np.searchsorted(starts, l, side="left")
+        parts, longest = _chunked(l, starts, cost_of)
         # chunks pipeline through the stages: their sum, plus pp - 1 more stages of the longest
         # chunk (the pipeline fill: the same compute, memory and communication, on the later stages)
         parts = parts.add(longest.scaled(layout.pp - 1))
@@ -209,7 +206,7 @@ class RooflinePrefill:
             zero = np.zeros_like(chunk)
             return cost.add(PassCost(zero, zero, zero, zero + pass_overhead, zero, zero))
 
-        parts, _ = _chunked(l, chunk, cost_of)
+        parts, _ = _chunked(l, fixed_chunk_starts(chunk, float(l.max())), cost_of)
         return per_group, parts.total_s, parts
 
     def _held(self, layout: Layout, lengths: np.ndarray) -> np.ndarray:
@@ -352,24 +349,72 @@ def _memo(curve, key: str, lengths_tokens, compute) -> np.ndarray:
     return value.copy()
 
 
-def _chunked(l: np.ndarray, budget: int, cost_of) -> tuple[PassCost, PassCost]:
+def fixed_chunk_starts(budget: int, longest_tokens: float) -> np.ndarray:
+    """Where the chunks of a prompt of up to ``longest_tokens`` start (tokens), every chunk ``budget`` long."""
+    return np.arange(0.0, max(longest_tokens, 1.0), float(budget))
+
+
+# SGLang's dynamic chunking (sgl-project/sglang python/sglang/srt/managers/scheduler_pp_mixin.py,
+# ChunkSizePredictor; lm-sys blog 2026-01-15-chunked-pipeline): chunks align down to 64 tokens and
+# never fall below a quarter of the initial chunk.
+DYNAMIC_CHUNK_ALIGN_TOKENS = 64
+DYNAMIC_CHUNK_FLOOR = 4  # a chunk is at least initial // 4
+_FIT_POINTS = 8  # lengths of the quadratic fit (SGLang fits on at least 8 profiled passes)
+
+
+def dynamic_chunk_starts(budget: int, longest_tokens: float, smooth: float, pass_s) -> np.ndarray:
+    """Where the chunks of a prompt start (tokens) under SGLang's dynamic chunking (``--enable-dynamic-chunking``,
+    smooth factor ``smooth`` = SGLANG_DYNAMIC_CHUNKING_SMOOTH_FACTOR, initial chunk ``budget`` =
+    --chunked-prefill-size). The engine fits f(L) = a L^2 + b L + c to the time of one pass of L
+    tokens (here ``pass_s``, the instance model's, at 8 lengths from the initial chunk to the longest
+    prompt) and sizes the chunk after a prefix of L tokens so that f(L + x) - f(L) = f(initial):
+    x = (-(2aL + b) + sqrt((2aL + b)^2 + 4 a f(initial))) / (2a); then smooths it, x' = initial +
+    smooth (x - initial), floors it at initial // 4, aligns it down to 64 tokens and caps it at the
+    initial chunk. Later chunks shrink as the prefix grows, so each takes about the first one's
+    time and a pipeline of pp stages idles less than with equal chunks (``_chunked``)."""
+    base = float(budget)
+    if longest_tokens <= base or smooth <= 0:
+        return fixed_chunk_starts(budget, longest_tokens)
+    lengths = np.linspace(base, longest_tokens, _FIT_POINTS)
+    a, b, c = np.polyfit(lengths, np.asarray(pass_s(lengths), dtype=float), 2)
+    a, b = max(float(a), 0.0), max(float(b), 0.0)  # SGLang clamps a negative fit the same way
+    target = a * base * base + b * base + c
+    floor = max(budget // DYNAMIC_CHUNK_FLOOR, 1)
+    starts, prefix = [0.0], base
+    while prefix < longest_tokens:
+        starts.append(prefix)
+        slope = 2 * a * prefix + b
+        if a > 0:
+            x = (-slope + math.sqrt(slope * slope + 4 * a * target)) / (2 * a)
+        else:
+            x = target / slope if slope > 0 else base
+        size = max(int(base + smooth * (x - base)), floor)
+        size = max((size // DYNAMIC_CHUNK_ALIGN_TOKENS) * DYNAMIC_CHUNK_ALIGN_TOKENS, DYNAMIC_CHUNK_ALIGN_TOKENS)
+        prefix += min(size, budget)
+    return np.array(starts)
+
+
+def _chunked(l: np.ndarray, starts: np.ndarray, cost_of) -> tuple[PassCost, PassCost]:
     """(the sum over its chunks, its longest chunk) per length of a chunked prefill.
 
-    ``cost_of(chunk tokens, tokens before the chunk, which)`` costs flat arrays of chunks, ``which``
-    naming the length each belongs to (for per-length settings). A prompt of n chunks has n - 1
-    full chunks at positions 0 .. n - 2, the same for every length, and a last chunk of its own:
-    the full chunks are costed once per position (cumulative sums and running maxima), the last
-    chunks once per length, so a trace of a million lengths costs two calls, not one per chunk.
+    ``starts``: where the chunks start (tokens, ascending from 0, up to the longest length:
+    ``fixed_chunk_starts`` or ``dynamic_chunk_starts``); a prompt of l tokens has the n chunks that
+    start below l. ``cost_of(chunk tokens, tokens before the chunk, which)`` costs flat arrays of
+    chunks, ``which`` naming the length each belongs to (for per-length settings). Its n - 1 full
+    chunks, at positions 0 .. n - 2, are the same for every length, and its last chunk its own: the
+    full chunks are costed once per position (cumulative sums and running maxima), the last chunks
+    once per length, so a trace of a million lengths costs two calls, not one per chunk.
     """
-    n = np.ceil(l / budget).astype(int)
+    n = np.maximum(np.searchsorted(starts, l, side="left"), 1)
     index = np.arange(l.size)
-    last = cost_of(l - (n - 1) * budget, (n - 1) * float(budget), index)
+    first = starts[n - 1]
+    last = cost_of(l - first, first, index)
     last = PassCost(*(np.broadcast_to(getattr(last, f), l.shape) for f in last.__dataclass_fields__))
     if n.max() <= 1:
         return last, last
     positions = int(n.max()) - 1
     multi = int(np.argmax(n > 1))  # full chunks are costed as this length's (they are all alike)
-    full = cost_of(np.full(positions, float(budget)), np.arange(positions) * float(budget), np.full(positions, multi))
+    full = cost_of(np.diff(starts[: positions + 1]), starts[:positions], np.full(positions, multi))
     fields = list(last.__dataclass_fields__)
     full_parts = {f: np.broadcast_to(getattr(full, f), (positions,)) for f in fields}
     before = n - 1  # full chunks ahead of the last one

@@ -160,7 +160,13 @@ def estimate_view(e: Estimate) -> Report:
     d = e.decode_capacity
     notes = [
         f"prefill: saturated passes of {e.prefill.tokens:,.0f} tokens on {e.prefill.layout.label}; TTFT is one "
-        f"prompt alone on an idle instance, on {e.first_token.layout.label}",
+        f"prompt alone on an idle instance, on {e.first_token.layout.label}"
+        + (
+            ""
+            if e.chunking[1] is None
+            else f", in chunks from {e.chunking[0]:,} tokens shrinking as its prefix grows (SGLang's dynamic chunking, "
+            f"smooth factor {e.chunking[1]:g})"
+        ),
         f"decode: {e.concurrency:,} running requests ({e.concurrency_source}; memory holds {d.bs_max_memory:,} with "
         f"each request's KV reserved for input + output) at a mean context of {d.context_tokens:,} tokens, on "
         f"{e.decode.layout.label}; weights {d.weight_bytes / 1e9:,.1f} GB per chip",
