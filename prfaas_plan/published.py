@@ -3,8 +3,8 @@
 A CSV of the columns of ``tests/data/published_benchmarks.csv`` (``KNOWN_COLUMNS``: ``kind``,
 ``model_ref``, ``dtype_override``, ``tool_hw``, ``gpus``, ``unit_gpus``, ``engine``,
 ``parallelism``, the layout ``tp``, ``pp``, ``ep``, ``dp_attention``, ``replicas``,
-``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``dynamic_chunking``, ``concurrency``, ``load``, ``max_batch``, ``input_len``,
-``output_len``, ``batch``, ``batch_scope``, ``requests``, ``context``, ``measured``, ``unit``,
+``chunk_tokens``, ``chunked_prefill``, ``mtp_tokens``, ``dynamic_chunking``, ``concurrency``, ``load``,
+``max_batch``, ``input_len``,``output_len``, ``batch``, ``batch_scope``, ``requests``, ``context``, ``measured``, ``unit``,
 ...). Each row is predicted from the shipped profiles and defaults, with only what the source
 publishes:
 
