@@ -87,10 +87,10 @@ from .ranges import (
     DECODE_BATCH,
     MAX_CSV_BYTES,
     MTP_TOKENS,
-    SMOOTH_FACTOR,
     OFFLINE_REQUESTS,
     PASS_TOKENS,
     PUBLISHED_MEASUREMENT,
+    SMOOTH_FACTOR,
     TOKENS,
     Range,
 )
