@@ -238,12 +238,14 @@ def kv_report(
     engine=None,
 ) -> KvReport:
     """S_kv, T_prefill and Phi_kv of a model on ``gpus`` chips at each length (default: 1K, 8K,
-    32K and 128K tokens, those within the model's context). T_prefill is one request's, on the
+    32K and 128K tokens, those within the model's context, then the context itself where it is
+    shorter than 128K). T_prefill is one request's, on the
     layout with the lowest TTFT unless ``parallel`` gives one (the paper's Phi_kv = S_kv / T_prefill)."""
     CHIPS_PER_INSTANCE.check(gpus, "gpus")
     m = precision_of(model_of(model), precision, engine)
     if lengths_tokens is None:
-        lengths = [n for n in DEFAULT_LENGTHS_TOKENS if n <= m.max_context_tokens] or [m.max_context_tokens]
+        within = [n for n in DEFAULT_LENGTHS_TOKENS if n < m.max_context_tokens]
+        lengths = within + [min(m.max_context_tokens, max(DEFAULT_LENGTHS_TOKENS))]
     else:
         lengths = list(lengths_tokens)
         check_lengths(m, lengths, field="lengths_tokens")

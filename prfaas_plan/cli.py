@@ -399,7 +399,13 @@ def kv(
     model: str = typer.Argument(..., help="Model: shipped name or YAML file."),
     hardware: str = typer.Option("h200", "--hardware", "-H", help="Hardware: shipped name or YAML file."),
     gpus: int = GPUS_OPT,
-    lengths: str = typer.Option("1K,8K,32K,128K", "--lengths", "-l", help="Comma-separated input lengths (32K, 32k or 32768)."),
+    lengths: str | None = typer.Option(
+        None,
+        "--lengths",
+        "-l",
+        help="Comma-separated input lengths (32K, 32k or 32768). Default: 1K, 8K, 32K, 128K, "
+        "those within the model's context, then the context itself where it is shorter.",
+    ),
     source: CurveSource = SOURCE_OPT,
     parallel: str | None = PARALLEL_OPT,
     kv_dtype: Dtype | None = KV_DTYPE_OPT,
@@ -420,7 +426,9 @@ def kv(
     serving = _serving(
         parallel, kv_dtype, weights_dtype, experts_dtype, attention_dtype, pass_tokens=pass_tokens, engine_name=engine
     )
-    result = api.kv_report(model, hardware, gpus, parse_token_list(lengths, field="--lengths"), source, **serving)
+    result = api.kv_report(
+        model, hardware, gpus, None if lengths is None else parse_token_list(lengths, field="--lengths"), source, **serving
+    )
     _emit(kv_view(result), fmt, output)
 
 

@@ -232,3 +232,15 @@ def test_inputs_that_leave_no_room_for_the_output_are_planned_with_a_note_of_the
     assert "more than 130,049 input tokens (25.00% of them)" in notes[0]
     fits = case_study_file(tmp_path, workload__input={"type": "fixed", "tokens": 130049})  # exactly the room: no note
     assert not [n for n in api.plan(str(fits), with_marginals=False).inputs.notes if "context" in n]
+
+
+def test_kv_default_lengths_stop_at_a_short_context(run_cli):
+    """Llama-2-70B holds 4,096 tokens: kv's default lengths are 1K and then the context itself (not an
+    error at 8K); a 128K model keeps 1K, 8K, 32K and 128K; lengths given past the context still fail."""
+    res = run_cli("kv", "llama-2-70b", "-H", "h100", "-f", "json")
+    assert res.code == 0, res.err
+    assert [row["length_tokens"] for row in json.loads(res.out)["rows"]] == [1024, 4096]
+    res = run_cli("kv", "qwen3-8b", "-H", "h100", "--gpus", "1", "-f", "json")
+    assert [row["length_tokens"] for row in json.loads(res.out)["rows"]] == [1024, 8192, 32768, 131072]
+    res = run_cli("kv", "llama-2-70b", "-H", "h100", "-l", "8K")
+    assert res.code == 2 and "exceeds llama-2-70b's context" in res.err

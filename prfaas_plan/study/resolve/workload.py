@@ -68,7 +68,7 @@ def _context_note(workload: Workload, spec: WorkloadSpec, model: ModelProfile, l
     share = float(dist.probs[dist.lengths_tokens > room].sum())
     return [
         f"{where}: inputs up to {longest_in:,} tokens with outputs up to {longest_out:,} exceed {model.name}'s context "
-        f"of {context:,} tokens ({longest_in + longest_out - 1:,} tokens of KV); requests with more than {room:,} input "
+        f"of {context:,} tokens ({longest_in + longest_out - 1:,} tokens of KV): requests with more than {room:,} input "
         f"tokens ({share:.2%} of them) would be refused by an engine that enforces the context, and are planned as given"
     ]
 
