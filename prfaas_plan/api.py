@@ -244,8 +244,8 @@ def kv_report(
     CHIPS_PER_INSTANCE.check(gpus, "gpus")
     m = precision_of(model_of(model), precision, engine)
     if lengths_tokens is None:
-        within = [n for n in DEFAULT_LENGTHS_TOKENS if n < m.max_context_tokens]
-        lengths = within + [min(m.max_context_tokens, max(DEFAULT_LENGTHS_TOKENS))]
+        top = min(m.max_context_tokens, max(DEFAULT_LENGTHS_TOKENS))
+        lengths = [n for n in DEFAULT_LENGTHS_TOKENS if n < top] + [top]
     else:
         lengths = list(lengths_tokens)
         check_lengths(m, lengths, field="lengths_tokens")

@@ -192,17 +192,24 @@ def test_schedule_names_the_static_capacity_with_its_unit(reports):
 
 
 def test_each_difference_of_validate_model_names_the_pair_it_compares(reports):
-    """The three Δ columns are told apart by name, not position: 'Δ X' follows 'closed X ...' and
-    'sim X ...'; the CSV keeps its keys."""
+    """The Δ columns are told apart by name, not position: the three overall ones, 'Δ X', follow
+    'closed X ...' and 'sim X ...'; the per-path ones name their path and figure, whose closed and
+    simulated values are in the CSV beside their difference."""
     report = reports["validate-model"]
     headers = [c.header for c in report.columns]
     deltas = [i for i, h in enumerate(headers) if h.startswith("Δ")]
-    assert len(deltas) == 3 and len({headers[i] for i in deltas}) == 3
-    for i in deltas:
+    assert len(deltas) == 6 and len({headers[i] for i in deltas}) == 6
+    overall = [i for i in deltas if not headers[i].startswith(("Δ local", "Δ remote"))]
+    assert len(overall) == 3
+    for i in overall:
         what = headers[i].removeprefix("Δ ")
         assert headers[i - 2].startswith(f"closed {what} ") and headers[i - 1].startswith(f"sim {what} "), headers
     csv_header = next(csv.reader(io.StringIO(to_csv(report))))
     assert {"throughput_diff_fraction", "ttft_mean_diff_fraction", "ttft_p90_diff_fraction", "rate_rps"} <= set(csv_header)
+    for path, stat in (("local", "mean"), ("remote", "mean"), ("remote", "p90")):
+        assert {f"{path}_closed_ttft_{stat}_s", f"{path}_sim_ttft_{stat}_s", f"{path}_ttft_{stat}_diff_fraction"} <= set(
+            csv_header
+        )
 
 
 def _docs_block(page: str, after: str) -> list[str]:

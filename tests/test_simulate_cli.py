@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import math
 import re
 
 import pytest
@@ -185,3 +186,22 @@ def test_the_closed_form_follows_a_busy_links_spread_of_shares():
     assert closed.mean_s == pytest.approx(sim["mean_s"], rel=0.15)
     assert closed.p90_s == pytest.approx(sim["p90_s"], rel=0.20)
     assert closed.p99_s == pytest.approx(sim["p99_s"], rel=0.20)
+
+
+def test_validate_model_rows_carry_each_paths_closed_and_simulated_ttft(run_cli):
+    """Per path, the row's closed and simulated TTFT are the run's (the closed form's path, the
+    simulator's ttft[path]) and its difference is (closed - simulated) / simulated; a load at or
+    above Λ_max leaves the closed figures out."""
+    res = run_cli("validate-model", "-n", "3000", "-f", "json")
+    rows = json.loads(res.out)["rows"]
+    runs = api.validate_model("paper-case-study", requests=3000)
+    for row, run in zip(rows, runs):
+        for path in ("local", "remote"):
+            closed, sim = getattr(run.closed_form, path), run.result.ttft[path]
+            if not math.isfinite(closed.mean_s):
+                assert row[f"{path}_closed_ttft_mean_s"] is None and row[f"{path}_ttft_mean_diff_fraction"] is None
+                continue
+            assert row[f"{path}_closed_ttft_mean_s"] == pytest.approx(closed.mean_s, abs=1e-4)
+            assert row[f"{path}_sim_ttft_p90_s"] == pytest.approx(sim["p90_s"], abs=1e-4)
+            diff = (closed.mean_s - sim["mean_s"]) / sim["mean_s"]
+            assert row[f"{path}_ttft_mean_diff_fraction"] == pytest.approx(diff, abs=1e-4)

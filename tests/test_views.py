@@ -207,6 +207,9 @@ VALIDATION_TABLE = {
     "closed TTFT P90 s": Col("closed_ttft_p90_s", none="overload"),
     "sim TTFT P90 s": Col("sim_ttft_p90_s", none="overload"),
     "Δ TTFT P90": Col("ttft_p90_diff_fraction", scale=100),
+    "Δ local mean": Col("local_ttft_mean_diff_fraction", scale=100),
+    "Δ remote mean": Col("remote_ttft_mean_diff_fraction", scale=100),
+    "Δ remote P90": Col("remote_ttft_p90_diff_fraction", scale=100),
     "sim queues": Col("sim_stable", labels=STABILITY_LABELS),
 }
 # simulate: one row per path; the JSON row of a path is {path, ttft: ttft[path], tpot: tpot[path], closed_form: ...}.

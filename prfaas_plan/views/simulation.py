@@ -165,6 +165,7 @@ def validation_view(runs) -> Report:
                 "closed_ttft_p90_s": _finite(closed.overall_p90_s),
                 "sim_ttft_p90_s": t["p90_s"],
                 "ttft_p90_diff_fraction": _pct_diff(t["p90_s"], closed.overall_p90_s),
+                **_path_columns(sim, closed),
                 "sim_stable": sim.stable,
             }
         )
@@ -185,15 +186,34 @@ def validation_view(runs) -> Report:
             Column("closed_ttft_p90_s", "closed TTFT P90 s", sec),
             Column("sim_ttft_p90_s", "sim TTFT P90 s", sec),
             Column("ttft_p90_diff_fraction", "Δ TTFT P90", pct),
+            Column("local_ttft_mean_diff_fraction", "Δ local mean", pct),
+            Column("remote_ttft_mean_diff_fraction", "Δ remote mean", pct),
+            Column("remote_ttft_p90_diff_fraction", "Δ remote P90", pct),
             Column("sim_stable", "sim queues", _stability),
         ],
         rows=rows,
         csv_columns=csv_columns(rows),
         notes=[
-            f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); each Δ = (closed - simulated) / simulated "
-            "of the two columns before it; "
+            f"load = rate / closed-form Λ_max ({runs[0].lambda_max:.3f} req/s); Δ tput, Δ TTFT mean and Δ TTFT P90 = "
+            "(closed - simulated) / simulated of the two columns before each; "
             f"{cfg.requests:,} requests per load, seed {cfg.seed}, arrivals {cfg.arrivals}"
             + (f" (cv {cfg.cv:g})" if cfg.arrivals == "gamma" else ""),
             "closed-form throughput = min(rate, Λ_max); closed-form TTFT is infinite at or above Λ_max",
+            "Δ local mean, Δ remote mean, Δ remote P90: the same per path (local PD-P, remote PrfaaS with its KV "
+            "transfer; '-' where a path serves nothing); CSV and JSON carry each path's closed and simulated mean and P90",
         ],
     )
+
+
+def _path_columns(sim, closed) -> dict:
+    """Per path (local, remote): closed and simulated TTFT mean and P90 (s) and their differences."""
+    out: dict = {}
+    for name, path in (("local", closed.local), ("remote", closed.remote)):
+        t = sim.ttft.get(name) or {}
+        served = path.arrival_rps > 0 and t.get("count", 0) > 0
+        for stat, value in (("mean", path.mean_s), ("p90", path.p90_s)):
+            got = t.get(f"{stat}_s") if served else None
+            out[f"{name}_closed_ttft_{stat}_s"] = _finite(value) if served else None
+            out[f"{name}_sim_ttft_{stat}_s"] = _finite(got)
+            out[f"{name}_ttft_{stat}_diff_fraction"] = _pct_diff(got, value) if served else None
+    return out
