@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA, REPO
 
 from prfaas_plan.planner.compare import OptionResult
 from prfaas_plan.planner.uncertainty import versus_best
@@ -336,3 +337,27 @@ def test_options_of_other_models_do_not_share_the_model_error(run_cli):
         rows[1]["capacity_high_rps"] < rows[0]["capacity_low_rps"] or rows[0]["capacity_high_rps"] < rows[1]["capacity_low_rps"]
     )
     assert rows[1]["distinguishable_from_best"] is apart
+
+
+def test_a_renamed_repriced_copy_shares_the_error_and_a_faster_one_does_not(run_cli, tmp_path):
+    """A copy of h200 under another name at a contract price is the same chip to the instance model
+    (its speed figures are h200's): its difference from h200 is certain ('shared error'), not lost in
+    the band; a copy with more memory is other hardware, whose error need not match."""
+    shipped = (REPO / "hardware_profiles" / "h200.yaml").read_text()
+    contract = tmp_path / "h200-contract.yaml"
+    contract.write_text(
+        shipped.replace("name: h200\n", "name: h200-contract\n").replace(
+            "price_usd_per_gpu_hour: 4.0", "price_usd_per_gpu_hour: 3.1"
+        )
+    )
+    bigger = tmp_path / "h200-big.yaml"
+    bigger.write_text(shipped.replace("name: h200\n", "name: h200-big\n").replace("memory_gib: 141", "memory_gib: 282"))
+    assert contract.read_text() != shipped and bigger.read_text() != shipped
+    scenario = DATA / "busy_link.yaml"
+    for copy, shared in ((contract, True), (bigger, False)):
+        out = run_cli("compare", scenario, "--prfaas", f"h200,{copy}", "--jobs", "1", "-f", "json")
+        assert out.code == 0, out.err
+        rows = [r for r in json.loads(out.out)["options"] if r["status"] == "ok"]
+        assert len(rows) == 2 and rows[1]["shares_error_with_best"] is shared, (copy.name, rows[1]["versus_best"])
+        if shared:
+            assert rows[1]["versus_best"].startswith("shared error")

@@ -1641,6 +1641,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         '        ("dynamic_chunking", "dynamic_chunking"),\n    ):',
         "    ):",
     ),
+    "error-key-by-hardware-name": (
+        "prfaas_plan/planner/uncertainty.py",
+        "            hashlib.sha1(speed_figures(pool.instance.hardware).encode()).hexdigest(),",
+        "            pool.hardware_name,",
+    ),
 }
 
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..choices import DecodeSource, ObjectiveKind, PrefillSource
 from ..errors import PlanInputError
+from ..profiles.registry import speed_figures
 from ..study.basis import prefill_source
 from ..study.model import PlanInputs
 from ..timing.uncertainty import EXACT, Band, band
@@ -139,7 +140,8 @@ def plan_range(result, table: ThresholdTable, idx: int) -> PlanRange:
 
 
 def error_key(inputs: PlanInputs, bands: PlanBands) -> tuple:
-    """What the model's error depends on: the model, the workload, and each pool's hardware, chips
+    """What the model's error depends on: the model, the workload, and each pool's hardware (its
+    speed figures, ``registry.speed_figures``: a copy renamed or repriced is the same chip), chips
     per instance, layout, engine and band. Two plans with the same key differ only in counts, the
     link or prices, so one residual moves both alike and cancels in their ratio; a plan of another
     model, workload or layout is not timed by a common error (residuals on one chip and engine
@@ -147,7 +149,7 @@ def error_key(inputs: PlanInputs, bands: PlanBands) -> tuple:
     pools = (inputs.prfaas, inputs.pd, inputs.decode_pool)
     return (inputs.model.name, _workload_digest(inputs.workload)) + tuple(
         (
-            pool.hardware_name,
+            hashlib.sha1(speed_figures(pool.instance.hardware).encode()).hexdigest(),
             pool.gpus_per_instance,
             pool.instance.layout.label if pool.instance.layout else None,
             engine_of(pool),

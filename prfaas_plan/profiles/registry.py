@@ -172,7 +172,9 @@ _NOT_SPEED = frozenset(
 )
 
 
-def _speed_figures(profile: HardwareProfile) -> str:
+def speed_figures(profile: HardwareProfile) -> str:
+    """The figures that time a chip (peaks, memory, links, efficiencies, calibration) as one text:
+    two profiles that differ only in name, price, power or words have the same."""
     return derived(profile, "speed-figures", lambda p: p.model_dump_json(exclude=set(_NOT_SPEED)))
 
 
@@ -181,7 +183,7 @@ def shipped_twin(profile: HardwareProfile, names: Iterable[str]) -> str | None:
     efficiencies, calibration) ``profile`` has exactly, or None: a user's copy that changes only
     its name, price, power or words is that hardware, for its measured points."""
     shipped = shipped_names("hardware_profiles")
-    return next((n for n in names if n in shipped and _speed_figures(resolve_hardware(n)) == _speed_figures(profile)), None)
+    return next((n for n in names if n in shipped and speed_figures(resolve_hardware(n)) == speed_figures(profile)), None)
 
 
 def resolve_model(ref: str) -> ModelProfile:
