@@ -361,3 +361,19 @@ def test_a_renamed_repriced_copy_shares_the_error_and_a_faster_one_does_not(run_
         assert len(rows) == 2 and rows[1]["shares_error_with_best"] is shared, (copy.name, rows[1]["versus_best"])
         if shared:
             assert rows[1]["versus_best"].startswith("shared error")
+
+
+def test_an_slo_plans_cost_range_says_its_goodput_was_not_re_evaluated(run_cli, tmp_path):
+    """Under an SLO the operating rate of each end is the goodput moved with Λ_max, not the rate at
+    which the latency holds at that end: the $/Mtok range line says so; without an SLO it does not."""
+    import yaml
+
+    doc = yaml.safe_load((DATA / "busy_link.yaml").read_text())
+    plain = run_cli("plan", DATA / "busy_link.yaml").out
+    doc["slo"] = {"ttft_p90_s": 12.0}
+    path = tmp_path / "slo.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with_slo = run_cli("plan", path).out
+    line = next(x for x in with_slo.splitlines() if "$/Mtok range" in x)
+    assert "the SLO goodput moved with Λ_max, its latency not re-evaluated" in line
+    assert "not re-evaluated" not in next(x for x in plain.splitlines() if "$/Mtok range" in x)

@@ -3,6 +3,7 @@ operating-point section."""
 
 from __future__ import annotations
 
+from ..choices import ObjectiveKind
 from ..timing.uncertainty import LEVEL, Band
 
 WHAT = (
@@ -56,6 +57,12 @@ def plan_uncertainty_json(result) -> dict | None:
     }
 
 
+def _fixed_target(result) -> bool:
+    """A min_cost plan for a target rate: its operating rate is that rate at both ends."""
+    objective = result.inputs.objective
+    return objective.kind == ObjectiveKind.min_cost and objective.target_rate_rps is not None
+
+
 def plan_range_details(result) -> list[tuple[str, str]]:
     """Lines of the operating-point section: Lambda_max and $/Mtok at the ends of the band."""
     u = result.uncertainty
@@ -82,7 +89,12 @@ def plan_range_details(result) -> list[tuple[str, str]]:
                 "$/Mtok range",
                 f"${u.high.usd_per_mtok_output:,.4f} .. ${u.low.usd_per_mtok_output:,.4f} per "
                 f"million output tokens (model ${tco.usd_per_mtok_output:,.4f}), at the operating "
-                f"rate of each end ({u.low.rate_rps:.3f} .. {u.high.rate_rps:.3f} req/s)",
+                f"rate of each end ({u.low.rate_rps:.3f} .. {u.high.rate_rps:.3f} req/s)"
+                + (
+                    "; the SLO goodput moved with Λ_max, its latency not re-evaluated at either end (an approximation)"
+                    if result.goodput_rps is not None and not _fixed_target(result)
+                    else ""
+                ),
             )
         )
     if u.low.counts is not None:
