@@ -5,6 +5,7 @@ robust plan over several sites."""
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -556,3 +557,15 @@ def test_a_one_site_file_names_the_field_of_the_other_form(run_cli, tmp_path, ch
     change(doc)
     res = run_cli("validate", _write(tmp_path, doc))
     assert res.code == 2 and field in res.err and len(res.err.strip().splitlines()) == 1, res.err
+
+
+def test_robust_results_carry_no_weight_where_the_cases_give_none(run_cli):
+    """The library says what the reports say: a worst-case plan over cases without weights gives
+    each case's weight as None (not 0.0) and no weighted figure; cases with weights keep them."""
+    sites, _ = api.robust_sites(str(REPO / "prfaas_plan" / "scenarios" / "two-edges-robust.yaml"))
+    assert [c.weight for c in sites.cases] == [None] * len(sites.cases) and sites.weighted_scale is None
+    doc = json.loads(run_cli("robust", "two-edges-robust", "-f", "json").out)
+    assert [c["weight"] for c in doc["cases"]] == [None] * len(sites.cases)
+    one_site = api.robust("robust-three-mixes")
+    assert [c.weight for c in one_site.cases] == [0.4, 0.3, 0.3]
+    assert one_site.weighted_lambda_rps == pytest.approx(sum(c.weight * c.lambda_max_rps for c in one_site.cases), rel=1e-12)

@@ -49,7 +49,7 @@ class RobustCase:
 @dataclass(frozen=True)
 class CaseResult:
     name: str
-    weight: float
+    weight: float | None  # None: the cases carry no weights (worst case)
     target_rate_rps: float | None
     threshold_tokens: float
     p: float
@@ -86,8 +86,10 @@ class RobustPlan:
         return min(c.lambda_max_rps for c in self.cases)
 
     @property
-    def weighted_lambda_rps(self) -> float:
-        return sum(c.weight * c.lambda_max_rps for c in self.cases)
+    def weighted_lambda_rps(self) -> float | None:
+        """sum_c w_c Lambda_max_c; None when the cases carry no weights."""
+        weights = [c.weight for c in self.cases]
+        return None if None in weights else sum(w * c.lambda_max_rps for w, c in zip(weights, self.cases) if w is not None)
 
 
 def case_best(
@@ -206,7 +208,7 @@ def robust_plan(cases: list[RobustCase], objective: RobustObjective) -> RobustPl
         results.append(
             CaseResult(
                 case.name,
-                case.weight,
+                case.weight if any(c.weight for c in cases) else None,
                 case.target_rate_rps,
                 float(table.thresholds_tokens[k]),
                 float(table.p[k]),

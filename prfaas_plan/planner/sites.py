@@ -244,7 +244,7 @@ class CaseSites:
     case's best for the counts bought."""
 
     name: str
-    weight: float
+    weight: float | None  # None: the cases carry no weights (worst case)
     scale: float  # every site's demand in the case x scale is served (in every window)
     windows: tuple[WindowSites, ...]
 
@@ -264,8 +264,10 @@ class RobustSitesPlan:
         return min(c.scale for c in self.cases)
 
     @property
-    def weighted_scale(self) -> float:
-        return sum(c.weight * c.scale for c in self.cases)
+    def weighted_scale(self) -> float | None:
+        """sum_c w_c scale_c; None when the cases carry no weights."""
+        weights = [c.weight for c in self.cases]
+        return None if None in weights else sum(w * c.scale for w, c in zip(weights, self.cases) if w is not None)
 
 
 def plan_robust_sites(study: Study) -> RobustSitesPlan:
@@ -288,14 +290,15 @@ def plan_robust_sites(study: Study) -> RobustSitesPlan:
     error = PlanInputError(f"no robust multi-site plan within the ranges and budgets {what}", field="robust")
     sol = _coarse_to_fine(study, cells, cands, goal, per_site, error)
     cases = []
+    weighted = any(case.weight for case in study.cases)
     for c, case in enumerate(study.cases):
         alone = _case_at_its_best(study, sol, c)
         if alone.scale >= sol.scales[c] * (1 - 1e-9):
-            cases.append(CaseSites(case.name, case.weight, alone.scale, alone.windows))
+            cases.append(CaseSites(case.name, case.weight if weighted else None, alone.scale, alone.windows))
         else:  # not reached: the programme's own plan of the case is a plan of it alone
             own = [plan for plan in sol.cells if plan.case == c]
             windows = _windows(unders[c], tables[c], own, sol.scales[c])
-            cases.append(CaseSites(case.name, case.weight, sol.scales[c], windows))
+            cases.append(CaseSites(case.name, case.weight if weighted else None, sol.scales[c], windows))
     cost = sol.usd_per_hour if not unpriced(study, sol) else None
     return RobustSitesPlan(study.name, robust, sol.n_prfaas, sol.n_pd, tuple(cases), cost, sol.proven)
 
