@@ -837,3 +837,40 @@ def test_depreciation_terms_beside_a_rental_are_refused(run_cli, tmp_path, cost)
     profile's price) they would be silently ignored: an error naming the pool's cost."""
     res = run_cli("plan", write(tmp_path, scenario_doc(prfaas__cost=cost)))
     assert res.code == 2 and "prfaas.cost" in res.err and "apply only to purchase_usd_per_gpu" in res.err
+
+
+MINIMAL_CHIP = """name: mini
+peak_tflops: {bf16: 1000}
+memory_gib: 141
+memory_bandwidth_tb_per_s: 4.8
+scale_up_gb_per_s: 450
+price_usd_per_gpu_hour: 3.0
+efficiency: {matmul: 0.6, memory: 0.8, attention: 0.5}
+"""
+
+
+def test_a_half_specified_chip_says_which_efficiencies_it_took_by_default(run_cli, tmp_path):
+    """A user's chip that sets three efficiencies without sources: `hardware show` says each is set
+    without a source and lists the schema's defaults it takes (zero overheads, network 0.8, nic
+    0.9, usable memory 0.9); a plan on it carries the same as a note naming the pool. Every shipped
+    profile sets or sources each field, so none lists defaults; a full copy of h200 adds no note."""
+    chip = tmp_path / "mini.yaml"
+    chip.write_text(MINIMAL_CHIP)
+    shown = run_cli("hardware", "show", chip).out
+    assert "efficiency matmul 0.6: set in the profile without a source" in shown
+    defaults = (
+        "network 0.8, nic 0.9, kernel_overhead_us 0, prefill_pass_overhead_s 0, prefill_overhead_s 0, "
+        "decode_step_overhead_s 0, memory_usable_fraction 0.9"
+    )
+    assert f"efficiency at the schema's defaults (not set in the profile, no source): {defaults}" in " ".join(shown.split())
+    for name in sorted(p.stem for p in (REPO / "hardware_profiles").glob("*.yaml")):
+        assert "schema's defaults (not set" not in run_cli("hardware", "show", name).out, name
+    doc = scenario_doc(prfaas__hardware=str(chip), prfaas__gpus_per_instance=8)
+    notes = json.loads(run_cli("plan", write(tmp_path, doc), "-f", "json").out)["notes"]
+    assert any(n.startswith("prfaas: mini (") and defaults in n for n in notes), notes
+    copy = tmp_path / "h200-copy.yaml"
+    copy.write_text((REPO / "hardware_profiles" / "h200.yaml").read_text().replace("name: h200\n", "name: h200-copy\n"))
+    notes = json.loads(run_cli("plan", write(tmp_path, scenario_doc(prfaas__hardware=str(copy)), "copy.yaml"), "-f", "json").out)[
+        "notes"
+    ]
+    assert not any("schema's defaults" in n for n in notes)

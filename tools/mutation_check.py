@@ -1646,6 +1646,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            hashlib.sha1(speed_figures(pool.instance.hardware).encode()).hexdigest(),",
         "            pool.hardware_name,",
     ),
+    "efficiency-defaults-unreported": (
+        "prfaas_plan/study/resolve/pools.py",
+        "    defaults = hardware.efficiency_defaults() if looks_like_path(ref) else {}",
+        "    defaults = {}",
+    ),
 }
 
 

@@ -116,6 +116,11 @@ FALLBACK: dict[str, str] = {
     "attention_fp8": "attention",
 }
 """Per-dtype fractions and the field each falls back to when a profile has no figure of its own."""
+# efficiency defaults with a measurement behind them (the other defaults are assumptions)
+SOURCED_DEFAULTS: dict[str, str] = {
+    "matmul_k0": "fitted to DeepGEMM's FP8 GEMM tables on H800 (deepseek-ai/DeepGEMM README, 2025)",
+    "matmul_m0": "fitted to DeepGEMM's masked grouped GEMM tables on H800 (deepseek-ai/DeepGEMM README, 2025)",
+}
 FIELD_DTYPE: dict[str, ComputeDtype] = {field: ComputeDtype(field.rsplit("_", 1)[1]) for field in FALLBACK}
 """The dtype of each per-dtype fraction (its name's suffix): it matters only on a chip with a peak for that dtype."""
 
@@ -213,7 +218,21 @@ class HardwareProfile(StrictModel):
             return self.efficiency_sources[field]
         if field in FALLBACK and getattr(self.efficiency, field) is None:
             return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"
-        return "not stated in the profile"
+        if field in self.efficiency.model_fields_set:
+            return "set in the profile without a source (efficiency_sources has no entry)"
+        return "the schema's default: not set in the profile, no source"
+
+    def efficiency_defaults(self) -> dict[str, float]:
+        """The efficiency fields the profile neither sets nor explains, at the schema's defaults
+        (per-dtype fractions, which fall back to another field, per-kind multipliers, and the GEMM
+        shape terms, whose defaults are sourced (``SOURCED_DEFAULTS``), aside): assumptions a
+        user's profile takes silently unless it is told."""
+        e, answered = self.efficiency, set(self.efficiency_fields())
+        return {
+            f: getattr(e, f)
+            for f in Efficiency.model_fields
+            if f not in answered and f not in FALLBACK and f not in SOURCED_DEFAULTS and f != "attention_kind"
+        }
 
     @property
     def memory_bytes(self) -> float:

@@ -64,7 +64,7 @@ def _show(report: Report, kind: str, profile, *extra_notes: str) -> Report:
     the full profile in JSON."""
     report.title = f"{kind} profile: {profile.name}"
     report.notes = [
-        profile.description,
+        *([profile.description] if profile.description else []),
         *(f"assumption: {a}" for a in profile.assumptions),
         *(f"source: {s}" for s in profile.sources),
         *extra_notes,
@@ -129,6 +129,12 @@ def efficiency_source_notes(h: HardwareProfile) -> list[str]:
     for name in h.efficiency_fields():
         value = getattr(e, e.field_in_use(name)) if name in FALLBACK else getattr(e, name)
         lines.append(f"efficiency {name} {value:g}: {h.efficiency_source(name)}")
+    defaults = h.efficiency_defaults()
+    if defaults:
+        lines.append(
+            "efficiency at the schema's defaults (not set in the profile, no source): "
+            + ", ".join(f"{name} {value:g}" for name, value in defaults.items())
+        )
     return lines
 
 

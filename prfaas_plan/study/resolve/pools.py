@@ -138,6 +138,7 @@ def _pool(
         hardware = calibration.hardware
         notes = [*notes, *far_fit_notes(where, written or spec.hardware, calibration.fitted, calibration.before)]
     instance = Instance(hardware, gpus, layout, engine)
+    notes = [*notes, *_default_efficiency_notes(where, written or spec.hardware, hardware)]
     options = options if len(options) > 1 else ()
     if not prefills:
         return Pool(role, instance, None, calibration, cost, options, tuple(notes))
@@ -235,6 +236,20 @@ def _measured_on(decode: DecodeSpec, hardware: str, gpus_per_instance) -> Decode
     return decode.model_copy(
         update=measured_instance_defaults(decode.model_dump(), written, "tokens_per_s_hardware", "tokens_per_s_gpus")
     )
+
+
+def _default_efficiency_notes(where: str, ref: str, hardware: HardwareProfile) -> list[str]:
+    """A note when a user's hardware file leaves efficiency fields at the schema's defaults with no
+    source (``HardwareProfile.efficiency_defaults``): zero overheads, network 0.8 and nic 0.9 are
+    assumptions that then time the pool unseen. Shipped profiles name theirs."""
+    defaults = hardware.efficiency_defaults() if looks_like_path(ref) else {}
+    if not defaults:
+        return []
+    return [
+        f"{where}: {hardware.name} ({shorten(ref, 80)}) leaves efficiency "
+        + ", ".join(f"{name} {value:g}" for name, value in defaults.items())
+        + " at the schema's defaults, with no source: assumptions that time this pool (set them, or give efficiency_sources)"
+    ]
 
 
 def far_fit_notes(where: str, hardware: str, fitted: dict[str, float], before: dict[str, float]) -> list[str]:
