@@ -549,7 +549,9 @@ def compare(
                 continue
             try:
                 resolve(ref)
-            except PlanInputError as exc:  # the profile's file (if any), named as the parameter
+            except PlanInputError as exc:  # a fault in a profile's file names its field there; else the parameter
+                if exc.source is not None and exc.field is not None and looks_like_path(ref):
+                    raise
                 raise PlanInputError(exc.reason, source=exc.source, field=field, argument=True) from None
     with scenario_errors(scenario, ("basis", "mode")):
         if is_sites_file(scenario):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import case_study_doc, table_parts
+from conftest import REPO, case_study_doc, table_parts
 
 from prfaas_plan import api
 from prfaas_plan.profiles.registry import resolve_scenario_file
@@ -309,3 +309,19 @@ def test_compare_plans_a_same_named_hardware_copy_at_its_own_price(tmp_path):
     assert mine.n_prfaas > 0
     # the same counts; only the PrfaaS chips' rate differs: N_prfaas x 8 chips x ($4.00 - $2.50)
     assert theirs.usd_per_hour - mine.usd_per_hour == pytest.approx(mine.n_prfaas * 8 * (4.0 - 2.5))
+
+
+def test_a_fault_inside_a_compared_hardware_file_names_its_field(run_cli, tmp_path):
+    """compare --prfaas h200,bad.yaml with efficiency.matmul 1.6 in the file: the one-line error
+    names the file and the field inside it, as plan does, not the option; an unknown shipped
+    name or a missing file still names the option."""
+    bad = tmp_path / "bad.yaml"
+    text = (REPO / "hardware_profiles" / "h200.yaml").read_text()
+    bad.write_text(text.replace("matmul: ", "matmul: 1.6 #", 1))
+    res = run_cli("compare", "--prfaas", f"h200,{bad}", "--jobs", "1")
+    assert res.code == 2 and "efficiency.matmul: must be in (0, 1], got 1.6" in res.err and "--prfaas" not in res.err
+    assert res.err.count("\n") <= 1
+    res = run_cli("compare", "--prfaas", "h200,nosuch", "--jobs", "1")
+    assert res.code == 2 and "--prfaas: unknown hardware 'nosuch'" in res.err
+    res = run_cli("compare", "--prfaas", f"h200,{tmp_path / 'missing.yaml'}", "--jobs", "1")
+    assert res.code == 2 and "--prfaas: file not found" in res.err
