@@ -325,3 +325,15 @@ def test_a_fault_inside_a_compared_hardware_file_names_its_field(run_cli, tmp_pa
     assert res.code == 2 and "--prfaas: unknown hardware 'nosuch'" in res.err
     res = run_cli("compare", "--prfaas", f"h200,{tmp_path / 'missing.yaml'}", "--jobs", "1")
     assert res.code == 2 and "--prfaas: file not found" in res.err
+
+
+def test_a_failed_options_identity_names_its_hardware_as_a_planned_one_does(run_cli, tmp_path):
+    """A hardware file compared on a PD pool it cannot serve (groq-lpu for 128K prompts fails) and on
+    one it can: both CSV rows name the file's profile (h200-contract), not its absolute path."""
+    copy = tmp_path / "h200c.yaml"
+    copy.write_text((REPO / "hardware_profiles" / "h200.yaml").read_text().replace("name: h200\n", "name: h200-contract\n"))
+    res = run_cli("compare", "--prfaas", str(copy), "--pd", "h20,groq-lpu", "--jobs", "1", "-f", "csv")
+    assert res.code == 0, res.err
+    rows = list(csv.DictReader(io.StringIO(res.out)))
+    assert {r["status"] == "ok" for r in rows} == {True, False}
+    assert [r["prfaas_hardware"] for r in rows] == ["h200-contract", "h200-contract"]

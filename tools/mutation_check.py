@@ -1651,6 +1651,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    defaults = hardware.efficiency_defaults() if looks_like_path(ref) else {}",
         "    defaults = {}",
     ),
+    "failed-option-identity-as-written": (
+        "prfaas_plan/study/resolve/single_site.py",
+        '            "prfaas_hardware": self.pools[Role.prfaas].hardware.name,',
+        '            "prfaas_hardware": self.pools[Role.prfaas].written,',
+    ),
 }
 
 

@@ -184,9 +184,10 @@ class OneSite:
         return study.without_unused_budgets()
 
     def identity(self, option: CompareOption | None = None) -> dict:
-        """``PlanInputs.identity`` as written (the references; chips when a pool gives one count), for
-        an option that could not be resolved; with ``option``, whose what-ifs did not resolve, its
-        references in place of those it replaces."""
+        """``PlanInputs.identity`` before chips are chosen (each pool's hardware profile by name, as
+        ``PlanInputs.identity``; chips when a pool gives one count), for an option that could not be
+        planned; with ``option``, whose what-ifs did not resolve, its references in place of those it
+        replaces."""
         if option is not None:
             return {**self.identity(), **_written(self, option)}
         chips = {
@@ -197,11 +198,11 @@ class OneSite:
         return {
             "scenario": self.scenario.name,
             "model": self.model_ref,
-            "prfaas_hardware": self.pools[Role.prfaas].written,
+            "prfaas_hardware": self.pools[Role.prfaas].hardware.name,
             "prfaas_gpus_per_instance": chips[Role.prfaas],
-            "pd_hardware": self.pools[Role.pd].written,
+            "pd_hardware": self.pools[Role.pd].hardware.name,
             "pd_gpus_per_instance": chips[Role.pd],
-            "pd_decode_hardware": None if dec is None else dec.written,
+            "pd_decode_hardware": None if dec is None else dec.hardware.name,
             "pd_decode_gpus_per_instance": chips.get(Role.pd_decode),
             "link_gbps": float(self.scenario.link.bandwidth_gbps if self.link_gbps is None else self.link_gbps),
         }
