@@ -874,3 +874,16 @@ def test_a_half_specified_chip_says_which_efficiencies_it_took_by_default(run_cl
         "notes"
     ]
     assert not any("schema's defaults" in n for n in notes)
+
+
+def test_a_pool_moved_to_other_hardware_rents_it_with_its_power_in_the_price(run_cli, tmp_path):
+    """The case study's PrfaaS pool bought at $32,000 a chip, its power billed at $0.15/kWh: compare
+    --prfaas b200 rents 32 B200 at the profile's example price, which holds their power; the site's
+    $/kWh is not billed on top (1,000 W x PUE 1.3 x $0.15 = $0.195 per chip-hour more). The PD pool
+    keeps its own terms: h20 rented at $2.00."""
+    doc = scenario_doc(prfaas__cost={"purchase_usd_per_gpu": 32000}, prfaas__site={"usd_per_kwh": 0.15})
+    out = run_cli("compare", write(tmp_path, doc), "--prfaas", "b200", "--jobs", "1", "-f", "json")
+    assert out.code == 0, out.err
+    (row,) = json.loads(out.out)["options"]
+    b200 = api.hardware_of("b200")
+    assert row["n_prfaas"] == 4 and row["usd_per_hour"] == pytest.approx(32 * b200.price_usd_per_gpu_hour + 64 * 2.0, rel=1e-9)

@@ -395,8 +395,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "compare-keeps-old-cost": (
         "prfaas_plan/study/resolve/pools.py",
-        "cost = chip_cost(hardware, CostSpec() if moved else spec.cost, spec.site)",
-        "cost = chip_cost(hardware, spec.cost, spec.site)",
+        "        chip_cost(hardware, CostSpec(), spec.site.model_copy(update={\"usd_per_kwh\": None}))\n        if moved",
+        "        chip_cost(hardware, spec.cost, spec.site)\n        if moved",
     ),
     # issue 10: cache-aware routing, robust plans, day schedule, several sites
     "scarce-prfaas-uses-pd-cache": (
@@ -1655,6 +1655,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "prfaas_plan/study/resolve/single_site.py",
         '            "prfaas_hardware": self.pools[Role.prfaas].hardware.name,',
         '            "prfaas_hardware": self.pools[Role.prfaas].written,',
+    ),
+    "moved-pool-bills-site-power": (
+        "prfaas_plan/study/resolve/pools.py",
+        'spec.site.model_copy(update={"usd_per_kwh": None})',
+        "spec.site",
     ),
 }
 

@@ -111,7 +111,13 @@ def _pool(
             check_layout(model, layout, gpus, field="parallel")
         except PlanInputError as exc:
             raise PlanInputError(exc.reason, source=source, field=f"{where}.parallel") from None
-    cost = chip_cost(hardware, CostSpec() if moved else spec.cost, spec.site)
+    # a pool moved to other hardware rents it at the profile's example price, which holds its power:
+    # the site's $/kWh (what the spec's own chips were billed for power) is not added on top
+    cost = (
+        chip_cost(hardware, CostSpec(), spec.site.model_copy(update={"usd_per_kwh": None}))
+        if moved
+        else chip_cost(hardware, spec.cost, spec.site)
+    )
     calibration = None
     given = [CalibrationPoint(p.length_tokens, p.prefill_s) for p in spec.calibration_points] if measured else []
     points, fit, notes = calibration_points(
