@@ -82,6 +82,8 @@ def test_billed_power_without_tdp_marks_every_dollar_figure_a_lower_bound(tmp_pa
     provisioned = next(line for line in text.splitlines() if "provisioned cost" in line)
     assert "≥ $" in provisioned and "rubin-cpx" in provisioned and "tdp_w" in provisioned
     assert "≥ $" in next(line for line in text.splitlines() if "$ per million tokens" in line)
+    mtok_range = next(line for line in text.splitlines() if "$/Mtok range" in line)
+    assert mtok_range.count("≥ $") == 3  # both ends and the model's figure
     prfaas_row = next(line for line in text.splitlines() if line.strip().startswith("PrfaaS-PD"))
     assert "≥ " in prfaas_row
 

@@ -84,11 +84,12 @@ def plan_range_details(result) -> list[tuple[str, str]]:
     ]
     tco = result.tco
     if tco is not None and tco.usd_per_mtok_output is not None and u.low.usd_per_mtok_output is not None:
+        low = "≥ " if tco.usd_per_hour_is_lower_bound else ""  # a pool's billed power of unknown TDP counted as $0
         rows.append(
             (
                 "$/Mtok range",
-                f"${u.high.usd_per_mtok_output:,.4f} .. ${u.low.usd_per_mtok_output:,.4f} per "
-                f"million output tokens (model ${tco.usd_per_mtok_output:,.4f}), at the operating "
+                f"{low}${u.high.usd_per_mtok_output:,.4f} .. {low}${u.low.usd_per_mtok_output:,.4f} per "
+                f"million output tokens (model {low}${tco.usd_per_mtok_output:,.4f}), at the operating "
                 f"rate of each end ({u.low.rate_rps:.3f} .. {u.high.rate_rps:.3f} req/s)"
                 + (
                     "; the SLO goodput moved with Λ_max, its latency not re-evaluated at either end (an approximation)"
