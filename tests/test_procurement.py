@@ -322,7 +322,7 @@ def test_power_energy_and_link_cost_by_hand(run_cli, tmp_path):
     row = next(csv.DictReader(io.StringIO(res.out)))
     assert float(row["power_kw"]) == pytest.approx(tco.power_kw, rel=1e-6)
     assert float(row["joules_per_output_token"]) == pytest.approx(tco.joules_per_output_token, rel=1e-6)
-    assert float(row["link_usd_per_hour"]) == pytest.approx(link_usd, rel=1e-6)
+    assert float(row["link_operating_usd_per_hour"]) == pytest.approx(link_usd, rel=1e-6)
     assert float(row["usd_per_hour_operating"]) == pytest.approx(tco.usd_per_hour, rel=1e-6)
     table_text = run_cli("plan", write(tmp_path, doc)).out
     assert "kW at the meter" in table_text and "J per output token" in table_text and "committed $2.74" in table_text
@@ -467,7 +467,7 @@ def test_compare_csv_columns_carry_identity_and_units(run_cli):
         "ttft_p90_s",
         "power_kw",
         "joules_per_output_token",
-        "link_usd_per_hour",
+        "link_operating_usd_per_hour",
     ):
         assert column in header
     unitless = {

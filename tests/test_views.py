@@ -93,7 +93,7 @@ OPERATING_CSV = [
     "usd_per_mtok_blended",
     "power_kw",
     "joules_per_output_token",
-    "link_usd_per_hour",
+    "link_operating_usd_per_hour",
 ]
 # which curve and rate sized each pool (the JSON's "sources"), the same on every deployment row
 SOURCES_CSV = [
@@ -433,7 +433,7 @@ OPERATING_JSON = {
     "usd_per_mtok_blended": ("cost", "usd_per_mtok_blended"),
     "power_kw": ("cost", "power_kw"),
     "joules_per_output_token": ("cost", "joules_per_output_token"),
-    "link_usd_per_hour": ("cost", "link_usd_per_hour"),
+    "link_operating_usd_per_hour": ("cost", "link_usd_per_hour"),
 }
 
 

@@ -40,7 +40,7 @@ METRIC_CSV = (
     "power_kw",
     "counted_power_kw",
     "joules_per_output_token",
-    "link_usd_per_hour",
+    "link_operating_usd_per_hour",
     "binding",
     "ratio_vs_homogeneous",
     "colocated_lambda_max_rps",
@@ -109,7 +109,7 @@ def option_row(rank: int | None, r, pareto: bool, objective: str, verdict=None) 
         "power_kw": cost.get("power_kw"),
         "counted_power_kw": cost.get("counted_power_kw"),
         "joules_per_output_token": cost.get("joules_per_output_token"),
-        "link_usd_per_hour": cost.get("link_usd_per_hour"),
+        "link_operating_usd_per_hour": cost.get("link_usd_per_hour"),  # committed + metered egress at the rate
         "binding": r.binding,
         "ratio_vs_homogeneous": _round(r.ratio_vs_homogeneous),
         "colocated_lambda_max_rps": _round(r.colocated_lambda_rps),

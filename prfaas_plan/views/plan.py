@@ -332,7 +332,7 @@ OPERATING_CSV = (
     "usd_per_mtok_blended",
     "power_kw",
     "joules_per_output_token",
-    "link_usd_per_hour",
+    "link_operating_usd_per_hour",
 )
 
 
@@ -348,7 +348,7 @@ def operating_columns(doc: dict) -> dict:
         "usd_per_mtok_blended": cost.get("usd_per_mtok_blended"),
         "power_kw": cost.get("power_kw"),
         "joules_per_output_token": cost.get("joules_per_output_token"),
-        "link_usd_per_hour": cost.get("link_usd_per_hour"),
+        "link_operating_usd_per_hour": cost.get("link_usd_per_hour"),  # committed + metered egress at the rate
     }
 
 
