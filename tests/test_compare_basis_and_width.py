@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from pathlib import Path
 
@@ -337,3 +338,15 @@ def test_a_failed_options_identity_names_its_hardware_as_a_planned_one_does(run_
     rows = list(csv.DictReader(io.StringIO(res.out)))
     assert {r["status"] == "ok" for r in rows} == {True, False}
     assert [r["prfaas_hardware"] for r in rows] == ["h200-contract", "h200-contract"]
+
+
+def test_an_option_given_twice_is_planned_once_and_said(run_cli):
+    """--prfaas h200,h200,H200,b200 --link 100,100: two options (h200 and b200, each once, on one
+    link), not four starred twins; a note names what repeated."""
+    res = run_cli("compare", "--prfaas", "h200,h200,H200,b200", "--link", "100,100", "--jobs", "1", "-f", "json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert [r["prfaas_hardware"] for r in doc["options"]] in (["h200", "b200"], ["b200", "h200"])
+    notes = doc["notes"]
+    assert "prfaas: h200, H200 repeat an option given before it: planned once" in notes
+    assert "link_gbps: 100.0 repeat an option given before it: planned once" in notes

@@ -1661,6 +1661,11 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         'spec.site.model_copy(update={"usd_per_kwh": None})',
         "spec.site",
     ),
+    "compare-plans-repeats": (
+        "prfaas_plan/study/resolve/options.py",
+        "        dims.append([values[i] for i in first] or [None])",
+        "        dims.append(values or [None])",
+    ),
 }
 
 

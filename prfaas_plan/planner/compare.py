@@ -107,6 +107,7 @@ class Comparison:
     basis: Basis = Basis.model  # what every option is sized on (``study.basis``)
     front: tuple[str, ...] = ("usd_per_hour", "capacity_rps", "ttft_p90_s")  # the front's criteria
     versus_best: list[Verdict | None] = field(default_factory=list)  # per result (``planner.uncertainty``)
+    notes: tuple[str, ...] = ()  # what building the options said (``ScenarioSet.notes``)
 
     @property
     def unpriced(self) -> list[OptionResult]:
@@ -330,4 +331,5 @@ def compare(scenarios: ScenarioSet, mode: str = PlanMode.exact, jobs: int = 1, p
         scenarios.basis,
         front_criteria(results, objective),
         versus_best(results, objective),
+        scenarios.notes,
     )

@@ -292,6 +292,7 @@ def compare_view(comparison) -> Report:
         else "no option has a price (price_usd_per_gpu_hour in the hardware profiles, or the pools' cost): no $ "
         "columns; TTFT and kW at each option's operating rate (SLO goodput, or operating_load x Λ_max)",
     ]
+    notes += list(comparison.notes)
     notes.append(RANGE_NOTE)
     notes.append(COLOCATED_NOTE)
     if served == "goodput":
@@ -333,6 +334,12 @@ def compare_view(comparison) -> Report:
         csv_columns=csv_columns,
         meta={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis},
         notes=notes,
-        json_doc={"scenario": comparison.name, "objective": str(comparison.objective), "basis": basis, "options": rows},
+        json_doc={
+            "scenario": comparison.name,
+            "objective": str(comparison.objective),
+            "basis": basis,
+            "options": rows,
+            "notes": list(comparison.notes),  # what building the options said (a value given twice)
+        },
         sections=[sources],
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ...choices import Basis, ObjectiveKind
 from ...errors import PlanInputError
-from ...profiles.registry import looks_like_path
+from ...profiles.registry import looks_like_path, same_hardware
 from ...profiles.scenario import Scenario
 from ...profiles.sites import SitesScenario
 from ...ranges import COMPARE_OPTIONS
@@ -65,6 +65,7 @@ class ScenarioSet:
     source: str | None
     options: tuple[CompareOption, ...]
     basis: Basis = Basis.model
+    notes: tuple[str, ...] = ()  # what building the options said (a value given twice, planned once)
 
     @property
     def name(self) -> str:
@@ -98,13 +99,32 @@ def scenario_set(
         basis = Basis(basis)
     except ValueError:
         raise PlanInputError(f"unknown basis {str(basis)[:40]!r}; choose from {', '.join(Basis)}", field="basis") from None
-    spec, dims = scenario.compare, []
+    spec, dims, notes = scenario.compare, [], []
+    folder = None if source is None else Path(source).parent
     for given, name in ((prfaas, "prfaas"), (pd, "pd"), (pd_decode, "pd_decode"), (model, "model"), (link_gbps, "link_gbps")):
         values = list(given) if given else list(getattr(spec, name)) if spec is not None else []
-        dims.append(values or [None])
+        first = _first_of_each(values, name, folder)
+        if len(first) < len(values):
+            dropped = [str(v) for i, v in enumerate(values) if i not in first]
+            notes.append(f"{name}: {', '.join(dropped)} repeat an option given before it: planned once")
+        dims.append([values[i] for i in first] or [None])
     combos = tuple(CompareOption(*combo) for combo in itertools.product(*dims))
     if len(combos) > COMPARE_OPTIONS.hi:
         raise PlanInputError(
             f"{len(combos)} combinations (at most {int(COMPARE_OPTIONS.hi)}); give fewer options", field="compare"
         )
-    return ScenarioSet(scenario, source, combos, basis)
+    return ScenarioSet(scenario, source, combos, basis, tuple(notes))
+
+
+def _first_of_each(values: list, name: str, folder: Path | None) -> list[int]:
+    """The positions of ``values`` that repeat none before them: hardware the same profile
+    (``registry.same_hardware``: 'H200' is h200), any other value equal."""
+    kept: list[int] = []
+    for i, value in enumerate(values):
+        if name in ("prfaas", "pd", "pd_decode") and isinstance(value, str):
+            repeat = any(isinstance(values[k], str) and same_hardware(value, values[k], folder) for k in kept)
+        else:
+            repeat = any(value == values[k] for k in kept)
+        if not repeat:
+            kept.append(i)
+    return kept
