@@ -97,6 +97,7 @@ UNITLESS_NAMES = {
     "n_prfaas",
     "n_p",
     "n_d",
+    "instances",  # a count of instances, as n_p
     "n_pd",
     "own_n_prfaas",
     "own_n_p",

@@ -115,6 +115,7 @@ PLAN_CSV = [
     "n_prfaas",
     "n_p",
     "n_d",
+    "instances",
     "theta_prfaas_rps",
     "theta_pdp_rps",
     "theta_pdd_rps",
@@ -853,3 +854,14 @@ def test_a_bandwidth_sweep_beyond_the_link_marks_its_rows_what_if(run_cli):
     table = run_cli(*args, "-f", "table").out
     assert table.count("what-if") == 3 and "above the link's usable 100 Gbps" in table  # two rows and the note
     assert "what-if" not in run_cli("sweep", "--over", "bandwidth", "--to", "100", "--points", "3", "-f", "table").out
+
+
+def test_each_deployment_row_counts_the_instances_it_buys(run_cli):
+    """instances = n_prfaas + n_p + n_d for the split deployments; the co-located baseline's N_p =
+    N_d = N are the same N instances, so its row says N, not 2N (a spreadsheet summing n_p and n_d
+    would double them)."""
+    rows = {r["deployment"]: r for r in csv.DictReader(io.StringIO(run_cli("plan", "-f", "csv").out))}
+    for name, r in rows.items():
+        n_f, n_p, n_d = (int(r[k]) for k in ("n_prfaas", "n_p", "n_d"))
+        assert int(r["instances"]) == (n_p if name == "colocated" else n_f + n_p + n_d), name
+    assert rows["colocated"]["n_p"] == rows["colocated"]["n_d"] == rows["colocated"]["instances"]

@@ -40,6 +40,7 @@ def colocated_rows(result) -> dict[str, dict]:
             "n_prfaas": 0,
             "n_p": c.instances,
             "n_d": c.instances,
+            "instances": c.instances,  # N_p = N_d = N are the same N instances: not N_p + N_d
             "lambda_max_rps": round(c.lambda_max_rps, 6),
             "goodput_rps": None,
             "binding": c.limited_by,

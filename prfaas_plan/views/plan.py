@@ -225,6 +225,7 @@ def plan_json(result) -> dict:
             "n_prfaas": pt.n_prfaas,
             "n_p": pt.n_p,
             "n_d": pt.n_d,
+            "instances": pt.n_prfaas + pt.n_p + pt.n_d,  # what is bought: the instances of every pool
             "gpus": pt.gpus,
             "theta_prfaas_rps": round(st.theta_prfaas, 6) if pt.n_prfaas else None,  # no PrfaaS pool: no bound
             "theta_pdp_rps": round(st.theta_pdp, 6),
@@ -250,6 +251,7 @@ def plan_json(result) -> dict:
                 "n_prfaas": b.n_prfaas,
                 "n_p": b.n_p,
                 "n_d": b.n_d,
+                "instances": b.n_prfaas + b.n_p + b.n_d,
                 "lambda_max_rps": round(b.lambda_max, 6),
                 "goodput_rps": _goodput(result, name),
                 "binding": b.binding,
@@ -426,6 +428,7 @@ def plan_view(result) -> Report:
             "n_prfaas",
             "n_p",
             "n_d",
+            "instances",
             "theta_prfaas_rps",
             "theta_pdp_rps",
             "theta_pdd_rps",
