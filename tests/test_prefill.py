@@ -198,18 +198,22 @@ def test_chunked_prefill_equals_chunk_by_chunk_costing():
 
 def test_dynamic_chunks_follow_sglangs_rule_on_an_exact_quadratic():
     """With pass times exactly f(x) = a x^2 + b x + c the fit is exact, so each chunk after a prefix
-    L is the root of a x^2 + (2aL + b) x - f(initial) = 0, smoothed by sigma, at least initial // 4,
-    aligned down to 64 and at most the initial chunk, worked out here by hand; sigma 0 gives fixed
-    chunks; a steep quadratic drives the chunks to the floor."""
-    from prfaas_plan.timing.prefill import dynamic_chunk_starts, fixed_chunk_starts
+    L is the root of a x^2 + (2aL + b) x - (f(initial) - f(0)) = 0 (SGLang's target excludes the
+    constant), smoothed by sigma, at least initial // 4 and aligned down to 64, worked out here by
+    hand; sigma 0 gives fixed chunks, as does a fit without a positive x^2 term (SGLang then turns
+    dynamic chunking off); a steep quadratic drives the chunks to the floor. SGLang profiles 127
+    lengths up to 1.25 x the initial chunk (after dropping its first, cold, run)."""
+    from prfaas_plan.timing.prefill import dynamic_chunk_starts, fixed_chunk_starts, profile_lengths
 
     a, b, c, initial = 2e-9, 1e-4, 5e-3, 8192
 
     def f(x):
         return a * np.asarray(x) ** 2 + b * np.asarray(x) + c
 
+    lengths = profile_lengths(initial)
+    assert lengths.size == 127 and lengths[0] == 10240 - 80 and lengths[-1] == 10240 - 127 * 80  # 1.25 C // 128 = 80
     starts = dynamic_chunk_starts(initial, 65536.0, 0.75, f)
-    target = f(initial)
+    target = f(initial) - f(0)
     expected, prefix = [0.0], float(initial)
     while prefix < 65536:
         expected.append(prefix)
@@ -222,3 +226,20 @@ def test_dynamic_chunks_follow_sglangs_rule_on_an_exact_quadratic():
     np.testing.assert_array_equal(dynamic_chunk_starts(initial, 65536.0, 0.0, f), fixed_chunk_starts(initial, 65536.0))
     steep = dynamic_chunk_starts(initial, 262144.0, 1.0, lambda x: 1e-6 * np.asarray(x) ** 2 + 1e-6)
     assert np.diff(steep)[-1] == initial // 4  # the floor: a quarter of the initial chunk
+    concave = dynamic_chunk_starts(initial, 65536.0, 0.75, lambda x: -1e-9 * np.asarray(x) ** 2 + 1e-4 * np.asarray(x) + 5e-3)
+    np.testing.assert_array_equal(concave, fixed_chunk_starts(initial, 65536.0))
+
+
+def test_dynamic_chunking_leaves_a_one_stage_instance_alone():
+    """SGLang predicts chunk sizes only on a pipeline (pp > 1): on tp8 the smooth factor changes
+    nothing (the TTFT is the fixed chunks'), on tp4 pp2 it shortens a 128K prompt's TTFT."""
+    model = api.precision_of(api.model_of("qwen3-235b"), {"weights": "fp8"})
+    for layout, changes in (({"tp": 8}, False), ({"tp": 4, "pp": 2}, True)):
+        fixed, dynamic = (
+            api.estimate(model, "h20", 8, input_tokens=131072, output_tokens=1, concurrency=1, parallel=layout, engine=engine)
+            for engine in ({"prefill_tokens_per_pass": 12288}, {"prefill_tokens_per_pass": 12288, "dynamic_chunking": 0.75})
+        )
+        if changes:
+            assert dynamic.ttft_s < fixed.ttft_s
+        else:
+            assert dynamic.ttft_s == fixed.ttft_s

@@ -59,16 +59,18 @@ def one_stage_s(model, inst, layout: Layout, tokens: float, prefix: float) -> fl
 
 
 def sglang_dynamic_chunks(model, inst, layout: Layout, prompt: int, initial: int, smooth: float) -> list[int]:
-    """The chunk sizes SGLang's dynamic chunking picks (its ChunkSizePredictor, written out again):
-    a least-squares quadratic f(L) = a L^2 + b L + c through the time of one pass of L tokens at 8
-    lengths from the initial chunk to the prompt; each next chunk x solves f(L + x) - f(L) = f(initial),
-    is smoothed to initial + smooth (x - initial), kept >= initial // 4, aligned down to 64 and at most
-    the initial chunk; the last one is what is left of the prompt."""
-    lengths = np.linspace(initial, prompt, 8)
-    times = [one_stage_s(model, inst, layout, x, 0.0) for x in lengths]
-    a, b, c = np.linalg.lstsq(np.column_stack([lengths**2, lengths, np.ones(8)]), np.array(times), rcond=None)[0]
-    a, b = max(a, 0.0), max(b, 0.0)
-    target = a * initial**2 + b * initial + c
+    """The chunk sizes SGLang's dynamic chunking picks (its profile_and_init_predictor and
+    ChunkSizePredictor, written out again): a least-squares quadratic f(L) = a L^2 + b L + c through
+    the time of one pass of L tokens at L = 1.25 C - i (1.25 C // 128), i = 1..127; each next chunk x
+    solves f(L + x) - f(L) = f(initial) - f(0), is smoothed to initial + smooth (x - initial), kept >=
+    initial // 4, aligned down to 64 and at most the initial chunk; the last one is what is left."""
+    step = (1.25 * initial) // 128
+    lengths = np.array([1.25 * initial - i * step for i in range(1, 128)])
+    times = [one_stage_s(model, inst, layout, int(x), 0.0) for x in lengths]
+    a, b, _ = np.linalg.lstsq(np.column_stack([lengths**2, lengths, np.ones(lengths.size)]), np.array(times), rcond=None)[0]
+    assert a > 0  # else SGLang turns dynamic chunking off
+    b = max(b, 0.0)
+    target = a * initial**2 + b * initial
     sizes, done = [initial], initial
     while done < prompt:
         x = (-(2 * a * done + b) + math.sqrt((2 * a * done + b) ** 2 + 4 * a * target)) / (2 * a)

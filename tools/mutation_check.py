@@ -1626,10 +1626,15 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "    floor = max(budget // DYNAMIC_CHUNK_FLOOR, 1)",
         "    floor = 1",
     ),
-    "dynamic-chunks-target-without-constant": (
+    "dynamic-chunks-target-with-constant": (
         "prfaas_plan/timing/prefill.py",
-        "    target = a * base * base + b * base + c",
-        "    target = a * base * base + b * base",
+        "    a, b, _c = np.polyfit(lengths, np.asarray(pass_s(lengths), dtype=float), 2)",
+        "    a, b, _c = np.polyfit(lengths, np.asarray(pass_s(lengths), dtype=float), 2); b += _c / base",
+    ),
+    "dynamic-chunks-on-one-stage": (
+        "prfaas_plan/timing/prefill.py",
+        "engine.chunked_prefill and layout.pp > 1:",
+        "engine.chunked_prefill:",
     ),
     "last-chunk-without-its-prefix": (
         "prfaas_plan/timing/prefill.py",

@@ -317,7 +317,7 @@ def estimate(
         measured_prefill_s=_measured_prefill_s(model, instance, input_tokens),
         chunking=(
             instance.engine.prefill_tokens_per_pass,
-            instance.engine.dynamic_chunking if instance.engine.chunked_prefill else None,
+            instance.engine.dynamic_chunking if instance.engine.chunked_prefill and lone.layout.pp > 1 else None,
         ),
     )
 

@@ -132,7 +132,7 @@ class RooflinePrefill:
             work = prefill_work(self.model, chunk, prefix)
             return stage_cost(self.model, self.instance.hardware, layout, engine, work, busy_groups=1, prefill=True)
 
-        if engine.dynamic_chunking is not None and engine.chunked_prefill:
+        if engine.dynamic_chunking is not None and engine.chunked_prefill and layout.pp > 1:  # SGLang: pipelines only
             starts = dynamic_chunk_starts(budget, float(l.max()), engine.dynamic_chunking, lambda x: cost_of(x, 0.0 * x).total_s)
         else:
             starts = fixed_chunk_starts(budget, float(l.max()))
@@ -355,39 +355,51 @@ def fixed_chunk_starts(budget: int, longest_tokens: float) -> np.ndarray:
 
 
 # SGLang's dynamic chunking (sgl-project/sglang python/sglang/srt/managers/scheduler_pp_mixin.py,
-# ChunkSizePredictor; lm-sys blog 2026-01-15-chunked-pipeline): chunks align down to 64 tokens and
+# ChunkSizePredictor and profile_and_init_predictor; lm-sys blog 2026-01-15-chunked-pipeline): the
+# engine profiles 128 prefills from 1.25x the initial chunk down, chunks align down to 64 tokens and
 # never fall below a quarter of the initial chunk.
 DYNAMIC_CHUNK_ALIGN_TOKENS = 64
 DYNAMIC_CHUNK_FLOOR = 4  # a chunk is at least initial // 4
-_FIT_POINTS = 8  # lengths of the quadratic fit (SGLang fits on at least 8 profiled passes)
+PROFILE_PASSES = 128  # profiled prefill lengths: 1.25 C - i (1.25 C // 128), i = 0..127 (the first dropped)
+PROFILE_REACH = 1.25  # of the initial chunk C
+
+
+def profile_lengths(budget: int) -> np.ndarray:
+    """The prompt lengths (tokens) SGLang profiles at start-up to fit its quadratic: 1.25 C - i x
+    (1.25 C // 128) for i = 0..127 (positive ones), the first left out of the fit (a cold run)."""
+    step = (PROFILE_REACH * budget) // PROFILE_PASSES
+    lengths = [int(PROFILE_REACH * budget - i * step) for i in range(PROFILE_PASSES)]
+    return np.array([x for x in lengths if x > 0][1:], dtype=float)
 
 
 def dynamic_chunk_starts(budget: int, longest_tokens: float, smooth: float, pass_s) -> np.ndarray:
     """Where the chunks of a prompt start (tokens) under SGLang's dynamic chunking (``--enable-dynamic-chunking``,
     smooth factor ``smooth`` = SGLANG_DYNAMIC_CHUNKING_SMOOTH_FACTOR, initial chunk ``budget`` =
-    --chunked-prefill-size). The engine fits f(L) = a L^2 + b L + c to the time of one pass of L
-    tokens (here ``pass_s``, the instance model's, at 8 lengths from the initial chunk to the longest
-    prompt) and sizes the chunk after a prefix of L tokens so that f(L + x) - f(L) = f(initial):
-    x = (-(2aL + b) + sqrt((2aL + b)^2 + 4 a f(initial))) / (2a); then smooths it, x' = initial +
-    smooth (x - initial), floors it at initial // 4, aligns it down to 64 tokens and caps it at the
-    initial chunk. Later chunks shrink as the prefix grows, so each takes about the first one's
-    time and a pipeline of pp stages idles less than with equal chunks (``_chunked``)."""
+    --chunked-prefill-size). The engine fits f(L) = a L^2 + b L + c by least squares to the time of
+    one prefill of L tokens at the lengths it profiles (``profile_lengths``; here ``pass_s``, the
+    instance model's time) and sizes the chunk after a prefix of L tokens so that
+    f(L + x) - f(L) = f(initial) - f(0) = a initial^2 + b initial:
+    x = (-(2aL + b) + sqrt((2aL + b)^2 + 4 a (f(initial) - f(0)))) / (2a); then smooths it, x' =
+    initial + smooth (x - initial), floors it at initial // 4 and aligns it down to 64 tokens (x is
+    at most the initial chunk for a, b >= 0, the first chunk exactly it). A fit with a <= 0 disables
+    dynamic chunking in SGLang (fixed chunks); a negative b is taken as 0. Later chunks shrink as the
+    prefix grows, so each takes about the first one's time, and a pipeline of pp stages idles less
+    than with equal chunks (``_chunked``). SGLang runs it only with pp > 1 (the caller checks)."""
     base = float(budget)
     if longest_tokens <= base or smooth <= 0:
         return fixed_chunk_starts(budget, longest_tokens)
-    lengths = np.linspace(base, longest_tokens, _FIT_POINTS)
-    a, b, c = np.polyfit(lengths, np.asarray(pass_s(lengths), dtype=float), 2)
-    a, b = max(float(a), 0.0), max(float(b), 0.0)  # SGLang clamps a negative fit the same way
-    target = a * base * base + b * base + c
+    lengths = profile_lengths(budget)
+    a, b, _c = np.polyfit(lengths, np.asarray(pass_s(lengths), dtype=float), 2)
+    if a <= 0:
+        return fixed_chunk_starts(budget, longest_tokens)
+    a, b = float(a), max(float(b), 0.0)
+    target = a * base * base + b * base
     floor = max(budget // DYNAMIC_CHUNK_FLOOR, 1)
     starts, prefix = [0.0], base
     while prefix < longest_tokens:
         starts.append(prefix)
         slope = 2 * a * prefix + b
-        if a > 0:
-            x = (-slope + math.sqrt(slope * slope + 4 * a * target)) / (2 * a)
-        else:
-            x = target / slope if slope > 0 else base
+        x = (-slope + math.sqrt(slope * slope + 4 * a * target)) / (2 * a)
         size = max(int(base + smooth * (x - base)), floor)
         size = max((size // DYNAMIC_CHUNK_ALIGN_TOKENS) * DYNAMIC_CHUNK_ALIGN_TOKENS, DYNAMIC_CHUNK_ALIGN_TOKENS)
         prefix += min(size, budget)
