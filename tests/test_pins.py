@@ -305,3 +305,37 @@ def test_link_utilisation_on_15_gbps(case_inputs):
     assert point.link_utilisation == pytest.approx(egress / (15 * BYTES_PER_GBPS), rel=1e-9)
     assert point.link_utilisation == pytest.approx(point.stages.egress_gbps / 15, rel=1e-9)
     assert point.link_utilisation == pytest.approx(0.81, abs=0.01)
+
+
+@pytest.mark.parametrize("rho", [1e-7, 0.3, 0.8, 0.95, 1 - 1e-6, 1 - 1e-9, 1 - 1e-12])
+def test_link_share_bins_keep_the_geometric_mass_and_mean_to_saturation(rho):
+    """The bins of N ~ Geometric(rho) hold all its mass, their mean of N + 1 is 1 / (1 - rho), and
+    each bin's multiplier lies inside it (N = 0, 1, 2 exactly 1, 2, 3), also a hair below saturation,
+    where differences of tail sums would lose every digit."""
+    from prfaas_plan.planner.latency import link_shares
+
+    probs, multipliers = link_shares(rho)
+    assert probs.sum() == pytest.approx(1.0, rel=1e-12)
+    assert float(probs @ multipliers) * (1 - rho) == pytest.approx(1.0, rel=1e-9)
+    np.testing.assert_array_equal(multipliers[:3], [1.0, 2.0, 3.0])
+    assert np.all(np.diff(multipliers) > 0)
+
+
+@pytest.mark.parametrize("knee", [6.5, 20.5])
+def test_a_bin_that_straddles_the_pipelining_knee_stays_close_to_the_exact_sum(fixed_inputs, knee):
+    """At link utilisation 0.9 and S/B = T / knee the transfer starts to outlast the prefill at N + 1
+    = knee: at 6.5 within the bins of one N each (N = 0 .. 7), at 20.5 inside a bin of several
+    (N = 19 .. 21), where collapsing the bin to its mean under-counts max(0, .) (Jensen); the closed
+    form stays within 1% of the brute-force sum over every N."""
+    inputs = fixed_inputs
+    t_prefill = float(inputs.prfaas.curve.prefill_s(np.array([FIXED_L]))[0])
+    s_kv = float(inputs.prfaas.curve.kv_bytes(np.array([FIXED_L]))[0])
+    gbps = knee * s_kv / t_prefill / BYTES_PER_GBPS / inputs.link.usable_fraction
+    inputs = inputs.with_link_gbps(gbps)
+    usable = gbps * BYTES_PER_GBPS * inputs.link.usable_fraction
+    rho = 0.9
+    dep = Deployment("prfaas_pd", 1000.0, 4, 3, 5)
+    lat = LatencyModel(inputs, dep, decode_model(inputs)).at(rho * usable / s_kv)
+    layers = len(expand_layers(inputs.model))
+    exact = _frozen_share_ttft_s(t_prefill, s_kv, usable, rho, layers, inputs.link.rtt_s)
+    assert lat.remote.mean_service_s == pytest.approx(exact, rel=0.01)

@@ -176,7 +176,7 @@ def test_the_closed_form_follows_a_busy_links_spread_of_shares():
     """On a link-bound plan whose transfers last about as long as their prefills (S/B ~ T), the
     remote TTFT at 0.8 load is set by the share of the link each transfer finds: the simulator's
     (exact max-min fair sharing) mean and P90 are 4.89 / 8.42 s. The closed form's bins of the
-    processor-sharing queue length give 4.37 / 7.14 s; one even share B (1 - rho) for every transfer
+    processor-sharing queue length give 4.37 / 7.16 s; one even share B (1 - rho) for every transfer
     gave 3.42 / 4.42 s, hiding most transfers behind their prefill (a P90 47% low)."""
     scenario = str(DATA / "busy_link.yaml")
     planned = api.plan(scenario, with_marginals=False)

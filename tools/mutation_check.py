@@ -1583,13 +1583,18 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     # session of 2026-12-08: a busy link's spread of shares; the declared input bound
     "link-share-even": (
         "prfaas_plan/planner/latency.py",
-        "    return mass[kept], weighted[kept] / mass[kept]",
+        "    return probs[kept], means[kept]",
         "    return np.ones(1), np.full(1, 1 / (1 - rho))",
+    ),
+    "link-share-bin-mean-off-by-one": (
+        "prfaas_plan/planner/latency.py",
+        "        multiplier.append(a + 1 + min(max(within, 0.0), k - 1))",
+        "        multiplier.append(a + min(max(within, 0.0), k - 1))",
     ),
     "link-share-tail-mean": (
         "prfaas_plan/planner/latency.py",
-        "tail_sum = [rho**a * (a + 1 / (1 - rho)) for a in lows] + [0.0]",
-        "tail_sum = [rho**a * (a + 1) for a in lows] + [0.0]",
+        "            multiplier.append(a + 1 + 1 / math.expm1(x))",
+        "            multiplier.append(a + 1 / math.expm1(x))",
     ),
     "input-bound-from-the-support": (
         "prfaas_plan/study/resolve/workload.py",

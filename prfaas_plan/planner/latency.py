@@ -57,30 +57,42 @@ def erlang_c(servers: int, offered: float) -> float:
     return b / (1 - rho * (1 - b))
 
 
-# Bin edges of N, the transfers an arrival finds on the link: n = 0..3 each on its own, then
-# where the tail P(N >= n) = rho^n falls below each of these (so the bins follow the load).
-_EXACT_SHARES = 4
+# Bin edges of N, the transfers an arrival finds on the link: n = 0..7 each on its own (where the
+# pipelining knee usually falls), then where the tail P(N >= n) = rho^n falls below each of these
+# (so the bins follow the load).
+_EXACT_SHARES = 8
 _TAIL_PROBABILITIES = (0.35, 0.25, 0.15, 0.1, 0.05, 0.025, 0.01, 0.005, 0.002, 0.0005)
 
 
 def link_shares(utilisation: float) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, multipliers): N + 1, the transfers sharing the link with an arriving one
     (itself included), in bins of N ~ Geometric, P(N = n) = (1 - rho) rho^n (M/G/1 processor
-    sharing). Each bin [a, b) has mass rho^a - rho^b and multiplier E[N + 1 | a <= N < b], from
-    the tail sums sum_{k >= a} (k + 1) P(N = k) = rho^a (a + 1 / (1 - rho)); so the bins' mean of
-    N + 1 is 1 / (1 - rho) exactly. ``utilisation`` in [0, 1); 0 gives ([1], [1])."""
+    sharing). Bin [a, a + k) has mass rho^a (1 - rho^k) and multiplier E[N + 1 | a <= N < a + k] =
+    a + 1 + m, m the mean of a geometric truncated to 0 .. k - 1, 1 / (e^x - 1) - k / (e^(k x) - 1)
+    with x = -ln rho (the last bin, k infinite: rho / (1 - rho)); so the bins' mean of N + 1 is
+    1 / (1 - rho) exactly. Evaluated with expm1, and by its series when k x is small, so that
+    rho near 1 keeps every bin's multiplier inside it. ``utilisation`` in [0, 1); 0 gives ([1], [1])."""
     rho = float(utilisation)
     if rho <= 0:
         return np.ones(1), np.ones(1)
+    x = -math.log(rho)
     edges = set(range(_EXACT_SHARES))
     edges.update(max(_EXACT_SHARES, math.ceil(math.log(q) / math.log(rho))) for q in _TAIL_PROBABILITIES)
     lows = sorted(edges)
-    tail_mass = [rho**a for a in lows] + [0.0]
-    tail_sum = [rho**a * (a + 1 / (1 - rho)) for a in lows] + [0.0]
-    mass = np.array([tail_mass[i] - tail_mass[i + 1] for i in range(len(lows))])
-    weighted = np.array([tail_sum[i] - tail_sum[i + 1] for i in range(len(lows))])
-    kept = mass > 1e-15
-    return mass[kept], weighted[kept] / mass[kept]
+    mass, multiplier = [], []
+    for a, b in zip(lows, [*lows[1:], None]):
+        at_a = math.exp(-a * x)  # P(N >= a)
+        if b is None:
+            mass.append(at_a)
+            multiplier.append(a + 1 + 1 / math.expm1(x))
+            continue
+        k = b - a
+        mass.append(at_a * -math.expm1(-k * x))
+        within = (k - 1) / 2 - (k * k - 1) * x / 12 if k * x < 1e-4 else 1 / math.expm1(x) - k / math.expm1(k * x)
+        multiplier.append(a + 1 + min(max(within, 0.0), k - 1))
+    probs, means = np.array(mass), np.array(multiplier)
+    kept = probs > 1e-15
+    return probs[kept], means[kept]
 
 
 @dataclass(frozen=True)
