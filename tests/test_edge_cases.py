@@ -218,9 +218,9 @@ def test_a_declared_input_bound_past_the_context_is_refused_though_its_top_bin_f
 
 def test_inputs_that_leave_no_room_for_the_output_are_planned_with_a_note_of_their_share(tmp_path, case_study_file):
     """A quarter of the requests have 131,000 input tokens and 1,024 outputs: 132,023 tokens of KV
-    beyond the 131,072 context. An engine that enforces the context refuses inputs above
-    131,072 - 1,024 + 1 = 130,049 tokens; the note gives that bound and the 25% share; the
-    other three quarters (1,000 tokens) fit."""
+    beyond the 131,072 context. vLLM refuses prompt + max_tokens above max_model_len, so inputs
+    above 131,072 - 1,024 = 130,048 tokens; the note gives that bound and the 25% share; the
+    other three quarters (1,000 tokens) fit, and 130,048 + 1,024 fits exactly."""
     mix = {
         "type": "mixture",
         "components": [{"type": "fixed", "tokens": 131000, "weight": 0.25}, {"type": "fixed", "tokens": 1000, "weight": 0.75}],
@@ -229,8 +229,8 @@ def test_inputs_that_leave_no_room_for_the_output_are_planned_with_a_note_of_the
     notes = [n for n in api.plan(str(path), with_marginals=False).inputs.notes if "context" in n]
     assert len(notes) == 1
     assert "131,000 tokens with outputs up to 1,024" in notes[0] and "132,023 tokens of KV" in notes[0]
-    assert "more than 130,049 input tokens (25.00% of them)" in notes[0]
-    fits = case_study_file(tmp_path, workload__input={"type": "fixed", "tokens": 130049})  # exactly the room: no note
+    assert "more than 130,048 input tokens (25.00% of them)" in notes[0]
+    fits = case_study_file(tmp_path, workload__input={"type": "fixed", "tokens": 130048})  # exactly the room: no note
     assert not [n for n in api.plan(str(fits), with_marginals=False).inputs.notes if "context" in n]
 
 

@@ -1603,7 +1603,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "context-note-without-the-output": (
         "prfaas_plan/study/resolve/workload.py",
-        "    if longest_in + longest_out - 1 <= context:",
+        "    if longest_in + longest_out <= context:",
         "    if longest_in <= context:",
     ),
     "no-offload-threshold-at-the-top-bin": (

@@ -94,8 +94,10 @@ def chip_cost(hardware, cost_spec, site_spec) -> ChipCost:
         terms = f"rented at {price}" + (
             "" if cost_spec.usd_per_gpu_hour is not None else f" ({hardware.name}'s example price: edit the pool's cost)"
         )
-        terms += "; power billed at " + f"${kwh:g}/kWh" if kwh > 0 else "; power in the rental's price"
-    if kwh > 0:
+        terms += ("; power billed at " + f"${kwh:g}/kWh") if kwh > 0 else "; power in the rental's price"
+    if kwh > 0 and hardware.tdp_w is None:
+        terms += f": {hardware.name} has no tdp_w, so its power is not costed (every $ figure a lower bound)"
+    elif kwh > 0:
         terms += (
             f", {told('site.pue', f'PUE {site_spec.pue:g}')}, "
             f"{told('site.idle_power_fraction', f'idle draw {site_spec.idle_power_fraction:.0%} of TDP')}"

@@ -350,8 +350,8 @@ def declared_max_tokens(spec) -> float | None:
         return None if spec.points is None else float(max(point[0] for point in spec.points))
     if kind == WorkloadType.trace:
         return None
-    tops = [declared_max_tokens(c) for c in spec.components]
-    return None if any(top is None for top in tops) else max(t for t in tops if t is not None)
+    tops = [t for t in (declared_max_tokens(c) for c in spec.components) if t is not None]
+    return max(tops) if tops else None  # the known bounds (the caller also takes the support's top)
 
 
 def _build_cdf(spec, source: str | None, field_prefix: str) -> LengthDistribution:

@@ -56,20 +56,22 @@ def _longest_tokens(support_tokens, spec) -> int:
 
 
 def _context_note(workload: Workload, spec: WorkloadSpec, model: ModelProfile, longest_in: int, where: str) -> list[str]:
-    """A note when the longest input with the longest output holds more KV than the model's context
-    (I + O - 1 tokens: the last token is never attended to): an engine that enforces its context
-    (vLLM's max_model_len) refuses those requests; the plan serves them as the workload gives them."""
+    """A note when the longest input with the longest output exceeds the model's context: an engine
+    that holds a request's prompt and its output within the context (vLLM refuses prompt +
+    max_tokens > max_model_len) refuses those requests; the plan serves them as the workload gives
+    them. (They hold I + O - 1 tokens of KV: the last token is never attended to.)"""
     context = model.max_context_tokens
     longest_out = _longest_tokens(workload.output_dist.lengths_tokens, spec.output)
-    if longest_in + longest_out - 1 <= context:
+    if longest_in + longest_out <= context:
         return []
-    room = context - longest_out + 1  # the longest input that fits beside the longest output
+    room = context - longest_out  # the longest input an engine admits beside the longest output
     dist = workload.full_input_dist
     share = float(dist.probs[dist.lengths_tokens > room].sum())
     return [
         f"{where}: inputs up to {longest_in:,} tokens with outputs up to {longest_out:,} exceed {model.name}'s context "
         f"of {context:,} tokens ({longest_in + longest_out - 1:,} tokens of KV): requests with more than {room:,} input "
-        f"tokens ({share:.2%} of them) would be refused by an engine that enforces the context, and are planned as given"
+        f"tokens ({share:.2%} of them) would be refused by an engine that holds prompt and output within the context "
+        "(vLLM: prompt + max_tokens <= max_model_len), and are planned as given"
     ]
 
 
