@@ -350,3 +350,6 @@ def test_an_option_given_twice_is_planned_once_and_said(run_cli):
     notes = doc["notes"]
     assert "prfaas: h200, H200 repeat an option given before it: planned once" in notes
     assert "link_gbps: 100.0 repeat an option given before it: planned once" in notes
+    res = run_cli("compare", "--model", "qwen3-8b,QWEN3-8B", "--pd", "h20", "--jobs", "1", "-f", "json")
+    doc = json.loads(res.out)
+    assert len(doc["options"]) == 1 and doc["notes"] == ["model: QWEN3-8B repeat an option given before it: planned once"]

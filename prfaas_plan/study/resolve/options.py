@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ...choices import Basis, ObjectiveKind
 from ...errors import PlanInputError
-from ...profiles.registry import looks_like_path, same_hardware
+from ...profiles.registry import canonical_name, looks_like_path, same_hardware
 from ...profiles.scenario import Scenario
 from ...profiles.sites import SitesScenario
 from ...ranges import COMPARE_OPTIONS
@@ -118,11 +118,18 @@ def scenario_set(
 
 def _first_of_each(values: list, name: str, folder: Path | None) -> list[int]:
     """The positions of ``values`` that repeat none before them: hardware the same profile
-    (``registry.same_hardware``: 'H200' is h200), any other value equal."""
+    (``registry.same_hardware``: 'H200' is h200), a shipped model's name in any case
+    (``registry.canonical_name``), any other value equal."""
+
+    def model_key(ref):
+        return ref if not isinstance(ref, str) or looks_like_path(ref) else (canonical_name(ref, "model_profiles") or ref)
+
     kept: list[int] = []
     for i, value in enumerate(values):
         if name in ("prfaas", "pd", "pd_decode") and isinstance(value, str):
             repeat = any(isinstance(values[k], str) and same_hardware(value, values[k], folder) for k in kept)
+        elif name == "model":
+            repeat = any(model_key(value) == model_key(values[k]) for k in kept)
         else:
             repeat = any(value == values[k] for k in kept)
         if not repeat:
