@@ -348,8 +348,8 @@ def test_an_option_given_twice_is_planned_once_and_said(run_cli):
     doc = json.loads(res.out)
     assert [r["prfaas_hardware"] for r in doc["options"]] in (["h200", "b200"], ["b200", "h200"])
     notes = doc["notes"]
-    assert "prfaas: h200, H200 repeat an option given before it: planned once" in notes
-    assert "link_gbps: 100.0 repeat an option given before it: planned once" in notes
+    assert "prfaas: h200, H200 given again: each option planned once" in notes
+    assert "link_gbps: 100.0 given again: each option planned once" in notes
     res = run_cli("compare", "--model", "qwen3-8b,QWEN3-8B", "--pd", "h20", "--jobs", "1", "-f", "json")
     doc = json.loads(res.out)
-    assert len(doc["options"]) == 1 and doc["notes"] == ["model: QWEN3-8B repeat an option given before it: planned once"]
+    assert len(doc["options"]) == 1 and doc["notes"] == ["model: QWEN3-8B given again: each option planned once"]

@@ -293,3 +293,19 @@ def test_the_pruned_slo_search_finds_what_bisecting_every_threshold_finds(case, 
         expected.goodput_rps,
         expected.usd_per_hour,
     )
+
+
+def test_the_common_rate_note_names_its_deployments_and_an_overloaded_equal_cost_row(tmp_path, run_cli):
+    """The common rate is 0.8 x the lowest Λ_max of PrfaaS-PD, homogeneous and naive (not of the
+    equal-cost baseline): where the equal-cost baseline cannot carry it (a cheaper PrfaaS pool buys
+    fewer PD instances), the note says so."""
+    doc = case_study_doc()
+    doc["prfaas"]["cost"] = {"purchase_usd_per_gpu": 30000}
+    doc["prfaas"]["site"] = {"usd_per_kwh": 0.12}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = " ".join(run_cli("plan", path).out.split())
+    assert "x the lowest Λ_max of PrfaaS-PD, homogeneous and naive" in out
+    lat = json.loads(run_cli("plan", path, "-f", "json").out)["latency"]["at_common_rate"]["homogeneous_equal_cost"]
+    overloaded = lat["ttft_mean_s"] is None
+    assert overloaded == ("homog. equal-$ cannot carry that rate" in out)

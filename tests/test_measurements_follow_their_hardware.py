@@ -73,7 +73,7 @@ def test_compare_case_variants_of_a_name_give_one_answer():
     and 800 tokens/s were measured on that hardware), Lambda_max as pinned, no note of measurements
     dropped; h20 repeats H20, which the comparison says and plans once."""
     res = api.compare("paper-case-study", pd=["H20", "h20"], basis="as-given")
-    assert len(res.results) == 1 and res.notes == ("pd: h20 repeat an option given before it: planned once",)
+    assert len(res.results) == 1 and res.notes == ("pd: h20 given again: each option planned once",)
     for row in res.results:
         assert round(row.lambda_max_rps, 3) == CASE_STUDY_LAMBDA_RPS, row.notes
         assert (row.sources["pd_prefill_source"], row.sources["decode_source"]) == ("calibrated", "scenario")

@@ -243,3 +243,21 @@ def test_dynamic_chunking_leaves_a_one_stage_instance_alone():
             assert dynamic.ttft_s < fixed.ttft_s
         else:
             assert dynamic.ttft_s == fixed.ttft_s
+
+
+def test_estimate_says_when_dynamic_chunking_does_not_apply(run_cli):
+    """The prefill note says how one prompt was chunked: shrinking chunks on a pipeline; 'not
+    applied' on a one-stage layout (SGLang runs it only with pp > 1); fixed chunks at smooth factor 0."""
+    base = ["estimate", "qwen3-235b", "-H", "h20", "-g", "32", "-i", "128K", "-O", "1", "--pass-tokens", "18432"]
+    base += ["--weights-dtype", "fp8"]
+    cases = (
+        (["-P", "tp=4,pp=8", "--dynamic-chunking", "0.8"], "in chunks from 18,432 tokens shrinking as its prefix grows"),
+        (
+            ["-P", "tp=32", "--dynamic-chunking", "0.8"],
+            "dynamic chunking (smooth factor 0.8) not applied: SGLang runs it only on a pipeline",
+        ),
+        (["-P", "tp=4,pp=8", "--dynamic-chunking", "0"], "in fixed chunks of 18,432 tokens"),
+    )
+    for extra, text in cases:
+        res = run_cli(*base, *extra)
+        assert res.code == 0 and text in " ".join(res.out.split()), (extra, res.out[-600:])

@@ -157,8 +157,9 @@ class Estimate:
     load: LoadFigures = field(kw_only=True)  # `concurrency` requests in flight, one admitted as one ends (``timing.serving``)
     # the model profile's measured prefill of one prompt on this instance (the curve kv and plan use), where it has one
     measured_prefill_s: float | None = field(default=None, kw_only=True)
-    # the chunks of one prompt: (initial chunk tokens, dynamic chunking's smooth factor or None: fixed)
-    chunking: tuple[int, float | None] = field(default=(0, None), kw_only=True)
+    # the chunks of one prompt: (initial chunk tokens, dynamic chunking's smooth factor given or None,
+    # whether it applies: SGLang runs it only on a pipeline, pp > 1)
+    chunking: tuple[int, float | None, bool] = field(default=(0, None, False), kw_only=True)
 
     @property
     def ttft_at_load_s(self) -> float:
@@ -317,7 +318,8 @@ def estimate(
         measured_prefill_s=_measured_prefill_s(model, instance, input_tokens),
         chunking=(
             instance.engine.prefill_tokens_per_pass,
-            instance.engine.dynamic_chunking if instance.engine.chunked_prefill and lone.layout.pp > 1 else None,
+            instance.engine.dynamic_chunking if instance.engine.chunked_prefill else None,
+            lone.layout.pp > 1,
         ),
     )
 

@@ -140,6 +140,21 @@ def range_view(rows: list[dict]) -> Report:
     )
 
 
+def _chunking_text(initial: int, smooth: float | None, applies: bool, layout: str) -> str:
+    """How one prompt is chunked under SGLang's dynamic chunking, when it was asked for."""
+    if smooth is None:
+        return ""
+    if not applies:
+        return (
+            f"; dynamic chunking (smooth factor {smooth:g}) not applied: SGLang runs it only on a pipeline (pp > 1), not {layout}"
+        )
+    if smooth == 0:
+        return f", in fixed chunks of {initial:,} tokens (dynamic chunking's smooth factor 0 keeps them fixed)"
+    return (
+        f", in chunks from {initial:,} tokens shrinking as its prefix grows (SGLang's dynamic chunking, smooth factor {smooth:g})"
+    )
+
+
 def estimate_view(e: Estimate) -> Report:
     row = {
         **instance_identity(
@@ -161,12 +176,7 @@ def estimate_view(e: Estimate) -> Report:
     notes = [
         f"prefill: saturated passes of {e.prefill.tokens:,.0f} tokens on {e.prefill.layout.label}; TTFT is one "
         f"prompt alone on an idle instance, on {e.first_token.layout.label}"
-        + (
-            ""
-            if e.chunking[1] is None
-            else f", in chunks from {e.chunking[0]:,} tokens shrinking as its prefix grows (SGLang's dynamic chunking, "
-            f"smooth factor {e.chunking[1]:g})"
-        ),
+        + _chunking_text(*e.chunking, e.first_token.layout.label),
         f"decode: {e.concurrency:,} running requests ({e.concurrency_source}; memory holds {d.bs_max_memory:,} with "
         f"each request's KV reserved for input + output) at a mean context of {d.context_tokens:,} tokens, on "
         f"{e.decode.layout.label}; weights {d.weight_bytes / 1e9:,.1f} GB per chip",

@@ -835,10 +835,16 @@ def latency_view(result, doc: dict | None = None) -> Report:
     rows = [{**doc["operating"], "deployment": "prfaas_pd @ operating"}, *doc["at_common_rate"].values()]
     red, paper = doc["ttft_reduction_vs_homogeneous"], doc["paper_ttft_reduction_vs_homogeneous"]
     sec = fmt_opt(2)
+    equal_cost = result.common_latency.get(DeploymentName.homogeneous_equal_cost)
     notes = [
         f"common rate {result.common_rate_rps:.3f} req/s = {result.inputs.latency.operating_load:g} x the "
-        f"lowest Λ_max of the compared deployments; operating rate {result.operating_rate_rps:.3f} req/s "
-        f"({result.operating_basis})",
+        f"lowest Λ_max of PrfaaS-PD, homogeneous and naive; operating rate {result.operating_rate_rps:.3f} req/s "
+        f"({result.operating_basis})"
+        + (
+            "; homog. equal-$ cannot carry that rate (its Λ_max is below it): '-' in its row"
+            if equal_cost is not None and not equal_cost.stable
+            else ""
+        ),
         f"PrfaaS-PD vs homogeneous TTFT: mean {_reduction_pct(red['mean'])}, P90 {_reduction_pct(red['p90'])}"
         + (
             ""

@@ -106,7 +106,7 @@ def scenario_set(
         first = _first_of_each(values, name, folder)
         if len(first) < len(values):
             dropped = [str(v) for i, v in enumerate(values) if i not in first]
-            notes.append(f"{name}: {', '.join(dropped)} repeat an option given before it: planned once")
+            notes.append(f"{name}: {', '.join(dropped)} given again: each option planned once")
         dims.append([values[i] for i in first] or [None])
     combos = tuple(CompareOption(*combo) for combo in itertools.product(*dims))
     if len(combos) > COMPARE_OPTIONS.hi:
