@@ -862,7 +862,10 @@ def test_a_half_specified_chip_says_which_efficiencies_it_took_by_default(run_cl
         "network 0.8, nic 0.9, kernel_overhead_us 0, prefill_pass_overhead_s 0, prefill_overhead_s 0, "
         "decode_step_overhead_s 0, memory_usable_fraction 0.9"
     )
-    assert f"efficiency at the schema's defaults (not set in the profile, no source): {defaults}" in " ".join(shown.split())
+    flat = " ".join(shown.split())
+    assert f"efficiency at the schema's defaults (not set in the profile, no source): {defaults};" in flat
+    assert "fixed costs at 0 make the chip faster than the shipped GPU profiles assume" in flat
+    assert "links at the schema's defaults: scale_up_domain_chips 8, scale_up_latency_us 2, nic_latency_us 5" in flat
     for name in sorted(p.stem for p in (REPO / "hardware_profiles").glob("*.yaml")):
         assert "schema's defaults (not set" not in run_cli("hardware", "show", name).out, name
     doc = scenario_doc(prfaas__hardware=str(chip), prfaas__gpus_per_instance=8)

@@ -222,6 +222,15 @@ class HardwareProfile(StrictModel):
             return "set in the profile without a source (efficiency_sources has no entry)"
         return "the schema's default: not set in the profile, no source"
 
+    def link_defaults(self) -> dict[str, float]:
+        """The chip's link figures left at the schema's defaults (the scale-up domain, and the
+        scale-up and NIC latencies per step): assumptions too where a profile does not set them."""
+        return {
+            f: getattr(self, f)
+            for f in ("scale_up_domain_chips", "scale_up_latency_us", "nic_latency_us")
+            if f not in self.model_fields_set
+        }
+
     def efficiency_defaults(self) -> dict[str, float]:
         """The efficiency fields the profile neither sets nor explains, at the schema's defaults
         (per-dtype fractions, which fall back to another field, per-kind multipliers, and the GEMM
