@@ -353,3 +353,11 @@ def test_an_option_given_twice_is_planned_once_and_said(run_cli):
     res = run_cli("compare", "--model", "qwen3-8b,QWEN3-8B", "--pd", "h20", "--jobs", "1", "-f", "json")
     doc = json.loads(res.out)
     assert len(doc["options"]) == 1 and doc["notes"] == ["model: QWEN3-8B given again: each option planned once"]
+
+
+def test_a_list_past_the_option_limit_is_refused_before_repeats_are_searched(run_cli):
+    """5,000 values in one list: a one-line error naming the option, at once (the search for
+    repeats compares values pairwise, so it must not run on an unbounded list)."""
+    res = run_cli("compare", "--prfaas", ",".join(["h200"] * 5000), "--jobs", "1")
+    assert res.code == 2 and "--prfaas: 5,000 values (at most 512 options in all)" in res.err
+    assert res.err.count("\n") <= 1

@@ -220,6 +220,8 @@ class HardwareProfile(StrictModel):
             return f"fallback: {self.efficiency.field_in_use(field)} (no source for this chip)"
         if field in self.efficiency.model_fields_set:
             return "set in the profile without a source (efficiency_sources has no entry)"
+        if field in SOURCED_DEFAULTS:
+            return f"the schema's default, {SOURCED_DEFAULTS[field]}"
         return "the schema's default: not set in the profile, no source"
 
     def link_defaults(self) -> dict[str, float]:

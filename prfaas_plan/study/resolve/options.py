@@ -103,6 +103,8 @@ def scenario_set(
     folder = None if source is None else Path(source).parent
     for given, name in ((prfaas, "prfaas"), (pd, "pd"), (pd_decode, "pd_decode"), (model, "model"), (link_gbps, "link_gbps")):
         values = list(given) if given else list(getattr(spec, name)) if spec is not None else []
+        if len(values) > COMPARE_OPTIONS.hi:  # before the pairwise search for repeats
+            raise PlanInputError(f"{len(values):,} values (at most {int(COMPARE_OPTIONS.hi)} options in all)", field=name)
         first = _first_of_each(values, name, folder)
         if len(first) < len(values):
             dropped = [str(v) for i, v in enumerate(values) if i not in first]
